@@ -1,0 +1,4 @@
+//! Z3-based checking for tracejit: proofs of the abstract domains and rules, translation
+//! validation of optimizer output, rule synthesis and missing-optimization mining.
+//!
+//! This crate depends on `z3`; no library crate of the project depends on it.
