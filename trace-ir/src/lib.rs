@@ -1,1 +1,31 @@
-//! placeholder
+//! The trace IR of tracejit: opcodes, values, descriptors, guards and traces; union-find
+//! forwarding; a builder; a text format that also reads PyPy's JIT logs; a verifier; the
+//! reference interpreter; and a random trace generator.
+#![deny(missing_docs)]
+
+pub mod builder;
+pub mod descr;
+pub mod entity;
+pub mod opcode;
+pub mod trace;
+pub mod unionfind;
+pub mod verify;
+
+pub use builder::TraceBuilder;
+pub use descr::{ArrayDescr, CallDescr, CallEffect, Descr, FieldDescr, InteriorDescr, SizeDescr};
+pub use entity::{ConstRef, DescrRef, GuardId, GuardRef, OpRef, Value, ValueData};
+pub use opcode::{DescrKind, Kind, OpFlags, OpInfo, Opcode};
+pub use trace::{Const, ConstPool, FailArg, GuardData, Op, Trace, TraceInfo, VirtualField, VirtualKind, VirtualObject};
+pub use unionfind::UnionFind;
+pub use verify::{jump_target, verify, JumpTarget, VerifyError};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn op_stays_small() {
+        // Growth of `Op` should be a decision: update this number knowingly.
+        assert!(std::mem::size_of::<Op>() <= 40, "Op is {} bytes", std::mem::size_of::<Op>());
+    }
+}

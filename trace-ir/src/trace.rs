@@ -1,0 +1,319 @@
+//! The trace: a straight line of ops with guards, inputs first, optionally one or more
+//! `label`s and a final `jump` or `finish`; its constant pool, descriptor table and guard table.
+//!
+//! ```text
+//!  ops:    [input_i, input_r, ..., op, op, guard, ..., label, input_i, ..., op, jump]
+//!           └ num_inputs ┘                            └ label params ┘
+//! ```
+//! A `label` with `n` operands is followed by exactly `n` input ops: its parameters. Operands
+//! flow into the parameters when the label is reached from above; a `jump` assigns its
+//! operands to the parameters of the label it targets (or to the trace inputs when the trace
+//! has no label) and continues after it. So the trace is in SSA form: every value has one
+//! definition, and the back edge is a parallel move.
+
+use crate::descr::Descr;
+use crate::entity::{ConstRef, DescrRef, GuardId, GuardRef, OpRef, Value, ValueData};
+use crate::opcode::{Kind, Opcode};
+use smallvec::SmallVec;
+use std::collections::HashMap;
+
+/// A constant of the pool.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Const {
+    /// An integer.
+    Int(i64),
+    /// A float, stored as its IEEE bits so constants can be hashed and compared exactly.
+    Float(u64),
+    /// A pointer (0 is null).
+    Ref(u64),
+}
+
+impl Const {
+    /// The kind of the constant.
+    pub fn kind(self) -> Kind {
+        match self {
+            Const::Int(_) => Kind::Int,
+            Const::Float(_) => Kind::Float,
+            Const::Ref(_) => Kind::Ref,
+        }
+    }
+    /// The constant's 64 bits (integers as two's complement, floats as IEEE bits).
+    pub fn bits(self) -> u64 {
+        match self {
+            Const::Int(v) => v as u64,
+            Const::Float(b) | Const::Ref(b) => b,
+        }
+    }
+    /// A float constant.
+    pub fn float(v: f64) -> Const {
+        Const::Float(v.to_bits())
+    }
+}
+
+/// The constant pool of a trace. Constants are interned: the same value (and name) gets the
+/// same [`ConstRef`]. Named constants are PyPy's `ConstPtr(ptr13)` and `ConstClass(name)`:
+/// their value is derived from the name (see [`symbol_address`]) and the name is printed.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ConstPool {
+    consts: Vec<Const>,
+    names: Vec<Option<String>>,
+    index: HashMap<(Const, Option<String>), ConstRef>,
+}
+
+/// The deterministic address given to a named constant (`ConstPtr(ptr13)`, `ConstClass(X)`):
+/// an FNV-1a hash of the name, 8-byte aligned, in the upper half of the canonical user
+/// address space so it never collides with small integers.
+pub fn symbol_address(name: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in name.bytes() {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    0x4000_0000_0000 | (h & 0x3fff_ffff_fff8)
+}
+
+impl ConstPool {
+    /// Intern an unnamed constant.
+    pub fn intern(&mut self, c: Const) -> ConstRef {
+        self.intern_named(c, None)
+    }
+    /// Intern a constant with an optional symbolic name.
+    pub fn intern_named(&mut self, c: Const, name: Option<String>) -> ConstRef {
+        let key = (c, name);
+        if let Some(&r) = self.index.get(&key) {
+            return r;
+        }
+        let r = ConstRef::new(self.consts.len());
+        self.consts.push(key.0);
+        self.names.push(key.1.clone());
+        self.index.insert(key, r);
+        r
+    }
+    /// The constant's value.
+    #[inline]
+    pub fn get(&self, c: ConstRef) -> Const {
+        self.consts[c.index()]
+    }
+    /// The constant's symbolic name, if it has one.
+    pub fn name(&self, c: ConstRef) -> Option<&str> {
+        self.names[c.index()].as_deref()
+    }
+    /// Number of constants.
+    pub fn len(&self) -> usize {
+        self.consts.len()
+    }
+    /// Whether the pool is empty.
+    pub fn is_empty(&self) -> bool {
+        self.consts.is_empty()
+    }
+}
+
+/// One operation. Layout: opcode (2 bytes), descriptor (4), guard (4), operands inline
+/// up to three (a `SmallVec` spills longer lists to the heap).
+///
+/// ```text
+/// ┌────────┬──────────────┬──────────────┬───────────────────────────────┐
+/// │ opcode │ descr?: u32  │ guard?: u32  │ args: SmallVec<[Value; 3]>    │
+/// └────────┴──────────────┴──────────────┴───────────────────────────────┘
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Op {
+    /// What the op does.
+    pub opcode: Opcode,
+    /// Descriptor, for ops that take one.
+    pub descr: Option<DescrRef>,
+    /// Resume data, for guards (and only for guards).
+    pub guard: Option<GuardRef>,
+    /// Operands.
+    pub args: SmallVec<[Value; 3]>,
+}
+
+impl Op {
+    /// A new op without descriptor or guard data.
+    pub fn new(opcode: Opcode, args: &[Value]) -> Op {
+        Op { opcode, descr: None, guard: None, args: SmallVec::from_slice(args) }
+    }
+    /// Operand `i`.
+    #[inline]
+    pub fn arg(&self, i: usize) -> Value {
+        self.args[i]
+    }
+}
+
+/// One fail argument of a guard: what the interpreter needs to resume.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum FailArg {
+    /// A value computed by the trace (or a constant).
+    Value(Value),
+    /// A virtual object the optimizer removed, described by the guard's `virtuals[i]`; the
+    /// exit rebuilds it.
+    Virtual(u32),
+    /// No value (PyPy prints `None`): the interpreter does not need this slot.
+    Hole,
+}
+
+/// Which allocation a virtual object stands for.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum VirtualKind {
+    /// A struct (`new`) or instance (`new_with_vtable`) of this size descriptor.
+    Struct {
+        /// `New` or `NewWithVtable`.
+        opcode: Opcode,
+        /// Its size descriptor.
+        descr: DescrRef,
+    },
+    /// An array (`new_array`, `new_array_clear`) of this descriptor and constant length.
+    Array {
+        /// `NewArray` or `NewArrayClear`.
+        opcode: Opcode,
+        /// Its array descriptor.
+        descr: DescrRef,
+        /// Its length.
+        len: u32,
+    },
+}
+
+/// Where a field of a virtual object lives.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum VirtualField {
+    /// A struct field, by its field descriptor.
+    Field(DescrRef),
+    /// An array item, by its index.
+    Item(u32),
+}
+
+/// A removed allocation, as a guard's resume data describes it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct VirtualObject {
+    /// What was allocated.
+    pub kind: VirtualKind,
+    /// The fields written so far (others hold their default: zero or null).
+    pub fields: Vec<(VirtualField, FailArg)>,
+}
+
+/// Everything a guard carries besides its condition.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GuardData {
+    /// Stable identity (survives optimization).
+    pub id: GuardId,
+    /// Opaque key chosen by the embedder (e.g. a bytecode position); PyPy traces keep their
+    /// guard's address here.
+    pub resume_key: u64,
+    /// Values the interpreter needs when the guard fails.
+    pub fail_args: Vec<FailArg>,
+    /// Virtual objects named by `FailArg::Virtual(i)` (and nested in each other).
+    pub virtuals: Vec<VirtualObject>,
+}
+
+/// What a trace is, as far as its source tells.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TraceInfo {
+    /// A name for messages (e.g. `fannkuch.pypylog:953 Loop 8`).
+    pub name: String,
+    /// The log section it came from (`jit-log-noopt`, `jit-log-opt-loop`, ...), if any.
+    pub section: Option<String>,
+    /// The header comment line, if any (`# Loop 8 (...) : loop with 90 ops`).
+    pub header: Option<String>,
+}
+
+/// A trace.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Trace {
+    /// All ops: the first `num_inputs` are the inputs.
+    pub ops: Vec<Op>,
+    /// Number of trace inputs (the first ops).
+    pub num_inputs: usize,
+    /// Constants.
+    pub consts: ConstPool,
+    /// Descriptors.
+    pub descrs: Vec<Descr>,
+    /// Guard resume data, referenced by `Op::guard`.
+    pub guards: Vec<GuardData>,
+    /// Source information.
+    pub info: TraceInfo,
+}
+
+impl Trace {
+    /// The op `r`.
+    #[inline]
+    pub fn op(&self, r: OpRef) -> &Op {
+        &self.ops[r.index()]
+    }
+    /// All op references in order.
+    pub fn op_refs(&self) -> impl Iterator<Item = OpRef> + '_ {
+        (0..self.ops.len()).map(OpRef::new)
+    }
+    /// The trace inputs.
+    pub fn inputs(&self) -> impl Iterator<Item = OpRef> + '_ {
+        (0..self.num_inputs).map(OpRef::new)
+    }
+    /// The kinds of the trace inputs.
+    pub fn input_kinds(&self) -> Vec<Kind> {
+        self.inputs().map(|r| self.op(r).opcode.result_kind()).collect()
+    }
+    /// The descriptor `d`.
+    #[inline]
+    pub fn descr(&self, d: DescrRef) -> &Descr {
+        &self.descrs[d.index()]
+    }
+    /// The guard data `g`.
+    #[inline]
+    pub fn guard(&self, g: GuardRef) -> &GuardData {
+        &self.guards[g.index()]
+    }
+    /// The guard data of op `r`, if it is a guard.
+    pub fn guard_of(&self, r: OpRef) -> Option<&GuardData> {
+        self.op(r).guard.map(|g| self.guard(g))
+    }
+    /// The kind of a value.
+    pub fn kind_of(&self, v: Value) -> Kind {
+        match v.data() {
+            ValueData::Op(o) => self.op(o).opcode.result_kind(),
+            ValueData::Const(c) => self.consts.get(c).kind(),
+        }
+    }
+    /// The constant behind `v`, if it is one.
+    pub fn const_of(&self, v: Value) -> Option<Const> {
+        v.as_const().map(|c| self.consts.get(c))
+    }
+    /// The integer constant behind `v`, if it is one.
+    pub fn const_int(&self, v: Value) -> Option<i64> {
+        match self.const_of(v) {
+            Some(Const::Int(i)) => Some(i),
+            _ => None,
+        }
+    }
+    /// Intern a constant and return it as a value.
+    pub fn make_const(&mut self, c: Const) -> Value {
+        Value::constant(self.consts.intern(c))
+    }
+    /// Intern an integer constant.
+    pub fn make_const_int(&mut self, v: i64) -> Value {
+        self.make_const(Const::Int(v))
+    }
+    /// Add a descriptor, reusing an equal one already in the table.
+    pub fn make_descr(&mut self, d: Descr) -> DescrRef {
+        if let Some(i) = self.descrs.iter().position(|x| *x == d) {
+            return DescrRef::new(i);
+        }
+        self.descrs.push(d);
+        DescrRef::new(self.descrs.len() - 1)
+    }
+    /// The parameters of the label at `label`: the input ops right after it.
+    pub fn label_params(&self, label: OpRef) -> impl Iterator<Item = OpRef> {
+        let n = self.op(label).args.len();
+        (label.index() + 1..label.index() + 1 + n).map(OpRef::new)
+    }
+    /// The last `label` of the trace, if any (the loop header a plain `jump` goes to).
+    pub fn last_label(&self) -> Option<OpRef> {
+        self.ops.iter().rposition(|op| op.opcode == Opcode::Label).map(OpRef::new)
+    }
+    /// Number of ops, not counting inputs and label parameters.
+    pub fn num_real_ops(&self) -> usize {
+        self.ops.iter().filter(|op| !op.opcode.is_input()).count()
+    }
+    /// The highest guard id in the trace, if any (for allocating fresh ids).
+    pub fn max_guard_id(&self) -> Option<GuardId> {
+        self.guards.iter().map(|g| g.id).max()
+    }
+}

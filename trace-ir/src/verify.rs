@@ -1,0 +1,265 @@
+//! The trace verifier, run after parsing, building and every optimizer pass (in tests).
+//!
+//! Invariants checked:
+//! 1. the first `num_inputs` ops are inputs; other input ops appear only as the parameters
+//!    right after a `label` (one per label operand, of the operand's kind);
+//! 2. every operand is defined before it is used (SSA), is not the result of a void op, and
+//!    every constant exists in the pool;
+//! 3. arity and operand kinds agree with the opcode table (`guard_value`'s two operands have
+//!    one kind; `setfield` stores a value of the field's kind);
+//! 4. an op has a descriptor exactly when the table asks for one, of the right kind;
+//! 5. guards, and only guards, carry resume data; guard ids are unique; fail arguments are
+//!    defined before the guard; virtual references are in range;
+//! 6. an `_ovf` op is immediately followed by `guard_no_overflow` or `guard_overflow`, and
+//!    those guards follow an `_ovf` op;
+//! 7. the trace ends with `jump` or `finish` and has no other final op; a `jump` to a label
+//!    of this trace passes one value of the right kind per label parameter.
+
+use crate::descr::Descr;
+use crate::entity::{OpRef, Value, ValueData};
+use crate::opcode::{DescrKind, Kind, Opcode};
+use crate::trace::{FailArg, Trace};
+use std::collections::HashSet;
+use std::fmt;
+
+/// A broken invariant: which op, and what is wrong.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VerifyError {
+    /// The offending op, if the problem is local to one.
+    pub op: Option<OpRef>,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for VerifyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.op {
+            Some(op) => write!(f, "at {}: {}", op, self.message),
+            None => f.write_str(&self.message),
+        }
+    }
+}
+
+impl std::error::Error for VerifyError {}
+
+fn err<T>(op: Option<OpRef>, message: String) -> Result<T, VerifyError> {
+    Err(VerifyError { op, message })
+}
+
+/// Which op a `jump` goes to: a label of this trace (by index), the trace start, or
+/// somewhere outside the trace.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum JumpTarget {
+    /// The label op at this position.
+    Label(OpRef),
+    /// The trace start (its inputs are the parameters).
+    Start,
+    /// Another compiled loop (PyPy's `<LoopN>` with N >= 0): leaving this trace.
+    External,
+}
+
+/// Resolve the target of the `jump` at `jump` (its descriptor: `TargetToken(n)` names a label,
+/// `<Loop-1>` or none means the last label or the start, `<LoopN>` is external).
+pub fn jump_target(trace: &Trace, jump: OpRef) -> JumpTarget {
+    let op = trace.op(jump);
+    match op.descr.map(|d| trace.descr(d)) {
+        Some(Descr::Target(t)) => {
+            for (i, other) in trace.ops.iter().enumerate() {
+                if other.opcode == Opcode::Label
+                    && other.descr.map(|d| trace.descr(d)) == Some(&Descr::Target(*t))
+                {
+                    return JumpTarget::Label(OpRef::new(i));
+                }
+            }
+            JumpTarget::External
+        }
+        Some(Descr::Loop(n)) if *n >= 0 => JumpTarget::External,
+        _ => match trace.last_label() {
+            Some(l) => JumpTarget::Label(l),
+            None => JumpTarget::Start,
+        },
+    }
+}
+
+fn check_value(trace: &Trace, at: OpRef, v: Value, what: &str) -> Result<Kind, VerifyError> {
+    match v.data() {
+        ValueData::Op(o) => {
+            if o.index() >= at.index() {
+                return err(Some(at), format!("{what} {o} is used before it is defined"));
+            }
+            let k = trace.op(o).opcode.result_kind();
+            if k == Kind::Void {
+                return err(Some(at), format!("{what} {o} ({}) has no value", trace.op(o).opcode));
+            }
+            Ok(k)
+        }
+        ValueData::Const(c) => {
+            if c.index() >= trace.consts.len() {
+                return err(Some(at), format!("{what} refers to a missing constant {c}"));
+            }
+            Ok(trace.consts.get(c).kind())
+        }
+    }
+}
+
+fn descr_matches(kind: DescrKind, d: &Descr) -> bool {
+    match kind {
+        DescrKind::None => false,
+        DescrKind::Any => true,
+        DescrKind::Field => matches!(d, Descr::Field(_)),
+        DescrKind::Size => matches!(d, Descr::Size(_)),
+        DescrKind::Array => matches!(d, Descr::Array(_)),
+        DescrKind::Interior => matches!(d, Descr::Interior(_)),
+        DescrKind::Call => matches!(d, Descr::Call(_)),
+    }
+}
+
+/// Check every invariant listed in the module documentation.
+pub fn verify(trace: &Trace) -> Result<(), VerifyError> {
+    let n = trace.ops.len();
+    if trace.num_inputs > n {
+        return err(None, format!("{} inputs but only {} ops", trace.num_inputs, n));
+    }
+    for r in trace.inputs() {
+        if !trace.op(r).opcode.is_input() {
+            return err(Some(r), "trace inputs must come first".into());
+        }
+    }
+    let mut guard_ids = HashSet::new();
+    let mut pending_params = 0usize; // label parameters still expected
+    let mut label_at: Option<OpRef> = None;
+    for r in trace.op_refs().skip(trace.num_inputs) {
+        let op = trace.op(r);
+        let opc = op.opcode;
+        if opc.is_input() {
+            if pending_params == 0 {
+                return err(Some(r), "an input op outside the trace start and label parameters".into());
+            }
+            let label = label_at.expect("pending params imply a label");
+            let idx = trace.op(label).args.len() - pending_params;
+            let arg_kind = trace.kind_of(trace.op(label).args[idx]);
+            if arg_kind != opc.result_kind() {
+                return err(Some(r), format!("label parameter of kind {:?} for an operand of kind {:?}", opc.result_kind(), arg_kind));
+            }
+            pending_params -= 1;
+            continue;
+        }
+        if pending_params != 0 {
+            return err(Some(r), format!("label is missing {pending_params} parameter(s)"));
+        }
+        if !opc.arity_ok(op.args.len()) {
+            return err(Some(r), format!("{} takes {}{} operand(s), got {}", opc, if opc.is_variadic() { "at least " } else { "" }, opc.fixed_arity(), op.args.len()));
+        }
+        let mut kinds = Vec::with_capacity(op.args.len());
+        for (i, &a) in op.args.iter().enumerate() {
+            let k = check_value(trace, r, a, &format!("operand {}", i + 1))?;
+            if let Some(want) = opc.arg_kind(i) {
+                if want != k {
+                    return err(Some(r), format!("{} operand {} must be {:?}, got {:?}", opc, i + 1, want, k));
+                }
+            }
+            kinds.push(k);
+        }
+        if opc == Opcode::GuardValue && kinds[0] != kinds[1] {
+            return err(Some(r), "guard_value compares values of different kinds".into());
+        }
+        // Descriptor.
+        match (opc.descr_kind(), op.descr) {
+            (DescrKind::None, Some(_)) => return err(Some(r), format!("{opc} takes no descriptor")),
+            (DescrKind::None | DescrKind::Any, None) => {}
+            (k, None) => return err(Some(r), format!("{opc} needs a {k:?} descriptor")),
+            (k, Some(d)) => {
+                if d.index() >= trace.descrs.len() {
+                    return err(Some(r), format!("missing descriptor {d}"));
+                }
+                if !descr_matches(k, trace.descr(d)) {
+                    return err(Some(r), format!("{opc} needs a {k:?} descriptor, got {:?}", trace.descr(d)));
+                }
+            }
+        }
+        if matches!(opc, Opcode::SetfieldGc | Opcode::SetfieldRaw) {
+            if let Some(f) = op.descr.and_then(|d| trace.descr(d).as_field()) {
+                if f.kind != kinds[1] {
+                    return err(Some(r), format!("storing a {:?} into a {:?} field", kinds[1], f.kind));
+                }
+            }
+        }
+        // Guards and resume data.
+        match (opc.is_guard(), op.guard) {
+            (true, None) => return err(Some(r), format!("{opc} has no resume data")),
+            (false, Some(_)) => return err(Some(r), format!("{opc} is not a guard but has resume data")),
+            (true, Some(g)) => {
+                if g.index() >= trace.guards.len() {
+                    return err(Some(r), format!("missing guard data {g}"));
+                }
+                let gd = trace.guard(g);
+                if !guard_ids.insert(gd.id) {
+                    return err(Some(r), format!("duplicate guard id {}", gd.id));
+                }
+                let check_fail = |fa: &FailArg| -> Result<(), VerifyError> {
+                    match *fa {
+                        FailArg::Value(v) => check_value(trace, r, v, "fail argument").map(|_| ()),
+                        FailArg::Virtual(i) if (i as usize) < gd.virtuals.len() => Ok(()),
+                        FailArg::Virtual(i) => err(Some(r), format!("fail argument names missing virtual {i}")),
+                        FailArg::Hole => Ok(()),
+                    }
+                };
+                for fa in &gd.fail_args {
+                    check_fail(fa)?;
+                }
+                for v in &gd.virtuals {
+                    for (_, fa) in &v.fields {
+                        check_fail(fa)?;
+                    }
+                }
+            }
+            (false, None) => {}
+        }
+        // Overflow pairing.
+        if opc.is_ovf() {
+            let next = trace.ops.get(r.index() + 1).map(|o| o.opcode);
+            if !matches!(next, Some(Opcode::GuardNoOverflow | Opcode::GuardOverflow)) {
+                return err(Some(r), format!("{opc} must be followed by guard_no_overflow or guard_overflow"));
+            }
+        }
+        if matches!(opc, Opcode::GuardNoOverflow | Opcode::GuardOverflow)
+            && !(r.index() > 0 && trace.ops[r.index() - 1].opcode.is_ovf())
+        {
+            return err(Some(r), format!("{opc} must follow an _ovf operation"));
+        }
+        // Labels and final ops.
+        if opc == Opcode::Label {
+            for (i, &a) in op.args.iter().enumerate() {
+                let want = Opcode::input_for(trace.kind_of(a)).unwrap();
+                let got = trace.ops.get(r.index() + 1 + i).map(|o| o.opcode);
+                if got != Some(want) {
+                    return err(Some(r), format!("label parameter {} must be {} right after the label", i + 1, want.name()));
+                }
+            }
+            pending_params = op.args.len();
+            label_at = Some(r);
+        }
+        if opc.is_final() {
+            if r.index() + 1 != n {
+                return err(Some(r), format!("{opc} must be the last op"));
+            }
+            if opc == Opcode::Jump {
+                let params: Vec<Kind> = match jump_target(trace, r) {
+                    JumpTarget::Label(l) => trace.label_params(l).map(|p| trace.op(p).opcode.result_kind()).collect(),
+                    JumpTarget::Start => trace.input_kinds(),
+                    JumpTarget::External => kinds.clone(),
+                };
+                if params != kinds {
+                    return err(Some(r), format!("jump passes {:?} but its target expects {:?}", kinds, params));
+                }
+            }
+        }
+    }
+    if pending_params != 0 {
+        return err(None, "trace ends inside a label's parameters".into());
+    }
+    match trace.ops.last() {
+        Some(op) if op.opcode.is_final() => Ok(()),
+        _ => err(None, "a trace must end with jump or finish".into()),
+    }
+}
