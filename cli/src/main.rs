@@ -1,1 +1,47 @@
-fn main() {}
+//! `tracejit`: parse, print, run, optimize, compile and check traces from the command line.
+//!
+//! Each subcommand lives in its own module; `main` only dispatches.
+
+mod common;
+mod cmd_text;
+
+use std::process::ExitCode;
+
+const USAGE: &str = "\
+usage: tracejit <command> [options] FILE...
+
+commands:
+  parse FILE [--json]             parse and verify every trace; one line per trace
+  print FILE                      print every trace in normalized text form
+  interp FILE [--inputs 1,2,3 | --random N --seed S] [--json]
+                                  run every trace in the reference interpreter
+";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some(cmd) = args.first() else {
+        eprint!("{USAGE}");
+        return ExitCode::from(2);
+    };
+    let rest = &args[1..];
+    let result = match cmd.as_str() {
+        "parse" => cmd_text::parse(rest),
+        "print" => cmd_text::print(rest),
+        "-h" | "--help" | "help" => {
+            print!("{USAGE}");
+            Ok(())
+        }
+        other => Err(common::CliError::Usage(format!("unknown command `{other}`"))),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(common::CliError::Usage(msg)) => {
+            eprintln!("tracejit: {msg}\n\n{USAGE}");
+            ExitCode::from(2)
+        }
+        Err(common::CliError::Failed(msg)) => {
+            eprintln!("tracejit: {msg}");
+            ExitCode::from(1)
+        }
+    }
+}
