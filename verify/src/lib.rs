@@ -2,3 +2,5 @@
 //! validation of optimizer output, rule synthesis and missing-optimization mining.
 //!
 //! This crate depends on `z3`; no library crate of the project depends on it.
+
+pub mod z3word;
