@@ -7,6 +7,7 @@ pub mod builder;
 pub mod descr;
 pub mod entity;
 pub mod opcode;
+pub mod text;
 pub mod trace;
 pub mod unionfind;
 pub mod verify;
@@ -16,6 +17,7 @@ pub use descr::{ArrayDescr, CallDescr, CallEffect, Descr, FieldDescr, InteriorDe
 pub use entity::{ConstRef, DescrRef, GuardId, GuardRef, OpRef, Value, ValueData};
 pub use opcode::{DescrKind, Kind, OpFlags, OpInfo, Opcode};
 pub use trace::{Const, ConstPool, FailArg, GuardData, Op, Trace, TraceInfo, VirtualField, VirtualKind, VirtualObject};
+pub use text::{parse_file, parse_trace, print_trace, traces_equivalent, ParseError};
 pub use unionfind::UnionFind;
 pub use verify::{jump_target, verify, JumpTarget, VerifyError};
 

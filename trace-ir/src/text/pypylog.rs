@@ -1,0 +1,176 @@
+//! Reading files: one plain trace (or several, each after the previous one's final op), or a
+//! PyPy log (`PYPYLOG=jit-log-noopt,jit-log-opt:file`) whose `jit-log-noopt`,
+//! `jit-log-opt-loop` and `jit-log-opt-bridge` sections each hold one trace.
+
+use super::parser::{classify, LineKind, Status, TraceParser};
+use super::ParseError;
+use crate::trace::{Trace, TraceInfo};
+
+/// The sections whose traces are read; other sections are skipped.
+pub const TRACE_SECTIONS: &[&str] = &["jit-log-noopt", "jit-log-opt-loop", "jit-log-opt-bridge"];
+
+/// `[6b4b952ad08] {jit-log-noopt` → `jit-log-noopt`.
+fn section_start(line: &str) -> Option<&str> {
+    let rest = timestamp(line)?;
+    let cat = rest.strip_prefix('{')?.trim_end();
+    (!cat.is_empty() && !cat.contains(char::is_whitespace)).then_some(cat)
+}
+
+/// `[6b4b958dbde] jit-log-noopt}` → `jit-log-noopt`.
+fn section_end(line: &str) -> Option<&str> {
+    let rest = timestamp(line)?;
+    let cat = rest.trim_end().strip_suffix('}')?;
+    (!cat.is_empty() && !cat.contains(char::is_whitespace)).then_some(cat)
+}
+
+/// The text after a `[hex] ` timestamp.
+fn timestamp(line: &str) -> Option<&str> {
+    let rest = line.strip_prefix('[')?;
+    let close = rest.find(']')?;
+    let hex = &rest[..close];
+    if hex.is_empty() || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    rest[close + 1..].strip_prefix(' ')
+}
+
+/// Whether `text` looks like a PyPy log (has at least one section start line).
+pub fn is_pypy_log(text: &str) -> bool {
+    text.lines().any(|l| section_start(l).is_some())
+}
+
+/// Parse lines `lines[from..to]` (file line numbers are index + 1) as traces. With `multi`,
+/// a new trace starts after each final op; otherwise text after it is an error. Returns each
+/// trace with its header comment and first line.
+fn parse_lines(lines: &[&str], from: usize, to: usize, multi: bool) -> Result<Vec<(Trace, Option<String>, usize)>, ParseError> {
+    let mut out = Vec::new();
+    let mut parser = TraceParser::new();
+    let mut header: Option<String> = None;
+    let mut first_line = 0;
+    for (i, &line) in lines.iter().enumerate().take(to).skip(from) {
+        let lineno = i + 1;
+        match classify(line) {
+            LineKind::Skip => {}
+            LineKind::Comment(c) => {
+                if !parser.started() {
+                    header = Some(c.to_string());
+                }
+            }
+            LineKind::Content(start) => {
+                if !parser.started() {
+                    first_line = lineno;
+                }
+                if parser.feed(line, lineno, start)? == Status::Done && multi {
+                    let done = std::mem::replace(&mut parser, TraceParser::new());
+                    out.push((done.finish()?, header.take(), first_line));
+                }
+            }
+        }
+    }
+    if parser.started() || (!multi && out.is_empty()) {
+        if !parser.started() {
+            return Err(ParseError { line: to.max(1), column: 1, message: "no trace in the input".into() });
+        }
+        out.push((parser.finish()?, header, first_line));
+    }
+    Ok(out)
+}
+
+/// Parse exactly one plain trace (no log sections). Text after its final op is an error.
+pub fn parse_trace(text: &str) -> Result<Trace, ParseError> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut traces = parse_lines(&lines, 0, lines.len(), false)?;
+    let (mut trace, header, _) = traces.pop().expect("single mode yields one trace or an error");
+    trace.info.header = header;
+    Ok(trace)
+}
+
+fn section_name(section: &str, header: Option<&str>, noopt_index: usize) -> String {
+    if section == "jit-log-noopt" {
+        return format!("noopt #{noopt_index}");
+    }
+    let Some(h) = header else { return section.to_string() };
+    if let Some(rest) = h.strip_prefix("bridge out of ") {
+        let base = rest.split(" with ").next().unwrap_or(rest);
+        return format!("bridge out of {base}");
+    }
+    if h.starts_with("Loop ") {
+        let base = h.split(" (").next().unwrap_or(h);
+        let base = base.split(" :").next().unwrap_or(base);
+        return base.to_string();
+    }
+    h.split(" :").next().unwrap_or(h).to_string()
+}
+
+/// Parse a file: a PyPy log (every trace section, in order) or plain text (one or more
+/// traces; a `#` comment line before a trace becomes its name). Errors name the absolute
+/// line in the file.
+pub fn parse_file(text: &str) -> Result<Vec<Trace>, ParseError> {
+    let lines: Vec<&str> = text.lines().collect();
+    if !lines.iter().any(|l| section_start(l).is_some()) {
+        let traces = parse_lines(&lines, 0, lines.len(), true)?;
+        return Ok(traces
+            .into_iter()
+            .enumerate()
+            .map(|(k, (mut t, header, line))| {
+                t.info.name = match &header {
+                    Some(h) => h.clone(),
+                    None => format!("trace #{} (line {line})", k + 1),
+                };
+                t.info.header = header;
+                t
+            })
+            .collect());
+    }
+    let mut out = Vec::new();
+    let mut noopt = 0;
+    let mut i = 0;
+    while i < lines.len() {
+        let Some(cat) = section_start(lines[i]) else {
+            i += 1;
+            continue;
+        };
+        let end = (i + 1..lines.len()).find(|&k| section_end(lines[k]) == Some(cat)).ok_or_else(|| ParseError {
+            line: i + 1,
+            column: 1,
+            message: format!("section `{cat}` is not closed"),
+        })?;
+        if TRACE_SECTIONS.contains(&cat) {
+            if cat == "jit-log-noopt" {
+                noopt += 1;
+            }
+            let mut traces = parse_lines(&lines, i + 1, end, false).map_err(|mut e| {
+                if e.message == "no trace in the input" {
+                    e.message = format!("section `{cat}` holds no trace");
+                }
+                e
+            })?;
+            let (mut t, header, _) = traces.pop().expect("single mode yields one trace or an error");
+            let base = section_name(cat, header.as_deref(), noopt);
+            t.info = TraceInfo { name: format!("{base} (line {})", i + 1), section: Some(cat.to_string()), header };
+            out.push(t);
+        }
+        i = end + 1;
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn section_lines() {
+        assert_eq!(section_start("[6b4b952ad08] {jit-log-noopt"), Some("jit-log-noopt"));
+        assert_eq!(section_end("[6b4b958dbde] jit-log-noopt}"), Some("jit-log-noopt"));
+        assert_eq!(section_start("[p0, p1]"), None);
+        assert_eq!(section_end("[p0] x}"), None);
+    }
+
+    #[test]
+    fn names_from_headers() {
+        assert_eq!(section_name("jit-log-opt-loop", Some("Loop 8 (fannkuch;x:14-25~#70 LOAD_FAST) : loop with 90 ops"), 0), "Loop 8");
+        assert_eq!(section_name("jit-log-opt-bridge", Some("bridge out of Guard 0x7f316aa4e698 with 78 ops"), 0), "bridge out of Guard 0x7f316aa4e698");
+        assert_eq!(section_name("jit-log-noopt", Some("Traced loop or bridge with 53 ops"), 3), "noopt #3");
+    }
+}
