@@ -6,18 +6,21 @@
 pub mod builder;
 pub mod descr;
 pub mod entity;
+pub mod eval;
+pub mod interp;
 pub mod opcode;
-pub mod text;
+pub mod rng;
 pub mod trace;
 pub mod unionfind;
 pub mod verify;
 
 pub use builder::TraceBuilder;
 pub use descr::{ArrayDescr, CallDescr, CallEffect, Descr, FieldDescr, InteriorDescr, SizeDescr};
+pub use eval::{eval_ovf, eval_pure, EvalError};
+pub use interp::{outcomes_equivalent, run, Outcome, RtValue, RunConfig, RunResult};
 pub use entity::{ConstRef, DescrRef, GuardId, GuardRef, OpRef, Value, ValueData};
 pub use opcode::{DescrKind, Kind, OpFlags, OpInfo, Opcode};
 pub use trace::{Const, ConstPool, FailArg, GuardData, Op, Trace, TraceInfo, VirtualField, VirtualKind, VirtualObject};
-pub use text::{parse_file, parse_trace, print_trace, traces_equivalent, ParseError};
 pub use unionfind::UnionFind;
 pub use verify::{jump_target, verify, JumpTarget, VerifyError};
 

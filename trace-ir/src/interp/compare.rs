@@ -1,0 +1,186 @@
+//! Comparison of two runs for differential testing (original trace against optimized trace,
+//! or against native code): allocation addresses differ between the runs, so objects the runs
+//! allocated are compared by content.
+//!
+//! [`outcomes_equivalent`] compares, in order:
+//! 1. the kind of outcome; for a guard failure the guard id and resume key; for an external
+//!    jump the target; for an invalid outcome only that both are invalid (reasons may differ);
+//! 2. the exit values, one by one: integers and floats by bits (so NaN equals a NaN with the
+//!    same bits), null only to null, an external reference only to the same address, and a
+//!    reference to an object allocated by the run (or rebuilt at the exit) only to an
+//!    allocated object of the other run with the same kind, length, class and fields
+//!    (absent fields count as zero), compared recursively. The correspondence between
+//!    allocated objects must be one-to-one across the whole comparison: two references to one
+//!    object in one run must be two references to one object in the other. Cycles are
+//!    handled (a pair already in the correspondence is taken as equal);
+//! 3. the sequence of heap-writing calls (function and canonical arguments);
+//! 4. the heap epoch (number of heap-writing calls);
+//! 5. the observable state of every external object either run wrote: for each slot either
+//!    run wrote and still remembers, the value a read would return in each run (the written
+//!    value, or the value derived from the address, slot and epoch), compared as in 2;
+//!    and the same for raw memory;
+//! 6. the pending exception state (class by value, exception object as in 2).
+//!
+//! Not compared: objects allocated by a run that are unreachable from the compared values,
+//! external objects' decided classes, iteration and step counts.
+
+use super::heap::{Heap, Slot};
+use super::{Outcome, RtValue, RunResult};
+use crate::opcode::Kind;
+use std::collections::{BTreeSet, HashMap};
+
+struct Cmp<'a> {
+    a: &'a Heap,
+    b: &'a Heap,
+    a_to_b: HashMap<u64, u64>,
+    b_to_a: HashMap<u64, u64>,
+}
+
+impl<'a> Cmp<'a> {
+    fn value(&mut self, what: &str, va: RtValue, vb: RtValue) -> Result<(), String> {
+        match (va, vb) {
+            (RtValue::Ref(x), RtValue::Ref(y)) => self.refs(what, x, y),
+            _ if va.kind() == vb.kind() && va.bits() == vb.bits() => Ok(()),
+            _ => Err(format!("{what}: {va:?} != {vb:?}")),
+        }
+    }
+
+    fn refs(&mut self, what: &str, x: u64, y: u64) -> Result<(), String> {
+        let (ax, by) = (self.a.objects.get(&x), self.b.objects.get(&y));
+        match (ax, by) {
+            (None, None) if x == y => Ok(()),
+            (None, None) => Err(format!("{what}: external reference 0x{x:x} != 0x{y:x}")),
+            (Some(_), None) | (None, Some(_)) => Err(format!(
+                "{what}: 0x{x:x} and 0x{y:x} are not both objects allocated by the run"
+            )),
+            (Some(oa), Some(ob)) => {
+                match (self.a_to_b.get(&x), self.b_to_a.get(&y)) {
+                    (Some(&m), _) if m == y => return Ok(()),
+                    (Some(&m), _) => {
+                        return Err(format!("{what}: object 0x{x:x} already corresponds to 0x{m:x}, not 0x{y:x}"))
+                    }
+                    (None, Some(&m)) => {
+                        return Err(format!("{what}: object 0x{y:x} already corresponds to 0x{m:x}, not 0x{x:x}"))
+                    }
+                    (None, None) => {}
+                }
+                self.a_to_b.insert(x, y);
+                self.b_to_a.insert(y, x);
+                if oa.kind != ob.kind {
+                    return Err(format!("{what}: object kinds differ: {:?} != {:?}", oa.kind, ob.kind));
+                }
+                if oa.class != ob.class {
+                    return Err(format!("{what}: object classes differ: 0x{:x} != 0x{:x}", oa.class, ob.class));
+                }
+                let slots: BTreeSet<Slot> = oa.fields.keys().chain(ob.fields.keys()).copied().collect();
+                for s in slots {
+                    let fa = oa.fields.get(&s).map(|c| c.value);
+                    let fb = ob.fields.get(&s).map(|c| c.value);
+                    let kind = fa.or(fb).map_or(Kind::Int, |v| v.kind());
+                    let fa = fa.unwrap_or(RtValue::zero(kind));
+                    let fb = fb.unwrap_or(RtValue::zero(kind));
+                    self.value(&format!("{what}.{s:?}"), fa, fb)?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn values(&mut self, what: &str, a: &[RtValue], b: &[RtValue]) -> Result<(), String> {
+        if a.len() != b.len() {
+            return Err(format!("{what}: {} values != {} values", a.len(), b.len()));
+        }
+        for (i, (&x, &y)) in a.iter().zip(b).enumerate() {
+            self.value(&format!("{what}[{i}]"), x, y)?;
+        }
+        Ok(())
+    }
+}
+
+/// Whether two runs behaved the same, as listed in the module documentation; `Err` explains
+/// the first difference found.
+pub fn outcomes_equivalent(a: &RunResult, b: &RunResult) -> Result<(), String> {
+    let mut c = Cmp { a: &a.heap, b: &b.heap, a_to_b: HashMap::new(), b_to_a: HashMap::new() };
+    match (&a.outcome, &b.outcome) {
+        (Outcome::Finish(x), Outcome::Finish(y)) => c.values("finish", x, y)?,
+        (
+            Outcome::GuardFailed { guard: g1, resume_key: k1, values: x },
+            Outcome::GuardFailed { guard: g2, resume_key: k2, values: y },
+        ) => {
+            if g1 != g2 || k1 != k2 {
+                return Err(format!("different guards failed: {g1} (key {k1}) vs {g2} (key {k2})"));
+            }
+            c.values(&format!("fail args of {g1}"), x, y)?;
+        }
+        (Outcome::ExternalJump { target: t1, values: x }, Outcome::ExternalJump { target: t2, values: y }) => {
+            if t1 != t2 {
+                return Err(format!("jumps to different loops: {t1:?} vs {t2:?}"));
+            }
+            c.values("jump", x, y)?;
+        }
+        (Outcome::Invalid { .. }, Outcome::Invalid { .. }) | (Outcome::IterationLimit, Outcome::IterationLimit) => {}
+        (x, y) => return Err(format!("different outcomes: {x} vs {y}")),
+    }
+    if a.calls != b.calls {
+        let n = a.calls.iter().zip(&b.calls).take_while(|(x, y)| x == y).count();
+        return Err(format!(
+            "heap-writing calls differ at call {n}: {:?} vs {:?}",
+            a.calls.get(n),
+            b.calls.get(n)
+        ));
+    }
+    if a.heap.epoch != b.heap.epoch {
+        return Err(format!("heap epochs differ: {} vs {}", a.heap.epoch, b.heap.epoch));
+    }
+    // External objects.
+    let mut addrs: Vec<u64> = a.heap.external.keys().chain(b.heap.external.keys()).copied().collect();
+    addrs.sort_unstable();
+    addrs.dedup();
+    for addr in addrs {
+        let wa = a.heap.external.get(&addr).map(|e| &e.written);
+        let wb = b.heap.external.get(&addr).map(|e| &e.written);
+        let slots: BTreeSet<(Slot, bool)> = wa
+            .into_iter()
+            .chain(wb)
+            .flat_map(|w| w.iter().map(|(s, c)| (*s, c.immutable)))
+            .collect();
+        for (slot, immutable) in slots {
+            let kind = wa
+                .and_then(|w| w.get(&slot))
+                .or_else(|| wb.and_then(|w| w.get(&slot)))
+                .map_or(Kind::Int, |c| c.value.kind());
+            let va = a.heap.clone_read(addr, slot, kind, immutable);
+            let vb = b.heap.clone_read(addr, slot, kind, immutable);
+            c.value(&format!("external 0x{addr:x}.{slot:?}"), va, vb)?;
+        }
+    }
+    let raw: BTreeSet<(u64, Kind)> =
+        a.heap.raw.iter().chain(b.heap.raw.iter()).map(|(&k, v)| (k, v.kind())).collect();
+    for (addr, kind) in raw {
+        let (va, vb) = (a.heap.read_raw(addr, kind), b.heap.read_raw(addr, kind));
+        c.value(&format!("raw 0x{addr:x}"), va, vb)?;
+    }
+    match (a.exception, b.exception) {
+        (None, None) => {}
+        (Some((c1, v1)), Some((c2, v2))) if c1 == c2 => c.refs("pending exception", v1, v2)?,
+        (x, y) => return Err(format!("pending exceptions differ: {x:?} vs {y:?}")),
+    }
+    Ok(())
+}
+
+impl Heap {
+    /// The value a read of `slot` of the external object at `addr` would return now, without
+    /// recording anything.
+    pub fn clone_read(&self, addr: u64, slot: Slot, kind: Kind, immutable: bool) -> RtValue {
+        let mut h = self.clone_shallow_external(addr);
+        h.read(addr, slot, kind, immutable)
+    }
+
+    fn clone_shallow_external(&self, addr: u64) -> Heap {
+        let mut h = Heap { epoch: self.epoch, ..Heap::default() };
+        if let Some(e) = self.external.get(&addr) {
+            h.external.insert(addr, e.clone());
+        }
+        h
+    }
+}

@@ -1,0 +1,288 @@
+//! The interpreter's heap model: objects the trace allocated (with exact contents), the
+//! remembered writes to external objects and raw memory, the heap epoch, and the
+//! deterministic values read from memory nobody wrote.
+//!
+//! # Addresses
+//!
+//! - Objects allocated by the run (by `new*` ops or rebuilt at a guard exit) get addresses
+//!   `ALLOC_BASE + k * ALLOC_STRIDE` in allocation order. Any other non-null address is
+//!   **external**: an input, a `ConstPtr`, a call result, a value read from external memory.
+//! - Deterministic external addresses ([`external_address`]) live in
+//!   `0x5000_0000_0000..0x6000_0000_0000`; [`crate::trace::symbol_address`] (named constants)
+//!   uses `0x4000_0000_0000..0x8000_0000_0000`, and allocated objects start at
+//!   `0x1000_0000_0000`, so they never meet.
+//!
+//! # Reads of memory nobody wrote
+//!
+//! A field (array item, string character, raw word) of an external object that this run has
+//! not written reads as a value derived from `(address, slot, epoch)` by
+//! [`derived_value`]: integers in `0..1024`, floats finite in `0..1000`, references
+//! non-null external addresses. Immutable fields (`FieldDescr::immutable`,
+//! `getarrayitem_gc_pure_*`), array lengths and string contents of external objects use
+//! epoch 0, so they never change. Unwritten fields of allocated objects read as zero / null.
+//!
+//! # Escape and calls that may write the heap
+//!
+//! An allocated object **escapes** when it is passed to a call, stored into an escaped or
+//! external object or into raw memory, or converted to an integer by `cast_ptr_to_int`;
+//! everything reachable from it escapes with it, and so does anything later stored into it.
+//! A call that may write the heap ([`Heap::clobber`]) bumps the epoch, forgets every
+//! non-immutable write to external objects and raw memory (so the next read derives a fresh
+//! value from the new epoch), and replaces every non-immutable integer or float field of an
+//! escaped allocated object by a value mixed from its old value, the slot and the epoch
+//! (reference fields and string contents are left alone). A heap cache that wrongly forwards
+//! a field across such a call therefore produces a different value.
+
+use super::RtValue;
+use crate::opcode::Kind;
+use crate::rng::hash_words;
+use std::collections::{BTreeMap, HashMap};
+
+/// Address of the first object allocated by a run.
+pub const ALLOC_BASE: u64 = 0x1000_0000_0000;
+/// Distance between consecutive allocated objects.
+pub const ALLOC_STRIDE: u64 = 0x1_0000;
+/// The reference `force_token` returns.
+pub const FORCE_TOKEN: u64 = 0x3000_0000_0000;
+
+/// A deterministic, 8-byte aligned, non-null external address derived from `h`.
+pub fn external_address(h: u64) -> u64 {
+    0x5000_0000_0000 | (h & 0x0fff_ffff_fff8) | 0x8
+}
+
+/// The value of kind `kind` derived from the hash `h` (see the module documentation):
+/// integers in `0..1024`, finite floats in `0..1000`, non-null external references.
+pub fn derived_value(kind: Kind, h: u64) -> RtValue {
+    match kind {
+        Kind::Float => RtValue::float((h % 1_000_000) as f64 / 1000.0),
+        Kind::Ref => RtValue::Ref(external_address(h)),
+        _ => RtValue::Int((h % 1024) as i64),
+    }
+}
+
+/// Where a value lives inside an object.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Slot {
+    /// A struct field, by byte offset.
+    Field(i64),
+    /// An array item or string character, by index.
+    Item(u64),
+    /// A field of an array-of-structs item: (index, byte offset in the item).
+    Interior(u64, i64),
+    /// The length of an external array or string (never written).
+    Len,
+}
+
+impl Slot {
+    /// The slot as words for hashing.
+    pub(crate) fn words(self) -> [u64; 3] {
+        match self {
+            Slot::Field(o) => [1, o as u64, 0],
+            Slot::Item(i) => [2, i, 0],
+            Slot::Interior(i, o) => [3, i, o as u64],
+            Slot::Len => [4, 0, 0],
+        }
+    }
+}
+
+/// A stored value and whether its field is immutable (survives heap-writing calls).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Cell {
+    /// The value.
+    pub value: RtValue,
+    /// Whether the field is immutable.
+    pub immutable: bool,
+}
+
+/// What an allocated object is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ObjKind {
+    /// `new`/`new_with_vtable` (or a rebuilt struct virtual) of this size.
+    Struct {
+        /// Object size in bytes, from the size descriptor.
+        size: i64,
+    },
+    /// `new_array`/`new_array_clear` (or a rebuilt array virtual).
+    Array {
+        /// Number of items.
+        len: u64,
+    },
+    /// `newstr`.
+    Str {
+        /// Number of bytes.
+        len: u64,
+    },
+    /// `newunicode`.
+    Unicode {
+        /// Number of code points.
+        len: u64,
+    },
+}
+
+/// An object allocated by the run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HeapObject {
+    /// What it is.
+    pub kind: ObjKind,
+    /// Its class (vtable): the size descriptor's vtable or a class derived from it for
+    /// `new_with_vtable`; 0 for everything else.
+    pub class: u64,
+    /// The fields written so far (absent fields are zero / null).
+    pub fields: BTreeMap<Slot, Cell>,
+    /// Whether the outside world can see it (see the module documentation).
+    pub escaped: bool,
+    /// Whether a guard exit rebuilt it from a virtual description.
+    pub rebuilt: bool,
+}
+
+impl HeapObject {
+    /// The number of items for arrays and strings.
+    pub fn len(&self) -> Option<u64> {
+        match self.kind {
+            ObjKind::Struct { .. } => None,
+            ObjKind::Array { len } | ObjKind::Str { len } | ObjKind::Unicode { len } => Some(len),
+        }
+    }
+}
+
+/// What the run knows about an external object.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ExternalObject {
+    /// Writes this run made that are still valid (a heap-writing call forgets the mutable ones).
+    pub written: BTreeMap<Slot, Cell>,
+    /// The class decided by the first class check (see `ClassPolicy`).
+    pub class: Option<u64>,
+    /// The GC type id decided by the first `guard_gc_type`.
+    pub gc_type: Option<u64>,
+}
+
+/// The state of memory during and after a run.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Heap {
+    /// Objects allocated by the run, by address.
+    pub objects: HashMap<u64, HeapObject>,
+    /// External objects the run touched, by address.
+    pub external: HashMap<u64, ExternalObject>,
+    /// Raw-memory words written by the run and still valid, by address.
+    pub raw: BTreeMap<u64, RtValue>,
+    /// Number of heap-writing calls so far.
+    pub epoch: u64,
+    /// Number of objects allocated so far.
+    pub allocated: u64,
+}
+
+impl Heap {
+    /// Whether `addr` is an object allocated by this run.
+    pub fn is_allocated(&self, addr: u64) -> bool {
+        self.objects.contains_key(&addr)
+    }
+
+    /// Allocate a new object; returns its address.
+    pub fn alloc(&mut self, kind: ObjKind, class: u64, rebuilt: bool) -> u64 {
+        let addr = ALLOC_BASE + self.allocated * ALLOC_STRIDE;
+        self.allocated += 1;
+        self.objects.insert(addr, HeapObject { kind, class, fields: BTreeMap::new(), escaped: false, rebuilt });
+        addr
+    }
+
+    /// Mark the allocated object at `addr` (if it is one) and everything reachable from it
+    /// as escaped.
+    pub fn escape(&mut self, addr: u64) {
+        let mut work = vec![addr];
+        while let Some(a) = work.pop() {
+            let Some(obj) = self.objects.get_mut(&a) else { continue };
+            if obj.escaped {
+                continue;
+            }
+            obj.escaped = true;
+            for cell in obj.fields.values() {
+                if let RtValue::Ref(r) = cell.value {
+                    work.push(r);
+                }
+            }
+        }
+    }
+
+    /// Escape `v` if it is a reference.
+    pub fn escape_value(&mut self, v: RtValue) {
+        if let RtValue::Ref(r) = v {
+            self.escape(r);
+        }
+    }
+
+    /// Read `slot` of the object at `addr` as a value of `kind` (no null or bounds checks:
+    /// the caller does them). `immutable` reads of external objects ignore the epoch.
+    pub fn read(&mut self, addr: u64, slot: Slot, kind: Kind, immutable: bool) -> RtValue {
+        if let Some(obj) = self.objects.get(&addr) {
+            return match obj.fields.get(&slot) {
+                Some(c) => c.value.with_kind(kind),
+                None => RtValue::zero(kind),
+            };
+        }
+        let ext = self.external.entry(addr).or_default();
+        if let Some(c) = ext.written.get(&slot) {
+            return c.value.with_kind(kind);
+        }
+        let epoch = if immutable { 0 } else { self.epoch };
+        let [a, b, c] = slot.words();
+        derived_value(kind, hash_words(&[0x0b1ec7, addr, a, b, c, epoch]))
+    }
+
+    /// Write `slot` of the object at `addr` (no null or bounds checks). A reference stored
+    /// into an escaped or external object escapes.
+    pub fn write(&mut self, addr: u64, slot: Slot, value: RtValue, immutable: bool) {
+        let cell = Cell { value, immutable };
+        let escapes = if let Some(obj) = self.objects.get_mut(&addr) {
+            obj.fields.insert(slot, cell);
+            obj.escaped
+        } else {
+            self.external.entry(addr).or_default().written.insert(slot, cell);
+            true
+        };
+        if escapes {
+            self.escape_value(value);
+        }
+    }
+
+    /// Read a raw-memory word at `addr` as a value of `kind`.
+    pub fn read_raw(&self, addr: u64, kind: Kind) -> RtValue {
+        match self.raw.get(&addr) {
+            Some(v) => v.with_kind(kind),
+            None => derived_value(kind, hash_words(&[0x4a3, addr, self.epoch])),
+        }
+    }
+
+    /// Write a raw-memory word at `addr` (a stored reference escapes).
+    pub fn write_raw(&mut self, addr: u64, value: RtValue) {
+        self.raw.insert(addr, value);
+        self.escape_value(value);
+    }
+
+    /// The effect of a call that may write the heap (see the module documentation).
+    pub fn clobber(&mut self) {
+        self.epoch += 1;
+        let epoch = self.epoch;
+        for ext in self.external.values_mut() {
+            ext.written.retain(|_, c| c.immutable);
+        }
+        self.raw.clear();
+        for (&addr, obj) in self.objects.iter_mut() {
+            if !obj.escaped || matches!(obj.kind, ObjKind::Str { .. } | ObjKind::Unicode { .. }) {
+                continue;
+            }
+            let _ = addr; // the new values must not depend on the address (it differs between runs)
+            for (slot, cell) in obj.fields.iter_mut() {
+                if cell.immutable {
+                    continue;
+                }
+                let [a, b, c] = slot.words();
+                let h = hash_words(&[0xc10b, cell.value.bits(), a, b, c, epoch]);
+                cell.value = match cell.value {
+                    RtValue::Int(_) => RtValue::Int(h as i64),
+                    RtValue::Float(_) => derived_value(Kind::Float, h),
+                    r @ RtValue::Ref(_) => r,
+                };
+            }
+        }
+    }
+}
