@@ -1,0 +1,1477 @@
+//! Translation validation (seed 004): prove with Z3 that an optimized trace behaves like the
+//! trace it was optimized from, or find inputs on which the two differ.
+//!
+//! # What is compared
+//!
+//! Both traces are executed symbolically over the same symbolic inputs (matched by
+//! position; both must have the same number of inputs). The two executions are aligned at
+//! their **sync points**:
+//! - guards, matched by their stable [`GuardId`](trace_ir::GuardId);
+//! - calls that are not elidable (`call_*` whose effect is not elidable, `call_may_force_*`,
+//!   `call_assembler_*`), matched by their order;
+//! - `label`s, matched by their order;
+//! - the final `jump`/`finish`.
+//!
+//! At each point the validator asks Z3 to prove, under the conjunction of all guard
+//! conditions passed so far (the path condition):
+//! - a guard kept by the optimizer has a condition equivalent to the original's;
+//! - a guard removed by the optimizer cannot fail (it is implied by the path condition);
+//! - when a kept guard fails, its fail arguments are equal (virtual objects of the resume
+//!   data are compared field by field against the original's objects) and so is the
+//!   modelled heap;
+//! - a call gets equal arguments and an equal heap; its result is the same fresh symbol on
+//!   both sides;
+//! - at `finish`/`jump`/`label` the operands and the heap are equal.
+//!
+//! The optimized trace may not add guards with ids the original does not have, and the sync
+//! points must come in the same order on both sides (otherwise: `Invalid` for a new guard,
+//! `Unknown` for a reordering). Operations of the optimized trace that may be undefined
+//! (shift amount out of range, division by zero) must be defined wherever the original
+//! trace's operations are: the original trace is assumed free of undefined operations.
+//!
+//! # Model
+//!
+//! - Integers and references are 64-bit vectors; integer ops use the one Z3 semantics of
+//!   [`crate::semantics`]. Overflow ops set a per-side "no overflow" flag read by
+//!   `guard_no_overflow`/`guard_overflow`.
+//! - Floats are 64-bit vectors of their IEEE bits. Float operations with constant operands
+//!   are folded with the reference interpreter's evaluation function
+//!   ([`trace_ir::eval::eval_pure`]); others are uninterpreted functions (so equal operands
+//!   give equal results, which covers CSE). A counterexample that may depend on an
+//!   uninterpreted float operation is reported as `Unknown`.
+//! - **Objects allocated by the trace** (`new`, `new_with_vtable`, `new_array*` with a
+//!   constant length) are tracked exactly, field by field, as long as they have not
+//!   escaped: their fields are not in the heap model, and a fresh object is different from
+//!   every pre-existing pointer. An object escapes when it is stored into memory that is
+//!   not itself a tracked object, passed to a call, cast to an integer or indexed with a
+//!   non-constant index. Escaping gives it the address `escN` (N counts escapes on each
+//!   side, so the N-th escaping object of both traces gets the same address) and writes its
+//!   fields into the heap model.
+//! - **The heap** (memory of objects the trace did not allocate, or that escaped) is one
+//!   SMT array per field descriptor (per array descriptor for array items, indexed by the
+//!   concatenation of base and index; per raw descriptor for raw memory). Both sides start
+//!   from the same arrays; writes are `store`s, so read-after-write and possible aliasing
+//!   are exact. A call that may write the heap replaces all arrays by fresh ones shared by
+//!   both sides (after the heaps were proven equal). Immutable (`pure`) fields live in
+//!   arrays that calls do not replace. Object classes are an uninterpreted function.
+//! - **Loops**: one iteration is validated. At the k-th `label` of each side the label
+//!   operands are proven equal; the label parameters then become fresh symbols shared by
+//!   position, and the heap becomes fresh arrays. Tracked objects of the preamble that are
+//!   not passed through the label may not be used after it (`Unknown` if they are).
+//! - Exceptions: every call that can raise has a shared symbolic "raised" flag and value.
+//!   Quasi-immutable invalidation and frame forcing are shared symbols.
+//!
+//! Operations outside this model (string copies, exception save/restore, `cond_call`, ...)
+//! make the verdict `Unknown` with the op's name as the reason; so does a Z3 timeout (each
+//! query gets [`Config::timeout_ms`]).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt;
+
+use trace_ir::descr::Descr;
+use trace_ir::eval::eval_pure;
+use trace_ir::{FailArg, GuardId, Kind, OpFlags, OpRef, Opcode, Trace, Value, ValueData, VirtualField, VirtualKind};
+use z3::ast::{Array, Ast, Bool, BV};
+use z3::{FuncDecl, Params, SatResult, Solver, Sort};
+
+use crate::semantics::{no_overflow, op_semantics};
+
+/// Settings of [`validate`].
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Time limit of each Z3 query, in milliseconds.
+    pub timeout_ms: u32,
+    /// Whether fail arguments of kept guards are compared (on by default).
+    pub check_fail_args: bool,
+    /// Whether the modelled heap is compared at exits, calls and labels (on by default).
+    pub check_heap: bool,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config { timeout_ms: 2000, check_fail_args: true, check_heap: true }
+    }
+}
+
+/// The outcome of [`validate`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Every query was proven: the optimized trace behaves like the original.
+    Valid,
+    /// Inputs on which the two traces differ.
+    Invalid {
+        /// What differs, the inputs and the values.
+        counterexample: Counterexample,
+    },
+    /// Neither proven nor refuted (a timeout or an operation outside the model).
+    Unknown {
+        /// Why.
+        reason: String,
+    },
+}
+
+impl Verdict {
+    /// Whether the verdict is [`Verdict::Valid`].
+    pub fn is_valid(&self) -> bool {
+        matches!(self, Verdict::Valid)
+    }
+    /// Whether the verdict is [`Verdict::Invalid`].
+    pub fn is_invalid(&self) -> bool {
+        matches!(self, Verdict::Invalid { .. })
+    }
+    /// Whether the verdict is [`Verdict::Unknown`].
+    pub fn is_unknown(&self) -> bool {
+        matches!(self, Verdict::Unknown { .. })
+    }
+    /// A one-word name: `valid`, `invalid` or `unknown`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Verdict::Valid => "valid",
+            Verdict::Invalid { .. } => "invalid",
+            Verdict::Unknown { .. } => "unknown",
+        }
+    }
+}
+
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Verdict::Valid => f.write_str("valid"),
+            Verdict::Invalid { counterexample } => write!(f, "invalid: {counterexample}"),
+            Verdict::Unknown { reason } => write!(f, "unknown: {reason}"),
+        }
+    }
+}
+
+/// Inputs on which the original and the optimized trace differ (seed 004's format: the
+/// inputs, then the values of the traces' integer operations under those inputs).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Counterexample {
+    /// What differs (`guard Guard3 (guard_true) was removed but can fail`, ...).
+    pub message: String,
+    /// The input values, named as the printer names them (`i0`, `p1`), as signed integers.
+    pub inputs: Vec<(String, i64)>,
+    /// The two differing values (original, optimized), when the difference is a value.
+    pub differing: Option<(i64, i64)>,
+    /// Values of the original trace's integer ops up to the failing point (`i3`).
+    pub original: Vec<(String, i64)>,
+    /// Values of the optimized trace's integer ops up to the failing point (`i3`).
+    pub optimized: Vec<(String, i64)>,
+}
+
+impl fmt::Display for Counterexample {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "{}", self.message)?;
+        writeln!(f, "counterexample")?;
+        for (n, v) in &self.inputs {
+            writeln!(f, "  input {n} = {v}")?;
+        }
+        if let Some((a, b)) = self.differing {
+            writeln!(f, "  original value = {a}, optimized value = {b}")?;
+        }
+        for (n, v) in &self.original {
+            writeln!(f, "  {n}unoptimized = {v}")?;
+        }
+        for (n, v) in &self.optimized {
+            writeln!(f, "  {n}optimized = {v}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Validate `optimized` against `original` (see the module documentation).
+pub fn validate(original: &Trace, optimized: &Trace, cfg: &Config) -> Verdict {
+    let mut v = Validator::new(original, optimized, cfg);
+    match v.run() {
+        Ok(()) => match v.unknown.take() {
+            None => Verdict::Valid,
+            Some(reason) => Verdict::Unknown { reason },
+        },
+        Err(Stop::Invalid(c)) => Verdict::Invalid { counterexample: c },
+        Err(Stop::Unknown(reason)) => Verdict::Unknown { reason },
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// Symbolic values and objects
+
+/// A symbolic value: a bit-vector, or an object allocated by the trace.
+#[derive(Clone, Debug)]
+enum Sym {
+    Bv(BV),
+    Obj(usize),
+}
+
+/// An object allocated by the trace (or described by a guard's resume data).
+#[derive(Clone, Debug)]
+struct LocalObj {
+    /// Allocation op and descriptor text: two objects are comparable only with equal shapes.
+    shape: String,
+    /// Its class, when the allocation sets one.
+    class: Option<BV>,
+    /// Array length, for arrays.
+    len: Option<BV>,
+    /// Field key -> value (missing: zero / null).
+    fields: BTreeMap<String, Sym>,
+    /// Field key -> array item descriptor and index, for writing items to the heap.
+    item_of: BTreeMap<String, (String, u32)>,
+    /// Its address once it escaped.
+    addr: Option<BV>,
+    /// Created before the last label and not passed through it: unusable.
+    dead: bool,
+}
+
+enum Stop {
+    Invalid(Counterexample),
+    Unknown(String),
+}
+
+type R<T> = Result<T, Stop>;
+
+fn unsupported<T>(what: impl Into<String>) -> R<T> {
+    Err(Stop::Unknown(what.into()))
+}
+
+fn bv(v: u64) -> BV {
+    BV::from_u64(v, 64)
+}
+
+fn zero() -> BV {
+    bv(0)
+}
+
+fn bool_to_bv(b: &Bool) -> BV {
+    b.ite(&bv(1), &bv(0))
+}
+
+fn descr_key(trace: &Trace, op: OpRef) -> String {
+    match trace.op(op).descr {
+        Some(d) => format!("{:?}", trace.descr(d)),
+        None => String::new(),
+    }
+}
+
+/// Which sync point an op is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Event {
+    Guard(GuardId),
+    Call(usize),
+    Label(usize),
+    Final,
+}
+
+fn is_elidable_call(trace: &Trace, op: OpRef) -> bool {
+    let o = trace.op(op);
+    match o.opcode {
+        Opcode::CallPureI | Opcode::CallPureR | Opcode::CallPureF | Opcode::CallPureN => true,
+        Opcode::CallI | Opcode::CallR | Opcode::CallF | Opcode::CallN => o
+            .descr
+            .and_then(|d| trace.descr(d).as_call().map(|c| c.effect.is_elidable()))
+            .unwrap_or(false),
+        _ => false,
+    }
+}
+
+fn is_sync_call(trace: &Trace, op: OpRef) -> bool {
+    let o = trace.op(op);
+    matches!(
+        o.opcode,
+        Opcode::CallI
+            | Opcode::CallR
+            | Opcode::CallF
+            | Opcode::CallN
+            | Opcode::CallMayForceI
+            | Opcode::CallMayForceR
+            | Opcode::CallMayForceF
+            | Opcode::CallMayForceN
+            | Opcode::CallAssemblerI
+            | Opcode::CallAssemblerR
+            | Opcode::CallAssemblerF
+            | Opcode::CallAssemblerN
+    ) && !is_elidable_call(trace, op)
+}
+
+fn events(trace: &Trace) -> Vec<(OpRef, Event)> {
+    let mut out = Vec::new();
+    let (mut calls, mut labels) = (0, 0);
+    for r in trace.op_refs() {
+        let op = trace.op(r);
+        if let Some(g) = trace.guard_of(r) {
+            out.push((r, Event::Guard(g.id)));
+        } else if op.opcode == Opcode::Label {
+            out.push((r, Event::Label(labels)));
+            labels += 1;
+        } else if op.opcode.is_final() {
+            out.push((r, Event::Final));
+        } else if is_sync_call(trace, r) {
+            out.push((r, Event::Call(calls)));
+            calls += 1;
+        }
+    }
+    out
+}
+
+// ------------------------------------------------------------------------------------------
+// One side of the symbolic execution
+
+struct Side<'t> {
+    trace: &'t Trace,
+    tag: &'static str,
+    vals: Vec<Option<Sym>>,
+    objs: Vec<LocalObj>,
+    /// Current heap arrays by key (created lazily from `key@epoch`).
+    arrays: HashMap<String, Array>,
+    /// Keys written since the last epoch change.
+    written: BTreeSet<String>,
+    /// Index width of each heap array.
+    bits: HashMap<String, u32>,
+    epoch: String,
+    escapes: usize,
+    calls: usize,
+    labels: usize,
+    no_ovf: Option<Bool>,
+    exc: Bool,
+    not_forced: Bool,
+    pos: usize,
+}
+
+impl<'t> Side<'t> {
+    fn new(trace: &'t Trace, tag: &'static str) -> Side<'t> {
+        Side {
+            trace,
+            tag,
+            vals: vec![None; trace.ops.len()],
+            objs: Vec::new(),
+            arrays: HashMap::new(),
+            written: BTreeSet::new(),
+            bits: HashMap::new(),
+            epoch: "0".into(),
+            escapes: 0,
+            calls: 0,
+            labels: 0,
+            no_ovf: None,
+            exc: Bool::from_bool(false),
+            not_forced: Bool::new_const("not_forced"),
+            pos: 0,
+        }
+    }
+
+    fn array(&mut self, key: &str, domain_bits: u32) -> Array {
+        if let Some(a) = self.arrays.get(key) {
+            return a.clone();
+        }
+        let epoch = if key.starts_with("imm:") { "0" } else { self.epoch.as_str() };
+        let a = Array::new_const(
+            format!("heap[{key}]@{epoch}"),
+            &Sort::bitvector(domain_bits),
+            &Sort::bitvector(64),
+        );
+        self.arrays.insert(key.to_string(), a.clone());
+        self.bits.insert(key.to_string(), domain_bits);
+        a
+    }
+
+    fn read(&mut self, key: &str, index: &BV) -> BV {
+        let a = self.array(key, index.get_size());
+        a.select(index).as_bv().expect("heap arrays hold bit-vectors")
+    }
+
+    fn write(&mut self, key: &str, index: &BV, value: &BV) {
+        let a = self.array(key, index.get_size());
+        self.arrays.insert(key.to_string(), a.store(index, value));
+        self.written.insert(key.to_string());
+    }
+
+    /// Forget the heap (after a call that may write it, or at a label).
+    fn new_epoch(&mut self, epoch: String) {
+        self.epoch = epoch;
+        self.arrays.retain(|k, _| k.starts_with("imm:"));
+        self.written.clear();
+    }
+
+    fn value(&self, v: Value) -> R<Sym> {
+        match v.data() {
+            ValueData::Const(c) => Ok(Sym::Bv(bv(self.trace.consts.get(c).bits()))),
+            ValueData::Op(o) => match self.vals.get(o.index()).cloned().flatten() {
+                Some(Sym::Obj(id)) if self.objs[id].dead => {
+                    unsupported(format!("{} trace: object {o} of the preamble used after the label", self.tag))
+                }
+                Some(s) => Ok(s),
+                None => unsupported(format!("{} trace: {o} has no value", self.tag)),
+            },
+        }
+    }
+
+    /// The value as a bit-vector, escaping a tracked object.
+    fn bv_of(&mut self, v: Value) -> R<BV> {
+        let s = self.value(v)?;
+        Ok(self.escape(&s))
+    }
+
+    /// Give a tracked object an address and move its fields into the heap model.
+    fn escape(&mut self, s: &Sym) -> BV {
+        match s {
+            Sym::Bv(b) => b.clone(),
+            Sym::Obj(id) => {
+                if let Some(a) = &self.objs[*id].addr {
+                    return a.clone();
+                }
+                let addr = BV::new_const(format!("esc{}", self.escapes), 64);
+                self.escapes += 1;
+                self.objs[*id].addr = Some(addr.clone());
+                let obj = self.objs[*id].clone();
+                if let Some(len) = &obj.len {
+                    let key = format!("len:{}", obj.shape);
+                    self.write(&key, &addr, len);
+                }
+                for (key, val) in &obj.fields {
+                    let vb = self.escape(val);
+                    match obj.item_of.get(key) {
+                        Some((akey, idx)) => {
+                            let ix = addr.concat(&bv(*idx as u64));
+                            self.write(&format!("items:{akey}"), &ix, &vb);
+                        }
+                        None => self.write(key, &addr, &vb),
+                    }
+                }
+                addr
+            }
+        }
+    }
+
+    fn new_obj(&mut self, obj: LocalObj) -> Sym {
+        self.objs.push(obj);
+        Sym::Obj(self.objs.len() - 1)
+    }
+
+    fn tracked(&self, s: &Sym) -> Option<usize> {
+        match s {
+            Sym::Obj(id) if self.objs[*id].addr.is_none() => Some(*id),
+            _ => None,
+        }
+    }
+}
+
+fn class_of(p: &BV) -> BV {
+    let f = FuncDecl::new("class_of", &[&Sort::bitvector(64)], &Sort::bitvector(64));
+    f.apply(&[p]).as_bv().expect("class_of returns a bit-vector")
+}
+
+fn uf_bv(name: &str, args: &[BV]) -> BV {
+    let sorts: Vec<Sort> = args.iter().map(|a| Sort::bitvector(a.get_size())).collect();
+    let sort_refs: Vec<&Sort> = sorts.iter().collect();
+    let f = FuncDecl::new(format!("{name}/{}", args.len()), &sort_refs, &Sort::bitvector(64));
+    let arg_refs: Vec<&dyn Ast> = args.iter().map(|a| a as &dyn Ast).collect();
+    f.apply(&arg_refs).as_bv().expect("uninterpreted functions return bit-vectors")
+}
+
+fn uf_bool(name: &str, args: &[BV]) -> Bool {
+    let sorts: Vec<Sort> = args.iter().map(|a| Sort::bitvector(a.get_size())).collect();
+    let sort_refs: Vec<&Sort> = sorts.iter().collect();
+    let f = FuncDecl::new(format!("{name}/{}", args.len()), &sort_refs, &Sort::bool());
+    let arg_refs: Vec<&dyn Ast> = args.iter().map(|a| a as &dyn Ast).collect();
+    f.apply(&arg_refs).as_bool().expect("predicate returns a boolean")
+}
+
+/// What translating one op produced besides its value.
+struct Translated {
+    /// A precondition of the op (`valid_if`), when not trivially true.
+    valid: Option<Bool>,
+    /// A fact the op asserts (hints such as `assert_not_none`).
+    fact: Option<Bool>,
+}
+
+// ------------------------------------------------------------------------------------------
+// The validator
+
+struct Validator<'t> {
+    o: Side<'t>,
+    p: Side<'t>,
+    solver: Solver,
+    cfg: Config,
+    unknown: Option<String>,
+    float_uf: bool,
+}
+
+impl<'t> Validator<'t> {
+    fn new(original: &'t Trace, optimized: &'t Trace, cfg: &Config) -> Validator<'t> {
+        let solver = Solver::new();
+        let mut params = Params::new();
+        params.set_u32("timeout", cfg.timeout_ms);
+        solver.set_params(&params);
+        Validator {
+            o: Side::new(original, "original"),
+            p: Side::new(optimized, "optimized"),
+            solver,
+            cfg: cfg.clone(),
+            unknown: None,
+            float_uf: false,
+        }
+    }
+
+    fn run(&mut self) -> R<()> {
+        let (ot, pt) = (self.o.trace, self.p.trace);
+        if ot.num_inputs != pt.num_inputs {
+            return unsupported(format!(
+                "the traces have different numbers of inputs ({} and {})",
+                ot.num_inputs, pt.num_inputs
+            ));
+        }
+        for i in 0..ot.num_inputs {
+            let (ko, kp) = (ot.ops[i].opcode.result_kind(), pt.ops[i].opcode.result_kind());
+            if ko != kp {
+                return unsupported(format!("input {i} has kind {ko:?} in the original and {kp:?} in the optimized trace"));
+            }
+            let name = format!("{}{}", ko.prefix(), i);
+            let s = Sym::Bv(BV::new_const(name, 64));
+            self.o.vals[i] = Some(s.clone());
+            self.p.vals[i] = Some(s);
+        }
+        self.o.pos = ot.num_inputs;
+        self.p.pos = pt.num_inputs;
+
+        let ev_o = events(ot);
+        let ev_p = events(pt);
+        let orig_ids: HashMap<GuardId, usize> = ev_o
+            .iter()
+            .enumerate()
+            .filter_map(|(i, (_, e))| match e {
+                Event::Guard(g) => Some((*g, i)),
+                _ => None,
+            })
+            .collect();
+        for (r, e) in &ev_p {
+            if let Event::Guard(g) = e {
+                if !orig_ids.contains_key(g) {
+                    return Err(Stop::Invalid(self.structural(format!(
+                        "the optimized trace adds a guard with a new id: {g} ({} at {r})",
+                        pt.op(*r).opcode
+                    ))));
+                }
+            }
+        }
+        // The original's events with removed guards dropped must equal the optimized events.
+        let kept: BTreeSet<GuardId> = ev_p
+            .iter()
+            .filter_map(|(_, e)| match e {
+                Event::Guard(g) => Some(*g),
+                _ => None,
+            })
+            .collect();
+        let o_kept: Vec<Event> = ev_o
+            .iter()
+            .map(|(_, e)| *e)
+            .filter(|e| !matches!(e, Event::Guard(g) if !kept.contains(g)))
+            .collect();
+        let p_events: Vec<Event> = ev_p.iter().map(|(_, e)| *e).collect();
+        if o_kept != p_events {
+            let at = o_kept.iter().zip(&p_events).position(|(a, b)| a != b).unwrap_or(o_kept.len().min(p_events.len()));
+            return unsupported(format!(
+                "sync points differ at position {at}: original {:?}, optimized {:?} (guards reordered, calls or labels added or removed)",
+                o_kept.get(at),
+                p_events.get(at)
+            ));
+        }
+
+        let mut pi = 0usize;
+        for (ro, e) in ev_o {
+            self.run_side_until(true, ro)?;
+            match e {
+                Event::Guard(g) if !kept.contains(&g) => {
+                    let cond = self.guard_cond(true, ro)?;
+                    self.prove(
+                        &cond,
+                        || format!("guard {g} ({}) was removed but can fail", ot.op(ro).opcode),
+                        None,
+                    )?;
+                    self.solver.assert(&cond);
+                    self.guard_result(true, ro);
+                    self.o.pos = ro.index() + 1;
+                }
+                _ => {
+                    let (rp, ep) = ev_p[pi];
+                    pi += 1;
+                    debug_assert_eq!(e, ep);
+                    self.run_side_until(false, rp)?;
+                    match e {
+                        Event::Guard(g) => self.sync_guard(g, ro, rp)?,
+                        Event::Call(k) => self.sync_call(k, ro, rp)?,
+                        Event::Label(k) => self.sync_label(k, ro, rp)?,
+                        Event::Final => self.sync_final(ro, rp)?,
+                    }
+                    self.o.pos = ro.index() + 1;
+                    self.p.pos = rp.index() + 1;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn side(&mut self, orig: bool) -> &mut Side<'t> {
+        if orig {
+            &mut self.o
+        } else {
+            &mut self.p
+        }
+    }
+
+    /// Translate the ops of one side up to (not including) `stop`.
+    fn run_side_until(&mut self, orig: bool, stop: OpRef) -> R<()> {
+        while self.side(orig).pos < stop.index() {
+            let r = OpRef::new(self.side(orig).pos);
+            let t = self.translate(orig, r)?;
+            if let Some(f) = t.fact {
+                self.solver.assert(&f);
+            }
+            if let Some(valid) = t.valid {
+                if orig {
+                    self.solver.assert(&valid);
+                } else {
+                    let opcode = self.p.trace.op(r).opcode;
+                    self.prove(
+                        &valid,
+                        || format!("optimized op {r} ({opcode}) may be undefined (shift out of range or division by zero) where the original is defined"),
+                        None,
+                    )?;
+                }
+            }
+            self.side(orig).pos += 1;
+        }
+        Ok(())
+    }
+
+    // --------------------------------------------------------------------------------------
+    // Queries
+
+    /// Prove `claim` under the current assertions. On a counterexample stop with `Invalid`;
+    /// on a timeout remember the reason and go on.
+    fn prove(&mut self, claim: &Bool, what: impl Fn() -> String, diff: Option<(&BV, &BV)>) -> R<()> {
+        if claim.simplify().as_bool() == Some(true) {
+            return Ok(());
+        }
+        self.solver.push();
+        self.solver.assert(claim.not());
+        let res = self.solver.check();
+        let out = match res {
+            SatResult::Unsat => Ok(()),
+            SatResult::Unknown => {
+                let why = self.solver.get_reason_unknown().unwrap_or_else(|| "unknown".into());
+                if self.unknown.is_none() {
+                    self.unknown = Some(format!("Z3 gave up ({why}) proving: {}", what()));
+                }
+                Ok(())
+            }
+            SatResult::Sat => {
+                if self.float_uf {
+                    if self.unknown.is_none() {
+                        self.unknown = Some(format!(
+                            "counterexample depends on uninterpreted float operations: {}",
+                            what()
+                        ));
+                    }
+                    Ok(())
+                } else {
+                    Err(Stop::Invalid(self.counterexample(what(), diff)))
+                }
+            }
+        };
+        self.solver.pop(1);
+        out
+    }
+
+    fn structural(&self, message: String) -> Counterexample {
+        Counterexample { message, inputs: Vec::new(), differing: None, original: Vec::new(), optimized: Vec::new() }
+    }
+
+    fn counterexample(&self, message: String, diff: Option<(&BV, &BV)>) -> Counterexample {
+        let Some(model) = self.solver.get_model() else {
+            return self.structural(message);
+        };
+        let ev = |b: &BV| model.eval(b, true).and_then(|v| v.as_u64()).map(|v| v as i64);
+        let mut inputs = Vec::new();
+        for i in 0..self.o.trace.num_inputs {
+            if let Some(Sym::Bv(b)) = &self.o.vals[i] {
+                let k = self.o.trace.ops[i].opcode.result_kind();
+                inputs.push((format!("{}{}", k.prefix(), i), ev(b).unwrap_or(0)));
+            }
+        }
+        let side_vals = |s: &Side| {
+            let mut out = Vec::new();
+            for (i, v) in s.vals.iter().enumerate().skip(s.trace.num_inputs) {
+                if s.trace.ops[i].opcode.result_kind() != Kind::Int {
+                    continue;
+                }
+                if let Some(Sym::Bv(b)) = v {
+                    if let Some(x) = ev(b) {
+                        out.push((format!("i{i}"), x));
+                    }
+                }
+                if out.len() >= 40 {
+                    break;
+                }
+            }
+            out
+        };
+        let differing = diff.and_then(|(a, b)| Some((ev(a)?, ev(b)?)));
+        Counterexample {
+            message,
+            inputs,
+            differing,
+            original: side_vals(&self.o),
+            optimized: side_vals(&self.p),
+        }
+    }
+
+    // --------------------------------------------------------------------------------------
+    // Sync points
+
+    fn sync_guard(&mut self, g: GuardId, ro: OpRef, rp: OpRef) -> R<()> {
+        let (ot, pt) = (self.o.trace, self.p.trace);
+        let co = self.guard_cond(true, ro)?;
+        let cp = self.guard_cond(false, rp)?;
+        let opname = ot.op(ro).opcode;
+        self.prove(
+            &co.iff(&cp),
+            || format!("guard {g} ({opname} / {}) fails on different inputs", pt.op(rp).opcode),
+            None,
+        )?;
+        // When the guard fails, the interpreter resumes with the fail arguments.
+        if self.cfg.check_fail_args || self.cfg.check_heap {
+            self.solver.push();
+            self.solver.assert(co.not());
+            let r = self.compare_exit(g, ro, rp);
+            self.solver.pop(1);
+            r?;
+        }
+        self.solver.assert(&co);
+        self.solver.assert(&cp);
+        self.guard_result(true, ro);
+        self.guard_result(false, rp);
+        Ok(())
+    }
+
+    fn compare_exit(&mut self, g: GuardId, ro: OpRef, rp: OpRef) -> R<()> {
+        if self.cfg.check_fail_args {
+            let go = self.o.trace.guard_of(ro).cloned().expect("guard data");
+            let gp = self.p.trace.guard_of(rp).cloned().expect("guard data");
+            if go.fail_args.len() != gp.fail_args.len() {
+                return Err(Stop::Invalid(self.structural(format!(
+                    "guard {g}: {} fail arguments in the original, {} in the optimized trace",
+                    go.fail_args.len(),
+                    gp.fail_args.len()
+                ))));
+            }
+            let mut memo_o = HashMap::new();
+            let mut memo_p = HashMap::new();
+            for (i, (fo, fp)) in go.fail_args.iter().zip(&gp.fail_args).enumerate() {
+                if matches!(fo, FailArg::Hole) || matches!(fp, FailArg::Hole) {
+                    continue;
+                }
+                let so = self.fail_arg(true, &go, fo, &mut memo_o)?;
+                let sp = self.fail_arg(false, &gp, fp, &mut memo_p)?;
+                self.prove_equal(&so, &sp, &|| format!("guard {g}: fail argument {i} differs when the guard fails"))?;
+            }
+        }
+        if self.cfg.check_heap {
+            self.prove_heap_equal(&format!("when guard {g} fails"))?;
+        }
+        Ok(())
+    }
+
+    fn sync_call(&mut self, k: usize, ro: OpRef, rp: OpRef) -> R<()> {
+        let (ot, pt) = (self.o.trace, self.p.trace);
+        let (opo, opp) = (ot.op(ro), pt.op(rp));
+        if opo.opcode != opp.opcode || descr_key(ot, ro) != descr_key(pt, rp) || opo.args.len() != opp.args.len() {
+            return Err(Stop::Invalid(self.structural(format!(
+                "call {k}: `{}` in the original, `{}` in the optimized trace",
+                opo.opcode, opp.opcode
+            ))));
+        }
+        for i in 0..opo.args.len() {
+            let a = self.o.bv_of(opo.args[i])?;
+            let b = self.p.bv_of(opp.args[i])?;
+            self.prove(
+                &a.eq(&b),
+                || format!("call {k} ({}): argument {i} differs", opo.opcode),
+                Some((&a, &b)),
+            )?;
+        }
+        if self.cfg.check_heap {
+            self.prove_heap_equal(&format!("before call {k} ({})", opo.opcode))?;
+        }
+        let effect = opo.descr.and_then(|d| ot.descr(d).as_call().map(|c| c.effect));
+        let may_write = effect.map(|e| e.may_write_heap()).unwrap_or(true)
+            || opo.opcode.has(OpFlags::BARRIER);
+        let can_raise = effect.map(|e| e.can_raise()).unwrap_or(true);
+        let res = Sym::Bv(BV::new_const(format!("call{k}"), 64));
+        for orig in [true, false] {
+            let r = if orig { ro } else { rp };
+            let s = self.side(orig);
+            s.vals[r.index()] = Some(res.clone());
+            s.calls += 1;
+            s.exc = if can_raise { Bool::new_const(format!("raised{k}")) } else { Bool::from_bool(false) };
+            if opo.opcode.has(OpFlags::BARRIER) {
+                s.not_forced = Bool::new_const(format!("not_forced{k}"));
+            }
+            if may_write {
+                s.new_epoch(format!("call{k}"));
+            }
+        }
+        Ok(())
+    }
+
+    fn sync_label(&mut self, k: usize, ro: OpRef, rp: OpRef) -> R<()> {
+        let (ot, pt) = (self.o.trace, self.p.trace);
+        let (ao, ap) = (ot.op(ro).args.clone(), pt.op(rp).args.clone());
+        if ao.len() != ap.len() {
+            return unsupported(format!(
+                "label {k} has {} parameters in the original and {} in the optimized trace",
+                ao.len(),
+                ap.len()
+            ));
+        }
+        for i in 0..ao.len() {
+            let so = self.o.value(ao[i])?;
+            let sp = self.p.value(ap[i])?;
+            self.prove_equal(&so, &sp, &|| format!("label {k}: operand {i} differs"))?;
+        }
+        if self.cfg.check_heap {
+            self.prove_heap_equal(&format!("at label {k}"))?;
+        }
+        for orig in [true, false] {
+            let r = if orig { ro } else { rp };
+            let s = self.side(orig);
+            for o in s.objs.iter_mut() {
+                if o.addr.is_none() {
+                    o.dead = true;
+                }
+            }
+            s.new_epoch(format!("label{k}"));
+            s.labels += 1;
+            s.no_ovf = None;
+            for (j, param) in s.trace.label_params(r).enumerate() {
+                let kind = s.trace.op(param).opcode.result_kind();
+                s.vals[param.index()] = Some(Sym::Bv(BV::new_const(format!("L{k}_{}{j}", kind.prefix()), 64)));
+            }
+        }
+        // `run` then continues right after the label; `translate` keeps the parameters'
+        // values set here.
+        Ok(())
+    }
+
+    fn sync_final(&mut self, ro: OpRef, rp: OpRef) -> R<()> {
+        let (ot, pt) = (self.o.trace, self.p.trace);
+        let (opo, opp) = (ot.op(ro), pt.op(rp));
+        if opo.opcode != opp.opcode {
+            return Err(Stop::Invalid(self.structural(format!(
+                "the original ends with {}, the optimized trace with {}",
+                opo.opcode, opp.opcode
+            ))));
+        }
+        if opo.args.len() != opp.args.len() {
+            return Err(Stop::Invalid(self.structural(format!(
+                "{}: {} operands in the original, {} in the optimized trace",
+                opo.opcode,
+                opo.args.len(),
+                opp.args.len()
+            ))));
+        }
+        for i in 0..opo.args.len() {
+            let so = self.o.value(opo.args[i])?;
+            let sp = self.p.value(opp.args[i])?;
+            let name = opo.opcode;
+            self.prove_equal(&so, &sp, &|| format!("{name}: output {i} differs"))?;
+        }
+        if self.cfg.check_heap {
+            self.prove_heap_equal(&format!("at {}", opo.opcode))?;
+        }
+        Ok(())
+    }
+
+    /// Prove two values equal: bit-vectors by equality, tracked objects field by field.
+    fn prove_equal(&mut self, so: &Sym, sp: &Sym, what: &dyn Fn() -> String) -> R<()> {
+        match (self.o.tracked(so), self.p.tracked(sp)) {
+            (None, None) => {
+                let a = self.o.escape(so);
+                let b = self.p.escape(sp);
+                self.prove(&a.eq(&b), what, Some((&a, &b)))
+            }
+            _ => {
+                let mut pairs = HashMap::new();
+                let claim = self.obj_equal(so, sp, &mut pairs);
+                self.prove(&claim, what, None)
+            }
+        }
+    }
+
+    /// The condition under which two values (possibly tracked objects) are equal.
+    fn obj_equal(&mut self, so: &Sym, sp: &Sym, pairs: &mut HashMap<usize, usize>) -> Bool {
+        match (self.o.tracked(so), self.p.tracked(sp)) {
+            (None, None) => {
+                let a = self.o.escape(so);
+                let b = self.p.escape(sp);
+                a.eq(&b)
+            }
+            (Some(a), Some(b)) => {
+                if let Some(&b2) = pairs.get(&a) {
+                    return Bool::from_bool(b2 == b);
+                }
+                pairs.insert(a, b);
+                let (oa, ob) = (self.o.objs[a].clone(), self.p.objs[b].clone());
+                if oa.shape != ob.shape {
+                    return Bool::from_bool(false);
+                }
+                let mut conj = Vec::new();
+                if let (Some(x), Some(y)) = (&oa.len, &ob.len) {
+                    conj.push(x.eq(y));
+                }
+                let keys: BTreeSet<&String> = oa.fields.keys().chain(ob.fields.keys()).collect();
+                for k in keys {
+                    let fa = oa.fields.get(k).cloned().unwrap_or(Sym::Bv(zero()));
+                    let fb = ob.fields.get(k).cloned().unwrap_or(Sym::Bv(zero()));
+                    conj.push(self.obj_equal(&fa, &fb, pairs));
+                }
+                Bool::and(&conj)
+            }
+            // A fresh object is different from every pre-existing pointer.
+            _ => Bool::from_bool(false),
+        }
+    }
+
+    fn prove_heap_equal(&mut self, when: &str) -> R<()> {
+        let keys: BTreeSet<String> = self.o.written.iter().chain(self.p.written.iter()).cloned().collect();
+        for key in keys {
+            let bits = self.o.bits.get(&key).or_else(|| self.p.bits.get(&key)).copied().unwrap_or(64);
+            let a = self.o.array(&key, bits);
+            let b = self.p.array(&key, bits);
+            if a.ast_eq(&b) {
+                continue;
+            }
+            let claim = a.eq(&b);
+            self.prove(&claim, || format!("heap {key} differs {when}"), None)?;
+        }
+        Ok(())
+    }
+
+    // --------------------------------------------------------------------------------------
+    // Guards
+
+    fn guard_cond(&mut self, orig: bool, r: OpRef) -> R<Bool> {
+        let s = self.side(orig);
+        let op = s.trace.op(r).clone();
+        let gid = s.trace.guard_of(r).map(|g| g.id).expect("guard data");
+        let arg = |s: &mut Side, i: usize| s.value(op.args[i]);
+        Ok(match op.opcode {
+            Opcode::GuardTrue => {
+                let x = arg(s, 0)?;
+                s.escape(&x).eq(&zero()).not()
+            }
+            Opcode::GuardFalse => {
+                let x = arg(s, 0)?;
+                s.escape(&x).eq(&zero())
+            }
+            Opcode::GuardValue => {
+                let x = arg(s, 0)?;
+                let c = arg(s, 1)?;
+                if s.tracked(&x).is_some() || s.tracked(&c).is_some() {
+                    Bool::from_bool(matches!((&x, &c), (Sym::Obj(a), Sym::Obj(b)) if a == b))
+                } else {
+                    s.escape(&x).eq(&s.escape(&c))
+                }
+            }
+            Opcode::GuardNoOverflow | Opcode::GuardOverflow => {
+                let Some(f) = s.no_ovf.clone() else {
+                    return unsupported(format!("{} trace: {} without a preceding overflow op", s.tag, op.opcode));
+                };
+                if op.opcode == Opcode::GuardNoOverflow {
+                    f
+                } else {
+                    f.not()
+                }
+            }
+            Opcode::GuardNonnull | Opcode::GuardIsnull => {
+                let x = arg(s, 0)?;
+                let nonnull = if s.tracked(&x).is_some() { Bool::from_bool(true) } else { s.escape(&x).eq(&zero()).not() };
+                if op.opcode == Opcode::GuardNonnull {
+                    nonnull
+                } else {
+                    nonnull.not()
+                }
+            }
+            Opcode::GuardClass | Opcode::GuardNonnullClass => {
+                let x = arg(s, 0)?;
+                let c = arg(s, 1)?;
+                let c = s.escape(&c);
+                let (nonnull, class) = match s.tracked(&x) {
+                    Some(id) => (
+                        Bool::from_bool(true),
+                        s.objs[id].class.clone().unwrap_or_else(|| uf_bv("class_of_shape", &[bv(id as u64)])),
+                    ),
+                    None => {
+                        let p = s.escape(&x);
+                        (p.eq(&zero()).not(), class_of(&p))
+                    }
+                };
+                if op.opcode == Opcode::GuardClass {
+                    class.eq(&c)
+                } else {
+                    Bool::and(&[nonnull, class.eq(&c)])
+                }
+            }
+            Opcode::GuardGcType | Opcode::GuardSubclass | Opcode::GuardIsObject => {
+                let x = arg(s, 0)?;
+                let p = s.escape(&x);
+                match op.opcode {
+                    Opcode::GuardGcType => {
+                        let c = arg(s, 1)?;
+                        uf_bv("gc_type", &[p]).eq(&s.escape(&c))
+                    }
+                    Opcode::GuardSubclass => {
+                        let c = arg(s, 1)?;
+                        uf_bool("subclass", &[class_of(&p), s.escape(&c)])
+                    }
+                    _ => uf_bool("is_object", &[p]),
+                }
+            }
+            Opcode::GuardNoException => s.exc.not(),
+            Opcode::GuardException => {
+                let c = arg(s, 0)?;
+                let c = s.escape(&c);
+                Bool::and(&[s.exc.clone(), uf_bv("exc_class", &[BV::new_const(format!("excval_{}", s.calls), 64)]).eq(&c)])
+            }
+            Opcode::GuardNotInvalidated => Bool::new_const("not_invalidated"),
+            Opcode::GuardNotForced | Opcode::GuardNotForced2 => s.not_forced.clone(),
+            Opcode::GuardFutureCondition => Bool::from_bool(true),
+            other => return unsupported(format!("guard {other} ({gid}) is not modelled")),
+        })
+    }
+
+    /// Give a guard with a result (`guard_exception`) its value, shared by both sides
+    /// (named after the guard id).
+    fn guard_result(&mut self, orig: bool, r: OpRef) {
+        let s = self.side(orig);
+        let op = s.trace.op(r);
+        if op.opcode.result_kind() != Kind::Void {
+            let id = s.trace.guard_of(r).map(|g| g.id.0).unwrap_or(0);
+            s.vals[r.index()] = Some(Sym::Bv(BV::new_const(format!("guard_result{id}"), 64)));
+        }
+    }
+
+    fn fail_arg(
+        &mut self,
+        orig: bool,
+        g: &trace_ir::GuardData,
+        fa: &FailArg,
+        memo: &mut HashMap<u32, Sym>,
+    ) -> R<Sym> {
+        match fa {
+            FailArg::Value(v) => self.side(orig).value(*v),
+            FailArg::Hole => Ok(Sym::Bv(zero())),
+            FailArg::Virtual(i) => {
+                if let Some(s) = memo.get(i) {
+                    return Ok(s.clone());
+                }
+                let Some(vo) = g.virtuals.get(*i as usize) else {
+                    return unsupported(format!("virtual {i} out of range"));
+                };
+                let s = self.side(orig);
+                let trace = s.trace;
+                let (shape, class, len) = match vo.kind {
+                    VirtualKind::Struct { opcode, descr } => {
+                        let sd = trace.descr(descr);
+                        let class = match (opcode, sd.as_size().and_then(|z| z.vtable)) {
+                            (Opcode::NewWithVtable, Some(vt)) => Some(bv(vt as u64)),
+                            _ => None,
+                        };
+                        (format!("{}:{:?}", opcode.name().trim_end_matches("_with_vtable"), sd), class, None)
+                    }
+                    VirtualKind::Array { opcode, descr, len } => {
+                        let _ = opcode;
+                        (format!("array:{:?}", trace.descr(descr)), None, Some(bv(len as u64)))
+                    }
+                };
+                let id_sym = s.new_obj(LocalObj {
+                    shape,
+                    class,
+                    len,
+                    fields: BTreeMap::new(),
+                    item_of: BTreeMap::new(),
+                    addr: None,
+                    dead: false,
+                });
+                let Sym::Obj(id) = id_sym else { unreachable!() };
+                memo.insert(*i, id_sym.clone());
+                for (field, val) in &vo.fields {
+                    let v = self.fail_arg(orig, g, val, memo)?;
+                    let s = self.side(orig);
+                    let key = match (field, vo.kind) {
+                        (VirtualField::Field(d), _) => format!("{:?}", trace.descr(*d)),
+                        (VirtualField::Item(ix), VirtualKind::Array { descr, .. }) => {
+                            let akey = format!("{:?}", trace.descr(descr));
+                            let key = format!("item:{akey}#{ix}");
+                            s.objs[id].item_of.insert(key.clone(), (akey, *ix));
+                            key
+                        }
+                        (VirtualField::Item(_), _) => return unsupported("array item of a struct virtual"),
+                    };
+                    s.objs[id].fields.insert(key, v);
+                }
+                Ok(id_sym)
+            }
+        }
+    }
+
+    // --------------------------------------------------------------------------------------
+    // Ops
+
+    fn translate(&mut self, orig: bool, r: OpRef) -> R<Translated> {
+        let s = if orig { &mut self.o } else { &mut self.p };
+        let trace = s.trace;
+        let op = trace.op(r).clone();
+        let mut t = Translated { valid: None, fact: None };
+        let opc = op.opcode;
+        if opc.is_input() {
+            // Label parameters were given values by `sync_label`.
+            if s.vals[r.index()].is_none() {
+                return unsupported(format!("{} trace: input {r} outside the input list and label", s.tag));
+            }
+            return Ok(t);
+        }
+        let flags = opc.flags();
+        let set = |s: &mut Side, v: Sym| s.vals[r.index()] = Some(v);
+        match opc {
+            Opcode::SameAsI | Opcode::SameAsR | Opcode::SameAsF => {
+                let v = s.value(op.args[0])?;
+                set(s, v);
+            }
+            Opcode::IntAddOvf | Opcode::IntSubOvf | Opcode::IntMulOvf => {
+                let a = s.bv_of(op.args[0])?;
+                let b = s.bv_of(op.args[1])?;
+                let (res, no_ovf) = ovf_semantics(opc, &a, &b)?;
+                s.no_ovf = Some(no_ovf);
+                set(s, Sym::Bv(res));
+            }
+            Opcode::PtrEq | Opcode::PtrNe | Opcode::InstancePtrEq | Opcode::InstancePtrNe => {
+                let a = s.value(op.args[0])?;
+                let b = s.value(op.args[1])?;
+                let eq = match (s.tracked(&a), s.tracked(&b)) {
+                    (None, None) => s.escape(&a).eq(&s.escape(&b)),
+                    (Some(x), Some(y)) => Bool::from_bool(x == y),
+                    _ => Bool::from_bool(false),
+                };
+                let res = if matches!(opc, Opcode::PtrEq | Opcode::InstancePtrEq) { eq } else { eq.not() };
+                set(s, Sym::Bv(bool_to_bv(&res)));
+            }
+            Opcode::CastPtrToInt | Opcode::CastIntToPtr => {
+                let a = s.bv_of(op.args[0])?;
+                set(s, Sym::Bv(a));
+            }
+            Opcode::ConvertFloatBytesToLonglong | Opcode::ConvertLonglongBytesToFloat => {
+                let a = s.bv_of(op.args[0])?;
+                set(s, Sym::Bv(a));
+            }
+            _ if flags.contains(OpFlags::PURE) => {
+                let mut args = Vec::with_capacity(op.args.len());
+                for &a in &op.args {
+                    args.push(s.bv_of(a)?);
+                }
+                // Fold constants with the interpreter's evaluation function.
+                let consts: Option<Vec<u64>> = args.iter().map(|a| a.simplify().as_u64()).collect();
+                let is_float = op.args.iter().any(|&a| trace.kind_of(a) == Kind::Float)
+                    || opc.result_kind() == Kind::Float;
+                if let (Some(cs), true) = (&consts, is_float) {
+                    match eval_pure(opc, cs) {
+                        Ok(v) => {
+                            set(s, Sym::Bv(bv(v)));
+                            return Ok(t);
+                        }
+                        Err(e) => return unsupported(format!("{opc}: {e}")),
+                    }
+                }
+                if is_float {
+                    self.float_uf = true;
+                    let s = if orig { &mut self.o } else { &mut self.p };
+                    let v = if flags.contains(OpFlags::BOOL_RESULT) {
+                        bool_to_bv(&uf_bool(opc.name(), &args))
+                    } else {
+                        uf_bv(opc.name(), &args)
+                    };
+                    s.vals[r.index()] = Some(Sym::Bv(v));
+                    return Ok(t);
+                }
+                let (v, valid) = match op_semantics(opc, &args) {
+                    Ok(x) => x,
+                    Err(e) => return unsupported(format!("{opc}: no Z3 semantics ({e})")),
+                };
+                if valid.simplify().as_bool() != Some(true) {
+                    t.valid = Some(valid);
+                }
+                set(s, Sym::Bv(v));
+            }
+            Opcode::New | Opcode::NewWithVtable => {
+                let d = op.descr.map(|d| trace.descr(d));
+                let class = match (opc, d.and_then(|d| d.as_size()).and_then(|z| z.vtable)) {
+                    (Opcode::NewWithVtable, Some(vt)) => Some(bv(vt as u64)),
+                    _ => None,
+                };
+                let shape = match d {
+                    Some(d) => format!("{}:{d:?}", opc.name().trim_end_matches("_with_vtable")),
+                    None => return unsupported(format!("{opc} without a size descriptor")),
+                };
+                let o = s.new_obj(LocalObj {
+                    shape,
+                    class,
+                    len: None,
+                    fields: BTreeMap::new(),
+                    item_of: BTreeMap::new(),
+                    addr: None,
+                    dead: false,
+                });
+                set(s, o);
+            }
+            Opcode::NewArray | Opcode::NewArrayClear => {
+                let len = s.bv_of(op.args[0])?;
+                let d = op.descr.map(|d| trace.descr(d));
+                let Some(d) = d else {
+                    return unsupported(format!("{opc} without an array descriptor"));
+                };
+                let shape = format!("array:{d:?}");
+                let o = s.new_obj(LocalObj {
+                    shape,
+                    class: None,
+                    len: Some(len.clone()),
+                    fields: BTreeMap::new(),
+                    item_of: BTreeMap::new(),
+                    addr: None,
+                    dead: false,
+                });
+                if len.simplify().as_u64().is_none() {
+                    s.escape(&o);
+                }
+                set(s, o);
+            }
+            Opcode::Newstr | Opcode::Newunicode => {
+                let len = s.bv_of(op.args[0])?;
+                let o = s.new_obj(LocalObj {
+                    shape: opc.name().into(),
+                    class: None,
+                    len: Some(len),
+                    fields: BTreeMap::new(),
+                    item_of: BTreeMap::new(),
+                    addr: None,
+                    dead: false,
+                });
+                s.escape(&o);
+                set(s, o);
+            }
+            Opcode::GetfieldGcI | Opcode::GetfieldGcR | Opcode::GetfieldGcF => {
+                let key = field_key(trace, r);
+                let base = s.value(op.args[0])?;
+                let v = match s.tracked(&base) {
+                    Some(id) => s.objs[id].fields.get(&key).cloned().unwrap_or(Sym::Bv(zero())),
+                    None => {
+                        let p = s.escape(&base);
+                        Sym::Bv(s.read(&key, &p))
+                    }
+                };
+                set(s, v);
+            }
+            Opcode::SetfieldGc => {
+                let key = field_key(trace, r);
+                let base = s.value(op.args[0])?;
+                let val = s.value(op.args[1])?;
+                match s.tracked(&base) {
+                    Some(id) => {
+                        s.objs[id].fields.insert(key, val);
+                    }
+                    None => {
+                        let p = s.escape(&base);
+                        let v = s.escape(&val);
+                        s.write(&key, &p, &v);
+                    }
+                }
+            }
+            Opcode::GetfieldRawI | Opcode::GetfieldRawR | Opcode::GetfieldRawF => {
+                let key = format!("raw:{}", descr_key(trace, r));
+                let p = s.bv_of(op.args[0])?;
+                let v = s.read(&key, &p);
+                set(s, Sym::Bv(v));
+            }
+            Opcode::SetfieldRaw => {
+                let key = format!("raw:{}", descr_key(trace, r));
+                let p = s.bv_of(op.args[0])?;
+                let v = s.bv_of(op.args[1])?;
+                s.write(&key, &p, &v);
+            }
+            Opcode::GetarrayitemGcI
+            | Opcode::GetarrayitemGcR
+            | Opcode::GetarrayitemGcF
+            | Opcode::GetarrayitemGcPureI
+            | Opcode::GetarrayitemGcPureR
+            | Opcode::GetarrayitemGcPureF => {
+                let akey = descr_key(trace, r);
+                let base = s.value(op.args[0])?;
+                let idx = s.bv_of(op.args[1])?;
+                let v = match (s.tracked(&base), idx.simplify().as_u64()) {
+                    (Some(id), Some(ix)) if ix <= u32::MAX as u64 => {
+                        let key = format!("item:{akey}#{ix}");
+                        s.objs[id].fields.get(&key).cloned().unwrap_or(Sym::Bv(zero()))
+                    }
+                    _ => {
+                        let p = s.escape(&base);
+                        Sym::Bv(s.read(&format!("items:{akey}"), &p.concat(&idx)))
+                    }
+                };
+                set(s, v);
+            }
+            Opcode::SetarrayitemGc => {
+                let akey = descr_key(trace, r);
+                let base = s.value(op.args[0])?;
+                let idx = s.bv_of(op.args[1])?;
+                let val = s.value(op.args[2])?;
+                match (s.tracked(&base), idx.simplify().as_u64()) {
+                    (Some(id), Some(ix)) if ix <= u32::MAX as u64 => {
+                        let key = format!("item:{akey}#{ix}");
+                        s.objs[id].item_of.insert(key.clone(), (akey, ix as u32));
+                        s.objs[id].fields.insert(key, val);
+                    }
+                    _ => {
+                        let p = s.escape(&base);
+                        let v = s.escape(&val);
+                        s.write(&format!("items:{akey}"), &p.concat(&idx), &v);
+                    }
+                }
+            }
+            Opcode::ArraylenGc | Opcode::Strlen | Opcode::Unicodelen => {
+                let base = s.value(op.args[0])?;
+                let v = match s.tracked(&base) {
+                    Some(id) => s.objs[id].len.clone().unwrap_or_else(zero),
+                    None => {
+                        let p = s.escape(&base);
+                        let key = match opc {
+                            Opcode::ArraylenGc => format!("imm:len:array:{}", descr_key(trace, r)),
+                            _ => format!("imm:len:{}", opc.name()),
+                        };
+                        s.read(&key, &p)
+                    }
+                };
+                set(s, Sym::Bv(v));
+            }
+            Opcode::Strgetitem | Opcode::Unicodegetitem => {
+                let p = s.bv_of(op.args[0])?;
+                let i = s.bv_of(op.args[1])?;
+                let v = s.read(&format!("chars:{}", opc.name()), &p.concat(&i));
+                set(s, Sym::Bv(v));
+            }
+            Opcode::Strsetitem | Opcode::Unicodesetitem => {
+                let p = s.bv_of(op.args[0])?;
+                let i = s.bv_of(op.args[1])?;
+                let v = s.bv_of(op.args[2])?;
+                let name = if opc == Opcode::Strsetitem { "strgetitem" } else { "unicodegetitem" };
+                s.write(&format!("chars:{name}"), &p.concat(&i), &v);
+            }
+            Opcode::Strhash | Opcode::Unicodehash => {
+                let p = s.bv_of(op.args[0])?;
+                let v = s.read(&format!("hash:{}", opc.name()), &p);
+                set(s, Sym::Bv(v));
+            }
+            Opcode::GetarrayitemRawI | Opcode::GetarrayitemRawF | Opcode::RawLoadI | Opcode::RawLoadF => {
+                let key = format!("raw:{}:{}", opc.name().starts_with("raw"), descr_key(trace, r));
+                let p = s.bv_of(op.args[0])?;
+                let i = s.bv_of(op.args[1])?;
+                let v = s.read(&key, &p.concat(&i));
+                set(s, Sym::Bv(v));
+            }
+            Opcode::SetarrayitemRaw | Opcode::RawStore => {
+                let key = format!("raw:{}:{}", opc == Opcode::RawStore, descr_key(trace, r));
+                let p = s.bv_of(op.args[0])?;
+                let i = s.bv_of(op.args[1])?;
+                let v = s.bv_of(op.args[2])?;
+                s.write(&key, &p.concat(&i), &v);
+            }
+            Opcode::GetinteriorfieldGcI | Opcode::GetinteriorfieldGcR | Opcode::GetinteriorfieldGcF => {
+                let key = format!("interior:{}", descr_key(trace, r));
+                let p = s.bv_of(op.args[0])?;
+                let i = s.bv_of(op.args[1])?;
+                let v = s.read(&key, &p.concat(&i));
+                set(s, Sym::Bv(v));
+            }
+            Opcode::SetinteriorfieldGc => {
+                let key = format!("interior:{}", descr_key(trace, r));
+                let p = s.bv_of(op.args[0])?;
+                let i = s.bv_of(op.args[1])?;
+                let v = s.bv_of(op.args[2])?;
+                s.write(&key, &p.concat(&i), &v);
+            }
+            Opcode::CallPureI
+            | Opcode::CallPureR
+            | Opcode::CallPureF
+            | Opcode::CallPureN
+            | Opcode::CallI
+            | Opcode::CallR
+            | Opcode::CallF
+            | Opcode::CallN
+            | Opcode::CallLoopinvariantI
+            | Opcode::CallLoopinvariantR
+            | Opcode::CallLoopinvariantF
+            | Opcode::CallLoopinvariantN
+                if is_elidable_call(trace, r) || opc.name().starts_with("call_loopinvariant") =>
+            {
+                let mut args = Vec::new();
+                for &a in &op.args {
+                    args.push(s.bv_of(a)?);
+                }
+                let name = format!("call[{}]", descr_key(trace, r));
+                let v = uf_bv(&name, &args);
+                if opc.result_kind() != Kind::Void {
+                    set(s, Sym::Bv(v));
+                }
+            }
+            Opcode::QuasiimmutField
+            | Opcode::VirtualRefFinish
+            | Opcode::EnterPortalFrame
+            | Opcode::LeavePortalFrame
+            | Opcode::Keepalive
+            | Opcode::RecordKnownResult
+            | Opcode::RecordExactClass => {}
+            Opcode::AssertNotNone => {
+                let x = s.value(op.args[0])?;
+                if s.tracked(&x).is_none() {
+                    let p = s.escape(&x);
+                    if orig {
+                        t.fact = Some(p.eq(&zero()).not());
+                    }
+                }
+            }
+            Opcode::ForceToken => set(s, Sym::Bv(BV::new_const("force_token", 64))),
+            Opcode::VirtualRef => {
+                let v = s.value(op.args[0])?;
+                set(s, v);
+            }
+            _ => return unsupported(format!("{} is not modelled by the validator", opc)),
+        }
+        Ok(t)
+    }
+}
+
+fn field_key(trace: &Trace, r: OpRef) -> String {
+    let op = trace.op(r);
+    match op.descr.map(|d| trace.descr(d)) {
+        Some(Descr::Field(f)) if f.immutable => format!("imm:{:?}", trace.descr(op.descr.unwrap())),
+        Some(d) => format!("{d:?}"),
+        None => String::new(),
+    }
+}
+
+/// The wrapping result and the "no overflow" condition of an `_ovf` op, both from
+/// [`crate::semantics`].
+fn ovf_semantics(opc: Opcode, a: &BV, b: &BV) -> R<(BV, Bool)> {
+    let (res, _) = match op_semantics(opc, &[a.clone(), b.clone()]) {
+        Ok(x) => x,
+        Err(e) => return unsupported(format!("{opc}: no Z3 semantics ({e})")),
+    };
+    match no_overflow(opc, a, b) {
+        Some(f) => Ok((res, f)),
+        None => unsupported(format!("{opc}: no overflow semantics")),
+    }
+}
