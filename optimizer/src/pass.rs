@@ -1,0 +1,1627 @@
+//! The single forward pass.
+//!
+//! # Working values
+//!
+//! The pass builds its output in an *arena* of ops ([`Pass::ops`]) plus an *emission order*
+//! ([`Pass::order`]): an op created for a virtual allocation lives in the arena from the
+//! moment the input allocates it but enters the order only when (and if) it is materialized.
+//! Operands in the arena are working values: arena ops or constants of the output pool (a
+//! copy of the input pool, so input constants keep their `ConstRef`). Every input op maps to
+//! a working value ([`Pass::map`]); a union-find over arena ops ([`Pass::uf`]) records later
+//! equalities (`guard_value(x, 5)` makes `x` the constant 5 from there on), read only through
+//! `find`. The final step sweeps dead pure ops backwards and renumbers the order into a fresh
+//! [`Trace`].
+//!
+//! # Per op (the recorder expands, this pass only shrinks)
+//!
+//! 1. operands replaced by their representatives; constant folding through `trace_ir::eval`
+//!    (an op whose evaluation is invalid is kept);
+//! 2. the abstract value (`IntBound`) of every integer op; a singleton becomes a constant;
+//!    `int_and`/`int_or` identities by known bits (seed 003);
+//! 3. the peephole rules ([`crate::peephole`]);
+//! 4. CSE of pure ops (commutative operands normalized), elidable and loop-invariant calls,
+//!    immutable reads;
+//! 5. guards: dropped when known to hold, otherwise emitted and learnt from (comparisons
+//!    narrow both operands by the domain's backward functions; `guard_value` forwards the
+//!    value to the constant; class and nullness are remembered);
+//! 6. `_ovf` ops that cannot overflow become plain ops and lose their `guard_no_overflow`;
+//!    after a passed `guard_no_overflow` the result's exact range is known, and it is
+//!    propagated backwards to the operands only through the `_ovf` backward functions (never
+//!    through wrapping `int_add`/`int_mul` results as if they could not wrap: seed 004);
+//! 7. allocation removal (virtual objects, materialized at escapes, described in resume data);
+//! 8. the heap cache ([`crate::heap`]);
+//! 9. a final backward sweep removing unused pure ops and heap reads.
+//!
+//! # Loops
+//!
+//! At a `label` the parameters are fresh ops without any knowledge. Every virtual that is
+//! still used after the label (as an operand, a label argument or in resume data) is
+//! materialized before it, the heap cache and the CSE tables are cleared, and the exception
+//! and invalidation flags are reset. Knowledge about values defined before the label stays
+//! valid (they do not change between iterations).
+
+use crate::domain::{Cmp, IntBound};
+use crate::fold::{fold_ovf, fold_pure};
+use crate::fxhash::FxHashMap;
+use crate::heap::HeapCache;
+use crate::peephole::{self, RuleEnv};
+use crate::{OptError, Optimized, Options, Reason, Stats};
+use smallvec::SmallVec;
+use trace_ir::{
+    CallEffect, Const, ConstPool, Descr, DescrRef, FailArg, GuardData, GuardRef, Kind, Op, OpFlags, OpRef, Opcode,
+    Trace, UnionFind, Value, ValueData, VirtualField, VirtualKind, VirtualObject,
+};
+
+/// No virtual object.
+const NO_VIRT: u32 = u32::MAX;
+/// Known non-null.
+const F_NONNULL: u8 = 1;
+/// An allocation of this trace (distinct from every other allocation op of the trace).
+const F_FRESH: u8 = 2;
+/// An `_ovf` op whose `guard_no_overflow` passed.
+const F_OVF_CHECKED: u8 = 4;
+/// Largest virtual array.
+const MAX_VIRTUAL_ARRAY: i64 = 64;
+/// Nesting limit of `RuleEnv::emit` and of backward propagation.
+const MAX_DEPTH: u32 = 6;
+
+/// What the pass knows about one arena op.
+#[derive(Clone, Debug)]
+struct Info {
+    bound: IntBound<u64>,
+    class: Option<i64>,
+    virt: u32,
+    flags: u8,
+}
+
+impl Default for Info {
+    fn default() -> Self {
+        Info { bound: IntBound::unbounded(), class: None, virt: NO_VIRT, flags: 0 }
+    }
+}
+
+/// A virtual object: an allocation not (yet) emitted, with the fields written so far.
+#[derive(Clone, Debug)]
+struct Virtual {
+    kind: VirtualKind,
+    fields: Vec<(VirtualField, Value)>,
+}
+
+/// CSE key: opcode, descriptor and operands (commutative operands sorted).
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+struct Key {
+    opcode: Opcode,
+    descr: Option<DescrRef>,
+    args: SmallVec<[Value; 3]>,
+}
+
+impl Key {
+    fn new(opcode: Opcode, args: &[Value], descr: Option<DescrRef>) -> Key {
+        let mut args: SmallVec<[Value; 3]> = SmallVec::from_slice(args);
+        if opcode.is_commutative() && args.len() == 2 && args[1] < args[0] {
+            args.swap(0, 1);
+        }
+        Key { opcode, descr, args }
+    }
+}
+
+/// Facts about a descriptor that the pass asks often.
+#[derive(Clone, Debug, Default)]
+struct DescrFacts {
+    /// Field: byte range, integer width and signedness, immutability.
+    offset: i64,
+    size: u8,
+    signed: bool,
+    kind: Option<Kind>,
+    immutable: bool,
+    is_field: bool,
+    /// Other field descriptors whose bytes overlap this one.
+    overlap: SmallVec<[DescrRef; 2]>,
+}
+
+pub(crate) struct Pass<'a> {
+    input: &'a Trace,
+    opts: &'a Options,
+    /// The arena of working ops.
+    ops: Vec<Op>,
+    /// Per arena op knowledge.
+    info: Vec<Info>,
+    /// Emission order (arena ops).
+    order: Vec<OpRef>,
+    /// Constant pool of the output.
+    consts: ConstPool,
+    /// Resume data of emitted guards, by `GuardRef`.
+    guards: Vec<GuardData>,
+    uf: UnionFind,
+    /// Input op -> working value.
+    map: Vec<Value>,
+    /// Input op -> index of its last use (operand or resume data).
+    last_use: Vec<u32>,
+    cse: FxHashMap<Key, Value>,
+    ovf_cse: FxHashMap<Key, Value>,
+    heap: HeapCache,
+    virtuals: Vec<Virtual>,
+    descr_facts: Vec<DescrFacts>,
+    stats: Stats,
+    depth: u32,
+    /// No exception can be pending (a `guard_no_exception` passed since the last op that may raise).
+    exc_clear: bool,
+    /// A `guard_not_invalidated` passed since the last call.
+    not_invalidated: bool,
+}
+
+/// Run the pass (see the module documentation).
+pub(crate) fn run(input: &Trace, opts: &Options) -> Result<Optimized, OptError> {
+    trace_ir::verify(input).map_err(OptError::BadInput)?;
+    let mut p = Pass::new(input, opts);
+    p.run()?;
+    p.finish()
+}
+
+impl<'a> Pass<'a> {
+    fn new(input: &'a Trace, opts: &'a Options) -> Pass<'a> {
+        let n = input.ops.len();
+        let mut descr_facts: Vec<DescrFacts> = input
+            .descrs
+            .iter()
+            .map(|d| match d {
+                Descr::Field(f) => DescrFacts {
+                    offset: f.offset,
+                    size: f.size.max(1),
+                    signed: f.signed,
+                    kind: Some(f.kind),
+                    immutable: f.immutable,
+                    is_field: true,
+                    overlap: SmallVec::new(),
+                },
+                Descr::Array(a) => DescrFacts { size: a.item_size.max(1), signed: a.signed, kind: Some(a.kind), ..Default::default() },
+                _ => DescrFacts::default(),
+            })
+            .collect();
+        let fields: Vec<usize> = (0..descr_facts.len()).filter(|&i| descr_facts[i].is_field).collect();
+        if fields.len() <= 512 {
+            for &i in &fields {
+                for &j in &fields {
+                    if i != j {
+                        let (a, b) = (&descr_facts[i], &descr_facts[j]);
+                        if a.offset < b.offset + b.size as i64 && b.offset < a.offset + a.size as i64 {
+                            descr_facts[i].overlap.push(DescrRef::new(j));
+                        }
+                    }
+                }
+            }
+        }
+        Pass {
+            input,
+            opts,
+            ops: Vec::with_capacity(n + 8),
+            info: Vec::with_capacity(n + 8),
+            order: Vec::with_capacity(n + 8),
+            consts: input.consts.clone(),
+            guards: Vec::with_capacity(input.guards.len()),
+            uf: UnionFind::new(n + 8),
+            map: vec![Value::op(OpRef::new(0)); n],
+            last_use: Vec::new(),
+            cse: FxHashMap::default(),
+            ovf_cse: FxHashMap::default(),
+            heap: HeapCache::default(),
+            virtuals: Vec::new(),
+            descr_facts,
+            stats: Stats { ops_in: input.num_real_ops(), ..Default::default() },
+            depth: 0,
+            exc_clear: false,
+            not_invalidated: false,
+        }
+    }
+
+    // ------------------------------------------------------------------ basics
+
+    fn removed(&mut self, r: Reason) {
+        *self.stats.removed.entry(r).or_default() += 1;
+    }
+
+    fn fired(&mut self, name: &'static str) {
+        *self.stats.rules.entry(name).or_default() += 1;
+    }
+
+    /// The working value of an input operand.
+    #[inline]
+    fn get(&mut self, v: Value) -> Value {
+        match v.data() {
+            ValueData::Const(_) => v,
+            ValueData::Op(o) => self.uf.find(self.map[o.index()]),
+        }
+    }
+
+    #[inline]
+    fn find(&mut self, v: Value) -> Value {
+        self.uf.find(v)
+    }
+
+    fn push_arena(&mut self, op: Op) -> OpRef {
+        let r = OpRef::new(self.ops.len());
+        self.ops.push(op);
+        self.info.push(Info::default());
+        self.uf.grow(self.ops.len());
+        r
+    }
+
+    fn emit(&mut self, op: Op) -> Value {
+        let r = self.push_arena(op);
+        self.order.push(r);
+        Value::op(r)
+    }
+
+    fn const_val(&self, v: Value) -> Option<Const> {
+        v.as_const().map(|c| self.consts.get(c))
+    }
+
+    fn const_i64(&self, v: Value) -> Option<i64> {
+        match self.const_val(v) {
+            Some(Const::Int(i)) => Some(i),
+            _ => None,
+        }
+    }
+
+    fn make_int(&mut self, c: i64) -> Value {
+        Value::constant(self.consts.intern(Const::Int(c)))
+    }
+
+    fn make_const(&mut self, c: Const) -> Value {
+        Value::constant(self.consts.intern(c))
+    }
+
+    fn zero_of(&mut self, kind: Kind) -> Value {
+        self.make_const(match kind {
+            Kind::Float => Const::Float(0),
+            Kind::Ref => Const::Ref(0),
+            _ => Const::Int(0),
+        })
+    }
+
+    fn kind_of(&self, v: Value) -> Kind {
+        match v.data() {
+            ValueData::Op(o) => self.ops[o.index()].opcode.result_kind(),
+            ValueData::Const(c) => self.consts.get(c).kind(),
+        }
+    }
+
+    /// The abstract value of an integer working value.
+    fn bound_of(&self, v: Value) -> IntBound<u64> {
+        match v.data() {
+            ValueData::Const(c) => match self.consts.get(c) {
+                Const::Int(i) => IntBound::from_i64(i),
+                _ => IntBound::unbounded(),
+            },
+            ValueData::Op(o) => self.info[o.index()].bound.clone(),
+        }
+    }
+
+    fn virt_of(&self, v: Value) -> Option<u32> {
+        let o = v.as_op()?;
+        let id = self.info[o.index()].virt;
+        (id != NO_VIRT).then_some(id)
+    }
+
+    fn is_virtual(&self, v: Value) -> bool {
+        self.virt_of(v).is_some()
+    }
+
+    fn known_nonnull(&self, v: Value) -> bool {
+        match v.data() {
+            ValueData::Const(c) => self.consts.get(c).bits() != 0,
+            ValueData::Op(o) => {
+                let i = &self.info[o.index()];
+                i.virt != NO_VIRT || i.flags & F_NONNULL != 0
+            }
+        }
+    }
+
+    fn known_class(&self, v: Value) -> Option<i64> {
+        let o = v.as_op()?;
+        let i = &self.info[o.index()];
+        if i.virt != NO_VIRT {
+            return self.virtual_class(i.virt);
+        }
+        i.class
+    }
+
+    fn virtual_class(&self, id: u32) -> Option<i64> {
+        match self.virtuals[id as usize].kind {
+            VirtualKind::Struct { opcode: Opcode::NewWithVtable, descr } => {
+                self.input.descr(descr).as_size().and_then(|s| s.vtable)
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether two references may be the same object.
+    fn may_alias(info: &[Info], a: Value, b: Value) -> bool {
+        if a == b {
+            return true;
+        }
+        match (a.as_op(), b.as_op()) {
+            (Some(x), Some(y)) => !(info[x.index()].flags & F_FRESH != 0 && info[y.index()].flags & F_FRESH != 0),
+            _ => true,
+        }
+    }
+
+    /// From now on `v` is `c` (`v` a working value that is not a constant).
+    fn make_equal(&mut self, v: Value, c: Value) {
+        let v = self.find(v);
+        let c = self.find(c);
+        if v == c {
+            return;
+        }
+        let Some(o) = v.as_op() else { return };
+        if self.info[o.index()].virt != NO_VIRT {
+            return;
+        }
+        if let Some(i) = self.const_i64(c) {
+            self.info[o.index()].bound = IntBound::from_i64(i);
+        }
+        self.uf.make_equal_to(o, c);
+    }
+
+    fn set_nonnull(&mut self, v: Value) {
+        if let Some(o) = v.as_op() {
+            self.info[o.index()].flags |= F_NONNULL;
+        }
+    }
+
+    // ------------------------------------------------------------------ driver
+
+    fn compute_last_use(&mut self) {
+        let t = self.input;
+        let mut last = vec![0u32; t.ops.len()];
+        let mut note = |v: Value, at: usize| {
+            if let Some(o) = v.as_op() {
+                last[o.index()] = at as u32;
+            }
+        };
+        for (i, op) in t.ops.iter().enumerate() {
+            for &a in &op.args {
+                note(a, i);
+            }
+            if let Some(g) = op.guard {
+                let gd = t.guard(g);
+                for fa in gd.fail_args.iter().chain(gd.virtuals.iter().flat_map(|v| v.fields.iter().map(|f| &f.1))) {
+                    if let FailArg::Value(v) = *fa {
+                        note(v, i);
+                    }
+                }
+            }
+        }
+        self.last_use = last;
+    }
+
+    fn run(&mut self) -> Result<(), OptError> {
+        let t = self.input;
+        if t.ops.iter().any(|o| o.opcode == Opcode::Label) {
+            self.compute_last_use();
+        }
+        for i in 0..t.num_inputs {
+            let v = self.emit(Op::new(t.ops[i].opcode, &[]));
+            self.map[i] = v;
+        }
+        let mut i = t.num_inputs;
+        while i < t.ops.len() {
+            let op = &t.ops[i];
+            if op.opcode == Opcode::Label {
+                self.label(i);
+                i += 1 + op.args.len();
+                continue;
+            }
+            if op.opcode.is_ovf() {
+                self.ovf(i)?;
+                i += 2;
+                continue;
+            }
+            self.op(i)?;
+            i += 1;
+        }
+        Ok(())
+    }
+
+    fn op(&mut self, i: usize) -> Result<(), OptError> {
+        let t = self.input;
+        let op = &t.ops[i];
+        let opc = op.opcode;
+        let args: SmallVec<[Value; 3]> = op.args.iter().map(|&a| self.get(a)).collect();
+        let res = if opc.is_guard() {
+            self.guard(i, op, &args)?
+        } else if opc.is_pure() {
+            Some(self.pure(opc, &args, op.descr, true))
+        } else {
+            match opc {
+                Opcode::New | Opcode::NewWithVtable | Opcode::NewArray | Opcode::NewArrayClear => Some(self.alloc(op, &args)),
+                Opcode::GetfieldGcI | Opcode::GetfieldGcR | Opcode::GetfieldGcF => Some(self.getfield(op, &args)),
+                Opcode::SetfieldGc => {
+                    self.setfield(op, &args);
+                    None
+                }
+                Opcode::GetarrayitemGcI
+                | Opcode::GetarrayitemGcR
+                | Opcode::GetarrayitemGcF
+                | Opcode::GetarrayitemGcPureI
+                | Opcode::GetarrayitemGcPureR
+                | Opcode::GetarrayitemGcPureF => Some(self.getitem(op, &args)),
+                Opcode::SetarrayitemGc => {
+                    self.setitem(op, &args);
+                    None
+                }
+                Opcode::ArraylenGc => Some(self.arraylen(op, &args)),
+                Opcode::Jump | Opcode::Finish => {
+                    for &a in &args {
+                        self.force(a);
+                    }
+                    self.emit(Op { opcode: opc, descr: op.descr, guard: None, args });
+                    None
+                }
+                Opcode::QuasiimmutField | Opcode::Keepalive if self.opts.virtuals && args.iter().any(|&a| self.is_virtual(a)) => {
+                    self.removed(Reason::Hint);
+                    None
+                }
+                Opcode::AssertNotNone if self.opts.guards => {
+                    self.set_nonnull(args[0]);
+                    self.removed(Reason::Hint);
+                    None
+                }
+                Opcode::RecordExactClass if self.opts.guards => {
+                    if let (Some(o), Some(c)) = (args[0].as_op(), self.const_i64(args[1])) {
+                        if self.info[o.index()].virt == NO_VIRT {
+                            self.info[o.index()].class = Some(c);
+                            self.info[o.index()].flags |= F_NONNULL;
+                        }
+                    }
+                    self.removed(Reason::Hint);
+                    None
+                }
+                _ if opc.is_call() => self.call(op, &args),
+                _ => self.generic(op, &args),
+            }
+        };
+        if let Some(v) = res {
+            self.map[i] = v;
+        }
+        Ok(())
+    }
+
+    /// Any op without special treatment: its virtual operands escape; heap writes and
+    /// barriers forget the heap.
+    fn generic(&mut self, op: &Op, args: &[Value]) -> Option<Value> {
+        for &a in args {
+            self.force(a);
+        }
+        let opc = op.opcode;
+        let v = self.emit(Op { opcode: opc, descr: op.descr, guard: None, args: SmallVec::from_slice(args) });
+        let f = opc.flags();
+        if f.intersects(OpFlags::WRITES_HEAP | OpFlags::BARRIER) {
+            self.heap.clear();
+        }
+        if f.intersects(OpFlags::BARRIER | OpFlags::CAN_RAISE) || matches!(opc, Opcode::RestoreException) {
+            self.exc_clear = false;
+        }
+        if f.contains(OpFlags::BARRIER) {
+            self.not_invalidated = false;
+        }
+        if opc.result_kind() == Kind::Int && self.opts.intbounds {
+            if matches!(opc, Opcode::Strlen | Opcode::Unicodelen) {
+                self.info[v.as_op().unwrap().index()].bound = IntBound::nonnegative();
+            }
+        }
+        if matches!(opc, Opcode::Newstr | Opcode::Newunicode) {
+            self.info[v.as_op().unwrap().index()].flags |= F_FRESH | F_NONNULL;
+        }
+        (opc.result_kind() != Kind::Void).then_some(v)
+    }
+
+    // ------------------------------------------------------------------ pure ops
+
+    /// Optimize the pure op `opc(args)` (working values): fold, bounds, rules, CSE, emit.
+    /// `top` is true for ops of the input (counted in the statistics when removed).
+    fn pure(&mut self, opc: Opcode, args: &[Value], descr: Option<DescrRef>, top: bool) -> Value {
+        let count = |p: &mut Self, r: Reason| {
+            if top {
+                p.removed(r)
+            }
+        };
+        if matches!(opc, Opcode::SameAsI | Opcode::SameAsR | Opcode::SameAsF) {
+            count(self, Reason::Hint);
+            return args[0];
+        }
+        // 1. constant folding
+        if self.opts.fold && args.iter().all(|a| a.is_const()) {
+            let cs: SmallVec<[Const; 3]> = args.iter().map(|&a| self.const_val(a).unwrap()).collect();
+            if let Some(c) = fold_pure(opc, &cs) {
+                count(self, Reason::Folded);
+                return self.make_const(c);
+            }
+        }
+        // pointer identity (also of virtuals, which must not escape here)
+        if matches!(opc, Opcode::PtrEq | Opcode::PtrNe | Opcode::InstancePtrEq | Opcode::InstancePtrNe) {
+            if let Some(eq) = self.known_ptr_eq(args[0], args[1]) {
+                let want_eq = matches!(opc, Opcode::PtrEq | Opcode::InstancePtrEq);
+                count(self, Reason::Folded);
+                return self.make_int((eq == want_eq) as i64);
+            }
+        }
+        // 2. abstract value
+        let is_int = opc.result_kind() == Kind::Int;
+        let mut bound = None;
+        if self.opts.intbounds && is_int {
+            let b = self.transfer(opc, args);
+            if !b.is_empty() {
+                if let Some(c) = b.get_constant() {
+                    count(self, Reason::BoundsConstant);
+                    return self.make_int(c);
+                }
+                if matches!(opc, Opcode::IntAnd | Opcode::IntOr) {
+                    let (ba, bb) = (self.bound_of(args[0]), self.bound_of(args[1]));
+                    let and = opc == Opcode::IntAnd;
+                    let id = |x: &IntBound<u64>, y: &IntBound<u64>| if and { x.is_and_identity(y) } else { x.is_or_identity(y) };
+                    let keep = if id(&ba, &bb) { Some(args[0]) } else if id(&bb, &ba) { Some(args[1]) } else { None };
+                    if let Some(k) = keep {
+                        self.fired(if and { "and_identity" } else { "or_identity" });
+                        count(self, Reason::Identity);
+                        return k;
+                    }
+                }
+                bound = Some(b);
+            }
+        }
+        // 3. peephole rules
+        if self.opts.rules && self.depth < MAX_DEPTH {
+            self.depth += 1;
+            let r = peephole::apply(self, opc, args);
+            self.depth -= 1;
+            if let Some((name, v)) = r {
+                self.fired(name);
+                count(self, Reason::Rule);
+                return self.find(v);
+            }
+        }
+        // virtual operands of any other pure op escape
+        for &a in args {
+            self.force(a);
+        }
+        // 4. CSE
+        let key = if self.opts.cse { Some(Key::new(opc, args, descr)) } else { None };
+        if let Some(k) = &key {
+            if let Some(&v) = self.cse.get(k) {
+                count(self, Reason::Cse);
+                return self.find(v);
+            }
+        }
+        let v = self.emit(Op { opcode: opc, descr, guard: None, args: SmallVec::from_slice(args) });
+        if let Some(b) = bound {
+            self.info[v.as_op().unwrap().index()].bound = b;
+        }
+        if let Some(k) = key {
+            self.cse.insert(k, v);
+        }
+        v
+    }
+
+    /// Whether two references are known equal (`Some(true)`) or known different.
+    fn known_ptr_eq(&self, a: Value, b: Value) -> Option<bool> {
+        if a == b {
+            return Some(true);
+        }
+        if let (Some(x), Some(y)) = (self.const_val(a), self.const_val(b)) {
+            return Some(x.bits() == y.bits());
+        }
+        let (va, vb) = (self.is_virtual(a), self.is_virtual(b));
+        if va || vb {
+            // a virtual is a fresh object only reachable through its own value
+            return Some(false);
+        }
+        let null = |v: Value| self.const_val(v).map(|c| c.bits() == 0).unwrap_or(false);
+        if (null(a) && self.known_nonnull(b)) || (null(b) && self.known_nonnull(a)) {
+            return Some(false);
+        }
+        if let (Some(x), Some(y)) = (a.as_op(), b.as_op()) {
+            if self.info[x.index()].flags & F_FRESH != 0 && self.info[y.index()].flags & F_FRESH != 0 {
+                return Some(false);
+            }
+        }
+        None
+    }
+
+    /// The forward transfer function of an integer op.
+    fn transfer(&self, opc: Opcode, args: &[Value]) -> IntBound<u64> {
+        use Opcode::*;
+        let a = |i: usize| self.bound_of(args[i]);
+        match opc {
+            IntAdd => a(0).add(&a(1)),
+            IntSub => a(0).sub(&a(1)),
+            IntMul => a(0).mul(&a(1)),
+            IntAnd => a(0).and(&a(1)),
+            IntOr => a(0).or(&a(1)),
+            IntXor => a(0).xor(&a(1)),
+            UintMulHigh => a(0).uint_mul_high(&a(1)),
+            IntFloorDiv => a(0).floordiv(&a(1)),
+            IntMod => a(0).modulo(&a(1)),
+            IntPyDiv => a(0).pydiv(&a(1)),
+            IntPyMod => a(0).pymod(&a(1)),
+            IntLshift => a(0).lshift(&a(1)),
+            IntRshift => a(0).rshift(&a(1)),
+            UintRshift => a(0).uint_rshift(&a(1)),
+            IntEq => a(0).eq(&a(1)),
+            IntNe => a(0).ne(&a(1)),
+            IntLt => a(0).lt(&a(1)),
+            IntLe => a(0).le(&a(1)),
+            IntGt => a(0).gt(&a(1)),
+            IntGe => a(0).ge(&a(1)),
+            UintLt => a(0).ult(&a(1)),
+            UintLe => a(0).ule(&a(1)),
+            UintGt => a(0).ugt(&a(1)),
+            UintGe => a(0).uge(&a(1)),
+            IntIsTrue => a(0).is_true(),
+            IntIsZero => a(0).is_zero(),
+            IntNeg => a(0).neg(),
+            IntInvert => a(0).invert(),
+            IntForceGeZero => a(0).force_ge_zero(),
+            IntSignext => match self.const_i64(args[1]) {
+                Some(n @ (1 | 2 | 4 | 8)) => a(0).signext(n as u32),
+                _ => IntBound::unbounded(),
+            },
+            _ if opc.has(OpFlags::BOOL_RESULT) => IntBound::boolean(),
+            _ => IntBound::unbounded(),
+        }
+    }
+
+    // ------------------------------------------------------------------ guards
+
+    /// Emit the guard `op` (of the input) with operands `args`, translating its resume data.
+    fn emit_guard(&mut self, op: &Op, args: &[Value]) -> Value {
+        let t = self.input;
+        let gd = t.guard(op.guard.expect("verified: guards carry resume data"));
+        let mut virtuals: Vec<VirtualObject> = Vec::new();
+        let mut memo: Vec<(OpRef, u32)> = Vec::new();
+        let mut in_memo: Vec<(u32, u32)> = Vec::new();
+        let mut fail_args = Vec::with_capacity(gd.fail_args.len());
+        for fa in &gd.fail_args {
+            let out = self.resume_arg(*fa, gd, &mut virtuals, &mut memo, &mut in_memo);
+            fail_args.push(out);
+        }
+        if !virtuals.is_empty() {
+            self.stats.guards_with_virtuals += 1;
+        }
+        let g = GuardRef::new(self.guards.len());
+        self.guards.push(GuardData { id: gd.id, resume_key: gd.resume_key, fail_args, virtuals });
+        self.emit(Op { opcode: op.opcode, descr: op.descr, guard: Some(g), args: SmallVec::from_slice(args) })
+    }
+
+    fn resume_arg(
+        &mut self,
+        fa: FailArg,
+        gd: &GuardData,
+        out: &mut Vec<VirtualObject>,
+        memo: &mut Vec<(OpRef, u32)>,
+        in_memo: &mut Vec<(u32, u32)>,
+    ) -> FailArg {
+        match fa {
+            FailArg::Hole => FailArg::Hole,
+            FailArg::Value(v) => {
+                let v = self.get(v);
+                self.resume_value(v, out, memo)
+            }
+            FailArg::Virtual(i) => {
+                if let Some(&(_, k)) = in_memo.iter().find(|m| m.0 == i) {
+                    return FailArg::Virtual(k);
+                }
+                let k = out.len() as u32;
+                in_memo.push((i, k));
+                let src = &gd.virtuals[i as usize];
+                out.push(VirtualObject { kind: src.kind, fields: Vec::new() });
+                let mut fields = Vec::with_capacity(src.fields.len());
+                for &(f, fa) in &src.fields {
+                    let x = self.resume_arg(fa, gd, out, memo, in_memo);
+                    fields.push((f, x));
+                }
+                out[k as usize].fields = fields;
+                FailArg::Virtual(k)
+            }
+        }
+    }
+
+    /// A working value in resume data: virtual objects are described, not materialized.
+    fn resume_value(&mut self, v: Value, out: &mut Vec<VirtualObject>, memo: &mut Vec<(OpRef, u32)>) -> FailArg {
+        let Some(id) = self.virt_of(v) else { return FailArg::Value(v) };
+        let o = v.as_op().unwrap();
+        if let Some(&(_, k)) = memo.iter().find(|m| m.0 == o) {
+            return FailArg::Virtual(k);
+        }
+        let k = out.len() as u32;
+        memo.push((o, k));
+        out.push(VirtualObject { kind: self.virtuals[id as usize].kind, fields: Vec::new() });
+        let n = self.virtuals[id as usize].fields.len();
+        let mut fields = Vec::with_capacity(n);
+        for j in 0..n {
+            let (f, val) = self.virtuals[id as usize].fields[j];
+            let val = self.find(val);
+            let x = self.resume_value(val, out, memo);
+            fields.push((f, x));
+        }
+        out[k as usize].fields = fields;
+        FailArg::Virtual(k)
+    }
+
+    fn guard(&mut self, i: usize, op: &Op, args: &[Value]) -> Result<Option<Value>, OptError> {
+        use Opcode::*;
+        let g = self.opts.guards;
+        match op.opcode {
+            GuardTrue | GuardFalse => {
+                let want = op.opcode == GuardTrue;
+                let c = args[0];
+                if g {
+                    let b = self.bound_of(c);
+                    let holds = if want { !b.contains_i64(0) } else { b.get_constant() == Some(0) };
+                    if holds && !b.is_empty() {
+                        self.removed(Reason::GuardKnown);
+                        return Ok(None);
+                    }
+                }
+                self.emit_guard(op, args);
+                if g {
+                    self.learn_bool(c, want, 0);
+                }
+            }
+            GuardValue => {
+                let (x, c) = (args[0], args[1]);
+                if g {
+                    let known = x == c
+                        || match (self.const_val(x), self.const_val(c)) {
+                            (Some(a), Some(b)) => a == b,
+                            (None, Some(Const::Int(k))) => self.bound_of(x).get_constant() == Some(k),
+                            _ => false,
+                        };
+                    if known {
+                        self.removed(Reason::GuardKnown);
+                        return Ok(None);
+                    }
+                }
+                self.force(x);
+                self.force(c);
+                self.emit_guard(op, args);
+                if g && c.is_const() && !x.is_const() && self.kind_of(x) != Kind::Float {
+                    if let Some(Const::Ref(bits)) = self.const_val(c) {
+                        if bits != 0 {
+                            self.set_nonnull(x);
+                        }
+                    }
+                    self.make_equal(x, c);
+                }
+            }
+            GuardNonnull => {
+                let p = args[0];
+                if g && self.known_nonnull(p) {
+                    self.removed(Reason::GuardKnown);
+                    return Ok(None);
+                }
+                self.emit_guard(op, args);
+                if g {
+                    self.set_nonnull(p);
+                }
+            }
+            GuardIsnull => {
+                let p = args[0];
+                if g && self.const_val(p).map(|c| c.bits() == 0).unwrap_or(false) {
+                    self.removed(Reason::GuardKnown);
+                    return Ok(None);
+                }
+                self.force(p);
+                self.emit_guard(op, args);
+                if g && !p.is_const() && !self.known_nonnull(p) {
+                    let null = self.make_const(Const::Ref(0));
+                    self.make_equal(p, null);
+                }
+            }
+            GuardClass | GuardNonnullClass => {
+                let (p, cls) = (args[0], args[1]);
+                let cls_c = self.const_i64(cls);
+                if g && cls_c.is_some() && self.known_class(p) == cls_c && self.known_nonnull(p) {
+                    self.removed(Reason::GuardKnown);
+                    return Ok(None);
+                }
+                self.force(p);
+                self.emit_guard(op, args);
+                if g {
+                    if let Some(o) = p.as_op() {
+                        self.info[o.index()].flags |= F_NONNULL;
+                        if cls_c.is_some() {
+                            self.info[o.index()].class = cls_c;
+                        }
+                    }
+                }
+            }
+            GuardNoException => {
+                if g && self.exc_clear {
+                    self.removed(Reason::GuardKnown);
+                    return Ok(None);
+                }
+                self.emit_guard(op, args);
+                self.exc_clear = true;
+            }
+            GuardNotInvalidated => {
+                if g && self.not_invalidated {
+                    self.removed(Reason::GuardKnown);
+                    return Ok(None);
+                }
+                self.emit_guard(op, args);
+                self.not_invalidated = true;
+            }
+            GuardFutureCondition if g => {
+                self.removed(Reason::GuardKnown);
+                return Ok(None);
+            }
+            GuardNoOverflow | GuardOverflow => {
+                return Err(OptError::Unsupported { op: OpRef::new(i), message: format!("{} does not follow an _ovf op", op.opcode) })
+            }
+            _ => {
+                for &a in args {
+                    self.force(a);
+                }
+                let v = self.emit_guard(op, args);
+                if op.opcode == GuardException {
+                    self.exc_clear = true;
+                }
+                if op.opcode.result_kind() != Kind::Void {
+                    return Ok(Some(v));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// Learn from a passed guard that `c` is non-zero (`truth`) or zero.
+    fn learn_bool(&mut self, c: Value, truth: bool, depth: u32) {
+        let c = self.find(c);
+        let Some(o) = c.as_op() else { return };
+        if depth > MAX_DEPTH {
+            return;
+        }
+        let def = self.ops[o.index()].clone();
+        if self.kind_of(c) != Kind::Int {
+            return;
+        }
+        if truth {
+            if def.opcode.has(OpFlags::BOOL_RESULT) {
+                let one = self.make_int(1);
+                self.make_equal(c, one);
+            } else {
+                let mut b = self.bound_of(c);
+                b.make_nonzero();
+                self.narrow(c, b, depth);
+            }
+        } else {
+            let zero = self.make_int(0);
+            self.make_equal(c, zero);
+        }
+        if !def.opcode.is_pure() {
+            return;
+        }
+        let args: SmallVec<[Value; 3]> = def.args.iter().map(|&a| self.uf.find(a)).collect();
+        use Opcode::*;
+        let cmp = match def.opcode {
+            IntLt => Some(Cmp::Lt),
+            IntLe => Some(Cmp::Le),
+            IntGt => Some(Cmp::Gt),
+            IntGe => Some(Cmp::Ge),
+            IntEq => Some(Cmp::Eq),
+            IntNe => Some(Cmp::Ne),
+            UintLt => Some(Cmp::Ult),
+            UintLe => Some(Cmp::Ule),
+            UintGt => Some(Cmp::Ugt),
+            UintGe => Some(Cmp::Uge),
+            _ => None,
+        };
+        if let Some(cmp) = cmp {
+            let (ba, bb) = (self.bound_of(args[0]), self.bound_of(args[1]));
+            let (na, nb) = IntBound::learn_cmp(cmp, truth, &ba, &bb);
+            let equal = (cmp == Cmp::Eq && truth) || (cmp == Cmp::Ne && !truth);
+            if equal {
+                if args[1].is_const() {
+                    self.make_equal(args[0], args[1]);
+                    return;
+                }
+                if args[0].is_const() {
+                    self.make_equal(args[1], args[0]);
+                    return;
+                }
+            }
+            self.narrow(args[0], na, depth);
+            self.narrow(args[1], nb, depth);
+            return;
+        }
+        match def.opcode {
+            IntIsTrue => self.learn_bool(args[0], truth, depth + 1),
+            IntIsZero => self.learn_bool(args[0], !truth, depth + 1),
+            PtrEq | PtrNe | InstancePtrEq | InstancePtrNe => {
+                let eq = matches!(def.opcode, PtrEq | InstancePtrEq) == truth;
+                let null = |p: &Self, v: Value| p.const_val(v).map(|c| c.bits() == 0).unwrap_or(false);
+                if eq {
+                    if args[1].is_const() {
+                        self.make_equal(args[0], args[1]);
+                    } else if args[0].is_const() {
+                        self.make_equal(args[1], args[0]);
+                    }
+                } else if null(self, args[1]) {
+                    self.set_nonnull(args[0]);
+                } else if null(self, args[0]) {
+                    self.set_nonnull(args[1]);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Intersect the abstract value of `v` with `b` (knowledge from a passed guard), and
+    /// propagate it backwards through the definition of `v` where the domain says it is sound.
+    fn narrow(&mut self, v: Value, b: IntBound<u64>, depth: u32) {
+        let v = self.find(v);
+        let Some(o) = v.as_op() else { return };
+        if self.kind_of(v) != Kind::Int || !self.opts.intbounds {
+            return;
+        }
+        let cur = self.info[o.index()].bound.clone();
+        let n = cur.intersect(&b);
+        if n.is_empty() || n == cur {
+            return;
+        }
+        self.info[o.index()].bound = n.clone();
+        if let Some(c) = n.get_constant() {
+            let k = self.make_int(c);
+            self.make_equal(v, k);
+            return;
+        }
+        if depth >= MAX_DEPTH {
+            return;
+        }
+        let def = self.ops[o.index()].clone();
+        let args: SmallVec<[Value; 3]> = def.args.iter().map(|&a| self.uf.find(a)).collect();
+        let checked = self.info[o.index()].flags & F_OVF_CHECKED != 0;
+        use Opcode::*;
+        match def.opcode {
+            IntAdd | IntSub | IntAddOvf | IntSubOvf => {
+                if matches!(def.opcode, IntAddOvf | IntSubOvf) && !checked {
+                    return;
+                }
+                let (ba, bb) = (self.bound_of(args[0]), self.bound_of(args[1]));
+                let (na, nb) = match def.opcode {
+                    IntAdd => IntBound::backward_add(&ba, &bb, &n),
+                    IntSub => IntBound::backward_sub(&ba, &bb, &n),
+                    IntAddOvf => IntBound::backward_add_ovf(&ba, &bb, &n),
+                    _ => IntBound::backward_sub_ovf(&ba, &bb, &n),
+                };
+                self.narrow(args[0], na, depth + 1);
+                self.narrow(args[1], nb, depth + 1);
+            }
+            IntMulOvf if checked => {
+                for (x, y) in [(args[0], args[1]), (args[1], args[0])] {
+                    if self.const_i64(y).map(|c| c > 0).unwrap_or(false) {
+                        let na = IntBound::backward_mul_ovf_const(&self.bound_of(x), &self.bound_of(y), &n);
+                        self.narrow(x, na, depth + 1);
+                        break;
+                    }
+                }
+            }
+            IntNeg => {
+                let na = IntBound::backward_neg(&self.bound_of(args[0]), &n);
+                self.narrow(args[0], na, depth + 1);
+            }
+            IntInvert => {
+                let na = IntBound::backward_invert(&self.bound_of(args[0]), &n);
+                self.narrow(args[0], na, depth + 1);
+            }
+            _ => {}
+        }
+    }
+
+    // ------------------------------------------------------------------ overflow
+
+    /// An `_ovf` op at input index `i` and its guard at `i + 1`.
+    fn ovf(&mut self, i: usize) -> Result<(), OptError> {
+        let t = self.input;
+        let op = &t.ops[i];
+        let gop = t.ops.get(i + 1).filter(|g| matches!(g.opcode, Opcode::GuardNoOverflow | Opcode::GuardOverflow));
+        let Some(gop) = gop else {
+            return Err(OptError::Unsupported { op: OpRef::new(i), message: format!("{} is not followed by an overflow guard", op.opcode) });
+        };
+        let no_ovf_guard = gop.opcode == Opcode::GuardNoOverflow;
+        let opc = op.opcode;
+        let args: SmallVec<[Value; 3]> = op.args.iter().map(|&a| self.get(a)).collect();
+        let plain = opc.ovf_to_wrapping().expect("an _ovf op");
+        // folding
+        if self.opts.fold {
+            if let (Some(a), Some(b)) = (self.const_i64(args[0]), self.const_i64(args[1])) {
+                if let Some((r, overflowed)) = fold_ovf(opc, a, b) {
+                    if overflowed != no_ovf_guard {
+                        // the guard passes: op and guard go
+                        self.removed(Reason::Folded);
+                        self.removed(Reason::Overflow);
+                        self.map[i] = self.make_int(r);
+                        return Ok(());
+                    }
+                    // otherwise the guard always fails: keep both
+                }
+            }
+        }
+        let (res, cannot_overflow) = match opc {
+            Opcode::IntAddOvf => self.bound_of(args[0]).add_ovf(&self.bound_of(args[1])),
+            Opcode::IntSubOvf => self.bound_of(args[0]).sub_ovf(&self.bound_of(args[1])),
+            _ => self.bound_of(args[0]).mul_ovf(&self.bound_of(args[1])),
+        };
+        if self.opts.intbounds && self.opts.ovf && cannot_overflow && no_ovf_guard {
+            self.removed(Reason::Overflow);
+            let v = self.pure(plain, &args, None, false);
+            self.map[i] = v;
+            return Ok(());
+        }
+        let key = Key::new(opc, &args, None);
+        if self.opts.cse && no_ovf_guard {
+            if let Some(&v) = self.ovf_cse.get(&key) {
+                self.removed(Reason::Cse);
+                self.removed(Reason::Overflow);
+                self.map[i] = self.find(v);
+                return Ok(());
+            }
+        }
+        let v = self.emit(Op::new(opc, &args));
+        self.emit_guard(gop, &[]);
+        if no_ovf_guard {
+            let o = v.as_op().unwrap();
+            if self.opts.intbounds && !res.is_empty() {
+                self.info[o.index()].bound = res;
+            }
+            self.info[o.index()].flags |= F_OVF_CHECKED;
+            if self.opts.cse {
+                self.ovf_cse.insert(key, v);
+            }
+        }
+        self.map[i] = v;
+        Ok(())
+    }
+
+    // ------------------------------------------------------------------ loops
+
+    fn label(&mut self, i: usize) {
+        let t = self.input;
+        let op = &t.ops[i];
+        // Virtuals used after the label must exist as objects: their state would otherwise be
+        // that of the first iteration.
+        if self.opts.virtuals && !self.virtuals.is_empty() {
+            for j in 0..i {
+                if self.last_use[j] as usize > i && t.ops[j].opcode.result_kind() == Kind::Ref {
+                    let v = self.get(Value::op(OpRef::new(j)));
+                    self.force(v);
+                }
+            }
+        }
+        let args: SmallVec<[Value; 3]> = op.args.iter().map(|&a| self.get(a)).collect();
+        for &a in &args {
+            self.force(a);
+        }
+        self.emit(Op { opcode: Opcode::Label, descr: op.descr, guard: None, args });
+        for k in 0..op.args.len() {
+            let p = i + 1 + k;
+            let v = self.emit(Op::new(t.ops[p].opcode, &[]));
+            self.map[p] = v;
+        }
+        self.heap.clear();
+        self.cse.clear();
+        self.ovf_cse.clear();
+        self.exc_clear = false;
+        self.not_invalidated = false;
+    }
+
+    // ------------------------------------------------------------------ calls
+
+    fn call(&mut self, op: &Op, args: &[Value]) -> Option<Value> {
+        use Opcode::*;
+        let opc = op.opcode;
+        let effect = op
+            .descr
+            .and_then(|d| self.input.descr(d).as_call())
+            .map(|c| c.effect)
+            .unwrap_or(CallEffect::RandomEffects);
+        let elidable = matches!(opc, CallPureI | CallPureR | CallPureF | CallPureN) && effect.is_elidable();
+        let loopinv = matches!(opc, CallLoopinvariantI | CallLoopinvariantR | CallLoopinvariantF | CallLoopinvariantN);
+        for &a in args {
+            self.force(a);
+        }
+        let key = if self.opts.cse && (elidable || loopinv) { Some(Key::new(opc, args, op.descr)) } else { None };
+        if let Some(k) = &key {
+            if let Some(&v) = self.cse.get(k) {
+                self.removed(Reason::Cse);
+                return Some(self.find(v));
+            }
+        }
+        let v = self.emit(Op { opcode: opc, descr: op.descr, guard: None, args: SmallVec::from_slice(args) });
+        let barrier = opc.has(OpFlags::BARRIER);
+        if barrier || effect.may_write_heap() {
+            if barrier {
+                self.heap.clear();
+            } else {
+                let facts = &self.descr_facts;
+                self.heap.clear_mutable(|d| facts[d.index()].immutable);
+            }
+            self.not_invalidated = false;
+        }
+        if barrier || effect.can_raise() || opc.has(OpFlags::CAN_RAISE) {
+            self.exc_clear = false;
+        }
+        if let Some(k) = key {
+            self.cse.insert(k, v);
+        }
+        (opc.result_kind() != Kind::Void).then_some(v)
+    }
+
+    // ------------------------------------------------------------------ allocation removal
+
+    fn alloc(&mut self, op: &Op, args: &[Value]) -> Value {
+        let opc = op.opcode;
+        let descr = op.descr.expect("verified: allocations have a descriptor");
+        let kind = match opc {
+            Opcode::New | Opcode::NewWithVtable => Some(VirtualKind::Struct { opcode: opc, descr }),
+            _ => match self.const_i64(args[0]) {
+                Some(n) if (0..=MAX_VIRTUAL_ARRAY).contains(&n) => Some(VirtualKind::Array { opcode: opc, descr, len: n as u32 }),
+                _ => None,
+            },
+        };
+        if self.opts.virtuals {
+            if let Some(kind) = kind {
+                let r = self.push_arena(Op { opcode: opc, descr: Some(descr), guard: None, args: SmallVec::from_slice(args) });
+                self.info[r.index()].virt = self.virtuals.len() as u32;
+                self.virtuals.push(Virtual { kind, fields: Vec::new() });
+                return Value::op(r);
+            }
+        }
+        let v = self.emit(Op { opcode: opc, descr: Some(descr), guard: None, args: SmallVec::from_slice(args) });
+        self.after_alloc_emitted(v);
+        v
+    }
+
+    /// Facts about an allocation just emitted (directly or by materialization).
+    fn after_alloc_emitted(&mut self, v: Value) {
+        let o = v.as_op().unwrap();
+        let op = &self.ops[o.index()];
+        let (opc, descr) = (op.opcode, op.descr);
+        let len = op.args.first().copied();
+        self.info[o.index()].flags |= F_FRESH | F_NONNULL;
+        if opc == Opcode::NewWithVtable {
+            self.info[o.index()].class = descr.and_then(|d| self.input.descr(d).as_size()).and_then(|s| s.vtable);
+        }
+        if matches!(opc, Opcode::NewArray | Opcode::NewArrayClear) && self.opts.cse {
+            if let Some(len) = len {
+                self.cse.insert(Key::new(Opcode::ArraylenGc, &[v], descr), len);
+            }
+        }
+    }
+
+    /// Materialize `v` if it is virtual: emit its allocation and its field writes, recursively
+    /// (fields first, each object once, so cycles end).
+    fn force(&mut self, v: Value) {
+        let Some(id) = self.virt_of(v) else { return };
+        let o = v.as_op().unwrap();
+        self.info[o.index()].virt = NO_VIRT;
+        self.stats.virtuals_materialized += 1;
+        self.order.push(o);
+        self.after_alloc_emitted(v);
+        let fields = std::mem::take(&mut self.virtuals[id as usize].fields);
+        let kind = self.virtuals[id as usize].kind;
+        for (f, val) in fields {
+            let val = self.find(val);
+            self.force(val);
+            match (f, kind) {
+                (VirtualField::Field(d), _) => {
+                    self.emit(Op { opcode: Opcode::SetfieldGc, descr: Some(d), guard: None, args: SmallVec::from_slice(&[v, val]) });
+                    if self.opts.heapcache && self.fits(d, val) {
+                        self.heap.remember_field(d, v, val);
+                    }
+                }
+                (VirtualField::Item(k), VirtualKind::Array { descr, .. }) => {
+                    let idx = self.make_int(k as i64);
+                    self.emit(Op { opcode: Opcode::SetarrayitemGc, descr: Some(descr), guard: None, args: SmallVec::from_slice(&[v, idx, val]) });
+                    if self.opts.heapcache && self.fits(descr, val) {
+                        self.heap.remember_item(descr, k as i64, v, val);
+                    }
+                }
+                (VirtualField::Item(_), VirtualKind::Struct { .. }) => unreachable!("items are only recorded on arrays"),
+            }
+        }
+    }
+
+    /// Whether storing `val` through descriptor `d` and reading it back gives `val` exactly
+    /// (full-width slots, or narrow integers that provably fit).
+    fn fits(&self, d: DescrRef, val: Value) -> bool {
+        let f = &self.descr_facts[d.index()];
+        if f.kind != Some(Kind::Int) || f.size >= 8 {
+            return true;
+        }
+        let b = self.bound_of(val);
+        let bits = 8 * f.size as u32;
+        let (lo, hi) = if f.signed { (-(1i64 << (bits - 1)), (1i64 << (bits - 1)) - 1) } else { (0, (1i64 << bits) - 1) };
+        !b.is_empty() && b.lower_i64() >= lo && b.upper_i64() <= hi
+    }
+
+    /// The abstract value of a value read through descriptor `d` (narrow integer slots).
+    fn read_bound(&self, d: DescrRef) -> Option<IntBound<u64>> {
+        let f = &self.descr_facts[d.index()];
+        if f.kind != Some(Kind::Int) || f.size >= 8 {
+            return None;
+        }
+        let bits = 8 * f.size as u32;
+        Some(if f.signed {
+            IntBound::from_range_i64(-(1i64 << (bits - 1)), (1i64 << (bits - 1)) - 1)
+        } else {
+            IntBound::from_range_i64(0, (1i64 << bits) - 1)
+        })
+    }
+
+    /// Whether field `d` of the struct virtual `id` can be tracked exactly (no overlap with
+    /// another recorded field or with the class word of an instance).
+    fn virtual_field_ok(&self, id: u32, d: DescrRef) -> bool {
+        let vo = &self.virtuals[id as usize];
+        let VirtualKind::Struct { opcode, .. } = vo.kind else { return false };
+        let f = &self.descr_facts[d.index()];
+        if !f.is_field {
+            return false;
+        }
+        if opcode == Opcode::NewWithVtable && f.offset < 8 {
+            return false;
+        }
+        !vo.fields.iter().any(|(vf, _)| matches!(vf, VirtualField::Field(o) if f.overlap.contains(o)))
+    }
+
+    fn getfield(&mut self, op: &Op, args: &[Value]) -> Value {
+        let obj = args[0];
+        let d = op.descr.expect("verified: field ops have a descriptor");
+        if let Some(id) = self.virt_of(obj) {
+            if self.virtual_field_ok(id, d) {
+                let found = self.virtuals[id as usize].fields.iter().find(|(f, _)| *f == VirtualField::Field(d)).map(|x| x.1);
+                let val = match found {
+                    Some(val) => Some(self.find(val)),
+                    None => Some(self.zero_of(op.opcode.result_kind())),
+                };
+                if let Some(val) = val {
+                    if self.fits(d, val) {
+                        self.removed(Reason::VirtualAccess);
+                        return val;
+                    }
+                }
+            }
+            self.force(obj);
+        }
+        if self.opts.heapcache {
+            if let Some(val) = self.heap.field(d, obj) {
+                self.removed(Reason::HeapCache);
+                return self.find(val);
+            }
+        }
+        let v = self.emit(Op { opcode: op.opcode, descr: Some(d), guard: None, args: SmallVec::from_slice(args) });
+        if self.opts.intbounds {
+            if let Some(b) = self.read_bound(d) {
+                self.info[v.as_op().unwrap().index()].bound = b;
+            }
+        }
+        if self.opts.heapcache {
+            self.heap.remember_field(d, obj, v);
+        }
+        v
+    }
+
+    fn setfield(&mut self, op: &Op, args: &[Value]) {
+        let (obj, val) = (args[0], args[1]);
+        let d = op.descr.expect("verified: field ops have a descriptor");
+        if let Some(id) = self.virt_of(obj) {
+            if self.virtual_field_ok(id, d) {
+                let fields = &mut self.virtuals[id as usize].fields;
+                match fields.iter_mut().find(|(f, _)| *f == VirtualField::Field(d)) {
+                    Some(slot) => slot.1 = val,
+                    None => fields.push((VirtualField::Field(d), val)),
+                }
+                self.removed(Reason::VirtualAccess);
+                return;
+            }
+        }
+        self.force(obj);
+        self.force(val);
+        let fits = self.fits(d, val);
+        if self.opts.heapcache && fits && self.heap.field(d, obj) == Some(val) {
+            self.removed(Reason::RedundantWrite);
+            return;
+        }
+        self.emit(Op { opcode: Opcode::SetfieldGc, descr: Some(d), guard: None, args: SmallVec::from_slice(&[obj, val]) });
+        let overlap = self.descr_facts[d.index()].overlap.clone();
+        let info = &self.info;
+        self.heap.write_field(d, &overlap, obj, |a, b| Self::may_alias(info, a, b));
+        if self.opts.heapcache && fits {
+            self.heap.remember_field(d, obj, val);
+        }
+    }
+
+    /// The constant index of a virtual array access, if the access can be tracked.
+    fn virtual_item(&self, id: u32, d: DescrRef, idx: Value) -> Option<u32> {
+        let VirtualKind::Array { descr, len, .. } = self.virtuals[id as usize].kind else { return None };
+        if descr != d {
+            return None;
+        }
+        let k = self.const_i64(idx)?;
+        (0..len as i64).contains(&k).then_some(k as u32)
+    }
+
+    fn getitem(&mut self, op: &Op, args: &[Value]) -> Value {
+        let (arr, idx) = (args[0], args[1]);
+        let d = op.descr.expect("verified: array ops have a descriptor");
+        let pure_read = matches!(op.opcode, Opcode::GetarrayitemGcPureI | Opcode::GetarrayitemGcPureR | Opcode::GetarrayitemGcPureF);
+        if let Some(id) = self.virt_of(arr) {
+            if let Some(k) = self.virtual_item(id, d, idx) {
+                let found = self.virtuals[id as usize].fields.iter().find(|(f, _)| *f == VirtualField::Item(k)).map(|x| x.1);
+                let val = match found {
+                    Some(val) => self.find(val),
+                    None => self.zero_of(op.opcode.result_kind()),
+                };
+                if self.fits(d, val) {
+                    self.removed(Reason::VirtualAccess);
+                    return val;
+                }
+            }
+            self.force(arr);
+        }
+        let cidx = self.const_i64(idx);
+        if self.opts.heapcache {
+            let hit = match cidx {
+                Some(k) => self.heap.item(d, k, arr),
+                None => None,
+            };
+            let hit = hit.or_else(|| if pure_read { self.heap.pure_item(d, arr, idx) } else { None });
+            if let Some(val) = hit {
+                self.removed(Reason::HeapCache);
+                return self.find(val);
+            }
+        }
+        let v = self.emit(Op { opcode: op.opcode, descr: Some(d), guard: None, args: SmallVec::from_slice(args) });
+        if self.opts.intbounds {
+            if let Some(b) = self.read_bound(d) {
+                self.info[v.as_op().unwrap().index()].bound = b;
+            }
+        }
+        if self.opts.heapcache {
+            if let Some(k) = cidx {
+                self.heap.remember_item(d, k, arr, v);
+            }
+            if pure_read {
+                self.heap.remember_pure_item(d, arr, idx, v);
+            }
+        }
+        v
+    }
+
+    fn setitem(&mut self, op: &Op, args: &[Value]) {
+        let (arr, idx, val) = (args[0], args[1], args[2]);
+        let d = op.descr.expect("verified: array ops have a descriptor");
+        if let Some(id) = self.virt_of(arr) {
+            if let Some(k) = self.virtual_item(id, d, idx) {
+                let fields = &mut self.virtuals[id as usize].fields;
+                match fields.iter_mut().find(|(f, _)| *f == VirtualField::Item(k)) {
+                    Some(slot) => slot.1 = val,
+                    None => fields.push((VirtualField::Item(k), val)),
+                }
+                self.removed(Reason::VirtualAccess);
+                return;
+            }
+        }
+        self.force(arr);
+        self.force(val);
+        let cidx = self.const_i64(idx);
+        let fits = self.fits(d, val);
+        if self.opts.heapcache && fits {
+            if let Some(k) = cidx {
+                if self.heap.item(d, k, arr) == Some(val) {
+                    self.removed(Reason::RedundantWrite);
+                    return;
+                }
+            }
+        }
+        self.emit(Op { opcode: Opcode::SetarrayitemGc, descr: Some(d), guard: None, args: SmallVec::from_slice(&[arr, idx, val]) });
+        let info = &self.info;
+        self.heap.write_item(d, cidx, arr, |a, b| Self::may_alias(info, a, b));
+        if self.opts.heapcache && fits {
+            if let Some(k) = cidx {
+                self.heap.remember_item(d, k, arr, val);
+            }
+        }
+    }
+
+    fn arraylen(&mut self, op: &Op, args: &[Value]) -> Value {
+        let arr = args[0];
+        if let Some(id) = self.virt_of(arr) {
+            if let VirtualKind::Array { len, .. } = self.virtuals[id as usize].kind {
+                self.removed(Reason::VirtualAccess);
+                return self.make_int(len as i64);
+            }
+            self.force(arr);
+        }
+        let key = Key::new(Opcode::ArraylenGc, args, op.descr);
+        if self.opts.cse {
+            if let Some(&v) = self.cse.get(&key) {
+                self.removed(Reason::Cse);
+                return self.find(v);
+            }
+        }
+        let v = self.emit(Op { opcode: op.opcode, descr: op.descr, guard: None, args: SmallVec::from_slice(args) });
+        if self.opts.intbounds {
+            self.info[v.as_op().unwrap().index()].bound = IntBound::nonnegative();
+        }
+        if self.opts.cse {
+            self.cse.insert(key, v);
+        }
+        v
+    }
+
+    // ------------------------------------------------------------------ output
+
+    fn finish(mut self) -> Result<Optimized, OptError> {
+        let n = self.ops.len();
+        // 9. backward sweep: an op is needed if it has an effect or a needed op uses it.
+        let mut live = vec![false; n];
+        let mark = |live: &mut Vec<bool>, v: Value| {
+            if let Some(o) = v.as_op() {
+                live[o.index()] = true;
+            }
+        };
+        for &o in self.order.iter().rev() {
+            let op = &self.ops[o.index()];
+            let removable = self.opts.dce && o.index() >= self.input.num_inputs && op.opcode != Opcode::Label && is_removable(op.opcode);
+            if !live[o.index()] && removable {
+                continue;
+            }
+            live[o.index()] = true;
+            for &a in &op.args {
+                mark(&mut live, a);
+            }
+            if let Some(g) = op.guard {
+                let gd = &self.guards[g.index()];
+                for fa in gd.fail_args.iter().chain(gd.virtuals.iter().flat_map(|v| v.fields.iter().map(|f| &f.1))) {
+                    if let FailArg::Value(v) = *fa {
+                        mark(&mut live, v);
+                    }
+                }
+            }
+        }
+        // label parameters are always kept (they are positional)
+        let mut new_index = vec![u32::MAX; n];
+        let mut out_ops = Vec::with_capacity(self.order.len());
+        let mut in_label_params = 0usize;
+        let mut dead = 0usize;
+        for &o in &self.order {
+            let op = &self.ops[o.index()];
+            let keep = live[o.index()] || in_label_params > 0;
+            if in_label_params > 0 {
+                in_label_params -= 1;
+            }
+            if op.opcode == Opcode::Label {
+                in_label_params = op.args.len();
+            }
+            if !keep {
+                dead += 1;
+                continue;
+            }
+            new_index[o.index()] = out_ops.len() as u32;
+            out_ops.push(o);
+        }
+        if dead > 0 {
+            *self.stats.removed.entry(Reason::Dead).or_default() += dead;
+        }
+        let remap = |v: Value| -> Result<Value, OptError> {
+            match v.data() {
+                ValueData::Const(_) => Ok(v),
+                ValueData::Op(o) => match new_index[o.index()] {
+                    u32::MAX => Err(OptError::BadOutput(trace_ir::VerifyError {
+                        op: None,
+                        message: format!("working op {o} used but never emitted"),
+                    })),
+                    k => Ok(Value::op(OpRef::new(k as usize))),
+                },
+            }
+        };
+        let mut ops = Vec::with_capacity(out_ops.len());
+        for &o in &out_ops {
+            let op = &self.ops[o.index()];
+            let mut args = SmallVec::with_capacity(op.args.len());
+            for &a in &op.args {
+                args.push(remap(a)?);
+            }
+            ops.push(Op { opcode: op.opcode, descr: op.descr, guard: op.guard, args });
+        }
+        let remap_fa = |fa: FailArg| -> Result<FailArg, OptError> {
+            Ok(match fa {
+                FailArg::Value(v) => FailArg::Value(remap(v)?),
+                other => other,
+            })
+        };
+        let mut guards = std::mem::take(&mut self.guards);
+        for gd in &mut guards {
+            for fa in &mut gd.fail_args {
+                *fa = remap_fa(*fa)?;
+            }
+            for vo in &mut gd.virtuals {
+                for f in &mut vo.fields {
+                    f.1 = remap_fa(f.1)?;
+                }
+            }
+        }
+        let trace = Trace {
+            ops,
+            num_inputs: self.input.num_inputs,
+            consts: std::mem::take(&mut self.consts),
+            descrs: self.input.descrs.clone(),
+            guards,
+            info: self.input.info.clone(),
+        };
+        let never = self.info.iter().filter(|i| i.virt != NO_VIRT).count();
+        self.stats.virtuals_removed = never;
+        for _ in 0..never {
+            self.removed(Reason::VirtualAlloc);
+        }
+        self.stats.ops_out = trace.num_real_ops();
+        if cfg!(debug_assertions) {
+            trace_ir::verify(&trace).map_err(OptError::BadOutput)?;
+        }
+        Ok(Optimized { trace, stats: self.stats })
+    }
+}
+
+/// Whether an unused op of this opcode may be dropped: pure ops and heap reads (a read of
+/// null or out of bounds is invalid in the original trace, so dropping it changes nothing
+/// defined).
+fn is_removable(opc: Opcode) -> bool {
+    use Opcode::*;
+    opc.is_pure()
+        || matches!(
+            opc,
+            GetfieldGcI
+                | GetfieldGcR
+                | GetfieldGcF
+                | GetarrayitemGcI
+                | GetarrayitemGcR
+                | GetarrayitemGcF
+                | GetarrayitemGcPureI
+                | GetarrayitemGcPureR
+                | GetarrayitemGcPureF
+                | ArraylenGc
+                | Strlen
+                | Unicodelen
+                | Strgetitem
+                | Unicodegetitem
+                | GetinteriorfieldGcI
+                | GetinteriorfieldGcR
+                | GetinteriorfieldGcF
+        )
+}
+
+impl RuleEnv for Pass<'_> {
+    fn bound(&self, v: Value) -> IntBound<u64> {
+        self.bound_of(self.uf.known_find(v))
+    }
+    fn const_int(&self, v: Value) -> Option<i64> {
+        self.const_i64(self.uf.known_find(v))
+    }
+    fn def(&self, v: Value) -> Option<(Opcode, SmallVec<[Value; 3]>)> {
+        let o = self.uf.known_find(v).as_op()?;
+        let op = &self.ops[o.index()];
+        if !op.opcode.is_pure() {
+            return None;
+        }
+        Some((op.opcode, op.args.iter().map(|&a| self.uf.known_find(a)).collect()))
+    }
+    fn make_const(&mut self, c: i64) -> Value {
+        self.make_int(c)
+    }
+    fn emit(&mut self, opcode: Opcode, args: &[Value]) -> Value {
+        let args: SmallVec<[Value; 3]> = args.iter().map(|&a| self.uf.find(a)).collect();
+        self.pure(opcode, &args, None, false)
+    }
+}
