@@ -10,6 +10,7 @@ pub mod eval;
 pub mod interp;
 pub mod opcode;
 pub mod rng;
+pub mod text;
 pub mod trace;
 pub mod unionfind;
 pub mod verify;
@@ -21,6 +22,7 @@ pub use interp::{outcomes_equivalent, run, Outcome, RtValue, RunConfig, RunResul
 pub use entity::{ConstRef, DescrRef, GuardId, GuardRef, OpRef, Value, ValueData};
 pub use opcode::{DescrKind, Kind, OpFlags, OpInfo, Opcode};
 pub use trace::{Const, ConstPool, FailArg, GuardData, Op, Trace, TraceInfo, VirtualField, VirtualKind, VirtualObject};
+pub use text::{parse_file, parse_trace, print_trace, traces_equivalent, ParseError};
 pub use unionfind::UnionFind;
 pub use verify::{jump_target, verify, JumpTarget, VerifyError};
 

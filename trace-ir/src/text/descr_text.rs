@@ -324,10 +324,14 @@ pub(crate) fn parse_guard_descr(text: &str) -> Result<GuardSpec, String> {
     };
     let mut key = None;
     for w in &ws[1..] {
-        match ext_value::<u64>(w, "key") {
-            Some(v) => key = Some(v?),
-            None => return Err(format!("unexpected `{w}` in a guard descriptor")),
-        }
+        let Some(v) = w.strip_prefix("key=") else {
+            return Err(format!("unexpected `{w}` in a guard descriptor"));
+        };
+        let parsed = match v.strip_prefix("0x") {
+            Some(hex) => u64::from_str_radix(hex, 16).ok(),
+            None => v.parse::<u64>().ok(),
+        };
+        key = Some(parsed.ok_or_else(|| format!("bad resume key `{v}`"))?);
     }
     if let Some(hex) = num.strip_prefix("0x") {
         if key.is_some() {
@@ -386,6 +390,8 @@ mod tests {
     fn guard_descrs() {
         assert_eq!(parse_guard_descr("Guard3"), Ok(GuardSpec::Id(3, None)));
         assert_eq!(parse_guard_descr("Guard3 key=9"), Ok(GuardSpec::Id(3, Some(9))));
+        assert_eq!(parse_guard_descr("Guard3 key=0x7f31"), Ok(GuardSpec::Id(3, Some(0x7f31))));
+        assert!(parse_guard_descr("Guard3 key=x").is_err());
         assert_eq!(parse_guard_descr("Guard0x7f31"), Ok(GuardSpec::Address(0x7f31)));
         assert!(parse_guard_descr("Loop3").is_err());
         assert!(parse_guard_descr("Guardx").is_err());

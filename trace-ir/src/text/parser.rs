@@ -157,12 +157,13 @@ impl TraceParser {
         cur.expect('[', "")?;
         if !cur.eat(']') {
             loop {
+                cur.skip_ws();
                 let pos = cur.pos();
                 let name = cur.ident().ok_or_else(|| cur.unexpected("an input name like `i0` or `p1`"))?;
                 let kind = name_kind(name).ok_or_else(|| {
                     cur.error_at(pos, format!("bad input name `{name}`: names start with i, p or f"))
                 })?;
-                self.define(cur, name, pos, kind, |p, line, col| {
+                self.define(cur, name, pos, pos, |p, line, col| {
                     let op = Opcode::input_for(kind).expect("variable kinds are never void");
                     p.push_op(Op::new(op, &[]), line, col)
                 })?;
@@ -185,13 +186,13 @@ impl TraceParser {
         cur: &Cursor<'_>,
         name: &str,
         pos: usize,
-        _kind: Kind,
+        op_pos: usize,
         make: impl FnOnce(&mut Self, usize, usize) -> OpRef,
     ) -> Result<OpRef, ParseError> {
         if let Some(&(_, line)) = self.names.get(name) {
             return Err(cur.error_at(pos, format!("`{name}` is already defined (on line {line})")));
         }
-        let r = make(self, cur.line(), cur.column_of(pos));
+        let r = make(self, cur.line(), cur.column_of(op_pos));
         self.names.insert(name.to_string(), (Value::op(r), cur.line()));
         Ok(r)
     }
@@ -568,7 +569,7 @@ impl TraceParser {
             pending = Some((g, fresh, infer));
         }
         let r = match result {
-            Some((name, pos)) => self.define(cur, name, pos, result_kind, |p, l, c| p.push_op(op, l, c))?,
+            Some((name, pos)) => self.define(cur, name, pos, op_pos, |p, l, c| p.push_op(op, l, c))?,
             None => self.push_op(op, line, col),
         };
         if let Some((guard, fresh, infer)) = pending {

@@ -261,7 +261,11 @@ impl<'t> Printer<'t> {
             if let Some(g) = guard {
                 let _ = write!(out, "{sep}descr=<{}", g.id);
                 if g.resume_key != g.id.0 as u64 {
-                    let _ = write!(out, " key={}", g.resume_key);
+                    if g.resume_key >= 1 << 16 {
+                        let _ = write!(out, " key=0x{:x}", g.resume_key);
+                    } else {
+                        let _ = write!(out, " key={}", g.resume_key);
+                    }
                 }
                 out.push('>');
             } else if let Some(d) = op.descr {
