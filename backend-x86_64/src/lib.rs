@@ -1,1 +1,402 @@
-//! placeholder
+//! The x86-64 backend of tracejit: compiles a [`Trace`] to native code with `dynasm`
+//! (register allocation, instruction selection, guard exits, loops, calls, heap access) and
+//! runs it.
+//!
+//! ```
+//! use backend_x86_64::{compile, CompileOptions, Exit, SimpleHeap};
+//! use trace_ir::{TraceBuilder, Kind, Opcode};
+//! // sum = 0; i = 0; while i < n { sum += i; i += 1 }
+//! let mut b = TraceBuilder::new();
+//! let (i, n, s) = (b.input(Kind::Int), b.input(Kind::Int), b.input(Kind::Int));
+//! let p = b.label(&[i, n, s]);
+//! let lt = b.op(Opcode::IntLt, &[p[0], p[1]]);
+//! b.guard(Opcode::GuardTrue, &[lt], &[p[2]], 0);
+//! let s2 = b.op(Opcode::IntAdd, &[p[2], p[0]]);
+//! let one = b.const_int(1);
+//! let i2 = b.op(Opcode::IntAdd, &[p[0], one]);
+//! b.jump(&[i2, p[1], s2]);
+//! let trace = b.finish().unwrap();
+//! let code = compile(&trace, &CompileOptions::default()).unwrap();
+//! match code.run(&[0, 10, 0], &mut SimpleHeap::new()).unwrap() {
+//!     Exit::Guard { values, .. } => assert_eq!(values, vec![45]),
+//!     other => panic!("{other:?}"),
+//! }
+//! ```
+//!
+//! # Semantics at the edges
+//! - Partial operations never trap: a shift amount outside `0..64`, a zero divisor, an
+//!   `int_signext` width outside {1, 2, 4, 8}, a `new_array` length outside
+//!   `0..=2^24` or a failed allocation end the run with [`Exit::Invalid`] naming the op (the
+//!   reference interpreter's "invalid operation" outcome). `MININT / -1` wraps to `MININT`
+//!   with remainder 0.
+//! - A loop that never leaves runs forever, like the embedder's own loop would: there is no
+//!   iteration limit in native code.
+//! - `guard_not_invalidated`, `guard_not_forced`, `guard_not_forced_2` and
+//!   `guard_future_condition` never fail (nothing invalidates or forces compiled code);
+//!   hints (`keepalive`, `record_*`, ...) emit nothing.
+//! - Not supported (a [`CompileError::Unsupported`]): string and unicode ops,
+//!   interior fields, `call_assembler`, `cond_call*`, exception ops, `guard_gc_type`,
+//!   `guard_is_object`, `guard_subclass`, `force_token`, `virtual_ref`, `newstr`,
+//!   `newunicode`, jumps to other loops, calls with more than 6 integer or 8 float
+//!   arguments, and displacements that do not fit 32 bits.
+//!
+//! The design of the register allocator and frame is described in the `codegen` module.
+#![deny(missing_docs)]
+
+mod codegen;
+pub mod pmove;
+mod runtime;
+
+pub use runtime::{Allocation, Runtime, SimpleHeap};
+
+use dynasmrt::{ExecutableBuffer, mmap::MutableBuffer};
+use std::fmt;
+use trace_ir::{GuardId, Kind, OpRef, Opcode, Trace};
+
+/// How to compile.
+#[derive(Clone, Debug)]
+pub struct CompileOptions {
+    /// Number of general-purpose registers the allocator may use (3..=13; fewer registers
+    /// means more spilling, for tests).
+    pub int_regs: usize,
+    /// Number of XMM registers the allocator may use (2..=15).
+    pub float_regs: usize,
+    /// Print the disassembly with each op's code range to stderr (needs the `disasm`
+    /// feature for instructions; without it the bytes are printed). Defaults to whether
+    /// `TRACEJIT_LOG` contains `asm`.
+    pub log_asm: bool,
+    /// Append an entry for the code to `/tmp/perf-<pid>.map`. Defaults to whether
+    /// `TRACEJIT_PERFMAP` is `1`.
+    pub perf_map: bool,
+}
+
+impl Default for CompileOptions {
+    fn default() -> Self {
+        let log = std::env::var("TRACEJIT_LOG").unwrap_or_default();
+        CompileOptions {
+            int_regs: 13,
+            float_regs: 15,
+            log_asm: log.split(',').any(|w| w.trim() == "asm"),
+            perf_map: std::env::var("TRACEJIT_PERFMAP").map(|v| v == "1").unwrap_or(false),
+        }
+    }
+}
+
+/// Why a trace could not be compiled.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CompileError {
+    /// The trace uses an op (or an op form) this backend does not compile.
+    Unsupported {
+        /// The op.
+        op: OpRef,
+        /// Its opcode.
+        opcode: Opcode,
+    },
+    /// The trace breaks an invariant the backend relies on (run `trace_ir::verify`).
+    BadTrace(String),
+    /// Executable memory could not be obtained.
+    Memory(String),
+    /// A bug in the backend.
+    Internal(String),
+}
+
+impl fmt::Display for CompileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CompileError::Unsupported { op, opcode } => write!(f, "{op}: `{opcode}` is not supported by the x86-64 backend"),
+            CompileError::BadTrace(m) => write!(f, "malformed trace: {m}"),
+            CompileError::Memory(m) => write!(f, "executable memory: {m}"),
+            CompileError::Internal(m) => write!(f, "internal backend error: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for CompileError {}
+
+/// How a run of compiled code ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Exit {
+    /// `finish` was reached: its operands (floats as IEEE bits, references as addresses).
+    Finish {
+        /// The operands of `finish`.
+        values: Vec<u64>,
+    },
+    /// A guard failed.
+    Guard {
+        /// The guard's stable id.
+        guard: GuardId,
+        /// The embedder's resume key of the guard.
+        resume_key: u64,
+        /// The fail arguments, in order: values as 64-bit words, virtual objects rebuilt
+        /// through the [`Runtime`] (their addresses), holes as 0.
+        values: Vec<u64>,
+    },
+    /// An invalid operation (see the crate documentation) at this op.
+    Invalid {
+        /// The op.
+        op: OpRef,
+    },
+}
+
+/// Why [`CompiledTrace::run`] refused to run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RunError {
+    /// The number of inputs differs from the trace's.
+    InputCount {
+        /// Inputs the trace has.
+        expected: usize,
+        /// Inputs given.
+        got: usize,
+    },
+}
+
+impl fmt::Display for RunError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RunError::InputCount { expected, got } => write!(f, "the trace takes {expected} inputs, got {got}"),
+        }
+    }
+}
+
+impl std::error::Error for RunError {}
+
+/// Where a fail argument's value comes from in the exit buffer.
+#[derive(Clone, Debug)]
+pub(crate) enum ExitSlot {
+    Word(usize),
+    Virtual(u32),
+    Hole,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) enum VirtualInit {
+    Struct { size: u64, class: u64 },
+    Array { layout: runtime::ArrayLayout, len: u64 },
+}
+
+/// How to rebuild one virtual object: allocation, then `(offset, size, value)` writes.
+#[derive(Clone, Debug)]
+pub(crate) struct VirtualLayout {
+    pub init: VirtualInit,
+    pub fields: Vec<(u64, u8, ExitSlot)>,
+}
+
+/// What an exit code returned by native code means.
+#[derive(Clone, Debug)]
+pub(crate) enum ExitInfo {
+    Finish { n: usize },
+    Guard { guard: GuardId, resume_key: u64, fail: Vec<ExitSlot>, virtuals: Vec<VirtualLayout> },
+    Invalid { op: OpRef },
+}
+
+/// A compiled trace: executable code (freed on drop) and what its exits mean.
+///
+/// It is `Send` and `Sync`: the code is immutable once compiled and every run uses its own
+/// frame.
+pub struct CompiledTrace {
+    code: ExecutableBuffer,
+    exits: Vec<ExitInfo>,
+    frame_words: usize,
+    exit_len: usize,
+    num_inputs: usize,
+    input_kinds: Vec<Kind>,
+    ranges: Vec<(usize, usize, usize)>,
+    /// Array layouts referenced by address from the code; must live as long as `code`.
+    _array_layouts: Vec<Box<runtime::ArrayLayout>>,
+}
+
+impl fmt::Debug for CompiledTrace {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CompiledTrace").field("code_size", &self.code.len()).field("exits", &self.exits.len()).finish()
+    }
+}
+
+/// Compile `trace` to x86-64 code. The trace should satisfy `trace_ir::verify`.
+pub fn compile(trace: &Trace, opts: &CompileOptions) -> Result<CompiledTrace, CompileError> {
+    let g = codegen::Gen::new(trace, opts)?.generate()?;
+    let mut buf = MutableBuffer::new(g.code.len().max(1)).map_err(|e| CompileError::Memory(e.to_string()))?;
+    buf.set_len(g.code.len());
+    buf[..g.code.len()].copy_from_slice(&g.code);
+    let code = buf.make_exec().map_err(|e| CompileError::Memory(e.to_string()))?;
+    let ct = CompiledTrace {
+        code,
+        exits: g.exits,
+        frame_words: g.frame_words,
+        exit_len: g.exit_len,
+        num_inputs: trace.num_inputs,
+        input_kinds: trace.input_kinds(),
+        ranges: g.ranges,
+        _array_layouts: g.array_layouts,
+    };
+    if opts.log_asm {
+        eprint!("{}", ct.disassembly(trace));
+    }
+    if opts.perf_map {
+        ct.write_perf_map(&trace.info.name);
+    }
+    Ok(ct)
+}
+
+impl CompiledTrace {
+    /// Run the code on `inputs` (one 64-bit word per trace input: integers as two's
+    /// complement, floats as IEEE bits, references as addresses) until it leaves.
+    ///
+    /// Reference inputs must point to memory laid out as the trace's descriptors say
+    /// (native code reads and writes it). The runtime allocates objects for `new*` ops and
+    /// for the virtual objects of a failing guard.
+    pub fn run(&self, inputs: &[u64], rt: &mut dyn Runtime) -> Result<Exit, RunError> {
+        if inputs.len() != self.num_inputs {
+            return Err(RunError::InputCount { expected: self.num_inputs, got: inputs.len() });
+        }
+        let mut frame = vec![0u64; self.frame_words];
+        let slots = codegen::FRAME_HEADER + self.exit_len;
+        frame[slots..slots + inputs.len()].copy_from_slice(inputs);
+        let mut ctx = runtime::RtCtx { rt };
+        frame[0] = &mut ctx as *mut runtime::RtCtx<'_> as u64;
+        // SAFETY: the buffer holds a function generated by `codegen` with this signature; it
+        // only touches the frame (sized `frame_words`, which covers every displacement it
+        // uses), memory reachable from the inputs, and the runtime through `ctx`, which
+        // outlives the call.
+        let code = unsafe {
+            let f: extern "sysv64" fn(*mut u64) -> u64 = std::mem::transmute(self.code.ptr(dynasmrt::AssemblyOffset(0)));
+            f(frame.as_mut_ptr())
+        };
+        let words = &frame[codegen::FRAME_HEADER..slots];
+        let rt = ctx.rt;
+        Ok(match &self.exits[code as usize] {
+            ExitInfo::Finish { n } => Exit::Finish { values: words[..*n].to_vec() },
+            ExitInfo::Invalid { op } => Exit::Invalid { op: *op },
+            ExitInfo::Guard { guard, resume_key, fail, virtuals } => {
+                let addrs = rebuild_virtuals(virtuals, words, rt);
+                let values = fail
+                    .iter()
+                    .map(|s| match *s {
+                        ExitSlot::Word(w) => words[w],
+                        ExitSlot::Virtual(k) => addrs[k as usize],
+                        ExitSlot::Hole => 0,
+                    })
+                    .collect();
+                Exit::Guard { guard: *guard, resume_key: *resume_key, values }
+            }
+        })
+    }
+
+    /// The kinds of the trace inputs, in order.
+    pub fn input_kinds(&self) -> &[Kind] {
+        &self.input_kinds
+    }
+
+    /// The size of the machine code in bytes.
+    pub fn code_size(&self) -> usize {
+        self.code.len()
+    }
+
+    /// The machine code.
+    pub fn code(&self) -> &[u8] {
+        &self.code
+    }
+
+    /// A listing of the code: each op of the trace followed by its instructions
+    /// (disassembled with iced-x86 under the `disasm` feature, as hex bytes otherwise).
+    pub fn disassembly(&self, trace: &Trace) -> String {
+        use std::fmt::Write;
+        let mut out = String::new();
+        let base = self.code.ptr(dynasmrt::AssemblyOffset(0)) as u64;
+        let _ = writeln!(out, "; trace {} at {base:#x}, {} bytes", trace.info.name, self.code.len());
+        let mut last = 0;
+        let emit = |out: &mut String, from: usize, to: usize| {
+            if from < to {
+                out.push_str(&disasm(&self.code[from..to], base + from as u64));
+            }
+        };
+        for &(op, start, end) in &self.ranges {
+            emit(&mut out, last, start);
+            let o = &trace.ops[op];
+            let args: Vec<String> = o.args.iter().map(|a| format!("{a:?}")).collect();
+            let _ = writeln!(out, "; op{op} = {}({})", o.opcode, args.join(", "));
+            emit(&mut out, start, end);
+            last = end;
+        }
+        let _ = writeln!(out, "; exit stubs and epilogue");
+        emit(&mut out, last, self.code.len());
+        out
+    }
+
+    fn write_perf_map(&self, name: &str) {
+        use std::io::Write;
+        let path = format!("/tmp/perf-{}.map", std::process::id());
+        let base = self.code.ptr(dynasmrt::AssemblyOffset(0)) as u64;
+        let name = if name.is_empty() { "trace" } else { name };
+        if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
+            let _ = writeln!(f, "{base:x} {:x} tracejit:{}", self.code.len(), name.replace('\n', " "));
+        }
+    }
+}
+
+#[cfg(feature = "disasm")]
+fn disasm(bytes: &[u8], ip: u64) -> String {
+    use iced_x86::{Decoder, DecoderOptions, Formatter, IntelFormatter};
+    let mut out = String::new();
+    let mut dec = Decoder::with_ip(64, bytes, ip, DecoderOptions::NONE);
+    let mut fmt = IntelFormatter::new();
+    let mut text = String::new();
+    while dec.can_decode() {
+        let ins = dec.decode();
+        text.clear();
+        fmt.format(&ins, &mut text);
+        out.push_str(&format!("  {:016x}  {text}\n", ins.ip()));
+    }
+    out
+}
+
+#[cfg(not(feature = "disasm"))]
+fn disasm(bytes: &[u8], ip: u64) -> String {
+    let hex: Vec<String> = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!("  {ip:016x}  {}\n", hex.join(" "))
+}
+
+/// Allocate every virtual object of an exit, then write their fields (so objects may refer
+/// to each other, cycles included). Returns their addresses.
+fn rebuild_virtuals(virtuals: &[VirtualLayout], words: &[u64], rt: &mut dyn Runtime) -> Vec<u64> {
+    let addrs: Vec<u64> = virtuals
+        .iter()
+        .map(|v| match &v.init {
+            VirtualInit::Struct { size, class } => {
+                let p = rt.alloc((*size).max(if *class != 0 { 8 } else { 0 }), *class);
+                if p != 0 && *class != 0 {
+                    // SAFETY: the runtime returned at least 8 writable, aligned bytes.
+                    unsafe { (p as *mut u64).write(*class) };
+                }
+                p
+            }
+            VirtualInit::Array { layout, len } => runtime::new_array(rt, *len, layout),
+        })
+        .collect();
+    for (v, &p) in virtuals.iter().zip(&addrs) {
+        if p == 0 {
+            continue;
+        }
+        for (offset, size, slot) in &v.fields {
+            let val = match *slot {
+                ExitSlot::Word(w) => words[w],
+                ExitSlot::Virtual(k) => addrs[k as usize],
+                ExitSlot::Hole => continue,
+            };
+            let at = (p + offset) as *mut u8;
+            // SAFETY: the runtime allocated the object with the size its descriptor gives and
+            // the trace's descriptors place every field inside it.
+            unsafe {
+                match size {
+                    1 => at.write_unaligned(val as u8),
+                    2 => (at as *mut u16).write_unaligned(val as u16),
+                    4 => (at as *mut u32).write_unaligned(val as u32),
+                    _ => (at as *mut u64).write_unaligned(val),
+                }
+            }
+        }
+    }
+    addrs
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,1660 @@
+//! Register allocation and instruction selection in one forward pass over the trace.
+//!
+//! # Frame
+//! Native code keeps a pointer to a frame of 64-bit words (allocated by
+//! [`crate::CompiledTrace::run`]) in `rbp`:
+//!
+//! ```text
+//!  rbp + 0                    runtime context pointer (for allocation trampolines)
+//!  rbp + 8                    parallel-move temporary
+//!  rbp + 16 ...               exit buffer: `exit_len` words (fail arguments, virtual fields,
+//!                             finish values)
+//!  rbp + 16 + 8*exit_len ...  spill slots; slot i < num_inputs holds trace input i
+//! ```
+//!
+//! # Register allocation
+//! Every value gets at most one spill slot, assigned on its first spill and never reused, so
+//! a slot once written stays valid for the rest of the trace. The allocator state maps each
+//! register to the value it holds; a live value is always in a register or a valid slot (or
+//! both). Ops are handled in order: operands are loaded (pinned for the op), the result gets
+//! a register (reusing the first operand's register when that operand dies here), and values
+//! whose last use is this op are released. Under pressure the unpinned register whose value
+//! is used furthest in the future is spilled.
+//!
+//! At a `label` every value that is live after it is stored in its slot, the label's operands
+//! are moved (in parallel) into the parameters' fixed locations (registers while enough are
+//! free, slots beyond), and the register state is reset to exactly "parameters in their
+//! fixed locations". A `jump` performs the same parallel move into the target label's fixed
+//! locations (for the trace start: the input slots) and jumps back. Because the state at a
+//! label is the same canonical state on entry from above and from the back edge, the
+//! straight-line allocation is valid for every iteration.
+//!
+//! Guards snapshot the locations of their fail arguments (and of the fields of virtual
+//! objects in their resume data) right before their conditional jump; the exit stub, emitted
+//! after the loop body, copies those locations into the exit buffer and returns the exit
+//! code.
+
+use crate::pmove::{sequentialize, Loc};
+use crate::runtime::{self, ArrayLayout};
+use crate::{CompileError, CompileOptions, ExitInfo, ExitSlot, VirtualInit, VirtualLayout};
+use dynasmrt::x64::X64Relocation;
+use dynasmrt::{dynasm, DynasmApi, DynasmLabelApi, DynamicLabel, VecAssembler};
+use std::collections::HashMap;
+use trace_ir::{
+    jump_target, FailArg, FieldDescr, JumpTarget, Kind, Op, OpRef, Opcode, Trace, Value, ValueData,
+    VirtualField, VirtualKind,
+};
+
+/// A register: general-purpose 0..16 (hardware numbering), XMM registers 16..32.
+pub(crate) type Reg = u8;
+
+const RAX: Reg = 0;
+const RCX: Reg = 1;
+const RDX: Reg = 2;
+const RBX: Reg = 3;
+const RSI: Reg = 6;
+const RDI: Reg = 7;
+const R8: Reg = 8;
+const R9: Reg = 9;
+const R10: Reg = 10;
+const R12: Reg = 12;
+const R13: Reg = 13;
+const R14: Reg = 14;
+const R15: Reg = 15;
+const XMM0: Reg = 16;
+
+/// Allocatable general-purpose registers in order of preference (callee-saved first, so
+/// values survive calls). `rsp`, `rbp` (frame) and `r11` (scratch) are reserved.
+pub(crate) const GPR_ORDER: [Reg; 13] = [RBX, R12, R13, R14, R15, RSI, RDI, R8, R9, R10, RAX, RCX, RDX];
+const CALLEE_SAVED: [Reg; 5] = [RBX, R12, R13, R14, R15];
+const INT_ARG_REGS: [Reg; 6] = [RDI, RSI, RDX, RCX, R8, R9];
+const CALLER_SAVED_GPR: [Reg; 8] = [RAX, RCX, RDX, RSI, RDI, R8, R9, R10];
+
+/// Frame words before the exit buffer.
+pub(crate) const FRAME_HEADER: usize = 2;
+const TEMP_DISP: i32 = 8;
+
+fn is_xmm(r: Reg) -> bool {
+    r >= 16
+}
+fn x(r: Reg) -> u8 {
+    debug_assert!(is_xmm(r));
+    r - 16
+}
+
+/// An operand of an integer ALU instruction.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Opnd {
+    Reg(Reg),
+    Mem(i32),
+    Imm(i32),
+}
+
+/// A condition code.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Cond {
+    E,
+    Ne,
+    L,
+    Le,
+    G,
+    Ge,
+    B,
+    Be,
+    A,
+    Ae,
+    O,
+    No,
+}
+
+impl Cond {
+    fn negate(self) -> Cond {
+        use Cond::*;
+        match self {
+            E => Ne,
+            Ne => E,
+            L => Ge,
+            Ge => L,
+            Le => G,
+            G => Le,
+            B => Ae,
+            Ae => B,
+            Be => A,
+            A => Be,
+            O => No,
+            No => O,
+        }
+    }
+    /// The condition with the operands swapped (`a < b` == `b > a`).
+    fn swap(self) -> Cond {
+        use Cond::*;
+        match self {
+            L => G,
+            G => L,
+            Le => Ge,
+            Ge => Le,
+            B => A,
+            A => B,
+            Be => Ae,
+            Ae => Be,
+            c => c,
+        }
+    }
+    fn of_cmp(opc: Opcode) -> Option<Cond> {
+        use Opcode::*;
+        Some(match opc {
+            IntLt => Cond::L,
+            IntLe => Cond::Le,
+            IntGt => Cond::G,
+            IntGe => Cond::Ge,
+            IntEq | PtrEq | InstancePtrEq => Cond::E,
+            IntNe | PtrNe | InstancePtrNe => Cond::Ne,
+            UintLt => Cond::B,
+            UintLe => Cond::Be,
+            UintGt => Cond::A,
+            UintGe => Cond::Ae,
+            _ => return None,
+        })
+    }
+}
+
+/// A guard exit waiting for its stub.
+struct Stub {
+    label: DynamicLabel,
+    code: u32,
+    /// Where each exit-buffer word comes from.
+    words: Vec<Loc>,
+}
+
+/// The fixed locations of a label's parameters.
+struct LabelInfo {
+    label: DynamicLabel,
+    params: Vec<Loc>,
+}
+
+/// The result of code generation, before it is copied into executable memory.
+pub(crate) struct Generated {
+    pub code: Vec<u8>,
+    pub exits: Vec<ExitInfo>,
+    pub frame_words: usize,
+    pub exit_len: usize,
+    /// Code range of each op (op index, start, end), for the disassembly listing.
+    pub ranges: Vec<(usize, usize, usize)>,
+    pub array_layouts: Vec<Box<ArrayLayout>>,
+}
+
+pub(crate) struct Gen<'t> {
+    t: &'t Trace,
+    asm: VecAssembler<X64Relocation>,
+    gpr_pool: Vec<Reg>,
+    xmm_pool: Vec<Reg>,
+    /// Use positions of each op's value, ascending.
+    uses: Vec<Vec<u32>>,
+    owner: [Option<u32>; 32],
+    val_reg: Vec<Option<Reg>>,
+    val_slot: Vec<Option<u32>>,
+    slot_valid: Vec<bool>,
+    nslots: u32,
+    pinned: u32,
+    pos: usize,
+    exit_len: usize,
+    exits: Vec<ExitInfo>,
+    stubs: Vec<Stub>,
+    labels: HashMap<usize, LabelInfo>,
+    start: Option<LabelInfo>,
+    epilogue: DynamicLabel,
+    /// The op at `pos - 1` was a comparison fused into the guard at `pos`: its condition.
+    fused: Option<Cond>,
+    ranges: Vec<(usize, usize, usize)>,
+    array_layouts: Vec<Box<ArrayLayout>>,
+}
+
+type R<T> = Result<T, CompileError>;
+
+fn fits_i32(v: i64) -> bool {
+    v >= i32::MIN as i64 && v <= i32::MAX as i64
+}
+
+/// Every value an op reads, including guard fail arguments and virtual fields.
+fn values_read(t: &Trace, op: &Op, f: &mut dyn FnMut(Value)) {
+    for &a in &op.args {
+        f(a);
+    }
+    if let Some(g) = op.guard {
+        let gd = t.guard(g);
+        for fa in &gd.fail_args {
+            if let FailArg::Value(v) = fa {
+                f(*v);
+            }
+        }
+        for vo in &gd.virtuals {
+            for (_, fa) in &vo.fields {
+                if let FailArg::Value(v) = fa {
+                    f(*v);
+                }
+            }
+        }
+    }
+}
+
+impl<'t> Gen<'t> {
+    pub(crate) fn new(t: &'t Trace, opts: &CompileOptions) -> R<Gen<'t>> {
+        let n = t.ops.len();
+        let mut uses = vec![Vec::new(); n];
+        for (i, op) in t.ops.iter().enumerate() {
+            values_read(t, op, &mut |v| {
+                if let Some(o) = v.as_op() {
+                    let u = &mut uses[o.index()];
+                    if u.last() != Some(&(i as u32)) {
+                        u.push(i as u32);
+                    }
+                }
+            });
+        }
+        let ni = opts.int_regs.clamp(3, GPR_ORDER.len());
+        // With a restricted pool keep rax, rcx, rdx (needed by div, mul, shifts) in it.
+        let gpr_pool: Vec<Reg> = if ni == GPR_ORDER.len() {
+            GPR_ORDER.to_vec()
+        } else {
+            let mut p = vec![RAX, RCX, RDX];
+            p.extend(GPR_ORDER.iter().copied().filter(|r| ![RAX, RCX, RDX].contains(r)).take(ni - 3));
+            p
+        };
+        let nf = opts.float_regs.clamp(2, 15);
+        let xmm_pool: Vec<Reg> = (0..nf as u8).map(|i| XMM0 + i).collect();
+        // Exit buffer size: the largest guard exit or finish.
+        let mut exit_len = 0;
+        for op in &t.ops {
+            if op.opcode == Opcode::Finish {
+                exit_len = exit_len.max(op.args.len());
+            }
+            if let Some(g) = op.guard {
+                let gd = t.guard(g);
+                let words = gd.fail_args.iter().filter(|f| matches!(f, FailArg::Value(_))).count()
+                    + gd.virtuals.iter().flat_map(|v| &v.fields).filter(|(_, f)| matches!(f, FailArg::Value(_))).count();
+                exit_len = exit_len.max(words);
+            }
+        }
+        let mut asm = VecAssembler::new(0);
+        let epilogue = asm.new_dynamic_label();
+        Ok(Gen {
+            t,
+            asm,
+            gpr_pool,
+            xmm_pool,
+            uses,
+            owner: [None; 32],
+            val_reg: vec![None; n],
+            val_slot: vec![None; n],
+            slot_valid: Vec::new(),
+            nslots: 0,
+            pinned: 0,
+            pos: 0,
+            exit_len,
+            exits: Vec::new(),
+            stubs: Vec::new(),
+            labels: HashMap::new(),
+            start: None,
+            epilogue,
+            fused: None,
+            ranges: Vec::new(),
+            array_layouts: Vec::new(),
+        })
+    }
+
+    // ------------------------------------------------------------------------------------
+    // Frame layout
+    // ------------------------------------------------------------------------------------
+
+    fn exit_disp(&self, i: usize) -> i32 {
+        (8 * (FRAME_HEADER + i)) as i32
+    }
+    fn slot_disp(&self, s: u32) -> i32 {
+        (8 * (FRAME_HEADER + self.exit_len + s as usize)) as i32
+    }
+    fn new_slot(&mut self) -> u32 {
+        let s = self.nslots;
+        self.nslots += 1;
+        self.slot_valid.push(false);
+        s
+    }
+
+    // ------------------------------------------------------------------------------------
+    // Liveness queries
+    // ------------------------------------------------------------------------------------
+
+    /// The first use of `v` at or after `from`, if any.
+    fn next_use(&self, v: usize, from: usize) -> Option<u32> {
+        let u = &self.uses[v];
+        let i = u.partition_point(|&p| (p as usize) < from);
+        u.get(i).copied()
+    }
+    /// Whether `v` is used after the current op.
+    fn live_after(&self, v: usize) -> bool {
+        self.next_use(v, self.pos + 1).is_some()
+    }
+
+    // ------------------------------------------------------------------------------------
+    // Register state
+    // ------------------------------------------------------------------------------------
+
+    fn pin(&mut self, r: Reg) {
+        self.pinned |= 1 << r;
+    }
+    fn is_pinned(&self, r: Reg) -> bool {
+        self.pinned & (1 << r) != 0
+    }
+    fn set_owner(&mut self, r: Reg, v: usize) {
+        self.owner[r as usize] = Some(v as u32);
+        self.val_reg[v] = Some(r);
+    }
+    fn release(&mut self, r: Reg) {
+        if let Some(v) = self.owner[r as usize].take() {
+            self.val_reg[v as usize] = None;
+        }
+    }
+
+    /// Store `v` into its slot (allocating one) unless the slot already holds it.
+    fn ensure_slot(&mut self, v: usize) -> R<()> {
+        let s = match self.val_slot[v] {
+            Some(s) => s,
+            None => {
+                let s = self.new_slot();
+                self.val_slot[v] = Some(s);
+                s
+            }
+        };
+        if !self.slot_valid[s as usize] {
+            let r = self.val_reg[v].ok_or_else(|| internal(format!("value op{v} lost: neither in a register nor in a slot")))?;
+            let d = self.slot_disp(s);
+            self.mov(Loc::Mem(d), Loc::Reg(r));
+            self.slot_valid[s as usize] = true;
+        }
+        Ok(())
+    }
+
+    /// Free `r`: its value (if still needed) moves to another free register of its class
+    /// outside `avoid`, or to its slot.
+    fn evict(&mut self, r: Reg, avoid: u32) -> R<()> {
+        let Some(v) = self.owner[r as usize] else { return Ok(()) };
+        let v = v as usize;
+        if self.next_use(v, self.pos).is_some() {
+            let pool = if is_xmm(r) { &self.xmm_pool } else { &self.gpr_pool };
+            let free = pool
+                .iter()
+                .copied()
+                .find(|&q| q != r && self.owner[q as usize].is_none() && !self.is_pinned(q) && avoid & (1 << q) == 0);
+            match free {
+                Some(q) => {
+                    self.mov(Loc::Reg(q), Loc::Reg(r));
+                    self.release(r);
+                    self.set_owner(q, v);
+                    if self.is_pinned(r) {
+                        self.pin(q);
+                    }
+                    return Ok(());
+                }
+                None => self.ensure_slot(v)?,
+            }
+        }
+        self.release(r);
+        Ok(())
+    }
+
+    /// A register of the class of `kind` that is free for this op (not pinned, not in
+    /// `avoid`), spilling the value used furthest in the future if none is free. The
+    /// register is pinned and has no owner.
+    fn alloc_reg(&mut self, kind: Kind, avoid: u32) -> R<Reg> {
+        let pool = if kind == Kind::Float { self.xmm_pool.clone() } else { self.gpr_pool.clone() };
+        let cands: Vec<Reg> = pool.into_iter().filter(|&r| !self.is_pinned(r) && avoid & (1 << r) == 0).collect();
+        if let Some(&r) = cands.iter().find(|&&r| self.owner[r as usize].is_none()) {
+            self.pin(r);
+            return Ok(r);
+        }
+        let victim = cands
+            .iter()
+            .copied()
+            .max_by_key(|&r| {
+                let v = self.owner[r as usize].unwrap() as usize;
+                self.next_use(v, self.pos).unwrap_or(u32::MAX)
+            })
+            .ok_or_else(|| internal(format!("out of registers at op{}", self.pos)))?;
+        let v = self.owner[victim as usize].unwrap() as usize;
+        if self.next_use(v, self.pos).is_some() {
+            self.ensure_slot(v)?;
+        }
+        self.release(victim);
+        self.pin(victim);
+        Ok(victim)
+    }
+
+    /// Make `r` free and pinned for the current op (for instructions with fixed registers).
+    fn take_reg(&mut self, r: Reg) -> R<()> {
+        self.evict(r, 1 << r)?;
+        self.pin(r);
+        Ok(())
+    }
+
+    /// Where the value `v` is right now.
+    fn loc(&self, v: Value) -> R<Loc> {
+        match v.data() {
+            ValueData::Const(c) => Ok(Loc::Imm(self.t.consts.get(c).bits())),
+            ValueData::Op(o) => {
+                let i = o.index();
+                if let Some(r) = self.val_reg[i] {
+                    return Ok(Loc::Reg(r));
+                }
+                match self.val_slot[i] {
+                    Some(s) if self.slot_valid[s as usize] => Ok(Loc::Mem(self.slot_disp(s))),
+                    _ => Err(internal(format!("value {o} used at op{} has no location", self.pos))),
+                }
+            }
+        }
+    }
+
+    /// `v` in a register (pinned). Constants go to a temporary register without owner.
+    fn load(&mut self, v: Value) -> R<Reg> {
+        let kind = self.t.kind_of(v);
+        if let Some(o) = v.as_op() {
+            if let Some(r) = self.val_reg[o.index()] {
+                self.pin(r);
+                return Ok(r);
+            }
+        }
+        let src = self.loc(v)?;
+        let r = self.alloc_reg(kind, 0)?;
+        self.mov(Loc::Reg(r), src);
+        if let Some(o) = v.as_op() {
+            self.set_owner(r, o.index());
+        }
+        Ok(r)
+    }
+
+    /// `v` as an integer ALU operand: an immediate, a register or a slot.
+    fn opnd(&mut self, v: Value) -> R<Opnd> {
+        match self.loc(v)? {
+            Loc::Imm(b) if fits_i32(b as i64) => Ok(Opnd::Imm(b as i64 as i32)),
+            Loc::Imm(_) => Ok(Opnd::Reg(self.load(v)?)),
+            Loc::Reg(r) => {
+                self.pin(r);
+                Ok(Opnd::Reg(r))
+            }
+            Loc::Mem(d) => Ok(Opnd::Mem(d)),
+        }
+    }
+
+    /// A fresh register holding a copy of `v` that the op may overwrite: `v`'s own register
+    /// when `v` dies at this op, else a new one.
+    fn copy_to_new(&mut self, v: Value, kind: Kind) -> R<Reg> {
+        if let Some(o) = v.as_op() {
+            if let Some(r) = self.val_reg[o.index()] {
+                if !self.live_after(o.index()) {
+                    self.release(r);
+                    self.pin(r);
+                    return Ok(r);
+                }
+            }
+        }
+        let src = self.loc(v)?;
+        let r = self.alloc_reg(kind, 0)?;
+        self.mov(Loc::Reg(r), src);
+        Ok(r)
+    }
+
+    /// The result of the current op is in `r`.
+    fn def(&mut self, r: Reg) {
+        let p = self.pos;
+        self.release(r);
+        self.set_owner(r, p);
+    }
+
+    /// Release the registers of values that die at the current op.
+    fn end_op(&mut self) {
+        let t = self.t;
+        let op = &t.ops[self.pos];
+        let mut dead = Vec::new();
+        values_read(t, op, &mut |v| {
+            if let Some(o) = v.as_op() {
+                dead.push(o.index());
+            }
+        });
+        dead.push(self.pos);
+        for v in dead {
+            if !self.live_after(v) {
+                if let Some(r) = self.val_reg[v] {
+                    self.release(r);
+                }
+            }
+        }
+        self.pinned = 0;
+    }
+
+    // ------------------------------------------------------------------------------------
+    // Moves
+    // ------------------------------------------------------------------------------------
+
+    /// One move between any two locations (`Mem <- Mem` goes through `r11`).
+    fn mov(&mut self, dst: Loc, src: Loc) {
+        match (dst, src) {
+            _ if dst == src => {}
+            (Loc::Reg(d), Loc::Reg(s)) => match (is_xmm(d), is_xmm(s)) {
+                (false, false) => dynasm!(self.asm ; .arch x64 ; mov Rq(d), Rq(s)),
+                (true, true) => dynasm!(self.asm ; .arch x64 ; movaps Rx(x(d)), Rx(x(s))),
+                (true, false) => dynasm!(self.asm ; .arch x64 ; movq Rx(x(d)), Rq(s)),
+                (false, true) => dynasm!(self.asm ; .arch x64 ; movq Rq(d), Rx(x(s))),
+            },
+            (Loc::Reg(d), Loc::Mem(m)) => {
+                if is_xmm(d) {
+                    dynasm!(self.asm ; .arch x64 ; movsd Rx(x(d)), QWORD [rbp + m])
+                } else {
+                    dynasm!(self.asm ; .arch x64 ; mov Rq(d), QWORD [rbp + m])
+                }
+            }
+            (Loc::Reg(d), Loc::Imm(v)) => {
+                if is_xmm(d) {
+                    if v == 0 {
+                        dynasm!(self.asm ; .arch x64 ; xorps Rx(x(d)), Rx(x(d)))
+                    } else {
+                        self.mov_imm_r11(v);
+                        dynasm!(self.asm ; .arch x64 ; movq Rx(x(d)), r11)
+                    }
+                } else if v == 0 {
+                    // Not `xor`: moves must not disturb the flags (fused guards).
+                    dynasm!(self.asm ; .arch x64 ; mov Rd(d), 0)
+                } else if v <= u32::MAX as u64 {
+                    dynasm!(self.asm ; .arch x64 ; mov Rd(d), v as u32 as i32)
+                } else if fits_i32(v as i64) {
+                    dynasm!(self.asm ; .arch x64 ; mov Rq(d), v as i64 as i32)
+                } else {
+                    dynasm!(self.asm ; .arch x64 ; mov Rq(d), QWORD v as i64)
+                }
+            }
+            (Loc::Mem(m), Loc::Reg(s)) => {
+                if is_xmm(s) {
+                    dynasm!(self.asm ; .arch x64 ; movsd QWORD [rbp + m], Rx(x(s)))
+                } else {
+                    dynasm!(self.asm ; .arch x64 ; mov QWORD [rbp + m], Rq(s))
+                }
+            }
+            (Loc::Mem(m), Loc::Mem(s)) => {
+                dynasm!(self.asm ; .arch x64 ; mov r11, QWORD [rbp + s] ; mov QWORD [rbp + m], r11)
+            }
+            (Loc::Mem(m), Loc::Imm(v)) => {
+                if fits_i32(v as i64) {
+                    dynasm!(self.asm ; .arch x64 ; mov QWORD [rbp + m], v as i64 as i32)
+                } else {
+                    self.mov_imm_r11(v);
+                    dynasm!(self.asm ; .arch x64 ; mov QWORD [rbp + m], r11)
+                }
+            }
+            (Loc::Imm(_), _) => unreachable!("move into an immediate"),
+        }
+    }
+
+    fn mov_imm_r11(&mut self, v: u64) {
+        if fits_i32(v as i64) {
+            dynasm!(self.asm ; .arch x64 ; mov r11, v as i64 as i32)
+        } else {
+            dynasm!(self.asm ; .arch x64 ; mov r11, QWORD v as i64)
+        }
+    }
+
+    fn parallel_move(&mut self, moves: &[(Loc, Loc)]) {
+        for (d, s) in sequentialize(moves, Loc::Mem(TEMP_DISP)) {
+            self.mov(d, s);
+        }
+    }
+
+    // ------------------------------------------------------------------------------------
+    // Emission helpers
+    // ------------------------------------------------------------------------------------
+
+    fn jcc(&mut self, c: Cond, l: DynamicLabel) {
+        match c {
+            Cond::E => dynasm!(self.asm ; .arch x64 ; je =>l),
+            Cond::Ne => dynasm!(self.asm ; .arch x64 ; jne =>l),
+            Cond::L => dynasm!(self.asm ; .arch x64 ; jl =>l),
+            Cond::Le => dynasm!(self.asm ; .arch x64 ; jle =>l),
+            Cond::G => dynasm!(self.asm ; .arch x64 ; jg =>l),
+            Cond::Ge => dynasm!(self.asm ; .arch x64 ; jge =>l),
+            Cond::B => dynasm!(self.asm ; .arch x64 ; jb =>l),
+            Cond::Be => dynasm!(self.asm ; .arch x64 ; jbe =>l),
+            Cond::A => dynasm!(self.asm ; .arch x64 ; ja =>l),
+            Cond::Ae => dynasm!(self.asm ; .arch x64 ; jae =>l),
+            Cond::O => dynasm!(self.asm ; .arch x64 ; jo =>l),
+            Cond::No => dynasm!(self.asm ; .arch x64 ; jno =>l),
+        }
+    }
+
+    /// `r11b = cond`.
+    fn setcc_r11(&mut self, c: Cond) {
+        match c {
+            Cond::E => dynasm!(self.asm ; .arch x64 ; sete r11b),
+            Cond::Ne => dynasm!(self.asm ; .arch x64 ; setne r11b),
+            Cond::L => dynasm!(self.asm ; .arch x64 ; setl r11b),
+            Cond::Le => dynasm!(self.asm ; .arch x64 ; setle r11b),
+            Cond::G => dynasm!(self.asm ; .arch x64 ; setg r11b),
+            Cond::Ge => dynasm!(self.asm ; .arch x64 ; setge r11b),
+            Cond::B => dynasm!(self.asm ; .arch x64 ; setb r11b),
+            Cond::Be => dynasm!(self.asm ; .arch x64 ; setbe r11b),
+            Cond::A => dynasm!(self.asm ; .arch x64 ; seta r11b),
+            Cond::Ae => dynasm!(self.asm ; .arch x64 ; setae r11b),
+            Cond::O => dynasm!(self.asm ; .arch x64 ; seto r11b),
+            Cond::No => dynasm!(self.asm ; .arch x64 ; setno r11b),
+        }
+    }
+
+    /// `op dst, src` for a two-operand integer ALU instruction.
+    fn alu(&mut self, opc: Opcode, d: Reg, s: Opnd) {
+        macro_rules! alu {
+            ($ins:ident) => {
+                match s {
+                    Opnd::Reg(s) => dynasm!(self.asm ; .arch x64 ; $ins Rq(d), Rq(s)),
+                    Opnd::Mem(m) => dynasm!(self.asm ; .arch x64 ; $ins Rq(d), QWORD [rbp + m]),
+                    Opnd::Imm(i) => dynasm!(self.asm ; .arch x64 ; $ins Rq(d), i),
+                }
+            };
+        }
+        match opc {
+            Opcode::IntAdd | Opcode::IntAddOvf => alu!(add),
+            Opcode::IntSub | Opcode::IntSubOvf => alu!(sub),
+            Opcode::IntAnd => alu!(and),
+            Opcode::IntOr => alu!(or),
+            Opcode::IntXor => alu!(xor),
+            Opcode::IntMul | Opcode::IntMulOvf => match s {
+                Opnd::Reg(s) => dynasm!(self.asm ; .arch x64 ; imul Rq(d), Rq(s)),
+                Opnd::Mem(m) => dynasm!(self.asm ; .arch x64 ; imul Rq(d), QWORD [rbp + m]),
+                Opnd::Imm(i) => dynasm!(self.asm ; .arch x64 ; imul Rq(d), Rq(d), i),
+            },
+            _ => unreachable!("not an ALU op: {opc}"),
+        }
+    }
+
+    /// `cmp a, b` where `a` is a register.
+    fn cmp(&mut self, a: Reg, b: Opnd) {
+        match b {
+            Opnd::Reg(s) => dynasm!(self.asm ; .arch x64 ; cmp Rq(a), Rq(s)),
+            Opnd::Mem(m) => dynasm!(self.asm ; .arch x64 ; cmp Rq(a), QWORD [rbp + m]),
+            Opnd::Imm(i) => dynasm!(self.asm ; .arch x64 ; cmp Rq(a), i),
+        }
+    }
+
+    /// The label of an exit stub that reports an invalid operation at the current op.
+    fn invalid_exit(&mut self) -> DynamicLabel {
+        let label = self.asm.new_dynamic_label();
+        let code = self.exits.len() as u32;
+        self.exits.push(ExitInfo::Invalid { op: OpRef::new(self.pos) });
+        self.stubs.push(Stub { label, code, words: Vec::new() });
+        label
+    }
+
+    // ------------------------------------------------------------------------------------
+    // The driver
+    // ------------------------------------------------------------------------------------
+
+    pub(crate) fn generate(mut self) -> R<Generated> {
+        let t = self.t;
+        // Prologue: save callee-saved registers, align the stack, frame base in rbp.
+        dynasm!(self.asm
+            ; .arch x64
+            ; push rbp ; push rbx ; push r12 ; push r13 ; push r14 ; push r15
+            ; sub rsp, 8
+            ; mov rbp, rdi
+        );
+        for i in 0..t.num_inputs {
+            let s = self.new_slot();
+            self.val_slot[i] = Some(s);
+            self.slot_valid[s as usize] = true;
+        }
+        let start = self.asm.new_dynamic_label();
+        dynasm!(self.asm ; .arch x64 ; =>start);
+        let params = (0..t.num_inputs).map(|i| Loc::Mem(self.slot_disp(i as u32))).collect();
+        self.start = Some(LabelInfo { label: start, params });
+
+        let mut i = t.num_inputs;
+        while i < t.ops.len() {
+            self.pos = i;
+            let begin = self.asm.offset().0;
+            let op = &t.ops[i];
+            if op.opcode == Opcode::Label {
+                self.label(i)?;
+                i += 1 + op.args.len();
+            } else {
+                self.op(i)?;
+                i += 1;
+            }
+            self.end_op();
+            self.ranges.push((self.pos, begin, self.asm.offset().0));
+        }
+
+        // Exit stubs.
+        let stubs = std::mem::take(&mut self.stubs);
+        for stub in &stubs {
+            let l = stub.label;
+            dynasm!(self.asm ; .arch x64 ; =>l);
+            for (w, &src) in stub.words.iter().enumerate() {
+                let d = self.exit_disp(w);
+                self.mov(Loc::Mem(d), src);
+            }
+            let code = stub.code as i32;
+            let e = self.epilogue;
+            dynasm!(self.asm ; .arch x64 ; mov eax, code ; jmp =>e);
+        }
+        let e = self.epilogue;
+        dynasm!(self.asm
+            ; .arch x64
+            ; =>e
+            ; add rsp, 8
+            ; pop r15 ; pop r14 ; pop r13 ; pop r12 ; pop rbx ; pop rbp
+            ; ret
+        );
+        let code = self.asm.finalize().map_err(|e| internal(format!("assembler: {e}")))?;
+        Ok(Generated {
+            code,
+            exits: self.exits,
+            frame_words: FRAME_HEADER + self.exit_len + self.nslots as usize,
+            exit_len: self.exit_len,
+            ranges: self.ranges,
+            array_layouts: self.array_layouts,
+        })
+    }
+
+    fn label(&mut self, at: usize) -> R<()> {
+        let t = self.t;
+        let op = &t.ops[at];
+        // Everything still needed after the label (other than through its parameters) must
+        // be in its slot: the back edge does not preserve registers.
+        let last_param = at + op.args.len();
+        for v in 0..at {
+            if self.next_use(v, last_param + 1).is_some() && (self.val_reg[v].is_some() || self.val_slot[v].is_some()) {
+                self.ensure_slot(v)?;
+            }
+        }
+        // Fixed locations of the parameters: registers while enough stay free, slots beyond.
+        let gpr_pool = self.gpr_pool.clone();
+        let xmm_pool = self.xmm_pool.clone();
+        let mut gprs = gpr_pool.iter().copied().take(gpr_pool.len().saturating_sub(4));
+        let mut xmms = xmm_pool.iter().copied().take(xmm_pool.len().saturating_sub(2));
+        let mut params = Vec::new();
+        let mut moves = Vec::new();
+        for (k, &a) in op.args.iter().enumerate() {
+            let p = at + 1 + k;
+            let r = if t.kind_of(a) == Kind::Float { xmms.next() } else { gprs.next() };
+            let dst = match r {
+                Some(r) => Loc::Reg(r),
+                None => {
+                    let s = self.new_slot();
+                    self.val_slot[p] = Some(s);
+                    Loc::Mem(self.slot_disp(s))
+                }
+            };
+            params.push(dst);
+            moves.push((dst, self.loc(a)?));
+        }
+        self.parallel_move(&moves);
+        // Canonical state: parameters in their fixed locations, nothing else in registers.
+        for r in 0..32 {
+            self.release(r);
+        }
+        for (k, &dst) in params.iter().enumerate() {
+            let p = at + 1 + k;
+            match dst {
+                Loc::Reg(r) => self.set_owner(r, p),
+                Loc::Mem(_) => {
+                    let s = self.val_slot[p].unwrap();
+                    self.slot_valid[s as usize] = true;
+                }
+                Loc::Imm(_) => unreachable!(),
+            }
+        }
+        let label = self.asm.new_dynamic_label();
+        dynasm!(self.asm ; .arch x64 ; =>label);
+        self.labels.insert(at, LabelInfo { label, params });
+        Ok(())
+    }
+
+    /// Snapshot the fail arguments of the guard at the current op and jump to its stub when
+    /// `exit_if` holds.
+    fn guard_exit(&mut self, exit_if: Cond) -> R<()> {
+        let t = self.t;
+        let g = t.ops[self.pos].guard.ok_or_else(|| internal("guard without resume data".into()))?;
+        let gd = t.guard(g);
+        let mut words = Vec::new();
+        let slot_of = |fa: &FailArg, words: &mut Vec<Loc>, me: &Self| -> R<ExitSlot> {
+            Ok(match *fa {
+                FailArg::Value(v) => {
+                    words.push(me.loc(v)?);
+                    ExitSlot::Word(words.len() - 1)
+                }
+                FailArg::Virtual(k) => ExitSlot::Virtual(k),
+                FailArg::Hole => ExitSlot::Hole,
+            })
+        };
+        let mut fail = Vec::new();
+        for fa in &gd.fail_args {
+            fail.push(slot_of(fa, &mut words, self)?);
+        }
+        let mut virtuals = Vec::new();
+        for vo in &gd.virtuals {
+            let init = match vo.kind {
+                VirtualKind::Struct { opcode, descr } => {
+                    let sd = t.descr(descr).as_size().ok_or_else(|| bad("virtual struct without a size descriptor"))?;
+                    let class = if opcode == Opcode::NewWithVtable { trace_ir::interp::default_class(sd) } else { 0 };
+                    VirtualInit::Struct { size: sd.size.max(0) as u64, class }
+                }
+                VirtualKind::Array { descr, len, .. } => {
+                    let ad = t.descr(descr).as_array().ok_or_else(|| bad("virtual array without an array descriptor"))?;
+                    VirtualInit::Array {
+                        layout: ArrayLayout {
+                            item_size: ad.item_size as u64,
+                            base_offset: ad.base_offset as u64,
+                            len_offset: ad.len_offset as u64,
+                        },
+                        len: len as u64,
+                    }
+                }
+            };
+            let mut fields = Vec::new();
+            for (place, fa) in &vo.fields {
+                let (offset, size) = match (*place, &init) {
+                    (VirtualField::Field(d), _) => {
+                        let f = t.descr(d).as_field().ok_or_else(|| bad("virtual field without a field descriptor"))?;
+                        (f.offset as u64, f.size)
+                    }
+                    (VirtualField::Item(i), VirtualInit::Array { layout, .. }) => {
+                        (layout.base_offset + i as u64 * layout.item_size, layout.item_size as u8)
+                    }
+                    (VirtualField::Item(_), _) => return Err(bad("array item of a virtual struct")),
+                };
+                fields.push((offset, size, slot_of(fa, &mut words, self)?));
+            }
+            virtuals.push(VirtualLayout { init, fields });
+        }
+        let label = self.asm.new_dynamic_label();
+        let code = self.exits.len() as u32;
+        self.exits.push(ExitInfo::Guard { guard: gd.id, resume_key: gd.resume_key, fail, virtuals });
+        self.stubs.push(Stub { label, code, words });
+        self.jcc(exit_if, label);
+        Ok(())
+    }
+
+    /// Whether the boolean result of the op at `at` is only consumed by a directly following
+    /// `guard_true`/`guard_false` (so the comparison can jump on the flags).
+    fn fusable(&self, at: usize) -> bool {
+        let t = self.t;
+        let Some(next) = t.ops.get(at + 1) else { return false };
+        matches!(next.opcode, Opcode::GuardTrue | Opcode::GuardFalse)
+            && next.args[0] == Value::op(OpRef::new(at))
+            && self.uses[at] == [at as u32 + 1]
+            && {
+                let mut also_fail_arg = false;
+                let mut seen = 0;
+                values_read(t, next, &mut |v| {
+                    if v == Value::op(OpRef::new(at)) {
+                        seen += 1;
+                    }
+                });
+                if seen > 1 {
+                    also_fail_arg = true;
+                }
+                !also_fail_arg
+            }
+    }
+
+    fn op(&mut self, at: usize) -> R<()> {
+        use Opcode::*;
+        let t = self.t;
+        let op = &t.ops[at];
+        let opc = op.opcode;
+        let a = |i: usize| op.args[i];
+        let fused = self.fused.take();
+        match opc {
+            // ---- integer ALU -------------------------------------------------------------
+            IntAdd | IntSub | IntAnd | IntOr | IntXor | IntMul | IntAddOvf | IntSubOvf | IntMulOvf => {
+                let (mut x, mut y) = (a(0), a(1));
+                if opc.is_commutative() && x.is_const() && !y.is_const() {
+                    std::mem::swap(&mut x, &mut y);
+                }
+                // `lea` for add/sub of a constant into a different register.
+                if matches!(opc, IntAdd | IntSub) {
+                    if let (Some(xo), Some(c)) = (x.as_op(), t.const_int(y)) {
+                        let c = if opc == IntSub { c.checked_neg() } else { Some(c) };
+                        if let (Some(c), Some(rx)) = (c.filter(|&c| fits_i32(c)), self.val_reg[xo.index()]) {
+                            if self.live_after(xo.index()) {
+                                self.pin(rx);
+                                let d = self.alloc_reg(Kind::Int, 0)?;
+                                let c = c as i32;
+                                dynasm!(self.asm ; .arch x64 ; lea Rq(d), [Rq(rx) + c]);
+                                self.def(d);
+                                return Ok(());
+                            }
+                        }
+                    }
+                }
+                let s = self.opnd(y)?;
+                let d = self.copy_to_new(x, Kind::Int)?;
+                self.alu(opc, d, s);
+                self.def(d);
+                if opc.is_ovf() {
+                    self.fused = Some(Cond::O);
+                }
+            }
+            IntNeg | IntInvert => {
+                let d = self.copy_to_new(a(0), Kind::Int)?;
+                if opc == IntNeg {
+                    dynasm!(self.asm ; .arch x64 ; neg Rq(d));
+                } else {
+                    dynasm!(self.asm ; .arch x64 ; not Rq(d));
+                }
+                self.def(d);
+            }
+            SameAsI | SameAsR | SameAsF | CastPtrToInt | CastIntToPtr => {
+                let kind = opc.result_kind();
+                let d = self.copy_to_new(a(0), kind)?;
+                self.def(d);
+            }
+            IntForceGeZero => {
+                let d = self.copy_to_new(a(0), Kind::Int)?;
+                dynasm!(self.asm ; .arch x64 ; xor r11d, r11d ; test Rq(d), Rq(d) ; cmovl Rq(d), r11);
+                self.def(d);
+            }
+            IntLshift | IntRshift | UintRshift => self.shift(opc, a(0), a(1))?,
+            IntFloorDiv | IntMod | IntPyDiv | IntPyMod => self.divide(opc, a(0), a(1))?,
+            UintMulHigh => {
+                self.take_reg(RAX)?;
+                self.take_reg(RDX)?;
+                let (x, y) = if a(0).is_const() { (a(1), a(0)) } else { (a(0), a(1)) };
+                let sx = self.loc(x)?;
+                self.mov(Loc::Reg(RAX), sx);
+                match self.loc(y)? {
+                    Loc::Reg(r) => dynasm!(self.asm ; .arch x64 ; mul Rq(r)),
+                    Loc::Mem(m) => dynasm!(self.asm ; .arch x64 ; mul QWORD [rbp + m]),
+                    Loc::Imm(v) => {
+                        self.mov_imm_r11(v);
+                        dynasm!(self.asm ; .arch x64 ; mul r11)
+                    }
+                }
+                self.def(RDX);
+            }
+            IntSignext => self.signext(a(0), a(1))?,
+
+            // ---- comparisons -------------------------------------------------------------
+            IntLt | IntLe | IntGt | IntGe | IntEq | IntNe | UintLt | UintLe | UintGt | UintGe | PtrEq | PtrNe
+            | InstancePtrEq | InstancePtrNe => {
+                let mut c = Cond::of_cmp(opc).unwrap();
+                let (mut x, mut y) = (a(0), a(1));
+                if x.is_const() && !y.is_const() {
+                    std::mem::swap(&mut x, &mut y);
+                    c = c.swap();
+                }
+                let rx = self.load(x)?;
+                let s = self.opnd(y)?;
+                self.bool_result(at, |g| g.cmp(rx, s), c)?;
+            }
+            IntIsTrue | IntIsZero => {
+                let c = if opc == IntIsTrue { Cond::Ne } else { Cond::E };
+                let rx = self.load(a(0))?;
+                self.bool_result(at, |g| dynasm!(g.asm ; .arch x64 ; test Rq(rx), Rq(rx)), c)?;
+            }
+
+            // ---- floats ------------------------------------------------------------------
+            FloatAdd | FloatSub | FloatMul | FloatTrueDiv => {
+                let s = self.fopnd(a(1))?;
+                let d = self.copy_to_new(a(0), Kind::Float)?;
+                let dx = x(d);
+                macro_rules! fop {
+                    ($ins:ident) => {
+                        match s {
+                            Opnd::Reg(s) => dynasm!(self.asm ; .arch x64 ; $ins Rx(dx), Rx(x(s))),
+                            Opnd::Mem(m) => dynasm!(self.asm ; .arch x64 ; $ins Rx(dx), QWORD [rbp + m]),
+                            Opnd::Imm(_) => unreachable!(),
+                        }
+                    };
+                }
+                match opc {
+                    FloatAdd => fop!(addsd),
+                    FloatSub => fop!(subsd),
+                    FloatMul => fop!(mulsd),
+                    _ => fop!(divsd),
+                }
+                self.def(d);
+            }
+            FloatNeg | FloatAbs => {
+                let d = self.copy_to_new(a(0), Kind::Float)?;
+                let dx = x(d);
+                if opc == FloatNeg {
+                    dynasm!(self.asm ; .arch x64 ; mov r11, QWORD i64::MIN ; movq xmm15, r11 ; xorpd Rx(dx), xmm15);
+                } else {
+                    dynasm!(self.asm ; .arch x64 ; mov r11, QWORD i64::MAX ; movq xmm15, r11 ; andpd Rx(dx), xmm15);
+                }
+                self.def(d);
+            }
+            FloatLt | FloatLe | FloatGt | FloatGe | FloatEq | FloatNe => {
+                // lt/le are gt/ge with swapped operands; ucomisd sets CF/ZF like an unsigned
+                // compare and PF when unordered (then CF = ZF = 1: `a`/`ae` are false).
+                let (p, q) = if matches!(opc, FloatLt | FloatLe) { (a(1), a(0)) } else { (a(0), a(1)) };
+                let rp = self.load(p)?;
+                let s = self.fopnd(q)?;
+                let d = self.alloc_reg(Kind::Int, 0)?;
+                dynasm!(self.asm ; .arch x64 ; xor r11d, r11d);
+                match s {
+                    Opnd::Reg(s) => dynasm!(self.asm ; .arch x64 ; ucomisd Rx(x(rp)), Rx(x(s))),
+                    Opnd::Mem(m) => dynasm!(self.asm ; .arch x64 ; ucomisd Rx(x(rp)), QWORD [rbp + m]),
+                    Opnd::Imm(_) => unreachable!(),
+                }
+                match opc {
+                    FloatLt | FloatGt => dynasm!(self.asm ; .arch x64 ; seta r11b ; mov Rq(d), r11),
+                    FloatLe | FloatGe => dynasm!(self.asm ; .arch x64 ; setae r11b ; mov Rq(d), r11),
+                    FloatEq => dynasm!(self.asm ; .arch x64 ; setnp r11b ; mov Rd(d), 0 ; cmove Rq(d), r11),
+                    _ => dynasm!(self.asm ; .arch x64 ; setp r11b ; mov Rd(d), 1 ; cmove Rq(d), r11),
+                }
+                self.def(d);
+            }
+            CastIntToFloat => {
+                let r = self.load(a(0))?;
+                let d = self.alloc_reg(Kind::Float, 0)?;
+                dynasm!(self.asm ; .arch x64 ; cvtsi2sd Rx(x(d)), Rq(r));
+                self.def(d);
+            }
+            CastFloatToInt => {
+                // cvttsd2si gives MININT for NaN and out-of-range values; fix up to the
+                // saturating semantics (NaN -> 0, too large -> MAXINT).
+                let r = self.load(a(0))?;
+                let d = self.alloc_reg(Kind::Int, 0)?;
+                let rx = x(r);
+                let done = self.asm.new_dynamic_label();
+                let nan = self.asm.new_dynamic_label();
+                dynasm!(self.asm
+                    ; .arch x64
+                    ; cvttsd2si Rq(d), Rx(rx)
+                    ; mov r11, QWORD i64::MIN
+                    ; cmp Rq(d), r11
+                    ; jne =>done
+                    ; ucomisd Rx(rx), Rx(rx)
+                    ; jp =>nan
+                    ; xorpd xmm15, xmm15
+                    ; ucomisd Rx(rx), xmm15
+                    ; jbe =>done
+                    ; lea Rq(d), [r11 - 1]
+                    ; jmp =>done
+                    ; =>nan
+                    ; xor Rd(d), Rd(d)
+                    ; =>done
+                );
+                self.def(d);
+            }
+            ConvertFloatBytesToLonglong | ConvertLonglongBytesToFloat => {
+                let kind = opc.result_kind();
+                let src = self.loc(a(0))?;
+                let d = self.alloc_reg(kind, 0)?;
+                self.mov(Loc::Reg(d), src);
+                self.def(d);
+            }
+
+            // ---- guards ------------------------------------------------------------------
+            GuardTrue | GuardFalse => {
+                let exit_if_true = opc == GuardFalse;
+                match fused {
+                    Some(c) => self.guard_exit(if exit_if_true { c } else { c.negate() })?,
+                    None => {
+                        match self.opnd(a(0))? {
+                            Opnd::Reg(r) => dynasm!(self.asm ; .arch x64 ; test Rq(r), Rq(r)),
+                            Opnd::Mem(m) => dynasm!(self.asm ; .arch x64 ; cmp QWORD [rbp + m], 0),
+                            Opnd::Imm(i) => dynasm!(self.asm ; .arch x64 ; mov r11d, i ; test r11, r11),
+                        }
+                        self.guard_exit(if exit_if_true { Cond::Ne } else { Cond::E })?;
+                    }
+                }
+            }
+            GuardNoOverflow | GuardOverflow => {
+                let c = fused.ok_or_else(|| bad("overflow guard without a preceding _ovf op"))?;
+                self.guard_exit(if opc == GuardNoOverflow { c } else { c.negate() })?;
+            }
+            GuardValue => {
+                if t.kind_of(a(0)) == Kind::Float || t.kind_of(a(1)) == Kind::Float {
+                    // Compare the bits.
+                    let r = self.alloc_reg(Kind::Int, 0)?;
+                    let s0 = self.loc(a(0))?;
+                    self.mov(Loc::Reg(r), s0);
+                    let s1 = self.loc(a(1))?;
+                    match s1 {
+                        Loc::Reg(q) => dynasm!(self.asm ; .arch x64 ; movq r11, Rx(x(q))),
+                        other => self.mov(Loc::Reg(11), other),
+                    }
+                    dynasm!(self.asm ; .arch x64 ; cmp Rq(r), r11);
+                } else {
+                    let (p, q) = if a(0).is_const() { (a(1), a(0)) } else { (a(0), a(1)) };
+                    let r = self.load(p)?;
+                    let s = self.opnd(q)?;
+                    self.cmp(r, s);
+                }
+                self.guard_exit(Cond::Ne)?;
+            }
+            GuardNonnull | GuardIsnull => {
+                match self.opnd(a(0))? {
+                    Opnd::Reg(r) => dynasm!(self.asm ; .arch x64 ; test Rq(r), Rq(r)),
+                    Opnd::Mem(m) => dynasm!(self.asm ; .arch x64 ; cmp QWORD [rbp + m], 0),
+                    Opnd::Imm(i) => dynasm!(self.asm ; .arch x64 ; mov r11d, i ; test r11, r11),
+                }
+                self.guard_exit(if opc == GuardNonnull { Cond::E } else { Cond::Ne })?;
+            }
+            GuardClass | GuardNonnullClass => {
+                let r = self.load(a(0))?;
+                if opc == GuardNonnullClass {
+                    dynasm!(self.asm ; .arch x64 ; test Rq(r), Rq(r));
+                    // Both branches share one stub: nothing moves between them.
+                    self.guard_exit(Cond::E)?;
+                }
+                match self.loc(a(1))? {
+                    Loc::Imm(v) if fits_i32(v as i64) => {
+                        let v = v as i64 as i32;
+                        dynasm!(self.asm ; .arch x64 ; cmp QWORD [Rq(r)], v)
+                    }
+                    other => {
+                        self.mov(Loc::Reg(11), other);
+                        dynasm!(self.asm ; .arch x64 ; cmp r11, QWORD [Rq(r)])
+                    }
+                }
+                if opc == GuardNonnullClass {
+                    let stub = self.stubs.last().unwrap().label;
+                    self.jcc(Cond::Ne, stub);
+                } else {
+                    self.guard_exit(Cond::Ne)?;
+                }
+            }
+            GuardNotInvalidated | GuardFutureCondition | GuardNotForced | GuardNotForced2 => {
+                // Never fail in this backend: nothing invalidates or forces compiled code.
+            }
+
+            // ---- hints -------------------------------------------------------------------
+            Keepalive | EnterPortalFrame | LeavePortalFrame | RecordKnownResult | RecordExactClass | AssertNotNone
+            | QuasiimmutField | VirtualRefFinish => {}
+
+            // ---- heap ----------------------------------------------------------------------
+            GetfieldGcI | GetfieldGcR | GetfieldGcF | GetfieldRawI | GetfieldRawR | GetfieldRawF => {
+                let f = self.field(op)?;
+                let disp = disp32(f.offset, at, opc)?;
+                let base = self.load(a(0))?;
+                self.null_check(base);
+                let d = self.alloc_reg(opc.result_kind(), 0)?;
+                self.load_mem(d, base, disp, f.size, f.signed);
+                self.def(d);
+            }
+            SetfieldGc | SetfieldRaw => {
+                let f = self.field(op)?;
+                let disp = disp32(f.offset, at, opc)?;
+                let base = self.load(a(0))?;
+                self.null_check(base);
+                let v = self.load(a(1))?;
+                self.store_mem(base, disp, v, f.size);
+            }
+            ArraylenGc => {
+                let ad = self.array(op)?;
+                let disp = disp32(ad.len_offset, at, opc)?;
+                let base = self.load(a(0))?;
+                self.null_check(base);
+                let d = self.alloc_reg(Kind::Int, 0)?;
+                self.load_mem(d, base, disp, 8, true);
+                self.def(d);
+            }
+            GetarrayitemGcI | GetarrayitemGcR | GetarrayitemGcF | GetarrayitemGcPureI | GetarrayitemGcPureR
+            | GetarrayitemGcPureF | GetarrayitemRawI | GetarrayitemRawF | RawLoadI | RawLoadF => {
+                let ad = self.array(op)?;
+                let (base, disp) = self.item_address(opc, a(0), a(1), &ad)?;
+                let d = self.alloc_reg(opc.result_kind(), 0)?;
+                self.load_mem(d, base, disp, ad.item_size, ad.signed);
+                self.def(d);
+            }
+            SetarrayitemGc | SetarrayitemRaw | RawStore => {
+                let ad = self.array(op)?;
+                let v = self.load(a(2))?;
+                let (base, disp) = self.item_address(opc, a(0), a(1), &ad)?;
+                self.store_mem(base, disp, v, ad.item_size);
+            }
+
+            // ---- allocation and calls ------------------------------------------------------
+            New | NewWithVtable => {
+                let sd = op.descr.and_then(|d| t.descr(d).as_size()).ok_or_else(|| bad("allocation without a size descriptor"))?;
+                let class = if opc == NewWithVtable { trace_ir::interp::default_class(sd) } else { 0 };
+                let size = sd.size.max(if class != 0 { 8 } else { 0 }) as u64;
+                let f = runtime::tramp_new as *const () as usize as u64;
+                self.call(Loc::Imm(f), &[ArgSrc::Ctx, ArgSrc::Loc(Loc::Imm(size), Kind::Int), ArgSrc::Loc(Loc::Imm(class), Kind::Int)], Kind::Ref)?;
+                let inv = self.invalid_exit();
+                dynasm!(self.asm ; .arch x64 ; test rax, rax ; jz =>inv);
+            }
+            NewArray | NewArrayClear => {
+                let ad = self.array(op)?;
+                let layout = Box::new(ArrayLayout {
+                    item_size: ad.item_size as u64,
+                    base_offset: ad.base_offset.max(0) as u64,
+                    len_offset: ad.len_offset.max(0) as u64,
+                });
+                let lp = &*layout as *const ArrayLayout as u64;
+                self.array_layouts.push(layout);
+                let f = runtime::tramp_new_array as *const () as usize as u64;
+                self.call(Loc::Imm(f), &[ArgSrc::Ctx, ArgSrc::Value(a(0)), ArgSrc::Loc(Loc::Imm(lp), Kind::Int)], Kind::Ref)?;
+                let inv = self.invalid_exit();
+                dynasm!(self.asm ; .arch x64 ; test rax, rax ; jz =>inv);
+            }
+            CallI | CallR | CallF | CallN | CallPureI | CallPureR | CallPureF | CallPureN | CallLoopinvariantI
+            | CallLoopinvariantR | CallLoopinvariantF | CallLoopinvariantN | CallMayForceI | CallMayForceR
+            | CallMayForceF | CallMayForceN => {
+                let cd = op.descr.and_then(|d| t.descr(d).as_call());
+                let nargs = op.args.len() - 1;
+                let mut args = Vec::with_capacity(nargs);
+                for k in 0..nargs {
+                    let v = a(k + 1);
+                    let kind = match cd.and_then(|c| c.args.get(k)) {
+                        Some(&k) => k,
+                        None => t.kind_of(v),
+                    };
+                    if kind != t.kind_of(v) {
+                        return Err(bad("call argument kind differs from its descriptor"));
+                    }
+                    args.push(ArgSrc::Value(v));
+                }
+                self.call_inner(None, Some(a(0)), &args, opc.result_kind())?;
+            }
+
+            Jump => self.jump(at)?,
+            Finish => {
+                let mut moves = Vec::new();
+                for (k, &v) in op.args.iter().enumerate() {
+                    moves.push((Loc::Mem(self.exit_disp(k)), self.loc(v)?));
+                }
+                for (d, s) in moves {
+                    self.mov(d, s);
+                }
+                let code = self.exits.len() as i32;
+                self.exits.push(ExitInfo::Finish { n: op.args.len() });
+                let e = self.epilogue;
+                dynasm!(self.asm ; .arch x64 ; mov eax, code ; jmp =>e);
+            }
+            _ => return Err(CompileError::Unsupported { op: OpRef::new(at), opcode: opc }),
+        }
+        Ok(())
+    }
+
+    /// A comparison whose flags are set by `emit_cmp`: fused into the next guard, or
+    /// materialized as 0/1.
+    fn bool_result(&mut self, at: usize, emit_cmp: impl FnOnce(&mut Self), c: Cond) -> R<()> {
+        if self.fusable(at) {
+            emit_cmp(self);
+            self.fused = Some(c);
+        } else {
+            let d = self.alloc_reg(Kind::Int, 0)?;
+            emit_cmp(self);
+            self.setcc_r11(c);
+            dynasm!(self.asm ; .arch x64 ; movzx Rq(d), r11b);
+            self.def(d);
+        }
+        Ok(())
+    }
+
+    fn fopnd(&mut self, v: Value) -> R<Opnd> {
+        match self.loc(v)? {
+            Loc::Reg(r) => {
+                self.pin(r);
+                Ok(Opnd::Reg(r))
+            }
+            Loc::Mem(m) => Ok(Opnd::Mem(m)),
+            Loc::Imm(_) => Ok(Opnd::Reg(self.load(v)?)),
+        }
+    }
+
+    fn shift(&mut self, opc: Opcode, v: Value, amount: Value) -> R<()> {
+        if let Some(c) = self.t.const_int(amount) {
+            let d = self.copy_to_new(v, Kind::Int)?;
+            if (0..64).contains(&c) {
+                let c = c as i8;
+                match opc {
+                    Opcode::IntLshift => dynasm!(self.asm ; .arch x64 ; shl Rq(d), c),
+                    Opcode::IntRshift => dynasm!(self.asm ; .arch x64 ; sar Rq(d), c),
+                    _ => dynasm!(self.asm ; .arch x64 ; shr Rq(d), c),
+                }
+            } else {
+                let inv = self.invalid_exit();
+                dynasm!(self.asm ; .arch x64 ; jmp =>inv);
+            }
+            self.def(d);
+            return Ok(());
+        }
+        self.take_reg(RCX)?;
+        let s = self.loc(amount)?;
+        self.mov(Loc::Reg(RCX), s);
+        let inv = self.invalid_exit();
+        dynasm!(self.asm ; .arch x64 ; cmp rcx, 63 ; ja =>inv);
+        let d = self.copy_to_new(v, Kind::Int)?;
+        match opc {
+            Opcode::IntLshift => dynasm!(self.asm ; .arch x64 ; shl Rq(d), cl),
+            Opcode::IntRshift => dynasm!(self.asm ; .arch x64 ; sar Rq(d), cl),
+            _ => dynasm!(self.asm ; .arch x64 ; shr Rq(d), cl),
+        }
+        self.def(d);
+        Ok(())
+    }
+
+    /// Division and remainder (C and Python flavours). Never traps: a zero divisor is an
+    /// invalid operation, and `MININT / -1` wraps (quotient MININT, remainder 0).
+    fn divide(&mut self, opc: Opcode, v: Value, divisor: Value) -> R<()> {
+        self.take_reg(RAX)?;
+        self.take_reg(RDX)?;
+        let sv = self.loc(v)?;
+        let sd = self.loc(divisor)?;
+        self.mov(Loc::Reg(RAX), sv);
+        self.mov(Loc::Reg(11), sd);
+        let inv = self.invalid_exit();
+        let minus_one = self.asm.new_dynamic_label();
+        let done = self.asm.new_dynamic_label();
+        dynasm!(self.asm
+            ; .arch x64
+            ; test r11, r11
+            ; jz =>inv
+            ; cmp r11, -1
+            ; je =>minus_one
+            ; cqo
+            ; idiv r11
+        );
+        match opc {
+            Opcode::IntPyDiv => {
+                // Floor: subtract one when the remainder is non-zero and its sign differs
+                // from the divisor's.
+                dynasm!(self.asm
+                    ; .arch x64
+                    ; test rdx, rdx
+                    ; jz =>done
+                    ; xor rdx, r11
+                    ; jns =>done
+                    ; sub rax, 1
+                    ; jmp =>done
+                );
+            }
+            Opcode::IntPyMod => {
+                let adjust = self.asm.new_dynamic_label();
+                dynasm!(self.asm
+                    ; .arch x64
+                    ; test rdx, rdx
+                    ; jz =>done
+                    ; xor r11, rdx
+                    ; js =>adjust
+                    ; jmp =>done
+                    ; =>adjust
+                    ; xor r11, rdx
+                    ; add rdx, r11
+                    ; jmp =>done
+                );
+            }
+            _ => dynasm!(self.asm ; .arch x64 ; jmp =>done),
+        }
+        dynasm!(self.asm
+            ; .arch x64
+            ; =>minus_one
+            ; neg rax
+            ; xor edx, edx
+            ; =>done
+        );
+        let r = if matches!(opc, Opcode::IntFloorDiv | Opcode::IntPyDiv) { RAX } else { RDX };
+        self.def(r);
+        Ok(())
+    }
+
+    /// Sign-extend the low `n` bytes (n in 1, 2, 4, 8; anything else is invalid).
+    fn signext(&mut self, v: Value, n: Value) -> R<()> {
+        if let Some(c) = self.t.const_int(n) {
+            let d = self.copy_to_new(v, Kind::Int)?;
+            match c {
+                1 => dynasm!(self.asm ; .arch x64 ; movsx Rq(d), Rb(d)),
+                2 => dynasm!(self.asm ; .arch x64 ; movsx Rq(d), Rw(d)),
+                4 => dynasm!(self.asm ; .arch x64 ; movsxd Rq(d), Rd(d)),
+                8 => {}
+                _ => {
+                    let inv = self.invalid_exit();
+                    dynasm!(self.asm ; .arch x64 ; jmp =>inv);
+                }
+            }
+            self.def(d);
+            return Ok(());
+        }
+        self.take_reg(RCX)?;
+        let s = self.loc(n)?;
+        self.mov(Loc::Reg(RCX), s);
+        let inv = self.invalid_exit();
+        let ok = self.asm.new_dynamic_label();
+        // Valid: n in {1, 2, 4, 8}; then shift left and back by 64 - 8n.
+        dynasm!(self.asm
+            ; .arch x64
+            ; cmp rcx, 1 ; je =>ok
+            ; cmp rcx, 2 ; je =>ok
+            ; cmp rcx, 4 ; je =>ok
+            ; cmp rcx, 8 ; jne =>inv
+            ; =>ok
+            ; shl ecx, 3
+            ; neg ecx
+            ; add ecx, 64
+        );
+        let d = self.copy_to_new(v, Kind::Int)?;
+        // A shift by 64 is a shift by 0 on x86 (the count is masked), which is what n = 8 needs.
+        dynasm!(self.asm ; .arch x64 ; shl Rq(d), cl ; sar Rq(d), cl);
+        self.def(d);
+        Ok(())
+    }
+
+    fn field(&self, op: &Op) -> R<FieldDescr> {
+        op.descr
+            .and_then(|d| self.t.descr(d).as_field())
+            .cloned()
+            .ok_or_else(|| bad("field access without a field descriptor"))
+    }
+    fn array(&self, op: &Op) -> R<trace_ir::ArrayDescr> {
+        op.descr
+            .and_then(|d| self.t.descr(d).as_array())
+            .cloned()
+            .ok_or_else(|| bad("array access without an array descriptor"))
+    }
+
+    /// The address of an array item (or raw `address + offset`) as base register plus
+    /// displacement; a variable index is folded into `r11`.
+    fn item_address(&mut self, opc: Opcode, base: Value, index: Value, ad: &trace_ir::ArrayDescr) -> R<(Reg, i32)> {
+        let raw_offset = matches!(opc, Opcode::RawLoadI | Opcode::RawLoadF | Opcode::RawStore);
+        let raw = raw_offset || matches!(opc, Opcode::GetarrayitemRawI | Opcode::GetarrayitemRawF | Opcode::SetarrayitemRaw);
+        let (scale, base_off) = match (raw_offset, raw) {
+            (true, _) => (1i64, 0i64),
+            (false, true) => (ad.item_size as i64, 0),
+            _ => (ad.item_size as i64, ad.base_offset),
+        };
+        let rb = self.load(base)?;
+        self.null_check(rb);
+        if !raw {
+            // Bounds check against the length word (unsigned: negative indices fail too).
+            let len_off = disp32(ad.len_offset, self.pos, opc)?;
+            let inv = self.invalid_exit();
+            match self.opnd(index)? {
+                Opnd::Reg(r) => dynasm!(self.asm ; .arch x64 ; cmp Rq(r), QWORD [Rq(rb) + len_off] ; jae =>inv),
+                Opnd::Mem(m) => dynasm!(self.asm ; .arch x64 ; mov r11, QWORD [rbp + m] ; cmp r11, QWORD [Rq(rb) + len_off] ; jae =>inv),
+                Opnd::Imm(i) => dynasm!(self.asm ; .arch x64 ; mov r11, i ; cmp r11, QWORD [Rq(rb) + len_off] ; jae =>inv),
+            }
+        }
+        if let Some(i) = self.t.const_int(index) {
+            if let Some(d) = i.checked_mul(scale).and_then(|x| x.checked_add(base_off)).filter(|&d| fits_i32(d)) {
+                return Ok((rb, d as i32));
+            }
+        }
+        let ri = self.load(index)?;
+        match scale {
+            1 => dynasm!(self.asm ; .arch x64 ; lea r11, [Rq(rb) + Rq(ri) * 1]),
+            2 => dynasm!(self.asm ; .arch x64 ; lea r11, [Rq(rb) + Rq(ri) * 2]),
+            4 => dynasm!(self.asm ; .arch x64 ; lea r11, [Rq(rb) + Rq(ri) * 4]),
+            8 => dynasm!(self.asm ; .arch x64 ; lea r11, [Rq(rb) + Rq(ri) * 8]),
+            s => {
+                let s = s as i32;
+                dynasm!(self.asm ; .arch x64 ; imul r11, Rq(ri), s ; add r11, Rq(rb))
+            }
+        }
+        let off = disp32(base_off, self.pos, opc)?;
+        Ok((11, off))
+    }
+
+    /// Exit as invalid when `r` is null (heap accesses through null are invalid operations).
+    fn null_check(&mut self, r: Reg) {
+        let inv = self.invalid_exit();
+        dynasm!(self.asm ; .arch x64 ; test Rq(r), Rq(r) ; jz =>inv);
+    }
+
+    /// Load `size` bytes at `[base + disp]` into `d`, sign- or zero-extending.
+    fn load_mem(&mut self, d: Reg, base: Reg, disp: i32, size: u8, signed: bool) {
+        if is_xmm(d) {
+            dynasm!(self.asm ; .arch x64 ; movsd Rx(x(d)), QWORD [Rq(base) + disp]);
+            return;
+        }
+        match (size, signed) {
+            (1, true) => dynasm!(self.asm ; .arch x64 ; movsx Rq(d), BYTE [Rq(base) + disp]),
+            (1, false) => dynasm!(self.asm ; .arch x64 ; movzx Rq(d), BYTE [Rq(base) + disp]),
+            (2, true) => dynasm!(self.asm ; .arch x64 ; movsx Rq(d), WORD [Rq(base) + disp]),
+            (2, false) => dynasm!(self.asm ; .arch x64 ; movzx Rq(d), WORD [Rq(base) + disp]),
+            (4, true) => dynasm!(self.asm ; .arch x64 ; movsxd Rq(d), DWORD [Rq(base) + disp]),
+            (4, false) => dynasm!(self.asm ; .arch x64 ; mov Rd(d), DWORD [Rq(base) + disp]),
+            _ => dynasm!(self.asm ; .arch x64 ; mov Rq(d), QWORD [Rq(base) + disp]),
+        }
+    }
+
+    /// Store the low `size` bytes of `v` at `[base + disp]`.
+    fn store_mem(&mut self, base: Reg, disp: i32, v: Reg, size: u8) {
+        if is_xmm(v) {
+            dynasm!(self.asm ; .arch x64 ; movsd QWORD [Rq(base) + disp], Rx(x(v)));
+            return;
+        }
+        match size {
+            1 => dynasm!(self.asm ; .arch x64 ; mov BYTE [Rq(base) + disp], Rb(v)),
+            2 => dynasm!(self.asm ; .arch x64 ; mov WORD [Rq(base) + disp], Rw(v)),
+            4 => dynasm!(self.asm ; .arch x64 ; mov DWORD [Rq(base) + disp], Rd(v)),
+            _ => dynasm!(self.asm ; .arch x64 ; mov QWORD [Rq(base) + disp], Rq(v)),
+        }
+    }
+
+    fn jump(&mut self, at: usize) -> R<()> {
+        let t = self.t;
+        let op = &t.ops[at];
+        let info = match jump_target(t, OpRef::new(at)) {
+            JumpTarget::Label(l) => self.labels.get(&l.index()).ok_or_else(|| bad("jump to a label defined later"))?,
+            JumpTarget::Start => self.start.as_ref().unwrap(),
+            JumpTarget::External => return Err(CompileError::Unsupported { op: OpRef::new(at), opcode: Opcode::Jump }),
+        };
+        let label = info.label;
+        let params = info.params.clone();
+        if params.len() != op.args.len() {
+            return Err(bad("jump arity differs from its target"));
+        }
+        let mut moves = Vec::new();
+        for (k, &v) in op.args.iter().enumerate() {
+            moves.push((params[k], self.loc(v)?));
+        }
+        self.parallel_move(&moves);
+        dynasm!(self.asm ; .arch x64 ; jmp =>label);
+        Ok(())
+    }
+
+    /// Spill or move every value that lives past the current op out of caller-saved
+    /// registers (to free callee-saved registers when possible).
+    fn save_live_caller_saved(&mut self) -> R<()> {
+        for r in CALLER_SAVED_GPR.into_iter().chain((0..16).map(|i| XMM0 + i)) {
+            let Some(v) = self.owner[r as usize] else { continue };
+            let v = v as usize;
+            if !self.live_after(v) {
+                continue;
+            }
+            if !is_xmm(r) {
+                let free = CALLEE_SAVED
+                    .iter()
+                    .copied()
+                    .find(|&q| self.gpr_pool.contains(&q) && self.owner[q as usize].is_none() && !self.is_pinned(q));
+                if let Some(q) = free {
+                    self.mov(Loc::Reg(q), Loc::Reg(r));
+                    self.release(r);
+                    self.set_owner(q, v);
+                    continue;
+                }
+            }
+            self.ensure_slot(v)?;
+            // Keep the register mapping until the call: argument sources may read it.
+        }
+        Ok(())
+    }
+
+    fn call(&mut self, f: Loc, args: &[ArgSrc], result: Kind) -> R<()> {
+        self.call_inner(Some(f), None, args, result)
+    }
+
+    /// A System V call: live caller-saved values saved, arguments moved in parallel into
+    /// their registers (function address into `rax`), result in `rax`/`xmm0`.
+    fn call_inner(&mut self, f: Option<Loc>, fv: Option<Value>, args: &[ArgSrc], result: Kind) -> R<()> {
+        self.save_live_caller_saved()?;
+        let mut moves = Vec::new();
+        let (mut ni, mut nf) = (0, 0);
+        for a in args {
+            let (src, kind) = match *a {
+                ArgSrc::Ctx => (Loc::Mem(0), Kind::Int),
+                ArgSrc::Loc(l, k) => (l, k),
+                ArgSrc::Value(v) => (self.loc(v)?, self.t.kind_of(v)),
+            };
+            let dst = if kind == Kind::Float {
+                nf += 1;
+                if nf > 8 {
+                    return Err(CompileError::Unsupported { op: OpRef::new(self.pos), opcode: self.t.ops[self.pos].opcode });
+                }
+                XMM0 + nf - 1
+            } else {
+                ni += 1;
+                if ni > 6 {
+                    return Err(CompileError::Unsupported { op: OpRef::new(self.pos), opcode: self.t.ops[self.pos].opcode });
+                }
+                INT_ARG_REGS[ni as usize - 1]
+            };
+            moves.push((Loc::Reg(dst), src));
+        }
+        let fsrc = match (f, fv) {
+            (Some(l), _) => l,
+            (None, Some(v)) => self.loc(v)?,
+            _ => unreachable!(),
+        };
+        moves.push((Loc::Reg(RAX), fsrc));
+        self.parallel_move(&moves);
+        dynasm!(self.asm ; .arch x64 ; call rax);
+        // Every caller-saved register is clobbered: values living on are in slots or
+        // callee-saved registers now.
+        for r in CALLER_SAVED_GPR.into_iter().chain((0..16).map(|i| XMM0 + i)) {
+            self.release(r);
+        }
+        match result {
+            Kind::Int | Kind::Ref => self.def(RAX),
+            Kind::Float => self.def(XMM0),
+            Kind::Void => {}
+        }
+        Ok(())
+    }
+}
+
+/// A call argument.
+#[derive(Copy, Clone, Debug)]
+enum ArgSrc {
+    /// The runtime context pointer (frame word 0).
+    Ctx,
+    /// A fixed location of the given kind.
+    Loc(Loc, Kind),
+    /// A trace value (its location is looked up when the arguments are moved).
+    Value(Value),
+}
+
+fn disp32(v: i64, at: usize, opc: Opcode) -> R<i32> {
+    if fits_i32(v) {
+        Ok(v as i32)
+    } else {
+        Err(CompileError::Unsupported { op: OpRef::new(at), opcode: opc })
+    }
+}
+
+fn internal(msg: String) -> CompileError {
+    CompileError::Internal(msg)
+}
+fn bad(msg: &str) -> CompileError {
+    CompileError::BadTrace(msg.to_string())
+}
