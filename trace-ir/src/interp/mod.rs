@@ -340,35 +340,43 @@ fn invalid(op: OpRef, reason: impl Into<String>) -> Stop {
     Outcome::Invalid { op: Some(op), reason: reason.into() }
 }
 
+/// The mutable state of a run (kept apart from the trace so that the random trace generator
+/// can execute a trace op by op while it builds it).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct State {
+    pub(crate) vals: Vec<RtValue>,
+    pub(crate) heap: Heap,
+    pub(crate) calls: Vec<CallRecord>,
+    pub(crate) ovf: bool,
+    pub(crate) exception: Option<(i64, u64)>,
+    pub(crate) iterations: u64,
+    pub(crate) steps: u64,
+}
+
 struct Machine<'a> {
     trace: &'a Trace,
     cfg: &'a RunConfig,
-    vals: Vec<RtValue>,
-    heap: Heap,
-    calls: Vec<CallRecord>,
-    ovf: bool,
-    exception: Option<(i64, u64)>,
-    iterations: u64,
-    steps: u64,
+    st: State,
+}
+
+/// Execute the single op at `pc` of `trace` on `st` (whose `vals` must cover every op);
+/// returns the next pc, or how the run stops there.
+pub(crate) fn step_op(trace: &Trace, cfg: &RunConfig, st: &mut State, pc: usize) -> Result<usize, Outcome> {
+    let mut m = Machine { trace, cfg, st: std::mem::take(st) };
+    let r = m.step(pc);
+    *st = m.st;
+    r
 }
 
 /// Run `trace` on `inputs` (one per trace input, in order; a value of the wrong kind is
 /// reinterpreted by its bits as the input's kind). Never panics, even on traces that do not
 /// verify: problems become [`Outcome::Invalid`].
 pub fn run(trace: &Trace, inputs: &[RtValue], cfg: &RunConfig) -> RunResult {
-    let mut m = Machine {
-        trace,
-        cfg,
-        vals: vec![RtValue::Int(0); trace.ops.len()],
-        heap: Heap::default(),
-        calls: Vec::new(),
-        ovf: false,
-        exception: None,
-        iterations: 0,
-        steps: 0,
-    };
+    let st = State { vals: vec![RtValue::Int(0); trace.ops.len()], ..State::default() };
+    let mut m = Machine { trace, cfg, st };
     let outcome = m.execute(inputs);
-    RunResult { outcome, heap: m.heap, calls: m.calls, exception: m.exception, iterations: m.iterations, steps: m.steps }
+    let st = m.st;
+    RunResult { outcome, heap: st.heap, calls: st.calls, exception: st.exception, iterations: st.iterations, steps: st.steps }
 }
 
 impl<'a> Machine<'a> {
@@ -381,7 +389,7 @@ impl<'a> Machine<'a> {
             };
         }
         for (i, &v) in inputs.iter().enumerate() {
-            self.vals[i] = v.with_kind(t.ops[i].opcode.result_kind());
+            self.st.vals[i] = v.with_kind(t.ops[i].opcode.result_kind());
         }
         let mut pc = t.num_inputs;
         loop {
@@ -397,7 +405,7 @@ impl<'a> Machine<'a> {
 
     fn get(&self, at: OpRef, v: Value) -> Result<RtValue, Stop> {
         match v.data() {
-            ValueData::Op(o) if o.index() < self.vals.len() => Ok(self.vals[o.index()]),
+            ValueData::Op(o) if o.index() < self.st.vals.len() => Ok(self.st.vals[o.index()]),
             ValueData::Const(c) if c.index() < self.trace.consts.len() => Ok(RtValue::from_const(self.trace.consts.get(c))),
             _ => Err(invalid(at, format!("operand {v:?} does not exist"))),
         }
@@ -447,7 +455,7 @@ impl<'a> Machine<'a> {
 
     /// Bounds check against an allocated array or string.
     fn index(&self, at: OpRef, addr: u64, i: i64) -> Result<u64, Stop> {
-        if let Some(obj) = self.heap.objects.get(&addr) {
+        if let Some(obj) = self.st.heap.objects.get(&addr) {
             let Some(len) = obj.len() else {
                 return Err(invalid(at, "indexing an object that is not an array or string"));
             };
@@ -470,11 +478,11 @@ impl<'a> Machine<'a> {
     /// The class of the object at `addr` for a class check against `want` (deciding it for
     /// external objects under `FirstCheckDecides`).
     fn class_of(&mut self, addr: u64, want: u64, gc_type: bool) -> u64 {
-        if let Some(obj) = self.heap.objects.get(&addr) {
+        if let Some(obj) = self.st.heap.objects.get(&addr) {
             return obj.class;
         }
         let policy = self.cfg.class_policy;
-        let ext = self.heap.external.entry(addr).or_default();
+        let ext = self.st.heap.external.entry(addr).or_default();
         let slot = if gc_type { &mut ext.gc_type } else { &mut ext.class };
         match (*slot, policy) {
             (Some(c), _) => c,
@@ -542,7 +550,7 @@ impl<'a> Machine<'a> {
                 (ObjKind::Array { len: len as u64 }, 0)
             }
         };
-        let addr = self.heap.alloc(kind, class, true);
+        let addr = self.st.heap.alloc(kind, class, true);
         memo.insert(i, addr);
         for (field, fa) in &v.fields {
             if *fa == FailArg::Hole {
@@ -556,14 +564,14 @@ impl<'a> Machine<'a> {
                 }
                 VirtualField::Item(k) => (Slot::Item(k as u64), false, value),
             };
-            self.heap.write(addr, slot, value, immutable);
+            self.st.heap.write(addr, slot, value, immutable);
         }
         Ok(addr)
     }
 
     fn set(&mut self, at: OpRef, v: RtValue) {
         let kind = self.trace.op(at).opcode.result_kind();
-        self.vals[at.index()] = v.with_kind(kind);
+        self.st.vals[at.index()] = v.with_kind(kind);
     }
 
     /// Execute the op at `pc`; returns the next pc.
@@ -576,7 +584,7 @@ impl<'a> Machine<'a> {
         if opc.is_input() {
             return Ok(pc + 1);
         }
-        self.steps += 1;
+        self.st.steps += 1;
         if opc.is_pure() {
             let bits: Vec<u64> = self.args(at)?.iter().map(|v| v.bits()).collect();
             let r = eval_pure(opc, &bits).map_err(|e| invalid(at, e.to_string()))?;
@@ -609,7 +617,7 @@ impl<'a> Machine<'a> {
                             return Err(invalid(at, "jump to the start with the wrong number of values"));
                         }
                         for (i, v) in vals.into_iter().enumerate() {
-                            self.vals[i] = v;
+                            self.st.vals[i] = v;
                         }
                         Ok(t.num_inputs)
                     }
@@ -626,52 +634,52 @@ impl<'a> Machine<'a> {
             IntAddOvf | IntSubOvf | IntMulOvf => {
                 let (a, b) = (self.int_arg(at, 0)?, self.int_arg(at, 1)?);
                 let (r, ovf) = eval_ovf(opc, a, b).map_err(|e| invalid(at, e.to_string()))?;
-                self.ovf = ovf;
+                self.st.ovf = ovf;
                 self.set(at, RtValue::Int(r));
             }
             // --- allocation ---
             New | NewWithVtable => {
                 let sd = self.size_descr(at)?;
                 let class = if opc == NewWithVtable { default_class(sd) } else { 0 };
-                let a = self.heap.alloc(ObjKind::Struct { size: sd.size }, class, false);
+                let a = self.st.heap.alloc(ObjKind::Struct { size: sd.size }, class, false);
                 self.set(at, RtValue::Ref(a));
             }
             NewArray | NewArrayClear => {
                 self.array_descr(at)?;
                 let len = self.alloc_len(at, self.int_arg(at, 0)?)?;
-                let a = self.heap.alloc(ObjKind::Array { len }, 0, false);
+                let a = self.st.heap.alloc(ObjKind::Array { len }, 0, false);
                 self.set(at, RtValue::Ref(a));
             }
             Newstr | Newunicode => {
                 let len = self.alloc_len(at, self.int_arg(at, 0)?)?;
                 let kind = if opc == Newstr { ObjKind::Str { len } } else { ObjKind::Unicode { len } };
-                let a = self.heap.alloc(kind, 0, false);
+                let a = self.st.heap.alloc(kind, 0, false);
                 self.set(at, RtValue::Ref(a));
             }
             // --- struct fields ---
             GetfieldGcI | GetfieldGcR | GetfieldGcF => {
                 let fd = self.field_descr(at)?;
                 let p = self.nonnull(at, 0)?;
-                let v = self.heap.read(p, Slot::Field(fd.offset), opc.result_kind(), fd.immutable);
+                let v = self.st.heap.read(p, Slot::Field(fd.offset), opc.result_kind(), fd.immutable);
                 self.set(at, narrow(v, fd.size, fd.signed));
             }
             SetfieldGc => {
                 let fd = self.field_descr(at)?;
                 let p = self.nonnull(at, 0)?;
                 let v = narrow(self.arg(at, 1)?, fd.size, fd.signed);
-                self.heap.write(p, Slot::Field(fd.offset), v, fd.immutable);
+                self.st.heap.write(p, Slot::Field(fd.offset), v, fd.immutable);
             }
             GetfieldRawI | GetfieldRawR | GetfieldRawF => {
                 let fd = self.field_descr(at)?;
                 let a = self.nonnull(at, 0)?;
-                let v = self.heap.read_raw(a.wrapping_add(fd.offset as u64), opc.result_kind());
+                let v = self.st.heap.read_raw(a.wrapping_add(fd.offset as u64), opc.result_kind());
                 self.set(at, narrow(v, fd.size, fd.signed));
             }
             SetfieldRaw => {
                 let fd = self.field_descr(at)?;
                 let a = self.nonnull(at, 0)?;
                 let v = narrow(self.arg(at, 1)?, fd.size, fd.signed);
-                self.heap.write_raw(a.wrapping_add(fd.offset as u64), v);
+                self.st.heap.write_raw(a.wrapping_add(fd.offset as u64), v);
             }
             // --- arrays ---
             GetarrayitemGcI | GetarrayitemGcR | GetarrayitemGcF | GetarrayitemGcPureI | GetarrayitemGcPureR
@@ -680,7 +688,7 @@ impl<'a> Machine<'a> {
                 let p = self.nonnull(at, 0)?;
                 let i = self.index(at, p, self.int_arg(at, 1)?)?;
                 let pure = matches!(opc, GetarrayitemGcPureI | GetarrayitemGcPureR | GetarrayitemGcPureF);
-                let v = self.heap.read(p, Slot::Item(i), opc.result_kind(), pure);
+                let v = self.st.heap.read(p, Slot::Item(i), opc.result_kind(), pure);
                 self.set(at, narrow(v, ad.item_size, ad.signed));
             }
             SetarrayitemGc => {
@@ -688,14 +696,14 @@ impl<'a> Machine<'a> {
                 let p = self.nonnull(at, 0)?;
                 let i = self.index(at, p, self.int_arg(at, 1)?)?;
                 let v = narrow(self.arg(at, 2)?, ad.item_size, ad.signed);
-                self.heap.write(p, Slot::Item(i), v, false);
+                self.st.heap.write(p, Slot::Item(i), v, false);
             }
             GetarrayitemRawI | GetarrayitemRawF => {
                 let ad = self.array_descr(at)?;
                 let a = self.nonnull(at, 0)?;
                 let i = self.int_arg(at, 1)?;
                 let addr = a.wrapping_add((i as u64).wrapping_mul(ad.item_size as u64));
-                let v = self.heap.read_raw(addr, opc.result_kind());
+                let v = self.st.heap.read_raw(addr, opc.result_kind());
                 self.set(at, narrow(v, ad.item_size, ad.signed));
             }
             SetarrayitemRaw => {
@@ -704,13 +712,13 @@ impl<'a> Machine<'a> {
                 let i = self.int_arg(at, 1)?;
                 let addr = a.wrapping_add((i as u64).wrapping_mul(ad.item_size as u64));
                 let v = narrow(self.arg(at, 2)?, ad.item_size, ad.signed);
-                self.heap.write_raw(addr, v);
+                self.st.heap.write_raw(addr, v);
             }
             RawLoadI | RawLoadF => {
                 let ad = self.array_descr(at)?;
                 let a = self.nonnull(at, 0)?;
                 let addr = a.wrapping_add(self.int_arg(at, 1)? as u64);
-                let v = self.heap.read_raw(addr, opc.result_kind());
+                let v = self.st.heap.read_raw(addr, opc.result_kind());
                 self.set(at, narrow(v, ad.item_size, ad.signed));
             }
             RawStore => {
@@ -718,13 +726,13 @@ impl<'a> Machine<'a> {
                 let a = self.nonnull(at, 0)?;
                 let addr = a.wrapping_add(self.int_arg(at, 1)? as u64);
                 let v = narrow(self.arg(at, 2)?, ad.item_size, ad.signed);
-                self.heap.write_raw(addr, v);
+                self.st.heap.write_raw(addr, v);
             }
             GetinteriorfieldGcI | GetinteriorfieldGcR | GetinteriorfieldGcF => {
                 let fd = self.field_descr(at)?;
                 let p = self.nonnull(at, 0)?;
                 let i = self.index(at, p, self.int_arg(at, 1)?)?;
-                let v = self.heap.read(p, Slot::Interior(i, fd.offset), opc.result_kind(), fd.immutable);
+                let v = self.st.heap.read(p, Slot::Interior(i, fd.offset), opc.result_kind(), fd.immutable);
                 self.set(at, narrow(v, fd.size, fd.signed));
             }
             SetinteriorfieldGc => {
@@ -732,16 +740,16 @@ impl<'a> Machine<'a> {
                 let p = self.nonnull(at, 0)?;
                 let i = self.index(at, p, self.int_arg(at, 1)?)?;
                 let v = narrow(self.arg(at, 2)?, fd.size, fd.signed);
-                self.heap.write(p, Slot::Interior(i, fd.offset), v, fd.immutable);
+                self.st.heap.write(p, Slot::Interior(i, fd.offset), v, fd.immutable);
             }
             ArraylenGc | Strlen | Unicodelen => {
                 let p = self.nonnull(at, 0)?;
-                let len = match self.heap.objects.get(&p) {
+                let len = match self.st.heap.objects.get(&p) {
                     Some(obj) => match (opc, &obj.kind) {
                         (ArraylenGc, ObjKind::Array { len }) | (Strlen, ObjKind::Str { len }) | (Unicodelen, ObjKind::Unicode { len }) => *len as i64,
                         _ => return Err(invalid(at, format!("{opc} of an object of another kind"))),
                     },
-                    None => match self.heap.read(p, Slot::Len, Kind::Int, true) {
+                    None => match self.st.heap.read(p, Slot::Len, Kind::Int, true) {
                         RtValue::Int(n) => n % 64,
                         _ => 0,
                     },
@@ -751,7 +759,7 @@ impl<'a> Machine<'a> {
             Strgetitem | Unicodegetitem => {
                 let p = self.nonnull(at, 0)?;
                 let i = self.index(at, p, self.int_arg(at, 1)?)?;
-                let v = self.heap.read(p, Slot::Item(i), Kind::Int, true);
+                let v = self.st.heap.read(p, Slot::Item(i), Kind::Int, true);
                 let v = if opc == Strgetitem { narrow(v, 1, false) } else { narrow(v, 4, false) };
                 self.set(at, v);
             }
@@ -760,18 +768,18 @@ impl<'a> Machine<'a> {
                 let i = self.index(at, p, self.int_arg(at, 1)?)?;
                 let v = self.arg(at, 2)?;
                 let v = if opc == Strsetitem { narrow(v, 1, false) } else { narrow(v, 4, false) };
-                self.heap.write(p, Slot::Item(i), v, false);
+                self.st.heap.write(p, Slot::Item(i), v, false);
             }
             Strhash | Unicodehash => {
                 let p = self.nonnull(at, 0)?;
-                let h = match self.heap.objects.get(&p) {
+                let h = match self.st.heap.objects.get(&p) {
                     Some(obj) => {
                         let len = obj.len().unwrap_or(0);
                         let mut words = vec![0x57a, len];
                         words.extend((0..len).map(|k| obj.fields.get(&Slot::Item(k)).map_or(0, |c| c.value.bits())));
                         hash_words(&words) as i64
                     }
-                    None => self.heap.read(p, Slot::Field(-1), Kind::Int, true).bits() as i64,
+                    None => self.st.heap.read(p, Slot::Field(-1), Kind::Int, true).bits() as i64,
                 };
                 self.set(at, RtValue::Int(h));
             }
@@ -789,10 +797,10 @@ impl<'a> Machine<'a> {
                     self.index(at, dst, ds.wrapping_add(n - 1))?;
                     let size = if opc == Copystrcontent { 1 } else { 4 };
                     let items: Vec<RtValue> = (0..n)
-                        .map(|k| narrow(self.heap.read(src, Slot::Item((ss + k) as u64), Kind::Int, true), size, false))
+                        .map(|k| narrow(self.st.heap.read(src, Slot::Item((ss + k) as u64), Kind::Int, true), size, false))
                         .collect();
                     for (k, v) in items.into_iter().enumerate() {
-                        self.heap.write(dst, Slot::Item(ds as u64 + k as u64), v, false);
+                        self.st.heap.write(dst, Slot::Item(ds as u64 + k as u64), v, false);
                     }
                 }
             }
@@ -803,16 +811,16 @@ impl<'a> Machine<'a> {
                 self.set(at, p);
             }
             SaveException => {
-                let v = self.exception.take().map_or(0, |(_, v)| v);
+                let v = self.st.exception.take().map_or(0, |(_, v)| v);
                 self.set(at, RtValue::Ref(v));
             }
             SaveExcClass => {
-                let c = self.exception.map_or(0, |(c, _)| c);
+                let c = self.st.exception.map_or(0, |(c, _)| c);
                 self.set(at, RtValue::Int(c));
             }
             RestoreException => {
                 let (c, v) = (self.int_arg(at, 0)?, self.arg(at, 1)?.bits());
-                self.exception = if c == 0 && v == 0 { None } else { Some((c, v)) };
+                self.st.exception = if c == 0 && v == 0 { None } else { Some((c, v)) };
             }
             QuasiimmutField | VirtualRefFinish | EnterPortalFrame | LeavePortalFrame | Keepalive | RecordKnownResult
             | RecordExactClass | AssertNotNone => {}
@@ -826,8 +834,8 @@ impl<'a> Machine<'a> {
     }
 
     fn back_edge(&mut self) -> Result<(), Stop> {
-        self.iterations += 1;
-        if self.iterations > self.cfg.max_iterations {
+        self.st.iterations += 1;
+        if self.st.iterations > self.cfg.max_iterations {
             return Err(Outcome::IterationLimit);
         }
         Ok(())
@@ -842,7 +850,7 @@ impl<'a> Machine<'a> {
         }
         for (k, v) in vals.into_iter().enumerate() {
             let p = label + 1 + k;
-            self.vals[p] = v.with_kind(t.ops[p].opcode.result_kind());
+            self.st.vals[p] = v.with_kind(t.ops[p].opcode.result_kind());
         }
         Ok(label + 1 + n)
     }
@@ -854,8 +862,8 @@ impl<'a> Machine<'a> {
             GuardTrue => self.arg(at, 0)?.bits() != 0,
             GuardFalse => self.arg(at, 0)?.bits() == 0,
             GuardValue => self.arg(at, 0)?.bits() == self.arg(at, 1)?.bits(),
-            GuardNoOverflow => !self.ovf,
-            GuardOverflow => self.ovf,
+            GuardNoOverflow => !self.st.ovf,
+            GuardOverflow => self.st.ovf,
             GuardNonnull => self.arg(at, 0)?.bits() != 0,
             GuardIsnull => self.arg(at, 0)?.bits() == 0,
             GuardClass | GuardSubclass | GuardGcType => {
@@ -870,14 +878,14 @@ impl<'a> Machine<'a> {
             }
             GuardIsObject => {
                 let p = self.nonnull(at, 0)?;
-                self.heap.objects.get(&p).is_none_or(|o| o.class != 0)
+                self.st.heap.objects.get(&p).is_none_or(|o| o.class != 0)
             }
-            GuardNoException => self.exception.is_none(),
+            GuardNoException => self.st.exception.is_none(),
             GuardException => {
                 let want = self.int_arg(at, 0)?;
-                match self.exception {
+                match self.st.exception {
                     Some((c, v)) if c == want => {
-                        self.exception = None;
+                        self.st.exception = None;
                         self.set(at, RtValue::Ref(v));
                         true
                     }
@@ -932,9 +940,9 @@ impl<'a> Machine<'a> {
                 (all[0].bits(), &all[1..], eff.may_write_heap() && !never)
             }
         };
-        let canon: Vec<u64> = args.iter().map(|&v| canonical(&self.heap, v)).collect();
+        let canon: Vec<u64> = args.iter().map(|&v| canonical(&self.st.heap, v)).collect();
         for &v in args {
-            self.heap.escape_value(v);
+            self.st.heap.escape_value(v);
         }
         let kind = opc.result_kind();
         let result = match self.cfg.functions.get(&func) {
@@ -946,8 +954,8 @@ impl<'a> Machine<'a> {
             }
         };
         if writes {
-            self.heap.clobber();
-            self.calls.push(CallRecord { func, args: canon });
+            self.st.heap.clobber();
+            self.st.calls.push(CallRecord { func, args: canon });
         }
         if kind != Kind::Void {
             self.set(at, result);

@@ -1,0 +1,65 @@
+//! Random traces: they verify, run to their expected exit on their example inputs, and are
+//! deterministic in the seed.
+
+use trace_ir::interp::{run, Outcome, RunConfig};
+use trace_ir::random::{expected_exit_guard, is_expected_exit, random_trace, RandomConfig};
+use trace_ir::{verify, Opcode};
+
+fn check_many(cfg: &RandomConfig, seeds: std::ops::Range<u64>) -> (usize, usize, usize) {
+    let (mut loops, mut guards, mut allocs) = (0, 0, 0);
+    for seed in seeds {
+        let (t, inputs) = random_trace(cfg, seed);
+        if let Err(e) = verify(&t) {
+            panic!("seed {seed}: {e}");
+        }
+        let r = run(&t, &inputs, &RunConfig::default());
+        assert!(
+            is_expected_exit(&t, &r.outcome),
+            "seed {seed}: unexpected outcome {} (expected {:?})",
+            r.outcome,
+            expected_exit_guard(&t)
+        );
+        assert!(!matches!(r.outcome, Outcome::Invalid { .. }));
+        if expected_exit_guard(&t).is_some() {
+            loops += 1;
+            assert!(r.iterations >= 1, "seed {seed}: the loop body never repeated");
+        }
+        guards += t.guards.len();
+        allocs += t.ops.iter().filter(|o| matches!(o.opcode, Opcode::New | Opcode::NewWithVtable | Opcode::NewArray | Opcode::NewArrayClear)).count();
+    }
+    (loops, guards, allocs)
+}
+
+#[test]
+fn two_thousand_default_traces_run_to_their_exit() {
+    let (loops, guards, allocs) = check_many(&RandomConfig::default(), 0..2000);
+    // The mix must actually contain loops, guards and allocations.
+    assert!(loops > 400, "only {loops} loops");
+    assert!(guards > 4000, "only {guards} guards");
+    assert!(allocs > 1000, "only {allocs} allocations");
+}
+
+#[test]
+fn integer_only_traces_run_to_finish() {
+    let cfg = RandomConfig { length: 40, ..RandomConfig::integers_only() };
+    check_many(&cfg, 0..1000);
+}
+
+#[test]
+fn long_traces_run_to_their_exit() {
+    let cfg = RandomConfig { length: 120, ..RandomConfig::default() };
+    check_many(&cfg, 5000..5300);
+}
+
+#[test]
+fn generation_is_deterministic() {
+    for seed in [0u64, 1, 99, 12345] {
+        let (a, ia) = random_trace(&RandomConfig::default(), seed);
+        let (b, ib) = random_trace(&RandomConfig::default(), seed);
+        assert_eq!(a, b);
+        assert_eq!(ia, ib);
+    }
+    let (a, _) = random_trace(&RandomConfig::default(), 1);
+    let (b, _) = random_trace(&RandomConfig::default(), 2);
+    assert_ne!(a, b);
+}
