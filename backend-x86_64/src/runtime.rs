@@ -48,6 +48,10 @@ pub struct SimpleHeap {
     pub allocations: Vec<Allocation>,
     /// Largest allocation accepted, in bytes (larger requests return 0). Default 1 MiB.
     pub max_size: Option<u64>,
+    /// Zeroed bytes added after every object (default 64), so that a trace whose field
+    /// descriptors reach past its size descriptor (the interpreter's model reads zeros
+    /// there) reads zeros natively as well instead of a neighbour's memory.
+    pub slack: Option<u64>,
 }
 
 impl SimpleHeap {
@@ -59,7 +63,8 @@ impl SimpleHeap {
         if size > self.max_size.unwrap_or(1 << 20) {
             return 0;
         }
-        let words = vec![0u64; (size as usize).div_ceil(8).max(1)].into_boxed_slice();
+        let total = size + self.slack.unwrap_or(64);
+        let words = vec![0u64; (total as usize).div_ceil(8).max(1)].into_boxed_slice();
         let addr = words.as_ptr() as u64;
         self.allocations.push(Allocation { addr, size, class, len, words });
         addr

@@ -6,7 +6,7 @@ use proptest::prelude::*;
 use trace_ir::eval::eval_pure;
 use trace_ir::interp::{self, Outcome, RtValue, RunConfig};
 use trace_ir::random::{random_trace, RandomConfig, SPECIAL_INTS};
-use trace_ir::{Kind, Opcode, TraceBuilder, Value};
+use trace_ir::{Kind, Opcode, TraceBuilder};
 
 fn opts() -> CompileOptions {
     CompileOptions { int_regs: 13, float_regs: 15, log_asm: false, perf_map: false }
@@ -375,5 +375,277 @@ fn values_are_never_lost_reading_the_argument_twice() {
     }
 }
 
-#[allow(dead_code)]
-fn _unused(_: Value) {}
+// ---------------------------------------------------------------------------------------
+// Heap: native memory compared with the interpreter's modelled heap, by content
+// ---------------------------------------------------------------------------------------
+
+/// Compares interpreter values (with its heap) against native words (with real memory),
+/// pairing interpreter objects with native objects as they are reached.
+struct HeapCmp<'a> {
+    t: &'a Trace,
+    iheap: &'a trace_ir::interp::Heap,
+    nheap: &'a SimpleHeap,
+    pairs: std::collections::HashMap<u64, u64>,
+}
+
+impl HeapCmp<'_> {
+    fn value(&mut self, what: &str, i: RtValue, n: u64) -> Result<(), String> {
+        match i {
+            RtValue::Ref(a) => self.refs(what, a, n),
+            other if other.bits() == n => Ok(()),
+            other => Err(format!("{what}: interpreter {other} vs native {n:#x}")),
+        }
+    }
+
+    fn refs(&mut self, what: &str, a: u64, n: u64) -> Result<(), String> {
+        if (a == 0) != (n == 0) {
+            return Err(format!("{what}: interpreter {a:#x} vs native {n:#x}"));
+        }
+        let Some(obj) = self.iheap.objects.get(&a) else {
+            return if a == n { Ok(()) } else { Err(format!("{what}: external {a:#x} vs {n:#x}")) };
+        };
+        if let Some(&seen) = self.pairs.get(&a) {
+            return if seen == n { Ok(()) } else { Err(format!("{what}: object shared differently")) };
+        }
+        self.pairs.insert(a, n);
+        let alloc = self.nheap.find(n).ok_or_else(|| format!("{what}: native {n:#x} is not an allocation"))?;
+        // SAFETY (reads below): `n` is the start of a live SimpleHeap allocation of
+        // `alloc.size` bytes and every offset read is checked against that size.
+        let read = |off: u64, size: u8, signed: bool| -> Result<u64, String> {
+            if off + size as u64 > alloc.size + 64 {
+                return Err(format!("{what}: read at {off} outside {} bytes", alloc.size));
+            }
+            let p = (n + off) as *const u8;
+            Ok(unsafe {
+                match (size, signed) {
+                    (1, true) => p.read() as i8 as i64 as u64,
+                    (1, false) => p.read() as u64,
+                    (2, true) => (p as *const i16).read_unaligned() as i64 as u64,
+                    (2, false) => (p as *const u16).read_unaligned() as u64,
+                    (4, true) => (p as *const i32).read_unaligned() as i64 as u64,
+                    (4, false) => (p as *const u32).read_unaligned() as u64,
+                    _ => (p as *const u64).read_unaligned(),
+                }
+            })
+        };
+        if obj.class != 0 && read(0, 8, false)? != obj.class {
+            return Err(format!("{what}: class differs"));
+        }
+        if let Some(len) = obj.len() {
+            if alloc.len != Some(len) {
+                return Err(format!("{what}: array length {len} vs {:?}", alloc.len));
+            }
+        }
+        let fields: Vec<(trace_ir::interp::Slot, RtValue)> = obj.fields.iter().map(|(s, c)| (*s, c.value)).collect();
+        for (slot, v) in fields {
+            let (off, size, signed) = match slot {
+                trace_ir::interp::Slot::Field(off) => {
+                    let fd = self.t.descrs.iter().filter_map(|d| match d {
+                        trace_ir::Descr::Field(f) if f.offset == off => Some(f),
+                        _ => None,
+                    }).next().ok_or_else(|| format!("{what}: no field descriptor at {off}"))?;
+                    (off as u64, fd.size, fd.signed)
+                }
+                trace_ir::interp::Slot::Item(k) => {
+                    let len = obj.len().unwrap_or(1).max(1);
+                    let item = (alloc.size - 16) / len;
+                    let ad = self.t.descrs.iter().filter_map(|d| d.as_array()).find(|a| a.item_size as u64 == item)
+                        .ok_or_else(|| format!("{what}: no array descriptor of item size {item}"))?;
+                    (ad.base_offset as u64 + k * item, ad.item_size, ad.signed)
+                }
+                other => return Err(format!("{what}: unexpected slot {other:?}")),
+            };
+            let w = read(off, size, signed)?;
+            self.value(&format!("{what}.{slot:?}"), v, w)?;
+        }
+        Ok(())
+    }
+}
+
+fn same_with_heap(t: &Trace, native: &Exit, nheap: &SimpleHeap, int: &interp::RunResult) -> Result<(), String> {
+    let mut c = HeapCmp { t, iheap: &int.heap, nheap, pairs: Default::default() };
+    let pairwise = |c: &mut HeapCmp, x: &[RtValue], y: &[u64]| -> Result<(), String> {
+        if x.len() != y.len() {
+            return Err("different number of values".into());
+        }
+        for (k, (&a, &b)) in x.iter().zip(y).enumerate() {
+            c.value(&format!("value {k}"), a, b)?;
+        }
+        Ok(())
+    };
+    match (native, &int.outcome) {
+        (Exit::Finish { values }, Outcome::Finish(w)) => pairwise(&mut c, w, values),
+        (Exit::Guard { guard, resume_key, values }, Outcome::GuardFailed { guard: g, resume_key: k, values: w })
+            if guard == g && resume_key == k => pairwise(&mut c, w, values),
+        (Exit::Invalid { .. }, Outcome::Invalid { .. }) => Ok(()),
+        (n, i) => Err(format!("native {n:?} vs interpreter {i}")),
+    }
+}
+
+fn heap_differential(cfg: &RandomConfig, seeds: std::ops::Range<u64>, o: &CompileOptions) -> usize {
+    let mut with_heap = 0;
+    for seed in seeds {
+        let (t, inputs) = random_trace(cfg, seed);
+        let int = interp::run(&t, &inputs, &RunConfig::default());
+        let c = compile(&t, o).unwrap_or_else(|e| panic!("seed {seed}: {e}\n{}", trace_ir::text::print_trace(&t)));
+        let words: Vec<u64> = inputs.iter().map(|v| v.bits()).collect();
+        let mut heap = SimpleHeap::new();
+        let native = c.run(&words, &mut heap).unwrap();
+        if !heap.allocations.is_empty() {
+            with_heap += 1;
+        }
+        if let Err(e) = same_with_heap(&t, &native, &heap, &int) {
+            panic!("seed {seed}: {e}\n{}", trace_ir::text::print_trace(&t));
+        }
+    }
+    with_heap
+}
+
+/// Random traces with allocations, field and array accesses (objects allocated in the trace,
+/// so native code works on real memory from the runtime; no reference inputs).
+#[test]
+fn random_heap_traces() {
+    let cfg = RandomConfig { max_ref_inputs: 0, calls: 0, heap: 12, ..RandomConfig::default() };
+    let n = heap_differential(&cfg, 0..1500, &opts());
+    assert!(n > 500, "only {n} traces allocated");
+    heap_differential(&cfg, 1500..2000, &tight());
+}
+
+// ---------------------------------------------------------------------------------------
+// Calls
+// ---------------------------------------------------------------------------------------
+
+extern "sysv64" fn host_mix(a: i64, b: i64) -> i64 {
+    a.wrapping_mul(31).wrapping_add(b) ^ 0x55
+}
+extern "sysv64" fn host_scale(x: f64, k: i64) -> f64 {
+    x * k as f64 + 0.5
+}
+extern "sysv64" fn host_six(a: i64, b: i64, c: i64, d: i64, e: i64, f: i64) -> i64 {
+    a - 2 * b + 3 * c - 4 * d + 5 * e - 6 * f
+}
+
+fn call_config() -> RunConfig {
+    let mut cfg = RunConfig::default();
+    let f1 = host_mix as *const () as u64;
+    let f2 = host_scale as *const () as u64;
+    let f3 = host_six as *const () as u64;
+    cfg.functions.insert(f1, std::sync::Arc::new(|a: &[RtValue]| RtValue::Int(host_mix(a[0].bits() as i64, a[1].bits() as i64))));
+    cfg.functions.insert(f2, std::sync::Arc::new(|a: &[RtValue]| RtValue::float(host_scale(f64::from_bits(a[0].bits()), a[1].bits() as i64))));
+    cfg.functions.insert(f3, std::sync::Arc::new(|a: &[RtValue]| {
+        let w: Vec<i64> = a.iter().map(|v| v.bits() as i64).collect();
+        RtValue::Int(host_six(w[0], w[1], w[2], w[3], w[4], w[5]))
+    }));
+    cfg
+}
+
+/// Values live across many calls (in caller-saved registers before the calls), float and
+/// integer arguments and results, six register arguments; in a loop and under pressure.
+#[test]
+fn values_live_across_calls() {
+    use trace_ir::{CallDescr, CallEffect, Descr};
+    let mut b = TraceBuilder::new();
+    let n = b.input(Kind::Int);
+    let x = b.input(Kind::Int);
+    let f = b.input(Kind::Float);
+    let p = b.label(&[n, x, f]);
+    let zero = b.const_int(0);
+    let gt = b.op(Opcode::IntGt, &[p[0], zero]);
+    b.guard(Opcode::GuardTrue, &[gt], &[p[1], p[2]], 5);
+    let di = b.descr(Descr::Call(CallDescr { result: Kind::Int, result_size: 8, args: vec![Kind::Int, Kind::Int], effect: CallEffect::ElidableCannotRaise, oopspec: None }));
+    let df = b.descr(Descr::Call(CallDescr { result: Kind::Float, result_size: 8, args: vec![Kind::Float, Kind::Int], effect: CallEffect::ElidableCannotRaise, oopspec: None }));
+    let d6 = b.descr(Descr::Call(CallDescr { result: Kind::Int, result_size: 8, args: vec![Kind::Int; 6], effect: CallEffect::ElidableCannotRaise, oopspec: None }));
+    let fmix = b.const_int(host_mix as *const () as i64);
+    let fscale = b.const_int(host_scale as *const () as i64);
+    let fsix = b.const_int(host_six as *const () as i64);
+    let mut live = vec![p[1]];
+    for k in 0..12 {
+        let c = b.const_int(k);
+        let t = b.op(Opcode::IntAdd, &[p[1], c]);
+        live.push(t);
+    }
+    let mut acc = p[1];
+    for k in 0..6 {
+        acc = b.op_with_descr(Opcode::CallI, &[fmix, acc, live[k]], di);
+    }
+    let s = b.op_with_descr(Opcode::CallI, &[fsix, live[1], live[2], live[3], live[4], live[5], acc], d6);
+    let f2 = b.op_with_descr(Opcode::CallF, &[fscale, p[2], live[7]], df);
+    let mut sum = s;
+    for &v in &live {
+        sum = b.op(Opcode::IntAdd, &[sum, v]);
+    }
+    let one = b.const_int(1);
+    let n2 = b.op(Opcode::IntSub, &[p[0], one]);
+    let mask = b.const_int(0xffff);
+    let x2 = b.op(Opcode::IntAnd, &[sum, mask]);
+    b.jump(&[n2, x2, f2]);
+    let t = b.finish().unwrap();
+    for o in [opts(), tight()] {
+        for iters in [0i64, 1, 4] {
+            let inputs = [RtValue::Int(iters), RtValue::Int(7), RtValue::float(1.25)];
+            let int = interp::run(&t, &inputs, &call_config()).outcome;
+            let words: Vec<u64> = inputs.iter().map(|v| v.bits()).collect();
+            let native = run_native(&t, &words, &o);
+            same(&t, &native, &int).unwrap();
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Virtual objects in resume data
+// ---------------------------------------------------------------------------------------
+
+/// A guard whose fail arguments name virtual objects (a struct with a vtable pointing to an
+/// array and to itself): the exit rebuilds them through the runtime with the same content as
+/// the interpreter's rebuilt objects.
+#[test]
+fn exits_rebuild_virtual_objects() {
+    use trace_ir::{ArrayDescr, Descr, FailArg, FieldDescr, SizeDescr, VirtualField, VirtualKind, VirtualObject};
+    let mut b = TraceBuilder::new();
+    let x = b.input(Kind::Int);
+    let y = b.input(Kind::Float);
+    let sd = b.descr(Descr::Size(SizeDescr { size: 48, vtable: Some(0x7000_1000) }));
+    let fa = b.descr(Descr::Field(FieldDescr { name: "T.a".into(), offset: 8, size: 8, signed: true, kind: Kind::Int, immutable: false }));
+    let fb = b.descr(Descr::Field(FieldDescr { name: "T.b".into(), offset: 16, size: 2, signed: true, kind: Kind::Int, immutable: false }));
+    let fp = b.descr(Descr::Field(FieldDescr { name: "T.p".into(), offset: 24, size: 8, signed: false, kind: Kind::Ref, immutable: false }));
+    let ff = b.descr(Descr::Field(FieldDescr { name: "T.f".into(), offset: 32, size: 8, signed: false, kind: Kind::Float, immutable: false }));
+    let fs = b.descr(Descr::Field(FieldDescr { name: "T.s".into(), offset: 40, size: 8, signed: false, kind: Kind::Ref, immutable: false }));
+    let ad = b.descr(Descr::Array(ArrayDescr { item_size: 8, signed: true, kind: Kind::Int, base_offset: 16, len_offset: 8 }));
+    let seven = b.const_int(7);
+    let y2 = b.op(Opcode::IntMul, &[x, seven]);
+    let ten = b.const_int(10);
+    let lt = b.op(Opcode::IntLt, &[x, ten]);
+    b.guard(Opcode::GuardTrue, &[lt], &[], 77);
+    b.finish_with(&[y2]);
+    let mut t = b.finish().unwrap();
+    let c99 = t.make_const_int(-99);
+    t.guards[0].fail_args = vec![FailArg::Value(x), FailArg::Virtual(0), FailArg::Hole, FailArg::Virtual(1)];
+    t.guards[0].virtuals = vec![
+        VirtualObject {
+            kind: VirtualKind::Struct { opcode: Opcode::NewWithVtable, descr: sd },
+            fields: vec![
+                (VirtualField::Field(fa), FailArg::Value(y2)),
+                (VirtualField::Field(fb), FailArg::Value(c99)),
+                (VirtualField::Field(fp), FailArg::Virtual(1)),
+                (VirtualField::Field(ff), FailArg::Value(y)),
+                (VirtualField::Field(fs), FailArg::Virtual(0)),
+            ],
+        },
+        VirtualObject {
+            kind: VirtualKind::Array { opcode: Opcode::NewArray, descr: ad, len: 3 },
+            fields: vec![(VirtualField::Item(0), FailArg::Value(x)), (VirtualField::Item(2), FailArg::Value(y2))],
+        },
+    ];
+    trace_ir::verify(&t).unwrap();
+    for o in [opts(), tight()] {
+        let inputs = [RtValue::Int(12), RtValue::float(2.5)];
+        let int = interp::run(&t, &inputs, &RunConfig::default());
+        let words: Vec<u64> = inputs.iter().map(|v| v.bits()).collect();
+        let c = compile(&t, &o).unwrap();
+        let mut heap = SimpleHeap::new();
+        let native = c.run(&words, &mut heap).unwrap();
+        assert!(matches!(native, Exit::Guard { ref values, .. } if values.len() == 4 && values[2] == 0));
+        assert_eq!(heap.allocations.len(), 2);
+        same_with_heap(&t, &native, &heap, &int).unwrap();
+    }
+}
