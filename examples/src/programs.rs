@@ -1,0 +1,191 @@
+//! The example programs (sources in `examples/programs/*.tj`), their problem sizes, and the
+//! same loops written directly in Rust: the "physical reference" the benchmarks compare
+//! against and an independent oracle for the tests.
+
+/// One example program.
+#[derive(Clone, Copy, Debug)]
+pub struct Example {
+    /// Short name (also the file name without `.tj`).
+    pub name: &'static str,
+    /// What it shows.
+    pub about: &'static str,
+    /// The source text (it reads the parameter `N`).
+    pub source: &'static str,
+    /// `N` for the demo (a fraction of a second per mode in release builds).
+    pub demo_n: i64,
+    /// `N` for the tests (small, but past the JIT thresholds).
+    pub test_n: i64,
+    /// Whether the kernel works on boxed ints only (the "integer kernels" of the targets).
+    pub integer_kernel: bool,
+    /// The same computation in Rust, returning what the program prints.
+    pub native: fn(i64) -> String,
+}
+
+/// The sum of a range.
+pub fn native_sum(n: i64) -> String {
+    let mut s: i64 = 0;
+    let mut i = 0;
+    while i < n {
+        s += i;
+        i += 1;
+    }
+    format!("{s}\n")
+}
+
+/// The PyPy bit-manipulation kernel.
+pub fn native_pypy_kernel(n: i64) -> String {
+    let (mut s, mut i): (i64, i64) = (0, 0);
+    while i < n {
+        let x = (i << 3) & 0xff;
+        s = (s + (x ^ 5) - 5) & 0x7fff_ffff;
+        i += 1;
+    }
+    format!("{s}\n")
+}
+
+/// Alignment checks.
+pub fn native_alignment(n: i64) -> String {
+    let base: i64 = 4096;
+    let (mut bad, mut s, mut i) = (0i64, 0i64, 0i64);
+    while i < n {
+        let p = base + ((i * 24) & !7);
+        if p & 7 != 0 {
+            bad += 1;
+        }
+        let q = p + 16;
+        if q & 7 != 0 {
+            bad += 1;
+        }
+        s = (s + (q >> 3)) & 0xff_ffff;
+        i += 1;
+    }
+    format!("{s} {bad}\n")
+}
+
+/// The byte array hashed by `fnv_hash`.
+pub fn fnv_data() -> Vec<i64> {
+    (0..1024i64).map(|j| ((j * 2_654_435_761) >> 7) & 0xff).collect()
+}
+
+/// FNV-1a over 1024 bytes, `n` times.
+pub fn native_fnv_hash(n: i64) -> String {
+    let a = fnv_data();
+    let mut h: i64 = 2_166_136_261;
+    for _ in 0..n {
+        for &x in &a {
+            h = ((h ^ x) * 16_777_619) & 0xffff_ffff;
+        }
+    }
+    format!("{h}\n")
+}
+
+/// Pairs built and dropped (the Rust version has no allocation at all).
+pub fn native_pairs(n: i64) -> String {
+    let (mut s, mut i) = (0i64, 0i64);
+    while i < n {
+        let p = (i, i + 1);
+        let q = (p.1, p.0 * 2);
+        s = (s + q.0 - q.1 + 7) & 0xff_ffff;
+        i += 1;
+    }
+    format!("{s}\n")
+}
+
+/// The xorshift branch loop.
+pub fn native_branch(n: i64) -> String {
+    let (mut x, mut rare, mut acc, mut i) = (2_463_534_242i64, 0i64, 0i64, 0i64);
+    while i < n {
+        x ^= (x << 13) & 0xffff_ffff;
+        x ^= x >> 17;
+        x ^= (x << 5) & 0xffff_ffff;
+        if x & 7 == 0 {
+            rare += 1;
+        } else {
+            acc = (acc + (x & 0xff)) & 0xff_ffff;
+        }
+        i += 1;
+    }
+    format!("{rare} {acc}\n")
+}
+
+/// The float loop.
+pub fn native_float(n: i64) -> String {
+    let (mut s, mut i) = (0.0f64, 0i64);
+    while i < n {
+        s += (i as f64).sqrt() * 0.5;
+        i += 1;
+    }
+    format!("{} {:?}\n", trace_ir::eval::float_to_int(s), s)
+}
+
+/// Every example, in the demo's order.
+pub const EXAMPLES: &[Example] = &[
+    Example {
+        name: "sum",
+        about: "sum of a range",
+        source: include_str!("../programs/sum.tj"),
+        demo_n: 3_000_000,
+        test_n: 3_000,
+        integer_kernel: true,
+        native: native_sum,
+    },
+    Example {
+        name: "pypy_kernel",
+        about: "(i << 3) & 0xff kernel",
+        source: include_str!("../programs/pypy_kernel.tj"),
+        demo_n: 2_000_000,
+        test_n: 3_000,
+        integer_kernel: true,
+        native: native_pypy_kernel,
+    },
+    Example {
+        name: "alignment",
+        about: "alignment checks",
+        source: include_str!("../programs/alignment.tj"),
+        demo_n: 1_000_000,
+        test_n: 3_000,
+        integer_kernel: true,
+        native: native_alignment,
+    },
+    Example {
+        name: "fnv_hash",
+        about: "FNV-1a over an array",
+        source: include_str!("../programs/fnv_hash.tj"),
+        demo_n: 2_000,
+        test_n: 4,
+        integer_kernel: true,
+        native: native_fnv_hash,
+    },
+    Example {
+        name: "pairs",
+        about: "boxed pairs built and dropped",
+        source: include_str!("../programs/pairs.tj"),
+        demo_n: 1_000_000,
+        test_n: 3_000,
+        integer_kernel: false,
+        native: native_pairs,
+    },
+    Example {
+        name: "branch",
+        about: "data-dependent branch",
+        source: include_str!("../programs/branch.tj"),
+        demo_n: 1_000_000,
+        test_n: 5_000,
+        integer_kernel: false,
+        native: native_branch,
+    },
+    Example {
+        name: "float",
+        about: "sqrt and float arithmetic",
+        source: include_str!("../programs/float.tj"),
+        demo_n: 1_000_000,
+        test_n: 3_000,
+        integer_kernel: false,
+        native: native_float,
+    },
+];
+
+/// The example called `name`.
+pub fn example(name: &str) -> Option<&'static Example> {
+    EXAMPLES.iter().find(|e| e.name == name)
+}
