@@ -329,7 +329,7 @@ impl<'a> Pass<'a> {
     fn virtual_class(&self, id: u32) -> Option<i64> {
         match self.virtuals[id as usize].kind {
             VirtualKind::Struct { opcode: Opcode::NewWithVtable, descr } => {
-                self.input.descr(descr).as_size().and_then(|s| s.vtable)
+                self.input.descr(descr).as_size().map(|s| trace_ir::interp::default_class(s) as i64)
             }
             _ => None,
         }
@@ -675,6 +675,9 @@ impl<'a> Pass<'a> {
 
     /// Emit the guard `op` (of the input) with operands `args`, translating its resume data.
     fn emit_guard(&mut self, op: &Op, args: &[Value]) -> Value {
+        for &a in args {
+            self.force(a);
+        }
         let t = self.input;
         let gd = t.guard(op.guard.expect("verified: guards carry resume data"));
         let mut virtuals: Vec<VirtualObject> = Vec::new();
@@ -918,6 +921,7 @@ impl<'a> Pass<'a> {
             _ => None,
         };
         if let Some(cmp) = cmp {
+            self.remember_cmp(def.opcode, args[0], args[1], truth);
             let (ba, bb) = (self.bound_of(args[0]), self.bound_of(args[1]));
             let (na, nb) = IntBound::learn_cmp(cmp, truth, &ba, &bb);
             let equal = (cmp == Cmp::Eq && truth) || (cmp == Cmp::Ne && !truth);
@@ -936,8 +940,18 @@ impl<'a> Pass<'a> {
             return;
         }
         match def.opcode {
-            IntIsTrue => self.learn_bool(args[0], truth, depth + 1),
-            IntIsZero => self.learn_bool(args[0], !truth, depth + 1),
+            IntIsTrue | IntIsZero => {
+                let nonzero = (def.opcode == IntIsTrue) == truth;
+                if self.opts.cse {
+                    let zero = self.make_int(0);
+                    let (t, f) = (self.make_int(nonzero as i64), self.make_int(!nonzero as i64));
+                    self.cse.insert(Key::new(IntIsTrue, &[args[0]], None), t);
+                    self.cse.insert(Key::new(IntIsZero, &[args[0]], None), f);
+                    self.cse.insert(Key::new(IntNe, &[args[0], zero], None), t);
+                    self.cse.insert(Key::new(IntEq, &[args[0], zero], None), f);
+                }
+                self.learn_bool(args[0], nonzero, depth + 1)
+            }
             PtrEq | PtrNe | InstancePtrEq | InstancePtrNe => {
                 let eq = matches!(def.opcode, PtrEq | InstancePtrEq) == truth;
                 let null = |p: &Self, v: Value| p.const_val(v).map(|c| c.bits() == 0).unwrap_or(false);
@@ -955,6 +969,44 @@ impl<'a> Pass<'a> {
             }
             _ => {}
         }
+    }
+
+    /// After a guard established `opc(a, b) == truth` for a comparison: the same comparison,
+    /// its negation and their mirrored forms are known constants from here on (CSE table).
+    fn remember_cmp(&mut self, opc: Opcode, a: Value, b: Value, truth: bool) {
+        use Opcode::*;
+        if !self.opts.cse {
+            return;
+        }
+        let (neg, mirror) = match opc {
+            IntLt => (IntGe, IntGt),
+            IntLe => (IntGt, IntGe),
+            IntGt => (IntLe, IntLt),
+            IntGe => (IntLt, IntLe),
+            IntEq => (IntNe, IntEq),
+            IntNe => (IntEq, IntNe),
+            UintLt => (UintGe, UintGt),
+            UintLe => (UintGt, UintGe),
+            UintGt => (UintLe, UintLt),
+            UintGe => (UintLt, UintLe),
+            _ => return,
+        };
+        let neg_mirror = match neg {
+            IntLt => IntGt,
+            IntLe => IntGe,
+            IntGt => IntLt,
+            IntGe => IntLe,
+            UintLt => UintGt,
+            UintLe => UintGe,
+            UintGt => UintLt,
+            UintGe => UintLe,
+            other => other,
+        };
+        let (t, f) = (self.make_int(truth as i64), self.make_int(!truth as i64));
+        self.cse.insert(Key::new(opc, &[a, b], None), t);
+        self.cse.insert(Key::new(mirror, &[b, a], None), t);
+        self.cse.insert(Key::new(neg, &[a, b], None), f);
+        self.cse.insert(Key::new(neg_mirror, &[b, a], None), f);
     }
 
     /// Intersect the abstract value of `v` with `b` (knowledge from a passed guard), and
@@ -1069,6 +1121,8 @@ impl<'a> Pass<'a> {
             }
         }
         let v = self.emit(Op::new(opc, &args));
+        // the guard's fail arguments may name the op's own result
+        self.map[i] = v;
         self.emit_guard(gop, &[]);
         if no_ovf_guard {
             let o = v.as_op().unwrap();
@@ -1079,6 +1133,35 @@ impl<'a> Pass<'a> {
             if self.opts.cse {
                 self.ovf_cse.insert(key, v);
             }
+            if self.opts.intbounds {
+                let (ba, bb) = (self.bound_of(args[0]), self.bound_of(args[1]));
+                let res = self.bound_of(v);
+                match opc {
+                    Opcode::IntAddOvf | Opcode::IntSubOvf => {
+                        let (na, nb) = if opc == Opcode::IntAddOvf {
+                            IntBound::backward_add_ovf(&ba, &bb, &res)
+                        } else {
+                            IntBound::backward_sub_ovf(&ba, &bb, &res)
+                        };
+                        self.narrow(args[0], na, 1);
+                        self.narrow(args[1], nb, 1);
+                    }
+                    _ => {
+                        for (x, y) in [(args[0], args[1]), (args[1], args[0])] {
+                            if self.const_i64(y).map(|c| c > 0).unwrap_or(false) {
+                                let na = IntBound::backward_mul_ovf_const(&self.bound_of(x), &self.bound_of(y), &res);
+                                self.narrow(x, na, 1);
+                                break;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        // The result of an `_ovf` op is the wrapped result, whatever the flag: the plain op
+        // computes the same value.
+        if self.opts.cse {
+            self.cse.insert(Key::new(plain, &args, None), v);
         }
         self.map[i] = v;
         Ok(())
@@ -1191,7 +1274,9 @@ impl<'a> Pass<'a> {
         let len = op.args.first().copied();
         self.info[o.index()].flags |= F_FRESH | F_NONNULL;
         if opc == Opcode::NewWithVtable {
-            self.info[o.index()].class = descr.and_then(|d| self.input.descr(d).as_size()).and_then(|s| s.vtable);
+            // the class `new_with_vtable` stores (the interpreter's definition)
+            self.info[o.index()].class =
+                descr.and_then(|d| self.input.descr(d).as_size()).map(|s| trace_ir::interp::default_class(s) as i64);
         }
         if matches!(opc, Opcode::NewArray | Opcode::NewArrayClear) && self.opts.cse {
             if let Some(len) = len {
@@ -1244,6 +1329,15 @@ impl<'a> Pass<'a> {
         let bits = 8 * f.size as u32;
         let (lo, hi) = if f.signed { (-(1i64 << (bits - 1)), (1i64 << (bits - 1)) - 1) } else { (0, (1i64 << bits) - 1) };
         !b.is_empty() && b.lower_i64() >= lo && b.upper_i64() <= hi
+    }
+
+    /// Whether slots of descriptor `d` hold a whole word. Redundant-write removal is limited to
+    /// these: the interpreter's model gives unwritten narrow slots of external objects a
+    /// full-width value that only reads truncate, so rewriting the read value is observable
+    /// there.
+    fn full_width(&self, d: DescrRef) -> bool {
+        let f = &self.descr_facts[d.index()];
+        f.kind != Some(Kind::Int) || f.size >= 8
     }
 
     /// The abstract value of a value read through descriptor `d` (narrow integer slots).
@@ -1316,7 +1410,9 @@ impl<'a> Pass<'a> {
         let (obj, val) = (args[0], args[1]);
         let d = op.descr.expect("verified: field ops have a descriptor");
         if let Some(id) = self.virt_of(obj) {
-            if self.virtual_field_ok(id, d) {
+            // a narrow field truncates: track only values that fit (otherwise the object is
+            // materialized and the real write does the truncation)
+            if self.virtual_field_ok(id, d) && self.fits(d, val) {
                 let fields = &mut self.virtuals[id as usize].fields;
                 match fields.iter_mut().find(|(f, _)| *f == VirtualField::Field(d)) {
                     Some(slot) => slot.1 = val,
@@ -1329,7 +1425,7 @@ impl<'a> Pass<'a> {
         self.force(obj);
         self.force(val);
         let fits = self.fits(d, val);
-        if self.opts.heapcache && fits && self.heap.field(d, obj) == Some(val) {
+        if self.opts.heapcache && self.full_width(d) && self.heap.field(d, obj) == Some(val) {
             self.removed(Reason::RedundantWrite);
             return;
         }
@@ -1403,7 +1499,8 @@ impl<'a> Pass<'a> {
         let (arr, idx, val) = (args[0], args[1], args[2]);
         let d = op.descr.expect("verified: array ops have a descriptor");
         if let Some(id) = self.virt_of(arr) {
-            if let Some(k) = self.virtual_item(id, d, idx) {
+            let k = self.virtual_item(id, d, idx).filter(|_| self.fits(d, val));
+            if let Some(k) = k {
                 let fields = &mut self.virtuals[id as usize].fields;
                 match fields.iter_mut().find(|(f, _)| *f == VirtualField::Item(k)) {
                     Some(slot) => slot.1 = val,
@@ -1417,7 +1514,7 @@ impl<'a> Pass<'a> {
         self.force(val);
         let cidx = self.const_i64(idx);
         let fits = self.fits(d, val);
-        if self.opts.heapcache && fits {
+        if self.opts.heapcache && self.full_width(d) {
             if let Some(k) = cidx {
                 if self.heap.item(d, k, arr) == Some(val) {
                     self.removed(Reason::RedundantWrite);
@@ -1612,10 +1709,15 @@ impl RuleEnv for Pass<'_> {
     fn def(&self, v: Value) -> Option<(Opcode, SmallVec<[Value; 3]>)> {
         let o = self.uf.known_find(v).as_op()?;
         let op = &self.ops[o.index()];
-        if !op.opcode.is_pure() {
+        let opcode = if op.opcode.is_pure() {
+            op.opcode
+        } else if op.opcode.is_ovf() && self.info[o.index()].flags & F_OVF_CHECKED != 0 {
+            // same value as the plain op (and it did not overflow)
+            op.opcode.ovf_to_wrapping()?
+        } else {
             return None;
-        }
-        Some((op.opcode, op.args.iter().map(|&a| self.uf.known_find(a)).collect()))
+        };
+        Some((opcode, op.args.iter().map(|&a| self.uf.known_find(a)).collect()))
     }
     fn make_const(&mut self, c: i64) -> Value {
         self.make_int(c)

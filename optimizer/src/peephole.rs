@@ -12,8 +12,11 @@
 //!   point of the trace (constants are singletons); `check` conditions of rules ask it.
 //! - [`RuleEnv::def`] gives the defining *pure* op of a value in the output (for nested
 //!   patterns such as `int_sub(int_add(x, y), y)`), with representatives as operands. Values
-//!   defined by anything else (inputs, label parameters, heap reads, calls, `_ovf` ops) have
-//!   no definition: a rule never looks through an `_ovf` op or a label parameter.
+//!   defined by anything else (inputs, label parameters, heap reads, calls) have no
+//!   definition, so a rule never looks through a label parameter. An `_ovf` op whose
+//!   `guard_no_overflow` passed is presented as its plain op (`int_add_ovf` as `int_add`: the
+//!   value is the same); an `_ovf` op itself is never given to the rules (seed 004's fourth
+//!   miscompilation rewrote `int_sub_ovf(int_add(a, b), b)` to `a`).
 //! - [`RuleEnv::emit`] creates a new pure op; it is itself optimized (folded, rules, CSE), so
 //!   it may return an existing value. Rules must make the trace no worse (the right side has no
 //!   more ops than the left side matched), so rewriting terminates; the pass also bounds the

@@ -1,0 +1,89 @@
+//! Differential tests: random traces (`trace_ir::random`, with heap ops, calls, floats and
+//! loops) run in the reference interpreter before and after optimization, on their example
+//! inputs and on random inputs; the outcomes must be equivalent
+//! (`trace_ir::outcomes_equivalent`: same exit guard, same values, virtuals rebuilt at exits
+//! compared by content, same heap-writing calls and external heap state).
+//!
+//! Inputs on which the ORIGINAL trace hits an invalid operation (a shift by 70, a division by
+//! zero, a null dereference) are skipped: there the original has no defined behaviour, so any
+//! behaviour of the optimized trace is correct. They are counted, and most runs must be
+//! defined.
+
+mod common;
+use common::{same_behaviour, Inputs};
+use optimizer::{optimize, Options};
+use trace_ir::random::{random_trace, RandomConfig};
+
+/// Optimize `n` random traces of `cfg` with `opts`; run each on its example inputs and on
+/// `extra` random inputs. Returns (runs compared, runs skipped).
+fn differential(cfg: &RandomConfig, opts: &Options, seeds: std::ops::Range<u64>, extra: usize) -> (usize, usize) {
+    let (mut compared, mut skipped) = (0, 0);
+    let mut inputs = Inputs::new(seeds.start);
+    for seed in seeds {
+        let (t, example) = random_trace(cfg, seed);
+        let out = optimize(&t, opts).unwrap_or_else(|e| panic!("seed {seed} ({opts:?}): {e}\n{}", trace_ir::print_trace(&t)));
+        trace_ir::verify(&out.trace).unwrap();
+        let mut runs = vec![example];
+        for _ in 0..extra {
+            runs.push(inputs.for_trace(&t));
+        }
+        for inp in runs {
+            match same_behaviour(&t, &out.trace, &inp) {
+                Ok(true) => compared += 1,
+                Ok(false) => skipped += 1,
+                Err(e) => panic!("seed {seed} ({opts:?}): {e}"),
+            }
+        }
+    }
+    (compared, skipped)
+}
+
+#[test]
+fn random_traces_integers_only() {
+    let (c, s) = differential(&RandomConfig { length: 40, ..RandomConfig::integers_only() }, &Options::default(), 0..1500, 3);
+    assert!(c > 4 * s, "compared {c}, skipped {s}");
+}
+
+#[test]
+fn random_traces_with_heap_calls_and_loops() {
+    let (c, s) = differential(&RandomConfig::default(), &Options::default(), 10_000..12_000, 3);
+    assert!(c > 4 * s, "compared {c}, skipped {s}");
+}
+
+#[test]
+fn random_heap_heavy_traces() {
+    let cfg = RandomConfig { length: 50, heap: 20, int_ops: 5, guards: 6, calls: 3, ..RandomConfig::default() };
+    let (c, s) = differential(&cfg, &Options::default(), 20_000..21_500, 2);
+    assert!(c > 4 * s, "compared {c}, skipped {s}");
+}
+
+#[test]
+fn random_traces_each_part_off() {
+    // any combination must be correct: switch each part off in turn
+    for part in Options::PARTS {
+        let mut o = Options::default();
+        assert!(o.set(part, false));
+        differential(&RandomConfig::default(), &o, 30_000..30_150, 1);
+    }
+}
+
+#[test]
+fn random_long_traces() {
+    let cfg = RandomConfig { length: 300, ..RandomConfig::default() };
+    differential(&cfg, &Options::default(), 40_000..40_100, 2);
+}
+
+#[test]
+fn optimizing_twice_is_still_correct() {
+    let cfg = RandomConfig::default();
+    let mut inputs = Inputs::new(5);
+    for seed in 50_000..50_500u64 {
+        let (t, example) = random_trace(&cfg, seed);
+        let once = optimize(&t, &Options::default()).unwrap().trace;
+        let twice = optimize(&once, &Options::default()).unwrap();
+        assert!(twice.trace.num_real_ops() <= once.num_real_ops(), "seed {seed}: optimizing again grew the trace");
+        for inp in [example, inputs.for_trace(&t)] {
+            same_behaviour(&t, &twice.trace, &inp).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        }
+    }
+}

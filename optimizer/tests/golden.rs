@@ -1,0 +1,1144 @@
+//! Golden tests of the optimizer: input trace text in, expected trace text out (compared
+//! structurally with `trace_ir::traces_equivalent`; on a mismatch the test prints both).
+//! One or more tests per capability; the seed 003 and seed 004 walk-throughs are here.
+
+mod common;
+use common::{check, check_with, parse, same_behaviour};
+use optimizer::{optimize, Options, Reason};
+use trace_ir::interp::RtValue;
+
+// ---------------------------------------------------------------- folding (seed 003)
+
+#[test]
+fn constfold_two_ops() {
+    check(
+        "[i0]
+         i1 = int_add(5, 4)
+         i2 = int_add(i1, 10)
+         i3 = int_add(i2, i0)
+         finish(i3)",
+        "[i0]
+         i3 = int_add(19, i0)
+         finish(i3)",
+    );
+}
+
+#[test]
+fn invalid_evaluation_is_kept() {
+    // a shift by 70 is invalid: the folder leaves it alone
+    check(
+        "[i0]
+         i1 = int_lshift(1, 70)
+         finish(i1)",
+        "[i0]
+         i1 = int_lshift(1, 70)
+         finish(i1)",
+    );
+}
+
+#[test]
+fn float_folding() {
+    check(
+        "[f0]
+         f1 = float_add(1.5, 2.25)
+         f2 = float_mul(f1, f0)
+         finish(f2)",
+        "[f0]
+         f2 = float_mul(3.75, f0)
+         finish(f2)",
+    );
+}
+
+// ---------------------------------------------------------------- abstract values (seed 003)
+
+#[test]
+fn constfold_via_knownbits() {
+    check(
+        "[i0]
+         i1 = int_or(i0, 1)
+         i2 = int_and(i1, 1)
+         finish(i2, i1)",
+        "[i0]
+         i1 = int_or(i0, 1)
+         finish(1, i1)",
+    );
+}
+
+#[test]
+fn constfold_alignment_check() {
+    check(
+        "[i0]
+         i1 = int_invert(7)
+         i2 = int_and(i0, i1)
+         i3 = int_add(i2, 16)
+         i4 = int_and(i3, 7)
+         i5 = int_eq(i4, 0)
+         guard_true(i5, descr=<Guard1>) [i0]
+         finish(i3)",
+        "[i0]
+         i2 = int_and(i0, -8)
+         i3 = int_add(i2, 16)
+         finish(i3)",
+    );
+}
+
+#[test]
+fn remove_redundant_and() {
+    check(
+        "[i0]
+         i1 = int_invert(15)
+         i2 = int_and(i0, i1)
+         i3 = int_and(i2, i1)
+         finish(i3)",
+        "[i0]
+         i2 = int_and(i0, -16)
+         finish(i2)",
+    );
+}
+
+#[test]
+fn remove_redundant_and_more_complex() {
+    let out = check(
+        "[i0, i1]
+         i2 = int_and(i0, 15)
+         i3 = int_or(i1, 15)
+         i4 = int_and(i2, i3)
+         finish(i4, i3)",
+        "[i0, i1]
+         i2 = int_and(i0, 15)
+         i3 = int_or(i1, 15)
+         finish(i2, i3)",
+    );
+    assert_eq!(out.stats.removed(Reason::Identity), 1);
+}
+
+#[test]
+fn remove_and_simple() {
+    check(
+        "[i0, i1]
+         i2 = int_and(0, i0)
+         i3 = int_invert(i2)
+         i4 = int_and(i1, i3)
+         finish(i4)",
+        "[i0, i1]
+         finish(i1)",
+    );
+}
+
+#[test]
+fn remove_redundant_or() {
+    // i3 has the low 8 bits set; or-ing a value of at most 4 bits changes nothing
+    check(
+        "[i0, i1]
+         i2 = int_and(i1, 15)
+         i3 = int_or(i0, 255)
+         i4 = int_or(i3, i2)
+         finish(i4)",
+        "[i0, i1]
+         i3 = int_or(i0, 255)
+         finish(i3)",
+    );
+}
+
+#[test]
+fn comparison_known_from_ranges() {
+    check(
+        "[i0]
+         i1 = int_and(i0, 255)
+         i2 = int_lt(i1, 256)
+         i3 = uint_rshift(i0, 60)
+         i4 = int_le(i3, 15)
+         i5 = int_add(i2, i4)
+         finish(i5)",
+        "[i0]
+         finish(2)",
+    );
+}
+
+// ---------------------------------------------------------------- rule hook
+
+#[test]
+fn rules_fire_through_the_hook() {
+    let out = check(
+        "[i0, i1]
+         i2 = int_sub(i0, i0)
+         i3 = int_add(i1, i2)
+         i4 = int_mul(i3, 8)
+         finish(i4)",
+        "[i0, i1]
+         i4 = int_lshift(i1, 3)
+         finish(i4)",
+    );
+    assert!(out.stats.rules.values().sum::<usize>() >= 2, "{:?}", out.stats.rules);
+}
+
+#[test]
+fn rules_can_be_switched_off() {
+    let mut o = Options::default();
+    o.rules = false;
+    check_with(
+        "[i0]
+         i4 = int_mul(i0, 8)
+         finish(i4)",
+        "[i0]
+         i4 = int_mul(i0, 8)
+         finish(i4)",
+        &o,
+    );
+}
+
+// ---------------------------------------------------------------- CSE
+
+#[test]
+fn cse_commutative() {
+    let out = check(
+        "[i0, i1]
+         i2 = int_add(i0, i1)
+         i3 = int_add(i1, i0)
+         i4 = int_xor(i2, i3)
+         i5 = int_mul(i2, i3)
+         finish(i5, i4)",
+        "[i0, i1]
+         i2 = int_add(i0, i1)
+         i5 = int_mul(i2, i2)
+         finish(i5, 0)",
+    );
+    assert_eq!(out.stats.removed(Reason::Cse), 1);
+}
+
+#[test]
+fn cse_elidable_call_and_loopinvariant_call() {
+    check(
+        "[i0]
+         i1 = call_pure_i(ConstClass(f), i0, descr=<Calli 8 i EF=0>)
+         i2 = call_pure_i(ConstClass(f), i0, descr=<Calli 8 i EF=0>)
+         i3 = call_loopinvariant_i(ConstClass(g), descr=<Calli 8 EF=1>)
+         i4 = call_loopinvariant_i(ConstClass(g), descr=<Calli 8 EF=1>)
+         i5 = call_i(ConstClass(h), i0, descr=<Calli 8 i EF=2>)
+         i6 = call_i(ConstClass(h), i0, descr=<Calli 8 i EF=2>)
+         finish(i1, i2, i3, i4, i5, i6)",
+        "[i0]
+         i1 = call_pure_i(ConstClass(f), i0, descr=<Calli 8 i EF=0>)
+         i3 = call_loopinvariant_i(ConstClass(g), descr=<Calli 8 EF=1>)
+         i5 = call_i(ConstClass(h), i0, descr=<Calli 8 i EF=2>)
+         i6 = call_i(ConstClass(h), i0, descr=<Calli 8 i EF=2>)
+         finish(i1, i1, i3, i3, i5, i6)",
+    );
+}
+
+#[test]
+fn cse_immutable_reads() {
+    check(
+        "[p0, i1]
+         i2 = getarrayitem_gc_pure_i(p0, i1, descr=<ArrayS 8>)
+         i3 = getarrayitem_gc_pure_i(p0, i1, descr=<ArrayS 8>)
+         i4 = arraylen_gc(p0, descr=<ArrayS 8>)
+         call_n(ConstClass(f), descr=<Callv 0 EF=2>)
+         i5 = arraylen_gc(p0, descr=<ArrayS 8>)
+         i6 = getarrayitem_gc_pure_i(p0, i1, descr=<ArrayS 8>)
+         finish(i2, i3, i4, i5, i6)",
+        "[p0, i1]
+         i2 = getarrayitem_gc_pure_i(p0, i1, descr=<ArrayS 8>)
+         i4 = arraylen_gc(p0, descr=<ArrayS 8>)
+         call_n(ConstClass(f), descr=<Callv 0 EF=2>)
+         finish(i2, i2, i4, i4, i2)",
+    );
+}
+
+// ---------------------------------------------------------------- guards
+
+#[test]
+fn guard_implied_by_stronger_guard() {
+    check(
+        "[i0]
+         i1 = int_lt(i0, 10)
+         guard_true(i1, descr=<Guard1>) [i0]
+         i2 = int_lt(i0, 20)
+         guard_true(i2, descr=<Guard2>) [i0]
+         i3 = int_ge(i0, 10)
+         guard_false(i3, descr=<Guard3>) [i0]
+         finish(i0)",
+        "[i0]
+         i1 = int_lt(i0, 10)
+         guard_true(i1, descr=<Guard1>) [i0]
+         finish(i0)",
+    );
+}
+
+#[test]
+fn guard_narrows_both_operands() {
+    check(
+        "[i0, i1]
+         i2 = int_lt(i0, i1)
+         guard_true(i2, descr=<Guard1>) [i0]
+         i3 = int_lt(i1, -9223372036854775807)
+         guard_false(i3, descr=<Guard2>) [i0]
+         i4 = int_eq(i0, 9223372036854775807)
+         finish(i4)",
+        "[i0, i1]
+         i2 = int_lt(i0, i1)
+         guard_true(i2, descr=<Guard1>) [i0]
+         finish(0)",
+    );
+}
+
+#[test]
+fn guard_value_makes_a_constant() {
+    check(
+        "[i0, p1]
+         guard_value(i0, 5, descr=<Guard1>) [i0]
+         i2 = int_add(i0, 1)
+         guard_value(p1, ConstPtr(ptr7), descr=<Guard2>) [i0]
+         i3 = getfield_gc_i(p1, descr=<FieldS x 8>)
+         guard_value(i0, 5, descr=<Guard3>) [i0]
+         finish(i2, i3)",
+        "[i0, p1]
+         guard_value(i0, 5, descr=<Guard1>) [i0]
+         guard_value(p1, ConstPtr(ptr7), descr=<Guard2>) [5]
+         i3 = getfield_gc_i(ConstPtr(ptr7), descr=<FieldS x 8>)
+         finish(6, i3)",
+    );
+}
+
+#[test]
+fn guard_class_and_nonnull_remembered() {
+    check(
+        "[p0, p1]
+         guard_nonnull_class(p0, 1234, descr=<Guard1>) [p0]
+         guard_nonnull(p0, descr=<Guard2>) [p0]
+         guard_class(p0, 1234, descr=<Guard3>) [p0]
+         guard_class(p1, 77, descr=<Guard4>) [p0]
+         guard_class(p1, 77, descr=<Guard5>) [p0]
+         guard_nonnull(p1, descr=<Guard6>) [p0]
+         guard_isnull(ConstPtr(null), descr=<Guard7>) [p0]
+         finish()",
+        "[p0, p1]
+         guard_nonnull_class(p0, 1234, descr=<Guard1>) [p0]
+         guard_class(p1, 77, descr=<Guard4>) [p0]
+         finish()",
+    );
+}
+
+#[test]
+fn guard_known_false_is_kept() {
+    // the guard always fails: it must stay (it is the exit)
+    check(
+        "[i0]
+         i1 = int_and(i0, 7)
+         i2 = int_gt(i1, 100)
+         guard_true(i2, descr=<Guard1>) [i0]
+         finish(i0)",
+        "[i0]
+         guard_true(0, descr=<Guard1>) [i0]
+         finish(i0)",
+    );
+}
+
+#[test]
+fn guard_is_true_chain() {
+    check(
+        "[i0]
+         i1 = int_is_true(i0)
+         guard_true(i1, descr=<Guard1>) [i0]
+         i2 = int_is_zero(i0)
+         guard_false(i2, descr=<Guard2>) [i0]
+         i3 = int_ne(i0, 0)
+         finish(i3)",
+        "[i0]
+         i1 = int_is_true(i0)
+         guard_true(i1, descr=<Guard1>) [i0]
+         finish(1)",
+    );
+}
+
+#[test]
+fn guard_no_exception_and_not_invalidated_repeats() {
+    check(
+        "[i0]
+         i1 = call_i(ConstClass(f), i0, descr=<Calli 8 i EF=5>)
+         guard_no_exception(descr=<Guard1>) [i0]
+         guard_no_exception(descr=<Guard2>) [i0]
+         guard_not_invalidated(descr=<Guard3>) [i0]
+         guard_not_invalidated(descr=<Guard4>) [i0]
+         i2 = call_i(ConstClass(f), i1, descr=<Calli 8 i EF=5>)
+         guard_no_exception(descr=<Guard5>) [i0]
+         guard_not_invalidated(descr=<Guard6>) [i0]
+         finish(i2)",
+        "[i0]
+         i1 = call_i(ConstClass(f), i0, descr=<Calli 8 i EF=5>)
+         guard_no_exception(descr=<Guard1>) [i0]
+         guard_not_invalidated(descr=<Guard3>) [i0]
+         i2 = call_i(ConstClass(f), i1, descr=<Calli 8 i EF=5>)
+         guard_no_exception(descr=<Guard5>) [i0]
+         guard_not_invalidated(descr=<Guard6>) [i0]
+         finish(i2)",
+    );
+}
+
+// ---------------------------------------------------------------- overflow
+
+#[test]
+fn ovf_removed_when_bounds_exclude_overflow() {
+    let out = check(
+        "[i0]
+         i1 = int_and(i0, 255)
+         i2 = int_add_ovf(i1, 1)
+         guard_no_overflow(descr=<Guard1>) [i0]
+         i3 = int_mul_ovf(i2, 1000)
+         guard_no_overflow(descr=<Guard2>) [i0]
+         finish(i3)",
+        "[i0]
+         i1 = int_and(i0, 255)
+         i2 = int_add(i1, 1)
+         i3 = int_mul(i2, 1000)
+         finish(i3)",
+    );
+    assert_eq!(out.stats.removed(Reason::Overflow), 2);
+}
+
+#[test]
+fn ovf_kept_when_it_may_overflow() {
+    check(
+        "[i0]
+         i2 = int_add_ovf(i0, 1)
+         guard_no_overflow(descr=<Guard1>) [i0]
+         finish(i2)",
+        "[i0]
+         i2 = int_add_ovf(i0, 1)
+         guard_no_overflow(descr=<Guard1>) [i0]
+         finish(i2)",
+    );
+}
+
+#[test]
+fn guard_overflow_after_safe_op_is_kept() {
+    // the op cannot overflow, so guard_overflow always fails: it must stay
+    check(
+        "[i0]
+         i1 = int_and(i0, 255)
+         i2 = int_add_ovf(i1, 1)
+         guard_overflow(descr=<Guard1>) [i0]
+         finish(i2)",
+        "[i0]
+         i1 = int_and(i0, 255)
+         i2 = int_add_ovf(i1, 1)
+         guard_overflow(descr=<Guard1>) [i0]
+         finish(i2)",
+    );
+}
+
+#[test]
+fn ovf_constant_folding() {
+    check(
+        "[i0]
+         i1 = int_add_ovf(9223372036854775807, 1)
+         guard_overflow(descr=<Guard1>) [i0]
+         i2 = int_mul_ovf(3, 4)
+         guard_no_overflow(descr=<Guard2>) [i0]
+         i3 = int_sub_ovf(-9223372036854775808, 1)
+         guard_no_overflow(descr=<Guard3>) [i0]
+         finish(i1, i2, i3)",
+        "[i0]
+         i3 = int_sub_ovf(-9223372036854775808, 1)
+         guard_no_overflow(descr=<Guard3>) [i0]
+         finish(-9223372036854775808, 12, i3)",
+    );
+}
+
+#[test]
+fn knowledge_from_passed_guard_no_overflow() {
+    check(
+        "[i0]
+         i1 = int_add_ovf(i0, 1)
+         guard_no_overflow(descr=<Guard1>) [i0]
+         i2 = int_eq(i1, -9223372036854775808)
+         guard_false(i2, descr=<Guard2>) [i0]
+         i3 = int_lt(i0, 9223372036854775807)
+         guard_true(i3, descr=<Guard3>) [i0]
+         i4 = int_add_ovf(i0, 1)
+         guard_no_overflow(descr=<Guard4>) [i0]
+         finish(i4)",
+        "[i0]
+         i1 = int_add_ovf(i0, 1)
+         guard_no_overflow(descr=<Guard1>) [i0]
+         finish(i1)",
+    );
+}
+
+// ---------------------------------------------------------------- seed 004's miscompilations
+
+/// Optimizing must keep `guards` guards, and the trace must behave like the original on the
+/// counterexample inputs of the seed.
+fn must_keep(src: &str, guards: usize, counterexamples: &[Vec<RtValue>]) {
+    let t = parse(src);
+    let out = optimize(&t, &Options::default()).unwrap();
+    let kept = out.trace.ops.iter().filter(|o| o.opcode.is_guard()).count();
+    assert_eq!(kept, guards, "guards removed:\n{}", trace_ir::print_trace(&out.trace));
+    for inp in counterexamples {
+        assert!(same_behaviour(&t, &out.trace, inp).unwrap(), "original invalid on {inp:?}");
+    }
+}
+
+#[test]
+fn miscompilation_1_wrapping_add_backwards() {
+    // int_add(x, 10) < 15 does not imply x < 6 (x = MAXINT - 4 wraps)
+    must_keep(
+        "[i0]
+         i1 = int_add(i0, 10)
+         i2 = int_lt(i1, 15)
+         guard_true(i2, descr=<Guard1>) [i0]
+         i3 = int_lt(i0, 6)
+         guard_true(i3, descr=<Guard2>) [i0]
+         finish(i0)",
+        2,
+        &[vec![RtValue::Int(i64::MAX - 4)], vec![RtValue::Int(9223372036854775800)]],
+    );
+}
+
+#[test]
+fn miscompilation_2_negation_of_minint() {
+    // int_sub(0, x) < 0 does not imply x > 0 (x = MININT)
+    for op in ["i1 = int_sub(0, i0)", "i1 = int_neg(i0)"] {
+        must_keep(
+            &format!(
+                "[i0]
+                 {op}
+                 i2 = int_lt(i1, 0)
+                 guard_true(i2, descr=<Guard1>) [i0]
+                 i3 = int_gt(i0, 0)
+                 guard_true(i3, descr=<Guard2>) [i0]
+                 finish(i0)"
+            ),
+            2,
+            &[vec![RtValue::Int(i64::MIN)]],
+        );
+    }
+}
+
+#[test]
+fn miscompilation_3_wrapping_mul_equality() {
+    // 12 == int_mul(x, 12) does not imply x == 1 (x = 0x8000000000000001)
+    must_keep(
+        "[i0]
+         i1 = int_mul(i0, 12)
+         i2 = int_eq(i1, 12)
+         guard_true(i2, descr=<Guard1>) [i0]
+         i3 = int_eq(i0, 1)
+         guard_true(i3, descr=<Guard2>) [i0]
+         finish(i0)",
+        2,
+        &[vec![RtValue::Int(0x8000000000000001u64 as i64)]],
+    );
+}
+
+#[test]
+fn miscompilation_4_sub_ovf_of_wrapping_add() {
+    // int_sub_ovf(int_add(a, b), b) is not a: the guard can fail
+    let src = "[i0, i1]
+         i2 = int_add(i0, i1)
+         i3 = int_sub_ovf(i2, i1)
+         guard_no_overflow(descr=<Guard1>) [i0]
+         finish(i3)";
+    check(src, src);
+    must_keep(src, 1, &[vec![RtValue::Int(i64::MAX), RtValue::Int(1)], vec![RtValue::Int(-5), RtValue::Int(i64::MIN)]]);
+}
+
+#[test]
+fn correct_variant_of_miscompilation_4() {
+    // after a passed int_add_ovf, int_sub(c, b) is a
+    check(
+        "[i0, i1]
+         i2 = int_add_ovf(i0, i1)
+         guard_no_overflow(descr=<Guard1>) [i0]
+         i3 = int_sub(i2, i1)
+         finish(i3, i2)",
+        "[i0, i1]
+         i2 = int_add_ovf(i0, i1)
+         guard_no_overflow(descr=<Guard1>) [i0]
+         finish(i0, i2)",
+    );
+}
+
+#[test]
+fn shifted_constant_equal_zero_is_not_misread() {
+    // 0 == int_lshift(0x1000000000000000, x) with 0 <= x <= 15 must not conclude anything
+    must_keep(
+        "[i0]
+         i1 = int_ge(i0, 0)
+         guard_true(i1, descr=<Guard1>) [i0]
+         i2 = int_le(i0, 15)
+         guard_true(i2, descr=<Guard2>) [i0]
+         i3 = int_lshift(1152921504606846976, i0)
+         i4 = int_eq(i3, 0)
+         guard_true(i4, descr=<Guard3>) [i0]
+         finish(i3)",
+        3,
+        &[vec![RtValue::Int(4)], vec![RtValue::Int(3)]],
+    );
+}
+
+// ---------------------------------------------------------------- allocation removal (seed 004)
+
+#[test]
+fn remove_unused_allocation() {
+    check(
+        "[i0]
+         p1 = new(descr=<SizeDescr 16>)
+         setfield_gc(p1, i0, descr=<FieldS a 8>)
+         i2 = getfield_gc_i(p1, descr=<FieldS a 8>)
+         finish(i2)",
+        "[i0]
+         finish(i0)",
+    );
+}
+
+#[test]
+fn remove_two_allocations() {
+    check(
+        "[i0]
+         p1 = new(descr=<SizeDescr 16>)
+         setfield_gc(p1, i0, descr=<FieldS a 8>)
+         p2 = new(descr=<SizeDescr 16>)
+         setfield_gc(p2, p1, descr=<FieldP b 8>)
+         p3 = getfield_gc_r(p2, descr=<FieldP b 8>)
+         i4 = getfield_gc_i(p3, descr=<FieldS a 8>)
+         finish(i4)",
+        "[i0]
+         finish(i0)",
+    );
+}
+
+#[test]
+fn materialize() {
+    check(
+        "[p0]
+         p1 = new(descr=<SizeDescr 16>)
+         setfield_gc(p0, p1, descr=<FieldP b 8>)
+         finish()",
+        "[p0]
+         p1 = new(descr=<SizeDescr 16>)
+         setfield_gc(p0, p1, descr=<FieldP b 8>)
+         finish()",
+    );
+}
+
+#[test]
+fn dont_materialize_twice() {
+    // one allocation; the second identical store is redundant (heap cache)
+    let out = check(
+        "[p0]
+         p1 = new(descr=<SizeDescr 16>)
+         setfield_gc(p0, p1, descr=<FieldP b 8>)
+         setfield_gc(p0, p1, descr=<FieldP b 8>)
+         finish()",
+        "[p0]
+         p1 = new(descr=<SizeDescr 16>)
+         setfield_gc(p0, p1, descr=<FieldP b 8>)
+         finish()",
+    );
+    assert_eq!(out.stats.virtuals_materialized, 1);
+    // without the heap cache both stores stay, and still one allocation
+    let mut o = Options::default();
+    o.heapcache = false;
+    check_with(
+        "[p0]
+         p1 = new(descr=<SizeDescr 16>)
+         setfield_gc(p0, p1, descr=<FieldP b 8>)
+         setfield_gc(p0, p1, descr=<FieldP b 8>)
+         finish()",
+        "[p0]
+         p1 = new(descr=<SizeDescr 16>)
+         setfield_gc(p0, p1, descr=<FieldP b 8>)
+         setfield_gc(p0, p1, descr=<FieldP b 8>)
+         finish()",
+        &o,
+    );
+}
+
+#[test]
+fn materialize_non_virtuals_and_constants() {
+    let src = "[p0, p1]
+         setfield_gc(p0, p1, descr=<FieldP b 8>)
+         setfield_gc(p1, 17, descr=<FieldS a 16>)
+         finish()";
+    check(src, src);
+}
+
+#[test]
+fn materialize_fields() {
+    check(
+        "[p0, i1]
+         p2 = new(descr=<SizeDescr 24>)
+         setfield_gc(p2, 8, descr=<FieldS a 8>)
+         setfield_gc(p2, i1, descr=<FieldS c 16>)
+         setfield_gc(p0, p2, descr=<FieldP b 8>)
+         finish()",
+        "[p0, i1]
+         p2 = new(descr=<SizeDescr 24>)
+         setfield_gc(p2, 8, descr=<FieldS a 8>)
+         setfield_gc(p2, i1, descr=<FieldS c 16>)
+         setfield_gc(p0, p2, descr=<FieldP b 8>)
+         finish()",
+    );
+}
+
+#[test]
+fn materialize_chained_objects() {
+    check(
+        "[p0]
+         p1 = new(descr=<SizeDescr 16>)
+         p2 = new(descr=<SizeDescr 16>)
+         setfield_gc(p1, p2, descr=<FieldP n 8>)
+         setfield_gc(p2, 1337, descr=<FieldS a 8>)
+         setfield_gc(p0, p1, descr=<FieldP b 8>)
+         finish()",
+        "[p0]
+         p1 = new(descr=<SizeDescr 16>)
+         p2 = new(descr=<SizeDescr 16>)
+         setfield_gc(p2, 1337, descr=<FieldS a 8>)
+         setfield_gc(p1, p2, descr=<FieldP n 8>)
+         setfield_gc(p0, p1, descr=<FieldP b 8>)
+         finish()",
+    );
+}
+
+#[test]
+fn object_graph_cycles() {
+    check(
+        "[p0]
+         p1 = new(descr=<SizeDescr 16>)
+         setfield_gc(p1, p1, descr=<FieldP n 8>)
+         setfield_gc(p0, p1, descr=<FieldP b 16>)
+         finish()",
+        "[p0]
+         p1 = new(descr=<SizeDescr 16>)
+         setfield_gc(p1, p1, descr=<FieldP n 8>)
+         setfield_gc(p0, p1, descr=<FieldP b 16>)
+         finish()",
+    );
+}
+
+#[test]
+fn load_non_virtual() {
+    let src = "[p0]
+         i1 = getfield_gc_i(p0, descr=<FieldS a 8>)
+         finish(i1)";
+    check(src, src);
+}
+
+#[test]
+fn materialize_on_other_ops() {
+    check(
+        "[p0]
+         p1 = new(descr=<SizeDescr 16>)
+         call_n(ConstClass(print), p1, descr=<Callv 0 r EF=2>)
+         finish()",
+        "[p0]
+         p1 = new(descr=<SizeDescr 16>)
+         call_n(ConstClass(print), p1, descr=<Callv 0 r EF=2>)
+         finish()",
+    );
+}
+
+#[test]
+fn sink_allocations() {
+    check(
+        "[p0]
+         p1 = new(descr=<SizeDescr 24>)
+         setfield_gc(p1, 123, descr=<FieldS a 8>)
+         setfield_gc(p1, 456, descr=<FieldS c 16>)
+         i2 = getfield_gc_i(p1, descr=<FieldS a 8>)
+         i3 = getfield_gc_i(p1, descr=<FieldS c 16>)
+         i4 = int_add(i2, i3)
+         setfield_gc(p1, i4, descr=<FieldS a 8>)
+         setfield_gc(p0, p1, descr=<FieldP b 8>)
+         finish()",
+        "[p0]
+         p1 = new(descr=<SizeDescr 24>)
+         setfield_gc(p1, 579, descr=<FieldS a 8>)
+         setfield_gc(p1, 456, descr=<FieldS c 16>)
+         setfield_gc(p0, p1, descr=<FieldP b 8>)
+         finish()",
+    );
+}
+
+#[test]
+fn unwritten_fields_read_as_zero() {
+    check(
+        "[i0]
+         p1 = new(descr=<SizeDescr 24>)
+         i2 = getfield_gc_i(p1, descr=<FieldS a 8>)
+         p3 = getfield_gc_r(p1, descr=<FieldP b 16>)
+         finish(i2, p3)",
+        "[i0]
+         finish(0, ConstPtr(null))",
+    );
+}
+
+#[test]
+fn virtual_only_in_fail_args_is_described() {
+    let out = check(
+        "[i0, i1]
+         p2 = new_with_vtable(descr=<SizeDescr 24 vtable=4096>)
+         setfield_gc(p2, i0, descr=<FieldS a 8>)
+         p3 = new_array(2, descr=<ArrayP 8>)
+         setarrayitem_gc(p3, 1, p2, descr=<ArrayP 8>)
+         guard_true(i1, descr=<Guard1>) [i0, p3, p2]
+         i4 = getfield_gc_i(p2, descr=<FieldS a 8>)
+         finish(i4)",
+        "[i0, i1]
+         guard_true(i1, descr=<Guard1>) [i0, $0, $1] {$0 = new_array(2, descr=<ArrayP 8>) [1]: $1; $1 = new_with_vtable(descr=<SizeDescr 24 vtable=4096>) <FieldS a 8>: i0}
+         finish(i0)",
+    );
+    assert_eq!(out.stats.virtuals_removed, 2);
+    assert_eq!(out.stats.virtuals_materialized, 0);
+    // the exit rebuilds the objects
+    let t = parse(
+        "[i0, i1]
+         p2 = new_with_vtable(descr=<SizeDescr 24 vtable=4096>)
+         setfield_gc(p2, i0, descr=<FieldS a 8>)
+         p3 = new_array(2, descr=<ArrayP 8>)
+         setarrayitem_gc(p3, 1, p2, descr=<ArrayP 8>)
+         guard_true(i1, descr=<Guard1>) [i0, p3, p2]
+         i4 = getfield_gc_i(p2, descr=<FieldS a 8>)
+         finish(i4)",
+    );
+    for inputs in [[RtValue::Int(7), RtValue::Int(0)], [RtValue::Int(7), RtValue::Int(1)]] {
+        assert!(same_behaviour(&t, &out.trace, &inputs).unwrap());
+    }
+}
+
+#[test]
+fn guards_and_comparisons_on_virtuals_fold() {
+    check(
+        "[p0]
+         p1 = new_with_vtable(descr=<SizeDescr 16 vtable=4096>)
+         guard_class(p1, 4096, descr=<Guard1>) [p0]
+         guard_nonnull(p1, descr=<Guard2>) [p0]
+         guard_nonnull_class(p1, 4096, descr=<Guard3>) [p0]
+         i2 = ptr_eq(p1, p0)
+         i3 = ptr_ne(p1, p1)
+         i4 = instance_ptr_eq(p1, ConstPtr(null))
+         finish(i2, i3, i4)",
+        "[p0]
+         finish(0, 0, 0)",
+    );
+}
+
+#[test]
+fn guard_isnull_on_virtual_escapes_and_stays() {
+    check(
+        "[p0]
+         p1 = new(descr=<SizeDescr 16>)
+         guard_isnull(p1, descr=<Guard1>) [p0]
+         finish()",
+        "[p0]
+         p1 = new(descr=<SizeDescr 16>)
+         guard_isnull(p1, descr=<Guard1>) [p0]
+         finish()",
+    );
+}
+
+#[test]
+fn virtual_arrays() {
+    check(
+        "[i0]
+         p1 = new_array_clear(3, descr=<ArrayS 8>)
+         setarrayitem_gc(p1, 1, i0, descr=<ArrayS 8>)
+         i2 = getarrayitem_gc_i(p1, 1, descr=<ArrayS 8>)
+         i3 = getarrayitem_gc_i(p1, 2, descr=<ArrayS 8>)
+         i4 = arraylen_gc(p1, descr=<ArrayS 8>)
+         finish(i2, i3, i4)",
+        "[i0]
+         finish(i0, 0, 3)",
+    );
+}
+
+#[test]
+fn virtual_array_with_variable_index_escapes() {
+    check(
+        "[i0]
+         p1 = new_array(3, descr=<ArrayS 8>)
+         setarrayitem_gc(p1, 1, 5, descr=<ArrayS 8>)
+         i2 = getarrayitem_gc_i(p1, i0, descr=<ArrayS 8>)
+         finish(i2)",
+        "[i0]
+         p1 = new_array(3, descr=<ArrayS 8>)
+         setarrayitem_gc(p1, 1, 5, descr=<ArrayS 8>)
+         i2 = getarrayitem_gc_i(p1, i0, descr=<ArrayS 8>)
+         finish(i2)",
+    );
+}
+
+#[test]
+fn narrow_field_that_may_not_fit_is_not_forwarded() {
+    // a 1-byte unsigned field truncates: the read must stay
+    check(
+        "[i0]
+         p1 = new(descr=<SizeDescr 16>)
+         setfield_gc(p1, i0, descr=<FieldU b 8 size=1>)
+         i2 = getfield_gc_i(p1, descr=<FieldU b 8 size=1>)
+         finish(i2)",
+        "[i0]
+         p1 = new(descr=<SizeDescr 16>)
+         setfield_gc(p1, i0, descr=<FieldU b 8 size=1>)
+         i2 = getfield_gc_i(p1, descr=<FieldU b 8 size=1>)
+         finish(i2)",
+    );
+    check(
+        "[i0]
+         i1 = int_and(i0, 255)
+         p1 = new(descr=<SizeDescr 16>)
+         setfield_gc(p1, i1, descr=<FieldU b 8 size=1>)
+         i2 = getfield_gc_i(p1, descr=<FieldU b 8 size=1>)
+         finish(i2)",
+        "[i0]
+         i1 = int_and(i0, 255)
+         finish(i1)",
+    );
+}
+
+// ---------------------------------------------------------------- heap cache
+
+#[test]
+fn heap_read_after_write_and_read() {
+    check(
+        "[p0, i1]
+         setfield_gc(p0, i1, descr=<FieldS a 8>)
+         i2 = getfield_gc_i(p0, descr=<FieldS a 8>)
+         i3 = getfield_gc_i(p0, descr=<FieldS c 16>)
+         i4 = getfield_gc_i(p0, descr=<FieldS c 16>)
+         setarrayitem_gc(p0, 2, i1, descr=<ArrayS 8>)
+         i5 = getarrayitem_gc_i(p0, 2, descr=<ArrayS 8>)
+         finish(i2, i3, i4, i5)",
+        "[p0, i1]
+         setfield_gc(p0, i1, descr=<FieldS a 8>)
+         i3 = getfield_gc_i(p0, descr=<FieldS c 16>)
+         setarrayitem_gc(p0, 2, i1, descr=<ArrayS 8>)
+         finish(i1, i3, i3, i1)",
+    );
+}
+
+#[test]
+fn heap_write_through_possible_alias_invalidates() {
+    let src = "[p0, p1, i2, i3]
+         setfield_gc(p0, i2, descr=<FieldS a 8>)
+         setfield_gc(p1, i3, descr=<FieldS a 8>)
+         i4 = getfield_gc_i(p0, descr=<FieldS a 8>)
+         finish(i4)";
+    check(src, src);
+}
+
+#[test]
+fn heap_distinct_allocations_do_not_alias() {
+    check(
+        "[i2, i3]
+         p0 = new(descr=<SizeDescr 16>)
+         p1 = new(descr=<SizeDescr 16>)
+         call_n(ConstClass(f), p0, p1, descr=<Callv 0 rr EF=2>)
+         setfield_gc(p0, i2, descr=<FieldS a 8>)
+         setfield_gc(p1, i3, descr=<FieldS a 8>)
+         i4 = getfield_gc_i(p0, descr=<FieldS a 8>)
+         finish(i4)",
+        "[i2, i3]
+         p0 = new(descr=<SizeDescr 16>)
+         p1 = new(descr=<SizeDescr 16>)
+         call_n(ConstClass(f), p0, p1, descr=<Callv 0 rr EF=2>)
+         setfield_gc(p0, i2, descr=<FieldS a 8>)
+         setfield_gc(p1, i3, descr=<FieldS a 8>)
+         finish(i2)",
+    );
+}
+
+#[test]
+fn heap_calls_invalidate_unless_they_cannot_write() {
+    check(
+        "[p0]
+         i1 = getfield_gc_i(p0, descr=<FieldS a 8>)
+         i2 = call_i(ConstClass(f), i1, descr=<Calli 8 i EF=0>)
+         i3 = getfield_gc_i(p0, descr=<FieldS a 8>)
+         i4 = getfield_gc_i(p0, descr=<FieldS k 16 pure>)
+         call_n(ConstClass(g), descr=<Callv 0 EF=2>)
+         i5 = getfield_gc_i(p0, descr=<FieldS a 8>)
+         i6 = getfield_gc_i(p0, descr=<FieldS k 16 pure>)
+         call_may_force_n(ConstClass(h), descr=<Callv 0 EF=7>)
+         i7 = getfield_gc_i(p0, descr=<FieldS k 16 pure>)
+         finish(i2, i3, i5, i6, i7)",
+        "[p0]
+         i1 = getfield_gc_i(p0, descr=<FieldS a 8>)
+         i2 = call_i(ConstClass(f), i1, descr=<Calli 8 i EF=0>)
+         i4 = getfield_gc_i(p0, descr=<FieldS k 16 pure>)
+         call_n(ConstClass(g), descr=<Callv 0 EF=2>)
+         i5 = getfield_gc_i(p0, descr=<FieldS a 8>)
+         call_may_force_n(ConstClass(h), descr=<Callv 0 EF=7>)
+         i7 = getfield_gc_i(p0, descr=<FieldS k 16 pure>)
+         finish(i2, i1, i5, i4, i7)",
+    );
+}
+
+#[test]
+fn heap_overlapping_descriptors_invalidate_each_other() {
+    let src = "[p0, i1]
+         i2 = getfield_gc_i(p0, descr=<FieldS a 8>)
+         setfield_gc(p0, i1, descr=<FieldS other_name_same_offset 8>)
+         i3 = getfield_gc_i(p0, descr=<FieldS a 8>)
+         finish(i2, i3)";
+    check(src, src);
+}
+
+#[test]
+fn heap_array_writes() {
+    check(
+        "[p0, i1, i2]
+         i3 = getarrayitem_gc_i(p0, 0, descr=<ArrayS 8>)
+         i4 = getarrayitem_gc_i(p0, 1, descr=<ArrayS 8>)
+         setarrayitem_gc(p0, 1, i2, descr=<ArrayS 8>)
+         i5 = getarrayitem_gc_i(p0, 0, descr=<ArrayS 8>)
+         setarrayitem_gc(p0, i1, i2, descr=<ArrayS 8>)
+         i6 = getarrayitem_gc_i(p0, 0, descr=<ArrayS 8>)
+         finish(i3, i4, i5, i6)",
+        "[p0, i1, i2]
+         i3 = getarrayitem_gc_i(p0, 0, descr=<ArrayS 8>)
+         i4 = getarrayitem_gc_i(p0, 1, descr=<ArrayS 8>)
+         setarrayitem_gc(p0, 1, i2, descr=<ArrayS 8>)
+         setarrayitem_gc(p0, i1, i2, descr=<ArrayS 8>)
+         i6 = getarrayitem_gc_i(p0, 0, descr=<ArrayS 8>)
+         finish(i3, i4, i3, i6)",
+    );
+}
+
+// ---------------------------------------------------------------- loops
+
+#[test]
+fn label_parameters_start_without_knowledge() {
+    check(
+        "[i0]
+         i1 = int_and(i0, 7)
+         i9 = int_lt(i1, 8)
+         guard_true(i9, descr=<Guard1>) [i0]
+         label(i1, descr=TargetToken(1))
+         i3 = int_lt(i1, 8)
+         guard_true(i3, descr=<Guard2>) [i1]
+         i4 = int_add(i1, 1)
+         jump(i4, descr=TargetToken(1))",
+        "[i0]
+         i1 = int_and(i0, 7)
+         label(i1, descr=TargetToken(1))
+         i3 = int_lt(i1, 8)
+         guard_true(i3, descr=<Guard2>) [i1]
+         i4 = int_add(i1, 1)
+         jump(i4, descr=TargetToken(1))",
+    );
+}
+
+#[test]
+fn virtuals_reaching_a_label_are_materialized() {
+    let out = check(
+        "[i0]
+         p1 = new(descr=<SizeDescr 16>)
+         setfield_gc(p1, i0, descr=<FieldS a 8>)
+         label(p1, descr=TargetToken(1))
+         i2 = getfield_gc_i(p1, descr=<FieldS a 8>)
+         i3 = int_add(i2, 1)
+         setfield_gc(p1, i3, descr=<FieldS a 8>)
+         i4 = int_lt(i3, 100)
+         guard_true(i4, descr=<Guard1>) [p1]
+         jump(p1, descr=TargetToken(1))",
+        "[i0]
+         p1 = new(descr=<SizeDescr 16>)
+         setfield_gc(p1, i0, descr=<FieldS a 8>)
+         label(p1, descr=TargetToken(1))
+         i2 = getfield_gc_i(p1, descr=<FieldS a 8>)
+         i3 = int_add(i2, 1)
+         setfield_gc(p1, i3, descr=<FieldS a 8>)
+         i4 = int_lt(i3, 100)
+         guard_true(i4, descr=<Guard1>) [p1]
+         jump(p1, descr=TargetToken(1))",
+    );
+    assert_eq!(out.stats.virtuals_materialized, 1);
+}
+
+#[test]
+fn loop_body_virtuals_are_removed() {
+    // a box allocated and consumed inside the body never exists
+    let src = "[i0]
+         label(i0, descr=TargetToken(1))
+         p1 = new_with_vtable(descr=<SizeDescr 16 vtable=4096>)
+         setfield_gc(p1, i0, descr=<FieldS v 8>)
+         i2 = getfield_gc_i(p1, descr=<FieldS v 8>)
+         i3 = int_add(i2, 1)
+         i4 = int_lt(i3, 10)
+         guard_true(i4, descr=<Guard1>) [i3, p1]
+         jump(i3, descr=TargetToken(1))";
+    let out = check(
+        src,
+        "[i0]
+         label(i0, descr=TargetToken(1))
+         i3 = int_add(i0, 1)
+         i4 = int_lt(i3, 10)
+         guard_true(i4, descr=<Guard1>) [i3, $0] {$0 = new_with_vtable(descr=<SizeDescr 16 vtable=4096>) <FieldS v 8>: i0}
+         jump(i3, descr=TargetToken(1))",
+    );
+    let t = parse(src);
+    for i in [-5i64, 0, 9, 10] {
+        assert!(same_behaviour(&t, &out.trace, &[RtValue::Int(i)]).unwrap());
+    }
+}
+
+// ---------------------------------------------------------------- dead code, options, stats
+
+#[test]
+fn dead_pure_ops_and_reads_are_removed() {
+    let out = check(
+        "[i0, p1]
+         i2 = int_mul(i0, i0)
+         i3 = int_add(i2, 1)
+         i4 = getfield_gc_i(p1, descr=<FieldS a 8>)
+         finish(i0)",
+        "[i0, p1]
+         finish(i0)",
+    );
+    assert_eq!(out.stats.removed(Reason::Dead), 3);
+    assert_eq!(out.stats.ops_in, 4);
+    assert_eq!(out.stats.ops_out, 1);
+}
+
+#[test]
+fn everything_off_is_the_identity() {
+    let src = "[i0, p1]
+         i2 = int_add(i0, 0)
+         i3 = int_add(5, 4)
+         p4 = new(descr=<SizeDescr 16>)
+         setfield_gc(p4, i3, descr=<FieldS a 8>)
+         i5 = getfield_gc_i(p4, descr=<FieldS a 8>)
+         i6 = int_lt(i5, 10)
+         guard_true(i6, descr=<Guard1>) [i0]
+         guard_true(i6, descr=<Guard2>) [i0]
+         i7 = int_add_ovf(i2, 1)
+         guard_no_overflow(descr=<Guard3>) [i0]
+         finish(i7)";
+    check_with(src, src, &Options::none());
+}
+
+#[test]
+fn input_is_not_mutated_and_guard_ids_survive() {
+    let t = parse(
+        "[i0]
+         i1 = int_add(i0, 0)
+         i2 = int_lt(i1, 5)
+         guard_true(i2, descr=<Guard7 key=99>) [i1]
+         finish(i1)",
+    );
+    let before = t.clone();
+    let out = optimize(&t, &Options::default()).unwrap();
+    assert_eq!(t, before);
+    let g = out.trace.guards.iter().find(|g| g.id == trace_ir::GuardId(7)).expect("guard 7 kept");
+    assert_eq!(g.resume_key, 99);
+}
+
+#[test]
+fn bad_input_is_an_error_not_a_panic() {
+    let mut t = parse("[i0]\n i1 = int_add(i0, 1)\n finish(i1)");
+    t.ops[1].args[0] = trace_ir::Value::op(trace_ir::OpRef::new(5));
+    assert!(matches!(optimize(&t, &Options::default()), Err(optimizer::OptError::BadInput(_))));
+}
