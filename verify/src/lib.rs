@@ -4,3 +4,5 @@
 //! This crate depends on `z3`; no library crate of the project depends on it.
 
 pub mod z3word;
+pub mod semantics;
+pub mod rules;
