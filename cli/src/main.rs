@@ -4,6 +4,7 @@
 
 mod common;
 mod cmd_text;
+mod cmd_opt;
 
 use std::process::ExitCode;
 
@@ -15,6 +16,9 @@ commands:
   print FILE                      print every trace in normalized text form
   interp FILE [--inputs 1,2,3 | --random N --seed S] [--json]
                                   run every trace in the reference interpreter
+  opt FILE [--stats] [--json] [--no-<part>...]
+                                  optimize every trace (parts: fold intbounds rules cse
+                                  guards ovf virtuals heapcache dce); PyPy's counts alongside
 ";
 
 fn main() -> ExitCode {
@@ -27,6 +31,7 @@ fn main() -> ExitCode {
     let result = match cmd.as_str() {
         "parse" => cmd_text::parse(rest),
         "print" => cmd_text::print(rest),
+        "opt" => cmd_opt::opt(rest),
         "-h" | "--help" | "help" => {
             print!("{USAGE}");
             Ok(())
