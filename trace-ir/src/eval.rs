@@ -23,7 +23,7 @@
 //! | comparisons, `int_is_true`, `int_is_zero`, `ptr_*`, `instance_ptr_*`, `float_<cmp>` | 0 or 1 |
 //! | `int_signext(x, n)` | the low `n` bytes of `x`, sign-extended (`n` in 1, 2, 4, 8) |
 //! | `int_force_ge_zero` | `max(x, 0)` |
-//! | `float_*` | IEEE-754 double arithmetic; comparisons are false when unordered, except `float_ne` (true) |
+//! | `float_*` | IEEE-754 double arithmetic; comparisons are false when unordered, except `float_ne` (true); NaN results follow x86-64 SSE (the first NaN operand, quieted, else [`DEFAULT_NAN`]) |
 //! | `cast_int_to_float` | nearest double of the signed integer |
 //! | `cast_float_to_int` | truncation toward zero, saturating at MININT/MAXINT; NaN gives 0 |
 //! | `convert_float_bytes_to_longlong`, `convert_longlong_bytes_to_float`, `same_as_*`, `cast_ptr_to_int`, `cast_int_to_ptr` | the same bits |
@@ -88,6 +88,26 @@ fn f(x: u64) -> f64 {
 #[inline]
 fn fb(x: f64) -> u64 {
     x.to_bits()
+}
+
+/// The x86-64 default NaN (the "real indefinite"): what SSE produces for an invalid
+/// operation on non-NaN operands (`inf - inf`, `0 / 0`, `0 * inf`).
+pub const DEFAULT_NAN: u64 = 0xfff8_0000_0000_0000;
+
+/// NaN results of binary float arithmetic, made deterministic with x86-64 SSE's rule (Rust
+/// leaves NaN payloads unspecified): a NaN operand propagates, the first one winning, quieted;
+/// a NaN made from non-NaN operands is [`DEFAULT_NAN`].
+#[inline]
+fn float_arith(x: u64, y: u64, r: f64) -> u64 {
+    if !r.is_nan() {
+        r.to_bits()
+    } else if f(x).is_nan() {
+        x | (1 << 51)
+    } else if f(y).is_nan() {
+        y | (1 << 51)
+    } else {
+        DEFAULT_NAN
+    }
 }
 
 fn shift_amount(s: u64) -> Result<u32, EvalError> {
@@ -201,10 +221,10 @@ pub fn eval_pure(opcode: Opcode, args: &[u64]) -> Result<u64, EvalError> {
         PtrEq | InstancePtrEq => b(x == y),
         PtrNe | InstancePtrNe => b(x != y),
         CastPtrToInt | CastIntToPtr => x,
-        FloatAdd => fb(f(x) + f(y)),
-        FloatSub => fb(f(x) - f(y)),
-        FloatMul => fb(f(x) * f(y)),
-        FloatTrueDiv => fb(f(x) / f(y)),
+        FloatAdd => float_arith(x, y, f(x) + f(y)),
+        FloatSub => float_arith(x, y, f(x) - f(y)),
+        FloatMul => float_arith(x, y, f(x) * f(y)),
+        FloatTrueDiv => float_arith(x, y, f(x) / f(y)),
         FloatNeg => x ^ (1 << 63),
         FloatAbs => x & !(1 << 63),
         FloatLt => b(f(x) < f(y)),

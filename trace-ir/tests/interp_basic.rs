@@ -1,0 +1,509 @@
+//! Interpreter unit tests: loops, iteration limit, guard exits, virtual rebuild (nested and
+//! cyclic), escape and heap-writing calls, invalid operations, exceptions, classes, calls.
+
+use std::sync::Arc;
+use trace_ir::interp::{outcomes_equivalent, run, ClassPolicy, HostFn, Outcome, RtValue, RunConfig, RunResult};
+use trace_ir::{
+    ArrayDescr, CallDescr, CallEffect, Descr, DescrRef, FailArg, FieldDescr, GuardId, Kind, Op, Opcode, SizeDescr,
+    Trace, TraceBuilder, Value, VirtualField, VirtualKind, VirtualObject,
+};
+
+fn ints(v: &[i64]) -> Vec<RtValue> {
+    v.iter().map(|&i| RtValue::Int(i)).collect()
+}
+
+fn go(t: &Trace, inputs: &[RtValue]) -> RunResult {
+    run(t, inputs, &RunConfig::default())
+}
+
+fn field(b: &mut TraceBuilder, name: &str, offset: i64, kind: Kind) -> DescrRef {
+    b.descr(Descr::Field(FieldDescr { name: name.into(), offset, size: 8, signed: true, kind, immutable: false }))
+}
+
+fn imm_field(b: &mut TraceBuilder, offset: i64) -> DescrRef {
+    b.descr(Descr::Field(FieldDescr { name: "imm".into(), offset, size: 8, signed: true, kind: Kind::Int, immutable: true }))
+}
+
+fn size(b: &mut TraceBuilder, size: i64) -> DescrRef {
+    b.descr(Descr::Size(SizeDescr { size, vtable: Some(0x7000) }))
+}
+
+fn array(b: &mut TraceBuilder, kind: Kind) -> DescrRef {
+    b.descr(Descr::Array(ArrayDescr { item_size: 8, signed: true, kind, base_offset: 16, len_offset: 8 }))
+}
+
+fn calldescr(b: &mut TraceBuilder, result: Kind, args: &[Kind], effect: CallEffect) -> DescrRef {
+    b.descr(Descr::Call(CallDescr { result, result_size: 8, args: args.to_vec(), effect, oopspec: None }))
+}
+
+fn sum_loop() -> Trace {
+    let mut b = TraceBuilder::new();
+    let n = b.input(Kind::Int);
+    let zero = b.const_int(0);
+    let p = b.label(&[zero, zero, n]);
+    let (i, sum, n) = (p[0], p[1], p[2]);
+    let lt = b.op(Opcode::IntLt, &[i, n]);
+    b.guard(Opcode::GuardTrue, &[lt], &[sum, i], 42);
+    let sum2 = b.op(Opcode::IntAdd, &[sum, i]);
+    let one = b.const_int(1);
+    let i2 = b.op(Opcode::IntAdd, &[i, one]);
+    b.jump(&[i2, sum2, n]);
+    b.finish().unwrap()
+}
+
+#[test]
+fn label_jump_loop_sums() {
+    let t = sum_loop();
+    for n in [0i64, 1, 5, 100] {
+        let r = go(&t, &ints(&[n]));
+        let want = n * (n - 1) / 2;
+        match &r.outcome {
+            Outcome::GuardFailed { guard, resume_key, values } => {
+                assert_eq!(*guard, GuardId(0));
+                assert_eq!(*resume_key, 42);
+                assert_eq!(values, &ints(&[want, n.max(0)]));
+            }
+            other => panic!("{other}"),
+        }
+        assert_eq!(r.iterations, n.max(0) as u64);
+    }
+}
+
+#[test]
+fn jump_without_label_restarts_at_the_inputs() {
+    let mut b = TraceBuilder::new();
+    let i = b.input(Kind::Int);
+    let acc = b.input(Kind::Int);
+    let ten = b.const_int(10);
+    let lt = b.op(Opcode::IntLt, &[i, ten]);
+    b.guard(Opcode::GuardTrue, &[lt], &[i, acc], 0);
+    let three = b.const_int(3);
+    let acc2 = b.op(Opcode::IntMul, &[acc, three]);
+    let one = b.const_int(1);
+    let i2 = b.op(Opcode::IntAdd, &[i, one]);
+    b.jump(&[i2, acc2]);
+    let t = b.finish().unwrap();
+    let r = go(&t, &ints(&[7, 1]));
+    assert_eq!(r.outcome.values(), Some(&ints(&[10, 27])[..]));
+    assert_eq!(r.iterations, 3);
+}
+
+#[test]
+fn iteration_limit_stops_an_endless_loop() {
+    let mut b = TraceBuilder::new();
+    let i = b.input(Kind::Int);
+    let one = b.const_int(1);
+    let i2 = b.op(Opcode::IntAdd, &[i, one]);
+    b.jump(&[i2]);
+    let t = b.finish().unwrap();
+    let cfg = RunConfig { max_iterations: 50, ..RunConfig::default() };
+    let r = run(&t, &ints(&[0]), &cfg);
+    assert_eq!(r.outcome, Outcome::IterationLimit);
+    assert_eq!(r.iterations, 51);
+}
+
+#[test]
+fn guard_exit_values_holes_and_constants() {
+    let mut b = TraceBuilder::new();
+    let x = b.input(Kind::Int);
+    let f = b.input(Kind::Float);
+    let y = b.op(Opcode::IntMul, &[x, x]);
+    let c = b.const_int(-5);
+    b.guard(Opcode::GuardFalse, &[x], &[y, c, x], 9);
+    b.finish_with(&[]);
+    let mut t = b.finish().unwrap();
+    t.guards[0].fail_args.push(FailArg::Hole);
+    t.guards[0].fail_args.push(FailArg::Value(f.into()));
+    let r = go(&t, &[RtValue::Int(6), RtValue::float(2.5)]);
+    assert_eq!(
+        r.outcome,
+        Outcome::GuardFailed {
+            guard: GuardId(0),
+            resume_key: 9,
+            values: vec![RtValue::Int(36), RtValue::Int(-5), RtValue::Int(6), RtValue::Int(0), RtValue::float(2.5)]
+        }
+    );
+    assert!(matches!(go(&t, &[RtValue::Int(0), RtValue::float(0.0)]).outcome, Outcome::Finish(_)));
+}
+
+/// The same structure twice: explicitly allocated by the trace (original), and described as
+/// virtuals at the guard (optimized). Object A (instance) has int field = x and ref field ->
+/// B; B (struct) has ref field -> A (a cycle) and int field 7; array C = [B, A].
+/// The guard passes [A, C, A].
+fn virtual_pair(int_in_b: i64) -> (Trace, Trace) {
+    // Original.
+    let mut b = TraceBuilder::new();
+    let x = b.input(Kind::Int);
+    let sz = size(&mut b, 32);
+    let fi = field(&mut b, "fi", 8, Kind::Int);
+    let fr = field(&mut b, "fr", 16, Kind::Ref);
+    let ar = array(&mut b, Kind::Ref);
+    let pa = b.op_with_descr(Opcode::NewWithVtable, &[], sz);
+    let pb = b.op_with_descr(Opcode::New, &[], sz);
+    b.op_with_descr(Opcode::SetfieldGc, &[pa, x], fi);
+    b.op_with_descr(Opcode::SetfieldGc, &[pa, pb], fr);
+    b.op_with_descr(Opcode::SetfieldGc, &[pb, pa], fr);
+    let seven = b.const_int(7);
+    b.op_with_descr(Opcode::SetfieldGc, &[pb, seven], fi);
+    let two = b.const_int(2);
+    let pc = b.op_with_descr(Opcode::NewArray, &[two], ar);
+    let zero = b.const_int(0);
+    let one = b.const_int(1);
+    b.op_with_descr(Opcode::SetarrayitemGc, &[pc, zero, pb], ar);
+    b.op_with_descr(Opcode::SetarrayitemGc, &[pc, one, pa], ar);
+    b.guard(Opcode::GuardFalse, &[x], &[pa, pc, pa], 5);
+    b.finish_with(&[]);
+    let orig = b.finish().unwrap();
+
+    // Optimized: no allocations; the guard describes them.
+    let mut b = TraceBuilder::new();
+    let x = b.input(Kind::Int);
+    let sz = size(&mut b, 32);
+    let fi = field(&mut b, "fi", 8, Kind::Int);
+    let fr = field(&mut b, "fr", 16, Kind::Ref);
+    let ar = array(&mut b, Kind::Ref);
+    let k = b.const_int(int_in_b);
+    b.guard(Opcode::GuardFalse, &[x], &[], 5);
+    b.finish_with(&[]);
+    let mut opt = b.finish().unwrap();
+    let g = &mut opt.guards[0];
+    g.virtuals = vec![
+        VirtualObject {
+            kind: VirtualKind::Struct { opcode: Opcode::NewWithVtable, descr: sz },
+            fields: vec![(VirtualField::Field(fi), FailArg::Value(x)), (VirtualField::Field(fr), FailArg::Virtual(1))],
+        },
+        VirtualObject {
+            kind: VirtualKind::Struct { opcode: Opcode::New, descr: sz },
+            fields: vec![(VirtualField::Field(fr), FailArg::Virtual(0)), (VirtualField::Field(fi), FailArg::Value(k))],
+        },
+        VirtualObject {
+            kind: VirtualKind::Array { opcode: Opcode::NewArray, descr: ar, len: 2 },
+            fields: vec![(VirtualField::Item(0), FailArg::Virtual(1)), (VirtualField::Item(1), FailArg::Virtual(0))],
+        },
+    ];
+    g.fail_args = vec![FailArg::Virtual(0), FailArg::Virtual(2), FailArg::Virtual(0)];
+    trace_ir::verify(&opt).unwrap();
+    (orig, opt)
+}
+
+#[test]
+fn virtuals_are_rebuilt_at_the_exit() {
+    let (orig, opt) = virtual_pair(7);
+    let r = go(&opt, &ints(&[3]));
+    let Outcome::GuardFailed { values, .. } = &r.outcome else { panic!("{}", r.outcome) };
+    let (RtValue::Ref(a), RtValue::Ref(c), RtValue::Ref(a2)) = (values[0], values[1], values[2]) else { panic!() };
+    assert_eq!(a, a2, "one virtual is rebuilt once per exit");
+    let oa = &r.heap.objects[&a];
+    assert!(oa.rebuilt);
+    assert_eq!(oa.class, 0x7000);
+    let fields: Vec<RtValue> = oa.fields.values().map(|c| c.value).collect();
+    assert_eq!(fields[0], RtValue::Int(3));
+    let RtValue::Ref(bb) = fields[1] else { panic!() };
+    let ob = &r.heap.objects[&bb];
+    assert_eq!(ob.class, 0);
+    assert!(ob.fields.values().any(|c| c.value == RtValue::Ref(a)), "the cycle B -> A is closed");
+    let oc = &r.heap.objects[&c];
+    assert_eq!(oc.len(), Some(2));
+    // The explicit allocation and the rebuilt virtuals are equivalent outcomes...
+    let o = go(&orig, &ints(&[3]));
+    outcomes_equivalent(&o, &r).unwrap();
+    outcomes_equivalent(&r, &o).unwrap();
+    // ...but not when a field differs.
+    let (_, bad) = virtual_pair(8);
+    let e = outcomes_equivalent(&o, &go(&bad, &ints(&[3]))).unwrap_err();
+    assert!(e.contains("Int(7) != Int(8)"), "{e}");
+}
+
+#[test]
+fn aliasing_must_match_one_to_one() {
+    // finish(p, p) vs finish(p, q) with equal contents: different.
+    let build = |same: bool| {
+        let mut b = TraceBuilder::new();
+        let sz = size(&mut b, 16);
+        let p = b.op_with_descr(Opcode::New, &[], sz);
+        let q = if same { p } else { b.op_with_descr(Opcode::New, &[], sz) };
+        b.finish_with(&[p, q]);
+        b.finish().unwrap()
+    };
+    let (one, two) = (go(&build(true), &[]), go(&build(false), &[]));
+    assert!(outcomes_equivalent(&one, &two).is_err());
+    outcomes_equivalent(&one, &go(&build(true), &[])).unwrap();
+}
+
+/// p = object; setfield(p, 5); call(p or nothing, effect); i = getfield(p); finish(i), and the
+/// "wrongly optimized" finish(5).
+fn heap_call_pair(external: bool, effect: CallEffect, pass_p: bool) -> (RunResult, RunResult) {
+    let build = |forward: bool| {
+        let mut b = TraceBuilder::new();
+        let input = b.input(Kind::Ref);
+        let sz = size(&mut b, 16);
+        let fi = field(&mut b, "fi", 8, Kind::Int);
+        let cd = calldescr(&mut b, Kind::Void, &[Kind::Ref], effect);
+        let p = if external { input } else { b.op_with_descr(Opcode::New, &[], sz) };
+        let five = b.const_int(5);
+        b.op_with_descr(Opcode::SetfieldGc, &[p, five], fi);
+        let f = b.const_int(0x1234);
+        let arg = if pass_p { p } else { b.const_ref(0) };
+        b.op_with_descr(Opcode::CallN, &[f, arg], cd);
+        let i = if forward { five } else { b.op_with_descr(Opcode::GetfieldGcI, &[p], fi) };
+        b.finish_with(&[i]);
+        b.finish().unwrap()
+    };
+    let input = [RtValue::Ref(0x4000_0000_1000)];
+    (go(&build(false), &input), go(&build(true), &input))
+}
+
+#[test]
+fn heap_writing_calls_change_escaped_and_external_objects() {
+    // Escaped (passed to the call) and external objects change: forwarding is wrong.
+    for (external, pass) in [(false, true), (true, false), (true, true)] {
+        let (real, forwarded) = heap_call_pair(external, CallEffect::CannotRaise, pass);
+        assert_ne!(real.outcome, Outcome::Finish(ints(&[5])), "external={external} pass={pass}");
+        assert!(outcomes_equivalent(&real, &forwarded).is_err());
+        assert_eq!(real.calls.len(), 1);
+        assert_eq!(real.heap.epoch, 1);
+    }
+    // A call that cannot write the heap, or an object that did not escape: forwarding is right.
+    for (external, effect, pass) in [
+        (true, CallEffect::ElidableCannotRaise, true),
+        (false, CallEffect::ElidableCannotRaise, true),
+        (false, CallEffect::CanRaise, false),
+    ] {
+        let (real, forwarded) = heap_call_pair(external, effect, pass);
+        assert_eq!(real.outcome, Outcome::Finish(ints(&[5])), "external={external} {effect:?}");
+        outcomes_equivalent(&real, &forwarded).unwrap();
+    }
+}
+
+#[test]
+fn stores_into_external_objects_escape_and_are_compared() {
+    // setfield(ext, new obj); call (writes heap); the object's fields change.
+    let build = |value: i64| {
+        let mut b = TraceBuilder::new();
+        let e = b.input(Kind::Ref);
+        let sz = size(&mut b, 16);
+        let fi = field(&mut b, "fi", 8, Kind::Int);
+        let fr = field(&mut b, "fr", 16, Kind::Ref);
+        let p = b.op_with_descr(Opcode::New, &[], sz);
+        let v = b.const_int(value);
+        b.op_with_descr(Opcode::SetfieldGc, &[p, v], fi);
+        b.op_with_descr(Opcode::SetfieldGc, &[e, p], fr);
+        b.finish_with(&[]);
+        b.finish().unwrap()
+    };
+    let e = [RtValue::Ref(0x4000_0000_2000)];
+    let (a, a2, c) = (go(&build(1), &e), go(&build(1), &e), go(&build(2), &e));
+    outcomes_equivalent(&a, &a2).unwrap();
+    let err = outcomes_equivalent(&a, &c).unwrap_err();
+    assert!(err.contains("external"), "{err}");
+    assert!(a.heap.objects.values().all(|o| o.escaped));
+}
+
+#[test]
+fn immutable_fields_survive_heap_writing_calls() {
+    let mut b = TraceBuilder::new();
+    let e = b.input(Kind::Ref);
+    let fk = imm_field(&mut b, 40);
+    let fi = field(&mut b, "fi", 8, Kind::Int);
+    let cd = calldescr(&mut b, Kind::Int, &[], CallEffect::RandomEffects);
+    let k1 = b.op_with_descr(Opcode::GetfieldGcI, &[e], fk);
+    let m1 = b.op_with_descr(Opcode::GetfieldGcI, &[e], fi);
+    let m1b = b.op_with_descr(Opcode::GetfieldGcI, &[e], fi);
+    let f = b.const_int(0x99);
+    b.op_with_descr(Opcode::CallI, &[f], cd);
+    let k2 = b.op_with_descr(Opcode::GetfieldGcI, &[e], fk);
+    let m2 = b.op_with_descr(Opcode::GetfieldGcI, &[e], fi);
+    b.finish_with(&[k1, k2, m1, m1b, m2]);
+    let t = b.finish().unwrap();
+    let r = go(&t, &[RtValue::Ref(0x4000_0000_3000)]);
+    let v = r.outcome.values().unwrap().to_vec();
+    assert_eq!(v[0], v[1], "immutable field changed across a call");
+    assert_eq!(v[2], v[3], "two reads without a call in between differ");
+    assert_ne!(v[2], v[4], "a mutable external field did not change across a heap-writing call");
+    // Deterministic.
+    assert_eq!(go(&t, &[RtValue::Ref(0x4000_0000_3000)]).outcome, r.outcome);
+}
+
+fn one_op_trace(build: impl FnOnce(&mut TraceBuilder, Value) -> Value) -> Trace {
+    let mut b = TraceBuilder::new();
+    let x = b.input(Kind::Int);
+    let r = build(&mut b, x);
+    b.finish_with(&[r]);
+    b.finish().unwrap()
+}
+
+#[test]
+fn invalid_operations_are_reported_not_panicking() {
+    let cases: Vec<(Trace, Vec<RtValue>, &str)> = vec![
+        (one_op_trace(|b, x| { let c = b.const_int(64); b.op(Opcode::IntLshift, &[x, c]) }), ints(&[1]), "shift"),
+        (one_op_trace(|b, x| { let c = b.const_int(-1); b.op(Opcode::UintRshift, &[x, c]) }), ints(&[1]), "shift"),
+        (one_op_trace(|b, x| { let c = b.const_int(0); b.op(Opcode::IntFloorDiv, &[x, c]) }), ints(&[1]), "division by zero"),
+        (one_op_trace(|b, x| { let c = b.const_int(0); b.op(Opcode::IntPyMod, &[x, c]) }), ints(&[1]), "division by zero"),
+        (one_op_trace(|b, x| { let c = b.const_int(3); b.op(Opcode::IntSignext, &[x, c]) }), ints(&[1]), "signext"),
+        (
+            one_op_trace(|b, _| {
+                let fi = field(b, "fi", 8, Kind::Int);
+                let null = b.const_ref(0);
+                b.op_with_descr(Opcode::GetfieldGcI, &[null], fi)
+            }),
+            ints(&[1]),
+            "null",
+        ),
+        (
+            one_op_trace(|b, x| {
+                let ad = array(b, Kind::Int);
+                let two = b.const_int(2);
+                let a = b.op_with_descr(Opcode::NewArray, &[two], ad);
+                b.op_with_descr(Opcode::GetarrayitemGcI, &[a, x], ad)
+            }),
+            ints(&[2]),
+            "out of bounds",
+        ),
+        (
+            one_op_trace(|b, x| {
+                let ad = array(b, Kind::Int);
+                let a = b.op_with_descr(Opcode::NewArray, &[x], ad);
+                b.op_with_descr(Opcode::ArraylenGc, &[a], ad)
+            }),
+            ints(&[-1]),
+            "allocation length",
+        ),
+    ];
+    for (t, inputs, what) in cases {
+        match go(&t, &inputs).outcome {
+            Outcome::Invalid { op: Some(_), reason } => assert!(reason.contains(what), "{reason} does not mention {what}"),
+            other => panic!("expected invalid ({what}), got {other}"),
+        }
+    }
+    // Wrong number of inputs.
+    assert!(matches!(go(&sum_loop(), &[]).outcome, Outcome::Invalid { op: None, .. }));
+}
+
+#[test]
+fn overflow_guards() {
+    let build = |g: Opcode| {
+        let mut b = TraceBuilder::new();
+        let x = b.input(Kind::Int);
+        let y = b.input(Kind::Int);
+        let r = b.op(Opcode::IntMulOvf, &[x, y]);
+        b.guard(g, &[], &[r], 0);
+        b.finish_with(&[r]);
+        b.finish().unwrap()
+    };
+    let (no, yes) = (build(Opcode::GuardNoOverflow), build(Opcode::GuardOverflow));
+    assert_eq!(go(&no, &ints(&[3, 4])).outcome, Outcome::Finish(ints(&[12])));
+    assert!(matches!(go(&yes, &ints(&[3, 4])).outcome, Outcome::GuardFailed { .. }));
+    assert!(matches!(go(&no, &ints(&[1 << 32, 1 << 32])).outcome, Outcome::GuardFailed { ref values, .. } if values == &ints(&[0])));
+    assert_eq!(go(&yes, &ints(&[i64::MIN, -1])).outcome, Outcome::Finish(ints(&[i64::MIN])));
+}
+
+#[test]
+fn exceptions_are_modelled_state() {
+    let mut b = TraceBuilder::new();
+    let cls = b.input(Kind::Int);
+    let val = b.input(Kind::Ref);
+    b.guard(Opcode::GuardNoException, &[], &[], 0);
+    b.op(Opcode::RestoreException, &[cls, val]);
+    let c = b.op(Opcode::SaveExcClass, &[]);
+    let k = b.const_int(77);
+    let (e, _) = b.guard_op(Opcode::GuardException, &[k], &[c], 1);
+    b.guard(Opcode::GuardNoException, &[], &[], 2);
+    b.finish_with(&[c, e]);
+    let t = b.finish().unwrap();
+    let r = go(&t, &[RtValue::Int(77), RtValue::Ref(0x4000_0000_0040)]);
+    assert_eq!(r.outcome, Outcome::Finish(vec![RtValue::Int(77), RtValue::Ref(0x4000_0000_0040)]));
+    assert_eq!(r.exception, None);
+    // Another class: guard_exception fails and the exception stays pending.
+    let r = go(&t, &[RtValue::Int(5), RtValue::Ref(0x4000_0000_0040)]);
+    assert!(matches!(r.outcome, Outcome::GuardFailed { guard: GuardId(1), ref values, .. } if values == &ints(&[5])));
+    assert_eq!(r.exception, Some((5, 0x4000_0000_0040)));
+}
+
+#[test]
+fn invalidation_and_class_policies() {
+    let mut b = TraceBuilder::new();
+    let p = b.input(Kind::Ref);
+    b.guard(Opcode::GuardNotInvalidated, &[], &[], 0);
+    let c1 = b.const_int(0x7100);
+    b.guard(Opcode::GuardClass, &[p, c1], &[], 1);
+    b.guard(Opcode::GuardNonnullClass, &[p, c1], &[], 2);
+    let c2 = b.const_int(0x7200);
+    b.guard(Opcode::GuardClass, &[p, c2], &[], 3);
+    b.finish_with(&[]);
+    let t = b.finish().unwrap();
+    let p = [RtValue::Ref(0x4000_0000_0080)];
+    // First check decides the class: the guards with 0x7100 pass, the one with 0x7200 fails.
+    assert!(matches!(go(&t, &p).outcome, Outcome::GuardFailed { guard: GuardId(3), .. }));
+    let inval = RunConfig { invalidated: true, ..RunConfig::default() };
+    assert!(matches!(run(&t, &p, &inval).outcome, Outcome::GuardFailed { guard: GuardId(0), .. }));
+    let by_addr = RunConfig { class_policy: ClassPolicy::FromAddress, ..RunConfig::default() };
+    assert!(matches!(run(&t, &p, &by_addr).outcome, Outcome::GuardFailed { guard: GuardId(1), .. }));
+    // guard_nonnull_class on null fails; guard_class on a new_with_vtable object uses its vtable.
+    assert!(matches!(go(&t, &[RtValue::Ref(0)]).outcome, Outcome::Invalid { .. }));
+    let mut b = TraceBuilder::new();
+    let sz = size(&mut b, 16);
+    let o = b.op_with_descr(Opcode::NewWithVtable, &[], sz);
+    let vt = b.const_int(0x7000);
+    b.guard(Opcode::GuardClass, &[o, vt], &[], 0);
+    b.guard(Opcode::GuardIsObject, &[o], &[], 1);
+    b.finish_with(&[o]);
+    assert!(matches!(go(&b.finish().unwrap(), &[]).outcome, Outcome::Finish(_)));
+}
+
+#[test]
+fn registered_functions_and_derived_call_results() {
+    let mut b = TraceBuilder::new();
+    let x = b.input(Kind::Int);
+    let cd = calldescr(&mut b, Kind::Int, &[Kind::Int], CallEffect::ElidableCannotRaise);
+    let f = b.const_int(0x5000);
+    let g = b.const_int(0x6000);
+    let r1 = b.op_with_descr(Opcode::CallI, &[f, x], cd);
+    let r2 = b.op_with_descr(Opcode::CallPureI, &[g, x], cd);
+    let r3 = b.op_with_descr(Opcode::CallPureI, &[g, x], cd);
+    b.finish_with(&[r1, r2, r3]);
+    let t = b.finish().unwrap();
+    let mut cfg = RunConfig::default();
+    let double: HostFn = Arc::new(|args: &[RtValue]| RtValue::Int(args[0].bits() as i64 * 2));
+    cfg.functions.insert(0x5000, double);
+    let r = run(&t, &ints(&[21]), &cfg);
+    let v = r.outcome.values().unwrap();
+    assert_eq!(v[0], RtValue::Int(42));
+    assert_eq!(v[1], v[2], "the same call gives the same result");
+    assert!(r.calls.is_empty(), "elidable calls are not heap-writing");
+}
+
+#[test]
+fn external_jump_and_float_nan_comparison() {
+    let mut b = TraceBuilder::new();
+    let f = b.input(Kind::Float);
+    let target = b.descr(Descr::Loop(3));
+    let mut op = Op::new(Opcode::Jump, &[f]);
+    op.descr = Some(target);
+    b.push(op);
+    let t = b.finish().unwrap();
+    let nan = RtValue::Float(0x7ff8_0000_0000_0001);
+    let r = go(&t, &[nan]);
+    assert_eq!(r.outcome, Outcome::ExternalJump { target: Some(3), values: vec![nan] });
+    outcomes_equivalent(&r, &go(&t, &[nan])).unwrap();
+    assert!(outcomes_equivalent(&r, &go(&t, &[RtValue::Float(0x7ff8_0000_0000_0002)])).is_err());
+}
+
+#[test]
+fn strings_and_narrow_fields() {
+    let mut b = TraceBuilder::new();
+    let x = b.input(Kind::Int);
+    let three = b.const_int(3);
+    let s = b.op(Opcode::Newstr, &[three]);
+    let one = b.const_int(1);
+    b.op(Opcode::Strsetitem, &[s, one, x]);
+    let c = b.op(Opcode::Strgetitem, &[s, one]);
+    let n = b.op(Opcode::Strlen, &[s]);
+    let sz = size(&mut b, 16);
+    let narrow = b.descr(Descr::Field(FieldDescr { name: "b".into(), offset: 8, size: 1, signed: true, kind: Kind::Int, immutable: false }));
+    let o = b.op_with_descr(Opcode::New, &[], sz);
+    b.op_with_descr(Opcode::SetfieldGc, &[o, x], narrow);
+    let y = b.op_with_descr(Opcode::GetfieldGcI, &[o], narrow);
+    b.finish_with(&[c, n, y]);
+    let t = b.finish().unwrap();
+    assert_eq!(go(&t, &ints(&[0x1ff])).outcome, Outcome::Finish(ints(&[0xff, 3, -1])));
+}
