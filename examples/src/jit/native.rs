@@ -1,19 +1,50 @@
-//! Native execution of loops through `backend_x86_64` (not available yet: the backend's
-//! `compile` has not landed; [`native_compiler`] reports that at compile time).
+//! Native execution of loops: traces compiled to x86-64 by `backend_x86_64`, running on the
+//! interpreter's heap, with the interpreter's arena as the backend's [`Runtime`].
 
+use crate::jit::exec::{LoopCode, LoopExit};
+use crate::lang::heap::Heap;
 use crate::lang::vm::{Compiler, LogFlags};
-use crate::jit::exec::LoopCode;
+use backend_x86_64::{compile, CompileOptions, CompiledTrace, Exit, Runtime};
 use trace_ir::Trace;
 
-struct Unavailable;
+/// The arena is the allocator of native code: `new_with_vtable` in a trace and the rebuilding
+/// of virtual objects at an exit both allocate here (the backend writes class and length
+/// words itself).
+impl Runtime for Heap {
+    fn alloc(&mut self, size: u64, _class: u64) -> u64 {
+        Heap::alloc(self, size as usize)
+    }
+    fn alloc_array(&mut self, size: u64, _len: u64) -> u64 {
+        Heap::alloc(self, size as usize)
+    }
+}
 
-impl Compiler for Unavailable {
-    fn compile(&mut self, _trace: Trace, _log: &LogFlags) -> Result<Box<dyn LoopCode>, String> {
-        Err("the x86-64 backend is not available yet".into())
+/// A loop compiled to machine code.
+pub struct NativeLoop {
+    code: CompiledTrace,
+}
+
+impl LoopCode for NativeLoop {
+    fn run(&mut self, inputs: &[u64], heap: &mut Heap) -> Result<LoopExit, String> {
+        match self.code.run(inputs, heap).map_err(|e| e.to_string())? {
+            Exit::Guard { guard, resume_key, values } => Ok(LoopExit { guard, resume_key, values }),
+            Exit::Finish { .. } => Err("the loop finished instead of leaving through a guard".into()),
+            Exit::Invalid { op } => Err(format!("invalid operation at {op}")),
+        }
+    }
+}
+
+struct NativeCompiler;
+
+impl Compiler for NativeCompiler {
+    fn compile(&mut self, trace: Trace, log: &LogFlags) -> Result<Box<dyn LoopCode>, String> {
+        let opts = CompileOptions { log_asm: log.asm, ..CompileOptions::default() };
+        let code = compile(&trace, &opts).map_err(|e| e.to_string())?;
+        Ok(Box::new(NativeLoop { code }))
     }
 }
 
 /// The compiler producing native code.
 pub fn native_compiler() -> Box<dyn Compiler> {
-    Box::new(Unavailable)
+    Box::new(NativeCompiler)
 }
