@@ -64,7 +64,7 @@
 //! [`parse_file`] reads a PyPy log (`[hex] {jit-log-noopt` ... `[hex] jit-log-noopt}`,
 //! `jit-log-opt-loop`, `jit-log-opt-bridge`; other sections are skipped) or plain text with
 //! one or more traces. Errors are [`ParseError`]s with the line and column in the file;
-//! the parser never panics, and it runs [`crate::verify`] on every trace.
+//! the parser never panics, and it runs [`crate::verify()`] on every trace.
 
 mod descr_text;
 mod equiv;

@@ -8,7 +8,8 @@ use std::fmt::{self, Write};
 
 /// Print a trace in the text format: the inputs line, then one op per line. Printing never
 /// fails; references that are out of range (only possible in unverified traces) print as
-/// `?op7`, `?const3`, `?descr2`.
+/// `?op7`, `?const3`, `?descr2`. A guard prints its `<GuardN>` descriptor; a table
+/// descriptor attached to a guard op as well (which the verifier allows) is not printed.
 pub fn print_trace(trace: &Trace) -> String {
     Printer::new(trace).print()
 }

@@ -76,9 +76,21 @@ fn parse_lines(lines: &[&str], from: usize, to: usize, multi: bool) -> Result<Ve
     Ok(out)
 }
 
-/// Parse exactly one plain trace (no log sections). Text after its final op is an error.
+/// Parse exactly one trace: plain text (text after its final op is an error), or a PyPy log
+/// holding exactly one trace section.
 pub fn parse_trace(text: &str) -> Result<Trace, ParseError> {
     let lines: Vec<&str> = text.lines().collect();
+    if lines.iter().any(|l| section_start(l).is_some()) {
+        let mut traces = parse_file(text)?;
+        if traces.len() != 1 {
+            return Err(ParseError {
+                line: 1,
+                column: 1,
+                message: format!("expected one trace, the log holds {}", traces.len()),
+            });
+        }
+        return Ok(traces.pop().expect("one trace"));
+    }
     let mut traces = parse_lines(&lines, 0, lines.len(), false)?;
     let (mut trace, header, _) = traces.pop().expect("single mode yields one trace or an error");
     trace.info.header = header;
@@ -165,6 +177,17 @@ mod tests {
         assert_eq!(section_end("[6b4b958dbde] jit-log-noopt}"), Some("jit-log-noopt"));
         assert_eq!(section_start("[p0, p1]"), None);
         assert_eq!(section_end("[p0] x}"), None);
+    }
+
+    #[test]
+    fn one_section_is_one_trace() {
+        let log = "[1] {jit-log-opt-loop\n# Loop 3 (f) : loop with 1 ops\n[i0]\n+5: finish(i0)\n+9: --end of the loop--\n[2] jit-log-opt-loop}\n";
+        let t = parse_trace(log).unwrap();
+        assert_eq!(t.info.name, "Loop 3 (line 1)");
+        assert_eq!(t.info.section.as_deref(), Some("jit-log-opt-loop"));
+        let two = format!("{log}{log}");
+        assert_eq!(parse_trace(&two).unwrap_err().to_string(), "line 1, column 1: expected one trace, the log holds 2");
+        assert_eq!(parse_file(&two).unwrap().len(), 2);
     }
 
     #[test]
