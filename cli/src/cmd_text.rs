@@ -88,3 +88,40 @@ pub fn print(args: &[String]) -> CliResult {
     }
     emit(&out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp_file(name: &str, text: &str) -> String {
+        let path = std::env::temp_dir().join(format!("tracejit-cmd-text-{}-{name}", std::process::id()));
+        std::fs::write(&path, text).unwrap();
+        path.to_string_lossy().into_owned()
+    }
+
+    #[test]
+    fn errors_name_file_line_and_column() {
+        let path = temp_file("bad.trace", "[i0]\ni1 = int_add(i0, 1)\ni2 = int_add(i1, q)\nfinish(i2)\n");
+        match load(&path) {
+            Err(CliError::Failed(msg)) => assert_eq!(msg, format!("{path}:3:18: expected a value, found `q`")),
+            other => panic!("expected a failure, got {:?}", other.map(|t| t.len())),
+        }
+        let _ = std::fs::remove_file(&path);
+    }
+
+    #[test]
+    fn printed_output_loads_again() {
+        let path = temp_file("two.trace", "# first\n[i0]\nfinish(i0)\n# second\n[p0]\nguard_nonnull(p0) []\nfinish(p0)\n");
+        let traces = load(&path).unwrap();
+        assert_eq!(traces.len(), 2);
+        assert_eq!(traces[1].info.name, "second");
+        assert_eq!(guards(&traces[1]), 1);
+        let _ = std::fs::remove_file(&path);
+    }
+
+    #[test]
+    fn corpus_log_loads() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/corpus/pypy-dev/fannkuch.pypylog");
+        assert_eq!(load(path).unwrap().len(), 42);
+    }
+}

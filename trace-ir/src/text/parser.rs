@@ -271,55 +271,53 @@ impl TraceParser {
         Ok(value)
     }
 
-    /// An operand: a name or a constant. `allow` permits `None` (a hole) and `$k` (a virtual)
-    /// and returns them as fail arguments.
-    fn operand<'a>(&mut self, cur: &mut Cursor<'a>, fail_arg: bool) -> Result<(FailArg, Arg<'a>), ParseError> {
-        let pos = {
-            cur.skip_ws();
-            cur.pos()
-        };
-        let mk = |fa: FailArg, value: Value, name| (fa, Arg { value, pos, name });
+    /// An operand: a name or a constant.
+    fn operand<'a>(&mut self, cur: &mut Cursor<'a>) -> Result<Arg<'a>, ParseError> {
+        cur.skip_ws();
+        let pos = cur.pos();
         match cur.peek() {
             Some(c) if c.is_ascii_digit() || c == '-' || c == '+' => {
-                let v = match cur.number()? {
+                let value = match cur.number()? {
                     Number::Int(i) => self.constant(Const::Int(i), None),
                     Number::Float(f) => self.constant(Const::float(f), None),
                 };
-                Ok(mk(FailArg::Value(v), v, None))
-            }
-            Some('$') if fail_arg => {
-                cur.eat('$');
-                match cur.number() {
-                    Ok(Number::Int(k)) if (0..u32::MAX as i64).contains(&k) => {
-                        Ok(mk(FailArg::Virtual(k as u32), Value::constant(crate::entity::ConstRef::new(0)), None))
-                    }
-                    _ => Err(cur.error_at(pos, "expected a virtual object number after `$`")),
-                }
+                Ok(Arg { value, pos, name: None })
             }
             Some(c) if c.is_ascii_alphabetic() || c == '_' => {
                 let name = cur.ident().unwrap_or("");
                 if cur.rest().starts_with('(') {
-                    let v = self.const_form(cur, name, pos)?;
-                    return Ok(mk(FailArg::Value(v), v, None));
-                }
-                if fail_arg && name == "None" {
-                    return Ok(mk(FailArg::Hole, Value::constant(crate::entity::ConstRef::new(0)), None));
+                    let value = self.const_form(cur, name, pos)?;
+                    return Ok(Arg { value, pos, name: None });
                 }
                 if name_kind(name).is_none() {
                     return Err(cur.error_at(pos, format!("expected a value, found `{name}`")));
                 }
-                let v = self.lookup(cur, name, pos)?;
-                Ok(mk(FailArg::Value(v), v, Some(name)))
+                let value = self.lookup(cur, name, pos)?;
+                Ok(Arg { value, pos, name: Some(name) })
             }
             _ => Err(cur.unexpected("a value (a name like `i3` or a constant)")),
         }
     }
 
-    fn kind_of(&self, v: Value) -> Kind {
-        self.trace_kind(v)
+    /// A fail argument: an operand, `None` (a hole) or `$k` (virtual object k); with its
+    /// byte position.
+    fn fail_arg(&mut self, cur: &mut Cursor<'_>) -> Result<(FailArg, usize), ParseError> {
+        cur.skip_ws();
+        let pos = cur.pos();
+        if cur.eat('$') {
+            return match cur.number() {
+                Ok(Number::Int(k)) if (0..u32::MAX as i64).contains(&k) => Ok((FailArg::Virtual(k as u32), pos)),
+                _ => Err(cur.error_at(pos, "expected a virtual object number after `$`")),
+            };
+        }
+        if cur.ident() == Some("None") && !cur.rest().starts_with('(') {
+            return Ok((FailArg::Hole, pos));
+        }
+        cur.reset(pos);
+        Ok((FailArg::Value(self.operand(cur)?.value), pos))
     }
 
-    fn trace_kind(&self, v: Value) -> Kind {
+    fn kind_of(&self, v: Value) -> Kind {
         match v.data() {
             crate::entity::ValueData::Op(o) => self.trace.ops[o.index()].opcode.result_kind(),
             crate::entity::ValueData::Const(c) => self.trace.consts.get(c).kind(),
@@ -380,7 +378,7 @@ impl TraceParser {
                     cur.expect(')', "after the descriptor (it must be the last argument)")?;
                     break;
                 }
-                let (_, arg) = self.operand(cur, false)?;
+                let arg = self.operand(cur)?;
                 args.push(arg);
                 if cur.eat(')') {
                     break;
@@ -484,9 +482,9 @@ impl TraceParser {
                 infer = false;
                 if !cur.eat(']') {
                     loop {
-                        let (fa, arg) = self.operand(cur, true)?;
+                        let (fa, pos) = self.fail_arg(cur)?;
                         if let FailArg::Virtual(k) = fa {
-                            virtual_refs.push((k, arg.pos));
+                            virtual_refs.push((k, pos));
                         }
                         fail_args.push(fa);
                         if cur.eat(']') {
@@ -707,9 +705,9 @@ impl TraceParser {
                     break;
                 };
                 cur.expect(':', "after the field")?;
-                let (fa, arg) = self.operand(cur, true)?;
+                let (fa, pos) = self.fail_arg(cur)?;
                 if let FailArg::Virtual(k) = fa {
-                    refs.push((k, arg.pos));
+                    refs.push((k, pos));
                 }
                 fields.push((field, fa));
                 if !cur.eat(',') {
