@@ -4,6 +4,7 @@
 
 mod common;
 mod cmd_text;
+mod cmd_interp;
 mod cmd_opt;
 
 use std::process::ExitCode;
@@ -31,6 +32,7 @@ fn main() -> ExitCode {
     let result = match cmd.as_str() {
         "parse" => cmd_text::parse(rest),
         "print" => cmd_text::print(rest),
+        "interp" => cmd_interp::interp(rest),
         "opt" => cmd_opt::opt(rest),
         "-h" | "--help" | "help" => {
             print!("{USAGE}");

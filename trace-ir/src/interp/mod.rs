@@ -266,7 +266,7 @@ impl fmt::Display for Outcome {
         match self {
             Outcome::Finish(v) => write!(f, "finish({})", list(v)),
             Outcome::GuardFailed { guard, resume_key, values } => {
-                write!(f, "guard {guard} failed (resume key {resume_key}) [{}]", list(values))
+                write!(f, "{guard} failed (resume key {resume_key}) [{}]", list(values))
             }
             Outcome::ExternalJump { target, values } => match target {
                 Some(t) => write!(f, "jump to Loop{t} ({})", list(values)),
