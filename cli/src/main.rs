@@ -6,6 +6,7 @@ mod common;
 mod cmd_text;
 mod cmd_interp;
 mod cmd_opt;
+mod cmd_run;
 
 use std::process::ExitCode;
 
@@ -20,6 +21,9 @@ commands:
   opt FILE [--stats] [--json] [--no-<part>...]
                                   optimize every trace (parts: fold intbounds rules cse
                                   guards ovf virtuals heapcache dce); PyPy's counts alongside
+  run FILE [--inputs 1,2.5,0 | --random N --seed S] [--opt]
+                                  compile every trace to x86-64, run it natively and
+                                  print its exit next to the interpreter's
 ";
 
 fn main() -> ExitCode {
@@ -34,6 +38,7 @@ fn main() -> ExitCode {
         "print" => cmd_text::print(rest),
         "interp" => cmd_interp::interp(rest),
         "opt" => cmd_opt::opt(rest),
+        "run" => cmd_run::run(rest),
         "-h" | "--help" | "help" => {
             print!("{USAGE}");
             Ok(())

@@ -1,0 +1,195 @@
+//! `tracejit run`: compile every trace of a file to x86-64, run it natively and print its exit
+//! next to the reference interpreter's outcome.
+
+use crate::common::{read_file, Args, CliError, CliResult};
+use backend_x86_64::{compile, CompileOptions, Exit, SimpleHeap};
+use trace_ir::interp::{run as interp_run, Outcome, RtValue, RunConfig};
+use trace_ir::rng::Rng;
+use trace_ir::{Kind, Trace};
+
+/// `tracejit run FILE [--inputs 1,2.5,0 | --random N --seed S] [--opt]`.
+///
+/// Inputs are given per trace input in order: integers (decimal or `0x` hex), floats, and
+/// `0`/`null` for references (native code needs real memory behind a non-null reference, so
+/// only null references can be given on the command line). `--random N` runs N input vectors
+/// drawn from special integers and floats (references null). `--opt` runs
+/// `optimizer::optimize` first (the interpreter still runs the original trace, so the line
+/// also checks the optimizer). Exit status 1 when a native exit differs from the
+/// interpreter's outcome or a trace cannot be compiled. Inputs for which the interpreter hits
+/// its iteration limit are not run natively (native loops have no limit).
+pub fn run(args: &[String]) -> CliResult {
+    let a = Args::parse(args, &["inputs", "random", "seed"], &["opt"])?;
+    let file = a.one_file()?;
+    let text = read_file(file)?;
+    let traces = trace_ir::parse_file(&text).map_err(|e| CliError::Failed(format!("{file}: {e}")))?;
+    let count: usize = match a.value("random") {
+        Some(n) => n.parse().map_err(|_| CliError::Usage(format!("--random needs a number, got `{n}`")))?,
+        None => 1,
+    };
+    let seed: u64 = match a.value("seed") {
+        Some(s) => s.parse().map_err(|_| CliError::Usage(format!("--seed needs a number, got `{s}`")))?,
+        None => 0,
+    };
+    let mut failures = 0;
+    for (ti, t) in traces.iter().enumerate() {
+        let name = if t.info.name.is_empty() { format!("trace {ti}") } else { t.info.name.clone() };
+        let compiled_trace: Trace = if a.has("opt") {
+            match optimizer::optimize(t, &optimizer::Options::default()) {
+                Ok(o) => o.trace,
+                Err(e) => {
+                    println!("{name}: optimizer: {e}");
+                    failures += 1;
+                    continue;
+                }
+            }
+        } else {
+            t.clone()
+        };
+        let code = match compile(&compiled_trace, &CompileOptions::default()) {
+            Ok(c) => c,
+            Err(e) => {
+                println!("{name}: not compiled: {e}");
+                failures += 1;
+                continue;
+            }
+        };
+        let kinds = t.input_kinds();
+        let mut rng = Rng::new(seed ^ (ti as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        for k in 0..count {
+            let inputs = match (a.value("inputs"), a.value("random")) {
+                (Some(list), _) => parse_inputs(list, &kinds)?,
+                (None, Some(_)) => random_inputs(&mut rng, &kinds),
+                (None, None) if kinds.is_empty() => Vec::new(),
+                (None, None) => return Err(CliError::Usage(format!("{name} takes {} inputs: give --inputs or --random", kinds.len()))),
+            };
+            let shown: Vec<String> = inputs.iter().map(|v| v.to_string()).collect();
+            let int = interp_run(t, &inputs, &RunConfig::default()).outcome;
+            if int == Outcome::IterationLimit {
+                // Native code has no iteration limit: it would run until the loop exits.
+                println!("{name} [{}]\n  interp: {int}\n  not run natively (the loop may run for a very long time)", shown.join(", "));
+                continue;
+            }
+            let words: Vec<u64> = inputs.iter().map(|v| v.bits()).collect();
+            let mut heap = SimpleHeap::new();
+            let native = code.run(&words, &mut heap).map_err(|e| CliError::Failed(format!("{name}: {e}")))?;
+            let verdict = agree(&native, &int);
+            if !verdict {
+                failures += 1;
+            }
+            println!(
+                "{name} [{}]{}\n  native: {}\n  interp: {int}\n  {}",
+                shown.join(", "),
+                if count > 1 { format!(" (#{k})") } else { String::new() },
+                show_exit(&native, &kinds_of_exit(&compiled_trace, &native)),
+                if verdict { "same" } else { "DIFFERENT" }
+            );
+        }
+    }
+    if failures > 0 {
+        return Err(CliError::Failed(format!("{failures} run(s) differ or failed")));
+    }
+    Ok(())
+}
+
+fn parse_inputs(list: &str, kinds: &[Kind]) -> Result<Vec<RtValue>, CliError> {
+    let items: Vec<&str> = list.split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
+    if items.len() != kinds.len() {
+        return Err(CliError::Usage(format!("the trace takes {} inputs, --inputs gives {}", kinds.len(), items.len())));
+    }
+    items
+        .iter()
+        .zip(kinds)
+        .map(|(s, k)| {
+            let bad = || CliError::Usage(format!("bad {k:?} input `{s}`"));
+            Ok(match k {
+                Kind::Float => RtValue::float(s.parse::<f64>().map_err(|_| bad())?),
+                Kind::Ref => match *s {
+                    "0" | "null" | "NULL" => RtValue::Ref(0),
+                    _ => return Err(CliError::Usage(format!("reference input `{s}`: only null can be given (native code needs real memory)"))),
+                },
+                _ => RtValue::Int(parse_int(s).ok_or_else(bad)?),
+            })
+        })
+        .collect()
+}
+
+fn parse_int(s: &str) -> Option<i64> {
+    let (neg, body) = match s.strip_prefix('-') {
+        Some(b) => (true, b),
+        None => (false, s),
+    };
+    let v = match body.strip_prefix("0x") {
+        Some(h) => u64::from_str_radix(h, 16).ok()? as i64,
+        None => body.parse::<i64>().ok().or_else(|| body.parse::<u64>().ok().map(|u| u as i64))?,
+    };
+    Some(if neg { v.wrapping_neg() } else { v })
+}
+
+fn random_inputs(rng: &mut Rng, kinds: &[Kind]) -> Vec<RtValue> {
+    kinds
+        .iter()
+        .map(|k| match k {
+            Kind::Float => RtValue::float(*rng.pick(&[0.0, -0.0, 1.0, -1.5, 0.1, 1e300, f64::INFINITY, f64::NAN, 7.0])),
+            Kind::Ref => RtValue::Ref(0),
+            _ => RtValue::Int(trace_ir::random::special_int(rng)),
+        })
+        .collect()
+}
+
+/// The kinds of the values of a native exit (for printing).
+fn kinds_of_exit(t: &Trace, e: &Exit) -> Vec<Kind> {
+    match e {
+        Exit::Finish { .. } => t.ops.last().map(|op| op.args.iter().map(|&v| t.kind_of(v)).collect()).unwrap_or_default(),
+        Exit::Guard { guard, .. } => t
+            .guards
+            .iter()
+            .find(|g| g.id == *guard)
+            .map(|g| {
+                g.fail_args
+                    .iter()
+                    .map(|fa| match fa {
+                        trace_ir::FailArg::Value(v) => t.kind_of(*v),
+                        trace_ir::FailArg::Virtual(_) => Kind::Ref,
+                        trace_ir::FailArg::Hole => Kind::Int,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
+        Exit::Invalid { .. } => Vec::new(),
+    }
+}
+
+fn show_exit(e: &Exit, kinds: &[Kind]) -> String {
+    let list = |vs: &[u64]| {
+        vs.iter()
+            .enumerate()
+            .map(|(i, &w)| RtValue::from_bits(kinds.get(i).copied().unwrap_or(Kind::Int), w).to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match e {
+        Exit::Finish { values } => format!("finish({})", list(values)),
+        Exit::Guard { guard, resume_key, values } => format!("guard {guard} failed (resume key {resume_key}) [{}]", list(values)),
+        Exit::Invalid { op } => format!("invalid at {op}"),
+    }
+}
+
+/// Whether a native exit matches the interpreter's outcome: same exit, same non-reference
+/// values, references agreeing on null-ness (addresses differ between the two heaps).
+fn agree(native: &Exit, int: &Outcome) -> bool {
+    let vals = |n: &[u64], i: &[RtValue]| {
+        n.len() == i.len()
+            && n.iter().zip(i).all(|(&w, v)| match v {
+                RtValue::Ref(a) => (*a == 0) == (w == 0),
+                other => other.bits() == w,
+            })
+    };
+    match (native, int) {
+        (Exit::Finish { values }, Outcome::Finish(w)) => vals(values, w),
+        (Exit::Guard { guard, resume_key, values }, Outcome::GuardFailed { guard: g, resume_key: k, values: w }) => {
+            guard == g && resume_key == k && vals(values, w)
+        }
+        (Exit::Invalid { .. }, Outcome::Invalid { .. }) => true,
+        _ => false,
+    }
+}
