@@ -50,7 +50,7 @@ const ALPHABET: &[&str] = &[
     "(", ")", "[", "]", "{", "}", "<", ">", ",", " ", "=", ":", ";", "$0", "-", "->", "None", "i1", "p0", "f2",
     "0", "-1", "1.5", "0x", "descr=", "<Guard0>", "<Guard0x7f>", "TargetToken(1)", "<FieldS x 8>", "<ArrayP 8>",
     "<SizeDescr 16>", "ConstPtr(null)", "ConstClass(x)", "ConstFloat(0x7ff8000000000000)", "label", "jump",
-    "finish", "int_add", "guard_true", "new_array", "\n", "#", "+12: ", "é", "\u{0}",
+    "finish", "int_add", "guard_true", "new_array", "\n", "#", "+12: ", "é", "\u{0}", "inf", "-nan",
 ];
 
 /// One random edit of a section's lines.

@@ -20,7 +20,8 @@
 //!   parameters rebind names (see below). The printer names every value by its kind and
 //!   op position (`i5` is op 5).
 //! - **Constants**: decimal (or `0x` hex) integers; floats with a `.` or an exponent
-//!   (`1.5`, `0.000000`, `1e300`, `-0.0`; PyPy's `1123...0.000000` too);
+//!   (`1.5`, `0.000000`, `1e300`, `-0.0`; PyPy's `1123...0.000000`, `inf`, `-inf`, `nan`
+//!   too, so `inf` and `nan` are not names);
 //!   `ConstFloat(0x7ff8000000000000)` gives a float by its bits (printed for NaN and
 //!   infinities, so every float round-trips bit for bit); `ConstPtr(null)`; named constants
 //!   `ConstPtr(ptr13)` (a reference) and `ConstClass(name)` (an integer), whose value is

@@ -109,6 +109,30 @@ fn name_kind(name: &str) -> Option<Kind> {
     }
 }
 
+/// PyPy's spelling of non-finite floats (`inf`, `-inf`, `nan`), consumed if next.
+fn special_float(cur: &mut Cursor<'_>) -> Option<f64> {
+    cur.skip_ws();
+    let rest = cur.rest();
+    let (sign, body) = match rest.as_bytes().first() {
+        Some(b'-') => (-1.0, &rest[1..]),
+        Some(b'+') => (1.0, &rest[1..]),
+        _ => (1.0, rest),
+    };
+    let (word, value) = if body.starts_with("inf") {
+        ("inf", f64::INFINITY)
+    } else if body.starts_with("nan") {
+        ("nan", f64::NAN)
+    } else {
+        return None;
+    };
+    let after = body[word.len()..].chars().next();
+    if after.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == '(') {
+        return None;
+    }
+    cur.reset(cur.pos() + (rest.len() - body.len()) + word.len());
+    Some(sign * value)
+}
+
 impl TraceParser {
     pub(crate) fn new() -> TraceParser {
         TraceParser {
@@ -275,6 +299,10 @@ impl TraceParser {
     fn operand<'a>(&mut self, cur: &mut Cursor<'a>) -> Result<Arg<'a>, ParseError> {
         cur.skip_ws();
         let pos = cur.pos();
+        if let Some(f) = special_float(cur) {
+            let value = self.constant(Const::float(f), None);
+            return Ok(Arg { value, pos, name: None });
+        }
         match cur.peek() {
             Some(c) if c.is_ascii_digit() || c == '-' || c == '+' => {
                 let value = match cur.number()? {
