@@ -1,1 +1,85 @@
-//! Shared helpers for the criterion benchmarks.
+//! Shared helpers of the benchmarks: problem sizes per mode, timing of whole example runs
+//! and of the same loops written in Rust, and the traces whose compilation is measured.
+//!
+//! Times are normalised per unit of `N` (one loop iteration for most programs, one round of
+//! 1024 hash steps for `fnv_hash`), so modes run with different `N` can be compared: the
+//! interpreter and the unoptimized JIT get a smaller `N` than the optimized JIT and Rust.
+
+use examples::lang::vm::{run_source, Config, Engine, LogFlags, Mode, RunOutput};
+use examples::programs::Example;
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+use trace_ir::Trace;
+
+pub use examples::programs::EXAMPLES;
+
+/// What is measured for one example.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Variant {
+    /// A run of the program in this mode (native code for the JIT modes).
+    Mode(Mode),
+    /// The loop written in Rust.
+    Rust,
+}
+
+impl Variant {
+    /// All variants, in table order.
+    pub const ALL: [Variant; 4] =
+        [Variant::Mode(Mode::Interpreter), Variant::Mode(Mode::JitUnoptimized), Variant::Mode(Mode::JitOptimized), Variant::Rust];
+
+    /// Short name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Variant::Mode(m) => m.name(),
+            Variant::Rust => "rust",
+        }
+    }
+}
+
+/// `N` used to measure `variant` of `ex`.
+pub fn bench_n(ex: &Example, variant: Variant) -> i64 {
+    match variant {
+        Variant::Mode(Mode::Interpreter) | Variant::Mode(Mode::JitUnoptimized) => ex.demo_n / 2,
+        Variant::Mode(Mode::JitOptimized) => ex.demo_n * 4,
+        Variant::Rust => ex.demo_n * 4,
+    }
+}
+
+/// Run `ex` in `mode` with native code, without logging.
+pub fn run_mode(ex: &Example, mode: Mode, n: i64) -> Result<RunOutput, String> {
+    let mut cfg = Config::new(mode, Engine::Native);
+    cfg.log = LogFlags::default();
+    run_source(ex.source, &[("N", n)], cfg)
+}
+
+/// Run one variant once; returns what it printed.
+pub fn run_variant(ex: &Example, variant: Variant, n: i64) -> String {
+    match variant {
+        Variant::Mode(m) => run_mode(ex, m, black_box(n)).unwrap_or_else(|e| panic!("{} in {}: {e}", ex.name, m.name())).output,
+        Variant::Rust => (ex.native)(black_box(n)),
+    }
+}
+
+/// The best of `reps` timings of `variant` with `n`, and what it printed.
+pub fn time_variant(ex: &Example, variant: Variant, n: i64, reps: usize) -> (Duration, String) {
+    let mut best = Duration::MAX;
+    let mut out = String::new();
+    for _ in 0..reps.max(1) {
+        let t0 = Instant::now();
+        out = run_variant(ex, variant, n);
+        best = best.min(t0.elapsed());
+    }
+    (best, out)
+}
+
+/// The traces compiled by an optimized run of each example: `(program, optimized trace)`.
+pub fn optimized_traces() -> Vec<(&'static str, Trace)> {
+    let mut v = Vec::new();
+    for ex in EXAMPLES {
+        let out = run_mode(ex, Mode::JitOptimized, ex.test_n).expect("example runs");
+        for t in out.stats.traces {
+            v.push((ex.name, t.compiled));
+        }
+    }
+    v
+}

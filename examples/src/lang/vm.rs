@@ -181,6 +181,10 @@ pub struct TraceStats {
     pub optimize_time: Duration,
     /// Time spent compiling (backend or runner setup).
     pub compile_time: Duration,
+    /// The trace as recorded.
+    pub recorded: Trace,
+    /// The trace that was compiled (the optimized one in [`Mode::JitOptimized`]).
+    pub compiled: Trace,
 }
 
 /// Counters of a run.
@@ -466,6 +470,7 @@ impl<'p> Vm<'p> {
         if log.opt {
             eprintln!("[jit] recorded trace of loop {id} (line {line}):\n{}", trace_ir::print_trace(&recorded));
         }
+        ts.recorded = recorded.clone();
         let trace = if self.config.mode == Mode::JitOptimized {
             let t0 = Instant::now();
             let opt = match optimizer::optimize(&recorded, &optimizer::Options::default()) {
@@ -490,6 +495,7 @@ impl<'p> Vm<'p> {
         ts.ops_final = trace.num_real_ops();
         ts.guards_final = count_ops(&trace, |o| o.is_guard());
         ts.allocs_final = count_ops(&trace, |o| o.has(trace_ir::OpFlags::ALLOC));
+        ts.compiled = trace.clone();
         let t0 = Instant::now();
         let code = match self.compiler.compile(trace, &log) {
             Ok(c) => c,
