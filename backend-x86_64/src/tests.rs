@@ -649,3 +649,62 @@ fn exits_rebuild_virtual_objects() {
         same_with_heap(&t, &native, &heap, &int).unwrap();
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// Encodings, byte for byte
+// ---------------------------------------------------------------------------------------
+
+fn bytes(f: impl FnOnce(&mut dynasmrt::VecAssembler<dynasmrt::x64::X64Relocation>)) -> Vec<u8> {
+    let mut a = dynasmrt::VecAssembler::new(0);
+    f(&mut a);
+    a.finalize().unwrap()
+}
+
+/// Byte stores from a dynamically chosen `rsi`/`rdi` need a REX prefix (without one the
+/// encoding names `dh`/`bh`): the backend relies on dynasm emitting it.
+#[test]
+fn byte_register_encodings_carry_rex() {
+    use dynasmrt::{dynasm, DynasmApi};
+    let (rsi, rbx) = (6u8, 3u8);
+    assert_eq!(bytes(|a| dynasm!(a ; .arch x64 ; mov BYTE [Rq(rbx) + 1], Rb(rsi))), vec![0x40, 0x88, 0x74, 0x23, 0x01]);
+    assert_eq!(bytes(|a| dynasm!(a ; .arch x64 ; movsx Rq(rsi), Rb(rsi))), vec![0x48, 0x0f, 0xbe, 0xf6]);
+    assert_eq!(bytes(|a| dynasm!(a ; .arch x64 ; movzx Rq(rsi), r11b)), vec![0x49, 0x0f, 0xb6, 0xf3]);
+    // shl rbx, cl / sar rbx, 5
+    assert_eq!(bytes(|a| dynasm!(a ; .arch x64 ; shl Rq(rbx), cl)), vec![0x48, 0xd3, 0xe3]);
+    assert_eq!(bytes(|a| dynasm!(a ; .arch x64 ; sar Rq(rbx), 5)), vec![0x48, 0xc1, 0xfb, 0x05]);
+}
+
+/// The fused compare-and-guard: `cmp` directly followed by the exit branch, no `setcc`.
+#[test]
+fn comparison_is_fused_into_its_guard() {
+    let mut b = TraceBuilder::new();
+    let x = b.input(Kind::Int);
+    let y = b.input(Kind::Int);
+    let lt = b.op(Opcode::IntLt, &[x, y]);
+    b.guard(Opcode::GuardTrue, &[lt], &[x], 1);
+    b.finish_with(&[y]);
+    let t = b.finish().unwrap();
+    let c = compile(&t, &opts()).unwrap();
+    let code = c.code();
+    // No setcc (0f 9x) anywhere, and `cmp rbx, [rbp + 0x20]` (x in rbx, y in its input
+    // slot) directly followed by `jge rel32` (0f 8d) to the exit stub.
+    assert!(!code.windows(2).any(|w| w[0] == 0x0f && (0x90..=0x9f).contains(&w[1])), "{code:02x?}");
+    assert!(code.windows(9).any(|w| w[..7] == [0x48, 0x3b, 0x9d, 0x20, 0, 0, 0] && w[7..] == [0x0f, 0x8d]), "{code:02x?}");
+    assert_eq!(c.run(&[1, 2], &mut SimpleHeap::new()).unwrap(), Exit::Finish { values: vec![2] });
+    assert!(matches!(c.run(&[3, 2], &mut SimpleHeap::new()).unwrap(), Exit::Guard { ref values, .. } if values == &[3]));
+}
+
+#[test]
+fn perf_map_gets_an_entry() {
+    let mut b = TraceBuilder::new();
+    let x = b.input(Kind::Int);
+    b.finish_with(&[x]);
+    let mut t = b.finish().unwrap();
+    t.info.name = "perf map test trace".into();
+    let c = compile(&t, &CompileOptions { perf_map: true, ..opts() }).unwrap();
+    let map = std::fs::read_to_string(format!("/tmp/perf-{}.map", std::process::id())).unwrap();
+    let start = c.code().as_ptr() as u64;
+    assert!(map.lines().any(|l| l.starts_with(&format!("{start:x} ")) && l.ends_with("tracejit:perf map test trace")), "{map}");
+    let listing = c.disassembly(&t);
+    assert!(listing.contains("; op1 = finish(op0)"), "{listing}");
+}
