@@ -62,6 +62,8 @@ const F_FRESH: u8 = 2;
 const F_OVF_CHECKED: u8 = 4;
 /// Largest virtual array.
 const MAX_VIRTUAL_ARRAY: i64 = 64;
+// `Pass::removed_counts` has a slot per reason.
+const _: () = assert!((Reason::Dead as usize) < 16);
 /// Nesting limit of `RuleEnv::emit` and of backward propagation.
 const MAX_DEPTH: u32 = 6;
 
@@ -130,6 +132,8 @@ pub(crate) struct Pass<'a> {
     order: Vec<OpRef>,
     /// Constant pool of the output.
     consts: ConstPool,
+    /// Unnamed constants interned so far.
+    const_cache: FxHashMap<Const, Value>,
     /// Resume data of emitted guards, by `GuardRef`.
     guards: Vec<GuardData>,
     uf: UnionFind,
@@ -143,6 +147,8 @@ pub(crate) struct Pass<'a> {
     virtuals: Vec<Virtual>,
     descr_facts: Vec<DescrFacts>,
     stats: Stats,
+    /// Removed input ops by [`Reason`] (moved into `stats` at the end).
+    removed_counts: [usize; 16],
     depth: u32,
     /// No exception can be pending (a `guard_no_exception` passed since the last op that may raise).
     exc_clear: bool,
@@ -152,10 +158,85 @@ pub(crate) struct Pass<'a> {
 
 /// Run the pass (see the module documentation).
 pub(crate) fn run(input: &Trace, opts: &Options) -> Result<Optimized, OptError> {
-    trace_ir::verify(input).map_err(OptError::BadInput)?;
+    if cfg!(debug_assertions) {
+        trace_ir::verify(input).map_err(OptError::BadInput)?;
+    } else {
+        precheck(input)?;
+    }
     let mut p = Pass::new(input, opts);
     p.run()?;
     p.finish()
+}
+
+/// The structural facts the pass relies on (release builds; debug builds run the full
+/// verifier): operands defined before use, descriptors and resume data present and in range,
+/// arities as in the opcode table, label parameters after labels. A violation is an error, not
+/// a panic.
+fn precheck(t: &Trace) -> Result<(), OptError> {
+    let bad = |i: usize, m: &str| {
+        Err(OptError::BadInput(trace_ir::VerifyError { op: Some(OpRef::new(i)), message: m.to_string() }))
+    };
+    let n = t.ops.len();
+    if t.num_inputs > n || t.ops[..t.num_inputs].iter().any(|o| !o.opcode.is_input()) {
+        return Err(OptError::BadInput(trace_ir::VerifyError { op: None, message: "bad trace inputs".into() }));
+    }
+    let ok_value = |v: Value, i: usize| match v.data() {
+        ValueData::Op(o) => o.index() < i,
+        ValueData::Const(c) => c.index() < t.consts.len(),
+    };
+    let mut params = 0usize;
+    for (i, op) in t.ops.iter().enumerate().skip(t.num_inputs) {
+        let opc = op.opcode;
+        if opc.is_input() {
+            if params == 0 {
+                return bad(i, "input op outside the label parameters");
+            }
+            params -= 1;
+            continue;
+        }
+        if params != 0 {
+            return bad(i, "label is missing parameters");
+        }
+        let sig = opc.info().args.as_bytes();
+        let variadic = sig.last() == Some(&b'*');
+        let fixed = sig.len() - variadic as usize;
+        if (variadic && op.args.len() < fixed) || (!variadic && op.args.len() != fixed) {
+            return bad(i, "wrong number of operands");
+        }
+        if op.args.iter().any(|&a| !ok_value(a, i)) {
+            return bad(i, "operand used before its definition");
+        }
+        match (opc.descr_kind(), op.descr) {
+            (_, Some(d)) if d.index() >= t.descrs.len() => return bad(i, "missing descriptor"),
+            (trace_ir::DescrKind::None | trace_ir::DescrKind::Any, _) => {}
+            (_, None) => return bad(i, "missing descriptor"),
+            _ => {}
+        }
+        if opc.is_guard() {
+            let Some(g) = op.guard.filter(|g| g.index() < t.guards.len()) else { return bad(i, "guard without resume data") };
+            let gd = t.guard(g);
+            let ok_fa = |fa: &FailArg| match *fa {
+                FailArg::Value(v) => ok_value(v, i),
+                FailArg::Virtual(k) => (k as usize) < gd.virtuals.len(),
+                FailArg::Hole => true,
+            };
+            let vdescr_ok = |vo: &VirtualObject| match vo.kind {
+                VirtualKind::Struct { descr, .. } | VirtualKind::Array { descr, .. } => descr.index() < t.descrs.len(),
+            };
+            if !gd.fail_args.iter().all(ok_fa)
+                || !gd.virtuals.iter().all(|vo| vdescr_ok(vo) && vo.fields.iter().all(|f| ok_fa(&f.1)))
+            {
+                return bad(i, "bad fail arguments");
+            }
+        }
+        if opc == Opcode::Label {
+            params = op.args.len();
+        }
+    }
+    if params != 0 {
+        return bad(n - 1, "trace ends inside a label's parameters");
+    }
+    Ok(())
 }
 
 impl<'a> Pass<'a> {
@@ -198,6 +279,7 @@ impl<'a> Pass<'a> {
             info: Vec::with_capacity(n + 8),
             order: Vec::with_capacity(n + 8),
             consts: input.consts.clone(),
+            const_cache: FxHashMap::default(),
             guards: Vec::with_capacity(input.guards.len()),
             uf: UnionFind::new(n + 8),
             map: vec![Value::op(OpRef::new(0)); n],
@@ -208,6 +290,7 @@ impl<'a> Pass<'a> {
             virtuals: Vec::new(),
             descr_facts,
             stats: Stats { ops_in: input.num_real_ops(), ..Default::default() },
+            removed_counts: [0; 16],
             depth: 0,
             exc_clear: false,
             not_invalidated: false,
@@ -217,7 +300,7 @@ impl<'a> Pass<'a> {
     // ------------------------------------------------------------------ basics
 
     fn removed(&mut self, r: Reason) {
-        *self.stats.removed.entry(r).or_default() += 1;
+        self.removed_counts[r as usize] += 1;
     }
 
     fn fired(&mut self, name: &'static str) {
@@ -264,11 +347,17 @@ impl<'a> Pass<'a> {
     }
 
     fn make_int(&mut self, c: i64) -> Value {
-        Value::constant(self.consts.intern(Const::Int(c)))
+        self.make_const(Const::Int(c))
     }
 
+    /// Intern a constant (a local cache in front of the pool, whose index hashes strings).
     fn make_const(&mut self, c: Const) -> Value {
-        Value::constant(self.consts.intern(c))
+        if let Some(&v) = self.const_cache.get(&c) {
+            return v;
+        }
+        let v = Value::constant(self.consts.intern(c));
+        self.const_cache.insert(c, v);
+        v
     }
 
     fn zero_of(&mut self, kind: Kind) -> Value {
@@ -1609,9 +1698,7 @@ impl<'a> Pass<'a> {
             new_index[o.index()] = out_ops.len() as u32;
             out_ops.push(o);
         }
-        if dead > 0 {
-            *self.stats.removed.entry(Reason::Dead).or_default() += dead;
-        }
+        self.removed_counts[Reason::Dead as usize] += dead;
         let remap = |v: Value| -> Result<Value, OptError> {
             match v.data() {
                 ValueData::Const(_) => Ok(v),
@@ -1660,8 +1747,12 @@ impl<'a> Pass<'a> {
         };
         let never = self.info.iter().filter(|i| i.virt != NO_VIRT).count();
         self.stats.virtuals_removed = never;
-        for _ in 0..never {
-            self.removed(Reason::VirtualAlloc);
+        self.removed_counts[Reason::VirtualAlloc as usize] += never;
+        for &r in Reason::ALL {
+            let n = self.removed_counts[r as usize];
+            if n > 0 {
+                self.stats.removed.insert(r, n);
+            }
         }
         self.stats.ops_out = trace.num_real_ops();
         if cfg!(debug_assertions) {
