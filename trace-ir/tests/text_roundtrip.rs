@@ -538,3 +538,19 @@ proptest! {
         check_round_trip(&t);
     }
 }
+
+#[test]
+fn guard_ids_extremes_round_trip() {
+    let text = "[i0]\nguard_true(i0, descr=<Guard4294967295 key=0xffffffffffffffff>) []\nguard_true(i0) []\nguard_false(i0, descr=<Guard0>) []\nfinish(i0)\n";
+    let t = parse_trace(text).unwrap();
+    let ids: Vec<u32> = t.guards.iter().map(|g| g.id.0).collect();
+    // The guard without a descriptor gets the first id no explicit guard uses.
+    assert_eq!(ids, vec![u32::MAX, 1, 0]);
+    assert_eq!(t.guards[0].resume_key, u64::MAX);
+    assert_eq!(t.guards[1].resume_key, 1);
+    let printed = print_trace(&t);
+    assert_eq!(
+        printed,
+        "[i0]\nguard_true(i0, descr=<Guard4294967295 key=0xffffffffffffffff>) []\nguard_true(i0, descr=<Guard1>) []\nguard_false(i0, descr=<Guard0>) []\nfinish(i0)\n"
+    );
+}

@@ -343,7 +343,6 @@ pub(crate) fn parse_guard_descr(text: &str) -> Result<GuardSpec, String> {
     }
     num.parse::<u32>()
         .ok()
-        .filter(|&n| n != u32::MAX)
         .map(|n| GuardSpec::Id(n, key))
         .ok_or_else(|| format!("bad guard id `{num}`"))
 }

@@ -764,12 +764,12 @@ impl TraceParser {
         for pg in &self.guards {
             if let Some(key) = pg.fresh {
                 while self.explicit_ids.contains_key(&next) {
-                    next += 1;
+                    next = next.wrapping_add(1);
                 }
                 let g = &mut self.trace.guards[pg.guard.index()];
                 g.id = GuardId(next);
                 g.resume_key = key.unwrap_or(next as u64);
-                next += 1;
+                next = next.wrapping_add(1);
             }
         }
         // Fail arguments of guards written without a list: the values defined before the
