@@ -356,7 +356,15 @@ impl<'c> Gen<'c> {
 
     fn fail_args(&mut self) -> Vec<FailArg> {
         let n = self.rng.index(6.min(self.live.len() + 1));
-        (0..n).map(|_| FailArg::Value(self.rng.pick(&self.live).v)).collect()
+        let mut fa: Vec<FailArg> = (0..n).map(|_| FailArg::Value(self.rng.pick(&self.live).v)).collect();
+        // Allocated objects in fail arguments: once the optimizer makes them virtual, the exit
+        // has to rebuild them.
+        if self.rng.chance(1, 2) {
+            if let Some(p) = self.pick_live(Kind::Ref, |g, l| g.st.heap.is_allocated(g.ex(l.v).bits())) {
+                fa.push(FailArg::Value(p));
+            }
+        }
+        fa
     }
 
     fn guard(&mut self, opc: Opcode, args: &[Value]) -> bool {
@@ -412,6 +420,12 @@ impl<'c> Gen<'c> {
     }
 
     fn ref_arg(&mut self) -> Value {
+        // Prefer objects of the trace, so stores nest allocations into each other.
+        if self.rng.chance(1, 2) {
+            if let Some(p) = self.pick_live(Kind::Ref, |g, l| g.st.heap.is_allocated(g.ex(l.v).bits())) {
+                return p;
+            }
+        }
         match self.pick_live(Kind::Ref, |_, _| true) {
             Some(v) => v,
             None => self.konst(Const::Ref(0)),

@@ -507,3 +507,36 @@ fn strings_and_narrow_fields() {
     let t = b.finish().unwrap();
     assert_eq!(go(&t, &ints(&[0x1ff])).outcome, Outcome::Finish(ints(&[0xff, 3, -1])));
 }
+
+#[test]
+fn explicit_zero_stores_do_not_matter_after_escape() {
+    // p = new; [setfield(p, 0)]; call(p) writes heap; getfield(p): the same with or without
+    // the explicit zero store (an optimizer may materialize a virtual without it).
+    let build = |store_zero: bool, store_after: Option<i64>| {
+        let mut b = TraceBuilder::new();
+        let sz = size(&mut b, 16);
+        let fi = field(&mut b, "fi", 8, Kind::Int);
+        let cd = calldescr(&mut b, Kind::Void, &[Kind::Ref], CallEffect::CannotRaise);
+        let p = b.op_with_descr(Opcode::New, &[], sz);
+        if store_zero {
+            let zero = b.const_int(0);
+            b.op_with_descr(Opcode::SetfieldGc, &[p, zero], fi);
+        }
+        let f = b.const_int(0x1234);
+        b.op_with_descr(Opcode::CallN, &[f, p], cd);
+        if let Some(v) = store_after {
+            let v = b.const_int(v);
+            b.op_with_descr(Opcode::SetfieldGc, &[p, v], fi);
+        }
+        let i = b.op_with_descr(Opcode::GetfieldGcI, &[p], fi);
+        b.finish_with(&[i, p]);
+        b.finish().unwrap()
+    };
+    let with = go(&build(true, None), &[]);
+    let without = go(&build(false, None), &[]);
+    outcomes_equivalent(&with, &without).unwrap();
+    assert_ne!(with.outcome.values().unwrap()[0], RtValue::Int(0), "the call changed the escaped field");
+    // A store after the call is what a later read sees.
+    let after = go(&build(true, Some(9)), &[]);
+    assert_eq!(after.outcome.values().unwrap()[0], RtValue::Int(9));
+}

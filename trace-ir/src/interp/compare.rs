@@ -9,7 +9,9 @@
 //!    same bits), null only to null, an external reference only to the same address, and a
 //!    reference to an object allocated by the run (or rebuilt at the exit) only to an
 //!    allocated object of the other run with the same kind, length, class and fields
-//!    (absent fields count as zero), compared recursively. The correspondence between
+//!    (each field as a read would see it at the end of the run, see
+//!    [`super::heap::HeapObject::effective`]; absent fields count as zero), compared
+//!    recursively. The correspondence between
 //!    allocated objects must be one-to-one across the whole comparison: two references to one
 //!    object in one run must be two references to one object in the other. Cycles are
 //!    handled (a pair already in the correspondence is taken as equal);
@@ -74,11 +76,9 @@ impl<'a> Cmp<'a> {
                 }
                 let slots: BTreeSet<Slot> = oa.fields.keys().chain(ob.fields.keys()).copied().collect();
                 for s in slots {
-                    let fa = oa.fields.get(&s).map(|c| c.value);
-                    let fb = ob.fields.get(&s).map(|c| c.value);
-                    let kind = fa.or(fb).map_or(Kind::Int, |v| v.kind());
-                    let fa = fa.unwrap_or(RtValue::zero(kind));
-                    let fb = fb.unwrap_or(RtValue::zero(kind));
+                    let kind = oa.fields.get(&s).or_else(|| ob.fields.get(&s)).map_or(Kind::Int, |c| c.value.kind());
+                    let fa = oa.effective(s, kind, self.a.epoch);
+                    let fb = ob.effective(s, kind, self.b.epoch);
                     self.value(&format!("{what}.{s:?}"), fa, fb)?;
                 }
                 Ok(())

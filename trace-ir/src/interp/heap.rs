@@ -23,15 +23,20 @@
 //!
 //! # Escape and calls that may write the heap
 //!
-//! An allocated object **escapes** when it is passed to a call, stored into an escaped or
-//! external object or into raw memory, or converted to an integer by `cast_ptr_to_int`;
+//! An allocated object **escapes** when it is passed to a call, or stored into an escaped or
+//! external object or into raw memory;
 //! everything reachable from it escapes with it, and so does anything later stored into it.
-//! A call that may write the heap ([`Heap::clobber`]) bumps the epoch, forgets every
+//! A call that may write the heap ([`Heap::clobber`]) bumps the epoch and forgets every
 //! non-immutable write to external objects and raw memory (so the next read derives a fresh
-//! value from the new epoch), and replaces every non-immutable integer or float field of an
-//! escaped allocated object by a value mixed from its old value, the slot and the epoch
-//! (reference fields and string contents are left alone). A heap cache that wrongly forwards
-//! a field across such a call therefore produces a different value.
+//! value from the new epoch). For an escaped allocated object the effect is computed lazily
+//! ([`HeapObject::effective`]): a mutable integer or float field (written or not; an absent
+//! field counts as zero) that has not been written since the object escaped or since the last
+//! heap-writing call reads as a value mixed from its stored value, the slot and the current
+//! epoch. Reference fields and string contents are left alone. The rule depends only on
+//! contents and epochs, never on addresses or on whether a zero was stored explicitly, so an
+//! optimized trace that materializes a virtual with fewer explicit stores behaves the same,
+//! while a heap cache that wrongly forwards a field across such a call produces a different
+//! value.
 
 use super::RtValue;
 use crate::opcode::Kind;
@@ -92,6 +97,8 @@ pub struct Cell {
     pub value: RtValue,
     /// Whether the field is immutable.
     pub immutable: bool,
+    /// The heap epoch when it was written.
+    pub epoch: u64,
 }
 
 /// What an allocated object is.
@@ -131,6 +138,8 @@ pub struct HeapObject {
     pub fields: BTreeMap<Slot, Cell>,
     /// Whether the outside world can see it (see the module documentation).
     pub escaped: bool,
+    /// The heap epoch when it escaped (meaningful when `escaped`).
+    pub escape_epoch: u64,
     /// Whether a guard exit rebuilt it from a virtual description.
     pub rebuilt: bool,
 }
@@ -141,6 +150,31 @@ impl HeapObject {
         match self.kind {
             ObjKind::Struct { .. } => None,
             ObjKind::Array { len } | ObjKind::Str { len } | ObjKind::Unicode { len } => Some(len),
+        }
+    }
+
+    /// The value a read of `slot` returns when the heap epoch is `epoch`: the stored value
+    /// (zero of `kind` when absent), or, for an escaped object whose mutable integer or float
+    /// field was last written (or the object escaped) before the latest heap-writing call,
+    /// a value mixed from the stored value, the slot and the epoch.
+    pub fn effective(&self, slot: Slot, kind: Kind, epoch: u64) -> RtValue {
+        let (value, immutable, written) = match self.fields.get(&slot) {
+            Some(c) => (c.value.with_kind(kind), c.immutable, c.epoch),
+            None => (RtValue::zero(kind), false, 0),
+        };
+        let clobbered = self.escaped
+            && !immutable
+            && epoch > written.max(self.escape_epoch)
+            && !matches!(self.kind, ObjKind::Str { .. } | ObjKind::Unicode { .. });
+        if !clobbered {
+            return value;
+        }
+        let [a, b, c] = slot.words();
+        let h = hash_words(&[0xc10b, value.bits(), a, b, c, epoch]);
+        match value {
+            RtValue::Int(_) => RtValue::Int(h as i64),
+            RtValue::Float(_) => derived_value(Kind::Float, h),
+            r @ RtValue::Ref(_) => r,
         }
     }
 }
@@ -181,13 +215,14 @@ impl Heap {
     pub fn alloc(&mut self, kind: ObjKind, class: u64, rebuilt: bool) -> u64 {
         let addr = ALLOC_BASE + self.allocated * ALLOC_STRIDE;
         self.allocated += 1;
-        self.objects.insert(addr, HeapObject { kind, class, fields: BTreeMap::new(), escaped: false, rebuilt });
+        self.objects.insert(addr, HeapObject { kind, class, fields: BTreeMap::new(), escaped: false, escape_epoch: 0, rebuilt });
         addr
     }
 
     /// Mark the allocated object at `addr` (if it is one) and everything reachable from it
     /// as escaped.
     pub fn escape(&mut self, addr: u64) {
+        let epoch = self.epoch;
         let mut work = vec![addr];
         while let Some(a) = work.pop() {
             let Some(obj) = self.objects.get_mut(&a) else { continue };
@@ -195,6 +230,7 @@ impl Heap {
                 continue;
             }
             obj.escaped = true;
+            obj.escape_epoch = epoch;
             for cell in obj.fields.values() {
                 if let RtValue::Ref(r) = cell.value {
                     work.push(r);
@@ -214,10 +250,7 @@ impl Heap {
     /// the caller does them). `immutable` reads of external objects ignore the epoch.
     pub fn read(&mut self, addr: u64, slot: Slot, kind: Kind, immutable: bool) -> RtValue {
         if let Some(obj) = self.objects.get(&addr) {
-            return match obj.fields.get(&slot) {
-                Some(c) => c.value.with_kind(kind),
-                None => RtValue::zero(kind),
-            };
+            return obj.effective(slot, kind, self.epoch);
         }
         let ext = self.external.entry(addr).or_default();
         if let Some(c) = ext.written.get(&slot) {
@@ -231,7 +264,7 @@ impl Heap {
     /// Write `slot` of the object at `addr` (no null or bounds checks). A reference stored
     /// into an escaped or external object escapes.
     pub fn write(&mut self, addr: u64, slot: Slot, value: RtValue, immutable: bool) {
-        let cell = Cell { value, immutable };
+        let cell = Cell { value, immutable, epoch: self.epoch };
         let escapes = if let Some(obj) = self.objects.get_mut(&addr) {
             obj.fields.insert(slot, cell);
             obj.escaped
@@ -261,28 +294,9 @@ impl Heap {
     /// The effect of a call that may write the heap (see the module documentation).
     pub fn clobber(&mut self) {
         self.epoch += 1;
-        let epoch = self.epoch;
         for ext in self.external.values_mut() {
             ext.written.retain(|_, c| c.immutable);
         }
         self.raw.clear();
-        for (&addr, obj) in self.objects.iter_mut() {
-            if !obj.escaped || matches!(obj.kind, ObjKind::Str { .. } | ObjKind::Unicode { .. }) {
-                continue;
-            }
-            let _ = addr; // the new values must not depend on the address (it differs between runs)
-            for (slot, cell) in obj.fields.iter_mut() {
-                if cell.immutable {
-                    continue;
-                }
-                let [a, b, c] = slot.words();
-                let h = hash_words(&[0xc10b, cell.value.bits(), a, b, c, epoch]);
-                cell.value = match cell.value {
-                    RtValue::Int(_) => RtValue::Int(h as i64),
-                    RtValue::Float(_) => derived_value(Kind::Float, h),
-                    r @ RtValue::Ref(_) => r,
-                };
-            }
-        }
     }
 }
