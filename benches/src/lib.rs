@@ -18,20 +18,28 @@ pub use examples::programs::EXAMPLES;
 pub enum Variant {
     /// A run of the program in this mode (native code for the JIT modes).
     Mode(Mode),
-    /// The loop written in Rust.
+    /// The loop written in Rust, as LLVM compiles it (it may vectorize or use a closed form).
     Rust,
+    /// The loop written in Rust with an optimization barrier on the counter (scalar code).
+    RustScalar,
 }
 
 impl Variant {
     /// All variants, in table order.
-    pub const ALL: [Variant; 4] =
-        [Variant::Mode(Mode::Interpreter), Variant::Mode(Mode::JitUnoptimized), Variant::Mode(Mode::JitOptimized), Variant::Rust];
+    pub const ALL: [Variant; 5] = [
+        Variant::Mode(Mode::Interpreter),
+        Variant::Mode(Mode::JitUnoptimized),
+        Variant::Mode(Mode::JitOptimized),
+        Variant::Rust,
+        Variant::RustScalar,
+    ];
 
     /// Short name.
     pub fn name(self) -> &'static str {
         match self {
             Variant::Mode(m) => m.name(),
             Variant::Rust => "rust",
+            Variant::RustScalar => "rust-scalar",
         }
     }
 }
@@ -41,7 +49,7 @@ pub fn bench_n(ex: &Example, variant: Variant) -> i64 {
     match variant {
         Variant::Mode(Mode::Interpreter) | Variant::Mode(Mode::JitUnoptimized) => ex.demo_n / 2,
         Variant::Mode(Mode::JitOptimized) => ex.demo_n * 4,
-        Variant::Rust => ex.demo_n * 4,
+        Variant::Rust | Variant::RustScalar => ex.demo_n * 4,
     }
 }
 
@@ -57,6 +65,7 @@ pub fn run_variant(ex: &Example, variant: Variant, n: i64) -> String {
     match variant {
         Variant::Mode(m) => run_mode(ex, m, black_box(n)).unwrap_or_else(|e| panic!("{} in {}: {e}", ex.name, m.name())).output,
         Variant::Rust => (ex.native)(black_box(n)),
+        Variant::RustScalar => (ex.scalar)(black_box(n)),
     }
 }
 

@@ -19,32 +19,76 @@ pub struct Example {
     pub integer_kernel: bool,
     /// The same computation in Rust, returning what the program prints.
     pub native: fn(i64) -> String,
+    /// The same with an optimization barrier on the loop counter (no vectorization, no
+    /// closed form): the scalar physical reference.
+    pub scalar: fn(i64) -> String,
+}
+
+/// An optimization barrier: with `SCALAR`, the value passes through an empty `asm!` block,
+/// so LLVM can neither vectorize the loop nor replace it by a closed form; the loop then
+/// compiles to the scalar code a tracing JIT could hope to produce.
+#[inline(always)]
+fn step<const SCALAR: bool>(x: i64) -> i64 {
+    let mut x = x;
+    if SCALAR {
+        // SAFETY: an empty assembly block that only claims to read and write `x` in a register;
+        // it touches no memory and no other register.
+        unsafe { std::arch::asm!("/* {0} */", inout(reg) x, options(nomem, nostack, preserves_flags)) };
+    }
+    x
 }
 
 /// The sum of a range.
 pub fn native_sum(n: i64) -> String {
+    sum_impl::<false>(n)
+}
+
+/// [`native_sum`] with an optimization barrier on the loop counter (scalar code).
+pub fn scalar_sum(n: i64) -> String {
+    sum_impl::<true>(n)
+}
+
+fn sum_impl<const SCALAR: bool>(n: i64) -> String {
     let mut s: i64 = 0;
     let mut i = 0;
     while i < n {
         s += i;
-        i += 1;
+        i = step::<SCALAR>(i + 1);
     }
     format!("{s}\n")
 }
 
 /// The PyPy bit-manipulation kernel.
 pub fn native_pypy_kernel(n: i64) -> String {
+    pypy_kernel_impl::<false>(n)
+}
+
+/// [`native_pypy_kernel`] with an optimization barrier on the loop counter (scalar code).
+pub fn scalar_pypy_kernel(n: i64) -> String {
+    pypy_kernel_impl::<true>(n)
+}
+
+fn pypy_kernel_impl<const SCALAR: bool>(n: i64) -> String {
     let (mut s, mut i): (i64, i64) = (0, 0);
     while i < n {
         let x = (i << 3) & 0xff;
         s = (s + (x ^ 5) - 5) & 0x7fff_ffff;
-        i += 1;
+        i = step::<SCALAR>(i + 1);
     }
     format!("{s}\n")
 }
 
 /// Alignment checks.
 pub fn native_alignment(n: i64) -> String {
+    alignment_impl::<false>(n)
+}
+
+/// [`native_alignment`] with an optimization barrier on the loop counter (scalar code).
+pub fn scalar_alignment(n: i64) -> String {
+    alignment_impl::<true>(n)
+}
+
+fn alignment_impl<const SCALAR: bool>(n: i64) -> String {
     let base: i64 = 4096;
     let (mut bad, mut s, mut i) = (0i64, 0i64, 0i64);
     while i < n {
@@ -57,7 +101,7 @@ pub fn native_alignment(n: i64) -> String {
             bad += 1;
         }
         s = (s + (q >> 3)) & 0xff_ffff;
-        i += 1;
+        i = step::<SCALAR>(i + 1);
     }
     format!("{s} {bad}\n")
 }
@@ -69,11 +113,22 @@ pub fn fnv_data() -> Vec<i64> {
 
 /// FNV-1a over 1024 bytes, `n` times.
 pub fn native_fnv_hash(n: i64) -> String {
+    fnv_hash_impl::<false>(n)
+}
+
+/// [`native_fnv_hash`] with an optimization barrier on the loop counter (scalar code).
+pub fn scalar_fnv_hash(n: i64) -> String {
+    fnv_hash_impl::<true>(n)
+}
+
+fn fnv_hash_impl<const SCALAR: bool>(n: i64) -> String {
     let a = fnv_data();
     let mut h: i64 = 2_166_136_261;
     for _ in 0..n {
-        for &x in &a {
-            h = ((h ^ x) * 16_777_619) & 0xffff_ffff;
+        let mut j = 0;
+        while j < a.len() {
+            h = ((h ^ a[j]) * 16_777_619) & 0xffff_ffff;
+            j = step::<SCALAR>(j as i64 + 1) as usize;
         }
     }
     format!("{h}\n")
@@ -81,18 +136,36 @@ pub fn native_fnv_hash(n: i64) -> String {
 
 /// Pairs built and dropped (the Rust version has no allocation at all).
 pub fn native_pairs(n: i64) -> String {
+    pairs_impl::<false>(n)
+}
+
+/// [`native_pairs`] with an optimization barrier on the loop counter (scalar code).
+pub fn scalar_pairs(n: i64) -> String {
+    pairs_impl::<true>(n)
+}
+
+fn pairs_impl<const SCALAR: bool>(n: i64) -> String {
     let (mut s, mut i) = (0i64, 0i64);
     while i < n {
         let p = (i, i + 1);
         let q = (p.1, p.0 * 2);
         s = (s + q.0 - q.1 + 7) & 0xff_ffff;
-        i += 1;
+        i = step::<SCALAR>(i + 1);
     }
     format!("{s}\n")
 }
 
 /// The xorshift branch loop.
 pub fn native_branch(n: i64) -> String {
+    branch_impl::<false>(n)
+}
+
+/// [`native_branch`] with an optimization barrier on the loop counter (scalar code).
+pub fn scalar_branch(n: i64) -> String {
+    branch_impl::<true>(n)
+}
+
+fn branch_impl<const SCALAR: bool>(n: i64) -> String {
     let (mut x, mut rare, mut acc, mut i) = (2_463_534_242i64, 0i64, 0i64, 0i64);
     while i < n {
         x ^= (x << 13) & 0xffff_ffff;
@@ -103,17 +176,26 @@ pub fn native_branch(n: i64) -> String {
         } else {
             acc = (acc + (x & 0xff)) & 0xff_ffff;
         }
-        i += 1;
+        i = step::<SCALAR>(i + 1);
     }
     format!("{rare} {acc}\n")
 }
 
 /// The float loop.
 pub fn native_float(n: i64) -> String {
+    float_impl::<false>(n)
+}
+
+/// [`native_float`] with an optimization barrier on the loop counter (scalar code).
+pub fn scalar_float(n: i64) -> String {
+    float_impl::<true>(n)
+}
+
+fn float_impl<const SCALAR: bool>(n: i64) -> String {
     let (mut s, mut i) = (0.0f64, 0i64);
     while i < n {
         s += (i as f64).sqrt() * 0.5;
-        i += 1;
+        i = step::<SCALAR>(i + 1);
     }
     format!("{} {:?}\n", trace_ir::eval::float_to_int(s), s)
 }
@@ -128,6 +210,7 @@ pub const EXAMPLES: &[Example] = &[
         test_n: 3_000,
         integer_kernel: true,
         native: native_sum,
+        scalar: scalar_sum,
     },
     Example {
         name: "pypy_kernel",
@@ -137,6 +220,7 @@ pub const EXAMPLES: &[Example] = &[
         test_n: 3_000,
         integer_kernel: true,
         native: native_pypy_kernel,
+        scalar: scalar_pypy_kernel,
     },
     Example {
         name: "alignment",
@@ -146,6 +230,7 @@ pub const EXAMPLES: &[Example] = &[
         test_n: 3_000,
         integer_kernel: true,
         native: native_alignment,
+        scalar: scalar_alignment,
     },
     Example {
         name: "fnv_hash",
@@ -155,6 +240,7 @@ pub const EXAMPLES: &[Example] = &[
         test_n: 4,
         integer_kernel: true,
         native: native_fnv_hash,
+        scalar: scalar_fnv_hash,
     },
     Example {
         name: "pairs",
@@ -164,6 +250,7 @@ pub const EXAMPLES: &[Example] = &[
         test_n: 3_000,
         integer_kernel: false,
         native: native_pairs,
+        scalar: scalar_pairs,
     },
     Example {
         name: "branch",
@@ -173,6 +260,7 @@ pub const EXAMPLES: &[Example] = &[
         test_n: 5_000,
         integer_kernel: false,
         native: native_branch,
+        scalar: scalar_branch,
     },
     Example {
         name: "float",
@@ -182,6 +270,7 @@ pub const EXAMPLES: &[Example] = &[
         test_n: 3_000,
         integer_kernel: false,
         native: native_float,
+        scalar: scalar_float,
     },
 ];
 

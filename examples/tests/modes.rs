@@ -164,3 +164,12 @@ while j < N {
         }
     }
 }
+
+#[test]
+fn rust_references_agree_with_each_other() {
+    for ex in EXAMPLES {
+        for n in [0, 1, 7, ex.test_n] {
+            assert_eq!((ex.native)(n), (ex.scalar)(n), "{} with N = {n}", ex.name);
+        }
+    }
+}
