@@ -1162,8 +1162,21 @@ impl<'t> Gen<'t> {
                     self.guard_exit(Cond::Ne)?;
                 }
             }
-            GuardNotInvalidated | GuardFutureCondition | GuardNotForced | GuardNotForced2 => {
-                // Never fail in this backend: nothing invalidates or forces compiled code.
+            GuardNotInvalidated | GuardFutureCondition | GuardNotForced | GuardNotForced2 | GuardNoException => {
+                // Never fail in this backend: nothing invalidates or forces compiled code, and
+                // no exception can be pending (calls never raise, as in the interpreter, and
+                // the ops that set the exception state are not supported).
+            }
+            ForceToken => {
+                // A fixed token, the interpreter's.
+                let d = self.alloc_reg(Kind::Ref, 0)?;
+                self.mov(Loc::Reg(d), Loc::Imm(trace_ir::interp::heap::FORCE_TOKEN));
+                self.def(d);
+            }
+            VirtualRef => {
+                // `virtual_ref(p, i)` is `p` in this model.
+                let d = self.copy_to_new(a(0), Kind::Ref)?;
+                self.def(d);
             }
 
             // ---- hints -------------------------------------------------------------------

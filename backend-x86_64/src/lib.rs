@@ -31,12 +31,17 @@
 //!   with remainder 0.
 //! - A loop that never leaves runs forever, like the embedder's own loop would: there is no
 //!   iteration limit in native code.
-//! - `guard_not_invalidated`, `guard_not_forced`, `guard_not_forced_2` and
-//!   `guard_future_condition` never fail (nothing invalidates or forces compiled code);
-//!   hints (`keepalive`, `record_*`, ...) emit nothing.
+//! - `guard_not_invalidated`, `guard_not_forced`, `guard_not_forced_2`,
+//!   `guard_future_condition` and `guard_no_exception` never fail (nothing invalidates or
+//!   forces compiled code; calls never raise, as in the interpreter, and the ops that set the
+//!   exception state are not supported); hints (`keepalive`, `record_*`, ...) emit nothing;
+//!   `force_token` is the interpreter's fixed token and `virtual_ref(p, i)` is `p`.
+//! - Heap accesses check for null (and `*_gc` array accesses check the index against the
+//!   length word) and report an invalid operation, as the interpreter does.
 //! - Not supported (a [`CompileError::Unsupported`]): string and unicode ops,
-//!   interior fields, `call_assembler`, `cond_call*`, exception ops, `guard_gc_type`,
-//!   `guard_is_object`, `guard_subclass`, `force_token`, `virtual_ref`, `newstr`,
+//!   interior fields, `call_assembler`, `cond_call*`, `guard_exception`,
+//!   `save_exception`, `save_exc_class`, `restore_exception`, `guard_gc_type`,
+//!   `guard_is_object`, `guard_subclass`, `newstr`,
 //!   `newunicode`, jumps to other loops, calls with more than 6 integer or 8 float
 //!   arguments, and displacements that do not fit 32 bits.
 //!

@@ -16,7 +16,8 @@ use trace_ir::{Kind, Trace};
 /// `optimizer::optimize` first (the interpreter still runs the original trace, so the line
 /// also checks the optimizer). Exit status 1 when a native exit differs from the
 /// interpreter's outcome or a trace cannot be compiled. Inputs for which the interpreter hits
-/// its iteration limit are not run natively (native loops have no limit).
+/// its iteration limit are not run natively (native loops have no limit), nor are traces
+/// with calls (native code would call the raw function addresses of the trace file).
 pub fn run(args: &[String]) -> CliResult {
     let a = Args::parse(args, &["inputs", "random", "seed"], &["opt"])?;
     let file = a.one_file()?;
@@ -53,6 +54,12 @@ pub fn run(args: &[String]) -> CliResult {
                 continue;
             }
         };
+        // Native code calls the function addresses written in the trace: only addresses of
+        // this process would work, and a trace file cannot name any.
+        if let Some(op) = compiled_trace.ops.iter().find(|op| op.opcode.is_call()) {
+            println!("{name}: not run natively: it calls `{}` at an address from the trace file", op.opcode);
+            continue;
+        }
         let kinds = t.input_kinds();
         let mut rng = Rng::new(seed ^ (ti as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
         for k in 0..count {
