@@ -265,7 +265,7 @@ impl<'t> Gen<'t> {
         // Exit buffer size: the largest guard exit or finish.
         let mut exit_len = 0;
         for op in &t.ops {
-            if op.opcode == Opcode::Finish {
+            if matches!(op.opcode, Opcode::Finish | Opcode::Jump) {
                 exit_len = exit_len.max(op.args.len());
             }
             if let Some(g) = op.guard {
@@ -1270,21 +1270,22 @@ impl<'t> Gen<'t> {
             }
 
             Jump => self.jump(at)?,
-            Finish => {
-                let mut moves = Vec::new();
-                for (k, &v) in op.args.iter().enumerate() {
-                    moves.push((Loc::Mem(self.exit_disp(k)), self.loc(v)?));
-                }
-                for (d, s) in moves {
-                    self.mov(d, s);
-                }
-                let code = self.exits.len() as i32;
-                self.exits.push(ExitInfo::Finish { n: op.args.len() });
-                let e = self.epilogue;
-                dynasm!(self.asm ; .arch x64 ; mov eax, code ; jmp =>e);
-            }
+            Finish => self.leave(&op.args, ExitInfo::Finish { n: op.args.len() })?,
             _ => return Err(CompileError::Unsupported { op: OpRef::new(at), opcode: opc }),
         }
+        Ok(())
+    }
+
+    /// Leave the trace: store `args` into the exit buffer and return the code of `info`.
+    fn leave(&mut self, args: &[Value], info: ExitInfo) -> R<()> {
+        for (k, &v) in args.iter().enumerate() {
+            let src = self.loc(v)?;
+            self.mov(Loc::Mem(self.exit_disp(k)), src);
+        }
+        let code = self.exits.len() as i32;
+        self.exits.push(info);
+        let e = self.epilogue;
+        dynasm!(self.asm ; .arch x64 ; mov eax, code ; jmp =>e);
         Ok(())
     }
 
@@ -1550,7 +1551,15 @@ impl<'t> Gen<'t> {
         let info = match jump_target(t, OpRef::new(at)) {
             JumpTarget::Label(l) => self.labels.get(&l.index()).ok_or_else(|| bad("jump to a label defined later"))?,
             JumpTarget::Start => self.start.as_ref().unwrap(),
-            JumpTarget::External => return Err(CompileError::Unsupported { op: OpRef::new(at), opcode: Opcode::Jump }),
+            JumpTarget::External => {
+                // Leaving for another loop: report the jump's operands like `finish` does.
+                let target = match op.descr.map(|d| t.descr(d)) {
+                    Some(trace_ir::Descr::Loop(n)) => Some(*n),
+                    _ => None,
+                };
+                self.leave(&op.args, ExitInfo::External { target, n: op.args.len() })?;
+                return Ok(());
+            }
         };
         let label = info.label;
         let params = info.params.clone();

@@ -42,7 +42,7 @@
 //!   interior fields, `call_assembler`, `cond_call*`, `guard_exception`,
 //!   `save_exception`, `save_exc_class`, `restore_exception`, `guard_gc_type`,
 //!   `guard_is_object`, `guard_subclass`, `newstr`,
-//!   `newunicode`, jumps to other loops, calls with more than 6 integer or 8 float
+//!   `newunicode`, calls with more than 6 integer or 8 float
 //!   arguments, and displacements that do not fit 32 bits.
 //!
 //! The design of the register allocator and frame is described in the `codegen` module.
@@ -136,6 +136,14 @@ pub enum Exit {
         /// through the [`Runtime`] (their addresses), holes as 0.
         values: Vec<u64>,
     },
+    /// A `jump` to another compiled loop (`<LoopN>`, N >= 0) was reached: the embedder
+    /// continues there with these values.
+    ExternalJump {
+        /// The target loop number, when the descriptor names one.
+        target: Option<i64>,
+        /// The jump's operands.
+        values: Vec<u64>,
+    },
     /// An invalid operation (see the crate documentation) at this op.
     Invalid {
         /// The op.
@@ -190,6 +198,7 @@ pub(crate) struct VirtualLayout {
 #[derive(Clone, Debug)]
 pub(crate) enum ExitInfo {
     Finish { n: usize },
+    External { target: Option<i64>, n: usize },
     Guard { guard: GuardId, resume_key: u64, fail: Vec<ExitSlot>, virtuals: Vec<VirtualLayout> },
     Invalid { op: OpRef },
 }
@@ -271,6 +280,7 @@ impl CompiledTrace {
         Ok(match &self.exits[code as usize] {
             ExitInfo::Finish { n } => Exit::Finish { values: words[..*n].to_vec() },
             ExitInfo::Invalid { op } => Exit::Invalid { op: *op },
+            ExitInfo::External { target, n } => Exit::ExternalJump { target: *target, values: words[..*n].to_vec() },
             ExitInfo::Guard { guard, resume_key, fail, virtuals } => {
                 let addrs = rebuild_virtuals(virtuals, words, rt);
                 let values = fail

@@ -29,6 +29,7 @@ fn same(t: &Trace, native: &Exit, int: &Outcome) -> Result<(), String> {
             guard == g && resume_key == k && *values == bits(w)
         }
         (Exit::Invalid { .. }, Outcome::Invalid { .. }) => true,
+        (Exit::ExternalJump { target, values }, Outcome::ExternalJump { target: t, values: w }) => target == t && *values == bits(w),
         _ => false,
     };
     if ok {
@@ -714,4 +715,14 @@ fn perf_map_gets_an_entry() {
     assert!(map.lines().any(|l| l.starts_with(&format!("{start:x} ")) && l.ends_with("tracejit:perf map test trace")), "{map}");
     let listing = c.disassembly(&t);
     assert!(listing.contains("; op1 = finish(op0)"), "{listing}");
+}
+
+/// A jump to another loop (`<Loop3>`) leaves the trace with its operands.
+#[test]
+fn external_jump_reports_its_values() {
+    let t = trace_ir::parse_trace("[i0, f1]\ni2 = int_add(i0, 5)\njump(i2, f1, descr=<Loop3>)\n").unwrap();
+    let native = run_native(&t, &[4, 2.5f64.to_bits()], &opts());
+    assert_eq!(native, Exit::ExternalJump { target: Some(3), values: vec![9, 2.5f64.to_bits()] });
+    let int = interp::run(&t, &[RtValue::Int(4), RtValue::float(2.5)], &RunConfig::default()).outcome;
+    same(&t, &native, &int).unwrap();
 }

@@ -162,6 +162,7 @@ fn kinds_of_exit(t: &Trace, e: &Exit) -> Vec<Kind> {
                     .collect()
             })
             .unwrap_or_default(),
+        Exit::ExternalJump { .. } => t.ops.last().map(|op| op.args.iter().map(|&v| t.kind_of(v)).collect()).unwrap_or_default(),
         Exit::Invalid { .. } => Vec::new(),
     }
 }
@@ -177,6 +178,8 @@ fn show_exit(e: &Exit, kinds: &[Kind]) -> String {
     match e {
         Exit::Finish { values } => format!("finish({})", list(values)),
         Exit::Guard { guard, resume_key, values } => format!("guard {guard} failed (resume key {resume_key}) [{}]", list(values)),
+        Exit::ExternalJump { target: Some(n), values } => format!("jump to Loop{n} ({})", list(values)),
+        Exit::ExternalJump { target: None, values } => format!("jump out ({})", list(values)),
         Exit::Invalid { op } => format!("invalid at {op}"),
     }
 }
@@ -196,6 +199,7 @@ fn agree(native: &Exit, int: &Outcome) -> bool {
         (Exit::Guard { guard, resume_key, values }, Outcome::GuardFailed { guard: g, resume_key: k, values: w }) => {
             guard == g && resume_key == k && vals(values, w)
         }
+        (Exit::ExternalJump { target, values }, Outcome::ExternalJump { target: t, values: w }) => target == t && vals(values, w),
         (Exit::Invalid { .. }, Outcome::Invalid { .. }) => true,
         _ => false,
     }
