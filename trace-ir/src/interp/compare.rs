@@ -76,9 +76,11 @@ impl<'a> Cmp<'a> {
                 }
                 let slots: BTreeSet<Slot> = oa.fields.keys().chain(ob.fields.keys()).copied().collect();
                 for s in slots {
-                    let kind = oa.fields.get(&s).or_else(|| ob.fields.get(&s)).map_or(Kind::Int, |c| c.value.kind());
-                    let fa = oa.effective(s, kind, self.a.epoch);
-                    let fb = ob.effective(s, kind, self.b.epoch);
+                    let cell = oa.fields.get(&s).or_else(|| ob.fields.get(&s));
+                    let kind = cell.map_or(Kind::Int, |c| c.value.kind());
+                    let immutable = cell.is_some_and(|c| c.immutable);
+                    let fa = oa.effective(s, kind, self.a.epoch, immutable);
+                    let fb = ob.effective(s, kind, self.b.epoch, immutable);
                     self.value(&format!("{what}.{s:?}"), fa, fb)?;
                 }
                 Ok(())

@@ -16,7 +16,7 @@
 //!
 //! A field (array item, string character, raw word) of an external object that this run has
 //! not written reads as a value derived from `(address, slot, epoch)` by
-//! [`derived_value`]: integers in `0..1024`, floats finite in `0..1000`, references
+//! [`derived_value`]: integers in `0..128`, floats finite in `0..1000`, references
 //! non-null external addresses. Immutable fields (`FieldDescr::immutable`,
 //! `getarrayitem_gc_pure_*`), array lengths and string contents of external objects use
 //! epoch 0, so they never change. Unwritten fields of allocated objects read as zero / null.
@@ -29,10 +29,11 @@
 //! A call that may write the heap ([`Heap::clobber`]) bumps the epoch and forgets every
 //! non-immutable write to external objects and raw memory (so the next read derives a fresh
 //! value from the new epoch). For an escaped allocated object the effect is computed lazily
-//! ([`HeapObject::effective`]): a mutable integer or float field (written or not; an absent
-//! field counts as zero) that has not been written since the object escaped or since the last
-//! heap-writing call reads as a value mixed from its stored value, the slot and the current
-//! epoch. Reference fields and string contents are left alone. The rule depends only on
+//! ([`HeapObject::effective`]): every heap-writing call after the object escaped replaces
+//! each mutable integer or float field (written or not; an absent field counts as zero) that
+//! was not written since by a value (as [`derived_value`]) mixed from the field's current
+//! value, the slot and the call's epoch. The new value depends on the current value only, not
+//! on how it got there. Reference fields and string contents are left alone. The rule depends only on
 //! contents and epochs, never on addresses or on whether a zero was stored explicitly, so an
 //! optimized trace that materializes a virtual with fewer explicit stores behaves the same,
 //! while a heap cache that wrongly forwards a field across such a call produces a different
@@ -56,12 +57,14 @@ pub fn external_address(h: u64) -> u64 {
 }
 
 /// The value of kind `kind` derived from the hash `h` (see the module documentation):
-/// integers in `0..1024`, finite floats in `0..1000`, non-null external references.
+/// integers in `0..128` (unchanged by every narrow field's sign or zero extension, so a
+/// derived value reads the same through any field size), finite floats in `0..1000`,
+/// non-null external references.
 pub fn derived_value(kind: Kind, h: u64) -> RtValue {
     match kind {
         Kind::Float => RtValue::float((h % 1_000_000) as f64 / 1000.0),
         Kind::Ref => RtValue::Ref(external_address(h)),
-        _ => RtValue::Int((h % 1024) as i64),
+        _ => RtValue::Int((h % 128) as i64),
     }
 }
 
@@ -154,28 +157,30 @@ impl HeapObject {
     }
 
     /// The value a read of `slot` returns when the heap epoch is `epoch`: the stored value
-    /// (zero of `kind` when absent), or, for an escaped object whose mutable integer or float
-    /// field was last written (or the object escaped) before the latest heap-writing call,
-    /// a value mixed from the stored value, the slot and the epoch.
-    pub fn effective(&self, slot: Slot, kind: Kind, epoch: u64) -> RtValue {
+    /// (zero of `kind` when absent), transformed once per heap-writing call made after the
+    /// last write and after the escape (see the module documentation). The field is
+    /// immutable (never transformed) when its cell says so or `immutable` is set (the reading
+    /// descriptor is immutable).
+    pub fn effective(&self, slot: Slot, kind: Kind, epoch: u64, immutable: bool) -> RtValue {
         let (value, immutable, written) = match self.fields.get(&slot) {
-            Some(c) => (c.value.with_kind(kind), c.immutable, c.epoch),
-            None => (RtValue::zero(kind), false, 0),
+            Some(c) => (c.value.with_kind(kind), c.immutable || immutable, c.epoch),
+            None => (RtValue::zero(kind), immutable, 0),
         };
-        let clobbered = self.escaped
-            && !immutable
-            && epoch > written.max(self.escape_epoch)
-            && !matches!(self.kind, ObjKind::Str { .. } | ObjKind::Unicode { .. });
-        if !clobbered {
+        if !self.escaped || immutable || matches!(self.kind, ObjKind::Str { .. } | ObjKind::Unicode { .. }) {
             return value;
         }
+        // Each heap-writing call since the last write (or the escape) maps the current value
+        // to a new one; the map depends only on that value, the slot and the call's epoch.
         let [a, b, c] = slot.words();
-        let h = hash_words(&[0xc10b, value.bits(), a, b, c, epoch]);
-        match value {
-            RtValue::Int(_) => RtValue::Int(h as i64),
-            RtValue::Float(_) => derived_value(Kind::Float, h),
-            r @ RtValue::Ref(_) => r,
+        let mut v = value;
+        for e in written.max(self.escape_epoch) + 1..=epoch {
+            let h = hash_words(&[0xc10b, v.bits(), a, b, c, e]);
+            v = match v {
+                RtValue::Ref(_) => v,
+                other => derived_value(other.kind(), h),
+            };
         }
+        v
     }
 }
 
@@ -250,7 +255,7 @@ impl Heap {
     /// the caller does them). `immutable` reads of external objects ignore the epoch.
     pub fn read(&mut self, addr: u64, slot: Slot, kind: Kind, immutable: bool) -> RtValue {
         if let Some(obj) = self.objects.get(&addr) {
-            return obj.effective(slot, kind, self.epoch);
+            return obj.effective(slot, kind, self.epoch, immutable);
         }
         let ext = self.external.entry(addr).or_default();
         if let Some(c) = ext.written.get(&slot) {
