@@ -6,3 +6,4 @@
 pub mod z3word;
 pub mod semantics;
 pub mod rules;
+pub mod mine;
