@@ -30,6 +30,8 @@ impl LoopCode for NativeLoop {
             Exit::Guard { guard, resume_key, values } => Ok(LoopExit { guard, resume_key, values }),
             Exit::Finish { .. } => Err("the loop finished instead of leaving through a guard".into()),
             Exit::Invalid { op } => Err(format!("invalid operation at {op}")),
+            #[allow(unreachable_patterns)]
+            other => Err(format!("unexpected exit {other:?}")),
         }
     }
 }

@@ -797,3 +797,71 @@ pub fn run_source(src: &str, params: &[(&str, i64)], config: Config) -> Result<R
     let values: Vec<i64> = params.iter().map(|p| p.1).collect();
     Vm::new(&program, &values, config).run().map_err(|e| e.to_string())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn interp(src: &str) -> Result<String, String> {
+        let mut cfg = Config::new(Mode::Interpreter, Engine::TraceRunner);
+        cfg.log = LogFlags::default();
+        run_source(src, &[], cfg).map(|o| o.output)
+    }
+
+    #[test]
+    fn integer_operators_follow_python() {
+        let out = interp("print(1 + 2 * 3, 7 // 2, -7 // 2, -7 % 3, 7 % -3, 1 << 4, -16 >> 2, 6 & 3, 6 | 3, 6 ^ 3, ~5)");
+        assert_eq!(out.unwrap(), "7 3 -4 2 -2 16 -4 2 7 5 -6\n");
+        assert_eq!(interp("print(2 < 3, 3 <= 2, 2 == 2, 2 != 2, not 0, not 7)").unwrap(), "1 0 1 0 1 0\n");
+    }
+
+    #[test]
+    fn floats_and_builtins() {
+        let out = interp("print(7 / 2, 1.5 * 2, sqrt(16), int(2.9), int(-2.9), float(3), abs(-4), abs(-2.5), 1 < 1.5, -0.5)");
+        assert_eq!(out.unwrap(), "3.5 3.0 4.0 2 -2 3.0 4 2.5 1 -0.5\n");
+    }
+
+    #[test]
+    fn arrays_pairs_and_none() {
+        let src = "a = array(3)\na[1] = 5\nprint(a, len(a), pair(1, pair(2.5, a)), snd(pair(1, 2)))\nif 0 { y = 1 }\nprint(y, not y)";
+        assert_eq!(interp(src).unwrap(), "[0, 5, 0] 3 (1, (2.5, [0, 5, 0])) 2\nNone 1\n");
+    }
+
+    #[test]
+    fn control_flow() {
+        let src = "i = 0\nwhile i < 5 {\n if i == 1 { print(10) } else if i == 3 { print(30) }\n else { print(i) }\n i = i + 1\n}";
+        assert_eq!(interp(src).unwrap(), "0\n10\n2\n30\n4\n");
+    }
+
+    #[test]
+    fn runtime_errors_have_positions() {
+        let cases = [
+            ("x = 1 + pair(1, 2)", "1:7", "unsupported operand types"),
+            ("x = 1\ny = x // 0", "2:7", "division by zero"),
+            ("x = 9223372036854775807 + 1", "1:25", "integer overflow"),
+            ("x = -9223372036854775808 // -1", "1:26", "integer overflow"),
+            ("x = -(-9223372036854775808)", "1:5", "integer overflow"),
+            ("x = abs(-9223372036854775808)", "1:8", "integer overflow"),
+            ("x = 3 << 62", "1:7", "integer overflow"),
+            ("x = 1 << 64", "1:7", "shift amount 64"),
+            ("a = array(2)\na[2] = 1", "2:1", "index 2 out of range"),
+            ("a = array(2)\nx = a[-1]", "2:6", "index -1 out of range"),
+            ("x = fst(1)", "1:8", "unsupported argument type int"),
+            ("x = len(2.5)", "1:8", "unsupported argument type float"),
+            ("x = 1.5 & 1", "1:9", "not defined on floats"),
+            ("a = array(2)\na[0] = 0.5", "2:1", "arrays hold ints"),
+        ];
+        for (src, pos, msg) in cases {
+            let e = interp(src).unwrap_err();
+            assert!(e.contains(pos) && e.contains(msg), "{src:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn log_flags_parse() {
+        let f = LogFlags::parse("opt, stats");
+        assert!(f.opt && f.stats && !f.asm && !f.jit);
+        assert_eq!(LogFlags::parse("all"), LogFlags { opt: true, asm: true, stats: true, jit: true });
+        assert_eq!(LogFlags::parse(""), LogFlags::default());
+    }
+}
