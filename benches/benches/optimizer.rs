@@ -72,7 +72,12 @@ fn thread_cpu_seconds() -> Option<f64> {
 /// Throughput per CPU second: optimize `traces` repeatedly for about `secs` of CPU time.
 fn cpu_throughput(name: &str, traces: &[Trace], secs: f64) {
     let ops: usize = traces.iter().map(|t| t.num_real_ops()).sum();
-    let opts = Options::default();
+    let mut opts = Options::default();
+    if let Ok(off) = std::env::var("TRACEJIT_BENCH_OFF") {
+        for part in off.split(',') {
+            opts.set(part, false);
+        }
+    }
     let Some(start) = thread_cpu_seconds() else { return };
     let mut rounds = 0u64;
     let mut now = start;

@@ -115,6 +115,8 @@ pub enum Reason {
     HeapCache,
     /// A write of the value the field already holds.
     RedundantWrite,
+    /// A write overwritten before anything could observe it (no read, guard or call between).
+    DeadStore,
     /// A hint that was used and dropped (or `same_as`).
     Hint,
     /// Unused pure op (final sweep).
@@ -135,6 +137,7 @@ impl Reason {
         Reason::VirtualAccess,
         Reason::HeapCache,
         Reason::RedundantWrite,
+        Reason::DeadStore,
         Reason::Hint,
         Reason::Dead,
     ];
@@ -152,6 +155,7 @@ impl Reason {
             Reason::VirtualAccess => "virtual_access",
             Reason::HeapCache => "heap_cache",
             Reason::RedundantWrite => "redundant_write",
+            Reason::DeadStore => "dead_store",
             Reason::Hint => "hint",
             Reason::Dead => "dead",
         }

@@ -89,6 +89,16 @@ struct Virtual {
     fields: Vec<(VirtualField, Value)>,
 }
 
+/// A write to a non-virtual object that is not emitted yet (see `Pass::pending`).
+#[derive(Clone, Copy, Debug)]
+struct PendingWrite {
+    descr: DescrRef,
+    /// `Some(index)` for an array item with a constant index, `None` for a struct field.
+    item: Option<Value>,
+    obj: Value,
+    val: Value,
+}
+
 /// CSE key: opcode, descriptor and operands (commutative operands sorted).
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
 struct Key {
@@ -144,6 +154,10 @@ pub(crate) struct Pass<'a> {
     cse: FxHashMap<Key, Value>,
     ovf_cse: FxHashMap<Key, Value>,
     heap: HeapCache,
+    /// Writes delayed until something could observe them (a read of a possibly aliasing slot,
+    /// a guard, a call or any other op with effects, the end of the trace), so that a write
+    /// overwritten before that is never emitted. Only with the heap cache on.
+    pending: Vec<PendingWrite>,
     virtuals: Vec<Virtual>,
     descr_facts: Vec<DescrFacts>,
     stats: Stats,
@@ -287,6 +301,7 @@ impl<'a> Pass<'a> {
             cse: FxHashMap::default(),
             ovf_cse: FxHashMap::default(),
             heap: HeapCache::default(),
+            pending: Vec::new(),
             virtuals: Vec::new(),
             descr_facts,
             stats: Stats { ops_in: input.num_real_ops(), ..Default::default() },
@@ -541,6 +556,7 @@ impl<'a> Pass<'a> {
                 }
                 Opcode::ArraylenGc => Some(self.arraylen(op, &args)),
                 Opcode::Jump | Opcode::Finish => {
+                    self.flush_writes();
                     for &a in &args {
                         self.force(a);
                     }
@@ -579,6 +595,7 @@ impl<'a> Pass<'a> {
     /// Any op without special treatment: its virtual operands escape; heap writes and
     /// barriers forget the heap.
     fn generic(&mut self, op: &Op, args: &[Value]) -> Option<Value> {
+        self.flush_writes();
         for &a in args {
             self.force(a);
         }
@@ -764,6 +781,8 @@ impl<'a> Pass<'a> {
 
     /// Emit the guard `op` (of the input) with operands `args`, translating its resume data.
     fn emit_guard(&mut self, op: &Op, args: &[Value]) -> Value {
+        // an exit observes the heap: delayed writes happen before it
+        self.flush_writes();
         for &a in args {
             self.force(a);
         }
@@ -1209,6 +1228,8 @@ impl<'a> Pass<'a> {
                 return Ok(());
             }
         }
+        // the guard must follow the op directly: delayed writes go first
+        self.flush_writes();
         let v = self.emit(Op::new(opc, &args));
         // the guard's fail arguments may name the op's own result
         self.map[i] = v;
@@ -1259,6 +1280,7 @@ impl<'a> Pass<'a> {
     // ------------------------------------------------------------------ loops
 
     fn label(&mut self, i: usize) {
+        self.flush_writes();
         let t = self.input;
         let op = &t.ops[i];
         // Virtuals used after the label must exist as objects: their state would otherwise be
@@ -1304,6 +1326,9 @@ impl<'a> Pass<'a> {
             self.force(a);
         }
         let key = if self.opts.cse && (elidable || loopinv) { Some(Key::new(opc, args, op.descr)) } else { None };
+        if key.as_ref().map(|k| !self.cse.contains_key(k)).unwrap_or(true) {
+            self.flush_writes();
+        }
         if let Some(k) = &key {
             if let Some(&v) = self.cse.get(k) {
                 self.removed(Reason::Cse);
@@ -1483,6 +1508,7 @@ impl<'a> Pass<'a> {
                 return self.find(val);
             }
         }
+        self.flush_conflicting(d, false, obj, None);
         let v = self.emit(Op { opcode: op.opcode, descr: Some(d), guard: None, args: SmallVec::from_slice(args) });
         if self.opts.intbounds {
             if let Some(b) = self.read_bound(d) {
@@ -1493,6 +1519,74 @@ impl<'a> Pass<'a> {
             self.heap.remember_field(d, obj, v);
         }
         v
+    }
+
+    /// Emit every delayed write, in program order.
+    fn flush_writes(&mut self) {
+        if self.pending.is_empty() {
+            return;
+        }
+        for w in std::mem::take(&mut self.pending) {
+            self.emit_write(w);
+        }
+    }
+
+    fn emit_write(&mut self, w: PendingWrite) {
+        let op = match w.item {
+            None => Op { opcode: Opcode::SetfieldGc, descr: Some(w.descr), guard: None, args: SmallVec::from_slice(&[w.obj, w.val]) },
+            Some(idx) => Op { opcode: Opcode::SetarrayitemGc, descr: Some(w.descr), guard: None, args: SmallVec::from_slice(&[w.obj, idx, w.val]) },
+        };
+        self.emit(op);
+    }
+
+    /// Emit the delayed writes that an access to slot `d` (an item if `item`) of `obj` may
+    /// observe or must stay ordered with; `except` is a write that the access replaces.
+    fn flush_conflicting(&mut self, d: DescrRef, item: bool, obj: Value, except: Option<usize>) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let overlap = &self.descr_facts[d.index()].overlap;
+        let info = &self.info;
+        let conflicts = |k: usize, w: &PendingWrite| {
+            Some(k) != except
+                && w.item.is_some() == item
+                && (w.descr == d || (!item && overlap.contains(&w.descr)))
+                && Self::may_alias(info, w.obj, obj)
+        };
+        if !self.pending.iter().enumerate().any(|(k, w)| conflicts(k, w)) {
+            return;
+        }
+        let mut keep = Vec::with_capacity(self.pending.len());
+        let mut flush = Vec::new();
+        for (k, w) in self.pending.iter().enumerate() {
+            if conflicts(k, w) {
+                flush.push(*w);
+            } else {
+                keep.push(*w);
+            }
+        }
+        self.pending = keep;
+        for w in flush {
+            self.emit_write(w);
+        }
+    }
+
+    /// A write to a non-virtual object: delayed (replacing an earlier delayed write of the
+    /// same slot, which is then dead) when the heap cache is on, emitted otherwise.
+    fn delay_write(&mut self, w: PendingWrite) {
+        if !self.opts.heapcache {
+            self.emit_write(w);
+            return;
+        }
+        let same = self.pending.iter().position(|p| p.descr == w.descr && p.obj == w.obj && p.item == w.item);
+        self.flush_conflicting(w.descr, w.item.is_some(), w.obj, same);
+        match self.pending.iter_mut().find(|p| p.descr == w.descr && p.obj == w.obj && p.item == w.item) {
+            Some(p) => {
+                p.val = w.val;
+                self.removed(Reason::DeadStore);
+            }
+            None => self.pending.push(w),
+        }
     }
 
     fn setfield(&mut self, op: &Op, args: &[Value]) {
@@ -1518,7 +1612,7 @@ impl<'a> Pass<'a> {
             self.removed(Reason::RedundantWrite);
             return;
         }
-        self.emit(Op { opcode: Opcode::SetfieldGc, descr: Some(d), guard: None, args: SmallVec::from_slice(&[obj, val]) });
+        self.delay_write(PendingWrite { descr: d, item: None, obj, val });
         let overlap = self.descr_facts[d.index()].overlap.clone();
         let info = &self.info;
         self.heap.write_field(d, &overlap, obj, |a, b| Self::may_alias(info, a, b));
@@ -1567,6 +1661,7 @@ impl<'a> Pass<'a> {
                 return self.find(val);
             }
         }
+        self.flush_conflicting(d, true, arr, None);
         let v = self.emit(Op { opcode: op.opcode, descr: Some(d), guard: None, args: SmallVec::from_slice(args) });
         if self.opts.intbounds {
             if let Some(b) = self.read_bound(d) {
@@ -1611,7 +1706,12 @@ impl<'a> Pass<'a> {
                 }
             }
         }
-        self.emit(Op { opcode: Opcode::SetarrayitemGc, descr: Some(d), guard: None, args: SmallVec::from_slice(&[arr, idx, val]) });
+        if cidx.is_some() {
+            self.delay_write(PendingWrite { descr: d, item: Some(idx), obj: arr, val });
+        } else {
+            self.flush_conflicting(d, true, arr, None);
+            self.emit(Op { opcode: Opcode::SetarrayitemGc, descr: Some(d), guard: None, args: SmallVec::from_slice(&[arr, idx, val]) });
+        }
         let info = &self.info;
         self.heap.write_item(d, cidx, arr, |a, b| Self::may_alias(info, a, b));
         if self.opts.heapcache && fits {
@@ -1650,6 +1750,7 @@ impl<'a> Pass<'a> {
     // ------------------------------------------------------------------ output
 
     fn finish(mut self) -> Result<Optimized, OptError> {
+        self.flush_writes();
         let n = self.ops.len();
         // 9. backward sweep: an op is needed if it has an effect or a needed op uses it.
         let mut live = vec![false; n];

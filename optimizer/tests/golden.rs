@@ -912,10 +912,57 @@ fn heap_read_after_write_and_read() {
          i5 = getarrayitem_gc_i(p0, 2, descr=<ArrayS 8>)
          finish(i2, i3, i4, i5)",
         "[p0, i1]
-         setfield_gc(p0, i1, descr=<FieldS a 8>)
          i3 = getfield_gc_i(p0, descr=<FieldS c 16>)
+         setfield_gc(p0, i1, descr=<FieldS a 8>)
          setarrayitem_gc(p0, 2, i1, descr=<ArrayS 8>)
          finish(i1, i3, i3, i1)",
+    );
+}
+
+#[test]
+fn dead_stores_between_guards_are_removed() {
+    // the frame-like pattern of PyPy traces: a slot rewritten before anything can observe it
+    let out = check(
+        "[p0, p1, i2]
+         setfield_gc(p0, 1, descr=<FieldS depth 8>)
+         setarrayitem_gc(p1, 0, i2, descr=<ArrayS 8>)
+         setfield_gc(p0, 2, descr=<FieldS depth 8>)
+         i3 = int_add(i2, 1)
+         setarrayitem_gc(p1, 0, i3, descr=<ArrayS 8>)
+         setfield_gc(p0, 3, descr=<FieldS depth 8>)
+         guard_true(i2, descr=<Guard1>) [i2]
+         setfield_gc(p0, 4, descr=<FieldS depth 8>)
+         i5 = getfield_gc_i(p1, descr=<FieldS other 16>)
+         setfield_gc(p0, 5, descr=<FieldS depth 8>)
+         finish(i5)",
+        "[p0, p1, i2]
+         i3 = int_add(i2, 1)
+         setfield_gc(p0, 3, descr=<FieldS depth 8>)
+         setarrayitem_gc(p1, 0, i3, descr=<ArrayS 8>)
+         guard_true(i2, descr=<Guard1>) [i2]
+         i5 = getfield_gc_i(p1, descr=<FieldS other 16>)
+         setfield_gc(p0, 5, descr=<FieldS depth 8>)
+         finish(i5)",
+    );
+    assert_eq!(out.stats.removed(Reason::DeadStore), 4);
+}
+
+#[test]
+fn delayed_writes_keep_their_order_with_possible_aliases() {
+    // p0 and p1 may be the same object: the last write wins, and the read sees it
+    check(
+        "[p0, p1]
+         setfield_gc(p0, 1, descr=<FieldS a 8>)
+         setfield_gc(p1, 2, descr=<FieldS a 8>)
+         setfield_gc(p0, 3, descr=<FieldS a 8>)
+         i4 = getfield_gc_i(p1, descr=<FieldS a 8>)
+         finish(i4)",
+        "[p0, p1]
+         setfield_gc(p0, 1, descr=<FieldS a 8>)
+         setfield_gc(p1, 2, descr=<FieldS a 8>)
+         setfield_gc(p0, 3, descr=<FieldS a 8>)
+         i4 = getfield_gc_i(p1, descr=<FieldS a 8>)
+         finish(i4)",
     );
 }
 
@@ -1050,8 +1097,8 @@ fn virtuals_reaching_a_label_are_materialized() {
          label(p1, descr=TargetToken(1))
          i2 = getfield_gc_i(p1, descr=<FieldS a 8>)
          i3 = int_add(i2, 1)
-         setfield_gc(p1, i3, descr=<FieldS a 8>)
          i4 = int_lt(i3, 100)
+         setfield_gc(p1, i3, descr=<FieldS a 8>)
          guard_true(i4, descr=<Guard1>) [p1]
          jump(p1, descr=TargetToken(1))",
     );
