@@ -7,6 +7,7 @@ mod cmd_text;
 mod cmd_interp;
 mod cmd_opt;
 mod cmd_run;
+mod cmd_mine;
 
 use std::process::ExitCode;
 
@@ -24,6 +25,9 @@ commands:
   run FILE [--inputs 1,2.5,0 | --random N --seed S] [--opt]
                                   compile every trace to x86-64, run it natively and
                                   print its exit next to the interpreter's
+  mine FILE... [--json] [--limit N] [--seconds S] [--findings] [--no-opt]
+                                  find missed optimizations in the optimized traces with
+                                  Z3; patterns by count
 ";
 
 fn main() -> ExitCode {
@@ -39,6 +43,7 @@ fn main() -> ExitCode {
         "interp" => cmd_interp::interp(rest),
         "opt" => cmd_opt::opt(rest),
         "run" => cmd_run::run(rest),
+        "mine" => cmd_mine::mine(rest),
         "-h" | "--help" | "help" => {
             print!("{USAGE}");
             Ok(())
