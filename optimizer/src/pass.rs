@@ -273,17 +273,21 @@ impl<'a> Pass<'a> {
                 _ => DescrFacts::default(),
             })
             .collect();
-        let fields: Vec<usize> = (0..descr_facts.len()).filter(|&i| descr_facts[i].is_field).collect();
-        if fields.len() <= 512 {
-            for &i in &fields {
-                for &j in &fields {
-                    if i != j {
-                        let (a, b) = (&descr_facts[i], &descr_facts[j]);
-                        if a.offset < b.offset + b.size as i64 && b.offset < a.offset + a.size as i64 {
-                            descr_facts[i].overlap.push(DescrRef::new(j));
-                        }
-                    }
+        // overlapping field descriptors: sort by offset, compare each with the following ones
+        // that start before it ends
+        let mut fields: Vec<(i64, i64, usize)> = (0..descr_facts.len())
+            .filter(|&i| descr_facts[i].is_field)
+            .map(|i| (descr_facts[i].offset, descr_facts[i].offset + descr_facts[i].size as i64, i))
+            .collect();
+        fields.sort_unstable();
+        for a in 0..fields.len() {
+            let (_, end, i) = fields[a];
+            for &(start, _, j) in &fields[a + 1..] {
+                if start >= end {
+                    break;
                 }
+                descr_facts[i].overlap.push(DescrRef::new(j));
+                descr_facts[j].overlap.push(DescrRef::new(i));
             }
         }
         Pass {
