@@ -53,6 +53,8 @@ const CHUNK_WORDS: usize = 1 << 17; // 1 MiB
 /// the heap is dropped.
 pub struct Heap {
     chunks: Vec<Box<[u64]>>,
+    /// Start address → end address of every chunk (for [`Heap::contains`]).
+    ranges: std::collections::BTreeMap<u64, u64>,
     /// Next free word in the last chunk.
     next: usize,
     /// The prebuilt `None` object.
@@ -76,7 +78,7 @@ impl std::fmt::Debug for Heap {
 impl Heap {
     /// An empty heap with the `None` object.
     pub fn new() -> Heap {
-        let mut h = Heap { chunks: Vec::new(), next: CHUNK_WORDS, none: 0, allocations: 0 };
+        let mut h = Heap { chunks: Vec::new(), ranges: Default::default(), next: CHUNK_WORDS, none: 0, allocations: 0 };
         h.none = h.alloc(BOX_SIZE);
         h.store(h.none, 0, NONE_CLASS);
         h
@@ -91,11 +93,15 @@ impl Heap {
             // A large object gets a chunk of its own; the current chunk stays in use.
             let chunk = vec![0u64; words].into_boxed_slice();
             let addr = chunk.as_ptr() as u64;
+            self.ranges.insert(addr, addr + 8 * words as u64);
             self.chunks.insert(self.chunks.len().saturating_sub(1), chunk);
             return addr;
         }
         if self.next + words > CHUNK_WORDS {
-            self.chunks.push(vec![0u64; CHUNK_WORDS].into_boxed_slice());
+            let chunk = vec![0u64; CHUNK_WORDS].into_boxed_slice();
+            let start = chunk.as_ptr() as u64;
+            self.ranges.insert(start, start + 8 * CHUNK_WORDS as u64);
+            self.chunks.push(chunk);
             self.next = 0;
         }
         let chunk = self.chunks.last_mut().expect("a chunk was just pushed");
@@ -112,11 +118,7 @@ impl Heap {
     /// Whether `addr` points into memory of this heap (used to validate values coming back
     /// from native code before they are dereferenced).
     pub fn contains(&self, addr: u64) -> bool {
-        addr % 8 == 0
-            && self.chunks.iter().any(|c| {
-                let start = c.as_ptr() as u64;
-                addr >= start && addr < start + (c.len() as u64) * 8
-            })
+        addr % 8 == 0 && self.ranges.range(..=addr).next_back().is_some_and(|(_, &end)| addr < end)
     }
 
     /// The prebuilt `None` object.
