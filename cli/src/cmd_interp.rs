@@ -1,4 +1,4 @@
-//! `tracejit interp FILE [--inputs 1,2,3 | --random N --seed S] [--max-iterations N] [--json]`:
+//! `tracejit interp FILE [--inputs 1,2,3 | --random N --seed S] [--guided] [--max-iterations N] [--json]`:
 //! run every trace of FILE in the reference interpreter and print the outcome per trace and
 //! per input set.
 //!
@@ -7,10 +7,14 @@
 //! or an address); a trace whose input count differs is reported and skipped. `--random N`
 //! runs N input sets per trace drawn from `--seed S` (default 0) and the trace index:
 //! special integers, small floats, and deterministic external addresses for references.
-//! Without either, one random input set is used.
+//! Without either, one random input set is used. `--guided` first improves each input set
+//! with `trace_ir::interp::guided::guided_inputs` (inputs and initial external memory chosen
+//! from the constants of failing guards, so real traces run further) and reports how many
+//! external memory slots it preset.
 
 use crate::common::{json_str, read_file, Args, CliError, CliResult};
 use std::fmt::Write as _;
+use trace_ir::interp::guided::guided_inputs;
 use trace_ir::interp::heap::external_address;
 use trace_ir::interp::{run, Outcome, RtValue, RunConfig};
 use trace_ir::random::special_int;
@@ -19,7 +23,7 @@ use trace_ir::{parse_file, Kind, Trace};
 
 /// Entry point of `tracejit interp`.
 pub fn interp(args: &[String]) -> CliResult {
-    let args = Args::parse(args, &["inputs", "random", "seed", "max-iterations"], &["json"])?;
+    let args = Args::parse(args, &["inputs", "random", "seed", "max-iterations"], &["json", "guided"])?;
     let path = args.one_file()?;
     let text = read_file(path)?;
     let traces = parse_file(&text).map_err(|e| CliError::Failed(format!("{path}: {e}")))?;
@@ -47,7 +51,17 @@ pub fn interp(args: &[String]) -> CliResult {
             }
         };
         let runs = match sets {
-            Ok(sets) => sets.into_iter().map(|inputs| (run(t, &inputs, &cfg), inputs)).collect::<Vec<_>>(),
+            Ok(sets) => sets
+                .into_iter()
+                .map(|inputs| {
+                    if args.has("guided") {
+                        let (inputs, gcfg) = guided_inputs(t, &inputs, &cfg, 64);
+                        (run(t, &inputs, &gcfg), inputs, gcfg.preset.len())
+                    } else {
+                        (run(t, &inputs, &cfg), inputs, 0)
+                    }
+                })
+                .collect::<Vec<_>>(),
             Err(e) => {
                 if json {
                     items.push(format!("{{\"index\":{ti},\"name\":{},\"error\":{}}}", json_str(&t.info.name), json_str(&e)));
@@ -60,9 +74,9 @@ pub fn interp(args: &[String]) -> CliResult {
         if json {
             let rs: Vec<String> = runs
                 .iter()
-                .map(|(r, inputs)| {
+                .map(|(r, inputs, preset)| {
                     format!(
-                        "{{\"inputs\":{},\"outcome\":{},\"iterations\":{},\"steps\":{}}}",
+                        "{{\"inputs\":{},\"preset_slots\":{preset},\"outcome\":{},\"iterations\":{},\"steps\":{}}}",
                         json_values(inputs),
                         json_outcome(&r.outcome),
                         r.iterations,
@@ -73,11 +87,12 @@ pub fn interp(args: &[String]) -> CliResult {
             items.push(format!("{{\"index\":{ti},\"name\":{},\"runs\":[{}]}}", json_str(&t.info.name), rs.join(",")));
         } else {
             let _ = writeln!(out, "{ti:4}  {}", t.info.name);
-            for (r, inputs) in &runs {
+            for (r, inputs, preset) in &runs {
                 let shown: Vec<String> = inputs.iter().map(|v| v.to_string()).collect();
+                let preset = if *preset > 0 { format!(", {preset} memory slots preset") } else { String::new() };
                 let _ = writeln!(
                     out,
-                    "      [{}] => {}  ({} iterations, {} steps)",
+                    "      [{}] => {}  ({} iterations, {} steps{preset})",
                     shown.join(", "),
                     r.outcome,
                     r.iterations,

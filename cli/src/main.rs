@@ -17,8 +17,9 @@ usage: tracejit <command> [options] FILE...
 commands:
   parse FILE [--json]             parse and verify every trace; one line per trace
   print FILE                      print every trace in normalized text form
-  interp FILE [--inputs 1,2,3 | --random N --seed S] [--json]
-                                  run every trace in the reference interpreter
+  interp FILE [--inputs 1,2,3 | --random N --seed S] [--guided] [--max-iterations N] [--json]
+                                  run every trace in the reference interpreter (--guided:
+                                  choose inputs and memory so guards hold, to run further)
   opt FILE [--stats] [--json] [--no-<part>...]
                                   optimize every trace (parts: fold intbounds rules cse
                                   guards ovf virtuals heapcache dce); PyPy's counts alongside

@@ -2,7 +2,7 @@
 //! several deterministic input sets without a panic.
 
 use std::path::PathBuf;
-use trace_ir::interp::{heap::external_address, run, ClassPolicy, Outcome, RtValue, RunConfig};
+use trace_ir::interp::{guided::guided_inputs, heap::external_address, run, ClassPolicy, Outcome, RtValue, RunConfig};
 use trace_ir::rng::Rng;
 use trace_ir::{parse_file, Kind, Trace};
 
@@ -72,4 +72,30 @@ fn every_corpus_trace_runs_without_panicking() {
     eprintln!("outcomes (finish, guard, external jump, invalid, limit): {counts:?}");
     // Real traces mostly leave through guards on random inputs; some must get further.
     assert!(counts[1] > 0);
+}
+
+#[test]
+fn guided_inputs_take_corpus_traces_further() {
+    let dir = corpus_dir();
+    let mut rng = Rng::new(7);
+    let (mut plain_steps, mut guided_steps, mut traces, mut finished_or_left) = (0u64, 0u64, 0usize, 0usize);
+    for name in ["fannkuch.pypylog", "float.pypylog", "richards.pypylog", "mmh3.pypylog"] {
+        let text = std::fs::read_to_string(dir.join(name)).unwrap();
+        for t in parse_file(&text).unwrap() {
+            traces += 1;
+            let cfg = RunConfig { max_iterations: 100, ..RunConfig::default() };
+            let inputs = inputs_for(&t, &mut rng);
+            let plain = run(&t, &inputs, &cfg);
+            let (gi, gcfg) = guided_inputs(&t, &inputs, &cfg, 60);
+            let guided = run(&t, &gi, &gcfg);
+            assert!(guided.steps >= plain.steps, "{}: the search went backwards", t.info.name);
+            plain_steps += plain.steps;
+            guided_steps += guided.steps;
+            if matches!(guided.outcome, Outcome::Finish(_) | Outcome::ExternalJump { .. } | Outcome::IterationLimit) {
+                finished_or_left += 1;
+            }
+        }
+    }
+    eprintln!("{traces} traces: {plain_steps} ops executed on random inputs, {guided_steps} on guided inputs; {finished_or_left} run to their end");
+    assert!(guided_steps > 3 * plain_steps, "guided {guided_steps} vs plain {plain_steps}");
 }

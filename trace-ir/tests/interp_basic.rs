@@ -597,3 +597,36 @@ fn pure_field_reads_may_be_reused_across_calls() {
     };
     outcomes_equivalent(&go(&build(false), &[]), &go(&build(true), &[])).unwrap();
 }
+
+#[test]
+fn guided_inputs_satisfy_guards_on_inputs_and_initial_memory() {
+    // [p0, i1]: i2 = getfield(p0.f); guard_value(i2, 7); guard_true(int_lt(i1, 10));
+    // p3 = getfield(p0.g); guard_nonnull(p3); finish(i2, i1)
+    let mut b = TraceBuilder::new();
+    let p0 = b.input(Kind::Ref);
+    let i1 = b.input(Kind::Int);
+    let fi = field(&mut b, "f", 8, Kind::Int);
+    let fg = field(&mut b, "g", 16, Kind::Ref);
+    let i2 = b.op_with_descr(Opcode::GetfieldGcI, &[p0], fi);
+    let seven = b.const_int(7);
+    b.guard(Opcode::GuardValue, &[i2, seven], &[], 0);
+    let ten = b.const_int(10);
+    let lt = b.op(Opcode::IntLt, &[i1, ten]);
+    b.guard(Opcode::GuardTrue, &[lt], &[], 1);
+    let p3 = b.op_with_descr(Opcode::GetfieldGcR, &[p0], fg);
+    b.guard(Opcode::GuardIsnull, &[p3], &[], 2);
+    b.finish_with(&[i2, i1]);
+    let t = b.finish().unwrap();
+    let start = [RtValue::Ref(0x4000_0000_7000), RtValue::Int(1000)];
+    assert!(matches!(go(&t, &start).outcome, Outcome::GuardFailed { guard: GuardId(0), .. }));
+    let (inputs, cfg) = trace_ir::interp::guided::guided_inputs(&t, &start, &RunConfig::default(), 10);
+    let r = run(&t, &inputs, &cfg);
+    match r.outcome {
+        Outcome::Finish(v) => {
+            assert_eq!(v[0], RtValue::Int(7));
+            assert!(matches!(v[1], RtValue::Int(x) if x < 10));
+        }
+        other => panic!("{other}"),
+    }
+    assert_eq!(cfg.preset.len(), 2, "field f and field g are preset");
+}

@@ -208,6 +208,10 @@ pub struct Heap {
     pub epoch: u64,
     /// Number of objects allocated so far.
     pub allocated: u64,
+    /// Initial contents of external memory (from `RunConfig::preset`): an unwritten slot
+    /// listed here reads as this value instead of a derived one, while no heap-writing call
+    /// has happened (or always, for immutable reads).
+    pub preset: HashMap<(u64, Slot), RtValue>,
 }
 
 impl Heap {
@@ -262,8 +266,22 @@ impl Heap {
             return c.value.with_kind(kind);
         }
         let epoch = if immutable { 0 } else { self.epoch };
+        if epoch == 0 {
+            if let Some(v) = self.preset.get(&(addr, slot)) {
+                return v.with_kind(kind);
+            }
+        }
         let [a, b, c] = slot.words();
         derived_value(kind, hash_words(&[0x0b1ec7, addr, a, b, c, epoch]))
+    }
+
+    /// Whether a read of `slot` of `addr` now would come from the initial contents of
+    /// external memory (an external object, slot unwritten, before any heap-writing call or
+    /// through an immutable descriptor): then [`Heap::preset`] can choose its value.
+    pub fn reads_initial_memory(&self, addr: u64, slot: Slot, immutable: bool) -> bool {
+        !self.objects.contains_key(&addr)
+            && (immutable || self.epoch == 0)
+            && !self.external.get(&addr).is_some_and(|e| e.written.contains_key(&slot))
     }
 
     /// Write `slot` of the object at `addr` (no null or bounds checks). A reference stored

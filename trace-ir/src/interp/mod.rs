@@ -85,6 +85,7 @@
 //! reference; `virtual_ref(p, i)` returns `p`.
 
 pub mod compare;
+pub mod guided;
 pub mod heap;
 
 pub use compare::outcomes_equivalent;
@@ -197,11 +198,20 @@ pub struct RunConfig {
     pub functions: HashMap<u64, HostFn>,
     /// How external objects get their class.
     pub class_policy: ClassPolicy,
+    /// Initial contents of external memory: `(address, slot) -> value` (see
+    /// [`heap::Heap::preset`]); [`guided::guided_inputs`] fills it in.
+    pub preset: HashMap<(u64, Slot), RtValue>,
 }
 
 impl Default for RunConfig {
     fn default() -> Self {
-        RunConfig { max_iterations: 1000, invalidated: false, functions: HashMap::new(), class_policy: ClassPolicy::default() }
+        RunConfig {
+            max_iterations: 1000,
+            invalidated: false,
+            functions: HashMap::new(),
+            class_policy: ClassPolicy::default(),
+            preset: HashMap::new(),
+        }
     }
 }
 
@@ -214,6 +224,7 @@ impl fmt::Debug for RunConfig {
             .field("invalidated", &self.invalidated)
             .field("functions", &fns)
             .field("class_policy", &self.class_policy)
+            .field("preset", &self.preset.len())
             .finish()
     }
 }
@@ -351,6 +362,8 @@ pub(crate) struct State {
     pub(crate) exception: Option<(i64, u64)>,
     pub(crate) iterations: u64,
     pub(crate) steps: u64,
+    /// When `Some`: for each op that read initial external memory, the slot it read.
+    pub(crate) provenance: Option<HashMap<usize, (u64, Slot)>>,
 }
 
 struct Machine<'a> {
@@ -372,11 +385,32 @@ pub(crate) fn step_op(trace: &Trace, cfg: &RunConfig, st: &mut State, pc: usize)
 /// reinterpreted by its bits as the input's kind). Never panics, even on traces that do not
 /// verify: problems become [`Outcome::Invalid`].
 pub fn run(trace: &Trace, inputs: &[RtValue], cfg: &RunConfig) -> RunResult {
-    let st = State { vals: vec![RtValue::Int(0); trace.ops.len()], ..State::default() };
+    run_recording(trace, inputs, cfg, false).0
+}
+
+/// [`run`], optionally recording which ops read initial external memory (for the guided
+/// input search); also returns the final values of all ops.
+pub(crate) fn run_recording(
+    trace: &Trace,
+    inputs: &[RtValue],
+    cfg: &RunConfig,
+    record: bool,
+) -> (RunResult, Vec<RtValue>, HashMap<usize, (u64, Slot)>) {
+    let mut st = State { vals: vec![RtValue::Int(0); trace.ops.len()], ..State::default() };
+    st.heap.preset = cfg.preset.clone();
+    if record {
+        st.provenance = Some(HashMap::new());
+    }
     let mut m = Machine { trace, cfg, st };
     let outcome = m.execute(inputs);
-    let st = m.st;
-    RunResult { outcome, heap: st.heap, calls: st.calls, exception: st.exception, iterations: st.iterations, steps: st.steps }
+    let mut st = m.st;
+    let vals = std::mem::take(&mut st.vals);
+    let prov = st.provenance.take().unwrap_or_default();
+    (
+        RunResult { outcome, heap: st.heap, calls: st.calls, exception: st.exception, iterations: st.iterations, steps: st.steps },
+        vals,
+        prov,
+    )
 }
 
 impl<'a> Machine<'a> {
@@ -660,6 +694,7 @@ impl<'a> Machine<'a> {
             GetfieldGcI | GetfieldGcR | GetfieldGcF => {
                 let fd = self.field_descr(at)?;
                 let p = self.nonnull(at, 0)?;
+                self.note_read(at, p, Slot::Field(fd.offset), fd.immutable);
                 let v = self.st.heap.read(p, Slot::Field(fd.offset), opc.result_kind(), fd.immutable);
                 self.set(at, narrow(v, fd.size, fd.signed));
             }
@@ -688,6 +723,7 @@ impl<'a> Machine<'a> {
                 let p = self.nonnull(at, 0)?;
                 let i = self.index(at, p, self.int_arg(at, 1)?)?;
                 let pure = matches!(opc, GetarrayitemGcPureI | GetarrayitemGcPureR | GetarrayitemGcPureF);
+                self.note_read(at, p, Slot::Item(i), pure);
                 let v = self.st.heap.read(p, Slot::Item(i), opc.result_kind(), pure);
                 self.set(at, narrow(v, ad.item_size, ad.signed));
             }
@@ -732,6 +768,7 @@ impl<'a> Machine<'a> {
                 let fd = self.field_descr(at)?;
                 let p = self.nonnull(at, 0)?;
                 let i = self.index(at, p, self.int_arg(at, 1)?)?;
+                self.note_read(at, p, Slot::Interior(i, fd.offset), fd.immutable);
                 let v = self.st.heap.read(p, Slot::Interior(i, fd.offset), opc.result_kind(), fd.immutable);
                 self.set(at, narrow(v, fd.size, fd.signed));
             }
@@ -831,6 +868,17 @@ impl<'a> Machine<'a> {
             }
         }
         Ok(pc + 1)
+    }
+
+    fn note_read(&mut self, at: OpRef, addr: u64, slot: Slot, immutable: bool) {
+        let initial = self.st.provenance.is_some() && self.st.heap.reads_initial_memory(addr, slot, immutable);
+        if let Some(p) = self.st.provenance.as_mut() {
+            if initial {
+                p.insert(at.index(), (addr, slot));
+            } else {
+                p.remove(&at.index());
+            }
+        }
     }
 
     fn back_edge(&mut self) -> Result<(), Stop> {
