@@ -1,0 +1,279 @@
+//! Integration tests of the `tracejit` binary: every subcommand on small trace files written
+//! to a temporary directory and on the dev corpus (`shared/corpus/pypy-dev`), checking exit
+//! codes and the key lines of the output.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const BIN: &str = env!("CARGO_BIN_EXE_tracejit");
+
+/// A loop summing 0..10 (with an `int_add(x, 0)` for the optimizer to remove).
+const LOOP: &str = "# sum loop
+[i0, i1]
+label(i0, i1, descr=TargetToken(1))
+i2 = int_lt(i0, 10)
+guard_true(i2, descr=<Guard0>) [i0, i1]
+i3 = int_add(i1, i0)
+i4 = int_add(i0, 1)
+i5 = int_add(i4, 0)
+jump(i5, i3, descr=TargetToken(1))
+";
+
+/// A straight-line trace that finishes with a product.
+const MUL: &str = "[i0, i1]\ni2 = int_mul(i0, i1)\nfinish(i2)\n";
+
+/// A redundant mask the optimizer removes; mined as written it is a finding.
+const AND_AND: &str = "[i0]\ni1 = int_and(i0, 15)\ni2 = int_and(i1, 255)\nfinish(i2)\n";
+
+/// A syntax error at line 2, column 18 (the operand list ends early).
+const BAD: &str = "[i0]\ni1 = int_add(i0, \nfinish(i1)\n";
+
+struct Out {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn tracejit(args: &[&str]) -> Out {
+    let out = Command::new(BIN).args(args).output().expect("run tracejit");
+    Out {
+        code: out.status.code().unwrap_or_else(|| panic!("tracejit {args:?} killed by a signal")),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Run and expect exit 0; returns stdout.
+fn ok(args: &[&str]) -> String {
+    let o = tracejit(args);
+    assert_eq!(o.code, 0, "tracejit {args:?} failed:\n{}\n{}", o.stdout, o.stderr);
+    o.stdout
+}
+
+/// A fresh temporary directory for one test.
+fn temp_dir(test: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("tracejit-cli-{}-{test}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.to_str().unwrap().to_string()
+}
+
+fn corpus(name: &str) -> String {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/pypy-dev").join(name);
+    assert!(p.exists(), "corpus file missing: {}", p.display());
+    p.to_str().unwrap().to_string()
+}
+
+/// The first `jit-log-noopt` section of a PyPy log, as its own log file.
+fn first_noopt_section(log: &str) -> String {
+    let text = std::fs::read_to_string(log).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let start = lines.iter().position(|l| l.ends_with("{jit-log-noopt")).expect("a noopt section");
+    let end = start + lines[start..].iter().position(|l| l.ends_with("jit-log-noopt}")).expect("closed");
+    lines[start..=end].join("\n") + "\n"
+}
+
+// --- parse and print -------------------------------------------------------------------
+
+#[test]
+fn parse_summarizes_each_trace() {
+    let d = temp_dir("parse");
+    let f = write(&d, "loop.txt", LOOP);
+    let out = ok(&["parse", &f]);
+    assert!(out.contains("sum loop"), "{out}");
+    assert!(out.contains("inputs   2  ops     7  guards    1"), "{out}");
+    assert!(out.contains("total: 1 traces, 7 ops, 1 guards (all verified)"), "{out}");
+    let json = ok(&["parse", "--json", &f]);
+    assert!(json.starts_with("{\"file\":"), "{json}");
+    assert!(json.contains("\"name\":\"sum loop\",\"section\":null,\"inputs\":2,\"ops\":7,\"guards\":1"), "{json}");
+}
+
+#[test]
+fn print_output_reparses_to_the_same_text() {
+    let d = temp_dir("print");
+    let f = write(&d, "loop.txt", LOOP);
+    let once = ok(&["print", &f]);
+    assert!(once.starts_with("# sum loop\n[i0, i1]\n"), "{once}");
+    assert!(once.contains("guard_true(i5, descr=<Guard0>) [i0, i1]"), "{once}");
+    let g = write(&d, "printed.txt", &once);
+    assert_eq!(ok(&["print", &g]), once);
+}
+
+// --- interp, opt, run -------------------------------------------------------------------
+
+#[test]
+fn interp_runs_the_loop_to_its_exit_guard() {
+    let d = temp_dir("interp");
+    let f = write(&d, "loop.txt", LOOP);
+    let out = ok(&["interp", &f, "--inputs", "0,0"]);
+    // 0 + 1 + ... + 9 = 45 when i0 reaches 10.
+    assert!(out.contains("[0, 0] => Guard0 failed (resume key 0) [10, 45]"), "{out}");
+    assert!(out.contains("10 iterations"), "{out}");
+    let json = ok(&["interp", &f, "--inputs", "7,1", "--json"]);
+    assert!(json.contains("\"kind\":\"guard_failed\",\"guard\":0"), "{json}");
+    assert!(json.contains("\"values\":[{\"int\":10},{\"int\":25}]"), "{json}");
+}
+
+#[test]
+fn opt_removes_the_add_of_zero() {
+    let d = temp_dir("opt");
+    let f = write(&d, "loop.txt", LOOP);
+    let out = ok(&["opt", &f]);
+    assert!(out.contains("# sum loop: 7 ops -> 6 ops"), "{out}");
+    assert!(!out.contains(", 0)"), "int_add(x, 0) survived:\n{out}");
+    assert!(out.contains("# total: 1 traces, 7 ops -> 6 ops"), "{out}");
+    let stats = ok(&["opt", "--stats", &f]);
+    assert!(stats.contains("rule add_zero"), "{stats}");
+    let json = ok(&["opt", "--json", &f]);
+    assert!(json.contains("\"ops_in\":7,\"ops_out\":6"), "{json}");
+    let none = ok(&["opt", "--no-rules", "--no-intbounds", &f]);
+    assert!(none.contains("7 ops -> 7 ops"), "{none}");
+}
+
+#[test]
+fn run_native_code_agrees_with_the_interpreter() {
+    let d = temp_dir("run");
+    let l = write(&d, "loop.txt", LOOP);
+    let out = ok(&["run", &l, "--inputs", "0,0"]);
+    assert!(out.contains("native: guard Guard0 failed (resume key 0) [10, 45]"), "{out}");
+    assert!(out.contains("interp: Guard0 failed (resume key 0) [10, 45]"), "{out}");
+    assert!(out.contains("  same"), "{out}");
+    let opt = ok(&["run", &l, "--inputs", "3,0", "--opt"]);
+    assert!(opt.contains("native: guard Guard0 failed (resume key 0) [10, 42]"), "{opt}");
+    let m = write(&d, "mul.txt", MUL);
+    let out = ok(&["run", &m, "--inputs", "6,-7"]);
+    assert!(out.contains("native: finish(-42)"), "{out}");
+    let random = ok(&["run", &m, "--random", "20", "--seed", "3"]);
+    assert_eq!(random.matches("  same").count(), 20, "{random}");
+    assert!(!random.contains("DIFFERENT"), "{random}");
+    // Missing inputs is a usage error.
+    assert_eq!(tracejit(&["run", &m]).code, 2);
+}
+
+// --- mine -------------------------------------------------------------------------------
+
+#[test]
+fn mine_reports_a_redundant_mask_as_written_and_nothing_after_optimizing() {
+    let d = temp_dir("mine");
+    let f = write(&d, "andand.txt", AND_AND);
+    let out = ok(&["mine", "--no-opt", &f]);
+    assert!(out.contains("1 traces mined, 2 ops examined"), "{out}");
+    assert!(out.contains("    1  same-as-earlier  int_and(int_and(x, C1), C2) => int_and(x, C1)"), "{out}");
+    assert!(out.contains("e.g. int_and(int_and(x, 15), 255) => int_and(x, 15)"), "{out}");
+    assert!(out.contains("total: 1 findings in 1 patterns"), "{out}");
+    // Our optimizer removes the second mask, so the optimized trace has nothing to find.
+    let out = ok(&["mine", &f]);
+    assert!(out.contains("total: 0 findings in 0 patterns"), "{out}");
+    let json = ok(&["mine", "--json", "--no-opt", &f]);
+    assert!(json.starts_with("{\"files\":[{\"file\":"), "{json}");
+    assert!(json.contains("\"op\":2,\"opcode\":\"int_and\",\"kind\":\"same-as-earlier\",\"value\":\"op 1\""), "{json}");
+    assert!(json.contains("\"total\":{\"findings\":1,\"patterns\":1}"), "{json}");
+}
+
+#[test]
+fn mine_takes_several_files_and_limits_the_table() {
+    let d = temp_dir("mine_many");
+    let a = write(&d, "a.txt", AND_AND);
+    let b = write(&d, "b.txt", "[i0]\ni1 = int_xor(i0, 1)\ni2 = int_xor(i1, i0)\ni3 = int_lt(i0, 3)\nguard_true(i3) [i0]\ni4 = int_lt(i0, 5)\nfinish(i2, i4)\n");
+    let out = ok(&["mine", "--no-opt", "--findings", &a, &b]);
+    assert_eq!(out.lines().filter(|l| l.starts_with("# ")).count(), 2, "{out}");
+    assert!(out.contains("constant         int_xor(int_xor(x, 1), x) => 1"), "{out}");
+    assert!(out.contains("const-bool       int_lt(x, C1) => 1   if guard_true(int_lt(x, C2))"), "{out}");
+    assert!(out.contains("total: 3 findings in 3 patterns"), "{out}");
+    let limited = ok(&["mine", "--no-opt", "--limit", "1", &a, &b]);
+    assert!(limited.contains("total: 3 findings in 3 patterns (1 shown)"), "{limited}");
+    assert_eq!(limited.lines().filter(|l| l.contains("e.g.")).count(), 1, "{limited}");
+}
+
+// --- errors -----------------------------------------------------------------------------
+
+#[test]
+fn malformed_file_fails_with_file_line_column() {
+    let d = temp_dir("bad");
+    let f = write(&d, "bad.txt", BAD);
+    for cmd in ["parse", "print", "mine"] {
+        let o = tracejit(&[cmd, &f]);
+        assert_eq!(o.code, 1, "{cmd}: {}", o.stderr);
+        assert!(o.stderr.contains(&format!("{f}:2:18: ")), "{cmd}: {}", o.stderr);
+        assert!(o.stdout.is_empty(), "{cmd}: {}", o.stdout);
+    }
+    // These name the file and the position, in the `line L, column C` form.
+    for cmd in [vec!["opt", &f], vec!["interp", &f], vec!["run", &f, "--inputs", "1"]] {
+        let o = tracejit(&cmd);
+        assert_eq!(o.code, 1, "{cmd:?}: {}", o.stderr);
+        assert!(o.stderr.contains(&f) && o.stderr.contains("line 2, column 18"), "{cmd:?}: {}", o.stderr);
+    }
+    let missing = d.join("no_such_file.txt");
+    let o = tracejit(&["parse", missing.to_str().unwrap()]);
+    assert_eq!(o.code, 1);
+    assert!(o.stderr.contains("no_such_file.txt"), "{}", o.stderr);
+}
+
+#[test]
+fn usage_errors_exit_with_2() {
+    assert_eq!(tracejit(&[]).code, 2);
+    assert_eq!(tracejit(&["frobnicate"]).code, 2);
+    assert_eq!(tracejit(&["mine"]).code, 2);
+    assert_eq!(tracejit(&["mine", "--limit", "many", "x"]).code, 2);
+    assert_eq!(tracejit(&["parse", "--no-such-option", "x"]).code, 2);
+    let help = ok(&["help"]);
+    for cmd in ["parse", "print", "interp", "opt", "run", "mine"] {
+        assert!(help.contains(&format!("  {cmd} ")), "{cmd} missing from usage:\n{help}");
+    }
+}
+
+// --- the corpus -------------------------------------------------------------------------
+
+#[test]
+fn corpus_parse_print_opt_interp() {
+    let f = corpus("fannkuch.pypylog");
+    // 21 noopt sections, 7 optimized loops and 14 bridges (corpus README).
+    let out = ok(&["parse", &f]);
+    assert!(out.contains("total: 42 traces,"), "{out}");
+    let printed = ok(&["print", &f]);
+    let d = temp_dir("corpus");
+    let p = write(&d, "printed.txt", &printed);
+    let reparsed = ok(&["parse", &p]);
+    let totals = |s: &str| s.lines().last().unwrap_or("").to_string();
+    assert_eq!(totals(&reparsed), totals(&out));
+    let opt = ok(&["opt", &f]);
+    assert!(opt.contains("# total: 21 traces,"), "{}", totals(&opt));
+    let interp = ok(&["interp", &f, "--random", "1", "--seed", "1"]);
+    assert_eq!(interp.lines().filter(|l| l.contains("=>")).count(), 42, "{interp}");
+}
+
+#[test]
+fn corpus_run_one_section_natively() {
+    let d = temp_dir("corpus_run");
+    let f = write(&d, "first.pypylog", &first_noopt_section(&corpus("fannkuch.pypylog")));
+    for opt in [false, true] {
+        let mut args = vec!["run", f.as_str(), "--random", "3", "--seed", "1"];
+        if opt {
+            args.push("--opt");
+        }
+        let out = ok(&args);
+        assert_eq!(out.matches("  same").count(), 3, "{out}");
+        assert!(!out.contains("DIFFERENT"), "{out}");
+    }
+}
+
+#[test]
+fn corpus_mine_within_its_budget() {
+    let f = corpus("fannkuch.pypylog");
+    let out = ok(&["mine", &f, "--seconds", "60"]);
+    assert!(out.contains(": 21 traces mined,"), "{out}");
+    assert!(!out.contains("time budget exhausted"), "{out}");
+    assert!(out.lines().last().unwrap().starts_with("total: "), "{out}");
+    // A tiny budget stops early and says so, still with exit 0.
+    let m = corpus("mmh3.pypylog");
+    let out = ok(&["mine", &m, "--seconds", "0.5", "--json"]);
+    assert!(out.contains("\"budget_exhausted\":true"), "{out}");
+    let out = ok(&["mine", &m, "--max-traces", "2", "--no-minimize"]);
+    assert!(out.contains(": 2 traces mined,"), "{out}");
+}
