@@ -3,7 +3,9 @@
 //!
 //! Criterion measures wall-clock time. On a loaded machine, set `TRACEJIT_BENCH_CPU=1` to
 //! also print the throughput per CPU second of this thread (Linux `schedstat`), which other
-//! processes do not inflate.
+//! processes do not inflate. `TRACEJIT_BENCH_OFF=cse,rules` switches parts off;
+//! `TRACEJIT_BENCH_BASELINE=1` measures a trace copy plus one verifier pass instead (a
+//! calibration of the machine: the cheapest linear pass over a trace).
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use optimizer::{optimize, Options};
@@ -81,9 +83,15 @@ fn cpu_throughput(name: &str, traces: &[Trace], secs: f64) {
     let Some(start) = thread_cpu_seconds() else { return };
     let mut rounds = 0u64;
     let mut now = start;
+    let baseline = std::env::var_os("TRACEJIT_BENCH_BASELINE").is_some();
     while now - start < secs {
         for t in traces {
-            black_box(optimize(black_box(t), &opts).unwrap());
+            if baseline {
+                // calibration: one copy and one verifier pass over the trace
+                black_box(trace_ir::verify(black_box(&t.clone())).unwrap());
+            } else {
+                black_box(optimize(black_box(t), &opts).unwrap());
+            }
         }
         rounds += 1;
         now = thread_cpu_seconds().unwrap_or(now + secs);
