@@ -615,10 +615,8 @@ impl<'a> Pass<'a> {
         if f.contains(OpFlags::BARRIER) {
             self.not_invalidated = false;
         }
-        if opc.result_kind() == Kind::Int && self.opts.intbounds {
-            if matches!(opc, Opcode::Strlen | Opcode::Unicodelen) {
-                self.info[v.as_op().unwrap().index()].bound = IntBound::nonnegative();
-            }
+        if self.opts.intbounds && matches!(opc, Opcode::Strlen | Opcode::Unicodelen) {
+            self.info[v.as_op().unwrap().index()].bound = IntBound::nonnegative();
         }
         if matches!(opc, Opcode::Newstr | Opcode::Newunicode) {
             self.info[v.as_op().unwrap().index()].flags |= F_FRESH | F_NONNULL;
@@ -1790,9 +1788,7 @@ impl<'a> Pass<'a> {
         for &o in &self.order {
             let op = &self.ops[o.index()];
             let keep = live[o.index()] || in_label_params > 0;
-            if in_label_params > 0 {
-                in_label_params -= 1;
-            }
+            in_label_params = in_label_params.saturating_sub(1);
             if op.opcode == Opcode::Label {
                 in_label_params = op.args.len();
             }

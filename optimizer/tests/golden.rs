@@ -174,8 +174,7 @@ fn rules_fire_through_the_hook() {
 
 #[test]
 fn rules_can_be_switched_off() {
-    let mut o = Options::default();
-    o.rules = false;
+    let o = Options { rules: false, ..Options::default() };
     check_with(
         "[i0]
          i4 = int_mul(i0, 8)
@@ -638,8 +637,7 @@ fn dont_materialize_twice() {
     );
     assert_eq!(out.stats.virtuals_materialized, 1);
     // without the heap cache both stores stay, and still one allocation
-    let mut o = Options::default();
-    o.heapcache = false;
+    let o = Options { heapcache: false, ..Options::default() };
     check_with(
         "[p0]
          p1 = new(descr=<SizeDescr 16>)
