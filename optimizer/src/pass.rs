@@ -571,6 +571,21 @@ impl<'a> Pass<'a> {
                     self.removed(Reason::Hint);
                     None
                 }
+                // A hint that does nothing when executed: the guard_not_invalidated that
+                // follows it stays (and is deduplicated until the next call).
+                Opcode::QuasiimmutField if self.opts.guards => {
+                    self.removed(Reason::Hint);
+                    None
+                }
+                // `virtual_ref(p, i)` is `p` in this model; `virtual_ref_finish` does nothing.
+                Opcode::VirtualRef if self.opts.virtuals => {
+                    self.removed(Reason::Hint);
+                    Some(args[0])
+                }
+                Opcode::VirtualRefFinish if self.opts.virtuals => {
+                    self.removed(Reason::Hint);
+                    None
+                }
                 Opcode::AssertNotNone if self.opts.guards => {
                     self.set_nonnull(args[0]);
                     self.removed(Reason::Hint);
