@@ -40,8 +40,12 @@
 //!   with `X`'s cone: up to [`MineConfig::max_guards`] of them, nearest first;
 //! - for a defined `int_*_ovf` op whose `guard_no_overflow` comes before `X`: no overflow.
 //!
-//! Nothing else is assumed: nothing about loads, lengths (`strlen >= 0` is *not* known),
-//! calls or the values that flow around a loop (label parameters are free). Every fact holds
+//! - the ranges the optimizer also gives loads: a narrow integer field or array item is
+//!   within its size and signedness (`<ArrayU 1>`: `0..=255`, printed `x: u8`), and
+//!   `strlen`, `unicodelen`, `arraylen_gc` are `>= 0`.
+//!
+//! Nothing else is assumed: nothing about full-width loads, calls or the values that flow
+//! around a loop (label parameters are free). Every fact holds
 //! on each execution that reaches `X`, so a proof is a real missed optimization *of this
 //! trace*; what it would take to exploit it (a rule, range or relational reasoning, loop
 //! peeling) is for a human to judge.
@@ -64,7 +68,7 @@ use crate::semantics::{bv, no_overflow, op_semantics, INTEGER_OPS, WIDTH};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::time::Instant;
-use trace_ir::{Const, Kind, OpFlags, Opcode, Trace, Value, ValueData};
+use trace_ir::{Const, Descr, Kind, OpFlags, Opcode, Trace, Value, ValueData};
 use z3::ast::{Ast, Bool, BV};
 use z3::{Model, Params, SatResult, Solver};
 
@@ -375,6 +379,34 @@ impl<'t> Enc<'t> {
         no_overflow(op.opcode, &a, &b)
     }
 
+    /// The range the optimizer also knows for a load: narrow integer fields and array items
+    /// (by size and signedness; e.g. `<ArrayU 1>` gives 0..=255) and lengths (`strlen`,
+    /// `unicodelen`, `arraylen_gc` are >= 0). With a short label for patterns.
+    fn load_range(&self, k: usize) -> Option<(i64, i64, String)> {
+        let op = &self.t.ops[k];
+        if op.opcode.result_kind() != Kind::Int || !op.opcode.has(OpFlags::READS_HEAP) || op.opcode.is_call() {
+            return None;
+        }
+        if matches!(op.opcode, Opcode::Strlen | Opcode::Unicodelen | Opcode::ArraylenGc) {
+            return Some((0, i64::MAX, ">= 0".into()));
+        }
+        let (size, signed) = match self.t.descr(op.descr?) {
+            Descr::Field(f) if f.kind == Kind::Int => (f.size, f.signed),
+            Descr::Array(a) if a.kind == Kind::Int => (a.item_size, a.signed),
+            Descr::Interior(i) if i.field.kind == Kind::Int => (i.field.size, i.field.signed),
+            _ => return None,
+        };
+        if !(1..8).contains(&size) {
+            return None;
+        }
+        let bits = 8 * u32::from(size);
+        Some(if signed {
+            (-(1i64 << (bits - 1)), (1i64 << (bits - 1)) - 1, format!(": i{bits}"))
+        } else {
+            (0, (1i64 << bits) - 1, format!(": u{bits}"))
+        })
+    }
+
     /// Whether ovf op `k` is followed by a `guard_no_overflow` before position `limit`.
     fn ovf_guarded_before(&self, k: usize, limit: usize) -> bool {
         self.t.ops[k].opcode.is_ovf() && k + 1 < limit && self.t.ops[k + 1].opcode == Opcode::GuardNoOverflow
@@ -388,6 +420,8 @@ struct Problem {
     defined: BTreeSet<usize>,
     guards: Vec<usize>,
     ovf: Vec<usize>,
+    /// Leaves with a range fact from their load ([`Enc::load_range`]).
+    ranges: Vec<usize>,
 }
 
 /// What a finding claims.
@@ -436,6 +470,12 @@ impl<'t, 'c> Miner<'t, 'c> {
         for &o in &p.ovf {
             if let Some(f) = self.enc.no_ovf(o) {
                 out.push(f);
+            }
+        }
+        for &k in &p.ranges {
+            if let Some((lo, hi, _)) = self.enc.load_range(k) {
+                let v = self.enc.var(k);
+                out.push(Bool::and(&[v.bvsge(bv(lo)), v.bvsle(bv(hi))]));
             }
         }
         out
@@ -498,7 +538,7 @@ impl<'t, 'c> Miner<'t, 'c> {
     /// with the extra ops (candidates) that should be defined.
     fn problem(&mut self, root: usize, limit: usize) -> (Problem, Cone) {
         let cone = self.enc.cone(root, self.cfg.depth, self.cfg.max_cone);
-        let mut p = Problem { defined: cone.defined.clone(), guards: Vec::new(), ovf: Vec::new() };
+        let mut p = Problem { defined: cone.defined.clone(), guards: Vec::new(), ovf: Vec::new(), ranges: Vec::new() };
         if self.cfg.use_guards {
             for g in (0..limit).rev() {
                 if p.guards.len() >= self.cfg.max_guards {
@@ -515,6 +555,17 @@ impl<'t, 'c> Miner<'t, 'c> {
             p.ovf = p.defined.iter().copied().filter(|&k| self.enc.ovf_guarded_before(k, limit)).collect();
         }
         (p, cone)
+    }
+
+    /// Range facts for the loads among the operands of the defined ops, the guard subjects
+    /// and `extra`.
+    fn add_ranges(&mut self, p: &mut Problem, extra: &[usize]) {
+        let mut leaves: BTreeSet<usize> = extra.iter().copied().collect();
+        for &k in &p.defined {
+            leaves.extend(self.enc.t.ops[k].args.iter().filter_map(|a| a.as_op()).map(|o| o.index()));
+        }
+        leaves.extend(p.guards.iter().filter_map(|&g| self.enc.guard_subject(g)));
+        p.ranges = leaves.into_iter().filter(|k| !p.defined.contains(k) && self.enc.load_range(*k).is_some()).collect();
     }
 
     fn eval(&mut self, m: &Model, k: usize) -> Option<u64> {
@@ -550,6 +601,7 @@ impl<'t, 'c> Miner<'t, 'c> {
                 p.defined.insert(y);
             }
         }
+        self.add_ranges(&mut p, &[x]);
         let facts = self.facts(&p);
         let model = match self.check(&facts, None) {
             (SatResult::Sat, Some(m)) => m,
@@ -599,7 +651,8 @@ impl<'t, 'c> Miner<'t, 'c> {
     }
 
     fn examine_guard(&mut self, g: usize, c: usize) -> Option<(Claim, Problem)> {
-        let (p, _) = self.problem(c, g);
+        let (mut p, _) = self.problem(c, g);
+        self.add_ranges(&mut p, &[c]);
         match self.prove(&p, Claim::Guard(g)) {
             Outcome::Proven => Some((Claim::Guard(g), p)),
             _ => None,
@@ -659,6 +712,16 @@ impl<'t, 'c> Miner<'t, 'c> {
                 i += 1;
             }
         }
+        let mut i = 0;
+        while i < p.ranges.len() {
+            let mut q = p.clone();
+            q.ranges.remove(i);
+            if matches!(self.prove(&q, c), Outcome::Proven) {
+                p = q;
+            } else {
+                i += 1;
+            }
+        }
         // Free the defined ops, farthest (earliest) first.
         let order: Vec<usize> = p.defined.iter().copied().filter(|k| !keep.contains(k)).collect();
         for k in order {
@@ -666,6 +729,7 @@ impl<'t, 'c> Miner<'t, 'c> {
             q.defined.remove(&k);
             let reach = self.reachable(&q, c);
             q.defined.retain(|d| reach.contains(d));
+            q.ranges.retain(|d| reach.contains(d));
             if matches!(self.prove(&q, c), Outcome::Proven) {
                 p = q;
             }
@@ -673,6 +737,7 @@ impl<'t, 'c> Miner<'t, 'c> {
         let reach = self.reachable(&p, c);
         let mut q = p.clone();
         q.defined.retain(|d| reach.contains(d));
+            q.ranges.retain(|d| reach.contains(d));
         if matches!(self.prove(&q, c), Outcome::Proven) {
             p = q;
         }
@@ -685,6 +750,7 @@ impl<'t, 'c> Miner<'t, 'c> {
             let reach = self.reachable(&p, c);
             let mut q = p.clone();
             q.defined.retain(|d| reach.contains(d));
+            q.ranges.retain(|d| reach.contains(d));
             let text = render(t, &q, c, false);
             (q, text)
         };
@@ -850,6 +916,11 @@ fn render(t: &Trace, p: &Problem, c: Claim, abstract_consts: bool) -> String {
     for &o in &p.ovf {
         let e = r.apply(o);
         conds.push(format!("guard_no_overflow({e})"));
+    }
+    for &k in &p.ranges {
+        let label = Enc::new(t).load_range(k).map(|(_, _, l)| l).unwrap_or_default();
+        let e = r.expr(k);
+        conds.push(if label.starts_with(':') { format!("{e}{label}") } else { format!("{e} {label}") });
     }
     if conds.is_empty() {
         head

@@ -176,3 +176,19 @@ fn an_expired_deadline_stops_the_run() {
     assert!(fs.is_empty());
     assert!(stats.budget_exhausted);
 }
+
+#[test]
+fn narrow_loads_and_lengths_have_their_ranges() {
+    // An unsigned byte masked with 255 is the byte itself.
+    let fs = mine("[p0]\ni1 = getarrayitem_gc_i(p0, 3, descr=<ArrayU 1>)\ni2 = int_and(i1, 255)\nfinish(i2)\n");
+    let f = only(&fs);
+    assert_eq!(f.kind, FindingKind::SameAsEarlier(1));
+    assert_eq!(f.pattern, "int_and(x, 255) => x   if x: u8");
+    // A length is never negative.
+    let fs = mine("[p0]\ni1 = strlen(p0)\ni2 = int_lt(i1, 0)\nfinish(i2)\n");
+    let f = only(&fs);
+    assert_eq!(f.kind, FindingKind::ConstBool(0));
+    assert_eq!(f.pattern, "int_lt(x, 0) => 0   if x >= 0");
+    // A full-width signed field has no range: nothing to find.
+    assert!(mine("[p0]\ni1 = getfield_gc_i(p0, descr=<FieldS a 8>)\ni2 = int_and(i1, 255)\nfinish(i2)\n").is_empty());
+}
