@@ -6,4 +6,5 @@
 pub mod z3word;
 pub mod semantics;
 pub mod rules;
+pub mod validate;
 pub mod mine;

@@ -288,6 +288,9 @@ fn is_sync_call(trace: &Trace, op: OpRef) -> bool {
             | Opcode::CallAssemblerR
             | Opcode::CallAssemblerF
             | Opcode::CallAssemblerN
+            | Opcode::CondCallN
+            | Opcode::CondCallValueI
+            | Opcode::CondCallValueR
     ) && !is_elidable_call(trace, op)
 }
 
@@ -327,9 +330,15 @@ struct Side<'t> {
     bits: HashMap<String, u32>,
     epoch: String,
     escapes: usize,
+    /// Facts about escaped objects' addresses, not yet added to the path condition.
+    esc_facts: Vec<Bool>,
     calls: usize,
     labels: usize,
     no_ovf: Option<Bool>,
+    /// Per op: whether its value depends on a multiplication or division.
+    heavy: Vec<bool>,
+    /// Whether the last overflow op is heavy.
+    ovf_heavy: bool,
     exc: Bool,
     not_forced: Bool,
     pos: usize,
@@ -347,9 +356,12 @@ impl<'t> Side<'t> {
             bits: HashMap::new(),
             epoch: "0".into(),
             escapes: 0,
+            esc_facts: Vec::new(),
             calls: 0,
             labels: 0,
             no_ovf: None,
+            heavy: vec![false; trace.ops.len()],
+            ovf_heavy: false,
             exc: Bool::from_bool(false),
             not_forced: Bool::new_const("not_forced"),
             pos: 0,
@@ -417,11 +429,24 @@ impl<'t> Side<'t> {
                     return a.clone();
                 }
                 let addr = BV::new_const(format!("esc{}", self.escapes), 64);
+                // A fresh allocation is not null, differs from the other fresh ones and has
+                // the class its allocation gave it.
+                self.esc_facts.push(addr.eq(&zero()).not());
+                for j in 0..self.escapes {
+                    self.esc_facts.push(addr.eq(&BV::new_const(format!("esc{j}"), 64)).not());
+                }
+                if let Some(c) = &self.objs[*id].class {
+                    self.esc_facts.push(class_of(&addr).eq(c));
+                }
                 self.escapes += 1;
                 self.objs[*id].addr = Some(addr.clone());
                 let obj = self.objs[*id].clone();
                 if let Some(len) = &obj.len {
-                    let key = format!("len:{}", obj.shape);
+                    let key = match obj.shape.as_str() {
+                        "newstr" => "imm:len:strlen".to_string(),
+                        "newunicode" => "imm:len:unicodelen".to_string(),
+                        shape => format!("imm:len:{shape}"),
+                    };
                     self.write(&key, &addr, len);
                 }
                 for (key, val) in &obj.fields {
@@ -437,6 +462,25 @@ impl<'t> Side<'t> {
                 addr
             }
         }
+    }
+
+    /// The items of tracked array `id` (constant length up to 64, no tracked objects in it),
+    /// for accesses with a non-constant index.
+    fn items(&self, id: usize, akey: &str) -> Option<Vec<BV>> {
+        let o = &self.objs[id];
+        let n = o.len.as_ref()?.simplify().as_u64()?;
+        if n > 64 {
+            return None;
+        }
+        let mut out = Vec::new();
+        for i in 0..n {
+            match o.fields.get(&format!("item:{akey}#{i}")) {
+                None => out.push(zero()),
+                Some(Sym::Bv(b)) => out.push(b.clone()),
+                Some(Sym::Obj(_)) => return None,
+            }
+        }
+        Some(out)
     }
 
     fn new_obj(&mut self, obj: LocalObj) -> Sym {
@@ -487,7 +531,11 @@ struct Translated {
 struct Validator<'t> {
     o: Side<'t>,
     p: Side<'t>,
-    solver: Solver,
+    /// The path condition: guards passed, original ops defined, hints.
+    /// Each with whether it involves a multiplication or division.
+    facts: Vec<(Bool, bool)>,
+    /// Claims collected while a batch is open.
+    batch: Option<Vec<(Bool, String, Option<(BV, BV)>)>>,
     cfg: Config,
     unknown: Option<String>,
     float_uf: bool,
@@ -495,14 +543,11 @@ struct Validator<'t> {
 
 impl<'t> Validator<'t> {
     fn new(original: &'t Trace, optimized: &'t Trace, cfg: &Config) -> Validator<'t> {
-        let solver = Solver::new();
-        let mut params = Params::new();
-        params.set_u32("timeout", cfg.timeout_ms);
-        solver.set_params(&params);
         Validator {
             o: Side::new(original, "original"),
             p: Side::new(optimized, "optimized"),
-            solver,
+            facts: Vec::new(),
+            batch: None,
             cfg: cfg.clone(),
             unknown: None,
             float_uf: false,
@@ -584,7 +629,8 @@ impl<'t> Validator<'t> {
                         || format!("guard {g} ({}) was removed but can fail", ot.op(ro).opcode),
                         None,
                     )?;
-                    self.solver.assert(&cond);
+                    let h = self.guard_heavy(true, ro);
+                    self.assume(cond, h);
                     self.guard_result(true, ro);
                     self.o.pos = ro.index() + 1;
                 }
@@ -620,12 +666,23 @@ impl<'t> Validator<'t> {
         while self.side(orig).pos < stop.index() {
             let r = OpRef::new(self.side(orig).pos);
             let t = self.translate(orig, r)?;
+            let heavy = {
+                let s = self.side(orig);
+                let op = s.trace.op(r);
+                let h = HEAVY_OPS.contains(&op.opcode)
+                    || op.args.iter().any(|a| a.as_op().is_some_and(|o| s.heavy[o.index()]));
+                s.heavy[r.index()] = h;
+                if op.opcode.is_ovf() {
+                    s.ovf_heavy = h;
+                }
+                h
+            };
             if let Some(f) = t.fact {
-                self.solver.assert(&f);
+                self.assume(f, false);
             }
             if let Some(valid) = t.valid {
                 if orig {
-                    self.solver.assert(&valid);
+                    self.assume(valid, heavy);
                 } else {
                     let opcode = self.p.trace.op(r).opcode;
                     self.prove(
@@ -643,21 +700,71 @@ impl<'t> Validator<'t> {
     // --------------------------------------------------------------------------------------
     // Queries
 
-    /// Prove `claim` under the current assertions. On a counterexample stop with `Invalid`;
-    /// on a timeout remember the reason and go on.
+    /// Add a fact to the path condition.
+    fn assume(&mut self, b: Bool, heavy: bool) {
+        if b.simplify().as_bool() != Some(true) {
+            self.facts.push((b, heavy));
+        }
+    }
+
+    /// Whether a guard's condition depends on a multiplication or division (facts that make
+    /// Z3 slow; see [`Validator::prove`]).
+    fn guard_heavy(&mut self, orig: bool, r: OpRef) -> bool {
+        let s = self.side(orig);
+        let op = s.trace.op(r);
+        (op.opcode.is_guard() && matches!(op.opcode, Opcode::GuardNoOverflow | Opcode::GuardOverflow) && s.ovf_heavy)
+            || op.args.iter().any(|a| a.as_op().is_some_and(|o| s.heavy[o.index()]))
+    }
+
+    /// Check whether `facts ∧ ¬claim` is satisfiable, in a fresh solver (Z3's
+    /// non-incremental mode preprocesses bit-vector problems much better than push/pop).
+    fn check(&self, claim: &Bool, light_only: bool) -> (SatResult, Option<z3::Model>, Option<String>) {
+        let solver = Solver::new();
+        let mut params = Params::new();
+        // Once the verdict is Unknown, later queries can only still find a counterexample:
+        // give them less time.
+        let ms = if self.unknown.is_some() { self.cfg.timeout_ms.min(200) } else { self.cfg.timeout_ms };
+        params.set_u32("timeout", ms);
+        solver.set_params(&params);
+        for (f, heavy) in &self.facts {
+            if !(light_only && *heavy) {
+                solver.assert(f);
+            }
+        }
+        solver.assert(claim.not());
+        let res = solver.check();
+        match res {
+            SatResult::Sat => (res, solver.get_model(), None),
+            SatResult::Unknown => (res, None, solver.get_reason_unknown()),
+            SatResult::Unsat => (res, None, None),
+        }
+    }
+
+    /// Prove `claim` under the path condition. On a counterexample stop with `Invalid`;
+    /// on a timeout remember the reason and go on. While a batch is open the claim is only
+    /// collected (see [`Validator::flush`]).
     fn prove(&mut self, claim: &Bool, what: impl Fn() -> String, diff: Option<(&BV, &BV)>) -> R<()> {
+        self.drain_escape_facts();
         if claim.simplify().as_bool() == Some(true) {
             return Ok(());
         }
-        self.solver.push();
-        self.solver.assert(claim.not());
-        let res = self.solver.check();
-        let out = match res {
+        if let Some(batch) = &mut self.batch {
+            batch.push((claim.clone(), what(), diff.map(|(a, b)| (a.clone(), b.clone()))));
+            return Ok(());
+        }
+        let (mut res, model, why) = self.check(claim, false);
+        if res == SatResult::Unknown && self.facts.iter().any(|(_, h)| *h) {
+            // Retry without the facts about multiplications and divisions: if the claim
+            // holds under fewer assumptions it holds under all of them.
+            if self.check(claim, true).0 == SatResult::Unsat {
+                res = SatResult::Unsat;
+            }
+        }
+        match res {
             SatResult::Unsat => Ok(()),
             SatResult::Unknown => {
-                let why = self.solver.get_reason_unknown().unwrap_or_else(|| "unknown".into());
                 if self.unknown.is_none() {
-                    self.unknown = Some(format!("Z3 gave up ({why}) proving: {}", what()));
+                    self.unknown = Some(format!("Z3 gave up ({}) proving: {}", why.unwrap_or_default(), what()));
                 }
                 Ok(())
             }
@@ -671,20 +778,51 @@ impl<'t> Validator<'t> {
                     }
                     Ok(())
                 } else {
-                    Err(Stop::Invalid(self.counterexample(what(), diff)))
+                    Err(Stop::Invalid(self.counterexample(model, what(), diff)))
                 }
             }
-        };
-        self.solver.pop(1);
-        out
+        }
+    }
+
+    fn drain_escape_facts(&mut self) {
+        let mut new: Vec<Bool> = self.o.esc_facts.drain(..).collect();
+        new.extend(self.p.esc_facts.drain(..));
+        for f in new {
+            self.facts.push((f, false));
+        }
+    }
+
+    /// Start collecting claims instead of proving them one by one.
+    fn open_batch(&mut self) {
+        self.batch = Some(Vec::new());
+    }
+
+    /// Prove the collected claims with one query; when it fails, find the failing claim
+    /// with one query each.
+    fn flush(&mut self) -> R<()> {
+        self.drain_escape_facts();
+        let Some(batch) = self.batch.take() else { return Ok(()) };
+        if batch.is_empty() {
+            return Ok(());
+        }
+        if batch.len() > 1 {
+            let all: Vec<Bool> = batch.iter().map(|(c, _, _)| c.clone()).collect();
+            if self.check(&Bool::and(&all), false).0 == SatResult::Unsat {
+                return Ok(());
+            }
+        }
+        for (claim, what, diff) in batch {
+            self.prove(&claim, || what.clone(), diff.as_ref().map(|(a, b)| (a, b)))?;
+        }
+        Ok(())
     }
 
     fn structural(&self, message: String) -> Counterexample {
         Counterexample { message, inputs: Vec::new(), differing: None, original: Vec::new(), optimized: Vec::new() }
     }
 
-    fn counterexample(&self, message: String, diff: Option<(&BV, &BV)>) -> Counterexample {
-        let Some(model) = self.solver.get_model() else {
+    fn counterexample(&self, model: Option<z3::Model>, message: String, diff: Option<(&BV, &BV)>) -> Counterexample {
+        let Some(model) = model else {
             return self.structural(message);
         };
         let ev = |b: &BV| model.eval(b, true).and_then(|v| v.as_u64()).map(|v| v as i64);
@@ -737,14 +875,19 @@ impl<'t> Validator<'t> {
         )?;
         // When the guard fails, the interpreter resumes with the fail arguments.
         if self.cfg.check_fail_args || self.cfg.check_heap {
-            self.solver.push();
-            self.solver.assert(co.not());
-            let r = self.compare_exit(g, ro, rp);
-            self.solver.pop(1);
+            self.drain_escape_facts();
+            let n = self.facts.len();
+            let h = self.guard_heavy(true, ro);
+            self.assume(co.not(), h);
+            self.open_batch();
+            let r = self.compare_exit(g, ro, rp).and_then(|()| self.flush());
+            self.batch = None;
+            self.facts.truncate(n);
             r?;
         }
-        self.solver.assert(&co);
-        self.solver.assert(&cp);
+        let (ho, hp) = (self.guard_heavy(true, ro), self.guard_heavy(false, rp));
+        self.assume(co, ho);
+        self.assume(cp, hp);
         self.guard_result(true, ro);
         self.guard_result(false, rp);
         Ok(())
@@ -787,6 +930,7 @@ impl<'t> Validator<'t> {
                 opo.opcode, opp.opcode
             ))));
         }
+        self.open_batch();
         for i in 0..opo.args.len() {
             let a = self.o.bv_of(opo.args[i])?;
             let b = self.p.bv_of(opp.args[i])?;
@@ -799,11 +943,18 @@ impl<'t> Validator<'t> {
         if self.cfg.check_heap {
             self.prove_heap_equal(&format!("before call {k} ({})", opo.opcode))?;
         }
+        self.flush()?;
         let effect = opo.descr.and_then(|d| ot.descr(d).as_call().map(|c| c.effect));
         let may_write = effect.map(|e| e.may_write_heap()).unwrap_or(true)
             || opo.opcode.has(OpFlags::BARRIER);
         let can_raise = effect.map(|e| e.can_raise()).unwrap_or(true);
-        let res = Sym::Bv(BV::new_const(format!("call{k}"), 64));
+        let mut res = BV::new_const(format!("call{k}"), 64);
+        if matches!(opo.opcode, Opcode::CondCallValueI | Opcode::CondCallValueR) {
+            // The value if non-zero, else the call's result.
+            let v = self.o.bv_of(opo.args[0])?;
+            res = v.eq(&zero()).ite(&res, &v);
+        }
+        let res = Sym::Bv(res);
         for orig in [true, false] {
             let r = if orig { ro } else { rp };
             let s = self.side(orig);
@@ -830,6 +981,7 @@ impl<'t> Validator<'t> {
                 ap.len()
             ));
         }
+        self.open_batch();
         for i in 0..ao.len() {
             let so = self.o.value(ao[i])?;
             let sp = self.p.value(ap[i])?;
@@ -838,6 +990,7 @@ impl<'t> Validator<'t> {
         if self.cfg.check_heap {
             self.prove_heap_equal(&format!("at label {k}"))?;
         }
+        self.flush()?;
         for orig in [true, false] {
             let r = if orig { ro } else { rp };
             let s = self.side(orig);
@@ -876,6 +1029,7 @@ impl<'t> Validator<'t> {
                 opp.args.len()
             ))));
         }
+        self.open_batch();
         for i in 0..opo.args.len() {
             let so = self.o.value(opo.args[i])?;
             let sp = self.p.value(opp.args[i])?;
@@ -885,6 +1039,7 @@ impl<'t> Validator<'t> {
         if self.cfg.check_heap {
             self.prove_heap_equal(&format!("at {}", opo.opcode))?;
         }
+        self.flush()?;
         Ok(())
     }
 
@@ -1009,7 +1164,12 @@ impl<'t> Validator<'t> {
                     ),
                     None => {
                         let p = s.escape(&x);
-                        (p.eq(&zero()).not(), class_of(&p))
+                        let nonnull = p.eq(&zero()).not();
+                        if orig && op.opcode == Opcode::GuardClass {
+                            // `guard_class` on null is undefined (see above).
+                            self.facts.push((nonnull.clone(), false));
+                        }
+                        (nonnull, class_of(&p))
                     }
                 };
                 if op.opcode == Opcode::GuardClass {
@@ -1021,6 +1181,12 @@ impl<'t> Validator<'t> {
             Opcode::GuardGcType | Opcode::GuardSubclass | Opcode::GuardIsObject => {
                 let x = arg(s, 0)?;
                 let p = s.escape(&x);
+                if orig {
+                    // The interpreter rejects these guards on null: the original is
+                    // defined only where the pointer is not null.
+                    self.facts.push((p.eq(&zero()).not(), false));
+                }
+                let s = self.side(orig);
                 match op.opcode {
                     Opcode::GuardGcType => {
                         let c = arg(s, 1)?;
@@ -1079,10 +1245,7 @@ impl<'t> Validator<'t> {
                 let (shape, class, len) = match vo.kind {
                     VirtualKind::Struct { opcode, descr } => {
                         let sd = trace.descr(descr);
-                        let class = match (opcode, sd.as_size().and_then(|z| z.vtable)) {
-                            (Opcode::NewWithVtable, Some(vt)) => Some(bv(vt as u64)),
-                            _ => None,
-                        };
+                        let class = alloc_class(opcode, Some(sd));
                         (format!("{}:{:?}", opcode.name().trim_end_matches("_with_vtable"), sd), class, None)
                     }
                     VirtualKind::Array { opcode, descr, len } => {
@@ -1105,7 +1268,7 @@ impl<'t> Validator<'t> {
                     let v = self.fail_arg(orig, g, val, memo)?;
                     let s = self.side(orig);
                     let key = match (field, vo.kind) {
-                        (VirtualField::Field(d), _) => format!("{:?}", trace.descr(*d)),
+                        (VirtualField::Field(d), _) => field_key_of(trace.descr(*d)),
                         (VirtualField::Item(ix), VirtualKind::Array { descr, .. }) => {
                             let akey = format!("{:?}", trace.descr(descr));
                             let key = format!("item:{akey}#{ix}");
@@ -1210,10 +1373,7 @@ impl<'t> Validator<'t> {
             }
             Opcode::New | Opcode::NewWithVtable => {
                 let d = op.descr.map(|d| trace.descr(d));
-                let class = match (opc, d.and_then(|d| d.as_size()).and_then(|z| z.vtable)) {
-                    (Opcode::NewWithVtable, Some(vt)) => Some(bv(vt as u64)),
-                    _ => None,
-                };
+                let class = alloc_class(opc, d);
                 let shape = match d {
                     Some(d) => format!("{}:{d:?}", opc.name().trim_end_matches("_with_vtable")),
                     None => return unsupported(format!("{opc} without a size descriptor")),
@@ -1317,6 +1477,18 @@ impl<'t> Validator<'t> {
                         let key = format!("item:{akey}#{ix}");
                         s.objs[id].fields.get(&key).cloned().unwrap_or(Sym::Bv(zero()))
                     }
+                    (Some(id), None) if s.items(id, &akey).is_some() => {
+                        // A non-constant index into a tracked array of known length: select
+                        // among its items; the index must be in range.
+                        let items = s.items(id, &akey).unwrap_or_default();
+                        let n = items.len() as u64;
+                        let mut v = zero();
+                        for (i, item) in items.iter().enumerate().rev() {
+                            v = idx.eq(&bv(i as u64)).ite(item, &v);
+                        }
+                        t.valid = Some(idx.bvult(&bv(n)));
+                        Sym::Bv(v)
+                    }
                     _ => {
                         let p = s.escape(&base);
                         Sym::Bv(s.read(&format!("items:{akey}"), &p.concat(&idx)))
@@ -1334,6 +1506,17 @@ impl<'t> Validator<'t> {
                         let key = format!("item:{akey}#{ix}");
                         s.objs[id].item_of.insert(key.clone(), (akey, ix as u32));
                         s.objs[id].fields.insert(key, val);
+                    }
+                    (Some(id), None) if matches!(val, Sym::Bv(_)) && s.items(id, &akey).is_some() => {
+                        let items = s.items(id, &akey).unwrap_or_default();
+                        let Sym::Bv(vb) = &val else { unreachable!() };
+                        t.valid = Some(idx.bvult(&bv(items.len() as u64)));
+                        for (i, old) in items.iter().enumerate() {
+                            let key = format!("item:{akey}#{i}");
+                            let new = idx.eq(&bv(i as u64)).ite(vb, old);
+                            s.objs[id].item_of.insert(key.clone(), (akey.clone(), i as u32));
+                            s.objs[id].fields.insert(key, Sym::Bv(new));
+                        }
                     }
                     _ => {
                         let p = s.escape(&base);
@@ -1450,16 +1633,72 @@ impl<'t> Validator<'t> {
             }
             _ => return unsupported(format!("{} is not modelled by the validator", opc)),
         }
+        if flags.contains(OpFlags::READS_HEAP) && !flags.contains(OpFlags::GUARD) {
+            if let Some(Sym::Bv(v)) = s.vals[r.index()].clone() {
+                s.vals[r.index()] = Some(Sym::Bv(narrow_read(trace, r, v)));
+            }
+        }
         Ok(t)
     }
 }
 
+/// The class `new_with_vtable` stores: the interpreter's (the size descriptor's vtable, or
+/// a default derived from the size).
+fn alloc_class(opc: Opcode, d: Option<&Descr>) -> Option<BV> {
+    match (opc, d.and_then(|d| d.as_size())) {
+        (Opcode::NewWithVtable, Some(sd)) => Some(bv(trace_ir::interp::default_class(sd))),
+        _ => None,
+    }
+}
+
+/// Ops whose bit-blasted circuits make Z3 slow.
+const HEAVY_OPS: &[Opcode] = &[
+    Opcode::IntMul,
+    Opcode::IntMulOvf,
+    Opcode::UintMulHigh,
+    Opcode::IntFloorDiv,
+    Opcode::IntMod,
+    Opcode::IntPyDiv,
+    Opcode::IntPyMod,
+];
+
 fn field_key(trace: &Trace, r: OpRef) -> String {
-    let op = trace.op(r);
-    match op.descr.map(|d| trace.descr(d)) {
-        Some(Descr::Field(f)) if f.immutable => format!("imm:{:?}", trace.descr(op.descr.unwrap())),
-        Some(d) => format!("{d:?}"),
+    match trace.op(r).descr {
+        Some(d) => field_key_of(trace.descr(d)),
         None => String::new(),
+    }
+}
+
+/// The heap key of a field: immutable fields get their own arrays, which calls keep.
+fn field_key_of(d: &Descr) -> String {
+    match d {
+        Descr::Field(f) if f.immutable => format!("imm:{d:?}"),
+        d => format!("{d:?}"),
+    }
+}
+
+/// Memory holds only `size` bytes of a narrow integer field or array item: a read gives
+/// the low bytes, sign- or zero-extended.
+fn narrow_read(trace: &Trace, r: OpRef, v: BV) -> BV {
+    let op = trace.op(r);
+    if op.opcode.result_kind() != Kind::Int {
+        return v;
+    }
+    let (size, signed) = match op.descr.map(|d| trace.descr(d)) {
+        Some(Descr::Field(f)) => (f.size, f.signed),
+        Some(Descr::Interior(i)) => (i.field.size, i.field.signed),
+        Some(Descr::Array(a)) if op.opcode != Opcode::ArraylenGc => (a.item_size, a.signed),
+        _ => return v,
+    };
+    if size == 0 || size >= 8 {
+        return v;
+    }
+    let bits = size as u32 * 8;
+    let low = v.extract(bits - 1, 0);
+    if signed {
+        low.sign_ext(64 - bits)
+    } else {
+        low.zero_ext(64 - bits)
     }
 }
 
