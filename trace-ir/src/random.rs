@@ -447,7 +447,7 @@ impl<'c> Gen<'c> {
             g.st.heap.objects.get(&a).is_some_and(|o| matches!(o.kind, ObjKind::Array { .. })) && g.array_descr_of(a).is_some()
         })?;
         let a = self.ex(v).bits();
-        let len = self.st.heap.objects.get(&a)?.len()?;
+        let len = self.st.heap.objects.get(&a)?.length()?;
         Some((v, len, self.array_descr_of(a)?))
     }
 

@@ -113,7 +113,7 @@ fn guard_exit_values_holes_and_constants() {
     b.finish_with(&[]);
     let mut t = b.finish().unwrap();
     t.guards[0].fail_args.push(FailArg::Hole);
-    t.guards[0].fail_args.push(FailArg::Value(f.into()));
+    t.guards[0].fail_args.push(FailArg::Value(f));
     let r = go(&t, &[RtValue::Int(6), RtValue::float(2.5)]);
     assert_eq!(
         r.outcome,
@@ -203,7 +203,7 @@ fn virtuals_are_rebuilt_at_the_exit() {
     assert_eq!(ob.class, 0);
     assert!(ob.fields.values().any(|c| c.value == RtValue::Ref(a)), "the cycle B -> A is closed");
     let oc = &r.heap.objects[&c];
-    assert_eq!(oc.len(), Some(2));
+    assert_eq!(oc.length(), Some(2));
     // The explicit allocation and the rebuilt virtuals are equivalent outcomes...
     let o = go(&orig, &ints(&[3]));
     outcomes_equivalent(&o, &r).unwrap();

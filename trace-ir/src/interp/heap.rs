@@ -149,7 +149,7 @@ pub struct HeapObject {
 
 impl HeapObject {
     /// The number of items for arrays and strings.
-    pub fn len(&self) -> Option<u64> {
+    pub fn length(&self) -> Option<u64> {
         match self.kind {
             ObjKind::Struct { .. } => None,
             ObjKind::Array { len } | ObjKind::Str { len } | ObjKind::Unicode { len } => Some(len),

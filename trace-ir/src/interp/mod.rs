@@ -490,7 +490,7 @@ impl<'a> Machine<'a> {
     /// Bounds check against an allocated array or string.
     fn index(&self, at: OpRef, addr: u64, i: i64) -> Result<u64, Stop> {
         if let Some(obj) = self.st.heap.objects.get(&addr) {
-            let Some(len) = obj.len() else {
+            let Some(len) = obj.length() else {
                 return Err(invalid(at, "indexing an object that is not an array or string"));
             };
             if i < 0 || i as u64 >= len {
@@ -811,7 +811,7 @@ impl<'a> Machine<'a> {
                 let p = self.nonnull(at, 0)?;
                 let h = match self.st.heap.objects.get(&p) {
                     Some(obj) => {
-                        let len = obj.len().unwrap_or(0);
+                        let len = obj.length().unwrap_or(0);
                         let mut words = vec![0x57a, len];
                         words.extend((0..len).map(|k| obj.fields.get(&Slot::Item(k)).map_or(0, |c| c.value.bits())));
                         hash_words(&words) as i64
