@@ -27,7 +27,7 @@ fn compile_throughput(c: &mut Criterion) {
     let opts = CompileOptions { log_asm: false, perf_map: false, ..CompileOptions::default() };
     for (name, t) in &traces {
         g.throughput(Throughput::Elements(t.num_real_ops() as u64));
-        g.bench_function(*name, |b| b.iter(|| compile(t, &opts).expect("compiles")));
+        g.bench_function(name.as_str(), |b| b.iter(|| compile(t, &opts).expect("compiles")));
     }
     g.finish();
 }

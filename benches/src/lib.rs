@@ -81,13 +81,15 @@ pub fn time_variant(ex: &Example, variant: Variant, n: i64, reps: usize) -> (Dur
     (best, out)
 }
 
-/// The traces compiled by an optimized run of each example: `(program, optimized trace)`.
-pub fn optimized_traces() -> Vec<(&'static str, Trace)> {
+/// The traces compiled by an optimized run of each example: `(name, optimized trace)`,
+/// named `program` or `program#k` for the k-th trace of a program (k ≥ 2).
+pub fn optimized_traces() -> Vec<(String, Trace)> {
     let mut v = Vec::new();
     for ex in EXAMPLES {
         let out = run_mode(ex, Mode::JitOptimized, ex.test_n).expect("example runs");
-        for t in out.stats.traces {
-            v.push((ex.name, t.compiled));
+        for (k, t) in out.stats.traces.into_iter().enumerate() {
+            let name = if k == 0 { ex.name.to_string() } else { format!("{}#{}", ex.name, k + 1) };
+            v.push((name, t.compiled));
         }
     }
     v

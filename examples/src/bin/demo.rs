@@ -26,7 +26,7 @@ fn parse_args() -> Result<Args, String> {
             "--scale" => {
                 let v = it.next().ok_or("--scale needs a number")?;
                 a.scale = v.parse().map_err(|_| format!("bad --scale `{v}`"))?;
-                if !(a.scale > 0.0) {
+                if a.scale.is_nan() || a.scale <= 0.0 {
                     return Err("--scale must be positive".into());
                 }
             }

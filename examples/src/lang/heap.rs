@@ -118,7 +118,7 @@ impl Heap {
     /// Whether `addr` points into memory of this heap (used to validate values coming back
     /// from native code before they are dereferenced).
     pub fn contains(&self, addr: u64) -> bool {
-        addr % 8 == 0 && self.ranges.range(..=addr).next_back().is_some_and(|(_, &end)| addr < end)
+        addr.is_multiple_of(8) && self.ranges.range(..=addr).next_back().is_some_and(|(_, &end)| addr < end)
     }
 
     /// The prebuilt `None` object.
@@ -129,7 +129,7 @@ impl Heap {
     /// Read the word at `obj + offset`.
     #[inline]
     pub fn load(&self, obj: u64, offset: i64) -> u64 {
-        debug_assert!(obj != 0 && obj % 8 == 0);
+        debug_assert!(obj != 0 && obj.is_multiple_of(8));
         // SAFETY: every object address the interpreter holds was returned by `alloc` of this
         // heap (or by native code through the same allocator), the arena never frees or
         // moves memory while the heap lives, and callers only pass offsets inside the
@@ -140,7 +140,7 @@ impl Heap {
     /// Write the word at `obj + offset`.
     #[inline]
     pub fn store(&mut self, obj: u64, offset: i64, value: u64) {
-        debug_assert!(obj != 0 && obj % 8 == 0);
+        debug_assert!(obj != 0 && obj.is_multiple_of(8));
         // SAFETY: as for `load`; `&mut self` makes the interpreter the only writer while it
         // runs (native code runs only while the interpreter waits for it).
         unsafe { *((obj as i64 + offset) as *mut u64) = value }
