@@ -36,6 +36,10 @@ pub type W = Z3Word<64>;
 /// How long one solver call may take before the proof fails as `unknown`.
 pub const TIMEOUT_MS: u32 = 120_000;
 
+/// How long the direct proof of a rule with `C`-variables may take before the prover
+/// switches to a case split on the first `C`-variable's value.
+pub const DIRECT_BUDGET_MS: u32 = 2_500;
+
 /// The value of a pattern variable in a counterexample, with its abstract value.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct VarValue {
@@ -399,10 +403,10 @@ pub fn expr_to_string(e: &TExpr) -> String {
     }
 }
 
-fn solver() -> Solver {
-    let s = Solver::new();
+fn solver(timeout_ms: u32) -> Solver {
+    let s = if std::env::var_os("RULES_PLAIN_SOLVER").is_some() { Solver::new() } else { Solver::new_for_logic("QF_BV").unwrap_or_else(Solver::new) };
     let mut p = Params::new();
-    p.set_u32("timeout", TIMEOUT_MS);
+    p.set_u32("timeout", timeout_ms);
     s.set_params(&p);
     s
 }
@@ -432,7 +436,7 @@ pub fn prove_rule(rule: &CheckedRule) -> Result<(), ProofError> {
     let assumptions = Bool::and(&enc.assumptions);
 
     // 1. The conditions can hold.
-    let s = solver();
+    let s = solver(TIMEOUT_MS);
     s.assert(&assumptions);
     match s.check() {
         SatResult::Sat => {}
@@ -448,13 +452,52 @@ pub fn prove_rule(rule: &CheckedRule) -> Result<(), ProofError> {
         }
     }
 
-    // 2. Under them, the target is defined and equal to the pattern.
+    // 2. Under them, the target is defined and equal to the pattern. Try directly with a
+    // short budget; if Z3 needs longer, split the proof on the value of the first
+    // `C`-variable (an exhaustive partition, see [`split_cases`]): with a constant in
+    // place, shifts and divisions by it become cheap.
     let target_ok = Bool::and(&target_valid);
     let goal = Bool::and(&[target_ok.clone(), target.eq(&source)]);
-    let s = solver();
+    let split_var = rule.vars.iter().find(|v| v.is_const).map(|v| enc.vars[&v.name].clone());
+    let first_budget = if split_var.is_some() { DIRECT_BUDGET_MS } else { TIMEOUT_MS };
+    let s = solver(first_budget);
     s.assert(&assumptions);
     s.assert(goal.not());
-    match s.check() {
+    let mut result = s.check();
+    if let (SatResult::Unknown, Some(c)) = (&result, &split_var) {
+        for case in split_cases(c) {
+            // A fresh solver per case, so that Z3's preprocessing substitutes the constant.
+            let s2 = solver(TIMEOUT_MS);
+            s2.assert(&assumptions);
+            s2.assert(goal.not());
+            s2.assert(&case);
+            match s2.check() {
+                SatResult::Unsat => continue,
+                other => return finish(rule, &enc, &s2, other, &source, &target, &target_ok),
+            }
+        }
+        return Ok(());
+    }
+    finish(rule, &enc, &s, result, &source, &target, &target_ok)
+}
+
+/// An exhaustive partition of the values of a 64-bit word `c`, for case splits: `c == v` for
+/// each `v` in `0..64`, `c == 1 << k` for each `k` in `6..64`, and all other values. Every
+/// word satisfies exactly one case (`split_cases_are_a_partition` checks it with Z3).
+pub fn split_cases(c: &BV) -> Vec<Bool> {
+    let mut cases: Vec<Bool> = (0..64).map(|v| c.eq(bv(v))).collect();
+    let mut rest = vec![c.bvuge(bv(64))];
+    for k in 6..64 {
+        let p = bv(1i64 << k);
+        cases.push(c.eq(&p));
+        rest.push(c.eq(&p).not());
+    }
+    cases.push(Bool::and(&rest));
+    cases
+}
+
+fn finish(rule: &CheckedRule, enc: &Encoding<'_>, s: &Solver, result: SatResult, source: &BV, target: &BV, target_ok: &Bool) -> Result<(), ProofError> {
+    match result {
         SatResult::Unsat => Ok(()),
         SatResult::Unknown => Err(ProofError::Unknown { rule: rule.name().to_string(), reason: s.get_reason_unknown().unwrap_or_default() }),
         SatResult::Sat => {
@@ -474,15 +517,15 @@ pub fn prove_rule(rule: &CheckedRule) -> Result<(), ProofError> {
                     }
                 })
                 .collect();
-            let valid_now = m.eval(&target_ok, true).and_then(|b| b.as_bool()).unwrap_or(false);
+            let valid_now = m.eval(target_ok, true).and_then(|b| b.as_bool()).unwrap_or(false);
             Err(ProofError::Counterexample(Box::new(Counterexample {
                 rule: rule.name().to_string(),
                 location: location(rule),
                 vars,
                 source: (rule.rule.pattern.to_string(), source.simplify().to_string()),
-                source_value: val(&source) as i64,
+                source_value: val(source) as i64,
                 target: (target_to_string(&rule.target), target.simplify().to_string()),
-                target_value: valid_now.then(|| val(&target) as i64),
+                target_value: valid_now.then(|| val(target) as i64),
                 uses_bounds: enc.uses_bounds,
             })))
         }
@@ -522,7 +565,7 @@ mod tests {
             let a = if i % 3 == 0 { r.range_i64(-70, 70) } else { r.next_u64() as i64 };
             let b = if i % 2 == 0 { r.range_i64(-3, 70) } else { r.next_u64() as i64 };
             for op in ops {
-                let z = int_binop(op, &wconst(a), &wconst(b)).0.simplify().as_i64();
+                let z = int_binop(op, &wconst(a), &wconst(b)).0.simplify().as_u64().map(|v| v as i64);
                 assert_eq!(z, eval_int_binop(op, a, b), "{a} {} {b}", op.symbol());
             }
             for op in cmps {
@@ -530,7 +573,7 @@ mod tests {
                 assert_eq!(z, eval_cmp(op, a, b), "{a} {} {b}", op.symbol());
             }
             for (f, g) in [(Func::HighestBit, rt::highest_bit as fn(i64) -> i64), (Func::LowestBit, rt::lowest_bit)] {
-                assert_eq!(func(f, &wconst(a)).0.simplify().as_i64(), Some(g(a)), "{}({a})", f.name());
+                assert_eq!(func(f, &wconst(a)).0.simplify().as_u64().map(|v| v as i64), Some(g(a)), "{}({a})", f.name());
             }
         }
         // And the u64 instance of the same generic code agrees too.

@@ -44,14 +44,15 @@ fn expand(p: &Pattern) -> Vec<Pattern> {
                 combos = next;
             }
             let mut out = Vec::new();
+            // The written order first, then the swapped ones.
+            let mut swapped = Vec::new();
             for c in combos {
                 if op.is_commutative() && c.len() == 2 {
-                    out.push(Pattern::Op(*op, vec![c[1].clone(), c[0].clone()], *pos));
+                    swapped.push(Pattern::Op(*op, vec![c[1].clone(), c[0].clone()], *pos));
                 }
                 out.push(Pattern::Op(*op, c, *pos));
             }
-            // Keep the written order first.
-            out.reverse();
+            out.extend(swapped);
             out
         }
         _ => vec![p.clone()],
@@ -286,6 +287,36 @@ pub fn generate(rules: &[CheckedRule]) -> String {
         }
     }
     out.push_str("    ];\n\n");
+    out.push_str(r#"    /// Firing statistics per opcode, in PyPy's `jit-intbounds-stats` layout: for every opcode
+    /// with at least one firing, its rules (all of them, in the order they are tried) with
+    /// their counts. Names in `counts` that are not generated rules (conditional rewrites of
+    /// the pass itself) are listed under `other`.
+    pub fn format_stats(counts: &std::collections::BTreeMap<&'static str, usize>) -> String {
+        use std::fmt::Write as _;
+        let mut out = String::new();
+        let mut i = 0;
+        while i < RULES.len() {
+            let op = RULES[i].opcode;
+            let group: Vec<&RuleInfo> = RULES[i..].iter().take_while(|r| r.opcode == op).collect();
+            i += group.len();
+            if group.iter().any(|r| counts.get(r.name).copied().unwrap_or(0) > 0) {
+                let _ = writeln!(out, "{}", op.name());
+                for r in group {
+                    let _ = writeln!(out, "    {} {}", r.name, counts.get(r.name).copied().unwrap_or(0));
+                }
+            }
+        }
+        let other: Vec<_> = counts.iter().filter(|(n, _)| !RULES.iter().any(|r| r.name == **n)).collect();
+        if !other.is_empty() {
+            let _ = writeln!(out, "other");
+            for (n, c) in other {
+                let _ = writeln!(out, "    {n} {c}");
+            }
+        }
+        out
+    }
+
+"#);
     out.push_str("    /// Tries the rules of `opcode` on an op with these (already forwarded) arguments;\n    /// on success returns the rule's name and the value that replaces the op.\n");
     out.push_str("    pub fn apply(env: &mut dyn RuleEnv, opcode: Opcode, args: &[Value]) -> Option<(&'static str, Value)> {\n        match opcode {\n");
     for op in by_op.keys() {
