@@ -34,7 +34,9 @@
 //! after the loop body, copies those locations into the exit buffer and returns the exit
 //! code.
 
+use crate::checker::{Event, Val};
 use crate::pmove::{sequentialize, Loc};
+use std::cell::RefCell;
 use crate::runtime::{self, ArrayLayout};
 use crate::{CompileError, CompileOptions, ExitInfo, ExitSlot, VirtualInit, VirtualLayout};
 use dynasmrt::x64::X64Relocation;
@@ -69,6 +71,9 @@ pub(crate) const GPR_ORDER: [Reg; 13] = [RBX, R12, R13, R14, R15, RSI, RDI, R8, 
 const CALLEE_SAVED: [Reg; 5] = [RBX, R12, R13, R14, R15];
 const INT_ARG_REGS: [Reg; 6] = [RDI, RSI, RDX, RCX, R8, R9];
 const CALLER_SAVED_GPR: [Reg; 8] = [RAX, RCX, RDX, RSI, RDI, R8, R9, R10];
+
+/// Whether code generation records events for the symbolic checker.
+const CHECK: bool = cfg!(any(test, feature = "checker"));
 
 /// Frame words before the exit buffer.
 pub(crate) const FRAME_HEADER: usize = 2;
@@ -170,6 +175,8 @@ struct Stub {
 struct LabelInfo {
     label: DynamicLabel,
     params: Vec<Loc>,
+    /// Values living across the label, in their slots (for the checker).
+    keep: Vec<(Loc, u32)>,
 }
 
 /// The result of code generation, before it is copied into executable memory.
@@ -207,6 +214,8 @@ pub(crate) struct Gen<'t> {
     fused: Option<Cond>,
     ranges: Vec<(usize, usize, usize)>,
     array_layouts: Vec<Box<ArrayLayout>>,
+    /// Events for the symbolic checker (recorded when `CHECK`).
+    events: RefCell<Vec<Event>>,
 }
 
 type R<T> = Result<T, CompileError>;
@@ -299,6 +308,7 @@ impl<'t> Gen<'t> {
             fused: None,
             ranges: Vec::new(),
             array_layouts: Vec::new(),
+            events: RefCell::new(Vec::new()),
         })
     }
 
@@ -317,6 +327,33 @@ impl<'t> Gen<'t> {
         self.nslots += 1;
         self.slot_valid.push(false);
         s
+    }
+
+    // ------------------------------------------------------------------------------------
+    // Checker events
+    // ------------------------------------------------------------------------------------
+
+    fn record(&self, e: Event) {
+        if CHECK {
+            self.events.borrow_mut().push(e);
+        }
+    }
+    fn val(&self, v: Value) -> Val {
+        match v.data() {
+            ValueData::Op(o) => Val::Op(o.index() as u32),
+            ValueData::Const(c) => Val::Const(self.t.consts.get(c).bits()),
+        }
+    }
+    fn record_use(&self, loc: Loc, v: usize) {
+        self.record(Event::Use { loc, val: Val::Op(v as u32), at: self.pos as u32 });
+    }
+    fn expect(&self, loc: Loc, val: Val) {
+        self.record(Event::Expect { loc, val, at: self.pos as u32 });
+    }
+    fn clobber(&self, regs: &[Reg]) {
+        for &r in regs {
+            self.record(Event::Clobber { reg: r });
+        }
     }
 
     // ------------------------------------------------------------------------------------
@@ -366,6 +403,7 @@ impl<'t> Gen<'t> {
         };
         if !self.slot_valid[s as usize] {
             let r = self.val_reg[v].ok_or_else(|| internal(format!("value op{v} lost: neither in a register nor in a slot")))?;
+            self.record_use(Loc::Reg(r), v);
             let d = self.slot_disp(s);
             self.mov(Loc::Mem(d), Loc::Reg(r));
             self.slot_valid[s as usize] = true;
@@ -386,6 +424,7 @@ impl<'t> Gen<'t> {
                 .find(|&q| q != r && self.owner[q as usize].is_none() && !self.is_pinned(q) && avoid & (1 << q) == 0);
             match free {
                 Some(q) => {
+                    self.record_use(Loc::Reg(r), v);
                     self.mov(Loc::Reg(q), Loc::Reg(r));
                     self.release(r);
                     self.set_owner(q, v);
@@ -442,10 +481,15 @@ impl<'t> Gen<'t> {
             ValueData::Op(o) => {
                 let i = o.index();
                 if let Some(r) = self.val_reg[i] {
+                    self.record_use(Loc::Reg(r), i);
                     return Ok(Loc::Reg(r));
                 }
                 match self.val_slot[i] {
-                    Some(s) if self.slot_valid[s as usize] => Ok(Loc::Mem(self.slot_disp(s))),
+                    Some(s) if self.slot_valid[s as usize] => {
+                        let l = Loc::Mem(self.slot_disp(s));
+                        self.record_use(l, i);
+                        Ok(l)
+                    }
                     _ => Err(internal(format!("value {o} used at op{} has no location", self.pos))),
                 }
             }
@@ -457,6 +501,7 @@ impl<'t> Gen<'t> {
         let kind = self.t.kind_of(v);
         if let Some(o) = v.as_op() {
             if let Some(r) = self.val_reg[o.index()] {
+                self.record_use(Loc::Reg(r), o.index());
                 self.pin(r);
                 return Ok(r);
             }
@@ -489,6 +534,7 @@ impl<'t> Gen<'t> {
         if let Some(o) = v.as_op() {
             if let Some(r) = self.val_reg[o.index()] {
                 if !self.live_after(o.index()) {
+                    self.record_use(Loc::Reg(r), o.index());
                     self.release(r);
                     self.pin(r);
                     return Ok(r);
@@ -504,6 +550,7 @@ impl<'t> Gen<'t> {
     /// The result of the current op is in `r`.
     fn def(&mut self, r: Reg) {
         let p = self.pos;
+        self.record(Event::Def { reg: r, op: p as u32 });
         self.release(r);
         self.set_owner(r, p);
     }
@@ -535,6 +582,7 @@ impl<'t> Gen<'t> {
 
     /// One move between any two locations (`Mem <- Mem` goes through `r11`).
     fn mov(&mut self, dst: Loc, src: Loc) {
+        self.record(Event::Move { dst, src });
         match (dst, src) {
             _ if dst == src => {}
             (Loc::Reg(d), Loc::Reg(s)) => match (is_xmm(d), is_xmm(s)) {
@@ -709,7 +757,7 @@ impl<'t> Gen<'t> {
         let start = self.asm.new_dynamic_label();
         dynasm!(self.asm ; .arch x64 ; =>start);
         let params = (0..t.num_inputs).map(|i| Loc::Mem(self.slot_disp(i as u32))).collect();
-        self.start = Some(LabelInfo { label: start, params });
+        self.start = Some(LabelInfo { label: start, params, keep: Vec::new() });
 
         let mut i = t.num_inputs;
         while i < t.ops.len() {
@@ -748,6 +796,10 @@ impl<'t> Gen<'t> {
             ; pop r15 ; pop r14 ; pop r13 ; pop r12 ; pop rbx ; pop rbp
             ; ret
         );
+        if CHECK {
+            let inputs: Vec<(Loc, u32)> = (0..t.num_inputs).map(|i| (Loc::Mem(self.slot_disp(i as u32)), i as u32)).collect();
+            crate::checker::check(&self.events.borrow(), &inputs).map_err(|e| internal(format!("register allocation checker: {e}")))?;
+        }
         let code = self.asm.finalize().map_err(|e| internal(format!("assembler: {e}")))?;
         Ok(Generated {
             code,
@@ -765,9 +817,11 @@ impl<'t> Gen<'t> {
         // Everything still needed after the label (other than through its parameters) must
         // be in its slot: the back edge does not preserve registers.
         let last_param = at + op.args.len();
+        let mut keep = Vec::new();
         for v in 0..at {
             if self.next_use(v, last_param + 1).is_some() && (self.val_reg[v].is_some() || self.val_slot[v].is_some()) {
                 self.ensure_slot(v)?;
+                keep.push((Loc::Mem(self.slot_disp(self.val_slot[v].unwrap())), v as u32));
             }
         }
         // Fixed locations of the parameters: registers while enough stay free, slots beyond.
@@ -792,6 +846,14 @@ impl<'t> Gen<'t> {
             moves.push((dst, self.loc(a)?));
         }
         self.parallel_move(&moves);
+        for (k, &(dst, _)) in moves.iter().enumerate() {
+            self.expect(dst, self.val(op.args[k]));
+        }
+        for &(l, v) in &keep {
+            self.expect(l, Val::Op(v));
+        }
+        let checked_params = params.iter().enumerate().map(|(k, &l)| (l, (at + 1 + k) as u32)).collect();
+        self.record(Event::Label { params: checked_params, keep: keep.clone() });
         // Canonical state: parameters in their fixed locations, nothing else in registers.
         for r in 0..32 {
             self.release(r);
@@ -809,7 +871,7 @@ impl<'t> Gen<'t> {
         }
         let label = self.asm.new_dynamic_label();
         dynasm!(self.asm ; .arch x64 ; =>label);
-        self.labels.insert(at, LabelInfo { label, params });
+        self.labels.insert(at, LabelInfo { label, params, keep });
         Ok(())
     }
 
@@ -921,6 +983,7 @@ impl<'t> Gen<'t> {
                         let c = if opc == IntSub { c.checked_neg() } else { Some(c) };
                         if let (Some(c), Some(rx)) = (c.filter(|&c| fits_i32(c)), self.val_reg[xo.index()]) {
                             if self.live_after(xo.index()) {
+                                self.record_use(Loc::Reg(rx), xo.index());
                                 self.pin(rx);
                                 let d = self.alloc_reg(Kind::Int, 0)?;
                                 let c = c as i32;
@@ -974,6 +1037,7 @@ impl<'t> Gen<'t> {
                         dynasm!(self.asm ; .arch x64 ; mul r11)
                     }
                 }
+                self.clobber(&[RAX, RDX]);
                 self.def(RDX);
             }
             IntSignext => self.signext(a(0), a(1))?,
@@ -1286,6 +1350,7 @@ impl<'t> Gen<'t> {
         self.exits.push(info);
         let e = self.epilogue;
         dynasm!(self.asm ; .arch x64 ; mov eax, code ; jmp =>e);
+        self.record(Event::End);
         Ok(())
     }
 
@@ -1407,6 +1472,7 @@ impl<'t> Gen<'t> {
             ; xor edx, edx
             ; =>done
         );
+        self.clobber(&[RAX, RDX]);
         let r = if matches!(opc, Opcode::IntFloorDiv | Opcode::IntPyDiv) { RAX } else { RDX };
         self.def(r);
         Ok(())
@@ -1446,6 +1512,7 @@ impl<'t> Gen<'t> {
             ; neg ecx
             ; add ecx, 64
         );
+        self.clobber(&[RCX]);
         let d = self.copy_to_new(v, Kind::Int)?;
         // A shift by 64 is a shift by 0 on x86 (the count is masked), which is what n = 8 needs.
         dynasm!(self.asm ; .arch x64 ; shl Rq(d), cl ; sar Rq(d), cl);
@@ -1563,6 +1630,7 @@ impl<'t> Gen<'t> {
         };
         let label = info.label;
         let params = info.params.clone();
+        let keep = info.keep.clone();
         if params.len() != op.args.len() {
             return Err(bad("jump arity differs from its target"));
         }
@@ -1571,7 +1639,14 @@ impl<'t> Gen<'t> {
             moves.push((params[k], self.loc(v)?));
         }
         self.parallel_move(&moves);
+        for (k, &v) in op.args.iter().enumerate() {
+            self.expect(params[k], self.val(v));
+        }
+        for &(l, v) in &keep {
+            self.expect(l, Val::Op(v));
+        }
         dynasm!(self.asm ; .arch x64 ; jmp =>label);
+        self.record(Event::End);
         Ok(())
     }
 
@@ -1611,12 +1686,17 @@ impl<'t> Gen<'t> {
     fn call_inner(&mut self, f: Option<Loc>, fv: Option<Value>, args: &[ArgSrc], result: Kind) -> R<()> {
         self.save_live_caller_saved()?;
         let mut moves = Vec::new();
+        let mut expect_vals = HashMap::new();
         let (mut ni, mut nf) = (0, 0);
         for a in args {
             let (src, kind) = match *a {
                 ArgSrc::Ctx => (Loc::Mem(0), Kind::Int),
                 ArgSrc::Loc(l, k) => (l, k),
                 ArgSrc::Value(v) => (self.loc(v)?, self.t.kind_of(v)),
+            };
+            let want = match *a {
+                ArgSrc::Value(v) => Some(self.val(v)),
+                _ => None,
             };
             let dst = if kind == Kind::Float {
                 nf += 1;
@@ -1631,6 +1711,9 @@ impl<'t> Gen<'t> {
                 }
                 INT_ARG_REGS[ni as usize - 1]
             };
+            if let Some(w) = want {
+                expect_vals.insert(Loc::Reg(dst), w);
+            }
             moves.push((Loc::Reg(dst), src));
         }
         let fsrc = match (f, fv) {
@@ -1640,7 +1723,14 @@ impl<'t> Gen<'t> {
         };
         moves.push((Loc::Reg(RAX), fsrc));
         self.parallel_move(&moves);
+        for &(d, _) in &moves {
+            if let Some(v) = expect_vals.get(&d) {
+                self.expect(d, *v);
+            }
+        }
         dynasm!(self.asm ; .arch x64 ; call rax);
+        let clobbered: Vec<Reg> = CALLER_SAVED_GPR.into_iter().chain((0..16).map(|i| XMM0 + i)).collect();
+        self.clobber(&clobbered);
         // Every caller-saved register is clobbered: values living on are in slots or
         // callee-saved registers now.
         for r in CALLER_SAVED_GPR.into_iter().chain((0..16).map(|i| XMM0 + i)) {

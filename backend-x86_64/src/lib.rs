@@ -48,6 +48,8 @@
 //! The design of the register allocator and frame is described in the `codegen` module.
 #![deny(missing_docs)]
 
+#[cfg_attr(not(any(test, feature = "checker")), allow(dead_code))]
+mod checker;
 mod codegen;
 pub mod pmove;
 mod runtime;

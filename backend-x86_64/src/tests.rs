@@ -439,7 +439,11 @@ impl HeapCmp<'_> {
         if obj.class != 0 && read(0, 8, false)? != obj.class {
             return Err(format!("{what}: class differs"));
         }
-        if let Some(len) = obj.len() {
+        let obj_len = match obj.kind {
+            trace_ir::interp::ObjKind::Struct { .. } => None,
+            trace_ir::interp::ObjKind::Array { len } | trace_ir::interp::ObjKind::Str { len } | trace_ir::interp::ObjKind::Unicode { len } => Some(len),
+        };
+        if let Some(len) = obj_len {
             if alloc.len != Some(len) {
                 return Err(format!("{what}: array length {len} vs {:?}", alloc.len));
             }
@@ -455,7 +459,7 @@ impl HeapCmp<'_> {
                     (off as u64, fd.size, fd.signed)
                 }
                 trace_ir::interp::Slot::Item(k) => {
-                    let len = obj.len().unwrap_or(1).max(1);
+                    let len = obj_len.unwrap_or(1).max(1);
                     let item = (alloc.size - 16) / len;
                     let ad = self.t.descrs.iter().filter_map(|d| d.as_array()).find(|a| a.item_size as u64 == item)
                         .ok_or_else(|| format!("{what}: no array descriptor of item size {item}"))?;
