@@ -15,7 +15,8 @@
 //! # Shape
 //!
 //! ```text
-//! [inputs]                    ints (special values), refs (external objects or null), floats
+//! [inputs]                    ints (special values), refs (external objects, sometimes the
+//!                             same one twice, or null), floats
 //! preamble ops                integer/overflow/float/heap/call ops, guards
 //! label(i, n, params...)      optional loop (RandomConfig::loops)
 //!   guard_true(int_lt(i, n))  the loop's exit: fails after `n - i` iterations
@@ -298,10 +299,13 @@ impl<'c> Gen<'c> {
             let j = self.rng.index(i + 1);
             kinds.swap(i, j);
         }
-        let mut inputs = Vec::new();
+        let mut inputs: Vec<RtValue> = Vec::new();
         for k in kinds {
+            let earlier_ref = inputs.iter().copied().filter(|v| matches!(v, RtValue::Ref(a) if *a != 0)).last();
             let v = match k {
                 Kind::Int => RtValue::Int(special_int(&mut self.rng)),
+                // Aliasing inputs: two references to one external object.
+                Kind::Ref if earlier_ref.is_some() && self.rng.chance(1, 3) => earlier_ref.unwrap_or(RtValue::Ref(0)),
                 Kind::Ref if self.rng.chance(1, 6) => RtValue::Ref(0),
                 Kind::Ref => RtValue::Ref(external_address(self.rng.next_u64())),
                 _ => RtValue::float(special_float(&mut self.rng)),

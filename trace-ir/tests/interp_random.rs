@@ -63,3 +63,18 @@ fn generation_is_deterministic() {
     let (b, _) = random_trace(&RandomConfig::default(), 2);
     assert_ne!(a, b);
 }
+
+#[test]
+fn some_example_inputs_alias() {
+    let aliasing = (0..500u64)
+        .filter(|&seed| {
+            let (_, inputs) = random_trace(&RandomConfig::default(), seed);
+            let refs: Vec<u64> = inputs.iter().filter_map(|v| match v {
+                trace_ir::RtValue::Ref(a) if *a != 0 => Some(*a),
+                _ => None,
+            }).collect();
+            (1..refs.len()).any(|i| refs[..i].contains(&refs[i]))
+        })
+        .count();
+    assert!(aliasing > 20, "only {aliasing} of 500 traces have aliasing reference inputs");
+}
