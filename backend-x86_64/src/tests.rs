@@ -730,3 +730,40 @@ fn external_jump_reports_its_values() {
     let int = interp::run(&t, &[RtValue::Int(4), RtValue::float(2.5)], &RunConfig::default()).outcome;
     same(&t, &native, &int).unwrap();
 }
+
+// ---------------------------------------------------------------------------------------
+// Optimized traces: the optimizer's output (virtuals in resume data, removed guards)
+// ---------------------------------------------------------------------------------------
+
+/// Random traces optimized by `optimizer::optimize`, compiled and run natively, against the
+/// interpreter running the same optimized trace (so an optimizer bug cannot fail this test,
+/// only a backend one). Allocation removal puts virtual objects into resume data, which the
+/// exits rebuild through the runtime.
+#[test]
+fn random_optimized_traces() {
+    let cfg = RandomConfig { max_ref_inputs: 0, calls: 0, heap: 12, ..RandomConfig::default() };
+    let mut with_virtuals = 0;
+    let mut compared = 0;
+    for seed in 0..1500u64 {
+        let (t, inputs) = random_trace(&cfg, seed);
+        let Ok(opt) = optimizer::optimize(&t, &optimizer::Options::default()) else { continue };
+        let t = opt.trace;
+        if t.guards.iter().any(|g| !g.virtuals.is_empty()) {
+            with_virtuals += 1;
+        }
+        let int = interp::run(&t, &inputs, &RunConfig::default());
+        if int.outcome == Outcome::IterationLimit {
+            continue;
+        }
+        let c = compile(&t, &opts()).unwrap_or_else(|e| panic!("seed {seed}: {e}\n{}", trace_ir::text::print_trace(&t)));
+        let words: Vec<u64> = inputs.iter().map(|v| v.bits()).collect();
+        let mut heap = SimpleHeap::new();
+        let native = c.run(&words, &mut heap).unwrap();
+        if let Err(e) = same_with_heap(&t, &native, &heap, &int) {
+            panic!("seed {seed}: {e}\n{}", trace_ir::text::print_trace(&t));
+        }
+        compared += 1;
+    }
+    assert!(compared > 1000, "only {compared} traces compared");
+    assert!(with_virtuals > 100, "only {with_virtuals} optimized traces have virtuals in resume data");
+}
