@@ -1330,7 +1330,12 @@ impl<'t> Gen<'t> {
                     }
                     args.push(ArgSrc::Value(v));
                 }
-                self.call_inner(None, Some(a(0)), &args, opc.result_kind())?;
+                self.call_inner(None, Some(a(0)), &args, opc.result_kind(), None)?;
+            }
+            CondCallN | CondCallValueI | CondCallValueR => {
+                let nargs = op.args.len() - 2;
+                let args: Vec<ArgSrc> = (0..nargs).map(|k| ArgSrc::Value(a(k + 2))).collect();
+                self.call_inner(None, Some(a(1)), &args, opc.result_kind(), Some(a(0)))?;
             }
 
             Jump => self.jump(at)?,
@@ -1678,13 +1683,32 @@ impl<'t> Gen<'t> {
     }
 
     fn call(&mut self, f: Loc, args: &[ArgSrc], result: Kind) -> R<()> {
-        self.call_inner(Some(f), None, args, result)
+        self.call_inner(Some(f), None, args, result, None)
     }
 
     /// A System V call: live caller-saved values saved, arguments moved in parallel into
     /// their registers (function address into `rax`), result in `rax`/`xmm0`.
-    fn call_inner(&mut self, f: Option<Loc>, fv: Option<Value>, args: &[ArgSrc], result: Kind) -> R<()> {
+    ///
+    /// With `cond` (`cond_call`, `cond_call_value_*`): `cond_call` calls only when the
+    /// condition is non-zero; `cond_call_value` returns the value when it is non-zero and
+    /// calls otherwise. Saving live values happens before the branch, so both paths leave
+    /// the same allocation state (the skipping path clobbers a subset of the registers).
+    fn call_inner(&mut self, f: Option<Loc>, fv: Option<Value>, args: &[ArgSrc], result: Kind, cond: Option<Value>) -> R<()> {
         self.save_live_caller_saved()?;
+        let skip = match cond {
+            Some(c) => {
+                let l = self.loc(c)?;
+                self.mov(Loc::Reg(11), l);
+                let skip = self.asm.new_dynamic_label();
+                if result == Kind::Void {
+                    dynasm!(self.asm ; .arch x64 ; test r11, r11 ; jz =>skip);
+                } else {
+                    dynasm!(self.asm ; .arch x64 ; test r11, r11 ; jnz =>skip);
+                }
+                Some(skip)
+            }
+            None => None,
+        };
         let mut moves = Vec::new();
         let mut expect_vals = HashMap::new();
         let (mut ni, mut nf) = (0, 0);
@@ -1729,6 +1753,14 @@ impl<'t> Gen<'t> {
             }
         }
         dynasm!(self.asm ; .arch x64 ; call rax);
+        if let Some(skip) = skip {
+            if result == Kind::Void {
+                dynasm!(self.asm ; .arch x64 ; =>skip);
+            } else {
+                let done = self.asm.new_dynamic_label();
+                dynasm!(self.asm ; .arch x64 ; jmp =>done ; =>skip ; mov rax, r11 ; =>done);
+            }
+        }
         let clobbered: Vec<Reg> = CALLER_SAVED_GPR.into_iter().chain((0..16).map(|i| XMM0 + i)).collect();
         self.clobber(&clobbered);
         // Every caller-saved register is clobbered: values living on are in slots or

@@ -36,10 +36,13 @@
 //!   forces compiled code; calls never raise, as in the interpreter, and the ops that set the
 //!   exception state are not supported); hints (`keepalive`, `record_*`, ...) emit nothing;
 //!   `force_token` is the interpreter's fixed token and `virtual_ref(p, i)` is `p`.
+//! - `cond_call(c, f, args...)` calls `f` when `c` is non-zero (the opcode table's
+//!   definition); `cond_call_value_*(v, f, args...)` is `v` when non-zero, else the call's
+//!   result.
 //! - Heap accesses check for null (and `*_gc` array accesses check the index against the
 //!   length word) and report an invalid operation, as the interpreter does.
 //! - Not supported (a [`CompileError::Unsupported`]): string and unicode ops,
-//!   interior fields, `call_assembler`, `cond_call*`, `guard_exception`,
+//!   interior fields, `call_assembler`, `guard_exception`,
 //!   `save_exception`, `save_exc_class`, `restore_exception`, `guard_gc_type`,
 //!   `guard_is_object`, `guard_subclass`, `newstr`,
 //!   `newunicode`, calls with more than 6 integer or 8 float

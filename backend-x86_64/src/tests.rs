@@ -767,3 +767,42 @@ fn random_optimized_traces() {
     assert!(compared > 1000, "only {compared} traces compared");
     assert!(with_virtuals > 100, "only {with_virtuals} optimized traces have virtuals in resume data");
 }
+
+static COND_CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+extern "sysv64" fn host_count(k: i64) {
+    COND_CALLS.fetch_add(k as u64, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// `cond_call_value_i` (same as the interpreter) and `cond_call` (calls when the condition
+/// is non-zero, per the opcode table), with values live across them.
+#[test]
+fn conditional_calls() {
+    use trace_ir::{CallDescr, CallEffect, Descr};
+    let mut b = TraceBuilder::new();
+    let v = b.input(Kind::Int);
+    let c = b.input(Kind::Int);
+    let x = b.input(Kind::Int);
+    let di = b.descr(Descr::Call(CallDescr { result: Kind::Int, result_size: 8, args: vec![Kind::Int, Kind::Int], effect: CallEffect::ElidableCannotRaise, oopspec: None }));
+    let dn = b.descr(Descr::Call(CallDescr { result: Kind::Void, result_size: 0, args: vec![Kind::Int], effect: CallEffect::CannotRaise, oopspec: None }));
+    let fmix = b.const_int(host_mix as *const () as i64);
+    let fcount = b.const_int(host_count as *const () as i64);
+    let live = b.op(Opcode::IntMul, &[x, x]);
+    let r = b.op_with_descr(Opcode::CondCallValueI, &[v, fmix, x, live], di);
+    let hundred = b.const_int(100);
+    b.op_with_descr(Opcode::CondCallN, &[c, fcount, hundred], dn);
+    let s = b.op(Opcode::IntAdd, &[r, live]);
+    b.finish_with(&[r, s, live]);
+    let t = b.finish().unwrap();
+    for o in [opts(), tight()] {
+        for (vv, cc) in [(0i64, 0i64), (5, 0), (0, 1), (-3, 7)] {
+            let inputs = [RtValue::Int(vv), RtValue::Int(cc), RtValue::Int(11)];
+            let words: Vec<u64> = inputs.iter().map(|v| v.bits()).collect();
+            let before = COND_CALLS.load(std::sync::atomic::Ordering::SeqCst);
+            let native = run_native(&t, &words, &o);
+            let after = COND_CALLS.load(std::sync::atomic::Ordering::SeqCst);
+            assert_eq!(after - before, if cc != 0 { 100 } else { 0 }, "cond_call with condition {cc}");
+            let r = if vv != 0 { vv } else { host_mix(11, 121) };
+            assert_eq!(native, Exit::Finish { values: vec![r as u64, r.wrapping_add(121) as u64, 121] });
+        }
+    }
+}
