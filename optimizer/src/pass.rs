@@ -29,8 +29,27 @@
 //!    propagated backwards to the operands only through the `_ovf` backward functions (never
 //!    through wrapping `int_add`/`int_mul` results as if they could not wrap: seed 004);
 //! 7. allocation removal (virtual objects, materialized at escapes, described in resume data);
-//! 8. the heap cache ([`crate::heap`]);
+//! 8. the heap cache ([`crate::heap`]); writes to non-virtual objects are delayed until
+//!    something could observe them (a read of a possibly aliasing slot, a guard, a call or any
+//!    other op with effects, the end of the trace), so a write overwritten before that is
+//!    never emitted (`Reason::DeadStore`);
 //! 9. a final backward sweep removing unused pure ops and heap reads.
+//!
+//! Hints that do nothing when executed are dropped: `quasiimmut_field` (its
+//! `guard_not_invalidated` stays, repeated ones go until the next call), `virtual_ref` (its
+//! result is its operand), `virtual_ref_finish`, `assert_not_none` and `record_exact_class`
+//! (after recording what they state), `same_as_*`.
+//!
+//! # What the pass deliberately does not do
+//!
+//! - learn backwards through wrapping `int_mul`/`int_lshift` results, or through `_ovf` ops
+//!   whose overflow guard did not pass (seed 004's miscompilations);
+//! - forward narrow (`size < 8`) integer slots unless the value provably fits, or remove a
+//!   rewrite of a narrow slot (the interpreter's model of unwritten narrow slots);
+//! - track virtual fields whose byte ranges overlap another recorded field (PyPy logs do not
+//!   give field sizes, so byte fields of frames at offsets 80 and 81 both read as 8 bytes:
+//!   such objects are materialized);
+//! - keep writes pending across guards (resume data has no pending writes).
 //!
 //! # Loops
 //!
@@ -405,6 +424,17 @@ impl<'a> Pass<'a> {
         }
     }
 
+    /// Whether nothing is known about the integer value `v`.
+    fn is_top(&self, v: Value) -> bool {
+        match v.as_op() {
+            Some(o) => {
+                let b = &self.info[o.index()].bound;
+                b.bits.unknowns == u64::MAX && b.range.lower == i64::MIN as u64 && b.range.upper == i64::MAX as u64
+            }
+            None => false,
+        }
+    }
+
     fn virt_of(&self, v: Value) -> Option<u32> {
         let o = v.as_op()?;
         let id = self.info[o.index()].virt;
@@ -673,7 +703,14 @@ impl<'a> Pass<'a> {
         let is_int = opc.result_kind() == Kind::Int;
         let mut bound = None;
         if self.opts.intbounds && is_int {
-            let b = self.transfer(opc, args);
+            // fast path: these ops map "nothing known" to "nothing known"
+            let b = if matches!(opc, Opcode::IntAdd | Opcode::IntSub | Opcode::IntMul | Opcode::IntXor | Opcode::IntNeg | Opcode::IntInvert)
+                && args.iter().all(|&a| self.is_top(a))
+            {
+                IntBound::unbounded()
+            } else {
+                self.transfer(opc, args)
+            };
             if !b.is_empty() {
                 if let Some(c) = b.get_constant() {
                     count(self, Reason::BoundsConstant);
