@@ -38,7 +38,10 @@ pub fn interp(args: &[String]) -> CliResult {
     }
     let random = number("random", 1)?;
     let seed = number("seed", 0)?;
-    let cfg = RunConfig { max_iterations: number("max-iterations", RunConfig::default().max_iterations)?, ..RunConfig::default() };
+    let cfg = RunConfig {
+        max_iterations: number("max-iterations", RunConfig::default().max_iterations)?,
+        ..RunConfig::default()
+    };
     let json = args.has("json");
     let mut out = String::new();
     let mut items = Vec::new();
@@ -64,7 +67,11 @@ pub fn interp(args: &[String]) -> CliResult {
                 .collect::<Vec<_>>(),
             Err(e) => {
                 if json {
-                    items.push(format!("{{\"index\":{ti},\"name\":{},\"error\":{}}}", json_str(&t.info.name), json_str(&e)));
+                    items.push(format!(
+                        "{{\"index\":{ti},\"name\":{},\"error\":{}}}",
+                        json_str(&t.info.name),
+                        json_str(&e)
+                    ));
                 } else {
                     let _ = writeln!(out, "{ti:4}  {}: {e}", t.info.name);
                 }
@@ -122,7 +129,13 @@ fn parse_int(s: &str) -> Option<i64> {
     };
     let v = match body.strip_prefix("0x") {
         Some(h) => u64::from_str_radix(h, 16).ok()? as i64,
-        None => body.parse::<u64>().ok().and_then(|u| if neg && u == 1 << 63 { Some(i64::MIN) } else { i64::try_from(u).ok() })?,
+        None => body.parse::<u64>().ok().and_then(|u| {
+            if neg && u == 1 << 63 {
+                Some(i64::MIN)
+            } else {
+                i64::try_from(u).ok()
+            }
+        })?,
     };
     Some(if neg && v != i64::MIN { -v } else { v })
 }
@@ -209,7 +222,10 @@ mod tests {
     fn input_lists_parse_by_kind() {
         let kinds = [Kind::Int, Kind::Float, Kind::Ref, Kind::Int, Kind::Ref];
         let v = parse_inputs("-5, 2.5, null, 0x10, 0x4000", &kinds).unwrap();
-        assert_eq!(v, vec![RtValue::Int(-5), RtValue::float(2.5), RtValue::Ref(0), RtValue::Int(16), RtValue::Ref(0x4000)]);
+        assert_eq!(
+            v,
+            vec![RtValue::Int(-5), RtValue::float(2.5), RtValue::Ref(0), RtValue::Int(16), RtValue::Ref(0x4000)]
+        );
         assert!(parse_inputs("1,2", &kinds).unwrap_err().contains("5 inputs"));
         assert!(parse_inputs("x", &[Kind::Int]).unwrap_err().contains("input 1"));
         assert_eq!(parse_int("-9223372036854775808"), Some(i64::MIN));

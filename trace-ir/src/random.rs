@@ -103,9 +103,38 @@ impl RandomConfig {
 
 /// Special integers mixed into inputs and constants.
 pub const SPECIAL_INTS: &[i64] = &[
-    0, 1, -1, 2, -2, 3, 7, 8, 9, 15, 16, 17, 31, 32, 63, 64, 100, 255, 256, -256, 1000,
-    (1 << 31) - 1, 1 << 31, -(1 << 31), (1 << 32) - 1, 1 << 32, (1 << 62) - 1, 1 << 62,
-    i64::MAX, i64::MAX - 1, i64::MIN, i64::MIN + 1,
+    0,
+    1,
+    -1,
+    2,
+    -2,
+    3,
+    7,
+    8,
+    9,
+    15,
+    16,
+    17,
+    31,
+    32,
+    63,
+    64,
+    100,
+    255,
+    256,
+    -256,
+    1000,
+    (1 << 31) - 1,
+    1 << 31,
+    -(1 << 31),
+    (1 << 32) - 1,
+    1 << 32,
+    (1 << 62) - 1,
+    1 << 62,
+    i64::MAX,
+    i64::MAX - 1,
+    i64::MIN,
+    i64::MIN + 1,
 ];
 
 /// A random integer: a special value, a power of two or its neighbour, a small number, or
@@ -226,7 +255,13 @@ fn array(item_size: u8, signed: bool, kind: Kind) -> Descr {
 }
 
 fn call(result: Kind, args: &[Kind], effect: CallEffect) -> Descr {
-    Descr::Call(CallDescr { result, result_size: if result == Kind::Void { 0 } else { 8 }, args: args.to_vec(), effect, oopspec: None })
+    Descr::Call(CallDescr {
+        result,
+        result_size: if result == Kind::Void { 0 } else { 8 },
+        args: args.to_vec(),
+        effect,
+        oopspec: None,
+    })
 }
 
 const FUNCS: &[i64] = &[0x1000_1230, 0x1000_4560, 0x1000_7890];
@@ -448,7 +483,8 @@ impl<'c> Gen<'c> {
     fn array_ref(&mut self) -> Option<(Value, u64, DescrRef)> {
         let v = self.pick_live(Kind::Ref, |g, l| {
             let a = g.ex(l.v).bits();
-            g.st.heap.objects.get(&a).is_some_and(|o| matches!(o.kind, ObjKind::Array { .. })) && g.array_descr_of(a).is_some()
+            g.st.heap.objects.get(&a).is_some_and(|o| matches!(o.kind, ObjKind::Array { .. }))
+                && g.array_descr_of(a).is_some()
         })?;
         let a = self.ex(v).bits();
         let len = self.st.heap.objects.get(&a)?.length()?;
@@ -519,8 +555,30 @@ impl<'c> Gen<'c> {
     fn int_op(&mut self) -> bool {
         use Opcode::*;
         const BIN: &[Opcode] = &[
-            IntAdd, IntSub, IntMul, IntAnd, IntOr, IntXor, IntLt, IntLe, IntEq, IntNe, IntGt, IntGe, UintLt, UintLe,
-            UintGt, UintGe, UintMulHigh, IntLshift, IntRshift, UintRshift, IntFloorDiv, IntMod, IntPyDiv, IntPyMod,
+            IntAdd,
+            IntSub,
+            IntMul,
+            IntAnd,
+            IntOr,
+            IntXor,
+            IntLt,
+            IntLe,
+            IntEq,
+            IntNe,
+            IntGt,
+            IntGe,
+            UintLt,
+            UintLe,
+            UintGt,
+            UintGe,
+            UintMulHigh,
+            IntLshift,
+            IntRshift,
+            UintRshift,
+            IntFloorDiv,
+            IntMod,
+            IntPyDiv,
+            IntPyMod,
         ];
         const UN: &[Opcode] = &[IntIsTrue, IntIsZero, IntNeg, IntInvert, IntForceGeZero, SameAsI, IntSignext];
         if self.rng.chance(1, 4) {
@@ -612,7 +670,9 @@ impl<'c> Gen<'c> {
                 self.guard(g, &[p])
             }
             4 => {
-                let Some(p) = self.pick_live(Kind::Ref, |g, l| !l.variant && g.ex(l.v).bits() != 0) else { return false };
+                let Some(p) = self.pick_live(Kind::Ref, |g, l| !l.variant && g.ex(l.v).bits() != 0) else {
+                    return false;
+                };
                 let a = self.ex(p).bits();
                 let class = match self.st.heap.objects.get(&a) {
                     Some(o) if o.class != 0 => o.class,
@@ -645,7 +705,8 @@ impl<'c> Gen<'c> {
         let (size_plain, size_vt, size_vt2) = (d.size_plain, d.size_vt, d.size_vt2);
         match self.rng.below(9) {
             0 => {
-                let (opc, sd) = *self.rng.pick(&[(New, size_plain), (NewWithVtable, size_vt), (NewWithVtable, size_vt2)]);
+                let (opc, sd) =
+                    *self.rng.pick(&[(New, size_plain), (NewWithVtable, size_vt), (NewWithVtable, size_vt2)]);
                 let Some(p) = self.op(opc, &[], Some(sd)) else { return false };
                 if opc == NewWithVtable && self.rng.chance(1, 2) {
                     let x = self.int_arg();

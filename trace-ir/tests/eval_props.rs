@@ -20,16 +20,58 @@ fn reference(op: Opcode, a: u64, b: u64) -> Option<Result<u64, ()>> {
         IntAdd => Ok((ai + bi) as u64),
         IntSub => Ok((ai - bi) as u64),
         IntMul => Ok((a as u128 * b as u128) as u64),
-        IntFloorDiv => if bi == 0 { Err(()) } else { Ok((ai / bi) as u64) }, // i128: no overflow; truncation wraps MININT/-1
-        IntMod => if bi == 0 { Err(()) } else { Ok((ai % bi) as u64) },
-        IntPyDiv => if bi == 0 { Err(()) } else { Ok(floor_div(ai, bi) as u64) },
-        IntPyMod => if bi == 0 { Err(()) } else { Ok((ai - bi * floor_div(ai, bi)) as u64) },
+        IntFloorDiv => {
+            if bi == 0 {
+                Err(())
+            } else {
+                Ok((ai / bi) as u64)
+            }
+        } // i128: no overflow; truncation wraps MININT/-1
+        IntMod => {
+            if bi == 0 {
+                Err(())
+            } else {
+                Ok((ai % bi) as u64)
+            }
+        }
+        IntPyDiv => {
+            if bi == 0 {
+                Err(())
+            } else {
+                Ok(floor_div(ai, bi) as u64)
+            }
+        }
+        IntPyMod => {
+            if bi == 0 {
+                Err(())
+            } else {
+                Ok((ai - bi * floor_div(ai, bi)) as u64)
+            }
+        }
         IntAnd => Ok(a & b),
         IntOr => Ok(a | b),
         IntXor => Ok(a ^ b),
-        IntLshift => if b > 63 { Err(()) } else { Ok(((a as u128) << b) as u64) },
-        IntRshift => if b > 63 { Err(()) } else { Ok((ai >> b) as u64) },
-        UintRshift => if b > 63 { Err(()) } else { Ok(((a as u128) >> b) as u64) },
+        IntLshift => {
+            if b > 63 {
+                Err(())
+            } else {
+                Ok(((a as u128) << b) as u64)
+            }
+        }
+        IntRshift => {
+            if b > 63 {
+                Err(())
+            } else {
+                Ok((ai >> b) as u64)
+            }
+        }
+        UintRshift => {
+            if b > 63 {
+                Err(())
+            } else {
+                Ok(((a as u128) >> b) as u64)
+            }
+        }
         UintMulHigh => Ok(((a as u128 * b as u128) >> 64) as u64),
         IntLt => bool_(ai < bi),
         IntLe => bool_(ai <= bi),
@@ -103,12 +145,43 @@ fn pure_ops() -> Vec<Opcode> {
 }
 
 const SPECIAL: &[u64] = &[
-    0, 1, 2, 3, 7, 8, 63, 64, 65, 255, 256, 0x7fff_ffff, 0x8000_0000, 0xffff_ffff, 1 << 32,
-    0x7fff_ffff_ffff_ffff, 0x8000_0000_0000_0000, 0x8000_0000_0000_0001, u64::MAX, u64::MAX - 1,
-    (-2i64) as u64, (-7i64) as u64, (-64i64) as u64, (-128i64) as u64, 0x80, 0x8000, 0xff80,
+    0,
+    1,
+    2,
+    3,
+    7,
+    8,
+    63,
+    64,
+    65,
+    255,
+    256,
+    0x7fff_ffff,
+    0x8000_0000,
+    0xffff_ffff,
+    1 << 32,
+    0x7fff_ffff_ffff_ffff,
+    0x8000_0000_0000_0000,
+    0x8000_0000_0000_0001,
+    u64::MAX,
+    u64::MAX - 1,
+    (-2i64) as u64,
+    (-7i64) as u64,
+    (-64i64) as u64,
+    (-128i64) as u64,
+    0x80,
+    0x8000,
+    0xff80,
     // float bits: 0.0, -0.0, 1.0, -1.5, inf, -inf, NaN, 2^63, -2^63, 1e300, tiny
-    0x3ff0_0000_0000_0000, 0xbff8_0000_0000_0000, 0x7ff0_0000_0000_0000, 0xfff0_0000_0000_0000,
-    0x7ff8_0000_0000_0000, 0x43e0_0000_0000_0000, 0xc3e0_0000_0000_0000, 0x7e37_e43c_8800_759c, 1,
+    0x3ff0_0000_0000_0000,
+    0xbff8_0000_0000_0000,
+    0x7ff0_0000_0000_0000,
+    0xfff0_0000_0000_0000,
+    0x7ff8_0000_0000_0000,
+    0x43e0_0000_0000_0000,
+    0xc3e0_0000_0000_0000,
+    0x7e37_e43c_8800_759c,
+    1,
 ];
 
 fn check(op: Opcode, a: u64, b: u64) {

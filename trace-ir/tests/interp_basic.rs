@@ -21,7 +21,14 @@ fn field(b: &mut TraceBuilder, name: &str, offset: i64, kind: Kind) -> DescrRef 
 }
 
 fn imm_field(b: &mut TraceBuilder, offset: i64) -> DescrRef {
-    b.descr(Descr::Field(FieldDescr { name: "imm".into(), offset, size: 8, signed: true, kind: Kind::Int, immutable: true }))
+    b.descr(Descr::Field(FieldDescr {
+        name: "imm".into(),
+        offset,
+        size: 8,
+        signed: true,
+        kind: Kind::Int,
+        immutable: true,
+    }))
 }
 
 fn size(b: &mut TraceBuilder, size: i64) -> DescrRef {
@@ -335,11 +342,46 @@ fn one_op_trace(build: impl FnOnce(&mut TraceBuilder, Value) -> Value) -> Trace 
 #[test]
 fn invalid_operations_are_reported_not_panicking() {
     let cases: Vec<(Trace, Vec<RtValue>, &str)> = vec![
-        (one_op_trace(|b, x| { let c = b.const_int(64); b.op(Opcode::IntLshift, &[x, c]) }), ints(&[1]), "shift"),
-        (one_op_trace(|b, x| { let c = b.const_int(-1); b.op(Opcode::UintRshift, &[x, c]) }), ints(&[1]), "shift"),
-        (one_op_trace(|b, x| { let c = b.const_int(0); b.op(Opcode::IntFloorDiv, &[x, c]) }), ints(&[1]), "division by zero"),
-        (one_op_trace(|b, x| { let c = b.const_int(0); b.op(Opcode::IntPyMod, &[x, c]) }), ints(&[1]), "division by zero"),
-        (one_op_trace(|b, x| { let c = b.const_int(3); b.op(Opcode::IntSignext, &[x, c]) }), ints(&[1]), "signext"),
+        (
+            one_op_trace(|b, x| {
+                let c = b.const_int(64);
+                b.op(Opcode::IntLshift, &[x, c])
+            }),
+            ints(&[1]),
+            "shift",
+        ),
+        (
+            one_op_trace(|b, x| {
+                let c = b.const_int(-1);
+                b.op(Opcode::UintRshift, &[x, c])
+            }),
+            ints(&[1]),
+            "shift",
+        ),
+        (
+            one_op_trace(|b, x| {
+                let c = b.const_int(0);
+                b.op(Opcode::IntFloorDiv, &[x, c])
+            }),
+            ints(&[1]),
+            "division by zero",
+        ),
+        (
+            one_op_trace(|b, x| {
+                let c = b.const_int(0);
+                b.op(Opcode::IntPyMod, &[x, c])
+            }),
+            ints(&[1]),
+            "division by zero",
+        ),
+        (
+            one_op_trace(|b, x| {
+                let c = b.const_int(3);
+                b.op(Opcode::IntSignext, &[x, c])
+            }),
+            ints(&[1]),
+            "signext",
+        ),
         (
             one_op_trace(|b, _| {
                 let fi = field(b, "fi", 8, Kind::Int);
@@ -371,7 +413,9 @@ fn invalid_operations_are_reported_not_panicking() {
     ];
     for (t, inputs, what) in cases {
         match go(&t, &inputs).outcome {
-            Outcome::Invalid { op: Some(_), reason } => assert!(reason.contains(what), "{reason} does not mention {what}"),
+            Outcome::Invalid { op: Some(_), reason } => {
+                assert!(reason.contains(what), "{reason} does not mention {what}")
+            }
             other => panic!("expected invalid ({what}), got {other}"),
         }
     }
@@ -393,7 +437,9 @@ fn overflow_guards() {
     let (no, yes) = (build(Opcode::GuardNoOverflow), build(Opcode::GuardOverflow));
     assert_eq!(go(&no, &ints(&[3, 4])).outcome, Outcome::Finish(ints(&[12])));
     assert!(matches!(go(&yes, &ints(&[3, 4])).outcome, Outcome::GuardFailed { .. }));
-    assert!(matches!(go(&no, &ints(&[1 << 32, 1 << 32])).outcome, Outcome::GuardFailed { ref values, .. } if values == &ints(&[0])));
+    assert!(
+        matches!(go(&no, &ints(&[1 << 32, 1 << 32])).outcome, Outcome::GuardFailed { ref values, .. } if values == &ints(&[0]))
+    );
     assert_eq!(go(&yes, &ints(&[i64::MIN, -1])).outcome, Outcome::Finish(ints(&[i64::MIN])));
 }
 
@@ -499,7 +545,14 @@ fn strings_and_narrow_fields() {
     let c = b.op(Opcode::Strgetitem, &[s, one]);
     let n = b.op(Opcode::Strlen, &[s]);
     let sz = size(&mut b, 16);
-    let narrow = b.descr(Descr::Field(FieldDescr { name: "b".into(), offset: 8, size: 1, signed: true, kind: Kind::Int, immutable: false }));
+    let narrow = b.descr(Descr::Field(FieldDescr {
+        name: "b".into(),
+        offset: 8,
+        size: 1,
+        signed: true,
+        kind: Kind::Int,
+        immutable: false,
+    }));
     let o = b.op_with_descr(Opcode::New, &[], sz);
     b.op_with_descr(Opcode::SetfieldGc, &[o, x], narrow);
     let y = b.op_with_descr(Opcode::GetfieldGcI, &[o], narrow);
@@ -552,7 +605,14 @@ fn removing_a_redundant_write_back_is_equivalent() {
                 let e = b.input(Kind::Ref);
                 let sz = size(&mut b, 16);
                 let fd = if narrow {
-                    b.descr(Descr::Field(FieldDescr { name: "c".into(), offset: 20, size: 1, signed: true, kind: Kind::Int, immutable: false }))
+                    b.descr(Descr::Field(FieldDescr {
+                        name: "c".into(),
+                        offset: 20,
+                        size: 1,
+                        signed: true,
+                        kind: Kind::Int,
+                        immutable: false,
+                    }))
                 } else {
                     field(&mut b, "fi", 8, Kind::Int)
                 };

@@ -25,7 +25,13 @@ fn check_many(cfg: &RandomConfig, seeds: std::ops::Range<u64>) -> (usize, usize,
             assert!(r.iterations >= 1, "seed {seed}: the loop body never repeated");
         }
         guards += t.guards.len();
-        allocs += t.ops.iter().filter(|o| matches!(o.opcode, Opcode::New | Opcode::NewWithVtable | Opcode::NewArray | Opcode::NewArrayClear)).count();
+        allocs += t
+            .ops
+            .iter()
+            .filter(|o| {
+                matches!(o.opcode, Opcode::New | Opcode::NewWithVtable | Opcode::NewArray | Opcode::NewArrayClear)
+            })
+            .count();
     }
     (loops, guards, allocs)
 }
@@ -69,10 +75,13 @@ fn some_example_inputs_alias() {
     let aliasing = (0..500u64)
         .filter(|&seed| {
             let (_, inputs) = random_trace(&RandomConfig::default(), seed);
-            let refs: Vec<u64> = inputs.iter().filter_map(|v| match v {
-                trace_ir::RtValue::Ref(a) if *a != 0 => Some(*a),
-                _ => None,
-            }).collect();
+            let refs: Vec<u64> = inputs
+                .iter()
+                .filter_map(|v| match v {
+                    trace_ir::RtValue::Ref(a) if *a != 0 => Some(*a),
+                    _ => None,
+                })
+                .collect();
             (1..refs.len()).any(|i| refs[..i].contains(&refs[i]))
         })
         .count();

@@ -12,7 +12,12 @@ fn go(t: &Trace, inputs: &[i64]) -> trace_ir::RunResult {
 
 fn assert_differ(orig: &Trace, opt: &Trace, inputs: &[i64]) {
     let (a, b) = (go(orig, inputs), go(opt, inputs));
-    assert!(outcomes_equivalent(&a, &b).is_err(), "{inputs:?}: expected a difference, got {} and {}", a.outcome, b.outcome);
+    assert!(
+        outcomes_equivalent(&a, &b).is_err(),
+        "{inputs:?}: expected a difference, got {} and {}",
+        a.outcome,
+        b.outcome
+    );
 }
 
 fn assert_agree(orig: &Trace, opt: &Trace, inputs: &[i64]) {
@@ -102,7 +107,9 @@ fn bug2_sub_from_zero_of_minint() {
     let (orig, wrong) = neg_pair();
     assert_differ(&orig, &wrong, &[i64::MIN]);
     let r = go(&orig, &[i64::MIN]);
-    assert!(matches!(r.outcome, Outcome::GuardFailed { guard, ref values, .. } if guard.0 == 1 && values == &[RtValue::Int(i64::MIN)]));
+    assert!(
+        matches!(r.outcome, Outcome::GuardFailed { guard, ref values, .. } if guard.0 == 1 && values == &[RtValue::Int(i64::MIN)])
+    );
     for x in [1, 5, i64::MAX, 0, -3] {
         assert_agree(&orig, &wrong, &[x]);
     }

@@ -52,9 +52,9 @@ impl<'a> Cmp<'a> {
         match (ax, by) {
             (None, None) if x == y => Ok(()),
             (None, None) => Err(format!("{what}: external reference 0x{x:x} != 0x{y:x}")),
-            (Some(_), None) | (None, Some(_)) => Err(format!(
-                "{what}: 0x{x:x} and 0x{y:x} are not both objects allocated by the run"
-            )),
+            (Some(_), None) | (None, Some(_)) => {
+                Err(format!("{what}: 0x{x:x} and 0x{y:x} are not both objects allocated by the run"))
+            }
             (Some(oa), Some(ob)) => {
                 match (self.a_to_b.get(&x), self.b_to_a.get(&y)) {
                     (Some(&m), _) if m == y => return Ok(()),
@@ -125,11 +125,7 @@ pub fn outcomes_equivalent(a: &RunResult, b: &RunResult) -> Result<(), String> {
     }
     if a.calls != b.calls {
         let n = a.calls.iter().zip(&b.calls).take_while(|(x, y)| x == y).count();
-        return Err(format!(
-            "heap-writing calls differ at call {n}: {:?} vs {:?}",
-            a.calls.get(n),
-            b.calls.get(n)
-        ));
+        return Err(format!("heap-writing calls differ at call {n}: {:?} vs {:?}", a.calls.get(n), b.calls.get(n)));
     }
     if a.heap.epoch != b.heap.epoch {
         return Err(format!("heap epochs differ: {} vs {}", a.heap.epoch, b.heap.epoch));
@@ -141,11 +137,8 @@ pub fn outcomes_equivalent(a: &RunResult, b: &RunResult) -> Result<(), String> {
     for addr in addrs {
         let wa = a.heap.external.get(&addr).map(|e| &e.written);
         let wb = b.heap.external.get(&addr).map(|e| &e.written);
-        let slots: BTreeSet<(Slot, bool)> = wa
-            .into_iter()
-            .chain(wb)
-            .flat_map(|w| w.iter().map(|(s, c)| (*s, c.immutable)))
-            .collect();
+        let slots: BTreeSet<(Slot, bool)> =
+            wa.into_iter().chain(wb).flat_map(|w| w.iter().map(|(s, c)| (*s, c.immutable))).collect();
         for (slot, immutable) in slots {
             let kind = wa
                 .and_then(|w| w.get(&slot))
@@ -156,8 +149,7 @@ pub fn outcomes_equivalent(a: &RunResult, b: &RunResult) -> Result<(), String> {
             c.value(&format!("external 0x{addr:x}.{slot:?}"), va, vb)?;
         }
     }
-    let raw: BTreeSet<(u64, Kind)> =
-        a.heap.raw.iter().chain(b.heap.raw.iter()).map(|(&k, v)| (k, v.kind())).collect();
+    let raw: BTreeSet<(u64, Kind)> = a.heap.raw.iter().chain(b.heap.raw.iter()).map(|(&k, v)| (k, v.kind())).collect();
     for (addr, kind) in raw {
         let (va, vb) = (a.heap.read_raw(addr, kind), b.heap.read_raw(addr, kind));
         c.value(&format!("raw 0x{addr:x}"), va, vb)?;

@@ -26,7 +26,12 @@ use std::collections::HashMap;
 
 /// Inputs and initial external memory on which `trace` runs as far as the search could get
 /// (see the module documentation), starting from `inputs` and `cfg`.
-pub fn guided_inputs(trace: &Trace, inputs: &[RtValue], cfg: &RunConfig, max_rounds: usize) -> (Vec<RtValue>, RunConfig) {
+pub fn guided_inputs(
+    trace: &Trace,
+    inputs: &[RtValue],
+    cfg: &RunConfig,
+    max_rounds: usize,
+) -> (Vec<RtValue>, RunConfig) {
     let mut inputs = inputs.to_vec();
     let mut cfg = cfg.clone();
     let mut best: Option<(u64, Vec<RtValue>, RunConfig)> = None;
@@ -36,7 +41,11 @@ pub fn guided_inputs(trace: &Trace, inputs: &[RtValue], cfg: &RunConfig, max_rou
             best = Some((r.steps, inputs.clone(), cfg.clone()));
         }
         let Outcome::GuardFailed { guard, .. } = r.outcome else { break };
-        let Some(at) = trace.ops.iter().position(|op| op.guard.is_some_and(|g| g.index() < trace.guards.len() && trace.guard(g).id == guard)) else {
+        let Some(at) = trace
+            .ops
+            .iter()
+            .position(|op| op.guard.is_some_and(|g| g.index() < trace.guards.len() && trace.guard(g).id == guard))
+        else {
             break;
         };
         let ctx = Ctx { trace, vals: &vals, prov: &prov };
@@ -75,7 +84,9 @@ impl Ctx<'_> {
     fn value(&self, v: Value) -> Option<RtValue> {
         match v.data() {
             ValueData::Op(o) => self.vals.get(o.index()).copied(),
-            ValueData::Const(c) if c.index() < self.trace.consts.len() => Some(RtValue::from_const(self.trace.consts.get(c))),
+            ValueData::Const(c) if c.index() < self.trace.consts.len() => {
+                Some(RtValue::from_const(self.trace.consts.get(c)))
+            }
             ValueData::Const(_) => None,
         }
     }
@@ -92,7 +103,8 @@ impl Ctx<'_> {
     fn fixes(&self, at: OpRef) -> Vec<(Value, RtValue)> {
         let op = self.trace.op(at);
         let arg = |i: usize| op.args.get(i).copied();
-        let nonnull = |v: Value| RtValue::Ref(external_address(hash_words(&[0x9e1d, v.as_op().map_or(0, |o| o.index() as u64)])));
+        let nonnull =
+            |v: Value| RtValue::Ref(external_address(hash_words(&[0x9e1d, v.as_op().map_or(0, |o| o.index() as u64)])));
         match op.opcode {
             Opcode::GuardValue => match (arg(0), arg(1).and_then(|c| self.value(c))) {
                 (Some(x), Some(c)) if self.controllable(x) => vec![(x, c.with_kind(self.kind(x)))],
@@ -107,7 +119,9 @@ impl Ctx<'_> {
                 self.solve_condition(x, truth).into_iter().collect()
             }
             Opcode::GuardNonnull | Opcode::GuardClass | Opcode::GuardNonnullClass => match arg(0) {
-                Some(p) if self.controllable(p) && self.value(p).is_some_and(|v| v.bits() == 0) => vec![(p, nonnull(p))],
+                Some(p) if self.controllable(p) && self.value(p).is_some_and(|v| v.bits() == 0) => {
+                    vec![(p, nonnull(p))]
+                }
                 _ => vec![],
             },
             Opcode::GuardIsnull => match arg(0) {
@@ -142,7 +156,10 @@ impl Ctx<'_> {
                 Kind::Ref => vec![other, 0, external_address(other ^ 0x5a5a)],
                 _ => {
                     let v = other as i64;
-                    [v, v.wrapping_add(1), v.wrapping_sub(1), 0, 1, -1, i64::MAX, i64::MIN].iter().map(|&x| x as u64).collect()
+                    [v, v.wrapping_add(1), v.wrapping_sub(1), 0, 1, -1, i64::MAX, i64::MIN]
+                        .iter()
+                        .map(|&x| x as u64)
+                        .collect()
                 }
             };
             cands.dedup();

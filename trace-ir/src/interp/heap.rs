@@ -224,7 +224,10 @@ impl Heap {
     pub fn alloc(&mut self, kind: ObjKind, class: u64, rebuilt: bool) -> u64 {
         let addr = ALLOC_BASE + self.allocated * ALLOC_STRIDE;
         self.allocated += 1;
-        self.objects.insert(addr, HeapObject { kind, class, fields: BTreeMap::new(), escaped: false, escape_epoch: 0, rebuilt });
+        self.objects.insert(
+            addr,
+            HeapObject { kind, class, fields: BTreeMap::new(), escaped: false, escape_epoch: 0, rebuilt },
+        );
         addr
     }
 

@@ -265,7 +265,9 @@ impl Outcome {
     /// The exit values (`finish`, guard failure, external jump), if any.
     pub fn values(&self) -> Option<&[RtValue]> {
         match self {
-            Outcome::Finish(v) | Outcome::GuardFailed { values: v, .. } | Outcome::ExternalJump { values: v, .. } => Some(v),
+            Outcome::Finish(v) | Outcome::GuardFailed { values: v, .. } | Outcome::ExternalJump { values: v, .. } => {
+                Some(v)
+            }
             _ => None,
         }
     }
@@ -329,7 +331,9 @@ fn canonical(heap: &Heap, v: RtValue) -> u64 {
 
 /// The class `new_with_vtable` stores for a size descriptor without an explicit vtable.
 pub fn default_class(sd: &SizeDescr) -> u64 {
-    sd.vtable.map(|v| v as u64).unwrap_or_else(|| 0x6000_0000_0000 | (hash_words(&[0xc1a55, sd.size as u64]) & 0x0fff_ffff_fff8))
+    sd.vtable
+        .map(|v| v as u64)
+        .unwrap_or_else(|| 0x6000_0000_0000 | (hash_words(&[0xc1a55, sd.size as u64]) & 0x0fff_ffff_fff8))
 }
 
 fn narrow(v: RtValue, size: u8, signed: bool) -> RtValue {
@@ -407,7 +411,14 @@ pub(crate) fn run_recording(
     let vals = std::mem::take(&mut st.vals);
     let prov = st.provenance.take().unwrap_or_default();
     (
-        RunResult { outcome, heap: st.heap, calls: st.calls, exception: st.exception, iterations: st.iterations, steps: st.steps },
+        RunResult {
+            outcome,
+            heap: st.heap,
+            calls: st.calls,
+            exception: st.exception,
+            iterations: st.iterations,
+            steps: st.steps,
+        },
         vals,
         prov,
     )
@@ -440,7 +451,9 @@ impl<'a> Machine<'a> {
     fn get(&self, at: OpRef, v: Value) -> Result<RtValue, Stop> {
         match v.data() {
             ValueData::Op(o) if o.index() < self.st.vals.len() => Ok(self.st.vals[o.index()]),
-            ValueData::Const(c) if c.index() < self.trace.consts.len() => Ok(RtValue::from_const(self.trace.consts.get(c))),
+            ValueData::Const(c) if c.index() < self.trace.consts.len() => {
+                Ok(RtValue::from_const(self.trace.consts.get(c)))
+            }
             _ => Err(invalid(at, format!("operand {v:?} does not exist"))),
         }
     }
@@ -549,7 +562,13 @@ impl<'a> Machine<'a> {
         Outcome::GuardFailed { guard: gd.id, resume_key: gd.resume_key, values }
     }
 
-    fn fail_value(&mut self, at: OpRef, gd: &GuardData, fa: &FailArg, memo: &mut HashMap<u32, u64>) -> Result<RtValue, Stop> {
+    fn fail_value(
+        &mut self,
+        at: OpRef,
+        gd: &GuardData,
+        fa: &FailArg,
+        memo: &mut HashMap<u32, u64>,
+    ) -> Result<RtValue, Stop> {
         match *fa {
             FailArg::Value(v) => self.get(at, v),
             FailArg::Hole => Ok(RtValue::Int(0)),
@@ -593,7 +612,8 @@ impl<'a> Machine<'a> {
             let value = self.fail_value(at, gd, fa, memo)?;
             let (slot, immutable, value) = match *field {
                 VirtualField::Field(d) => {
-                    let fd = descr(d)?.as_field().ok_or_else(|| invalid(at, "virtual field needs a field descriptor"))?;
+                    let fd =
+                        descr(d)?.as_field().ok_or_else(|| invalid(at, "virtual field needs a field descriptor"))?;
                     (Slot::Field(fd.offset), fd.immutable, narrow(value, fd.size, fd.signed))
                 }
                 VirtualField::Item(k) => (Slot::Item(k as u64), false, value),
@@ -783,7 +803,9 @@ impl<'a> Machine<'a> {
                 let p = self.nonnull(at, 0)?;
                 let len = match self.st.heap.objects.get(&p) {
                     Some(obj) => match (opc, &obj.kind) {
-                        (ArraylenGc, ObjKind::Array { len }) | (Strlen, ObjKind::Str { len }) | (Unicodelen, ObjKind::Unicode { len }) => *len as i64,
+                        (ArraylenGc, ObjKind::Array { len })
+                        | (Strlen, ObjKind::Str { len })
+                        | (Unicodelen, ObjKind::Unicode { len }) => *len as i64,
                         _ => return Err(invalid(at, format!("{opc} of an object of another kind"))),
                     },
                     None => match self.st.heap.read(p, Slot::Len, Kind::Int, true) {
@@ -834,7 +856,9 @@ impl<'a> Machine<'a> {
                     self.index(at, dst, ds.wrapping_add(n - 1))?;
                     let size = if opc == Copystrcontent { 1 } else { 4 };
                     let items: Vec<RtValue> = (0..n)
-                        .map(|k| narrow(self.st.heap.read(src, Slot::Item((ss + k) as u64), Kind::Int, true), size, false))
+                        .map(|k| {
+                            narrow(self.st.heap.read(src, Slot::Item((ss + k) as u64), Kind::Int, true), size, false)
+                        })
                         .collect();
                     for (k, v) in items.into_iter().enumerate() {
                         self.st.heap.write(dst, Slot::Item(ds as u64 + k as u64), v, false);
@@ -859,8 +883,8 @@ impl<'a> Machine<'a> {
                 let (c, v) = (self.int_arg(at, 0)?, self.arg(at, 1)?.bits());
                 self.st.exception = if c == 0 && v == 0 { None } else { Some((c, v)) };
             }
-            QuasiimmutField | VirtualRefFinish | EnterPortalFrame | LeavePortalFrame | Keepalive | RecordKnownResult
-            | RecordExactClass | AssertNotNone => {}
+            QuasiimmutField | VirtualRefFinish | EnterPortalFrame | LeavePortalFrame | Keepalive
+            | RecordKnownResult | RecordExactClass | AssertNotNone => {}
             // Handled above by flag; listed so the match stays exhaustive over the table.
             InputI | InputR | InputF => {}
             _ => {
@@ -892,7 +916,8 @@ impl<'a> Machine<'a> {
     /// Assign `vals` to the parameters of the label at `label` and return the pc after them.
     fn enter(&mut self, at: OpRef, label: usize, vals: Vec<RtValue>) -> Result<usize, Stop> {
         let t = self.trace;
-        let n = t.ops.get(label).map_or(usize::MAX, |l| if l.opcode == Opcode::Label { l.args.len() } else { usize::MAX });
+        let n =
+            t.ops.get(label).map_or(usize::MAX, |l| if l.opcode == Opcode::Label { l.args.len() } else { usize::MAX });
         if n != vals.len() || label + n >= t.ops.len() {
             return Err(invalid(at, "label and jump disagree on the number of loop parameters"));
         }
@@ -983,7 +1008,14 @@ impl<'a> Machine<'a> {
                 let eff = self.call_effect(at)?;
                 let never = matches!(
                     opc,
-                    CallPureI | CallPureR | CallPureF | CallPureN | CallLoopinvariantI | CallLoopinvariantR | CallLoopinvariantF | CallLoopinvariantN
+                    CallPureI
+                        | CallPureR
+                        | CallPureF
+                        | CallPureN
+                        | CallLoopinvariantI
+                        | CallLoopinvariantR
+                        | CallLoopinvariantF
+                        | CallLoopinvariantN
                 );
                 (all[0].bits(), &all[1..], eff.may_write_heap() && !never)
             }
@@ -1047,11 +1079,40 @@ mod tests {
                 }
             }
             let d = match opc.descr_kind() {
-                crate::DescrKind::Field => Some(b.descr(Descr::Field(FieldDescr { name: "f".into(), offset: 8, size: 8, signed: true, kind: Kind::Int, immutable: false }))),
-                crate::DescrKind::Interior => Some(b.descr(Descr::Interior(InteriorDescr { item_size: 16, field: FieldDescr { name: "f".into(), offset: 8, size: 8, signed: true, kind: Kind::Int, immutable: false } }))),
+                crate::DescrKind::Field => Some(b.descr(Descr::Field(FieldDescr {
+                    name: "f".into(),
+                    offset: 8,
+                    size: 8,
+                    signed: true,
+                    kind: Kind::Int,
+                    immutable: false,
+                }))),
+                crate::DescrKind::Interior => Some(b.descr(Descr::Interior(InteriorDescr {
+                    item_size: 16,
+                    field: FieldDescr {
+                        name: "f".into(),
+                        offset: 8,
+                        size: 8,
+                        signed: true,
+                        kind: Kind::Int,
+                        immutable: false,
+                    },
+                }))),
                 crate::DescrKind::Size => Some(b.descr(Descr::Size(SizeDescr { size: 16, vtable: None }))),
-                crate::DescrKind::Array => Some(b.descr(Descr::Array(ArrayDescr { item_size: 8, signed: true, kind: Kind::Int, base_offset: 16, len_offset: 8 }))),
-                crate::DescrKind::Call => Some(b.descr(Descr::Call(CallDescr { result: opc.result_kind(), result_size: 8, args: vec![], effect: CallEffect::CanRaise, oopspec: None }))),
+                crate::DescrKind::Array => Some(b.descr(Descr::Array(ArrayDescr {
+                    item_size: 8,
+                    signed: true,
+                    kind: Kind::Int,
+                    base_offset: 16,
+                    len_offset: 8,
+                }))),
+                crate::DescrKind::Call => Some(b.descr(Descr::Call(CallDescr {
+                    result: opc.result_kind(),
+                    result_size: 8,
+                    args: vec![],
+                    effect: CallEffect::CanRaise,
+                    oopspec: None,
+                }))),
                 _ => None,
             };
             let mut op = crate::Op::new(opc, &args);
