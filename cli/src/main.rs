@@ -8,6 +8,7 @@ mod cmd_interp;
 mod cmd_opt;
 mod cmd_run;
 mod cmd_mine;
+mod cmd_synth;
 
 use std::process::ExitCode;
 
@@ -29,6 +30,9 @@ commands:
   mine FILE... [--json] [--limit N] [--seconds S] [--findings] [--no-opt]
                                   find missed optimizations in the optimized traces with
                                   Z3; patterns by count
+  synth-rules [--json] [--op NAME]
+                                  synthesize simple rules with Z3 (seed 000); mark each
+                                  covered or MISSING in the optimizer
 ";
 
 fn main() -> ExitCode {
@@ -45,6 +49,7 @@ fn main() -> ExitCode {
         "opt" => cmd_opt::opt(rest),
         "run" => cmd_run::run(rest),
         "mine" => cmd_mine::mine(rest),
+        "synth-rules" => cmd_synth::synth_rules(rest),
         "-h" | "--help" | "help" => {
             print!("{USAGE}");
             Ok(())

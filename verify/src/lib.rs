@@ -6,5 +6,6 @@
 pub mod z3word;
 pub mod semantics;
 pub mod rules;
+pub mod synth;
 pub mod validate;
 pub mod mine;

@@ -463,7 +463,7 @@ pub fn prove_rule(rule: &CheckedRule) -> Result<(), ProofError> {
     let s = solver(first_budget);
     s.assert(&assumptions);
     s.assert(goal.not());
-    let mut result = s.check();
+    let result = s.check();
     if let (SatResult::Unknown, Some(c)) = (&result, &split_var) {
         for case in split_cases(c) {
             // A fresh solver per case, so that Z3's preprocessing substitutes the constant.
@@ -579,6 +579,17 @@ mod tests {
         // And the u64 instance of the same generic code agrees too.
         assert_eq!(int_binop(BinOp::Shl, &1u64, &64u64), 0);
         assert_eq!(int_binop(BinOp::Ashr, &(-5i64 as u64), &99u64), u64::MAX);
+    }
+
+    #[test]
+    fn split_cases_are_a_partition() {
+        // For every word exactly one case holds: the number of true cases is always 1.
+        let c = BV::new_const("c", WIDTH);
+        let cases = split_cases(&c);
+        let count = cases.iter().fold(bv(0), |acc, k| acc.bvadd(k.ite(&bv(1), &bv(0))));
+        let s = solver(TIMEOUT_MS);
+        s.assert(count.eq(bv(1)).not());
+        assert_eq!(s.check(), SatResult::Unsat);
     }
 
     #[test]
