@@ -115,3 +115,79 @@ pub fn hand_rules(env: &mut dyn RuleEnv, opcode: Opcode, args: &[Value]) -> Opti
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use trace_ir::{ConstRef, OpRef};
+
+    /// A minimal environment: values `op0..` are unknown, constants are interned here, `emit`
+    /// records the op it was asked for.
+    #[derive(Default)]
+    struct Env {
+        consts: Vec<i64>,
+        defs: Vec<(Value, Opcode, SmallVec<[Value; 3]>)>,
+        emitted: Vec<(Opcode, Vec<Value>)>,
+    }
+
+    impl RuleEnv for Env {
+        fn bound(&self, v: Value) -> IntBound<u64> {
+            match self.const_int(v) {
+                Some(c) => IntBound::from_i64(c),
+                None => IntBound::unbounded(),
+            }
+        }
+        fn const_int(&self, v: Value) -> Option<i64> {
+            v.as_const().map(|c| self.consts[c.index()])
+        }
+        fn def(&self, v: Value) -> Option<(Opcode, SmallVec<[Value; 3]>)> {
+            self.defs.iter().find(|d| d.0 == v).map(|d| (d.1, d.2.clone()))
+        }
+        fn make_const(&mut self, c: i64) -> Value {
+            let i = self.consts.iter().position(|&x| x == c).unwrap_or_else(|| {
+                self.consts.push(c);
+                self.consts.len() - 1
+            });
+            Value::constant(ConstRef::new(i))
+        }
+        fn emit(&mut self, opcode: Opcode, args: &[Value]) -> Value {
+            self.emitted.push((opcode, args.to_vec()));
+            Value::op(OpRef::new(1000 + self.emitted.len()))
+        }
+    }
+
+    fn op(i: usize) -> Value {
+        Value::op(OpRef::new(i))
+    }
+
+    #[test]
+    fn hand_rules_fire() {
+        let mut e = Env::default();
+        let zero = e.make_const(0);
+        let eight = e.make_const(8);
+        let (name, v) = hand_rules(&mut e, Opcode::IntSub, &[op(1), op(1)]).unwrap();
+        assert_eq!((name, e.const_int(v)), ("sub_x_x", Some(0)));
+        assert_eq!(hand_rules(&mut e, Opcode::IntAdd, &[zero, op(2)]), Some(("add_zero", op(2))));
+        assert_eq!(hand_rules(&mut e, Opcode::IntXor, &[op(3), op(3)]).map(|r| r.0), Some("xor_x_x"));
+        let (name, _) = hand_rules(&mut e, Opcode::IntMul, &[op(4), eight]).unwrap();
+        assert_eq!(name, "mul_pow2");
+        let three = e.make_const(3);
+        assert_eq!(e.emitted, vec![(Opcode::IntLshift, vec![op(4), three])]);
+        e.defs.push((op(5), Opcode::IntAdd, SmallVec::from_slice(&[op(1), op(2)])));
+        assert_eq!(hand_rules(&mut e, Opcode::IntSub, &[op(5), op(2)]), Some(("sub_add_cancel", op(1))));
+        assert_eq!(hand_rules(&mut e, Opcode::IntSub, &[op(5), op(1)]), Some(("sub_add_cancel", op(2))));
+    }
+
+    #[test]
+    fn hand_rules_decline() {
+        let mut e = Env::default();
+        let six = e.make_const(6);
+        let one = e.make_const(1);
+        assert_eq!(hand_rules(&mut e, Opcode::IntMul, &[op(1), six]), None);
+        assert_eq!(hand_rules(&mut e, Opcode::IntMul, &[op(1), one]), None);
+        assert_eq!(hand_rules(&mut e, Opcode::IntSub, &[op(1), op(2)]), None);
+        // an _ovf op is never given a definition, so nothing looks through it
+        assert_eq!(hand_rules(&mut e, Opcode::IntSubOvf, &[op(5), op(2)]), None);
+        assert!(e.emitted.is_empty());
+    }
+}
