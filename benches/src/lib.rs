@@ -4,6 +4,7 @@
 //! Times are normalised per unit of `N` (one loop iteration for most programs, one round of
 //! 1024 hash steps for `fnv_hash`), so modes run with different `N` can be compared: the
 //! interpreter and the unoptimized JIT get a smaller `N` than the optimized JIT and Rust.
+#![deny(missing_docs)]
 
 use examples::lang::vm::{run_source, Config, Engine, LogFlags, Mode, RunOutput};
 use examples::programs::Example;
