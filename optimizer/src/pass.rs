@@ -1632,7 +1632,18 @@ impl<'a> Pass<'a> {
             self.emit_write(w);
             return;
         }
-        let same = self.pending.iter().position(|p| p.descr == w.descr && p.obj == w.obj && p.item == w.item);
+        let mut same = self.pending.iter().position(|p| p.descr == w.descr && p.obj == w.obj && p.item == w.item);
+        if let Some(k) = same {
+            // Storing a reference makes the object escape (the interpreter's model: escape is
+            // sticky, and later heap-writing calls may change escaped objects), so a
+            // reference store is never dropped, even when overwritten.
+            let old = self.pending[k].val;
+            if !old.is_const() && self.kind_of(old) == Kind::Ref {
+                let w_old = self.pending.remove(k);
+                self.emit_write(w_old);
+                same = None;
+            }
+        }
         self.flush_conflicting(w.descr, w.item.is_some(), w.obj, same);
         match self.pending.iter_mut().find(|p| p.descr == w.descr && p.obj == w.obj && p.item == w.item) {
             Some(p) => {

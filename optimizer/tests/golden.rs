@@ -946,6 +946,33 @@ fn dead_stores_between_guards_are_removed() {
 }
 
 #[test]
+fn overwritten_reference_stores_stay() {
+    // storing p2 makes it escape (the interpreter's model), so a later heap-writing call may
+    // change it: the first store is not dead even though it is overwritten
+    let src = "[p0, i1]
+         p2 = new_array_clear(2, descr=<ArrayS 8>)
+         setarrayitem_gc(p2, 0, i1, descr=<ArrayS 8>)
+         setfield_gc(p0, p2, descr=<FieldP p 8>)
+         setfield_gc(p0, ConstPtr(null), descr=<FieldP p 8>)
+         call_n(ConstClass(f), descr=<Callv 0 EF=2>)
+         finish(p2)";
+    let out = check(
+        src,
+        "[p0, i1]
+         p2 = new_array_clear(2, descr=<ArrayS 8>)
+         setarrayitem_gc(p2, 0, i1, descr=<ArrayS 8>)
+         setfield_gc(p0, p2, descr=<FieldP p 8>)
+         setfield_gc(p0, ConstPtr(null), descr=<FieldP p 8>)
+         call_n(ConstClass(f), descr=<Callv 0 EF=2>)
+         finish(p2)",
+    );
+    let t = parse(src);
+    for i in [0i64, 5, -7] {
+        assert!(same_behaviour(&t, &out.trace, &[RtValue::Ref(0x5000_0000_1008), RtValue::Int(i)]).unwrap());
+    }
+}
+
+#[test]
 fn delayed_writes_keep_their_order_with_possible_aliases() {
     // p0 and p1 may be the same object: the last write wins, and the read sees it
     check(
