@@ -9,8 +9,9 @@
 //!   **external**: an input, a `ConstPtr`, a call result, a value read from external memory.
 //! - Deterministic external addresses ([`external_address`]) live in
 //!   `0x5000_0000_0000..0x6000_0000_0000`; [`crate::trace::symbol_address`] (named constants)
-//!   uses `0x4000_0000_0000..0x8000_0000_0000`, and allocated objects start at
-//!   `0x1000_0000_0000`, so they never meet.
+//!   hashes into `0x4000_0000_0000..0x8000_0000_0000`; allocated objects start at
+//!   `0x1000_0000_0000` and stay far below both, so an allocated object is never mistaken for
+//!   an external one (two hashed external addresses could collide, improbably).
 //!
 //! # Reads of memory nobody wrote
 //!
@@ -18,14 +19,16 @@
 //! not written reads as a value derived from `(address, slot, epoch)` by
 //! [`derived_value`]: integers in `0..128`, floats finite in `0..1000`, references
 //! non-null external addresses. Immutable fields (`FieldDescr::immutable`,
-//! `getarrayitem_gc_pure_*`), array lengths and string contents of external objects use
-//! epoch 0, so they never change. Unwritten fields of allocated objects read as zero / null.
+//! `getarrayitem_gc_pure_*`), array and string lengths (in `0..64`) and string contents of
+//! external objects use epoch 0, so they never change. [`Heap::preset`] (from
+//! `RunConfig::preset`, filled by the guided input search) overrides the derived value of
+//! chosen slots of initial memory. Unwritten fields of allocated objects read as zero / null.
 //!
 //! # Escape and calls that may write the heap
 //!
 //! An allocated object **escapes** when it is passed to a call, or stored into an escaped or
-//! external object or into raw memory;
-//! everything reachable from it escapes with it, and so does anything later stored into it.
+//! external object or into raw memory; everything reachable from it escapes with it, and so
+//! does anything later stored into it.
 //! A call that may write the heap ([`Heap::clobber`]) bumps the epoch and forgets every
 //! non-immutable write to external objects and raw memory (so the next read derives a fresh
 //! value from the new epoch). For an escaped allocated object the effect is computed lazily
@@ -33,11 +36,11 @@
 //! each mutable integer or float field (written or not; an absent field counts as zero) that
 //! was not written since by a value (as [`derived_value`]) mixed from the field's current
 //! value, the slot and the call's epoch. The new value depends on the current value only, not
-//! on how it got there. Reference fields and string contents are left alone. The rule depends only on
-//! contents and epochs, never on addresses or on whether a zero was stored explicitly, so an
-//! optimized trace that materializes a virtual with fewer explicit stores behaves the same,
-//! while a heap cache that wrongly forwards a field across such a call produces a different
-//! value.
+//! on how it got there. Reference fields and string contents are left alone. The rule depends
+//! only on contents and epochs, never on addresses or on whether a zero was stored
+//! explicitly, so an optimized trace that materializes a virtual with fewer explicit stores
+//! (or drops a redundant write-back) behaves the same, while a heap cache that wrongly
+//! forwards a mutable field across such a call produces a different value.
 
 use super::RtValue;
 use crate::opcode::Kind;
