@@ -8,6 +8,7 @@ mod cmd_interp;
 mod cmd_opt;
 mod cmd_run;
 mod cmd_mine;
+mod cmd_check;
 mod cmd_synth;
 
 use std::process::ExitCode;
@@ -30,6 +31,10 @@ commands:
   mine FILE... [--json] [--limit N] [--seconds S] [--findings] [--no-opt]
                                   find missed optimizations in the optimized traces with
                                   Z3; patterns by count
+  check FILE [--json] [--timeout MS]
+                                  optimize every trace and validate the result with Z3
+  check ORIGINAL --optimized OTHER [--json]
+                                  validate a given pair of traces (guards by descr=<GuardN>)
   synth-rules [--json] [--op NAME]
                                   synthesize simple rules with Z3 (seed 000); mark each
                                   covered or MISSING in the optimizer
@@ -49,6 +54,7 @@ fn main() -> ExitCode {
         "opt" => cmd_opt::opt(rest),
         "run" => cmd_run::run(rest),
         "mine" => cmd_mine::mine(rest),
+        "check" => cmd_check::check(rest),
         "synth-rules" => cmd_synth::synth_rules(rest),
         "-h" | "--help" | "help" => {
             print!("{USAGE}");

@@ -1405,9 +1405,6 @@ impl<'t> Validator<'t> {
                     addr: None,
                     dead: false,
                 });
-                if len.simplify().as_u64().is_none() {
-                    s.escape(&o);
-                }
                 set(s, o);
             }
             Opcode::Newstr | Opcode::Newunicode => {
@@ -1421,7 +1418,6 @@ impl<'t> Validator<'t> {
                     addr: None,
                     dead: false,
                 });
-                s.escape(&o);
                 set(s, o);
             }
             Opcode::GetfieldGcI | Opcode::GetfieldGcR | Opcode::GetfieldGcF => {
@@ -1535,7 +1531,10 @@ impl<'t> Validator<'t> {
                             Opcode::ArraylenGc => format!("imm:len:array:{}", descr_key(trace, r)),
                             _ => format!("imm:len:{}", opc.name()),
                         };
-                        s.read(&key, &p)
+                        let v = s.read(&key, &p);
+                        // Lengths are never negative.
+                        t.fact = Some(v.bvsge(&zero()));
+                        v
                     }
                 };
                 set(s, Sym::Bv(v));
