@@ -42,6 +42,7 @@ use crate::{CompileError, CompileOptions, ExitInfo, ExitSlot, VirtualInit, Virtu
 use dynasmrt::x64::X64Relocation;
 use dynasmrt::{dynasm, DynasmApi, DynasmLabelApi, DynamicLabel, VecAssembler};
 use std::collections::HashMap;
+use trace_ir::descr::{DEFAULT_ARRAY_BASE, DEFAULT_ARRAY_LEN};
 use trace_ir::{
     jump_target, FailArg, FieldDescr, JumpTarget, Kind, Op, OpRef, Opcode, Trace, Value, ValueData,
     VirtualField, VirtualKind,
@@ -1274,6 +1275,19 @@ impl<'t> Gen<'t> {
                 self.load_mem(d, base, disp, 8, true);
                 self.def(d);
             }
+            GetinteriorfieldGcI | GetinteriorfieldGcR | GetinteriorfieldGcF => {
+                let (item, f) = self.interior(op)?;
+                let (base, disp) = self.address(opc, a(0), a(1), item, DEFAULT_ARRAY_BASE + f.offset, Some(DEFAULT_ARRAY_LEN))?;
+                let d = self.alloc_reg(opc.result_kind(), 0)?;
+                self.load_mem(d, base, disp, f.size, f.signed);
+                self.def(d);
+            }
+            SetinteriorfieldGc => {
+                let (item, f) = self.interior(op)?;
+                let v = self.load(a(2))?;
+                let (base, disp) = self.address(opc, a(0), a(1), item, DEFAULT_ARRAY_BASE + f.offset, Some(DEFAULT_ARRAY_LEN))?;
+                self.store_mem(base, disp, v, f.size);
+            }
             GetarrayitemGcI | GetarrayitemGcR | GetarrayitemGcF | GetarrayitemGcPureI | GetarrayitemGcPureR
             | GetarrayitemGcPureF | GetarrayitemRawI | GetarrayitemRawF | RawLoadI | RawLoadF => {
                 let ad = self.array(op)?;
@@ -1531,6 +1545,12 @@ impl<'t> Gen<'t> {
             .cloned()
             .ok_or_else(|| bad("field access without a field descriptor"))
     }
+    fn interior(&self, op: &Op) -> R<(i64, FieldDescr)> {
+        match op.descr.map(|d| self.t.descr(d)) {
+            Some(trace_ir::Descr::Interior(i)) => Ok((i.item_size, i.field.clone())),
+            _ => Err(bad("interior field access without an interior descriptor")),
+        }
+    }
     fn array(&self, op: &Op) -> R<trace_ir::ArrayDescr> {
         op.descr
             .and_then(|d| self.t.descr(d).as_array())
@@ -1548,11 +1568,18 @@ impl<'t> Gen<'t> {
             (false, true) => (ad.item_size as i64, 0),
             _ => (ad.item_size as i64, ad.base_offset),
         };
+        let len_off = if raw { None } else { Some(ad.len_offset) };
+        self.address(opc, base, index, scale, base_off, len_off)
+    }
+
+    /// `base + index * scale + base_off` as a base register and displacement, after a null
+    /// check and (with `len_off`) a bounds check against the length word there.
+    fn address(&mut self, opc: Opcode, base: Value, index: Value, scale: i64, base_off: i64, len_off: Option<i64>) -> R<(Reg, i32)> {
         let rb = self.load(base)?;
         self.null_check(rb);
-        if !raw {
+        if let Some(len_off) = len_off {
             // Bounds check against the length word (unsigned: negative indices fail too).
-            let len_off = disp32(ad.len_offset, self.pos, opc)?;
+            let len_off = disp32(len_off, self.pos, opc)?;
             let inv = self.invalid_exit();
             match self.opnd(index)? {
                 Opnd::Reg(r) => dynasm!(self.asm ; .arch x64 ; cmp Rq(r), QWORD [Rq(rb) + len_off] ; jae =>inv),

@@ -40,9 +40,11 @@
 //!   definition); `cond_call_value_*(v, f, args...)` is `v` when non-zero, else the call's
 //!   result.
 //! - Heap accesses check for null (and `*_gc` array accesses check the index against the
-//!   length word) and report an invalid operation, as the interpreter does.
+//!   length word) and report an invalid operation, as the interpreter does. Interior fields
+//!   (arrays of structs) use the default array layout: length word at offset 8, item `i` at
+//!   `16 + i * item_size`, the field at its offset inside the item.
 //! - Not supported (a [`CompileError::Unsupported`]): string and unicode ops,
-//!   interior fields, `call_assembler`, `guard_exception`,
+//!   `call_assembler`, `guard_exception`,
 //!   `save_exception`, `save_exc_class`, `restore_exception`, `guard_gc_type`,
 //!   `guard_is_object`, `guard_subclass`, `newstr`,
 //!   `newunicode`, calls with more than 6 integer or 8 float

@@ -806,3 +806,36 @@ fn conditional_calls() {
         }
     }
 }
+
+/// Interior fields of an allocated array of structs: stores and loads at `16 + i * item +
+/// offset`, index checked against the length like the interpreter does.
+#[test]
+fn interior_fields_of_an_array_of_structs() {
+    use trace_ir::{ArrayDescr, Descr, FieldDescr, InteriorDescr};
+    let mut b = TraceBuilder::new();
+    let i = b.input(Kind::Int);
+    let x = b.input(Kind::Int);
+    let ad = b.descr(Descr::Array(ArrayDescr { item_size: 16, signed: false, kind: Kind::Int, base_offset: 16, len_offset: 8 }));
+    let fk = FieldDescr { name: "E.k".into(), offset: 0, size: 8, signed: true, kind: Kind::Int, immutable: false };
+    let fv = FieldDescr { name: "E.v".into(), offset: 8, size: 4, signed: true, kind: Kind::Int, immutable: false };
+    let dk = b.descr(Descr::Interior(InteriorDescr { item_size: 16, field: fk }));
+    let dv = b.descr(Descr::Interior(InteriorDescr { item_size: 16, field: fv }));
+    let three = b.const_int(3);
+    let p = b.op_with_descr(Opcode::NewArrayClear, &[three], ad);
+    let one = b.const_int(1);
+    b.op_with_descr(Opcode::SetinteriorfieldGc, &[p, i, x], dk);
+    b.op_with_descr(Opcode::SetinteriorfieldGc, &[p, one, x], dv);
+    let k = b.op_with_descr(Opcode::GetinteriorfieldGcI, &[p, i], dk);
+    let v = b.op_with_descr(Opcode::GetinteriorfieldGcI, &[p, one], dv);
+    let w = b.op_with_descr(Opcode::GetinteriorfieldGcI, &[p, i], dv);
+    b.finish_with(&[k, v, w]);
+    let t = b.finish().unwrap();
+    for o in [opts(), tight()] {
+        for (iv, xv) in [(0i64, 5i64), (1, -7), (2, 1 << 40), (3, 1), (-1, 1)] {
+            let inputs = [RtValue::Int(iv), RtValue::Int(xv)];
+            let int = interp::run(&t, &inputs, &RunConfig::default()).outcome;
+            let native = run_native(&t, &[iv as u64, xv as u64], &o);
+            same(&t, &native, &int).unwrap();
+        }
+    }
+}
