@@ -843,7 +843,7 @@ impl<'a> Pass<'a> {
         let t = self.input;
         let gd = t.guard(op.guard.expect("verified: guards carry resume data"));
         let mut virtuals: Vec<VirtualObject> = Vec::new();
-        let mut memo: Vec<(OpRef, u32)> = Vec::new();
+        let mut memo: FxHashMap<OpRef, u32> = FxHashMap::default();
         let mut in_memo: Vec<(u32, u32)> = Vec::new();
         let mut fail_args = Vec::with_capacity(gd.fail_args.len());
         for fa in &gd.fail_args {
@@ -863,7 +863,7 @@ impl<'a> Pass<'a> {
         fa: FailArg,
         gd: &GuardData,
         out: &mut Vec<VirtualObject>,
-        memo: &mut Vec<(OpRef, u32)>,
+        memo: &mut FxHashMap<OpRef, u32>,
         in_memo: &mut Vec<(u32, u32)>,
     ) -> FailArg {
         match fa {
@@ -892,24 +892,41 @@ impl<'a> Pass<'a> {
     }
 
     /// A working value in resume data: virtual objects are described, not materialized.
-    fn resume_value(&mut self, v: Value, out: &mut Vec<VirtualObject>, memo: &mut Vec<(OpRef, u32)>) -> FailArg {
-        let Some(id) = self.virt_of(v) else { return FailArg::Value(v) };
+    /// Objects get their index when first seen and are described breadth first (no recursion,
+    /// so long chains cannot overflow the stack); shared and cyclic structures stay so.
+    fn resume_value(&mut self, v: Value, out: &mut Vec<VirtualObject>, memo: &mut FxHashMap<OpRef, u32>) -> FailArg {
+        if !self.is_virtual(v) {
+            return FailArg::Value(v);
+        }
+        let mut work: Vec<(OpRef, u32)> = Vec::new();
+        let first = self.virtual_index(v, out, memo, &mut work);
+        while let Some((o, k)) = work.pop() {
+            let id = self.info[o.index()].virt as usize;
+            let n = self.virtuals[id].fields.len();
+            let mut fields = Vec::with_capacity(n);
+            for j in 0..n {
+                let (f, val) = self.virtuals[id].fields[j];
+                let val = self.find(val);
+                let x = if self.is_virtual(val) { self.virtual_index(val, out, memo, &mut work) } else { FailArg::Value(val) };
+                fields.push((f, x));
+            }
+            out[k as usize].fields = fields;
+        }
+        first
+    }
+
+    /// The resume-data index of the virtual `v` (allocating it and queueing its description
+    /// on first sight).
+    fn virtual_index(&self, v: Value, out: &mut Vec<VirtualObject>, memo: &mut FxHashMap<OpRef, u32>, work: &mut Vec<(OpRef, u32)>) -> FailArg {
         let o = v.as_op().unwrap();
-        if let Some(&(_, k)) = memo.iter().find(|m| m.0 == o) {
+        if let Some(&k) = memo.get(&o) {
             return FailArg::Virtual(k);
         }
         let k = out.len() as u32;
-        memo.push((o, k));
-        out.push(VirtualObject { kind: self.virtuals[id as usize].kind, fields: Vec::new() });
-        let n = self.virtuals[id as usize].fields.len();
-        let mut fields = Vec::with_capacity(n);
-        for j in 0..n {
-            let (f, val) = self.virtuals[id as usize].fields[j];
-            let val = self.find(val);
-            let x = self.resume_value(val, out, memo);
-            fields.push((f, x));
-        }
-        out[k as usize].fields = fields;
+        memo.insert(o, k);
+        let id = self.info[o.index()].virt as usize;
+        out.push(VirtualObject { kind: self.virtuals[id].kind, fields: Vec::new() });
+        work.push((o, k));
         FailArg::Virtual(k)
     }
 
@@ -1456,7 +1473,49 @@ impl<'a> Pass<'a> {
     /// Materialize `v` if it is virtual: emit its allocation and its field writes, recursively
     /// (fields first, each object once, so cycles end).
     fn force(&mut self, v: Value) {
-        let Some(id) = self.virt_of(v) else { return };
+        if !self.is_virtual(v) {
+            return;
+        }
+        // An explicit stack instead of recursion, so long chains of virtuals cannot overflow
+        // the thread's stack. Each frame: the object, its recorded fields, the next field.
+        let mut stack: Vec<(Value, Vec<(VirtualField, Value)>, usize, VirtualKind)> = Vec::new();
+        self.start_materializing(v, &mut stack);
+        while let Some(top) = stack.last_mut() {
+            let (obj, next, kind) = (top.0, top.2, top.3);
+            let Some(&(f, val)) = top.1.get(next) else {
+                stack.pop();
+                continue;
+            };
+            let val = self.find(val);
+            if self.is_virtual(val) {
+                // the value first (fields before the store); cycles end because an object
+                // stops being virtual when its allocation is emitted
+                self.start_materializing(val, &mut stack);
+                continue;
+            }
+            stack.last_mut().unwrap().2 += 1;
+            match (f, kind) {
+                (VirtualField::Field(d), _) => {
+                    self.emit(Op { opcode: Opcode::SetfieldGc, descr: Some(d), guard: None, args: SmallVec::from_slice(&[obj, val]) });
+                    if self.opts.heapcache && self.fits(d, val) {
+                        self.heap.remember_field(d, obj, val);
+                    }
+                }
+                (VirtualField::Item(k), VirtualKind::Array { descr, .. }) => {
+                    let idx = self.make_int(k as i64);
+                    self.emit(Op { opcode: Opcode::SetarrayitemGc, descr: Some(descr), guard: None, args: SmallVec::from_slice(&[obj, idx, val]) });
+                    if self.opts.heapcache && self.fits(descr, val) {
+                        self.heap.remember_item(descr, k as i64, obj, val);
+                    }
+                }
+                (VirtualField::Item(_), VirtualKind::Struct { .. }) => unreachable!("items are only recorded on arrays"),
+            }
+        }
+    }
+
+    /// Emit the allocation of the virtual `v`, mark it non-virtual and push its fields.
+    fn start_materializing(&mut self, v: Value, stack: &mut Vec<(Value, Vec<(VirtualField, Value)>, usize, VirtualKind)>) {
+        let id = self.virt_of(v).expect("only virtuals are materialized");
         let o = v.as_op().unwrap();
         self.info[o.index()].virt = NO_VIRT;
         self.stats.virtuals_materialized += 1;
@@ -1464,26 +1523,7 @@ impl<'a> Pass<'a> {
         self.after_alloc_emitted(v);
         let fields = std::mem::take(&mut self.virtuals[id as usize].fields);
         let kind = self.virtuals[id as usize].kind;
-        for (f, val) in fields {
-            let val = self.find(val);
-            self.force(val);
-            match (f, kind) {
-                (VirtualField::Field(d), _) => {
-                    self.emit(Op { opcode: Opcode::SetfieldGc, descr: Some(d), guard: None, args: SmallVec::from_slice(&[v, val]) });
-                    if self.opts.heapcache && self.fits(d, val) {
-                        self.heap.remember_field(d, v, val);
-                    }
-                }
-                (VirtualField::Item(k), VirtualKind::Array { descr, .. }) => {
-                    let idx = self.make_int(k as i64);
-                    self.emit(Op { opcode: Opcode::SetarrayitemGc, descr: Some(descr), guard: None, args: SmallVec::from_slice(&[v, idx, val]) });
-                    if self.opts.heapcache && self.fits(descr, val) {
-                        self.heap.remember_item(descr, k as i64, v, val);
-                    }
-                }
-                (VirtualField::Item(_), VirtualKind::Struct { .. }) => unreachable!("items are only recorded on arrays"),
-            }
-        }
+        stack.push((v, fields, 0, kind));
     }
 
     /// Whether storing `val` through descriptor `d` and reading it back gives `val` exactly

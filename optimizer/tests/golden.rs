@@ -717,6 +717,29 @@ fn object_graph_cycles() {
 }
 
 #[test]
+fn long_chain_of_virtuals_materializes_without_recursion() {
+    // 20,000 nested virtual objects escape at once
+    let n = 20_000;
+    let mut src = String::from("[p0]\n p1 = new(descr=<SizeDescr 16>)\n");
+    for i in 2..=n {
+        src += &format!(" p{i} = new(descr=<SizeDescr 16>)\n setfield_gc(p{i}, p{}, descr=<FieldP next 8>)\n", i - 1);
+    }
+    src += &format!(" guard_true(0, descr=<Guard1>) [p{n}]\n setfield_gc(p0, p{n}, descr=<FieldP head 8>)\n finish()\n");
+    let t = parse(&src);
+    let out = std::thread::Builder::new()
+        .stack_size(256 * 1024)
+        .spawn(move || optimize(&t, &Options::default()).unwrap())
+        .unwrap()
+        .join()
+        .unwrap();
+    assert_eq!(out.stats.virtuals_materialized, n);
+    // n allocations, n - 1 inner stores, the guard, the outer store, finish
+    assert_eq!(out.trace.num_real_ops(), 2 * n + 2);
+    // the guard describes the whole chain
+    assert_eq!(out.trace.guards[0].virtuals.len(), n);
+}
+
+#[test]
 fn load_non_virtual() {
     let src = "[p0]
          i1 = getfield_gc_i(p0, descr=<FieldS a 8>)
