@@ -9,6 +9,7 @@ mod cmd_opt;
 mod cmd_run;
 mod cmd_mine;
 mod cmd_check;
+mod cmd_eval_pypy;
 mod cmd_synth;
 
 use std::process::ExitCode;
@@ -35,6 +36,9 @@ commands:
                                   optimize every trace and validate the result with Z3
   check ORIGINAL --optimized OTHER [--json]
                                   validate a given pair of traces (guards by descr=<GuardN>)
+  eval-pypy FILE... [--json] [--timeout MS] [--runs N]
+                                  optimize PyPy's noopt traces, validate (interpreter and
+                                  Z3) and compare op counts with PyPy's optimized traces
   synth-rules [--json] [--op NAME]
                                   synthesize simple rules with Z3 (seed 000); mark each
                                   covered or MISSING in the optimizer
@@ -55,6 +59,7 @@ fn main() -> ExitCode {
         "run" => cmd_run::run(rest),
         "mine" => cmd_mine::mine(rest),
         "check" => cmd_check::check(rest),
+        "eval-pypy" => cmd_eval_pypy::eval_pypy(rest),
         "synth-rules" => cmd_synth::synth_rules(rest),
         "-h" | "--help" | "help" => {
             print!("{USAGE}");

@@ -1,0 +1,299 @@
+//! `tracejit eval-pypy FILE... [--json] [--timeout MS] [--runs N]`: optimize every trace
+//! PyPy logged unoptimized (`jit-log-noopt`), validate our output (the reference interpreter
+//! on guided random inputs, and Z3 where the ops are modelled), and compare our op counts
+//! with PyPy's optimized version of the same trace (the `jit-log-opt-*` section that follows
+//! the noopt section: its total, and its peeled loop body after the last `label`).
+//!
+//! Op counts exclude trace inputs and label parameters (`debug_merge_point` is not part of
+//! a parsed trace). Categories: `int` (integer and pointer arithmetic, comparisons, casts),
+//! `guard`, `alloc` (allocations), `read` / `write` (heap reads and writes, not guards or
+//! calls), `call` (all call families), `other` (labels, jumps, finish, floats, hints).
+//! PyPy's loop traces hold a preamble and a peeled body, so PyPy's total counts the loop
+//! twice while ours counts it once; the `pypy body` column is the fairer comparison for
+//! loops.
+
+use crate::common::{json_str, read_file, Args, CliError, CliResult};
+use trace_ir::interp::guided::guided_inputs;
+use trace_ir::interp::heap::external_address;
+use trace_ir::random::special_int;
+use trace_ir::rng::{mix64, Rng};
+use trace_ir::{outcomes_equivalent, run, Kind, OpFlags, Opcode, RtValue, RunConfig, Trace};
+use verify::validate::{validate, Config, Verdict};
+
+const CATS: [&str; 7] = ["int", "guard", "alloc", "read", "write", "call", "other"];
+
+/// The category of an op (an index into [`CATS`]); `None` for inputs.
+fn category(op: Opcode) -> Option<usize> {
+    if op.is_input() {
+        return None;
+    }
+    let f = op.flags();
+    Some(if f.contains(OpFlags::GUARD) {
+        1
+    } else if f.contains(OpFlags::ALLOC) {
+        2
+    } else if f.contains(OpFlags::CALL) {
+        5
+    } else if f.contains(OpFlags::WRITES_HEAP) {
+        4
+    } else if f.contains(OpFlags::READS_HEAP) {
+        3
+    } else if op.result_kind() == Kind::Int
+        && (op.name().starts_with("int_") || op.name().starts_with("uint_") || op.name().starts_with("ptr_")
+            || op.name().starts_with("instance_ptr_") || op.name().starts_with("cast_ptr") || op == Opcode::SameAsI)
+        || op == Opcode::CastIntToPtr
+        || op == Opcode::SameAsR
+    {
+        0
+    } else {
+        6
+    })
+}
+
+/// Op counts: total and per category.
+#[derive(Clone, Copy, Default)]
+struct Counts {
+    total: usize,
+    cat: [usize; 7],
+}
+
+impl Counts {
+    fn of(t: &Trace, from: usize) -> Counts {
+        let mut c = Counts::default();
+        for op in &t.ops[from..] {
+            if let Some(k) = category(op.opcode) {
+                c.total += 1;
+                c.cat[k] += 1;
+            }
+        }
+        c
+    }
+    fn add(&mut self, o: &Counts) {
+        self.total += o.total;
+        for i in 0..7 {
+            self.cat[i] += o.cat[i];
+        }
+    }
+}
+
+/// The totals of one file (or of all files).
+#[derive(Clone, Default)]
+struct Row {
+    name: String,
+    traces: usize,
+    paired: usize,
+    ops_in: Counts,
+    ours: Counts,
+    pypy: Counts,
+    pypy_body: Counts,
+    /// Our counts on the traces that have a PyPy counterpart (for a like-for-like ratio).
+    ours_paired: Counts,
+    z3: [usize; 3],
+    interp_runs: usize,
+    interp_diff: usize,
+    opt_errors: usize,
+    notes: Vec<String>,
+}
+
+impl Row {
+    fn add(&mut self, o: &Row) {
+        self.traces += o.traces;
+        self.paired += o.paired;
+        self.ops_in.add(&o.ops_in);
+        self.ours.add(&o.ours);
+        self.pypy.add(&o.pypy);
+        self.pypy_body.add(&o.pypy_body);
+        self.ours_paired.add(&o.ours_paired);
+        for i in 0..3 {
+            self.z3[i] += o.z3[i];
+        }
+        self.interp_runs += o.interp_runs;
+        self.interp_diff += o.interp_diff;
+        self.opt_errors += o.opt_errors;
+    }
+}
+
+fn random_inputs(rng: &mut Rng, t: &Trace) -> Vec<RtValue> {
+    t.input_kinds()
+        .into_iter()
+        .map(|k| match k {
+            Kind::Float => RtValue::float(rng.range_i64(-1000, 1000) as f64 / 8.0),
+            Kind::Ref => RtValue::Ref(external_address(rng.next_u64())),
+            _ => RtValue::Int(special_int(rng)),
+        })
+        .collect()
+}
+
+fn eval_file(path: &str, cfg: &Config, runs: u64) -> Result<Row, CliError> {
+    let text = read_file(path)?;
+    let traces = trace_ir::parse_file(&text).map_err(|e| CliError::Failed(format!("{path}: {e}")))?;
+    let mut row = Row { name: path.rsplit('/').next().unwrap_or(path).to_string(), ..Row::default() };
+    let run_cfg = RunConfig::default();
+    for (i, t) in traces.iter().enumerate() {
+        if t.info.section.as_deref() != Some("jit-log-noopt") {
+            continue;
+        }
+        // PyPy's optimized version: the next trace, when it is an opt section.
+        let pypy = traces
+            .get(i + 1)
+            .filter(|n| n.info.section.as_deref().is_some_and(|s| s.starts_with("jit-log-opt")));
+        row.traces += 1;
+        let ops_in = Counts::of(t, 0);
+        row.ops_in.add(&ops_in);
+        let out = match optimizer::optimize(t, &optimizer::Options::default()) {
+            Ok(o) => o.trace,
+            Err(e) => {
+                row.opt_errors += 1;
+                row.notes.push(format!("{}: optimizer refused: {e}", t.info.name));
+                row.ours.add(&ops_in);
+                continue;
+            }
+        };
+        let ours = Counts::of(&out, 0);
+        row.ours.add(&ours);
+        if let Some(p) = pypy {
+            row.paired += 1;
+            row.ours_paired.add(&ours);
+            row.pypy.add(&Counts::of(p, 0));
+            let body = p.last_label().map(|l| l.index()).unwrap_or(0);
+            row.pypy_body.add(&Counts::of(p, body));
+        }
+        // Z3 translation validation.
+        match validate(t, &out, cfg) {
+            Verdict::Valid => row.z3[0] += 1,
+            Verdict::Invalid { counterexample } => {
+                row.z3[1] += 1;
+                row.notes.push(format!("{}: INVALID: {}", t.info.name, counterexample.message));
+            }
+            Verdict::Unknown { .. } => row.z3[2] += 1,
+        }
+        // The reference interpreter on guided random inputs.
+        let mut rng = Rng::new(mix64(i as u64 ^ 0x5eed));
+        for _ in 0..runs {
+            let start = random_inputs(&mut rng, t);
+            let (inputs, gcfg) = guided_inputs(t, &start, &run_cfg, 16);
+            let a = run(t, &inputs, &gcfg);
+            let b = run(&out, &inputs, &gcfg);
+            row.interp_runs += 1;
+            if let Err(e) = outcomes_equivalent(&a, &b) {
+                row.interp_diff += 1;
+                row.notes.push(format!("{}: interpreter differs: {e}", t.info.name));
+            }
+        }
+    }
+    Ok(row)
+}
+
+/// `tracejit eval-pypy FILE... [--json] [--timeout MS] [--runs N]`.
+pub fn eval_pypy(args: &[String]) -> CliResult {
+    let a = Args::parse(args, &["timeout", "runs"], &["json"])?;
+    if a.positional.is_empty() {
+        return Err(CliError::Usage("missing FILE".into()));
+    }
+    let mut cfg = Config { timeout_ms: 500, ..Config::default() };
+    if let Some(t) = a.value("timeout") {
+        cfg.timeout_ms = t.parse().map_err(|_| CliError::Usage(format!("--timeout: not a number: {t}")))?;
+    }
+    let runs: u64 = match a.value("runs") {
+        Some(r) => r.parse().map_err(|_| CliError::Usage(format!("--runs: not a number: {r}")))?,
+        None => 3,
+    };
+    let mut rows = Vec::new();
+    for f in &a.positional {
+        rows.push(eval_file(f, &cfg, runs)?);
+    }
+    let mut total = Row { name: "TOTAL".into(), ..Row::default() };
+    for r in &rows {
+        total.add(r);
+    }
+    if a.has("json") {
+        print_json(&rows, &total);
+    } else {
+        print_table(&rows, &total);
+    }
+    if total.z3[1] > 0 || total.interp_diff > 0 {
+        return Err(CliError::Failed(format!(
+            "{} trace(s) invalid (Z3), {} interpreter run(s) differ",
+            total.z3[1], total.interp_diff
+        )));
+    }
+    Ok(())
+}
+
+fn print_table(rows: &[Row], total: &Row) {
+    println!(
+        "{:<18} {:>6} {:>6} {:>6} {:>6} {:>7} {:>9}  {:<33} {:<11}",
+        "file", "traces", "in", "ours", "pypy", "pypy-bd", "ours/pypy", "z3 valid/invalid/unknown", "interp diff"
+    );
+    let line = |r: &Row| {
+        let ratio = if r.pypy.total > 0 { r.ours_paired.total as f64 / r.pypy.total as f64 } else { 0.0 };
+        println!(
+            "{:<18} {:>6} {:>6} {:>6} {:>6} {:>7} {:>9.2}  {:<33} {:<11}",
+            r.name,
+            r.traces,
+            r.ops_in.total,
+            r.ours.total,
+            r.pypy.total,
+            r.pypy_body.total,
+            ratio,
+            format!("{}/{}/{}", r.z3[0], r.z3[1], r.z3[2]),
+            format!("{}/{}", r.interp_diff, r.interp_runs)
+        );
+    };
+    for r in rows {
+        line(r);
+    }
+    line(total);
+    println!();
+    print!("{:<18}", "by category");
+    for c in CATS {
+        print!(" {:>20}", format!("{c} in/ours/pypy"));
+    }
+    println!();
+    for r in rows.iter().chain(std::iter::once(total)) {
+        print!("{:<18}", r.name);
+        for k in 0..7 {
+            print!(" {:>20}", format!("{}/{}/{}", r.ops_in.cat[k], r.ours.cat[k], r.pypy.cat[k]));
+        }
+        println!();
+    }
+    for r in rows {
+        for n in &r.notes {
+            println!("note: {}: {n}", r.name);
+        }
+    }
+}
+
+fn counts_json(c: &Counts) -> String {
+    let mut s = format!("{{\"total\": {}", c.total);
+    for (k, name) in CATS.iter().enumerate() {
+        s.push_str(&format!(", \"{name}\": {}", c.cat[k]));
+    }
+    s.push('}');
+    s
+}
+
+fn print_json(rows: &[Row], total: &Row) {
+    let one = |r: &Row| {
+        format!(
+            "{{\"file\": {}, \"traces\": {}, \"paired\": {}, \"ops_in\": {}, \"ours\": {}, \"ours_paired\": {}, \"pypy\": {}, \"pypy_body\": {}, \"z3\": {{\"valid\": {}, \"invalid\": {}, \"unknown\": {}}}, \"interp\": {{\"runs\": {}, \"differ\": {}}}, \"optimizer_errors\": {}, \"notes\": [{}]}}",
+            json_str(&r.name),
+            r.traces,
+            r.paired,
+            counts_json(&r.ops_in),
+            counts_json(&r.ours),
+            counts_json(&r.ours_paired),
+            counts_json(&r.pypy),
+            counts_json(&r.pypy_body),
+            r.z3[0],
+            r.z3[1],
+            r.z3[2],
+            r.interp_runs,
+            r.interp_diff,
+            r.opt_errors,
+            r.notes.iter().map(|n| json_str(n)).collect::<Vec<_>>().join(", ")
+        )
+    };
+    let items: Vec<String> = rows.iter().map(one).collect();
+    println!("{{\"files\": [\n  {}\n], \"total\": {}}}", items.join(",\n  "), one(total));
+}
