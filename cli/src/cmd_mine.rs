@@ -36,17 +36,18 @@ fn kind_value(k: &FindingKind) -> String {
 }
 
 /// `tracejit mine FILE... [--json] [--limit N] [--seconds S] [--timeout-ms T] [--depth D]
-/// [--max-traces N] [--findings] [--no-opt] [--no-guards] [--no-minimize]`.
+/// [--max-traces N] [--findings] [--no-opt] [--no-guards] [--no-minimize] [--verbose]`.
 ///
 /// `--limit N` shows the N most frequent patterns (default 30; 0 = all); `--seconds S` is the
 /// time budget per file (default 60); `--max-traces N` mines only the first N traces of each
-/// file; `--findings` also lists every finding. Exit status 0 when every file was read (also
+/// file; `--findings` also lists every finding; `--verbose` prints one line per trace on
+/// stderr (ops, queries, time). Exit status 0 when every file was read (also
 /// with findings), 1 on an unreadable or malformed file.
 pub fn mine(args: &[String]) -> CliResult {
     let a = Args::parse(
         args,
         &["limit", "seconds", "timeout-ms", "depth", "max-traces"],
-        &["json", "findings", "no-opt", "no-guards", "no-minimize"],
+        &["json", "findings", "no-opt", "no-guards", "no-minimize", "verbose"],
     )?;
     if a.positional.is_empty() {
         return Err(CliError::Usage("missing FILE".into()));
@@ -82,7 +83,21 @@ pub fn mine(args: &[String]) -> CliResult {
                 break;
             }
             match t {
-                Ok(t) => findings.extend(mine_trace(&t, &cfg, &mut rep.stats)),
+                Ok(t) => {
+                    let (t0, before) = (Instant::now(), rep.stats.clone());
+                    let found = mine_trace(&t, &cfg, &mut rep.stats);
+                    if a.has("verbose") {
+                        eprintln!(
+                            "{path}: {name}: {} ops, {} queries ({} unknown), {} findings, {:.2} s",
+                            rep.stats.ops - before.ops,
+                            rep.stats.queries - before.queries,
+                            rep.stats.unknown - before.unknown,
+                            found.len(),
+                            t0.elapsed().as_secs_f64()
+                        );
+                    }
+                    findings.extend(found);
+                }
                 Err(e) => rep.errors.push((name, e)),
             }
         }

@@ -902,7 +902,10 @@ fn render(t: &Trace, p: &Problem, c: Claim, abstract_consts: bool) -> String {
         }
         Claim::Same(x, y) => {
             let lhs = r.expr(x);
-            format!("{lhs} => {}", r.expr(y))
+            let rhs = r.expr(y);
+            // The same computation twice (what CSE removes).
+            let note = if lhs == rhs { "   (computed twice)" } else { "" };
+            format!("{lhs} => {rhs}{note}")
         }
         Claim::NoOverflow(x) => {
             let lhs = r.apply(x);

@@ -192,3 +192,11 @@ fn narrow_loads_and_lengths_have_their_ranges() {
     // A full-width signed field has no range: nothing to find.
     assert!(mine("[p0]\ni1 = getfield_gc_i(p0, descr=<FieldS a 8>)\ni2 = int_and(i1, 255)\nfinish(i2)\n").is_empty());
 }
+
+#[test]
+fn the_same_computation_twice_is_marked() {
+    let fs = mine("[i0]\ni1 = int_add(i0, 3)\ni2 = int_add(i0, 3)\nfinish(i1, i2)\n");
+    let f = only(&fs);
+    assert_eq!(f.kind, FindingKind::SameAsEarlier(1));
+    assert_eq!(f.pattern, "int_add(x, 3) => int_add(x, 3)   (computed twice)");
+}
