@@ -67,7 +67,17 @@ fn expr(r: &mut Rng, depth: u32) -> String {
             _ => VARS[r.below(4) as usize].to_string(),
         };
     }
-    let ops = ["+", "-", "*", "&", "|", "^", "<<", ">>", "//", "%", "<", "==", "!="];
+    match r.below(12) {
+        0 => return format!("abs({})", expr(r, depth - 1)),
+        1 => return format!("(-{})", expr(r, depth - 1)),
+        2 => return format!("(~{})", expr(r, depth - 1)),
+        3 => return format!("(not {})", expr(r, depth - 1)),
+        4 => return format!("int(sqrt(abs({})))", expr(r, depth - 1)),
+        5 => return format!("fst(pair({}, {}))", expr(r, depth - 1), expr(r, depth - 1)),
+        6 => return format!("arr[{} & 7]", expr(r, depth - 1)),
+        _ => {}
+    }
+    let ops = ["+", "-", "*", "&", "|", "^", "<<", ">>", "//", "%", "<", "==", "!=", "/"];
     let op = ops[r.below(ops.len() as u64) as usize];
     let (x, y) = (expr(r, depth - 1), expr(r, depth - 1));
     // Keep shift amounts mostly in range so that programs run long enough to be compiled.
@@ -76,8 +86,12 @@ fn expr(r: &mut Rng, depth: u32) -> String {
 }
 
 fn program(r: &mut Rng) -> String {
-    let mut s = String::from("a = 1\nb = 2\nc = 3\ni = 0\nwhile i < N {\n");
+    let mut s = String::from("arr = array(8)\na = 1\nb = 2\nc = 3\ni = 0\nwhile i < N {\n");
     for _ in 0..1 + r.below(4) {
+        if r.below(4) == 0 {
+            s += &format!("    arr[{} & 7] = {} & 255\n", expr(r, 2), expr(r, 2));
+            continue;
+        }
         let v = VARS[r.below(3) as usize];
         let e = expr(r, 3);
         if r.below(3) == 0 {
@@ -86,7 +100,7 @@ fn program(r: &mut Rng) -> String {
             s += &format!("    {v} = ({e}) & 65535\n");
         }
     }
-    s += "    i = i + 1\n}\nprint(a, b, c)\n";
+    s += "    i = i + 1\n}\nprint(a, b, c, arr)\n";
     s
 }
 
