@@ -320,6 +320,9 @@ pub struct RunResult {
 
 /// Largest array or string length an allocation may ask for.
 pub const MAX_ALLOC_LEN: i64 = 1 << 24;
+/// Largest length `copystrcontent`/`copyunicodecontent` may copy (external strings have no
+/// known length, so this bounds the work).
+pub const MAX_COPY_LEN: i64 = 1 << 20;
 
 /// Canonical word of a call argument: allocated objects lose their address.
 fn canonical(heap: &Heap, v: RtValue) -> u64 {
@@ -640,7 +643,10 @@ impl<'a> Machine<'a> {
         }
         self.st.steps += 1;
         if opc.is_pure() {
-            let bits: Vec<u64> = self.args(at)?.iter().map(|v| v.bits()).collect();
+            let mut bits: smallvec::SmallVec<[u64; 4]> = smallvec::SmallVec::new();
+            for &v in &op.args {
+                bits.push(self.get(at, v)?.bits());
+            }
             let r = eval_pure(opc, &bits).map_err(|e| invalid(at, e.to_string()))?;
             self.set(at, RtValue::from_bits(opc.result_kind(), r));
             return Ok(pc + 1);
@@ -846,8 +852,8 @@ impl<'a> Machine<'a> {
                 let src = self.nonnull(at, 0)?;
                 let dst = self.nonnull(at, 1)?;
                 let (ss, ds, n) = (self.int_arg(at, 2)?, self.int_arg(at, 3)?, self.int_arg(at, 4)?);
-                if !(0..=MAX_ALLOC_LEN).contains(&n) {
-                    return Err(invalid(at, format!("copy length {n} outside 0..={MAX_ALLOC_LEN}")));
+                if !(0..=MAX_COPY_LEN).contains(&n) {
+                    return Err(invalid(at, format!("copy length {n} outside 0..={MAX_COPY_LEN}")));
                 }
                 if n > 0 {
                     self.index(at, src, ss)?;
