@@ -27,7 +27,13 @@ fn main() {
         let mut outputs = Vec::new();
         for v in Variant::ALL {
             let n = bench_n(ex, v);
-            let (t, out) = time_variant(ex, v, n, reps);
+            // The fast variants take milliseconds: more repetitions against scheduling noise.
+            let k = if matches!(v, Variant::Mode(examples::lang::vm::Mode::JitOptimized) | Variant::Rust | Variant::RustScalar) {
+                reps * 3
+            } else {
+                reps
+            };
+            let (t, out) = time_variant(ex, v, n, k);
             per_n.push(t.as_secs_f64() * 1e9 / n as f64);
             outputs.push((n, out));
         }
@@ -66,7 +72,10 @@ fn main() {
         }
     }
     println!();
-    println!("ns/N: best of {reps} whole runs divided by N (one loop iteration; for fnv_hash one round of 1024 hash steps).");
+    println!(
+        "ns/N: best of {reps} whole runs ({} for jit-opt and Rust) divided by N (one loop iteration; for fnv_hash one round of 1024 hash steps).",
+        reps * 3
+    );
     println!("Interpreter and jit-noopt run with N = demo size / 2, jit-opt and Rust with N = demo size × 4.");
     println!("Rust: the loop as LLVM compiles it (vectorized or closed form where it can). Rust scalar: the same loop");
     println!("with an empty asm! barrier on the loop counter, i.e. plain scalar code like a tracing JIT emits.");
