@@ -34,6 +34,9 @@
 //! after the loop body, copies those locations into the exit buffer and returns the exit
 //! code.
 
+// dynasm's expansion converts dynamic register numbers with `.into()`, even from `u8`.
+#![allow(clippy::useless_conversion)]
+
 use crate::checker::{Event, Val};
 use crate::pmove::{sequentialize, Loc};
 use std::cell::RefCell;
@@ -188,6 +191,8 @@ pub(crate) struct Generated {
     pub exit_len: usize,
     /// Code range of each op (op index, start, end), for the disassembly listing.
     pub ranges: Vec<(usize, usize, usize)>,
+    /// Boxed: the code embeds their addresses, which must not move when the vector grows.
+    #[allow(clippy::vec_box)]
     pub array_layouts: Vec<Box<ArrayLayout>>,
 }
 
@@ -214,6 +219,8 @@ pub(crate) struct Gen<'t> {
     /// The op at `pos - 1` was a comparison fused into the guard at `pos`: its condition.
     fused: Option<Cond>,
     ranges: Vec<(usize, usize, usize)>,
+    /// Layouts whose addresses the code embeds (boxed so they never move).
+    #[allow(clippy::vec_box)]
     array_layouts: Vec<Box<ArrayLayout>>,
     /// Events for the symbolic checker (recorded when `CHECK`).
     events: RefCell<Vec<Event>>,

@@ -223,6 +223,7 @@ pub struct CompiledTrace {
     input_kinds: Vec<Kind>,
     ranges: Vec<(usize, usize, usize)>,
     /// Array layouts referenced by address from the code; must live as long as `code`.
+    #[allow(clippy::vec_box)]
     _array_layouts: Vec<Box<runtime::ArrayLayout>>,
 }
 

@@ -1,6 +1,9 @@
 //! Unit tests of the backend: per-op results against `eval_pure`, loops, register pressure,
 //! exits, and differential runs of random traces against the reference interpreter.
 
+// dynasm's expansion converts dynamic register numbers with `.into()`, even from `u8`.
+#![allow(clippy::useless_conversion)]
+
 use crate::*;
 use proptest::prelude::*;
 use trace_ir::eval::eval_pure;
@@ -151,7 +154,7 @@ proptest! {
 
 #[test]
 fn cast_float_to_int_edges() {
-    for x in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 9.3e18, -9.3e18, 9.223372036854775807e18, -9.223372036854775808e18, 0.5, -0.5, 1e300] {
+    for x in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 9.3e18, -9.3e18, 9.223_372_036_854_776e18, -9.223_372_036_854_776e18, 0.5, -0.5, 1e300] {
         let mut b = TraceBuilder::new();
         let fx = b.input(Kind::Float);
         let r = b.op(Opcode::CastFloatToInt, &[fx]);
@@ -577,8 +580,8 @@ fn values_live_across_calls() {
         live.push(t);
     }
     let mut acc = p[1];
-    for k in 0..6 {
-        acc = b.op_with_descr(Opcode::CallI, &[fmix, acc, live[k]], di);
+    for &l in &live[..6] {
+        acc = b.op_with_descr(Opcode::CallI, &[fmix, acc, l], di);
     }
     let s = b.op_with_descr(Opcode::CallI, &[fsix, live[1], live[2], live[3], live[4], live[5], acc], d6);
     let f2 = b.op_with_descr(Opcode::CallF, &[fscale, p[2], live[7]], df);
