@@ -228,9 +228,14 @@ fn lex(src: &str) -> Result<Vec<(Tok, Pos)>, ParseError> {
 
 const KEYWORDS: &[&str] = &["while", "if", "else", "not", "print"];
 
+/// Deepest nesting of expressions and blocks accepted (deeper input is an error, not a
+/// stack overflow).
+pub const MAX_NESTING: u32 = 200;
+
 struct Parser {
     toks: Vec<(Tok, Pos)>,
     at: usize,
+    depth: u32,
 }
 
 type PResult<T> = Result<T, ParseError>;
@@ -310,7 +315,22 @@ impl Parser {
         }
     }
 
+    fn enter(&mut self) -> PResult<()> {
+        self.depth += 1;
+        if self.depth > MAX_NESTING {
+            return self.error(format!("nesting deeper than {MAX_NESTING} levels"));
+        }
+        Ok(())
+    }
+
     fn block(&mut self) -> PResult<Vec<Stmt>> {
+        self.enter()?;
+        let r = self.block_inner();
+        self.depth -= 1;
+        r
+    }
+
+    fn block_inner(&mut self) -> PResult<Vec<Stmt>> {
         self.skip_newlines();
         self.expect_sym("{")?;
         let mut out = Vec::new();
@@ -400,6 +420,13 @@ impl Parser {
     }
 
     fn expr(&mut self) -> PResult<Expr> {
+        self.enter()?;
+        let r = self.expr_inner();
+        self.depth -= 1;
+        r
+    }
+
+    fn expr_inner(&mut self) -> PResult<Expr> {
         if self.is_name("not") {
             let pos = self.pos();
             self.bump();
@@ -462,6 +489,13 @@ impl Parser {
         )
     }
     fn unary(&mut self) -> PResult<Expr> {
+        self.enter()?;
+        let r = self.unary_inner();
+        self.depth -= 1;
+        r
+    }
+
+    fn unary_inner(&mut self) -> PResult<Expr> {
         let pos = self.pos();
         if self.is_sym("-") {
             self.bump();
@@ -539,7 +573,7 @@ impl Parser {
 /// Parse a whole program.
 pub fn parse(src: &str) -> Result<Vec<Stmt>, ParseError> {
     let toks = lex(src)?;
-    Parser { toks, at: 0 }.program()
+    Parser { toks, at: 0, depth: 0 }.program()
 }
 
 #[cfg(test)]
@@ -592,5 +626,11 @@ mod tests {
         assert!(e.message.contains("64 bits"));
         let e = parse("3 = x").unwrap_err();
         assert!(e.message.contains("assign"));
+        let deep = format!("x = {}1{}", "(".repeat(5000), ")".repeat(5000));
+        assert!(parse(&deep).unwrap_err().message.contains("nesting"));
+        let deep = format!("x = {}1", "-".repeat(5000));
+        assert!(parse(&deep).unwrap_err().message.contains("nesting"));
+        let deep = format!("{}{}", "while 1 {\n".repeat(1000), "}\n".repeat(1000));
+        assert!(parse(&deep).unwrap_err().message.contains("nesting"));
     }
 }
