@@ -1212,6 +1212,10 @@ impl<'t> Gen<'t> {
             }
             GuardClass | GuardNonnullClass => {
                 let r = self.load(a(0))?;
+                if opc == GuardClass {
+                    // A class check on null is an invalid operation (as in the interpreter).
+                    self.null_check(r);
+                }
                 if opc == GuardNonnullClass {
                     dynasm!(self.asm ; .arch x64 ; test Rq(r), Rq(r));
                     // Both branches share one stub: nothing moves between them.

@@ -842,3 +842,64 @@ fn interior_fields_of_an_array_of_structs() {
         }
     }
 }
+
+/// Raw memory (a real buffer whose address is an integer input): stores then loads of
+/// several widths through `setfield_raw`, `raw_store` and `setarrayitem_raw`.
+#[test]
+fn raw_memory_round_trips() {
+    use trace_ir::{ArrayDescr, Descr, FieldDescr};
+    let mut b = TraceBuilder::new();
+    let addr = b.input(Kind::Int);
+    let x = b.input(Kind::Int);
+    let f4 = b.descr(Descr::Field(FieldDescr { name: "R.a".into(), offset: 8, size: 4, signed: true, kind: Kind::Int, immutable: false }));
+    let a2 = b.descr(Descr::Array(ArrayDescr { item_size: 2, signed: true, kind: Kind::Int, base_offset: 0, len_offset: 0 }));
+    let a1 = b.descr(Descr::Array(ArrayDescr { item_size: 1, signed: false, kind: Kind::Int, base_offset: 0, len_offset: 0 }));
+    b.op_with_descr(Opcode::SetfieldRaw, &[addr, x], f4);
+    let r1 = b.op_with_descr(Opcode::GetfieldRawI, &[addr], f4);
+    let sixteen = b.const_int(16);
+    b.op_with_descr(Opcode::RawStore, &[addr, sixteen, x], a2);
+    let r2 = b.op_with_descr(Opcode::RawLoadI, &[addr, sixteen], a2);
+    let three = b.const_int(3);
+    b.op_with_descr(Opcode::SetarrayitemRaw, &[addr, three, x], a1);
+    let r3 = b.op_with_descr(Opcode::GetarrayitemRawI, &[addr, three], a1);
+    b.finish_with(&[r1, r2, r3]);
+    let t = b.finish().unwrap();
+    let mut buf = vec![0u64; 8];
+    let p = buf.as_mut_ptr() as i64;
+    for o in [opts(), tight()] {
+        for xv in [0i64, -1, 0x1234_5678_9abc, i64::MIN, 255, 0x8000] {
+            let inputs = [RtValue::Int(p), RtValue::Int(xv)];
+            let int = interp::run(&t, &inputs, &RunConfig::default()).outcome;
+            let native = run_native(&t, &[p as u64, xv as u64], &o);
+            same(&t, &native, &int).unwrap();
+        }
+    }
+    assert_eq!(buf[2] & 0xffff, 0x8000, "the last raw_store wrote the real buffer");
+}
+
+/// `guard_class` and `guard_nonnull_class` on allocated instances and on null.
+#[test]
+fn class_guards() {
+    use trace_ir::{Descr, SizeDescr};
+    for (opc, with_null) in [(Opcode::GuardClass, false), (Opcode::GuardClass, true), (Opcode::GuardNonnullClass, false), (Opcode::GuardNonnullClass, true)] {
+        for right in [true, false] {
+            let mut b = TraceBuilder::new();
+            let x = b.input(Kind::Int);
+            let sd = b.descr(Descr::Size(SizeDescr { size: 24, vtable: Some(0x7000_2000) }));
+            let p = if with_null { b.const_ref(0) } else { b.op_with_descr(Opcode::NewWithVtable, &[], sd) };
+            let cls = b.const_int(if right { 0x7000_2000 } else { 0x7000_3000 });
+            b.guard(opc, &[p, cls], &[x], 8);
+            b.finish_with(&[x]);
+            let t = b.finish().unwrap();
+            let int = interp::run(&t, &[RtValue::Int(4)], &RunConfig::default()).outcome;
+            let native = run_native(&t, &[4], &opts());
+            same(&t, &native, &int).unwrap();
+            let failed = matches!(native, Exit::Guard { .. });
+            if opc == Opcode::GuardClass && with_null {
+                assert!(matches!(native, Exit::Invalid { .. }), "guard_class on null: {native:?}");
+            } else {
+                assert_eq!(failed, with_null || !right, "{opc} right={right} null={with_null}");
+            }
+        }
+    }
+}
