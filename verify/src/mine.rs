@@ -503,7 +503,7 @@ impl<'t, 'c> Miner<'t, 'c> {
             return (SatResult::Unknown, None);
         }
         self.stats.queries += 1;
-        let s = Solver::new_for_logic("QF_BV").unwrap_or_else(Solver::new);
+        let s = Solver::new_for_logic("QF_BV").unwrap_or_default();
         let mut p = Params::new();
         p.set_u32("timeout", self.cfg.timeout_ms);
         s.set_params(&p);
