@@ -8,4 +8,5 @@ pub mod semantics;
 pub mod rules;
 pub mod synth;
 pub mod validate;
+pub mod fuzzing;
 pub mod mine;

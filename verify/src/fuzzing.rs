@@ -1,0 +1,274 @@
+//! Fuzzing checks (STYLE #13): every fuzz target in `fuzz/fuzz_targets/` is a five-line
+//! call of one `check_*` function here, the same checks run as `#[test]`s on a bounded
+//! number of cases (`verify/tests/validate_fuzz.rs`), and `tracejit fuzz` runs them without
+//! libFuzzer.
+//!
+//! | check | oracle |
+//! |---|---|
+//! | [`check_parse`] | arbitrary text never panics the parser; a parsed file prints and re-parses to equivalent traces |
+//! | [`check_optimize_diff`] | the reference interpreter gives equivalent outcomes before and after `optimize` (example inputs and random ones) |
+//! | [`check_native_diff`] | the native code of the original and of the optimized trace exits like the interpreter (integer traces, with and without loops) |
+//! | [`check_validate`] | translation validation of the optimized trace is not `Invalid` |
+//!
+//! A random trace is derived from the fuzz bytes: the first bytes choose the generator's
+//! knobs (length, loops, weights), a hash of all bytes is the generator's seed. Panics inside
+//! a check are caught and reported as failures, so `tracejit fuzz` can go on and minimize.
+//!
+//! [`minimize`] shrinks a failing trace by deleting ops (one at a time, last first) while
+//! the trace stays well-formed and the failure persists.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use backend_x86_64::{compile, CompileOptions, Exit, SimpleHeap};
+use trace_ir::interp::heap::external_address;
+use trace_ir::random::{random_trace, special_int, RandomConfig};
+use trace_ir::rng::{hash_words, Rng};
+use trace_ir::{outcomes_equivalent, run, FailArg, Kind, Outcome, RtValue, RunConfig, Trace, Value, ValueData, VirtualField};
+
+use crate::validate::{validate, Config, Verdict};
+
+/// Which check.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Check {
+    /// Interpreter before vs after optimization.
+    OptimizeDiff,
+    /// Interpreter vs native code, unoptimized and optimized.
+    NativeDiff,
+    /// Z3 translation validation.
+    Validate,
+}
+
+fn panic_message(e: Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = e.downcast_ref::<&str>() {
+        s.to_string()
+    } else if let Some(s) = e.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "panic".into()
+    }
+}
+
+/// Run `f`, turning a panic into an error.
+fn guarded(f: impl FnOnce() -> Result<(), String>) -> Result<(), String> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(e) => Err(format!("panic: {}", panic_message(e))),
+    }
+}
+
+/// The generator configuration and seed the fuzz bytes stand for.
+pub fn trace_params(bytes: &[u8], integers_only: bool) -> (RandomConfig, u64) {
+    let b = |i: usize| bytes.get(i).copied().unwrap_or(0) as u32;
+    let base = if integers_only { RandomConfig::integers_only() } else { RandomConfig::default() };
+    let mut cfg = RandomConfig { length: 5 + (b(0) % 40) as usize, loops: b(1) & 1 == 1, ..base };
+    if bytes.len() > 4 {
+        cfg.int_ops = 1 + b(2) % 12;
+        cfg.ovf_ops = b(3) % 6;
+        cfg.guards = 1 + b(4) % 8;
+    }
+    if !integers_only && bytes.len() > 7 {
+        cfg.heap = b(5) % 8;
+        cfg.calls = b(6) % 4;
+        cfg.floats = b(7) % 4;
+    }
+    let words: Vec<u64> = bytes.chunks(8).map(|c| c.iter().fold(0u64, |a, &x| (a << 8) | x as u64)).collect();
+    (cfg, hash_words(&words) ^ bytes.len() as u64)
+}
+
+/// Random inputs of the kinds `t` takes.
+pub fn random_inputs(rng: &mut Rng, t: &Trace) -> Vec<RtValue> {
+    t.input_kinds()
+        .into_iter()
+        .map(|k| match k {
+            Kind::Float => RtValue::float(rng.range_i64(-1000, 1000) as f64 / 8.0),
+            Kind::Ref => RtValue::Ref(external_address(rng.next_u64())),
+            _ => RtValue::Int(special_int(rng)),
+        })
+        .collect()
+}
+
+/// `parse` target: arbitrary text never panics the parser, and whatever parses prints and
+/// parses back to equivalent traces.
+pub fn check_parse(bytes: &[u8]) -> Result<(), String> {
+    let text = String::from_utf8_lossy(bytes);
+    guarded(|| {
+        let Ok(traces) = trace_ir::parse_file(&text) else { return Ok(()) };
+        for t in &traces {
+            let printed = trace_ir::print_trace(t);
+            let back = trace_ir::parse_trace(&printed).map_err(|e| format!("printed trace does not parse: {e}\n{printed}"))?;
+            trace_ir::traces_equivalent(t, &back).map_err(|e| format!("print/parse round trip differs: {e}\n{printed}"))?;
+        }
+        Ok(())
+    })
+}
+
+/// The failure of `check` on `trace` (with its example `inputs`), if any. This is what
+/// [`minimize`] keeps failing.
+pub fn trace_failure(check: Check, trace: &Trace, inputs: &[RtValue]) -> Option<String> {
+    guarded(|| {
+        let out = optimizer::optimize(trace, &optimizer::Options::default()).map_err(|e| format!("optimizer error: {e}"))?;
+        match check {
+            Check::OptimizeDiff => {
+                let cfg = RunConfig::default();
+                let mut rng = Rng::new(hash_words(&[trace.ops.len() as u64, 0xf022]));
+                let mut sets = vec![inputs.to_vec()];
+                sets.push(random_inputs(&mut rng, trace));
+                sets.push(random_inputs(&mut rng, trace));
+                for set in sets {
+                    let a = run(trace, &set, &cfg);
+                    let b = run(&out.trace, &set, &cfg);
+                    // An original that reaches an invalid operation has no defined outcome.
+                    if matches!(a.outcome, Outcome::Invalid { .. }) {
+                        continue;
+                    }
+                    outcomes_equivalent(&a, &b).map_err(|e| format!("interpreter before/after optimization: {e}"))?;
+                }
+                Ok(())
+            }
+            Check::NativeDiff => {
+                native_matches(trace, inputs).map_err(|e| format!("unoptimized: {e}"))?;
+                native_matches(&out.trace, inputs).map_err(|e| format!("optimized: {e}"))
+            }
+            Check::Validate => match validate(trace, &out.trace, &Config { timeout_ms: 1000, ..Config::default() }) {
+                Verdict::Invalid { counterexample } => Err(format!("translation validation: {counterexample}")),
+                _ => Ok(()),
+            },
+        }
+    })
+    .err()
+}
+
+/// Native code exits like the interpreter (integers and references compared as bits;
+/// traces with heap objects are not compared: their addresses differ by construction).
+fn native_matches(trace: &Trace, inputs: &[RtValue]) -> Result<(), String> {
+    let want = run(trace, inputs, &RunConfig::default());
+    let compiled = match compile(trace, &CompileOptions { log_asm: false, perf_map: false, ..CompileOptions::default() }) {
+        Ok(c) => c,
+        // An op the backend does not support is not a miscompilation.
+        Err(_) => return Ok(()),
+    };
+    let bits: Vec<u64> = inputs.iter().map(|v| v.bits()).collect();
+    let mut heap = SimpleHeap::new();
+    let got = compiled.run(&bits, &mut heap).map_err(|e| format!("run error: {e:?}"))?;
+    let vals = |v: &[RtValue]| v.iter().map(|x| x.bits()).collect::<Vec<u64>>();
+    match (&want.outcome, &got) {
+        (Outcome::Finish(a), Exit::Finish { values }) if vals(a) == *values => Ok(()),
+        (Outcome::GuardFailed { guard, values: a, .. }, Exit::Guard { guard: g, values, .. })
+            if guard == g && vals(a) == *values =>
+        {
+            Ok(())
+        }
+        (Outcome::Invalid { .. }, _) | (Outcome::IterationLimit, _) => Ok(()),
+        (w, g) => Err(format!("interpreter {w:?}, native {g:?}")),
+    }
+}
+
+fn bytes_trace(bytes: &[u8], integers_only: bool) -> (Trace, Vec<RtValue>) {
+    let (cfg, seed) = trace_params(bytes, integers_only);
+    random_trace(&cfg, seed)
+}
+
+/// `optimize_diff` target.
+pub fn check_optimize_diff(bytes: &[u8]) -> Result<(), String> {
+    let (t, inputs) = guarded_trace(bytes, false)?;
+    trace_failure(Check::OptimizeDiff, &t, &inputs).map_or(Ok(()), Err)
+}
+
+/// `native_diff` target (integer traces, with and without loops).
+pub fn check_native_diff(bytes: &[u8]) -> Result<(), String> {
+    let (t, inputs) = guarded_trace(bytes, true)?;
+    trace_failure(Check::NativeDiff, &t, &inputs).map_or(Ok(()), Err)
+}
+
+/// `validate` target.
+pub fn check_validate(bytes: &[u8]) -> Result<(), String> {
+    let (t, inputs) = guarded_trace(bytes, false)?;
+    trace_failure(Check::Validate, &t, &inputs).map_or(Ok(()), Err)
+}
+
+fn guarded_trace(bytes: &[u8], integers_only: bool) -> Result<(Trace, Vec<RtValue>), String> {
+    catch_unwind(|| bytes_trace(bytes, integers_only)).map_err(|e| format!("generator panic: {}", panic_message(e)))
+}
+
+/// Delete op `k` (not an input) from `t`, renumbering later ops; `None` if something uses it.
+fn remove_op(t: &Trace, k: usize) -> Option<Trace> {
+    let uses = |v: &Value| v.as_op().is_some_and(|o| o.index() == k);
+    for op in &t.ops {
+        if op.args.iter().any(uses) {
+            return None;
+        }
+    }
+    for g in &t.guards {
+        let fa_uses = |f: &FailArg| matches!(f, FailArg::Value(v) if uses(v));
+        if g.fail_args.iter().any(fa_uses) || g.virtuals.iter().any(|vo| vo.fields.iter().any(|(_, f)| fa_uses(f))) {
+            return None;
+        }
+    }
+    let map = |v: Value| match v.data() {
+        ValueData::Op(o) if o.index() > k => Value::op(trace_ir::OpRef::new(o.index() - 1)),
+        _ => v,
+    };
+    let map_fa = |f: &FailArg| match f {
+        FailArg::Value(v) => FailArg::Value(map(*v)),
+        other => *other,
+    };
+    let mut out = t.clone();
+    out.ops.remove(k);
+    for op in &mut out.ops {
+        for a in op.args.iter_mut() {
+            *a = map(*a);
+        }
+    }
+    for g in &mut out.guards {
+        g.fail_args = g.fail_args.iter().map(map_fa).collect();
+        for vo in &mut g.virtuals {
+            vo.fields = vo.fields.iter().map(|(f, a): &(VirtualField, FailArg)| (*f, map_fa(a))).collect();
+        }
+    }
+    trace_ir::verify(&out).ok()?;
+    Some(out)
+}
+
+/// Shrink a failing trace: delete ops, last first, while the trace stays well-formed and
+/// `check` still fails on it (with the same inputs); repeat until nothing can be deleted.
+pub fn minimize(check: Check, trace: &Trace, inputs: &[RtValue]) -> Trace {
+    let mut cur = trace.clone();
+    loop {
+        let mut progress = false;
+        let mut k = cur.ops.len();
+        while k > cur.num_inputs {
+            k -= 1;
+            if k >= cur.ops.len() || cur.ops[k].opcode.is_input() || cur.ops[k].opcode.is_final() {
+                continue;
+            }
+            if let Some(smaller) = remove_op(&cur, k) {
+                if trace_failure(check, &smaller, inputs).is_some() {
+                    cur = smaller;
+                    progress = true;
+                }
+            }
+        }
+        if !progress {
+            return cur;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn remove_op_renumbers_and_refuses_used_ops() {
+        let t = trace_ir::parse_trace(
+            "[i0]\ni1 = int_add(i0, 1)\ni2 = int_mul(i0, 3)\nfinish(i2)\n",
+        )
+        .unwrap();
+        // i2 is used by finish: cannot go; i1 is unused: can.
+        assert!(remove_op(&t, 2).is_none());
+        let smaller = remove_op(&t, 1).unwrap();
+        assert_eq!(smaller.ops.len(), 3);
+        assert_eq!(trace_ir::print_trace(&smaller).matches("int_mul").count(), 1);
+        assert!(!trace_ir::print_trace(&smaller).contains("int_add"));
+    }
+}

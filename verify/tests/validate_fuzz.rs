@@ -1,0 +1,56 @@
+//! The fuzz checks of `verify::fuzzing` on a bounded number of cases (the same code the
+//! `fuzz/` targets and `tracejit fuzz` run), plus regression cases.
+
+use trace_ir::rng::Rng;
+use verify::fuzzing::{check_native_diff, check_optimize_diff, check_parse, check_validate};
+
+fn cases(n: usize, seed: u64, max_len: usize) -> Vec<Vec<u8>> {
+    let mut rng = Rng::new(seed);
+    (0..n)
+        .map(|_| {
+            let len = rng.below(max_len as u64 + 1) as usize;
+            (0..len).map(|_| rng.next_u64() as u8).collect()
+        })
+        .collect()
+}
+
+#[test]
+fn parse_never_panics_on_random_bytes_and_mutated_traces() {
+    for (i, c) in cases(500, 1, 200).iter().enumerate() {
+        check_parse(c).unwrap_or_else(|e| panic!("case {i}: {e}"));
+    }
+    // Mutations of a valid trace: truncations and byte flips.
+    let good = b"[i0, p1]\ni2 = int_add(i0, 1)\nguard_true(i2, descr=<Guard0>) [i0, $0] {$0 = new(descr=<SizeDescr 16>) <FieldS x 8>: i2}\nsetfield_gc(p1, i2, descr=<FieldS x 8>)\nlabel(i2, p1, descr=TargetToken(1))\nfinish(i2)\n";
+    let mut rng = Rng::new(7);
+    for cut in 0..good.len() {
+        check_parse(&good[..cut]).unwrap_or_else(|e| panic!("prefix {cut}: {e}"));
+    }
+    for _ in 0..500 {
+        let mut m = good.to_vec();
+        let at = rng.below(m.len() as u64) as usize;
+        let alphabet = b"()[],=<>$:;{}0123456789 ipf-_\n";
+        m[at] = alphabet[rng.below(alphabet.len() as u64) as usize];
+        check_parse(&m).unwrap_or_else(|e| panic!("mutant {}: {e}", String::from_utf8_lossy(&m)));
+    }
+}
+
+#[test]
+fn optimize_diff_smoke() {
+    for (i, c) in cases(300, 2, 64).iter().enumerate() {
+        check_optimize_diff(c).unwrap_or_else(|e| panic!("case {i} {c:?}: {e}"));
+    }
+}
+
+#[test]
+fn native_diff_smoke() {
+    for (i, c) in cases(150, 3, 64).iter().enumerate() {
+        check_native_diff(c).unwrap_or_else(|e| panic!("case {i} {c:?}: {e}"));
+    }
+}
+
+#[test]
+fn validate_smoke() {
+    for (i, c) in cases(40, 4, 64).iter().enumerate() {
+        check_validate(c).unwrap_or_else(|e| panic!("case {i} {c:?}: {e}"));
+    }
+}
