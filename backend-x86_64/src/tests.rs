@@ -903,3 +903,16 @@ fn class_guards() {
         }
     }
 }
+
+#[cfg(feature = "disasm")]
+#[test]
+fn disassembly_names_instructions() {
+    let t = rotation_loop(3, 0);
+    let c = compile(&t, &opts()).unwrap();
+    let listing = c.disassembly(&t);
+    assert!(listing.contains("; op4 = label(op0, op1, op2, op3)"), "{listing}");
+    assert!(listing.contains("jmp") && listing.contains("cmp"), "{listing}");
+    if std::env::var("SHOW_LISTING").is_ok() {
+        eprintln!("{listing}");
+    }
+}
