@@ -1210,9 +1210,11 @@ impl<'t> Gen<'t> {
                 }
                 self.guard_exit(if opc == GuardNonnull { Cond::E } else { Cond::Ne })?;
             }
-            GuardClass | GuardNonnullClass => {
+            GuardClass | GuardNonnullClass | GuardSubclass => {
+                // No class hierarchy is modelled (as in the interpreter): `guard_subclass`
+                // checks for the exact class.
                 let r = self.load(a(0))?;
-                if opc == GuardClass {
+                if opc != GuardNonnullClass {
                     // A class check on null is an invalid operation (as in the interpreter).
                     self.null_check(r);
                 }

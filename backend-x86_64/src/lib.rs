@@ -39,6 +39,9 @@
 //! - `cond_call(c, f, args...)` calls `f` when `c` is non-zero (the opcode table's
 //!   definition); `cond_call_value_*(v, f, args...)` is `v` when non-zero, else the call's
 //!   result.
+//! - `guard_class`, `guard_nonnull_class` and `guard_subclass` compare the class word at
+//!   offset 0 with the constant (no class hierarchy, as in the interpreter); a class check
+//!   on null (other than `guard_nonnull_class`'s) is an invalid operation.
 //! - Heap accesses check for null (and `*_gc` array accesses check the index against the
 //!   length word) and report an invalid operation, as the interpreter does. Interior fields
 //!   (arrays of structs) use the default array layout: length word at offset 8, item `i` at
@@ -46,7 +49,7 @@
 //! - Not supported (a [`CompileError::Unsupported`]): string and unicode ops,
 //!   `call_assembler`, `guard_exception`,
 //!   `save_exception`, `save_exc_class`, `restore_exception`, `guard_gc_type`,
-//!   `guard_is_object`, `guard_subclass`, `newstr`,
+//!   `guard_is_object`, `newstr`,
 //!   `newunicode`, calls with more than 6 integer or 8 float
 //!   arguments, and displacements that do not fit 32 bits.
 //!

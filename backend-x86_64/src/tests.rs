@@ -881,7 +881,13 @@ fn raw_memory_round_trips() {
 #[test]
 fn class_guards() {
     use trace_ir::{Descr, SizeDescr};
-    for (opc, with_null) in [(Opcode::GuardClass, false), (Opcode::GuardClass, true), (Opcode::GuardNonnullClass, false), (Opcode::GuardNonnullClass, true)] {
+    for (opc, with_null) in [
+        (Opcode::GuardClass, false),
+        (Opcode::GuardClass, true),
+        (Opcode::GuardSubclass, false),
+        (Opcode::GuardNonnullClass, false),
+        (Opcode::GuardNonnullClass, true),
+    ] {
         for right in [true, false] {
             let mut b = TraceBuilder::new();
             let x = b.input(Kind::Int);
@@ -895,7 +901,7 @@ fn class_guards() {
             let native = run_native(&t, &[4], &opts());
             same(&t, &native, &int).unwrap();
             let failed = matches!(native, Exit::Guard { .. });
-            if opc == Opcode::GuardClass && with_null {
+            if opc != Opcode::GuardNonnullClass && with_null {
                 assert!(matches!(native, Exit::Invalid { .. }), "guard_class on null: {native:?}");
             } else {
                 assert_eq!(failed, with_null || !right, "{opc} right={right} null={with_null}");
