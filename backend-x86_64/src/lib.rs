@@ -46,12 +46,26 @@
 //!   length word) and report an invalid operation, as the interpreter does. Interior fields
 //!   (arrays of structs) use the default array layout: length word at offset 8, item `i` at
 //!   `16 + i * item_size`, the field at its offset inside the item.
-//! - Not supported (a [`CompileError::Unsupported`]): string and unicode ops,
-//!   `call_assembler`, `guard_exception`,
-//!   `save_exception`, `save_exc_class`, `restore_exception`, `guard_gc_type`,
-//!   `guard_is_object`, `newstr`,
-//!   `newunicode`, calls with more than 6 integer or 8 float
-//!   arguments, and displacements that do not fit 32 bits.
+//! - Not supported (a [`CompileError::Unsupported`]): string and unicode ops (`newstr`,
+//!   `strlen`, ...), `call_assembler_*`, `guard_exception`, `save_exception`,
+//!   `save_exc_class`, `restore_exception`, `guard_gc_type`, `guard_is_object`, calls with
+//!   more than 6 integer or 8 float arguments, and displacements that do not fit 32 bits.
+//!
+//! # What the embedder guarantees
+//! Native code works on real memory: a reference input, a pointer constant or an integer
+//! used as a raw address must point to memory laid out as the trace's descriptors say, and
+//! a called function address must be a `sysv64` function of the descriptor's signature.
+//! Objects allocated by the trace come from the [`Runtime`].
+//!
+//! # Testing
+//! Every op is compared with `trace_ir::eval::eval_pure` on special and random values;
+//! thousands of random traces (`trace_ir::random`: loops, overflow, floats, allocations,
+//! field and array accesses, and the optimizer's output with virtual objects in resume
+//! data) run natively and in the reference interpreter with the same exit, values and heap
+//! contents (compared by content, since addresses differ). Random traces get integer and
+//! float inputs only: the interpreter models external objects behind reference inputs
+//! without memory. Every compilation in tests is also checked by the symbolic
+//! register-allocation checker (`checker` feature).
 //!
 //! The design of the register allocator and frame is described in the `codegen` module.
 #![deny(missing_docs)]
