@@ -690,3 +690,34 @@ fn guided_inputs_satisfy_guards_on_inputs_and_initial_memory() {
     }
     assert_eq!(cfg.preset.len(), 2, "field f and field g are preset");
 }
+
+// Regression: cond_call calls its function when the condition is non-zero (PyPy's COND_CALL),
+// and cond_call_value_i is its value when non-zero, else the call's result.
+#[test]
+fn cond_call_calls_on_nonzero_condition() {
+    let mut b = TraceBuilder::new();
+    let c = b.input(Kind::Int);
+    let vd = calldescr(&mut b, Kind::Int, &[Kind::Int], CallEffect::ElidableCannotRaise);
+    let f = b.const_int(0x7000);
+    let seven = b.const_int(7);
+    let r = b.op_with_descr(Opcode::CondCallValueI, &[c, f, seven], vd);
+    b.finish_with(&[r]);
+    let t = b.finish().unwrap();
+    let mut cfg = RunConfig::default();
+    let plus_one: HostFn = Arc::new(|args: &[RtValue]| RtValue::Int(args[0].bits() as i64 + 1));
+    cfg.functions.insert(0x7000, plus_one);
+    assert_eq!(run(&t, &ints(&[5]), &cfg).outcome.values().unwrap(), &[RtValue::Int(5)]);
+    assert_eq!(run(&t, &ints(&[0]), &cfg).outcome.values().unwrap(), &[RtValue::Int(8)]);
+
+    // cond_call with a heap-writing effect: only a taken call is logged.
+    let mut b = TraceBuilder::new();
+    let c = b.input(Kind::Int);
+    let nd = calldescr(&mut b, Kind::Void, &[], CallEffect::CanRaise);
+    let g = b.const_int(0x7100);
+    b.op_with_descr(Opcode::CondCallN, &[c, g], nd);
+    b.finish_with(&[c]);
+    let t = b.finish().unwrap();
+    let cfg = RunConfig::default();
+    assert_eq!(run(&t, &ints(&[1]), &cfg).calls.len(), 1, "non-zero condition: the call happens");
+    assert!(run(&t, &ints(&[0]), &cfg).calls.is_empty(), "zero condition: no call");
+}

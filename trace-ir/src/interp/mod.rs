@@ -998,10 +998,14 @@ impl<'a> Machine<'a> {
                 if all.len() < 2 {
                     return Err(invalid(at, "cond_call needs a condition and a function"));
                 }
-                if all[0].bits() != 0 {
-                    if opc != CondCallN {
-                        self.set(at, all[0]);
-                    }
+                // cond_call(c, f, ...) calls f when c != 0 (PyPy's COND_CALL);
+                // cond_call_value(v, f, ...) is v when v != 0, else f(...).
+                let cond = all[0].bits() != 0;
+                if opc == CondCallN && !cond {
+                    return Ok(());
+                }
+                if opc != CondCallN && cond {
+                    self.set(at, all[0]);
                     return Ok(());
                 }
                 let eff = self.call_effect(at)?;
