@@ -4,14 +4,11 @@
 use trace_ir::eval::{eval_ovf, eval_pure};
 use trace_ir::{Const, Kind, Opcode};
 
-/// Fold `opcode` applied to constant operands. `None` when the op is not evaluable (not pure)
-/// or its evaluation is invalid (shift out of range, zero divisor): the op is then kept.
-pub(crate) fn fold_pure(opcode: Opcode, args: &[Const]) -> Option<Const> {
-    let mut bits: smallvec::SmallVec<[u64; 3]> = smallvec::SmallVec::new();
-    for a in args {
-        bits.push(a.bits());
-    }
-    let r = eval_pure(opcode, &bits).ok()?;
+/// Fold `opcode` applied to constant operands, given as their bits ([`Const::bits`]). `None`
+/// when the op is not evaluable (not pure) or its evaluation is invalid (shift out of range,
+/// zero divisor): the op is then kept.
+pub(crate) fn fold_pure(opcode: Opcode, bits: &[u64]) -> Option<Const> {
+    let r = eval_pure(opcode, bits).ok()?;
     Some(match opcode.result_kind() {
         Kind::Int => Const::Int(r as i64),
         Kind::Float => Const::Float(r),

@@ -67,7 +67,7 @@ use crate::peephole::{self, RuleEnv};
 use crate::{OptError, Optimized, Options, Reason, Stats};
 use smallvec::SmallVec;
 use trace_ir::{
-    CallEffect, Const, ConstPool, Descr, DescrRef, FailArg, GuardData, GuardRef, Kind, Op, OpFlags, OpRef, Opcode,
+    CallEffect, Const, ConstPool, ConstRef, Descr, DescrRef, FailArg, GuardData, GuardRef, Kind, Op, OpFlags, OpRef, Opcode,
     Trace, UnionFind, Value, ValueData, VirtualField, VirtualKind, VirtualObject,
 };
 
@@ -116,6 +116,21 @@ struct PendingWrite {
     item: Option<Value>,
     obj: Value,
     val: Value,
+}
+
+/// `f` applied to each operand, without the generic `Extend` path of `SmallVec` (this runs for
+/// every op, several times).
+#[inline]
+fn map_args(src: &[Value], mut f: impl FnMut(Value) -> Value) -> SmallVec<[Value; 3]> {
+    if src.len() <= 3 {
+        let mut buf = [Value::constant(ConstRef::new(0)); 3];
+        for (slot, &a) in buf.iter_mut().zip(src) {
+            *slot = f(a);
+        }
+        SmallVec::from_buf_and_len(buf, src.len())
+    } else {
+        src.iter().map(|&a| f(a)).collect()
+    }
 }
 
 /// CSE key: opcode, descriptor and operands (commutative operands sorted).
@@ -187,6 +202,11 @@ pub(crate) struct Pass<'a> {
     exc_clear: bool,
     /// A `guard_not_invalidated` passed since the last call.
     not_invalidated: bool,
+    /// Scratch of `emit_guard`: virtual op -> index in the guard's resume data (empty between
+    /// guards; kept only to reuse its allocation).
+    resume_memo: FxHashMap<OpRef, u32>,
+    /// Scratch of `resume_value`: virtuals whose description is pending.
+    resume_work: Vec<(OpRef, u32)>,
 }
 
 /// Run the pass (see the module documentation).
@@ -316,12 +336,12 @@ impl<'a> Pass<'a> {
             info: Vec::with_capacity(n + 8),
             order: Vec::with_capacity(n + 8),
             consts: input.consts.clone(),
-            const_cache: FxHashMap::default(),
+            const_cache: FxHashMap::with_capacity_and_hasher(64, Default::default()),
             guards: Vec::with_capacity(input.guards.len()),
             uf: UnionFind::new(n + 8),
             map: vec![Value::op(OpRef::new(0)); n],
             last_use: Vec::new(),
-            cse: FxHashMap::default(),
+            cse: FxHashMap::with_capacity_and_hasher(n / 2, Default::default()),
             ovf_cse: FxHashMap::default(),
             heap: HeapCache::default(),
             pending: Vec::new(),
@@ -332,6 +352,8 @@ impl<'a> Pass<'a> {
             depth: 0,
             exc_clear: false,
             not_invalidated: false,
+            resume_memo: FxHashMap::default(),
+            resume_work: Vec::new(),
         }
     }
 
@@ -565,7 +587,7 @@ impl<'a> Pass<'a> {
         let t = self.input;
         let op = &t.ops[i];
         let opc = op.opcode;
-        let args: SmallVec<[Value; 3]> = op.args.iter().map(|&a| self.get(a)).collect();
+        let args = map_args(&op.args, |a| self.get(a));
         let res = if opc.is_guard() {
             self.guard(i, op, &args)?
         } else if opc.is_pure() {
@@ -685,8 +707,11 @@ impl<'a> Pass<'a> {
         }
         // 1. constant folding
         if self.opts.fold && args.iter().all(|a| a.is_const()) {
-            let cs: SmallVec<[Const; 3]> = args.iter().map(|&a| self.const_val(a).unwrap()).collect();
-            if let Some(c) = fold_pure(opc, &cs) {
+            let mut bits: SmallVec<[u64; 3]> = SmallVec::new();
+            for &a in args {
+                bits.push(self.const_val(a).map_or(0, |c| c.bits()));
+            }
+            if let Some(c) = fold_pure(opc, &bits) {
                 count(self, Reason::Folded);
                 return self.make_const(c);
             }
@@ -843,7 +868,9 @@ impl<'a> Pass<'a> {
         let t = self.input;
         let gd = t.guard(op.guard.expect("verified: guards carry resume data"));
         let mut virtuals: Vec<VirtualObject> = Vec::new();
-        let mut memo: FxHashMap<OpRef, u32> = FxHashMap::default();
+        // scratch tables kept in the pass between guards (no allocation per guard)
+        let mut memo = std::mem::take(&mut self.resume_memo);
+        memo.clear();
         let mut in_memo: Vec<(u32, u32)> = Vec::new();
         let mut fail_args = Vec::with_capacity(gd.fail_args.len());
         for fa in &gd.fail_args {
@@ -853,6 +880,7 @@ impl<'a> Pass<'a> {
         if !virtuals.is_empty() {
             self.stats.guards_with_virtuals += 1;
         }
+        self.resume_memo = memo;
         let g = GuardRef::new(self.guards.len());
         self.guards.push(GuardData { id: gd.id, resume_key: gd.resume_key, fail_args, virtuals });
         self.emit(Op { opcode: op.opcode, descr: op.descr, guard: Some(g), args: SmallVec::from_slice(args) })
@@ -898,7 +926,8 @@ impl<'a> Pass<'a> {
         if !self.is_virtual(v) {
             return FailArg::Value(v);
         }
-        let mut work: Vec<(OpRef, u32)> = Vec::new();
+        let mut work = std::mem::take(&mut self.resume_work);
+        work.clear();
         let first = self.virtual_index(v, out, memo, &mut work);
         while let Some((o, k)) = work.pop() {
             let id = self.info[o.index()].virt as usize;
@@ -912,6 +941,7 @@ impl<'a> Pass<'a> {
             }
             out[k as usize].fields = fields;
         }
+        self.resume_work = work;
         first
     }
 
@@ -1084,7 +1114,7 @@ impl<'a> Pass<'a> {
         if !def.opcode.is_pure() {
             return;
         }
-        let args: SmallVec<[Value; 3]> = def.args.iter().map(|&a| self.uf.find(a)).collect();
+        let args = map_args(&def.args, |a| self.uf.find(a));
         use Opcode::*;
         let cmp = match def.opcode {
             IntLt => Some(Cmp::Lt),
@@ -1211,7 +1241,7 @@ impl<'a> Pass<'a> {
             return;
         }
         let def = self.ops[o.index()].clone();
-        let args: SmallVec<[Value; 3]> = def.args.iter().map(|&a| self.uf.find(a)).collect();
+        let args = map_args(&def.args, |a| self.uf.find(a));
         let checked = self.info[o.index()].flags & F_OVF_CHECKED != 0;
         use Opcode::*;
         match def.opcode {
@@ -1262,7 +1292,7 @@ impl<'a> Pass<'a> {
         };
         let no_ovf_guard = gop.opcode == Opcode::GuardNoOverflow;
         let opc = op.opcode;
-        let args: SmallVec<[Value; 3]> = op.args.iter().map(|&a| self.get(a)).collect();
+        let args = map_args(&op.args, |a| self.get(a));
         let plain = opc.ovf_to_wrapping().expect("an _ovf op");
         // folding
         if self.opts.fold {
@@ -1364,7 +1394,7 @@ impl<'a> Pass<'a> {
                 }
             }
         }
-        let args: SmallVec<[Value; 3]> = op.args.iter().map(|&a| self.get(a)).collect();
+        let args = map_args(&op.args, |a| self.get(a));
         for &a in &args {
             self.force(a);
         }
@@ -2012,13 +2042,13 @@ impl RuleEnv for Pass<'_> {
         } else {
             return None;
         };
-        Some((opcode, op.args.iter().map(|&a| self.uf.known_find(a)).collect()))
+        Some((opcode, map_args(&op.args, |a| self.uf.known_find(a))))
     }
     fn make_const(&mut self, c: i64) -> Value {
         self.make_int(c)
     }
     fn emit(&mut self, opcode: Opcode, args: &[Value]) -> Value {
-        let args: SmallVec<[Value; 3]> = args.iter().map(|&a| self.uf.find(a)).collect();
+        let args = map_args(args, |a| self.uf.find(a));
         self.pure(opcode, &args, None, false)
     }
 }
