@@ -10,6 +10,7 @@ mod cmd_run;
 mod cmd_mine;
 mod cmd_check;
 mod cmd_eval_pypy;
+mod cmd_fuzz;
 mod cmd_synth;
 
 use std::process::ExitCode;
@@ -39,6 +40,9 @@ commands:
   eval-pypy FILE... [--json] [--timeout MS] [--runs N]
                                   optimize PyPy's noopt traces, validate (interpreter and
                                   Z3) and compare op counts with PyPy's optimized traces
+  fuzz --count N --seed S [--z3] [--native] [--out DIR]
+                                  fuzz checks on random traces; failures minimized and
+                                  saved under DIR (default fuzz-failures/)
   synth-rules [--json] [--op NAME]
                                   synthesize simple rules with Z3 (seed 000); mark each
                                   covered or MISSING in the optimizer
@@ -60,6 +64,7 @@ fn main() -> ExitCode {
         "mine" => cmd_mine::mine(rest),
         "check" => cmd_check::check(rest),
         "eval-pypy" => cmd_eval_pypy::eval_pypy(rest),
+        "fuzz" => cmd_fuzz::fuzz(rest),
         "synth-rules" => cmd_synth::synth_rules(rest),
         "-h" | "--help" | "help" => {
             print!("{USAGE}");

@@ -1,0 +1,92 @@
+//! `tracejit fuzz --count N --seed S [--z3] [--native] [--out DIR]`: the fuzz checks of
+//! `verify::fuzzing` on N random traces, without libFuzzer.
+//!
+//! Every trace is checked with the interpreter before and after optimization; `--z3` adds
+//! translation validation, `--native` the native-code differential (integer traces). A
+//! failing trace is minimized (ops deleted while the failure persists) and saved under
+//! `--out` (default `fuzz-failures/`) as `<check>-<seed>.trace`, with the failure as a
+//! comment. The last line is exactly `N passed, N failed`.
+
+use crate::common::{Args, CliError, CliResult};
+use trace_ir::random::{random_trace, RandomConfig};
+use trace_ir::rng::mix64;
+use verify::fuzzing::{minimize, trace_failure, Check};
+
+/// `tracejit fuzz ...`.
+pub fn fuzz(args: &[String]) -> CliResult {
+    let a = Args::parse(args, &["count", "seed", "out"], &["z3", "native"])?;
+    if !a.positional.is_empty() {
+        return Err(CliError::Usage("fuzz takes no FILE".into()));
+    }
+    let num = |name: &str, default: u64| -> Result<u64, CliError> {
+        match a.value(name) {
+            None => Ok(default),
+            Some(s) => s.parse().map_err(|_| CliError::Usage(format!("--{name}: `{s}` is not a number"))),
+        }
+    };
+    let count = num("count", 100)?;
+    let seed = num("seed", 0)?;
+    let out = a.value("out").unwrap_or("fuzz-failures").to_string();
+    let mut checks = vec![Check::OptimizeDiff];
+    if a.has("z3") {
+        checks.push(Check::Validate);
+    }
+    if a.has("native") {
+        checks.push(Check::NativeDiff);
+    }
+    let (mut passed, mut failed) = (0u64, 0u64);
+    for i in 0..count {
+        let s = mix64(seed.wrapping_add(i));
+        let mut ok = true;
+        for &check in &checks {
+            // Native code is compared on integer traces (heap addresses differ by design).
+            let cfg = if check == Check::NativeDiff || i % 2 == 1 {
+                RandomConfig { loops: i % 4 < 2, ..RandomConfig::integers_only() }
+            } else {
+                RandomConfig::default()
+            };
+            let (trace, inputs) = random_trace(&cfg, s);
+            if let Some(msg) = trace_failure(check, &trace, &inputs) {
+                ok = false;
+                let small = minimize(check, &trace, &inputs);
+                let msg_small = trace_failure(check, &small, &inputs).unwrap_or_else(|| msg.clone());
+                std::fs::create_dir_all(&out).map_err(|e| CliError::Failed(format!("{out}: {e}")))?;
+                let name = format!("{}-{s:016x}.trace", check_name(check));
+                let path = format!("{out}/{name}");
+                let mut text = String::new();
+                for line in msg_small.lines() {
+                    text.push_str(&format!("# {line}\n"));
+                }
+                text.push_str(&format!("# inputs: {:?}\n", inputs.iter().map(|v| v.bits() as i64).collect::<Vec<_>>()));
+                text.push_str(&trace_ir::print_trace(&small));
+                std::fs::write(&path, text).map_err(|e| CliError::Failed(format!("{path}: {e}")))?;
+                println!(
+                    "FAIL {} seed {s:#x}: {} ({} -> {} ops, saved {path})",
+                    check_name(check),
+                    msg_small.lines().next().unwrap_or(""),
+                    trace.num_real_ops(),
+                    small.num_real_ops()
+                );
+            }
+        }
+        if ok {
+            passed += 1;
+        } else {
+            failed += 1;
+        }
+    }
+    println!("{passed} passed, {failed} failed");
+    if failed > 0 {
+        Err(CliError::Failed(format!("{failed} trace(s) failed")))
+    } else {
+        Ok(())
+    }
+}
+
+fn check_name(c: Check) -> &'static str {
+    match c {
+        Check::OptimizeDiff => "optimize_diff",
+        Check::NativeDiff => "native_diff",
+        Check::Validate => "validate",
+    }
+}
