@@ -209,11 +209,7 @@ impl<'a> Gen<'a> {
 
 fn collect_bounds(e: &TExpr, out: &mut Vec<String>) {
     match e {
-        TExpr::Bound(n) => {
-            if !out.contains(n) {
-                out.push(n.clone())
-            }
-        }
+        TExpr::Bound(n) if !out.contains(n) => out.push(n.clone()),
         TExpr::Un(_, a) | TExpr::Func(_, a) => collect_bounds(a, out),
         TExpr::Bin(_, a, b) => {
             collect_bounds(a, out);
