@@ -205,7 +205,7 @@ mod tests {
     fn z3_eval(opcode: Opcode, args: &[i64]) -> (Option<i64>, bool) {
         let bvs: Vec<BV> = args.iter().map(|&a| bv(a)).collect();
         let (r, ok) = op_semantics(opcode, &bvs).unwrap();
-        (r.simplify().as_i64(), ok.simplify().as_bool().expect("ground valid_if"))
+        (r.simplify().as_u64().map(|v| v as i64), ok.simplify().as_bool().expect("ground valid_if"))
     }
 
     #[test]
