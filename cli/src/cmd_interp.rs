@@ -12,21 +12,20 @@
 //! from the constants of failing guards, so real traces run further) and reports how many
 //! external memory slots it preset.
 
-use crate::common::{json_str, read_file, Args, CliError, CliResult};
+use crate::common::{json_str, Args, CliError, CliResult};
 use std::fmt::Write as _;
 use trace_ir::interp::guided::guided_inputs;
 use trace_ir::interp::heap::external_address;
 use trace_ir::interp::{run, Outcome, RtValue, RunConfig};
 use trace_ir::random::special_int;
 use trace_ir::rng::{mix64, Rng};
-use trace_ir::{parse_file, Kind, Trace};
+use trace_ir::{Kind, Trace};
 
 /// Entry point of `tracejit interp`.
 pub fn interp(args: &[String]) -> CliResult {
     let args = Args::parse(args, &["inputs", "random", "seed", "max-iterations"], &["json", "guided"])?;
     let path = args.one_file()?;
-    let text = read_file(path)?;
-    let traces = parse_file(&text).map_err(|e| CliError::Failed(format!("{path}: {e}")))?;
+    let traces = crate::common::load_traces(path)?;
     let number = |name: &str, default: u64| -> Result<u64, CliError> {
         match args.value(name) {
             None => Ok(default),

@@ -5,10 +5,10 @@
 //! sections, only the unoptimized traces are optimized, and each is shown with PyPy's op count
 //! for the same trace (the optimized section that follows it).
 
-use crate::common::{json_str, read_file, Args, CliError, CliResult};
+use crate::common::{json_str, Args, CliError, CliResult};
 use std::io::Write;
 use optimizer::{optimize, Options, Stats};
-use trace_ir::{parse_file, print_trace, Trace};
+use trace_ir::{print_trace, Trace};
 
 fn is_noopt(t: &Trace) -> bool {
     t.info.section.as_deref() == Some("jit-log-noopt")
@@ -52,8 +52,7 @@ pub fn opt(args: &[String]) -> CliResult {
             opts.set(p, false);
         }
     }
-    let text = read_file(path)?;
-    let traces = parse_file(&text).map_err(|e| CliError::Failed(format!("{path}:{e}")))?;
+    let traces = crate::common::load_traces(path)?;
     let has_noopt = traces.iter().any(is_noopt);
     let json = a.has("json");
     let mut total = Stats::default();
@@ -95,6 +94,12 @@ pub fn opt(args: &[String]) -> CliResult {
         if a.has("stats") {
             for line in total.to_string().lines() {
                 outln!(out, "# {line}");
+            }
+            // Seed 001's rule statistics: every opcode with a firing, all its rules in the
+            // order they are tried, with their counts.
+            outln!(out, "# rule firings per opcode:");
+            for line in optimizer::peephole::generated_rules::format_stats(&total.rules).lines() {
+                outln!(out, "#   {line}");
             }
         }
     }

@@ -1,7 +1,7 @@
 //! `tracejit run`: compile every trace of a file to x86-64, run it natively and print its exit
 //! next to the reference interpreter's outcome.
 
-use crate::common::{read_file, Args, CliError, CliResult};
+use crate::common::{Args, CliError, CliResult};
 use backend_x86_64::{compile, CompileOptions, Exit, SimpleHeap};
 use trace_ir::interp::{run as interp_run, Outcome, RtValue, RunConfig};
 use trace_ir::rng::Rng;
@@ -21,8 +21,7 @@ use trace_ir::{Kind, Trace};
 pub fn run(args: &[String]) -> CliResult {
     let a = Args::parse(args, &["inputs", "random", "seed"], &["opt"])?;
     let file = a.one_file()?;
-    let text = read_file(file)?;
-    let traces = trace_ir::parse_file(&text).map_err(|e| CliError::Failed(format!("{file}: {e}")))?;
+    let traces = crate::common::load_traces(file)?;
     let count: usize = match a.value("random") {
         Some(n) => n.parse().map_err(|_| CliError::Usage(format!("--random needs a number, got `{n}`")))?,
         None => 1,
@@ -58,6 +57,13 @@ pub fn run(args: &[String]) -> CliResult {
         // this process would work, and a trace file cannot name any.
         if let Some(op) = compiled_trace.ops.iter().find(|op| op.opcode.is_call()) {
             println!("{name}: not run natively: it calls `{}` at an address from the trace file", op.opcode);
+            continue;
+        }
+        // Likewise for memory: a non-null pointer constant (`ConstPtr(ptr13)`), a raw-memory
+        // access or a pointer made from an integer names memory of the process that wrote the
+        // trace; native code would read or write whatever is mapped there in this one.
+        if let Some(why) = foreign_memory(&compiled_trace) {
+            println!("{name}: not run natively: {why}");
             continue;
         }
         let kinds = t.input_kinds();
@@ -203,4 +209,23 @@ fn agree(native: &Exit, int: &Outcome) -> bool {
         (Exit::Invalid { .. }, Outcome::Invalid { .. }) => true,
         _ => false,
     }
+}
+
+/// Why `t` would touch memory named by the trace file rather than allocated by itself, if it
+/// would: a non-null reference constant, a raw-memory op, or `cast_int_to_ptr`.
+fn foreign_memory(t: &trace_ir::Trace) -> Option<String> {
+    use trace_ir::{Const, OpFlags, Opcode};
+    for op in &t.ops {
+        if op.opcode.has(OpFlags::RAW) || op.opcode == Opcode::CastIntToPtr {
+            return Some(format!("`{}` accesses memory at an address from the trace file", op.opcode));
+        }
+        for &a in &op.args {
+            if let Some(Const::Ref(addr)) = t.const_of(a) {
+                if addr != 0 {
+                    return Some(format!("`{}` uses a pointer constant from the trace file", op.opcode));
+                }
+            }
+        }
+    }
+    None
 }

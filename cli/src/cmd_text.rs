@@ -1,16 +1,15 @@
 //! `tracejit parse` and `tracejit print`: read a trace file or PyPy log, verify every trace,
 //! and summarize or print them in the normalized text format.
 
-use crate::common::{json_str, read_file, Args, CliError, CliResult};
+use crate::common::{json_str, Args, CliError, CliResult};
 use std::fmt::Write as _;
 use std::io::Write as _;
-use trace_ir::text::{parse_file, print_trace};
+use trace_ir::text::print_trace;
 use trace_ir::Trace;
 
 /// Parse `path`, turning a parse error into `FILE:LINE:COLUMN: message`.
 fn load(path: &str) -> Result<Vec<Trace>, CliError> {
-    let text = read_file(path)?;
-    parse_file(&text).map_err(|e| CliError::Failed(format!("{path}:{}:{}: {}", e.line, e.column, e.message)))
+    crate::common::load_traces(path)
 }
 
 /// Write `out` to stdout; a closed pipe (`tracejit print x | head`) is not an error.

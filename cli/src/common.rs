@@ -84,3 +84,10 @@ pub fn json_str(s: &str) -> String {
     out.push('"');
     out
 }
+
+/// Read and parse a trace file, turning a parse error into `FILE:LINE:COLUMN: message`.
+pub fn load_traces(path: &str) -> Result<Vec<trace_ir::Trace>, CliError> {
+    let text = read_file(path)?;
+    trace_ir::parse_file(&text)
+        .map_err(|e| CliError::Failed(format!("{path}:{}:{}: {}", e.line, e.column, e.message)))
+}
