@@ -197,17 +197,11 @@ fn mine_takes_several_files_and_limits_the_table() {
 fn malformed_file_fails_with_file_line_column() {
     let d = temp_dir("bad");
     let f = write(&d, "bad.txt", BAD);
-    for cmd in ["parse", "print", "mine"] {
-        let o = tracejit(&[cmd, &f]);
-        assert_eq!(o.code, 1, "{cmd}: {}", o.stderr);
-        assert!(o.stderr.contains(&format!("{f}:2:18: ")), "{cmd}: {}", o.stderr);
-        assert!(o.stdout.is_empty(), "{cmd}: {}", o.stdout);
-    }
-    // These name the file and the position, in the `line L, column C` form.
-    for cmd in [vec!["opt", &f], vec!["interp", &f], vec!["run", &f, "--inputs", "1"]] {
+    for cmd in [vec!["parse", &f], vec!["print", &f], vec!["mine", &f], vec!["opt", &f], vec!["interp", &f], vec!["run", &f, "--inputs", "1"]] {
         let o = tracejit(&cmd);
         assert_eq!(o.code, 1, "{cmd:?}: {}", o.stderr);
-        assert!(o.stderr.contains(&f) && o.stderr.contains("line 2, column 18"), "{cmd:?}: {}", o.stderr);
+        assert!(o.stderr.contains(&format!("{f}:2:18: ")), "{cmd:?}: {}", o.stderr);
+        assert!(o.stdout.is_empty(), "{cmd:?}: {}", o.stdout);
     }
     let missing = d.join("no_such_file.txt");
     let o = tracejit(&["parse", missing.to_str().unwrap()]);
@@ -257,8 +251,10 @@ fn corpus_run_one_section_natively() {
         if opt {
             args.push("--opt");
         }
+        // PyPy's traces name objects of PyPy's process (`ConstPtr(ptr13)`): native code must
+        // not dereference them here, so `run` explains and skips instead of crashing.
         let out = ok(&args);
-        assert_eq!(out.matches("  same").count(), 3, "{out}");
+        assert!(out.contains("not run natively: `") && out.contains("pointer constant from the trace file"), "{out}");
         assert!(!out.contains("DIFFERENT"), "{out}");
     }
 }
