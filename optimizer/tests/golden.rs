@@ -1,11 +1,130 @@
 //! Golden tests of the optimizer: input trace text in, expected trace text out (compared
 //! structurally with `trace_ir::traces_equivalent`; on a mismatch the test prints both).
 //! One or more tests per capability; the seed 003 and seed 004 walk-throughs are here.
+//!
+//! `BLESS=1 cargo test -p optimizer --test golden` rewrites every expectation that no longer
+//! matches with the optimizer's current output, in this file (STYLE.md #10); review the change
+//! with `git diff`. Only expectations written as string literals directly in the `check(...)` /
+//! `check_with(...)` call can be rewritten; another mismatch still fails.
 
 mod common;
-use common::{check, check_with, parse, same_behaviour};
-use optimizer::{optimize, Options, Reason};
+use common::{parse, same_behaviour};
+use optimizer::{optimize, Optimized, Options, Reason};
 use trace_ir::interp::RtValue;
+
+/// Optimize `input` with the default options and compare with `expected` (see [`check_with`]).
+#[track_caller]
+fn check(input: &str, expected: &str) -> Optimized {
+    check_with(input, expected, &Options::default())
+}
+
+/// Optimize `input` with `opts` and compare with `expected`; with `BLESS=1`, a mismatching
+/// expectation is rewritten in this file instead (the test then goes on with the output).
+#[track_caller]
+fn check_with(input: &str, expected: &str, opts: &Options) -> Optimized {
+    if !bless::enabled() {
+        return common::check_with(input, expected, opts);
+    }
+    let out = optimize(&parse(input), opts).unwrap_or_else(|e| panic!("optimize failed: {e}"));
+    let matches = trace_ir::parse_trace(expected).map(|want| trace_ir::traces_equivalent(&out.trace, &want).is_ok()).unwrap_or(false);
+    if !matches {
+        bless::rewrite_expectation(std::panic::Location::caller(), &trace_ir::print_trace(&out.trace));
+    }
+    out
+}
+
+/// Rewriting expectations in this file (`BLESS=1`).
+mod bless {
+    use std::panic::Location;
+    use std::sync::Mutex;
+
+    /// Whether `BLESS=1` (or any value but `0` and empty) is set.
+    pub fn enabled() -> bool {
+        std::env::var("BLESS").map(|v| !v.is_empty() && v != "0").unwrap_or(false)
+    }
+
+    /// Line-count changes made so far by this process: (original line of the call, lines added).
+    /// Tests run in parallel; the lock serializes the read-modify-write of the file, and the
+    /// deltas map the compiled-in line numbers to the lines of the file as rewritten.
+    static SHIFTS: Mutex<Vec<(usize, isize)>> = Mutex::new(Vec::new());
+
+    /// Replace the second argument (a string literal) of the `check`/`check_with` call at
+    /// `loc` by `text` (one line per trace line, aligned one column after the opening quote,
+    /// as the hand-written expectations are).
+    pub fn rewrite_expectation(loc: &Location<'_>, text: &str) {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden.rs");
+        assert!(loc.file().ends_with("golden.rs"), "BLESS: the call at {loc} is not in golden.rs");
+        let mut shifts = SHIFTS.lock().unwrap_or_else(|e| e.into_inner());
+        let src = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("BLESS: cannot read {path}: {e}"));
+        let shift: isize = shifts.iter().filter(|(l, _)| *l < loc.line() as usize).map(|(_, d)| d).sum();
+        let line = (loc.line() as isize + shift) as usize;
+        let call = line_start(&src, line).map(|p| p + loc.column() as usize - 1);
+        let Some((start, end)) = call.and_then(|c| second_argument_literal(&src, c)) else {
+            panic!("BLESS: the expectation of the call at {loc} is not a string literal; update it by hand to:\n{text}")
+        };
+        let quote_col = start - src[..start].rfind('\n').map(|p| p + 1).unwrap_or(0);
+        let indent = " ".repeat(quote_col + 1);
+        let body: Vec<String> = text.trim_end().lines().map(|l| l.trim().replace('\\', "\\\\").replace('"', "\\\"")).collect();
+        let literal = format!("\"{}\"", body.join(&format!("\n{indent}")));
+        let old_lines = src[start..end].matches('\n').count() as isize;
+        let new_lines = literal.matches('\n').count() as isize;
+        let out = format!("{}{}{}", &src[..start], literal, &src[end..]);
+        std::fs::write(path, out).unwrap_or_else(|e| panic!("BLESS: cannot write {path}: {e}"));
+        shifts.push((loc.line() as usize, new_lines - old_lines));
+        eprintln!("BLESS: rewrote the expectation of the call at {loc}");
+    }
+
+    /// Byte offset of the start of 1-based `line`.
+    fn line_start(src: &str, line: usize) -> Option<usize> {
+        if line == 1 {
+            return Some(0);
+        }
+        src.match_indices('\n').nth(line - 2).map(|(p, _)| p + 1)
+    }
+
+    /// The byte span (quotes included) of the second argument of the call starting at `call`,
+    /// if that argument is a plain string literal.
+    fn second_argument_literal(src: &str, call: usize) -> Option<(usize, usize)> {
+        let b = src.as_bytes();
+        let mut i = call + src[call..].find('(')? + 1;
+        let (mut depth, mut arg) = (0usize, 0usize);
+        while i < b.len() {
+            match b[i] {
+                b'"' => {
+                    let end = string_end(b, i)?;
+                    if arg == 1 && depth == 0 {
+                        // the literal must be the whole argument
+                        let rest = src[end..].trim_start();
+                        return (rest.starts_with(',') || rest.starts_with(')')).then_some((i, end));
+                    }
+                    i = end;
+                    continue;
+                }
+                b'(' | b'[' | b'{' => depth += 1,
+                b')' | b']' | b'}' if depth == 0 => return None,
+                b')' | b']' | b'}' => depth -= 1,
+                b',' if depth == 0 => arg += 1,
+                c if arg == 1 && depth == 0 && !c.is_ascii_whitespace() => return None,
+                _ => {}
+            }
+            i += 1;
+        }
+        None
+    }
+
+    /// The offset just past the closing quote of the string literal opening at `start`.
+    fn string_end(b: &[u8], start: usize) -> Option<usize> {
+        let mut i = start + 1;
+        while i < b.len() {
+            match b[i] {
+                b'\\' => i += 2,
+                b'"' => return Some(i + 1),
+                _ => i += 1,
+            }
+        }
+        None
+    }
+}
 
 // ---------------------------------------------------------------- folding (seed 003)
 
