@@ -579,16 +579,20 @@ impl<W: Word> Interval<W> {
 
     /// `r = int_add_ovf(a, b)` after its `guard_no_overflow`: the math is exact, so
     /// `a in res - b` with saturation.
+    /// (`res.sub_ovf(b)` is `[res.lower - b.upper, res.upper - b.lower]` saturated; written as
+    /// that call so that its soundness proof composes.)
     pub fn backward_add_ovf(a: &Self, b: &Self, res: &Self) -> (Self, Self) {
-        let na = Interval { lower: res.lower.ssub_sat(&b.upper), upper: res.upper.ssub_sat(&b.lower) };
-        let nb = Interval { lower: res.lower.ssub_sat(&a.upper), upper: res.upper.ssub_sat(&a.lower) };
+        let na = res.sub_ovf(b).0;
+        let nb = res.sub_ovf(a).0;
         (a.intersect(&na), b.intersect(&nb))
     }
 
     /// `r = int_sub_ovf(a, b)` after its `guard_no_overflow`: `a in res + b`, `b in a - res`.
+    /// (Written with [`Self::add_ovf`] / [`Self::sub_ovf`], the saturated end sums, so that
+    /// its soundness proof composes.)
     pub fn backward_sub_ovf(a: &Self, b: &Self, res: &Self) -> (Self, Self) {
-        let na = Interval { lower: res.lower.sadd_sat(&b.lower), upper: res.upper.sadd_sat(&b.upper) };
-        let nb = Interval { lower: a.lower.ssub_sat(&res.upper), upper: a.upper.ssub_sat(&res.lower) };
+        let na = res.add_ovf(b).0;
+        let nb = a.sub_ovf(res).0;
         (a.intersect(&na), b.intersect(&nb))
     }
 
