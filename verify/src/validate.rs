@@ -330,6 +330,8 @@ struct Side<'t> {
     bits: HashMap<String, u32>,
     epoch: String,
     escapes: usize,
+    /// The field keys either trace reads with `getfield_gc_*`.
+    read_keys: std::rc::Rc<Vec<String>>,
     /// Facts about escaped objects' addresses, not yet added to the path condition.
     esc_facts: Vec<Bool>,
     calls: usize,
@@ -357,6 +359,7 @@ impl<'t> Side<'t> {
             epoch: "0".into(),
             escapes: 0,
             esc_facts: Vec::new(),
+            read_keys: std::rc::Rc::new(Vec::new()),
             calls: 0,
             labels: 0,
             no_ovf: None,
@@ -438,9 +441,35 @@ impl<'t> Side<'t> {
                 if let Some(c) = &self.objs[*id].class {
                     self.esc_facts.push(class_of(&addr).eq(c));
                 }
+                // Nor is it any pointer that existed before (its only references were
+                // tracked until now).
+                for (i, v) in self.vals.iter().enumerate() {
+                    if let Some(Sym::Bv(b)) = v {
+                        if self.trace.ops[i].opcode.result_kind() == Kind::Ref && b.get_size() == 64 {
+                            self.esc_facts.push(addr.eq(b).not());
+                        }
+                    }
+                }
                 self.escapes += 1;
                 self.objs[*id].addr = Some(addr.clone());
                 let obj = self.objs[*id].clone();
+                // A fresh object's fields are zero: write zeros for every field either trace
+                // reads (before the fields it has), and for the items of a short array.
+                if obj.len.is_none() {
+                    for key in self.read_keys.clone().iter() {
+                        if !obj.fields.contains_key(key) {
+                            self.write(key, &addr, &zero());
+                        }
+                    }
+                } else if let (Some(n), Some(akey)) =
+                    (obj.len.as_ref().and_then(|l| l.simplify().as_u64()), obj.shape.strip_prefix("array:"))
+                {
+                    for i in 0..n.min(64) {
+                        if !obj.fields.contains_key(&format!("item:{akey}#{i}")) {
+                            self.write(&format!("items:{akey}"), &addr.concat(&bv(i)), &zero());
+                        }
+                    }
+                }
                 if let Some(len) = &obj.len {
                     let key = match obj.shape.as_str() {
                         "newstr" => "imm:len:strlen".to_string(),
@@ -543,9 +572,22 @@ struct Validator<'t> {
 
 impl<'t> Validator<'t> {
     fn new(original: &'t Trace, optimized: &'t Trace, cfg: &Config) -> Validator<'t> {
+        let mut keys = BTreeSet::new();
+        for t in [original, optimized] {
+            for r in t.op_refs() {
+                if matches!(t.op(r).opcode, Opcode::GetfieldGcI | Opcode::GetfieldGcR | Opcode::GetfieldGcF) {
+                    keys.insert(field_key(t, r));
+                }
+            }
+        }
+        let keys = std::rc::Rc::new(keys.into_iter().collect::<Vec<_>>());
+        let mut o = Side::new(original, "original");
+        let mut p = Side::new(optimized, "optimized");
+        o.read_keys = keys.clone();
+        p.read_keys = keys;
         Validator {
-            o: Side::new(original, "original"),
-            p: Side::new(optimized, "optimized"),
+            o,
+            p,
             facts: Vec::new(),
             batch: None,
             cfg: cfg.clone(),
