@@ -1,0 +1,5 @@
+//! Fuzz target `native_diff`: runs `verify::fuzzing::check_native_diff` (see that module for the oracle).
+#![no_main]
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    if let Err(e) = verify::fuzzing::check_native_diff(data) { panic!("{e}") }
+});
