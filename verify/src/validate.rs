@@ -61,9 +61,31 @@
 //! - Exceptions: every call that can raise has a shared symbolic "raised" flag and value.
 //!   Quasi-immutable invalidation and frame forcing are shared symbols.
 //!
-//! Operations outside this model (string copies, exception save/restore, `cond_call`, ...)
-//! make the verdict `Unknown` with the op's name as the reason; so does a Z3 timeout (each
-//! query gets [`Config::timeout_ms`]).
+//! - Narrow integer fields and array items (`size=1/2/4`) read back as their low bytes,
+//!   sign- or zero-extended; lengths read from the heap are non-negative. A fresh object
+//!   that escapes is zero in every field either trace reads, differs from every pointer that
+//!   existed before, is not null and has its allocation's class (the interpreter's
+//!   `default_class`). `guard_class` and friends on null are undefined in the original.
+//! - Accesses with a non-constant index into a tracked array of constant length select
+//!   among its items (and require the index in range).
+//!
+//! Operations outside this model (string copies, exception save/restore, ...) make the
+//! verdict `Unknown` with the op's name as the reason; so does a Z3 timeout (each query
+//! gets [`Config::timeout_ms`]; a query that times out is retried without the path facts
+//! that involve multiplication or division, which is sound because fewer assumptions only
+//! make a proof harder). Each query runs in a fresh solver (non-incremental Z3 preprocesses
+//! bit-vector problems much better than push/pop); the claims of one exit are proven with
+//! one conjunction first.
+//!
+//! # Known limits
+//!
+//! - Z3 times out on some 64-bit multiplication and division circuits (a removed
+//!   `guard_no_overflow` after `int_mul_ovf`, `x // x` folded to 1): about 5-10% of random
+//!   15-20-op integer traces end `Unknown` with a 1 s limit.
+//! - Escaped objects get addresses by escape order (`escN`); an optimizer that makes
+//!   objects escape in a different order than the original gets a spurious heap difference.
+//! - Counterexample values are named by op position (`i4` is op 4), as `print_trace` names
+//!   them, not by the names of a hand-written input file.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
