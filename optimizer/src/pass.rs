@@ -165,6 +165,33 @@ struct DescrFacts {
     overlap: SmallVec<[DescrRef; 2]>,
 }
 
+/// The working tables of the pass, kept per thread between runs: optimizing many traces then
+/// neither allocates nor pages in fresh tables for each one (STYLE.md #15: contexts are cleared,
+/// not reallocated). On a loaded machine, freeing and re-faulting these pages cost more than
+/// a fifth of the pass's time.
+#[derive(Default)]
+struct Scratch {
+    ops: Vec<Op>,
+    info: Vec<Info>,
+    order: Vec<OpRef>,
+    uf: UnionFind,
+    map: Vec<Value>,
+    last_use: Vec<u32>,
+    cse: FxHashMap<Key, Value>,
+    ovf_cse: FxHashMap<Key, Value>,
+    const_cache: FxHashMap<Const, Value>,
+    live: Vec<bool>,
+    new_index: Vec<u32>,
+    out_ops: Vec<OpRef>,
+}
+
+/// Tables of traces up to this many ops are kept for the next run (larger ones are freed).
+const SCRATCH_KEEP_OPS: usize = 1 << 16;
+
+thread_local! {
+    static SCRATCH: std::cell::Cell<Option<Box<Scratch>>> = const { std::cell::Cell::new(None) };
+}
+
 pub(crate) struct Pass<'a> {
     input: &'a Trace,
     opts: &'a Options,
@@ -207,6 +234,9 @@ pub(crate) struct Pass<'a> {
     resume_memo: FxHashMap<OpRef, u32>,
     /// Scratch of `resume_value`: virtuals whose description is pending.
     resume_work: Vec<(OpRef, u32)>,
+    /// The tables of `finish` (the others are moved out into the fields above while the pass
+    /// runs, and back at the end).
+    scratch: Box<Scratch>,
 }
 
 /// Run the pass (see the module documentation).
@@ -216,7 +246,8 @@ pub(crate) fn run(input: &Trace, opts: &Options) -> Result<Optimized, OptError> 
     } else {
         precheck(input)?;
     }
-    let mut p = Pass::new(input, opts);
+    let scratch = SCRATCH.with(|c| c.take()).unwrap_or_default();
+    let mut p = Pass::new(input, opts, scratch);
     p.run()?;
     p.finish()
 }
@@ -293,8 +324,22 @@ fn precheck(t: &Trace) -> Result<(), OptError> {
 }
 
 impl<'a> Pass<'a> {
-    fn new(input: &'a Trace, opts: &'a Options) -> Pass<'a> {
+    fn new(input: &'a Trace, opts: &'a Options, mut s: Box<Scratch>) -> Pass<'a> {
         let n = input.ops.len();
+        s.ops.clear();
+        s.ops.reserve(n + 8);
+        s.info.clear();
+        s.info.reserve(n + 8);
+        s.order.clear();
+        s.order.reserve(n + 8);
+        s.uf.clear(n + 8);
+        s.map.clear();
+        s.map.resize(n, Value::op(OpRef::new(0)));
+        s.cse.clear();
+        s.cse.reserve(n / 2);
+        s.ovf_cse.clear();
+        s.const_cache.clear();
+        s.const_cache.reserve(64);
         let mut descr_facts: Vec<DescrFacts> = input
             .descrs
             .iter()
@@ -332,17 +377,17 @@ impl<'a> Pass<'a> {
         Pass {
             input,
             opts,
-            ops: Vec::with_capacity(n + 8),
-            info: Vec::with_capacity(n + 8),
-            order: Vec::with_capacity(n + 8),
+            ops: std::mem::take(&mut s.ops),
+            info: std::mem::take(&mut s.info),
+            order: std::mem::take(&mut s.order),
             consts: input.consts.clone(),
-            const_cache: FxHashMap::with_capacity_and_hasher(64, Default::default()),
+            const_cache: std::mem::take(&mut s.const_cache),
             guards: Vec::with_capacity(input.guards.len()),
-            uf: UnionFind::new(n + 8),
-            map: vec![Value::op(OpRef::new(0)); n],
-            last_use: Vec::new(),
-            cse: FxHashMap::with_capacity_and_hasher(n / 2, Default::default()),
-            ovf_cse: FxHashMap::default(),
+            uf: std::mem::take(&mut s.uf),
+            map: std::mem::take(&mut s.map),
+            last_use: std::mem::take(&mut s.last_use),
+            cse: std::mem::take(&mut s.cse),
+            ovf_cse: std::mem::take(&mut s.ovf_cse),
             heap: HeapCache::default(),
             pending: Vec::new(),
             virtuals: Vec::new(),
@@ -354,6 +399,7 @@ impl<'a> Pass<'a> {
             not_invalidated: false,
             resume_memo: FxHashMap::default(),
             resume_work: Vec::new(),
+            scratch: s,
         }
     }
 
@@ -533,7 +579,9 @@ impl<'a> Pass<'a> {
 
     fn compute_last_use(&mut self) {
         let t = self.input;
-        let mut last = vec![0u32; t.ops.len()];
+        let mut last = std::mem::take(&mut self.last_use);
+        last.clear();
+        last.resize(t.ops.len(), 0);
         let mut note = |v: Value, at: usize| {
             if let Some(o) = v.as_op() {
                 last[o.index()] = at as u32;
@@ -1888,7 +1936,9 @@ impl<'a> Pass<'a> {
         self.flush_writes();
         let n = self.ops.len();
         // 9. backward sweep: an op is needed if it has an effect or a needed op uses it.
-        let mut live = vec![false; n];
+        let mut live = std::mem::take(&mut self.scratch.live);
+        live.clear();
+        live.resize(n, false);
         let mark = |live: &mut Vec<bool>, v: Value| {
             if let Some(o) = v.as_op() {
                 live[o.index()] = true;
@@ -1914,8 +1964,12 @@ impl<'a> Pass<'a> {
             }
         }
         // label parameters are always kept (they are positional)
-        let mut new_index = vec![u32::MAX; n];
-        let mut out_ops = Vec::with_capacity(self.order.len());
+        let mut new_index = std::mem::take(&mut self.scratch.new_index);
+        new_index.clear();
+        new_index.resize(n, u32::MAX);
+        let mut out_ops = std::mem::take(&mut self.scratch.out_ops);
+        out_ops.clear();
+        out_ops.reserve(self.order.len());
         let mut in_label_params = 0usize;
         let mut dead = 0usize;
         for &o in &self.order {
@@ -1991,6 +2045,21 @@ impl<'a> Pass<'a> {
         self.stats.ops_out = trace.num_real_ops();
         if cfg!(debug_assertions) {
             trace_ir::verify(&trace).map_err(OptError::BadOutput)?;
+        }
+        if n <= SCRATCH_KEEP_OPS {
+            let mut s = std::mem::take(&mut self.scratch);
+            self.ops.clear();
+            s.ops = std::mem::take(&mut self.ops);
+            s.info = std::mem::take(&mut self.info);
+            s.order = std::mem::take(&mut self.order);
+            s.uf = std::mem::take(&mut self.uf);
+            s.map = std::mem::take(&mut self.map);
+            s.last_use = std::mem::take(&mut self.last_use);
+            s.cse = std::mem::take(&mut self.cse);
+            s.ovf_cse = std::mem::take(&mut self.ovf_cse);
+            s.const_cache = std::mem::take(&mut self.const_cache);
+            (s.live, s.new_index, s.out_ops) = (live, new_index, out_ops);
+            SCRATCH.with(|c| c.set(Some(s)));
         }
         Ok(Optimized { trace, stats: self.stats })
     }
