@@ -595,7 +595,14 @@ fn interval_obligations<const N: u32>(class: Class, out: &mut Vec<Obligation>) {
             let res = (row.i)(&a.ib.range, &b.ib.range);
             let pre = and(&[&a.ipre(), &b.ipre(), &valid]);
             let shown = vec![iv_shown("a", &a.ib.range), Shown::Value("x".into(), a.x.0.clone()), iv_shown("b", &b.ib.range), Shown::Value("y".into(), b.x.0.clone()), Shown::Value("concrete result".into(), r.clone()), iv_shown("abstract result", &res)];
-            prove::<N>(&pre, &res.contains(&Z3Word(r)).0, &shown)
+            // add/sub: split on the overflows of the end sums and of the concrete sum
+            let (p, q) = (&a.ib.range, &b.ib.range);
+            let cases = match row.name {
+                "add" => vec![p.lower.sadd_overflows(&q.lower).0, p.upper.sadd_overflows(&q.upper).0, a.x.sadd_overflows(&b.x).0],
+                "sub" => vec![p.lower.ssub_overflows(&q.upper).0, p.upper.ssub_overflows(&q.lower).0, a.x.ssub_overflows(&b.x).0],
+                _ => vec![],
+            };
+            prove_cases::<N>(&pre, &cases, &res.contains(&Z3Word(r)).0, &shown)
         });
     }
     for (i, (name, h, _, _, _, _)) in ovfops::<N>().into_iter().enumerate() {
