@@ -183,6 +183,10 @@ struct Scratch {
     live: Vec<bool>,
     new_index: Vec<u32>,
     out_ops: Vec<OpRef>,
+    heap: HeapCache,
+    pending: Vec<PendingWrite>,
+    virtuals: Vec<Virtual>,
+    descr_facts: Vec<DescrFacts>,
 }
 
 /// Tables of traces up to this many ops are kept for the next run (larger ones are freed).
@@ -340,10 +344,15 @@ impl<'a> Pass<'a> {
         s.ovf_cse.clear();
         s.const_cache.clear();
         s.const_cache.reserve(64);
-        let mut descr_facts: Vec<DescrFacts> = input
-            .descrs
-            .iter()
-            .map(|d| match d {
+        let mut heap = std::mem::take(&mut s.heap);
+        heap.clear();
+        let mut pending = std::mem::take(&mut s.pending);
+        pending.clear();
+        let mut virtuals = std::mem::take(&mut s.virtuals);
+        virtuals.clear();
+        let mut descr_facts = std::mem::take(&mut s.descr_facts);
+        descr_facts.clear();
+        descr_facts.extend(input.descrs.iter().map(|d| match d {
                 Descr::Field(f) => DescrFacts {
                     offset: f.offset,
                     size: f.size.max(1),
@@ -355,8 +364,7 @@ impl<'a> Pass<'a> {
                 },
                 Descr::Array(a) => DescrFacts { size: a.item_size.max(1), signed: a.signed, kind: Some(a.kind), ..Default::default() },
                 _ => DescrFacts::default(),
-            })
-            .collect();
+            }));
         // overlapping field descriptors: sort by offset, compare each with the following ones
         // that start before it ends
         let mut fields: Vec<(i64, i64, usize)> = (0..descr_facts.len())
@@ -388,9 +396,9 @@ impl<'a> Pass<'a> {
             last_use: std::mem::take(&mut s.last_use),
             cse: std::mem::take(&mut s.cse),
             ovf_cse: std::mem::take(&mut s.ovf_cse),
-            heap: HeapCache::default(),
-            pending: Vec::new(),
-            virtuals: Vec::new(),
+            heap,
+            pending,
+            virtuals,
             descr_facts,
             stats: Stats { ops_in: input.num_real_ops(), ..Default::default() },
             removed_counts: [0; 16],
@@ -2059,6 +2067,10 @@ impl<'a> Pass<'a> {
             s.ovf_cse = std::mem::take(&mut self.ovf_cse);
             s.const_cache = std::mem::take(&mut self.const_cache);
             (s.live, s.new_index, s.out_ops) = (live, new_index, out_ops);
+            s.heap = std::mem::take(&mut self.heap);
+            s.pending = std::mem::take(&mut self.pending);
+            s.virtuals = std::mem::take(&mut self.virtuals);
+            s.descr_facts = std::mem::take(&mut self.descr_facts);
             SCRATCH.with(|c| c.set(Some(s)));
         }
         Ok(Optimized { trace, stats: self.stats })
