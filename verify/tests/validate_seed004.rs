@@ -432,3 +432,31 @@ finish()
 ";
     assert!(check(orig, orig).is_unknown());
 }
+
+// --- the optimizer's own output on the originals is valid ---------------------------------
+
+fn optimizer_output_is_valid(original: &str) {
+    let t = parse_trace(original).unwrap();
+    let out = optimizer::optimize(&t, &optimizer::Options::default()).unwrap();
+    let v = validate(&t, &out.trace, &Config::default());
+    assert_eq!(v, Verdict::Valid, "optimized:\n{}", trace_ir::print_trace(&out.trace));
+}
+
+#[test]
+fn optimizer_output_on_seed_004_originals_is_valid() {
+    for original in [ADD_WRAP, NEG, MUL12, LSHIFT, CHAIN] {
+        optimizer_output_is_valid(original);
+    }
+    optimizer_output_is_valid(
+        "[i0, i1]\ni2 = int_add(i0, i1)\ni3 = int_sub_ovf(i2, i1)\nguard_no_overflow(descr=<Guard0>) [i0, i1]\nfinish(i3)\n",
+    );
+}
+
+/// Regression (found by the random-trace validation): the result of an `_ovf` op in the
+/// fail arguments of its own overflow guard was replaced by op 0.
+#[test]
+fn regression_ovf_result_in_its_own_guard() {
+    optimizer_output_is_valid(
+        "[i0, i1, i2]\ni3 = int_sub_ovf(i1, 13)\nguard_no_overflow(descr=<Guard0>) [i3, i0, i0]\nguard_value(i3, -22, descr=<Guard1>) [i2]\nfinish(i3)\n",
+    );
+}
