@@ -476,19 +476,13 @@ impl<'t> Side<'t> {
                 self.objs[*id].addr = Some(addr.clone());
                 let obj = self.objs[*id].clone();
                 // A fresh object's fields are zero: write zeros for every field either trace
-                // reads (before the fields it has), and for the items of a short array.
+                // reads (before the fields it has). Array items that were never written are
+                // left unknown after an escape: the length may be constant on one side and
+                // symbolic on the other, so zeros could not be written alike.
                 if obj.len.is_none() {
                     for key in self.read_keys.clone().iter() {
                         if !obj.fields.contains_key(key) {
                             self.write(key, &addr, &zero());
-                        }
-                    }
-                } else if let (Some(n), Some(akey)) =
-                    (obj.len.as_ref().and_then(|l| l.simplify().as_u64()), obj.shape.strip_prefix("array:"))
-                {
-                    for i in 0..n.min(64) {
-                        if !obj.fields.contains_key(&format!("item:{akey}#{i}")) {
-                            self.write(&format!("items:{akey}"), &addr.concat(&bv(i)), &zero());
                         }
                     }
                 }
