@@ -1736,16 +1736,17 @@ impl<'a> Pass<'a> {
         if !self.pending.iter().enumerate().any(|(k, w)| conflicts(k, w)) {
             return;
         }
-        let mut keep = Vec::with_capacity(self.pending.len());
-        let mut flush = Vec::new();
-        for (k, w) in self.pending.iter().enumerate() {
-            if conflicts(k, w) {
+        // partition in place (program order kept on both sides), without allocating
+        let mut flush: SmallVec<[PendingWrite; 4]> = SmallVec::new();
+        let mut k = 0usize;
+        self.pending.retain(|w| {
+            let c = conflicts(k, w);
+            k += 1;
+            if c {
                 flush.push(*w);
-            } else {
-                keep.push(*w);
             }
-        }
-        self.pending = keep;
+            !c
+        });
         for w in flush {
             self.emit_write(w);
         }
