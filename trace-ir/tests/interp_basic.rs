@@ -303,7 +303,58 @@ fn stores_into_external_objects_escape_and_are_compared() {
     outcomes_equivalent(&a, &a2).unwrap();
     let err = outcomes_equivalent(&a, &c).unwrap_err();
     assert!(err.contains("external"), "{err}");
-    assert!(a.heap.objects.values().all(|o| o.escaped));
+    // Escape is decided at calls: with no call, nothing has escaped yet.
+    assert!(a.heap.objects.values().all(|o| !o.escaped));
+}
+
+// Regression (optimizer differential, seed 22575): a reference stored into an external object
+// and overwritten before any call was never visible outside, so a heap-writing call does not
+// change its fields — whether or not the store happened (the optimizer may drop it).
+#[test]
+fn escape_is_decided_at_calls_not_at_stores() {
+    let build = |store_first: bool| {
+        let mut b = TraceBuilder::new();
+        let e = b.input(Kind::Ref);
+        let sz = size(&mut b, 16);
+        let fi = field(&mut b, "fi", 8, Kind::Int);
+        let fr = field(&mut b, "fr", 16, Kind::Ref);
+        let cd = calldescr(&mut b, Kind::Void, &[], CallEffect::CanRaise);
+        let p = b.op_with_descr(Opcode::New, &[], sz);
+        let v = b.const_int(41);
+        b.op_with_descr(Opcode::SetfieldGc, &[p, v], fi);
+        if store_first {
+            b.op_with_descr(Opcode::SetfieldGc, &[e, p], fr);
+        }
+        let null = b.const_ref(0);
+        b.op_with_descr(Opcode::SetfieldGc, &[e, null], fr);
+        let f = b.const_int(0x77);
+        b.op_with_descr(Opcode::CallN, &[f], cd);
+        let r = b.op_with_descr(Opcode::GetfieldGcI, &[p], fi);
+        b.finish_with(&[r]);
+        b.finish().unwrap()
+    };
+    let e = [RtValue::Ref(0x4000_0000_2000)];
+    let (with, without) = (go(&build(true), &e), go(&build(false), &e));
+    assert_eq!(with.outcome, Outcome::Finish(ints(&[41])));
+    outcomes_equivalent(&with, &without).unwrap();
+    // Still reachable at the call: it escapes and the call changes its field.
+    let mut b = TraceBuilder::new();
+    let e2 = b.input(Kind::Ref);
+    let sz = size(&mut b, 16);
+    let fi = field(&mut b, "fi", 8, Kind::Int);
+    let fr = field(&mut b, "fr", 16, Kind::Ref);
+    let cd = calldescr(&mut b, Kind::Void, &[], CallEffect::CanRaise);
+    let p = b.op_with_descr(Opcode::New, &[], sz);
+    let v = b.const_int(41);
+    b.op_with_descr(Opcode::SetfieldGc, &[p, v], fi);
+    b.op_with_descr(Opcode::SetfieldGc, &[e2, p], fr);
+    let f = b.const_int(0x77);
+    b.op_with_descr(Opcode::CallN, &[f], cd);
+    let r = b.op_with_descr(Opcode::GetfieldGcI, &[p], fi);
+    b.finish_with(&[r]);
+    let escaped = go(&b.finish().unwrap(), &e);
+    assert_ne!(escaped.outcome, Outcome::Finish(ints(&[41])), "a reachable object is clobbered");
+    assert!(escaped.heap.objects.values().all(|o| o.escaped));
 }
 
 #[test]

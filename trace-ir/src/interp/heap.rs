@@ -26,9 +26,12 @@
 //!
 //! # Escape and calls that may write the heap
 //!
-//! An allocated object **escapes** when it is passed to a call, or stored into an escaped or
-//! external object or into raw memory; everything reachable from it escapes with it, and so
-//! does anything later stored into it.
+//! An allocated object **escapes** when a call happens while it is reachable from the call's
+//! arguments, from an external object, from raw memory or from an object that escaped
+//! earlier ([`Heap::escape_at_call`]); from then on it stays escaped (the callee may have kept
+//! it). Escape is decided at calls, not at stores, because only a call lets the outside world
+//! look: a reference stored into an external object and overwritten before any call was
+//! never seen, so an optimized trace that reorders or drops such stores behaves the same.
 //! A call that may write the heap ([`Heap::clobber`]) bumps the epoch and forgets every
 //! non-immutable write to external objects and raw memory (so the next read derives a fresh
 //! value from the new epoch). For an escaped allocated object the effect is computed lazily
@@ -290,19 +293,47 @@ impl Heap {
             && !self.external.get(&addr).is_some_and(|e| e.written.contains_key(&slot))
     }
 
-    /// Write `slot` of the object at `addr` (no null or bounds checks). A reference stored
-    /// into an escaped or external object escapes.
+    /// Write `slot` of the object at `addr` (no null or bounds checks). Whether a stored
+    /// reference escapes is decided at the next call ([`Heap::escape_at_call`]).
     pub fn write(&mut self, addr: u64, slot: Slot, value: RtValue, immutable: bool) {
         let cell = Cell { value, immutable, epoch: self.epoch };
-        let escapes = if let Some(obj) = self.objects.get_mut(&addr) {
+        if let Some(obj) = self.objects.get_mut(&addr) {
             obj.fields.insert(slot, cell);
-            obj.escaped
         } else {
             self.external.entry(addr).or_default().written.insert(slot, cell);
-            true
-        };
-        if escapes {
-            self.escape_value(value);
+        }
+    }
+
+    /// A call is about to happen with these arguments: every allocated object reachable from
+    /// them, from external objects, from raw memory or from an already escaped object escapes
+    /// now (and stays escaped).
+    pub fn escape_at_call(&mut self, args: &[RtValue]) {
+        let mut work: Vec<u64> = args.iter().filter_map(|v| if let RtValue::Ref(r) = v { Some(*r) } else { None }).collect();
+        for ext in self.external.values() {
+            work.extend(ext.written.values().filter_map(|c| if let RtValue::Ref(r) = c.value { Some(r) } else { None }));
+        }
+        work.extend(self.raw.values().filter_map(|v| if let RtValue::Ref(r) = v { Some(*r) } else { None }));
+        for (&a, obj) in &self.objects {
+            if obj.escaped {
+                work.push(a);
+            }
+        }
+        let epoch = self.epoch;
+        let mut seen = std::collections::HashSet::new();
+        while let Some(a) = work.pop() {
+            if !seen.insert(a) {
+                continue;
+            }
+            let Some(obj) = self.objects.get_mut(&a) else { continue };
+            if !obj.escaped {
+                obj.escaped = true;
+                obj.escape_epoch = epoch;
+            }
+            for cell in obj.fields.values() {
+                if let RtValue::Ref(r) = cell.value {
+                    work.push(r);
+                }
+            }
         }
     }
 
@@ -314,10 +345,9 @@ impl Heap {
         }
     }
 
-    /// Write a raw-memory word at `addr` (a stored reference escapes).
+    /// Write a raw-memory word at `addr` (a stored reference escapes at the next call).
     pub fn write_raw(&mut self, addr: u64, value: RtValue) {
         self.raw.insert(addr, value);
-        self.escape_value(value);
     }
 
     /// The effect of a call that may write the heap (see the module documentation).

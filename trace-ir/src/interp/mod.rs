@@ -1031,9 +1031,7 @@ impl<'a> Machine<'a> {
             }
         };
         let canon: Vec<u64> = args.iter().map(|&v| canonical(&self.st.heap, v)).collect();
-        for &v in args {
-            self.st.heap.escape_value(v);
-        }
+        self.st.heap.escape_at_call(args);
         let kind = opc.result_kind();
         let result = match self.cfg.functions.get(&func) {
             Some(f) => f(args).with_kind(kind),
