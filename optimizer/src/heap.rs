@@ -11,7 +11,7 @@
 //! mutable entries. Immutable fields (`FieldDescr::immutable`) and `getarrayitem_gc_pure`
 //! items survive calls (the interpreter's model: immutable slots never change), but not writes.
 
-use crate::fxhash::FxHashMap;
+use trace_ir::fxhash::FxHashMap;
 use smallvec::SmallVec;
 use trace_ir::{DescrRef, Value};
 

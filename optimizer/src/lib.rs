@@ -21,7 +21,6 @@
 
 pub mod domain;
 mod fold;
-mod fxhash;
 mod heap;
 mod pass;
 pub mod peephole;

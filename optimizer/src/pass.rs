@@ -61,7 +61,7 @@
 
 use crate::domain::{Cmp, IntBound};
 use crate::fold::{fold_ovf, fold_pure};
-use crate::fxhash::FxHashMap;
+use trace_ir::fxhash::FxHashMap;
 use crate::heap::HeapCache;
 use crate::peephole::{self, RuleEnv};
 use crate::{OptError, Optimized, Options, Reason, Stats};

@@ -7,6 +7,7 @@ pub mod builder;
 pub mod descr;
 pub mod entity;
 pub mod eval;
+pub mod fxhash;
 pub mod interp;
 pub mod opcode;
 pub mod random;

@@ -15,8 +15,6 @@ use crate::descr::Descr;
 use crate::entity::{ConstRef, DescrRef, GuardId, GuardRef, OpRef, Value, ValueData};
 use crate::opcode::{Kind, Opcode};
 use smallvec::SmallVec;
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 
 /// A constant of the pool.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -58,52 +56,9 @@ impl Const {
 pub struct ConstPool {
     consts: Vec<Const>,
     names: Vec<Option<String>>,
-    index: HashMap<(Const, Option<String>), ConstRef, BuildHasherDefault<PoolHasher>>,
+    index: crate::fxhash::FxHashMap<(Const, Option<String>), ConstRef>,
 }
 
-/// A multiply-rotate hasher (rustc's FxHasher scheme) for the pool index: SipHash dominated
-/// interning in the optimizer, whose output pool is a clone of the input pool that grows.
-/// The keys are small and not attacker-chosen, so a DoS-resistant hash is not needed.
-#[derive(Default, Clone, Copy)]
-struct PoolHasher(u64);
-
-impl PoolHasher {
-    #[inline]
-    fn add(&mut self, w: u64) {
-        self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-}
-
-impl Hasher for PoolHasher {
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
-            let mut buf = [0u8; 8];
-            buf[..chunk.len()].copy_from_slice(chunk);
-            self.add(u64::from_le_bytes(buf));
-        }
-    }
-    #[inline]
-    fn write_u8(&mut self, i: u8) {
-        self.add(i as u64);
-    }
-    #[inline]
-    fn write_u32(&mut self, i: u32) {
-        self.add(i as u64);
-    }
-    #[inline]
-    fn write_u64(&mut self, i: u64) {
-        self.add(i);
-    }
-    #[inline]
-    fn write_usize(&mut self, i: usize) {
-        self.add(i as u64);
-    }
-    #[inline]
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
 
 /// The deterministic address given to a named constant (`ConstPtr(ptr13)`, `ConstClass(X)`):
 /// an FNV-1a hash of the name, 8-byte aligned, in the upper half of the canonical user

@@ -1,11 +1,13 @@
-//! A small fast hasher for the optimizer's tables (keys are small integers; no DoS concern).
+//! A small fast hasher (rustc's FxHasher scheme) for tables keyed by small integers: the
+//! constant pool index and the optimizer's tables. Keys are not attacker-chosen, so a
+//! DoS-resistant hash (SipHash) is not needed, and it dominated interning.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
 /// Multiply-rotate hasher in the style of rustc's FxHasher.
 #[derive(Default, Clone, Copy)]
-pub(crate) struct FxHasher {
+pub struct FxHasher {
     hash: u64,
 }
 
@@ -58,4 +60,4 @@ impl Hasher for FxHasher {
 }
 
 /// A `HashMap` with [`FxHasher`].
-pub(crate) type FxHashMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+pub type FxHashMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
