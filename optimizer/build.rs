@@ -10,7 +10,10 @@ fn main() {
     println!("cargo:rerun-if-changed={}", dir.display());
     println!("cargo::rustc-check-cfg=cfg(tracejit_generated_rules)");
     let mut paths: Vec<PathBuf> = match std::fs::read_dir(&dir) {
-        Ok(rd) => rd.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "rules")).collect(),
+        Ok(rd) => rd
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "rules"))
+            .collect(),
         Err(e) => fail(&format!("cannot read {}: {e}", dir.display())),
     };
     paths.sort();
@@ -18,11 +21,18 @@ fn main() {
     for p in &paths {
         println!("cargo:rerun-if-changed={}", p.display());
         let src = std::fs::read_to_string(p).unwrap_or_else(|e| fail(&format!("cannot read {}: {e}", p.display())));
-        files.push((format!("optimizer/rules/{}", p.file_name().unwrap_or_default().to_string_lossy()), src));
+        files.push((
+            format!(
+                "optimizer/rules/{}",
+                p.file_name().unwrap_or_default().to_string_lossy()
+            ),
+            src,
+        ));
     }
     let rules = rule_dsl::load(&files).unwrap_or_else(|e| fail(&e.to_string()));
     let code = rule_dsl::codegen::generate(&rules);
-    let out = PathBuf::from(std::env::var_os("OUT_DIR").unwrap_or_else(|| fail("OUT_DIR is not set"))).join("generated_rules.rs");
+    let out = PathBuf::from(std::env::var_os("OUT_DIR").unwrap_or_else(|| fail("OUT_DIR is not set")))
+        .join("generated_rules.rs");
     if let Err(e) = std::fs::write(&out, code) {
         fail(&format!("cannot write {}: {e}", out.display()));
     }

@@ -41,12 +41,31 @@ pub(crate) enum Val {
 /// One step of the emitted code, as far as register allocation is concerned.
 #[derive(Clone, Debug)]
 pub(crate) enum Event {
-    Move { dst: Loc, src: Loc },
-    Def { reg: u8, op: u32 },
-    Clobber { reg: u8 },
-    Use { loc: Loc, val: Val, at: u32 },
-    Expect { loc: Loc, val: Val, at: u32 },
-    Label { params: Vec<(Loc, u32)>, keep: Vec<(Loc, u32)> },
+    Move {
+        dst: Loc,
+        src: Loc,
+    },
+    Def {
+        reg: u8,
+        op: u32,
+    },
+    Clobber {
+        reg: u8,
+    },
+    Use {
+        loc: Loc,
+        val: Val,
+        at: u32,
+    },
+    Expect {
+        loc: Loc,
+        val: Val,
+        at: u32,
+    },
+    Label {
+        params: Vec<(Loc, u32)>,
+        keep: Vec<(Loc, u32)>,
+    },
     /// The end of a straight-line path (a `jump`, `finish` or exit): nothing follows it on
     /// this path, and the next event starts at a label.
     End,
@@ -80,7 +99,9 @@ pub(crate) fn check(events: &[Event], inputs: &[(Loc, u32)]) -> Result<(), Strin
             Event::Use { loc, val, at } | Event::Expect { loc, val, at } => {
                 let have = get(&st, *loc);
                 if have != Some(*val) {
-                    return Err(format!("event {i} at op{at}: {loc:?} should hold {val:?} but holds {have:?}"));
+                    return Err(format!(
+                        "event {i} at op{at}: {loc:?} should hold {val:?} but holds {have:?}"
+                    ));
                 }
             }
             Event::Label { params, keep } => {
@@ -103,13 +124,24 @@ mod tests {
     fn detects_a_clobbered_value() {
         let ev = vec![
             Event::Def { reg: 3, op: 5 },
-            Event::Move { dst: Loc::Reg(4), src: Loc::Reg(3) },
+            Event::Move {
+                dst: Loc::Reg(4),
+                src: Loc::Reg(3),
+            },
             Event::Clobber { reg: 3 },
-            Event::Use { loc: Loc::Reg(4), val: Val::Op(5), at: 6 },
+            Event::Use {
+                loc: Loc::Reg(4),
+                val: Val::Op(5),
+                at: 6,
+            },
         ];
         check(&ev, &[]).unwrap();
         let mut bad = ev.clone();
-        bad.push(Event::Use { loc: Loc::Reg(3), val: Val::Op(5), at: 7 });
+        bad.push(Event::Use {
+            loc: Loc::Reg(3),
+            val: Val::Op(5),
+            at: 7,
+        });
         assert!(check(&bad, &[]).is_err());
     }
 
@@ -117,13 +149,28 @@ mod tests {
     fn labels_reset_the_state() {
         let ev = vec![
             Event::Def { reg: 3, op: 5 },
-            Event::Label { params: vec![(Loc::Reg(1), 9)], keep: vec![(Loc::Mem(64), 2)] },
-            Event::Use { loc: Loc::Reg(1), val: Val::Op(9), at: 10 },
-            Event::Use { loc: Loc::Mem(64), val: Val::Op(2), at: 10 },
+            Event::Label {
+                params: vec![(Loc::Reg(1), 9)],
+                keep: vec![(Loc::Mem(64), 2)],
+            },
+            Event::Use {
+                loc: Loc::Reg(1),
+                val: Val::Op(9),
+                at: 10,
+            },
+            Event::Use {
+                loc: Loc::Mem(64),
+                val: Val::Op(2),
+                at: 10,
+            },
         ];
         check(&ev, &[]).unwrap();
         let mut bad = ev.clone();
-        bad.push(Event::Use { loc: Loc::Reg(3), val: Val::Op(5), at: 11 });
+        bad.push(Event::Use {
+            loc: Loc::Reg(3),
+            val: Val::Op(5),
+            at: 11,
+        });
         assert!(check(&bad, &[]).is_err());
     }
 }

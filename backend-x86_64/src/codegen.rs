@@ -39,16 +39,16 @@
 
 use crate::checker::{Event, Val};
 use crate::pmove::{sequentialize, Loc};
-use std::cell::RefCell;
 use crate::runtime::{self, ArrayLayout};
 use crate::{CompileError, CompileOptions, ExitInfo, ExitSlot, VirtualInit, VirtualLayout};
 use dynasmrt::x64::X64Relocation;
-use dynasmrt::{dynasm, DynasmApi, DynasmLabelApi, DynamicLabel, VecAssembler};
+use dynasmrt::{dynasm, DynamicLabel, DynasmApi, DynasmLabelApi, VecAssembler};
+use std::cell::RefCell;
 use std::collections::HashMap;
 use trace_ir::descr::{DEFAULT_ARRAY_BASE, DEFAULT_ARRAY_LEN};
 use trace_ir::{
-    jump_target, FailArg, FieldDescr, JumpTarget, Kind, Op, OpRef, Opcode, Trace, Value, ValueData,
-    VirtualField, VirtualKind,
+    jump_target, FailArg, FieldDescr, JumpTarget, Kind, Op, OpRef, Opcode, Trace, Value, ValueData, VirtualField,
+    VirtualKind,
 };
 
 /// A register: general-purpose 0..16 (hardware numbering), XMM registers 16..32.
@@ -274,7 +274,13 @@ impl<'t> Gen<'t> {
             GPR_ORDER.to_vec()
         } else {
             let mut p = vec![RAX, RCX, RDX];
-            p.extend(GPR_ORDER.iter().copied().filter(|r| ![RAX, RCX, RDX].contains(r)).take(ni - 3));
+            p.extend(
+                GPR_ORDER
+                    .iter()
+                    .copied()
+                    .filter(|r| ![RAX, RCX, RDX].contains(r))
+                    .take(ni - 3),
+            );
             p
         };
         let nf = opts.float_regs.clamp(2, 15);
@@ -288,7 +294,11 @@ impl<'t> Gen<'t> {
             if let Some(g) = op.guard {
                 let gd = t.guard(g);
                 let words = gd.fail_args.iter().filter(|f| matches!(f, FailArg::Value(_))).count()
-                    + gd.virtuals.iter().flat_map(|v| &v.fields).filter(|(_, f)| matches!(f, FailArg::Value(_))).count();
+                    + gd.virtuals
+                        .iter()
+                        .flat_map(|v| &v.fields)
+                        .filter(|(_, f)| matches!(f, FailArg::Value(_)))
+                        .count();
                 exit_len = exit_len.max(words);
             }
         }
@@ -353,10 +363,18 @@ impl<'t> Gen<'t> {
         }
     }
     fn record_use(&self, loc: Loc, v: usize) {
-        self.record(Event::Use { loc, val: Val::Op(v as u32), at: self.pos as u32 });
+        self.record(Event::Use {
+            loc,
+            val: Val::Op(v as u32),
+            at: self.pos as u32,
+        });
     }
     fn expect(&self, loc: Loc, val: Val) {
-        self.record(Event::Expect { loc, val, at: self.pos as u32 });
+        self.record(Event::Expect {
+            loc,
+            val,
+            at: self.pos as u32,
+        });
     }
     fn clobber(&self, regs: &[Reg]) {
         for &r in regs {
@@ -410,7 +428,8 @@ impl<'t> Gen<'t> {
             }
         };
         if !self.slot_valid[s as usize] {
-            let r = self.val_reg[v].ok_or_else(|| internal(format!("value op{v} lost: neither in a register nor in a slot")))?;
+            let r = self.val_reg[v]
+                .ok_or_else(|| internal(format!("value op{v} lost: neither in a register nor in a slot")))?;
             self.record_use(Loc::Reg(r), v);
             let d = self.slot_disp(s);
             self.mov(Loc::Mem(d), Loc::Reg(r));
@@ -452,8 +471,15 @@ impl<'t> Gen<'t> {
     /// `avoid`), spilling the value used furthest in the future if none is free. The
     /// register is pinned and has no owner.
     fn alloc_reg(&mut self, kind: Kind, avoid: u32) -> R<Reg> {
-        let pool = if kind == Kind::Float { self.xmm_pool.clone() } else { self.gpr_pool.clone() };
-        let cands: Vec<Reg> = pool.into_iter().filter(|&r| !self.is_pinned(r) && avoid & (1 << r) == 0).collect();
+        let pool = if kind == Kind::Float {
+            self.xmm_pool.clone()
+        } else {
+            self.gpr_pool.clone()
+        };
+        let cands: Vec<Reg> = pool
+            .into_iter()
+            .filter(|&r| !self.is_pinned(r) && avoid & (1 << r) == 0)
+            .collect();
         if let Some(&r) = cands.iter().find(|&&r| self.owner[r as usize].is_none()) {
             self.pin(r);
             return Ok(r);
@@ -739,8 +765,14 @@ impl<'t> Gen<'t> {
     fn invalid_exit(&mut self) -> DynamicLabel {
         let label = self.asm.new_dynamic_label();
         let code = self.exits.len() as u32;
-        self.exits.push(ExitInfo::Invalid { op: OpRef::new(self.pos) });
-        self.stubs.push(Stub { label, code, words: Vec::new() });
+        self.exits.push(ExitInfo::Invalid {
+            op: OpRef::new(self.pos),
+        });
+        self.stubs.push(Stub {
+            label,
+            code,
+            words: Vec::new(),
+        });
         label
     }
 
@@ -765,7 +797,11 @@ impl<'t> Gen<'t> {
         let start = self.asm.new_dynamic_label();
         dynasm!(self.asm ; .arch x64 ; =>start);
         let params = (0..t.num_inputs).map(|i| Loc::Mem(self.slot_disp(i as u32))).collect();
-        self.start = Some(LabelInfo { label: start, params, keep: Vec::new() });
+        self.start = Some(LabelInfo {
+            label: start,
+            params,
+            keep: Vec::new(),
+        });
 
         let mut i = t.num_inputs;
         while i < t.ops.len() {
@@ -805,8 +841,11 @@ impl<'t> Gen<'t> {
             ; ret
         );
         if CHECK {
-            let inputs: Vec<(Loc, u32)> = (0..t.num_inputs).map(|i| (Loc::Mem(self.slot_disp(i as u32)), i as u32)).collect();
-            crate::checker::check(&self.events.borrow(), &inputs).map_err(|e| internal(format!("register allocation checker: {e}")))?;
+            let inputs: Vec<(Loc, u32)> = (0..t.num_inputs)
+                .map(|i| (Loc::Mem(self.slot_disp(i as u32)), i as u32))
+                .collect();
+            crate::checker::check(&self.events.borrow(), &inputs)
+                .map_err(|e| internal(format!("register allocation checker: {e}")))?;
         }
         let code = self.asm.finalize().map_err(|e| internal(format!("assembler: {e}")))?;
         Ok(Generated {
@@ -841,7 +880,11 @@ impl<'t> Gen<'t> {
         let mut moves = Vec::new();
         for (k, &a) in op.args.iter().enumerate() {
             let p = at + 1 + k;
-            let r = if t.kind_of(a) == Kind::Float { xmms.next() } else { gprs.next() };
+            let r = if t.kind_of(a) == Kind::Float {
+                xmms.next()
+            } else {
+                gprs.next()
+            };
             let dst = match r {
                 Some(r) => Loc::Reg(r),
                 None => {
@@ -860,8 +903,15 @@ impl<'t> Gen<'t> {
         for &(l, v) in &keep {
             self.expect(l, Val::Op(v));
         }
-        let checked_params = params.iter().enumerate().map(|(k, &l)| (l, (at + 1 + k) as u32)).collect();
-        self.record(Event::Label { params: checked_params, keep: keep.clone() });
+        let checked_params = params
+            .iter()
+            .enumerate()
+            .map(|(k, &l)| (l, (at + 1 + k) as u32))
+            .collect();
+        self.record(Event::Label {
+            params: checked_params,
+            keep: keep.clone(),
+        });
         // Canonical state: parameters in their fixed locations, nothing else in registers.
         for r in 0..32 {
             self.release(r);
@@ -887,7 +937,9 @@ impl<'t> Gen<'t> {
     /// `exit_if` holds.
     fn guard_exit(&mut self, exit_if: Cond) -> R<()> {
         let t = self.t;
-        let g = t.ops[self.pos].guard.ok_or_else(|| internal("guard without resume data".into()))?;
+        let g = t.ops[self.pos]
+            .guard
+            .ok_or_else(|| internal("guard without resume data".into()))?;
         let gd = t.guard(g);
         let mut words = Vec::new();
         let slot_of = |fa: &FailArg, words: &mut Vec<Loc>, me: &Self| -> R<ExitSlot> {
@@ -908,12 +960,25 @@ impl<'t> Gen<'t> {
         for vo in &gd.virtuals {
             let init = match vo.kind {
                 VirtualKind::Struct { opcode, descr } => {
-                    let sd = t.descr(descr).as_size().ok_or_else(|| bad("virtual struct without a size descriptor"))?;
-                    let class = if opcode == Opcode::NewWithVtable { trace_ir::interp::default_class(sd) } else { 0 };
-                    VirtualInit::Struct { size: sd.size.max(0) as u64, class }
+                    let sd = t
+                        .descr(descr)
+                        .as_size()
+                        .ok_or_else(|| bad("virtual struct without a size descriptor"))?;
+                    let class = if opcode == Opcode::NewWithVtable {
+                        trace_ir::interp::default_class(sd)
+                    } else {
+                        0
+                    };
+                    VirtualInit::Struct {
+                        size: sd.size.max(0) as u64,
+                        class,
+                    }
                 }
                 VirtualKind::Array { descr, len, .. } => {
-                    let ad = t.descr(descr).as_array().ok_or_else(|| bad("virtual array without an array descriptor"))?;
+                    let ad = t
+                        .descr(descr)
+                        .as_array()
+                        .ok_or_else(|| bad("virtual array without an array descriptor"))?;
                     VirtualInit::Array {
                         layout: ArrayLayout {
                             item_size: ad.item_size as u64,
@@ -928,7 +993,10 @@ impl<'t> Gen<'t> {
             for (place, fa) in &vo.fields {
                 let (offset, size) = match (*place, &init) {
                     (VirtualField::Field(d), _) => {
-                        let f = t.descr(d).as_field().ok_or_else(|| bad("virtual field without a field descriptor"))?;
+                        let f = t
+                            .descr(d)
+                            .as_field()
+                            .ok_or_else(|| bad("virtual field without a field descriptor"))?;
                         (f.offset as u64, f.size)
                     }
                     (VirtualField::Item(i), VirtualInit::Array { layout, .. }) => {
@@ -942,7 +1010,12 @@ impl<'t> Gen<'t> {
         }
         let label = self.asm.new_dynamic_label();
         let code = self.exits.len() as u32;
-        self.exits.push(ExitInfo::Guard { guard: gd.id, resume_key: gd.resume_key, fail, virtuals });
+        self.exits.push(ExitInfo::Guard {
+            guard: gd.id,
+            resume_key: gd.resume_key,
+            fail,
+            virtuals,
+        });
         self.stubs.push(Stub { label, code, words });
         self.jcc(exit_if, label);
         Ok(())
@@ -1104,7 +1177,11 @@ impl<'t> Gen<'t> {
             FloatLt | FloatLe | FloatGt | FloatGe | FloatEq | FloatNe => {
                 // lt/le are gt/ge with swapped operands; ucomisd sets CF/ZF like an unsigned
                 // compare and PF when unordered (then CF = ZF = 1: `a`/`ae` are false).
-                let (p, q) = if matches!(opc, FloatLt | FloatLe) { (a(1), a(0)) } else { (a(0), a(1)) };
+                let (p, q) = if matches!(opc, FloatLt | FloatLe) {
+                    (a(1), a(0))
+                } else {
+                    (a(0), a(1))
+                };
                 let rp = self.load(p)?;
                 let s = self.fopnd(q)?;
                 let d = self.alloc_reg(Kind::Int, 0)?;
@@ -1290,7 +1367,14 @@ impl<'t> Gen<'t> {
             }
             GetinteriorfieldGcI | GetinteriorfieldGcR | GetinteriorfieldGcF => {
                 let (item, f) = self.interior(op)?;
-                let (base, disp) = self.address(opc, a(0), a(1), item, DEFAULT_ARRAY_BASE + f.offset, Some(DEFAULT_ARRAY_LEN))?;
+                let (base, disp) = self.address(
+                    opc,
+                    a(0),
+                    a(1),
+                    item,
+                    DEFAULT_ARRAY_BASE + f.offset,
+                    Some(DEFAULT_ARRAY_LEN),
+                )?;
                 let d = self.alloc_reg(opc.result_kind(), 0)?;
                 self.load_mem(d, base, disp, f.size, f.signed);
                 self.def(d);
@@ -1298,7 +1382,14 @@ impl<'t> Gen<'t> {
             SetinteriorfieldGc => {
                 let (item, f) = self.interior(op)?;
                 let v = self.load(a(2))?;
-                let (base, disp) = self.address(opc, a(0), a(1), item, DEFAULT_ARRAY_BASE + f.offset, Some(DEFAULT_ARRAY_LEN))?;
+                let (base, disp) = self.address(
+                    opc,
+                    a(0),
+                    a(1),
+                    item,
+                    DEFAULT_ARRAY_BASE + f.offset,
+                    Some(DEFAULT_ARRAY_LEN),
+                )?;
                 self.store_mem(base, disp, v, f.size);
             }
             GetarrayitemGcI | GetarrayitemGcR | GetarrayitemGcF | GetarrayitemGcPureI | GetarrayitemGcPureR
@@ -1318,11 +1409,26 @@ impl<'t> Gen<'t> {
 
             // ---- allocation and calls ------------------------------------------------------
             New | NewWithVtable => {
-                let sd = op.descr.and_then(|d| t.descr(d).as_size()).ok_or_else(|| bad("allocation without a size descriptor"))?;
-                let class = if opc == NewWithVtable { trace_ir::interp::default_class(sd) } else { 0 };
+                let sd = op
+                    .descr
+                    .and_then(|d| t.descr(d).as_size())
+                    .ok_or_else(|| bad("allocation without a size descriptor"))?;
+                let class = if opc == NewWithVtable {
+                    trace_ir::interp::default_class(sd)
+                } else {
+                    0
+                };
                 let size = sd.size.max(if class != 0 { 8 } else { 0 }) as u64;
                 let f = runtime::tramp_new as *const () as usize as u64;
-                self.call(Loc::Imm(f), &[ArgSrc::Ctx, ArgSrc::Loc(Loc::Imm(size), Kind::Int), ArgSrc::Loc(Loc::Imm(class), Kind::Int)], Kind::Ref)?;
+                self.call(
+                    Loc::Imm(f),
+                    &[
+                        ArgSrc::Ctx,
+                        ArgSrc::Loc(Loc::Imm(size), Kind::Int),
+                        ArgSrc::Loc(Loc::Imm(class), Kind::Int),
+                    ],
+                    Kind::Ref,
+                )?;
                 let inv = self.invalid_exit();
                 dynasm!(self.asm ; .arch x64 ; test rax, rax ; jz =>inv);
             }
@@ -1336,7 +1442,11 @@ impl<'t> Gen<'t> {
                 let lp = &*layout as *const ArrayLayout as u64;
                 self.array_layouts.push(layout);
                 let f = runtime::tramp_new_array as *const () as usize as u64;
-                self.call(Loc::Imm(f), &[ArgSrc::Ctx, ArgSrc::Value(a(0)), ArgSrc::Loc(Loc::Imm(lp), Kind::Int)], Kind::Ref)?;
+                self.call(
+                    Loc::Imm(f),
+                    &[ArgSrc::Ctx, ArgSrc::Value(a(0)), ArgSrc::Loc(Loc::Imm(lp), Kind::Int)],
+                    Kind::Ref,
+                )?;
                 let inv = self.invalid_exit();
                 dynasm!(self.asm ; .arch x64 ; test rax, rax ; jz =>inv);
             }
@@ -1367,7 +1477,12 @@ impl<'t> Gen<'t> {
 
             Jump => self.jump(at)?,
             Finish => self.leave(&op.args, ExitInfo::Finish { n: op.args.len() })?,
-            _ => return Err(CompileError::Unsupported { op: OpRef::new(at), opcode: opc }),
+            _ => {
+                return Err(CompileError::Unsupported {
+                    op: OpRef::new(at),
+                    opcode: opc,
+                })
+            }
         }
         Ok(())
     }
@@ -1505,7 +1620,11 @@ impl<'t> Gen<'t> {
             ; =>done
         );
         self.clobber(&[RAX, RDX]);
-        let r = if matches!(opc, Opcode::IntFloorDiv | Opcode::IntPyDiv) { RAX } else { RDX };
+        let r = if matches!(opc, Opcode::IntFloorDiv | Opcode::IntPyDiv) {
+            RAX
+        } else {
+            RDX
+        };
         self.def(r);
         Ok(())
     }
@@ -1575,7 +1694,11 @@ impl<'t> Gen<'t> {
     /// displacement; a variable index is folded into `r11`.
     fn item_address(&mut self, opc: Opcode, base: Value, index: Value, ad: &trace_ir::ArrayDescr) -> R<(Reg, i32)> {
         let raw_offset = matches!(opc, Opcode::RawLoadI | Opcode::RawLoadF | Opcode::RawStore);
-        let raw = raw_offset || matches!(opc, Opcode::GetarrayitemRawI | Opcode::GetarrayitemRawF | Opcode::SetarrayitemRaw);
+        let raw = raw_offset
+            || matches!(
+                opc,
+                Opcode::GetarrayitemRawI | Opcode::GetarrayitemRawF | Opcode::SetarrayitemRaw
+            );
         let (scale, base_off) = match (raw_offset, raw) {
             (true, _) => (1i64, 0i64),
             (false, true) => (ad.item_size as i64, 0),
@@ -1587,7 +1710,15 @@ impl<'t> Gen<'t> {
 
     /// `base + index * scale + base_off` as a base register and displacement, after a null
     /// check and (with `len_off`) a bounds check against the length word there.
-    fn address(&mut self, opc: Opcode, base: Value, index: Value, scale: i64, base_off: i64, len_off: Option<i64>) -> R<(Reg, i32)> {
+    fn address(
+        &mut self,
+        opc: Opcode,
+        base: Value,
+        index: Value,
+        scale: i64,
+        base_off: i64,
+        len_off: Option<i64>,
+    ) -> R<(Reg, i32)> {
         let rb = self.load(base)?;
         self.null_check(rb);
         if let Some(len_off) = len_off {
@@ -1596,12 +1727,20 @@ impl<'t> Gen<'t> {
             let inv = self.invalid_exit();
             match self.opnd(index)? {
                 Opnd::Reg(r) => dynasm!(self.asm ; .arch x64 ; cmp Rq(r), QWORD [Rq(rb) + len_off] ; jae =>inv),
-                Opnd::Mem(m) => dynasm!(self.asm ; .arch x64 ; mov r11, QWORD [rbp + m] ; cmp r11, QWORD [Rq(rb) + len_off] ; jae =>inv),
-                Opnd::Imm(i) => dynasm!(self.asm ; .arch x64 ; mov r11, i ; cmp r11, QWORD [Rq(rb) + len_off] ; jae =>inv),
+                Opnd::Mem(m) => {
+                    dynasm!(self.asm ; .arch x64 ; mov r11, QWORD [rbp + m] ; cmp r11, QWORD [Rq(rb) + len_off] ; jae =>inv)
+                }
+                Opnd::Imm(i) => {
+                    dynasm!(self.asm ; .arch x64 ; mov r11, i ; cmp r11, QWORD [Rq(rb) + len_off] ; jae =>inv)
+                }
             }
         }
         if let Some(i) = self.t.const_int(index) {
-            if let Some(d) = i.checked_mul(scale).and_then(|x| x.checked_add(base_off)).filter(|&d| fits_i32(d)) {
+            if let Some(d) = i
+                .checked_mul(scale)
+                .and_then(|x| x.checked_add(base_off))
+                .filter(|&d| fits_i32(d))
+            {
                 return Ok((rb, d as i32));
             }
         }
@@ -1661,7 +1800,10 @@ impl<'t> Gen<'t> {
         let t = self.t;
         let op = &t.ops[at];
         let info = match jump_target(t, OpRef::new(at)) {
-            JumpTarget::Label(l) => self.labels.get(&l.index()).ok_or_else(|| bad("jump to a label defined later"))?,
+            JumpTarget::Label(l) => self
+                .labels
+                .get(&l.index())
+                .ok_or_else(|| bad("jump to a label defined later"))?,
             JumpTarget::Start => self.start.as_ref().unwrap(),
             JumpTarget::External => {
                 // Leaving for another loop: report the jump's operands like `finish` does.
@@ -1669,7 +1811,13 @@ impl<'t> Gen<'t> {
                     Some(trace_ir::Descr::Loop(n)) => Some(*n),
                     _ => None,
                 };
-                self.leave(&op.args, ExitInfo::External { target, n: op.args.len() })?;
+                self.leave(
+                    &op.args,
+                    ExitInfo::External {
+                        target,
+                        n: op.args.len(),
+                    },
+                )?;
                 return Ok(());
             }
         };
@@ -1733,7 +1881,14 @@ impl<'t> Gen<'t> {
     /// condition is non-zero; `cond_call_value` returns the value when it is non-zero and
     /// calls otherwise. Saving live values happens before the branch, so both paths leave
     /// the same allocation state (the skipping path clobbers a subset of the registers).
-    fn call_inner(&mut self, f: Option<Loc>, fv: Option<Value>, args: &[ArgSrc], result: Kind, cond: Option<Value>) -> R<()> {
+    fn call_inner(
+        &mut self,
+        f: Option<Loc>,
+        fv: Option<Value>,
+        args: &[ArgSrc],
+        result: Kind,
+        cond: Option<Value>,
+    ) -> R<()> {
         self.save_live_caller_saved()?;
         let skip = match cond {
             Some(c) => {
@@ -1765,13 +1920,19 @@ impl<'t> Gen<'t> {
             let dst = if kind == Kind::Float {
                 nf += 1;
                 if nf > 8 {
-                    return Err(CompileError::Unsupported { op: OpRef::new(self.pos), opcode: self.t.ops[self.pos].opcode });
+                    return Err(CompileError::Unsupported {
+                        op: OpRef::new(self.pos),
+                        opcode: self.t.ops[self.pos].opcode,
+                    });
                 }
                 XMM0 + nf - 1
             } else {
                 ni += 1;
                 if ni > 6 {
-                    return Err(CompileError::Unsupported { op: OpRef::new(self.pos), opcode: self.t.ops[self.pos].opcode });
+                    return Err(CompileError::Unsupported {
+                        op: OpRef::new(self.pos),
+                        opcode: self.t.ops[self.pos].opcode,
+                    });
                 }
                 INT_ARG_REGS[ni as usize - 1]
             };
@@ -1832,7 +1993,10 @@ fn disp32(v: i64, at: usize, opc: Opcode) -> R<i32> {
     if fits_i32(v) {
         Ok(v as i32)
     } else {
-        Err(CompileError::Unsupported { op: OpRef::new(at), opcode: opc })
+        Err(CompileError::Unsupported {
+            op: OpRef::new(at),
+            opcode: opc,
+        })
     }
 }
 

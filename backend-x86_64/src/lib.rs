@@ -78,7 +78,7 @@ mod runtime;
 
 pub use runtime::{Allocation, Runtime, SimpleHeap};
 
-use dynasmrt::{ExecutableBuffer, mmap::MutableBuffer};
+use dynasmrt::{mmap::MutableBuffer, ExecutableBuffer};
 use std::fmt;
 use trace_ir::{GuardId, Kind, OpRef, Opcode, Trace};
 
@@ -132,7 +132,9 @@ pub enum CompileError {
 impl fmt::Display for CompileError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            CompileError::Unsupported { op, opcode } => write!(f, "{op}: `{opcode}` is not supported by the x86-64 backend"),
+            CompileError::Unsupported { op, opcode } => {
+                write!(f, "{op}: `{opcode}` is not supported by the x86-64 backend")
+            }
             CompileError::BadTrace(m) => write!(f, "malformed trace: {m}"),
             CompileError::Memory(m) => write!(f, "executable memory: {m}"),
             CompileError::Internal(m) => write!(f, "internal backend error: {m}"),
@@ -221,10 +223,22 @@ pub(crate) struct VirtualLayout {
 /// What an exit code returned by native code means.
 #[derive(Clone, Debug)]
 pub(crate) enum ExitInfo {
-    Finish { n: usize },
-    External { target: Option<i64>, n: usize },
-    Guard { guard: GuardId, resume_key: u64, fail: Vec<ExitSlot>, virtuals: Vec<VirtualLayout> },
-    Invalid { op: OpRef },
+    Finish {
+        n: usize,
+    },
+    External {
+        target: Option<i64>,
+        n: usize,
+    },
+    Guard {
+        guard: GuardId,
+        resume_key: u64,
+        fail: Vec<ExitSlot>,
+        virtuals: Vec<VirtualLayout>,
+    },
+    Invalid {
+        op: OpRef,
+    },
 }
 
 /// A compiled trace: executable code (freed on drop) and what its exits mean.
@@ -246,7 +260,10 @@ pub struct CompiledTrace {
 
 impl fmt::Debug for CompiledTrace {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CompiledTrace").field("code_size", &self.code.len()).field("exits", &self.exits.len()).finish()
+        f.debug_struct("CompiledTrace")
+            .field("code_size", &self.code.len())
+            .field("exits", &self.exits.len())
+            .finish()
     }
 }
 
@@ -285,7 +302,10 @@ impl CompiledTrace {
     /// for the virtual objects of a failing guard.
     pub fn run(&self, inputs: &[u64], rt: &mut dyn Runtime) -> Result<Exit, RunError> {
         if inputs.len() != self.num_inputs {
-            return Err(RunError::InputCount { expected: self.num_inputs, got: inputs.len() });
+            return Err(RunError::InputCount {
+                expected: self.num_inputs,
+                got: inputs.len(),
+            });
         }
         let mut frame = vec![0u64; self.frame_words];
         let slots = codegen::FRAME_HEADER + self.exit_len;
@@ -297,16 +317,27 @@ impl CompiledTrace {
         // uses), memory reachable from the inputs, and the runtime through `ctx`, which
         // outlives the call.
         let code = unsafe {
-            let f: extern "sysv64" fn(*mut u64) -> u64 = std::mem::transmute(self.code.ptr(dynasmrt::AssemblyOffset(0)));
+            let f: extern "sysv64" fn(*mut u64) -> u64 =
+                std::mem::transmute(self.code.ptr(dynasmrt::AssemblyOffset(0)));
             f(frame.as_mut_ptr())
         };
         let words = &frame[codegen::FRAME_HEADER..slots];
         let rt = ctx.rt;
         Ok(match &self.exits[code as usize] {
-            ExitInfo::Finish { n } => Exit::Finish { values: words[..*n].to_vec() },
+            ExitInfo::Finish { n } => Exit::Finish {
+                values: words[..*n].to_vec(),
+            },
             ExitInfo::Invalid { op } => Exit::Invalid { op: *op },
-            ExitInfo::External { target, n } => Exit::ExternalJump { target: *target, values: words[..*n].to_vec() },
-            ExitInfo::Guard { guard, resume_key, fail, virtuals } => {
+            ExitInfo::External { target, n } => Exit::ExternalJump {
+                target: *target,
+                values: words[..*n].to_vec(),
+            },
+            ExitInfo::Guard {
+                guard,
+                resume_key,
+                fail,
+                virtuals,
+            } => {
                 let addrs = rebuild_virtuals(virtuals, words, rt);
                 let values = fail
                     .iter()
@@ -316,7 +347,11 @@ impl CompiledTrace {
                         ExitSlot::Hole => 0,
                     })
                     .collect();
-                Exit::Guard { guard: *guard, resume_key: *resume_key, values }
+                Exit::Guard {
+                    guard: *guard,
+                    resume_key: *resume_key,
+                    values,
+                }
             }
         })
     }
@@ -342,7 +377,12 @@ impl CompiledTrace {
         use std::fmt::Write;
         let mut out = String::new();
         let base = self.code.ptr(dynasmrt::AssemblyOffset(0)) as u64;
-        let _ = writeln!(out, "; trace {} at {base:#x}, {} bytes", trace.info.name, self.code.len());
+        let _ = writeln!(
+            out,
+            "; trace {} at {base:#x}, {} bytes",
+            trace.info.name,
+            self.code.len()
+        );
         let mut last = 0;
         let emit = |out: &mut String, from: usize, to: usize| {
             if from < to {

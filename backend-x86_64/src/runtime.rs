@@ -66,12 +66,20 @@ impl SimpleHeap {
         let total = size + self.slack.unwrap_or(64);
         let words = vec![0u64; (total as usize).div_ceil(8).max(1)].into_boxed_slice();
         let addr = words.as_ptr() as u64;
-        self.allocations.push(Allocation { addr, size, class, len, words });
+        self.allocations.push(Allocation {
+            addr,
+            size,
+            class,
+            len,
+            words,
+        });
         addr
     }
     /// The allocation containing `addr`, if any.
     pub fn find(&self, addr: u64) -> Option<&Allocation> {
-        self.allocations.iter().find(|a| addr >= a.addr && addr < a.addr + (a.words.len() as u64) * 8)
+        self.allocations
+            .iter()
+            .find(|a| addr >= a.addr && addr < a.addr + (a.words.len() as u64) * 8)
     }
     /// The bytes of the allocation starting at `addr` (its requested size).
     pub fn bytes(&self, addr: u64) -> Option<&[u8]> {

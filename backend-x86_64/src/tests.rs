@@ -12,10 +12,20 @@ use trace_ir::random::{random_trace, RandomConfig, SPECIAL_INTS};
 use trace_ir::{Kind, Opcode, TraceBuilder};
 
 fn opts() -> CompileOptions {
-    CompileOptions { int_regs: 13, float_regs: 15, log_asm: false, perf_map: false }
+    CompileOptions {
+        int_regs: 13,
+        float_regs: 15,
+        log_asm: false,
+        perf_map: false,
+    }
 }
 fn tight() -> CompileOptions {
-    CompileOptions { int_regs: 3, float_regs: 2, log_asm: false, perf_map: false }
+    CompileOptions {
+        int_regs: 3,
+        float_regs: 2,
+        log_asm: false,
+        perf_map: false,
+    }
 }
 
 fn run_native(t: &Trace, inputs: &[u64], o: &CompileOptions) -> Exit {
@@ -28,17 +38,31 @@ fn same(t: &Trace, native: &Exit, int: &Outcome) -> Result<(), String> {
     let bits = |v: &[RtValue]| v.iter().map(|x| x.bits()).collect::<Vec<u64>>();
     let ok = match (native, int) {
         (Exit::Finish { values }, Outcome::Finish(w)) => *values == bits(w),
-        (Exit::Guard { guard, resume_key, values }, Outcome::GuardFailed { guard: g, resume_key: k, values: w }) => {
-            guard == g && resume_key == k && *values == bits(w)
-        }
+        (
+            Exit::Guard {
+                guard,
+                resume_key,
+                values,
+            },
+            Outcome::GuardFailed {
+                guard: g,
+                resume_key: k,
+                values: w,
+            },
+        ) => guard == g && resume_key == k && *values == bits(w),
         (Exit::Invalid { .. }, Outcome::Invalid { .. }) => true,
-        (Exit::ExternalJump { target, values }, Outcome::ExternalJump { target: t, values: w }) => target == t && *values == bits(w),
+        (Exit::ExternalJump { target, values }, Outcome::ExternalJump { target: t, values: w }) => {
+            target == t && *values == bits(w)
+        }
         _ => false,
     };
     if ok {
         Ok(())
     } else {
-        Err(format!("native {native:?} vs interpreter {int}\n{}", trace_ir::text::print_trace(t)))
+        Err(format!(
+            "native {native:?} vs interpreter {int}\n{}",
+            trace_ir::text::print_trace(t)
+        ))
     }
 }
 
@@ -47,14 +71,38 @@ fn same(t: &Trace, native: &Exit, int: &Outcome) -> Result<(), String> {
 // ---------------------------------------------------------------------------------------
 
 const BINARY: &[Opcode] = &[
-    Opcode::IntAdd, Opcode::IntSub, Opcode::IntMul, Opcode::IntAnd, Opcode::IntOr, Opcode::IntXor,
-    Opcode::IntFloorDiv, Opcode::IntMod, Opcode::IntPyDiv, Opcode::IntPyMod, Opcode::IntLshift,
-    Opcode::IntRshift, Opcode::UintRshift, Opcode::UintMulHigh, Opcode::IntLt, Opcode::IntLe,
-    Opcode::IntEq, Opcode::IntNe, Opcode::IntGt, Opcode::IntGe, Opcode::UintLt, Opcode::UintLe,
-    Opcode::UintGt, Opcode::UintGe, Opcode::IntSignext,
+    Opcode::IntAdd,
+    Opcode::IntSub,
+    Opcode::IntMul,
+    Opcode::IntAnd,
+    Opcode::IntOr,
+    Opcode::IntXor,
+    Opcode::IntFloorDiv,
+    Opcode::IntMod,
+    Opcode::IntPyDiv,
+    Opcode::IntPyMod,
+    Opcode::IntLshift,
+    Opcode::IntRshift,
+    Opcode::UintRshift,
+    Opcode::UintMulHigh,
+    Opcode::IntLt,
+    Opcode::IntLe,
+    Opcode::IntEq,
+    Opcode::IntNe,
+    Opcode::IntGt,
+    Opcode::IntGe,
+    Opcode::UintLt,
+    Opcode::UintLe,
+    Opcode::UintGt,
+    Opcode::UintGe,
+    Opcode::IntSignext,
 ];
 const UNARY: &[Opcode] = &[
-    Opcode::IntIsTrue, Opcode::IntIsZero, Opcode::IntNeg, Opcode::IntInvert, Opcode::IntForceGeZero,
+    Opcode::IntIsTrue,
+    Opcode::IntIsZero,
+    Opcode::IntNeg,
+    Opcode::IntInvert,
+    Opcode::IntForceGeZero,
     Opcode::SameAsI,
 ];
 
@@ -73,8 +121,17 @@ fn check_binary(opc: Opcode, x: i64, y: i64) {
         let t = b.finish().unwrap();
         let got = run_native(&t, &[x as u64, y as u64], &opts());
         match &want {
-            Ok(w) => assert_eq!(got, Exit::Finish { values: vec![*w, x as u64] }, "{opc}({x}, {y}) consts {cx} {cy}"),
-            Err(_) => assert!(matches!(got, Exit::Invalid { .. }), "{opc}({x}, {y}) consts {cx} {cy}: {got:?}"),
+            Ok(w) => assert_eq!(
+                got,
+                Exit::Finish {
+                    values: vec![*w, x as u64]
+                },
+                "{opc}({x}, {y}) consts {cx} {cy}"
+            ),
+            Err(_) => assert!(
+                matches!(got, Exit::Invalid { .. }),
+                "{opc}({x}, {y}) consts {cx} {cy}: {got:?}"
+            ),
         }
     }
 }
@@ -101,7 +158,11 @@ fn unary_ops_on_special_values() {
             b.finish_with(&[r]);
             let t = b.finish().unwrap();
             let want = eval_pure(opc, &[x as u64]).unwrap();
-            assert_eq!(run_native(&t, &[x as u64], &opts()), Exit::Finish { values: vec![want] }, "{opc}({x})");
+            assert_eq!(
+                run_native(&t, &[x as u64], &opts()),
+                Exit::Finish { values: vec![want] },
+                "{opc}({x})"
+            );
         }
     }
 }
@@ -154,14 +215,29 @@ proptest! {
 
 #[test]
 fn cast_float_to_int_edges() {
-    for x in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 9.3e18, -9.3e18, 9.223_372_036_854_776e18, -9.223_372_036_854_776e18, 0.5, -0.5, 1e300] {
+    for x in [
+        f64::NAN,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        9.3e18,
+        -9.3e18,
+        9.223_372_036_854_776e18,
+        -9.223_372_036_854_776e18,
+        0.5,
+        -0.5,
+        1e300,
+    ] {
         let mut b = TraceBuilder::new();
         let fx = b.input(Kind::Float);
         let r = b.op(Opcode::CastFloatToInt, &[fx]);
         b.finish_with(&[r]);
         let t = b.finish().unwrap();
         let want = eval_pure(Opcode::CastFloatToInt, &[x.to_bits()]).unwrap();
-        assert_eq!(run_native(&t, &[x.to_bits()], &opts()), Exit::Finish { values: vec![want] }, "{x}");
+        assert_eq!(
+            run_native(&t, &[x.to_bits()], &opts()),
+            Exit::Finish { values: vec![want] },
+            "{x}"
+        );
     }
 }
 
@@ -224,7 +300,12 @@ fn jump_permutes_its_arguments() {
                 let mut inputs = vec![iters as u64];
                 inputs.extend((0..k as u64).map(|j| 100 + j));
                 let native = run_native(&t, &inputs, &o);
-                let int = interp::run(&t, &inputs.iter().map(|&v| RtValue::Int(v as i64)).collect::<Vec<_>>(), &RunConfig::default()).outcome;
+                let int = interp::run(
+                    &t,
+                    &inputs.iter().map(|&v| RtValue::Int(v as i64)).collect::<Vec<_>>(),
+                    &RunConfig::default(),
+                )
+                .outcome;
                 same(&t, &native, &int).unwrap();
             }
         }
@@ -276,7 +357,11 @@ fn jump_to_trace_start() {
     b.jump(&[i2, acc2]);
     let t = b.finish().unwrap();
     match run_native(&t, &[0, 0], &opts()) {
-        Exit::Guard { guard, resume_key, values } => {
+        Exit::Guard {
+            guard,
+            resume_key,
+            values,
+        } => {
             assert_eq!((guard.0, resume_key), (0, 3));
             assert_eq!(values, vec![45, 10]);
         }
@@ -291,7 +376,10 @@ fn wrong_input_count_is_an_error() {
     b.finish_with(&[i]);
     let t = b.finish().unwrap();
     let c = compile(&t, &opts()).unwrap();
-    assert_eq!(c.run(&[], &mut SimpleHeap::new()), Err(RunError::InputCount { expected: 1, got: 0 }));
+    assert_eq!(
+        c.run(&[], &mut SimpleHeap::new()),
+        Err(RunError::InputCount { expected: 1, got: 0 })
+    );
 }
 
 #[test]
@@ -302,7 +390,10 @@ fn unsupported_ops_are_errors() {
     b.finish_with(&[n]);
     let t = b.finish().unwrap();
     match compile(&t, &opts()) {
-        Err(CompileError::Unsupported { opcode: Opcode::Strlen, op }) => assert_eq!(op.index(), 1),
+        Err(CompileError::Unsupported {
+            opcode: Opcode::Strlen,
+            op,
+        }) => assert_eq!(op.index(), 1),
         other => panic!("{other:?}"),
     }
 }
@@ -325,7 +416,12 @@ fn compiled_trace_is_send_and_sync_and_drops() {
 // ---------------------------------------------------------------------------------------
 
 fn no_heap() -> RandomConfig {
-    RandomConfig { max_ref_inputs: 0, heap: 0, calls: 0, ..RandomConfig::default() }
+    RandomConfig {
+        max_ref_inputs: 0,
+        heap: 0,
+        calls: 0,
+        ..RandomConfig::default()
+    }
 }
 
 fn differential(cfg: &RandomConfig, seeds: std::ops::Range<u64>, o: &CompileOptions) {
@@ -350,7 +446,10 @@ fn differential(cfg: &RandomConfig, seeds: std::ops::Range<u64>, o: &CompileOpti
     }
     // The generator must really have produced loops that ran natively.
     if cfg.loops {
-        assert!(loops_left_by_guard * 5 > compiled, "only {loops_left_by_guard} of {compiled} traces looped");
+        assert!(
+            loops_left_by_guard * 5 > compiled,
+            "only {loops_left_by_guard} of {compiled} traces looped"
+        );
     }
 }
 
@@ -366,7 +465,14 @@ fn random_loops_with_floats() {
 
 #[test]
 fn random_loops_under_register_pressure() {
-    differential(&RandomConfig { length: 60, ..no_heap() }, 0..1000, &tight());
+    differential(
+        &RandomConfig {
+            length: 60,
+            ..no_heap()
+        },
+        0..1000,
+        &tight(),
+    );
 }
 
 #[test]
@@ -413,13 +519,24 @@ impl HeapCmp<'_> {
             return Err(format!("{what}: interpreter {a:#x} vs native {n:#x}"));
         }
         let Some(obj) = self.iheap.objects.get(&a) else {
-            return if a == n { Ok(()) } else { Err(format!("{what}: external {a:#x} vs {n:#x}")) };
+            return if a == n {
+                Ok(())
+            } else {
+                Err(format!("{what}: external {a:#x} vs {n:#x}"))
+            };
         };
         if let Some(&seen) = self.pairs.get(&a) {
-            return if seen == n { Ok(()) } else { Err(format!("{what}: object shared differently")) };
+            return if seen == n {
+                Ok(())
+            } else {
+                Err(format!("{what}: object shared differently"))
+            };
         }
         self.pairs.insert(a, n);
-        let alloc = self.nheap.find(n).ok_or_else(|| format!("{what}: native {n:#x} is not an allocation"))?;
+        let alloc = self
+            .nheap
+            .find(n)
+            .ok_or_else(|| format!("{what}: native {n:#x} is not an allocation"))?;
         // SAFETY (reads below): `n` is the start of a live SimpleHeap allocation of
         // `alloc.size` bytes and every offset read is checked against that size.
         let read = |off: u64, size: u8, signed: bool| -> Result<u64, String> {
@@ -444,7 +561,9 @@ impl HeapCmp<'_> {
         }
         let obj_len = match obj.kind {
             trace_ir::interp::ObjKind::Struct { .. } => None,
-            trace_ir::interp::ObjKind::Array { len } | trace_ir::interp::ObjKind::Str { len } | trace_ir::interp::ObjKind::Unicode { len } => Some(len),
+            trace_ir::interp::ObjKind::Array { len }
+            | trace_ir::interp::ObjKind::Str { len }
+            | trace_ir::interp::ObjKind::Unicode { len } => Some(len),
         };
         if let Some(len) = obj_len {
             if alloc.len != Some(len) {
@@ -455,16 +574,27 @@ impl HeapCmp<'_> {
         for (slot, v) in fields {
             let (off, size, signed) = match slot {
                 trace_ir::interp::Slot::Field(off) => {
-                    let fd = self.t.descrs.iter().filter_map(|d| match d {
-                        trace_ir::Descr::Field(f) if f.offset == off => Some(f),
-                        _ => None,
-                    }).next().ok_or_else(|| format!("{what}: no field descriptor at {off}"))?;
+                    let fd = self
+                        .t
+                        .descrs
+                        .iter()
+                        .filter_map(|d| match d {
+                            trace_ir::Descr::Field(f) if f.offset == off => Some(f),
+                            _ => None,
+                        })
+                        .next()
+                        .ok_or_else(|| format!("{what}: no field descriptor at {off}"))?;
                     (off as u64, fd.size, fd.signed)
                 }
                 trace_ir::interp::Slot::Item(k) => {
                     let len = obj_len.unwrap_or(1).max(1);
                     let item = (alloc.size - 16) / len;
-                    let ad = self.t.descrs.iter().filter_map(|d| d.as_array()).find(|a| a.item_size as u64 == item)
+                    let ad = self
+                        .t
+                        .descrs
+                        .iter()
+                        .filter_map(|d| d.as_array())
+                        .find(|a| a.item_size as u64 == item)
                         .ok_or_else(|| format!("{what}: no array descriptor of item size {item}"))?;
                     (ad.base_offset as u64 + k * item, ad.item_size, ad.signed)
                 }
@@ -478,7 +608,12 @@ impl HeapCmp<'_> {
 }
 
 fn same_with_heap(t: &Trace, native: &Exit, nheap: &SimpleHeap, int: &interp::RunResult) -> Result<(), String> {
-    let mut c = HeapCmp { t, iheap: &int.heap, nheap, pairs: Default::default() };
+    let mut c = HeapCmp {
+        t,
+        iheap: &int.heap,
+        nheap,
+        pairs: Default::default(),
+    };
     let pairwise = |c: &mut HeapCmp, x: &[RtValue], y: &[u64]| -> Result<(), String> {
         if x.len() != y.len() {
             return Err("different number of values".into());
@@ -490,8 +625,18 @@ fn same_with_heap(t: &Trace, native: &Exit, nheap: &SimpleHeap, int: &interp::Ru
     };
     match (native, &int.outcome) {
         (Exit::Finish { values }, Outcome::Finish(w)) => pairwise(&mut c, w, values),
-        (Exit::Guard { guard, resume_key, values }, Outcome::GuardFailed { guard: g, resume_key: k, values: w })
-            if guard == g && resume_key == k => pairwise(&mut c, w, values),
+        (
+            Exit::Guard {
+                guard,
+                resume_key,
+                values,
+            },
+            Outcome::GuardFailed {
+                guard: g,
+                resume_key: k,
+                values: w,
+            },
+        ) if guard == g && resume_key == k => pairwise(&mut c, w, values),
         (Exit::Invalid { .. }, Outcome::Invalid { .. }) => Ok(()),
         (n, i) => Err(format!("native {n:?} vs interpreter {i}")),
     }
@@ -520,7 +665,12 @@ fn heap_differential(cfg: &RandomConfig, seeds: std::ops::Range<u64>, o: &Compil
 /// so native code works on real memory from the runtime; no reference inputs).
 #[test]
 fn random_heap_traces() {
-    let cfg = RandomConfig { max_ref_inputs: 0, calls: 0, heap: 12, ..RandomConfig::default() };
+    let cfg = RandomConfig {
+        max_ref_inputs: 0,
+        calls: 0,
+        heap: 12,
+        ..RandomConfig::default()
+    };
     let n = heap_differential(&cfg, 0..1500, &opts());
     assert!(n > 500, "only {n} traces allocated");
     heap_differential(&cfg, 1500..2000, &tight());
@@ -545,12 +695,23 @@ fn call_config() -> RunConfig {
     let f1 = host_mix as *const () as u64;
     let f2 = host_scale as *const () as u64;
     let f3 = host_six as *const () as u64;
-    cfg.functions.insert(f1, std::sync::Arc::new(|a: &[RtValue]| RtValue::Int(host_mix(a[0].bits() as i64, a[1].bits() as i64))));
-    cfg.functions.insert(f2, std::sync::Arc::new(|a: &[RtValue]| RtValue::float(host_scale(f64::from_bits(a[0].bits()), a[1].bits() as i64))));
-    cfg.functions.insert(f3, std::sync::Arc::new(|a: &[RtValue]| {
-        let w: Vec<i64> = a.iter().map(|v| v.bits() as i64).collect();
-        RtValue::Int(host_six(w[0], w[1], w[2], w[3], w[4], w[5]))
-    }));
+    cfg.functions.insert(
+        f1,
+        std::sync::Arc::new(|a: &[RtValue]| RtValue::Int(host_mix(a[0].bits() as i64, a[1].bits() as i64))),
+    );
+    cfg.functions.insert(
+        f2,
+        std::sync::Arc::new(|a: &[RtValue]| {
+            RtValue::float(host_scale(f64::from_bits(a[0].bits()), a[1].bits() as i64))
+        }),
+    );
+    cfg.functions.insert(
+        f3,
+        std::sync::Arc::new(|a: &[RtValue]| {
+            let w: Vec<i64> = a.iter().map(|v| v.bits() as i64).collect();
+            RtValue::Int(host_six(w[0], w[1], w[2], w[3], w[4], w[5]))
+        }),
+    );
     cfg
 }
 
@@ -567,9 +728,27 @@ fn values_live_across_calls() {
     let zero = b.const_int(0);
     let gt = b.op(Opcode::IntGt, &[p[0], zero]);
     b.guard(Opcode::GuardTrue, &[gt], &[p[1], p[2]], 5);
-    let di = b.descr(Descr::Call(CallDescr { result: Kind::Int, result_size: 8, args: vec![Kind::Int, Kind::Int], effect: CallEffect::ElidableCannotRaise, oopspec: None }));
-    let df = b.descr(Descr::Call(CallDescr { result: Kind::Float, result_size: 8, args: vec![Kind::Float, Kind::Int], effect: CallEffect::ElidableCannotRaise, oopspec: None }));
-    let d6 = b.descr(Descr::Call(CallDescr { result: Kind::Int, result_size: 8, args: vec![Kind::Int; 6], effect: CallEffect::ElidableCannotRaise, oopspec: None }));
+    let di = b.descr(Descr::Call(CallDescr {
+        result: Kind::Int,
+        result_size: 8,
+        args: vec![Kind::Int, Kind::Int],
+        effect: CallEffect::ElidableCannotRaise,
+        oopspec: None,
+    }));
+    let df = b.descr(Descr::Call(CallDescr {
+        result: Kind::Float,
+        result_size: 8,
+        args: vec![Kind::Float, Kind::Int],
+        effect: CallEffect::ElidableCannotRaise,
+        oopspec: None,
+    }));
+    let d6 = b.descr(Descr::Call(CallDescr {
+        result: Kind::Int,
+        result_size: 8,
+        args: vec![Kind::Int; 6],
+        effect: CallEffect::ElidableCannotRaise,
+        oopspec: None,
+    }));
     let fmix = b.const_int(host_mix as *const () as i64);
     let fscale = b.const_int(host_scale as *const () as i64);
     let fsix = b.const_int(host_six as *const () as i64);
@@ -583,7 +762,11 @@ fn values_live_across_calls() {
     for &l in &live[..6] {
         acc = b.op_with_descr(Opcode::CallI, &[fmix, acc, l], di);
     }
-    let s = b.op_with_descr(Opcode::CallI, &[fsix, live[1], live[2], live[3], live[4], live[5], acc], d6);
+    let s = b.op_with_descr(
+        Opcode::CallI,
+        &[fsix, live[1], live[2], live[3], live[4], live[5], acc],
+        d6,
+    );
     let f2 = b.op_with_descr(Opcode::CallF, &[fscale, p[2], live[7]], df);
     let mut sum = s;
     for &v in &live {
@@ -619,13 +802,57 @@ fn exits_rebuild_virtual_objects() {
     let mut b = TraceBuilder::new();
     let x = b.input(Kind::Int);
     let y = b.input(Kind::Float);
-    let sd = b.descr(Descr::Size(SizeDescr { size: 48, vtable: Some(0x7000_1000) }));
-    let fa = b.descr(Descr::Field(FieldDescr { name: "T.a".into(), offset: 8, size: 8, signed: true, kind: Kind::Int, immutable: false }));
-    let fb = b.descr(Descr::Field(FieldDescr { name: "T.b".into(), offset: 16, size: 2, signed: true, kind: Kind::Int, immutable: false }));
-    let fp = b.descr(Descr::Field(FieldDescr { name: "T.p".into(), offset: 24, size: 8, signed: false, kind: Kind::Ref, immutable: false }));
-    let ff = b.descr(Descr::Field(FieldDescr { name: "T.f".into(), offset: 32, size: 8, signed: false, kind: Kind::Float, immutable: false }));
-    let fs = b.descr(Descr::Field(FieldDescr { name: "T.s".into(), offset: 40, size: 8, signed: false, kind: Kind::Ref, immutable: false }));
-    let ad = b.descr(Descr::Array(ArrayDescr { item_size: 8, signed: true, kind: Kind::Int, base_offset: 16, len_offset: 8 }));
+    let sd = b.descr(Descr::Size(SizeDescr {
+        size: 48,
+        vtable: Some(0x7000_1000),
+    }));
+    let fa = b.descr(Descr::Field(FieldDescr {
+        name: "T.a".into(),
+        offset: 8,
+        size: 8,
+        signed: true,
+        kind: Kind::Int,
+        immutable: false,
+    }));
+    let fb = b.descr(Descr::Field(FieldDescr {
+        name: "T.b".into(),
+        offset: 16,
+        size: 2,
+        signed: true,
+        kind: Kind::Int,
+        immutable: false,
+    }));
+    let fp = b.descr(Descr::Field(FieldDescr {
+        name: "T.p".into(),
+        offset: 24,
+        size: 8,
+        signed: false,
+        kind: Kind::Ref,
+        immutable: false,
+    }));
+    let ff = b.descr(Descr::Field(FieldDescr {
+        name: "T.f".into(),
+        offset: 32,
+        size: 8,
+        signed: false,
+        kind: Kind::Float,
+        immutable: false,
+    }));
+    let fs = b.descr(Descr::Field(FieldDescr {
+        name: "T.s".into(),
+        offset: 40,
+        size: 8,
+        signed: false,
+        kind: Kind::Ref,
+        immutable: false,
+    }));
+    let ad = b.descr(Descr::Array(ArrayDescr {
+        item_size: 8,
+        signed: true,
+        kind: Kind::Int,
+        base_offset: 16,
+        len_offset: 8,
+    }));
     let seven = b.const_int(7);
     let y2 = b.op(Opcode::IntMul, &[x, seven]);
     let ten = b.const_int(10);
@@ -634,10 +861,18 @@ fn exits_rebuild_virtual_objects() {
     b.finish_with(&[y2]);
     let mut t = b.finish().unwrap();
     let c99 = t.make_const_int(-99);
-    t.guards[0].fail_args = vec![FailArg::Value(x), FailArg::Virtual(0), FailArg::Hole, FailArg::Virtual(1)];
+    t.guards[0].fail_args = vec![
+        FailArg::Value(x),
+        FailArg::Virtual(0),
+        FailArg::Hole,
+        FailArg::Virtual(1),
+    ];
     t.guards[0].virtuals = vec![
         VirtualObject {
-            kind: VirtualKind::Struct { opcode: Opcode::NewWithVtable, descr: sd },
+            kind: VirtualKind::Struct {
+                opcode: Opcode::NewWithVtable,
+                descr: sd,
+            },
             fields: vec![
                 (VirtualField::Field(fa), FailArg::Value(y2)),
                 (VirtualField::Field(fb), FailArg::Value(c99)),
@@ -647,8 +882,15 @@ fn exits_rebuild_virtual_objects() {
             ],
         },
         VirtualObject {
-            kind: VirtualKind::Array { opcode: Opcode::NewArray, descr: ad, len: 3 },
-            fields: vec![(VirtualField::Item(0), FailArg::Value(x)), (VirtualField::Item(2), FailArg::Value(y2))],
+            kind: VirtualKind::Array {
+                opcode: Opcode::NewArray,
+                descr: ad,
+                len: 3,
+            },
+            fields: vec![
+                (VirtualField::Item(0), FailArg::Value(x)),
+                (VirtualField::Item(2), FailArg::Value(y2)),
+            ],
         },
     ];
     trace_ir::verify(&t).unwrap();
@@ -681,12 +923,27 @@ fn bytes(f: impl FnOnce(&mut dynasmrt::VecAssembler<dynasmrt::x64::X64Relocation
 fn byte_register_encodings_carry_rex() {
     use dynasmrt::{dynasm, DynasmApi};
     let (rsi, rbx) = (6u8, 3u8);
-    assert_eq!(bytes(|a| dynasm!(a ; .arch x64 ; mov BYTE [Rq(rbx) + 1], Rb(rsi))), vec![0x40, 0x88, 0x74, 0x23, 0x01]);
-    assert_eq!(bytes(|a| dynasm!(a ; .arch x64 ; movsx Rq(rsi), Rb(rsi))), vec![0x48, 0x0f, 0xbe, 0xf6]);
-    assert_eq!(bytes(|a| dynasm!(a ; .arch x64 ; movzx Rq(rsi), r11b)), vec![0x49, 0x0f, 0xb6, 0xf3]);
+    assert_eq!(
+        bytes(|a| dynasm!(a ; .arch x64 ; mov BYTE [Rq(rbx) + 1], Rb(rsi))),
+        vec![0x40, 0x88, 0x74, 0x23, 0x01]
+    );
+    assert_eq!(
+        bytes(|a| dynasm!(a ; .arch x64 ; movsx Rq(rsi), Rb(rsi))),
+        vec![0x48, 0x0f, 0xbe, 0xf6]
+    );
+    assert_eq!(
+        bytes(|a| dynasm!(a ; .arch x64 ; movzx Rq(rsi), r11b)),
+        vec![0x49, 0x0f, 0xb6, 0xf3]
+    );
     // shl rbx, cl / sar rbx, 5
-    assert_eq!(bytes(|a| dynasm!(a ; .arch x64 ; shl Rq(rbx), cl)), vec![0x48, 0xd3, 0xe3]);
-    assert_eq!(bytes(|a| dynasm!(a ; .arch x64 ; sar Rq(rbx), 5)), vec![0x48, 0xc1, 0xfb, 0x05]);
+    assert_eq!(
+        bytes(|a| dynasm!(a ; .arch x64 ; shl Rq(rbx), cl)),
+        vec![0x48, 0xd3, 0xe3]
+    );
+    assert_eq!(
+        bytes(|a| dynasm!(a ; .arch x64 ; sar Rq(rbx), 5)),
+        vec![0x48, 0xc1, 0xfb, 0x05]
+    );
 }
 
 /// The fused compare-and-guard: `cmp` directly followed by the exit branch, no `setcc`.
@@ -703,10 +960,22 @@ fn comparison_is_fused_into_its_guard() {
     let code = c.code();
     // No setcc (0f 9x) anywhere, and `cmp rbx, [rbp + 0x20]` (x in rbx, y in its input
     // slot) directly followed by `jge rel32` (0f 8d) to the exit stub.
-    assert!(!code.windows(2).any(|w| w[0] == 0x0f && (0x90..=0x9f).contains(&w[1])), "{code:02x?}");
-    assert!(code.windows(9).any(|w| w[..7] == [0x48, 0x3b, 0x9d, 0x20, 0, 0, 0] && w[7..] == [0x0f, 0x8d]), "{code:02x?}");
-    assert_eq!(c.run(&[1, 2], &mut SimpleHeap::new()).unwrap(), Exit::Finish { values: vec![2] });
-    assert!(matches!(c.run(&[3, 2], &mut SimpleHeap::new()).unwrap(), Exit::Guard { ref values, .. } if values == &[3]));
+    assert!(
+        !code.windows(2).any(|w| w[0] == 0x0f && (0x90..=0x9f).contains(&w[1])),
+        "{code:02x?}"
+    );
+    assert!(
+        code.windows(9)
+            .any(|w| w[..7] == [0x48, 0x3b, 0x9d, 0x20, 0, 0, 0] && w[7..] == [0x0f, 0x8d]),
+        "{code:02x?}"
+    );
+    assert_eq!(
+        c.run(&[1, 2], &mut SimpleHeap::new()).unwrap(),
+        Exit::Finish { values: vec![2] }
+    );
+    assert!(
+        matches!(c.run(&[3, 2], &mut SimpleHeap::new()).unwrap(), Exit::Guard { ref values, .. } if values == &[3])
+    );
 }
 
 #[test]
@@ -716,10 +985,21 @@ fn perf_map_gets_an_entry() {
     b.finish_with(&[x]);
     let mut t = b.finish().unwrap();
     t.info.name = "perf map test trace".into();
-    let c = compile(&t, &CompileOptions { perf_map: true, ..opts() }).unwrap();
+    let c = compile(
+        &t,
+        &CompileOptions {
+            perf_map: true,
+            ..opts()
+        },
+    )
+    .unwrap();
     let map = std::fs::read_to_string(format!("/tmp/perf-{}.map", std::process::id())).unwrap();
     let start = c.code().as_ptr() as u64;
-    assert!(map.lines().any(|l| l.starts_with(&format!("{start:x} ")) && l.ends_with("tracejit:perf map test trace")), "{map}");
+    assert!(
+        map.lines()
+            .any(|l| l.starts_with(&format!("{start:x} ")) && l.ends_with("tracejit:perf map test trace")),
+        "{map}"
+    );
     let listing = c.disassembly(&t);
     assert!(listing.contains("; op1 = finish(op0)"), "{listing}");
 }
@@ -729,7 +1009,13 @@ fn perf_map_gets_an_entry() {
 fn external_jump_reports_its_values() {
     let t = trace_ir::parse_trace("[i0, f1]\ni2 = int_add(i0, 5)\njump(i2, f1, descr=<Loop3>)\n").unwrap();
     let native = run_native(&t, &[4, 2.5f64.to_bits()], &opts());
-    assert_eq!(native, Exit::ExternalJump { target: Some(3), values: vec![9, 2.5f64.to_bits()] });
+    assert_eq!(
+        native,
+        Exit::ExternalJump {
+            target: Some(3),
+            values: vec![9, 2.5f64.to_bits()]
+        }
+    );
     let int = interp::run(&t, &[RtValue::Int(4), RtValue::float(2.5)], &RunConfig::default()).outcome;
     same(&t, &native, &int).unwrap();
 }
@@ -744,12 +1030,19 @@ fn external_jump_reports_its_values() {
 /// exits rebuild through the runtime.
 #[test]
 fn random_optimized_traces() {
-    let cfg = RandomConfig { max_ref_inputs: 0, calls: 0, heap: 12, ..RandomConfig::default() };
+    let cfg = RandomConfig {
+        max_ref_inputs: 0,
+        calls: 0,
+        heap: 12,
+        ..RandomConfig::default()
+    };
     let mut with_virtuals = 0;
     let mut compared = 0;
     for seed in 0..1500u64 {
         let (t, inputs) = random_trace(&cfg, seed);
-        let Ok(opt) = optimizer::optimize(&t, &optimizer::Options::default()) else { continue };
+        let Ok(opt) = optimizer::optimize(&t, &optimizer::Options::default()) else {
+            continue;
+        };
         let t = opt.trace;
         if t.guards.iter().any(|g| !g.virtuals.is_empty()) {
             with_virtuals += 1;
@@ -758,7 +1051,8 @@ fn random_optimized_traces() {
         if int.outcome == Outcome::IterationLimit {
             continue;
         }
-        let c = compile(&t, &opts()).unwrap_or_else(|e| panic!("seed {seed}: {e}\n{}", trace_ir::text::print_trace(&t)));
+        let c =
+            compile(&t, &opts()).unwrap_or_else(|e| panic!("seed {seed}: {e}\n{}", trace_ir::text::print_trace(&t)));
         let words: Vec<u64> = inputs.iter().map(|v| v.bits()).collect();
         let mut heap = SimpleHeap::new();
         let native = c.run(&words, &mut heap).unwrap();
@@ -768,7 +1062,10 @@ fn random_optimized_traces() {
         compared += 1;
     }
     assert!(compared > 1000, "only {compared} traces compared");
-    assert!(with_virtuals > 100, "only {with_virtuals} optimized traces have virtuals in resume data");
+    assert!(
+        with_virtuals > 100,
+        "only {with_virtuals} optimized traces have virtuals in resume data"
+    );
 }
 
 static COND_CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -785,8 +1082,20 @@ fn conditional_calls() {
     let v = b.input(Kind::Int);
     let c = b.input(Kind::Int);
     let x = b.input(Kind::Int);
-    let di = b.descr(Descr::Call(CallDescr { result: Kind::Int, result_size: 8, args: vec![Kind::Int, Kind::Int], effect: CallEffect::ElidableCannotRaise, oopspec: None }));
-    let dn = b.descr(Descr::Call(CallDescr { result: Kind::Void, result_size: 0, args: vec![Kind::Int], effect: CallEffect::CannotRaise, oopspec: None }));
+    let di = b.descr(Descr::Call(CallDescr {
+        result: Kind::Int,
+        result_size: 8,
+        args: vec![Kind::Int, Kind::Int],
+        effect: CallEffect::ElidableCannotRaise,
+        oopspec: None,
+    }));
+    let dn = b.descr(Descr::Call(CallDescr {
+        result: Kind::Void,
+        result_size: 0,
+        args: vec![Kind::Int],
+        effect: CallEffect::CannotRaise,
+        oopspec: None,
+    }));
     let fmix = b.const_int(host_mix as *const () as i64);
     let fcount = b.const_int(host_count as *const () as i64);
     let live = b.op(Opcode::IntMul, &[x, x]);
@@ -803,9 +1112,18 @@ fn conditional_calls() {
             let before = COND_CALLS.load(std::sync::atomic::Ordering::SeqCst);
             let native = run_native(&t, &words, &o);
             let after = COND_CALLS.load(std::sync::atomic::Ordering::SeqCst);
-            assert_eq!(after - before, if cc != 0 { 100 } else { 0 }, "cond_call with condition {cc}");
+            assert_eq!(
+                after - before,
+                if cc != 0 { 100 } else { 0 },
+                "cond_call with condition {cc}"
+            );
             let r = if vv != 0 { vv } else { host_mix(11, 121) };
-            assert_eq!(native, Exit::Finish { values: vec![r as u64, r.wrapping_add(121) as u64, 121] });
+            assert_eq!(
+                native,
+                Exit::Finish {
+                    values: vec![r as u64, r.wrapping_add(121) as u64, 121]
+                }
+            );
         }
     }
 }
@@ -818,11 +1136,37 @@ fn interior_fields_of_an_array_of_structs() {
     let mut b = TraceBuilder::new();
     let i = b.input(Kind::Int);
     let x = b.input(Kind::Int);
-    let ad = b.descr(Descr::Array(ArrayDescr { item_size: 16, signed: false, kind: Kind::Int, base_offset: 16, len_offset: 8 }));
-    let fk = FieldDescr { name: "E.k".into(), offset: 0, size: 8, signed: true, kind: Kind::Int, immutable: false };
-    let fv = FieldDescr { name: "E.v".into(), offset: 8, size: 4, signed: true, kind: Kind::Int, immutable: false };
-    let dk = b.descr(Descr::Interior(InteriorDescr { item_size: 16, field: fk }));
-    let dv = b.descr(Descr::Interior(InteriorDescr { item_size: 16, field: fv }));
+    let ad = b.descr(Descr::Array(ArrayDescr {
+        item_size: 16,
+        signed: false,
+        kind: Kind::Int,
+        base_offset: 16,
+        len_offset: 8,
+    }));
+    let fk = FieldDescr {
+        name: "E.k".into(),
+        offset: 0,
+        size: 8,
+        signed: true,
+        kind: Kind::Int,
+        immutable: false,
+    };
+    let fv = FieldDescr {
+        name: "E.v".into(),
+        offset: 8,
+        size: 4,
+        signed: true,
+        kind: Kind::Int,
+        immutable: false,
+    };
+    let dk = b.descr(Descr::Interior(InteriorDescr {
+        item_size: 16,
+        field: fk,
+    }));
+    let dv = b.descr(Descr::Interior(InteriorDescr {
+        item_size: 16,
+        field: fv,
+    }));
     let three = b.const_int(3);
     let p = b.op_with_descr(Opcode::NewArrayClear, &[three], ad);
     let one = b.const_int(1);
@@ -851,9 +1195,28 @@ fn raw_memory_round_trips() {
     let mut b = TraceBuilder::new();
     let addr = b.input(Kind::Int);
     let x = b.input(Kind::Int);
-    let f4 = b.descr(Descr::Field(FieldDescr { name: "R.a".into(), offset: 8, size: 4, signed: true, kind: Kind::Int, immutable: false }));
-    let a2 = b.descr(Descr::Array(ArrayDescr { item_size: 2, signed: true, kind: Kind::Int, base_offset: 0, len_offset: 0 }));
-    let a1 = b.descr(Descr::Array(ArrayDescr { item_size: 1, signed: false, kind: Kind::Int, base_offset: 0, len_offset: 0 }));
+    let f4 = b.descr(Descr::Field(FieldDescr {
+        name: "R.a".into(),
+        offset: 8,
+        size: 4,
+        signed: true,
+        kind: Kind::Int,
+        immutable: false,
+    }));
+    let a2 = b.descr(Descr::Array(ArrayDescr {
+        item_size: 2,
+        signed: true,
+        kind: Kind::Int,
+        base_offset: 0,
+        len_offset: 0,
+    }));
+    let a1 = b.descr(Descr::Array(ArrayDescr {
+        item_size: 1,
+        signed: false,
+        kind: Kind::Int,
+        base_offset: 0,
+        len_offset: 0,
+    }));
     b.op_with_descr(Opcode::SetfieldRaw, &[addr, x], f4);
     let r1 = b.op_with_descr(Opcode::GetfieldRawI, &[addr], f4);
     let sixteen = b.const_int(16);
@@ -891,8 +1254,15 @@ fn class_guards() {
         for right in [true, false] {
             let mut b = TraceBuilder::new();
             let x = b.input(Kind::Int);
-            let sd = b.descr(Descr::Size(SizeDescr { size: 24, vtable: Some(0x7000_2000) }));
-            let p = if with_null { b.const_ref(0) } else { b.op_with_descr(Opcode::NewWithVtable, &[], sd) };
+            let sd = b.descr(Descr::Size(SizeDescr {
+                size: 24,
+                vtable: Some(0x7000_2000),
+            }));
+            let p = if with_null {
+                b.const_ref(0)
+            } else {
+                b.op_with_descr(Opcode::NewWithVtable, &[], sd)
+            };
             let cls = b.const_int(if right { 0x7000_2000 } else { 0x7000_3000 });
             b.guard(opc, &[p, cls], &[x], 8);
             b.finish_with(&[x]);
@@ -902,7 +1272,10 @@ fn class_guards() {
             same(&t, &native, &int).unwrap();
             let failed = matches!(native, Exit::Guard { .. });
             if opc != Opcode::GuardNonnullClass && with_null {
-                assert!(matches!(native, Exit::Invalid { .. }), "guard_class on null: {native:?}");
+                assert!(
+                    matches!(native, Exit::Invalid { .. }),
+                    "guard_class on null: {native:?}"
+                );
             } else {
                 assert_eq!(failed, with_null || !right, "{opc} right={right} null={with_null}");
             }

@@ -10,7 +10,9 @@ use std::time::Duration;
 fn examples(c: &mut Criterion) {
     for ex in EXAMPLES {
         let mut g = c.benchmark_group(ex.name);
-        g.sample_size(10).warm_up_time(Duration::from_millis(300)).measurement_time(Duration::from_secs(2));
+        g.sample_size(10)
+            .warm_up_time(Duration::from_millis(300))
+            .measurement_time(Duration::from_secs(2));
         for v in Variant::ALL {
             let n = bench_n(ex, v);
             g.throughput(Throughput::Elements(n as u64));
@@ -24,7 +26,11 @@ fn compile_throughput(c: &mut Criterion) {
     let traces = optimized_traces();
     let mut g = c.benchmark_group("compile");
     g.sample_size(20).measurement_time(Duration::from_secs(2));
-    let opts = CompileOptions { log_asm: false, perf_map: false, ..CompileOptions::default() };
+    let opts = CompileOptions {
+        log_asm: false,
+        perf_map: false,
+        ..CompileOptions::default()
+    };
     for (name, t) in &traces {
         g.throughput(Throughput::Elements(t.num_real_ops() as u64));
         g.bench_function(name.as_str(), |b| b.iter(|| compile(t, &opts).expect("compiles")));

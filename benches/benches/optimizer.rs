@@ -16,21 +16,29 @@ use trace_ir::Trace;
 /// Several random traces of about `len` ops (different seeds, so one odd trace does not
 /// dominate).
 fn random_set(len: usize, count: u64) -> Vec<Trace> {
-    let cfg = RandomConfig { length: len, ..RandomConfig::default() };
+    let cfg = RandomConfig {
+        length: len,
+        ..RandomConfig::default()
+    };
     (0..count).map(|s| random_trace(&cfg, 1000 + s).0).collect()
 }
 
 fn corpus() -> Vec<Trace> {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/pypy-dev");
     let mut out = Vec::new();
-    let Ok(entries) = std::fs::read_dir(&dir) else { return out };
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return out;
+    };
     let mut paths: Vec<_> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
     paths.sort();
     for p in paths {
         if p.extension().map(|x| x == "pypylog").unwrap_or(false) {
             if let Ok(text) = std::fs::read_to_string(&p) {
                 if let Ok(ts) = trace_ir::parse_file(&text) {
-                    out.extend(ts.into_iter().filter(|t| t.info.section.as_deref() == Some("jit-log-noopt")));
+                    out.extend(
+                        ts.into_iter()
+                            .filter(|t| t.info.section.as_deref() == Some("jit-log-noopt")),
+                    );
                 }
             }
         }
@@ -97,7 +105,10 @@ fn cpu_throughput(name: &str, traces: &[Trace], secs: f64) {
         now = thread_cpu_seconds().unwrap_or(now + secs);
     }
     let rate = (ops as f64 * rounds as f64) / (now - start);
-    println!("cpu-time throughput {name:<24} {:>8.2} M input ops/s ({rounds} rounds of {ops} ops)", rate / 1e6);
+    println!(
+        "cpu-time throughput {name:<24} {:>8.2} M input ops/s ({rounds} rounds of {ops} ops)",
+        rate / 1e6
+    );
 }
 
 criterion_group!(benches, optimizer_benches);

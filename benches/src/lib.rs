@@ -64,7 +64,11 @@ pub fn run_mode(ex: &Example, mode: Mode, n: i64) -> Result<RunOutput, String> {
 /// Run one variant once; returns what it printed.
 pub fn run_variant(ex: &Example, variant: Variant, n: i64) -> String {
     match variant {
-        Variant::Mode(m) => run_mode(ex, m, black_box(n)).unwrap_or_else(|e| panic!("{} in {}: {e}", ex.name, m.name())).output,
+        Variant::Mode(m) => {
+            run_mode(ex, m, black_box(n))
+                .unwrap_or_else(|e| panic!("{} in {}: {e}", ex.name, m.name()))
+                .output
+        }
         Variant::Rust => (ex.native)(black_box(n)),
         Variant::RustScalar => (ex.scalar)(black_box(n)),
     }
@@ -89,7 +93,11 @@ pub fn optimized_traces() -> Vec<(String, Trace)> {
     for ex in EXAMPLES {
         let out = run_mode(ex, Mode::JitOptimized, ex.test_n).expect("example runs");
         for (k, t) in out.stats.traces.into_iter().enumerate() {
-            let name = if k == 0 { ex.name.to_string() } else { format!("{}#{}", ex.name, k + 1) };
+            let name = if k == 0 {
+                ex.name.to_string()
+            } else {
+                format!("{}#{}", ex.name, k + 1)
+            };
             v.push((name, t.compiled));
         }
     }

@@ -33,7 +33,9 @@ pub fn check(args: &[String]) -> CliResult {
     let file = a.one_file()?;
     let mut cfg = Config::default();
     if let Some(t) = a.value("timeout") {
-        cfg.timeout_ms = t.parse().map_err(|_| CliError::Usage(format!("--timeout: not a number: {t}")))?;
+        cfg.timeout_ms = t
+            .parse()
+            .map_err(|_| CliError::Usage(format!("--timeout: not a number: {t}")))?;
     }
     let originals = parse(file)?;
     let mut rows = Vec::new();
@@ -70,7 +72,9 @@ pub fn check(args: &[String]) -> CliResult {
                         name,
                         ops_in: o.num_real_ops(),
                         ops_out: 0,
-                        verdict: Verdict::Unknown { reason: format!("the optimizer refused the trace: {e}") },
+                        verdict: Verdict::Unknown {
+                            reason: format!("the optimizer refused the trace: {e}"),
+                        },
                     }),
                 }
             }
@@ -107,7 +111,10 @@ fn print_text(rows: &[Row]) {
         }
         println!("{}: {} ops -> {} ops: {}", r.name, r.ops_in, r.ops_out, r.verdict);
     }
-    println!("{} trace(s): {valid} valid, {invalid} invalid, {unknown} unknown", rows.len());
+    println!(
+        "{} trace(s): {valid} valid, {invalid} invalid, {unknown} unknown",
+        rows.len()
+    );
 }
 
 fn print_json(rows: &[Row]) {

@@ -39,8 +39,12 @@ fn category(op: Opcode) -> Option<usize> {
     } else if f.contains(OpFlags::READS_HEAP) {
         3
     } else if op.result_kind() == Kind::Int
-        && (op.name().starts_with("int_") || op.name().starts_with("uint_") || op.name().starts_with("ptr_")
-            || op.name().starts_with("instance_ptr_") || op.name().starts_with("cast_ptr") || op == Opcode::SameAsI)
+        && (op.name().starts_with("int_")
+            || op.name().starts_with("uint_")
+            || op.name().starts_with("ptr_")
+            || op.name().starts_with("instance_ptr_")
+            || op.name().starts_with("cast_ptr")
+            || op == Opcode::SameAsI)
         || op == Opcode::CastIntToPtr
         || op == Opcode::SameAsR
     {
@@ -127,7 +131,10 @@ fn random_inputs(rng: &mut Rng, t: &Trace) -> Vec<RtValue> {
 fn eval_file(path: &str, cfg: &Config, runs: u64) -> Result<Row, CliError> {
     let text = read_file(path)?;
     let traces = trace_ir::parse_file(&text).map_err(|e| CliError::Failed(format!("{path}: {e}")))?;
-    let mut row = Row { name: path.rsplit('/').next().unwrap_or(path).to_string(), ..Row::default() };
+    let mut row = Row {
+        name: path.rsplit('/').next().unwrap_or(path).to_string(),
+        ..Row::default()
+    };
     let run_cfg = RunConfig::default();
     for (i, t) in traces.iter().enumerate() {
         if t.info.section.as_deref() != Some("jit-log-noopt") {
@@ -163,7 +170,8 @@ fn eval_file(path: &str, cfg: &Config, runs: u64) -> Result<Row, CliError> {
             Verdict::Valid => row.z3[0] += 1,
             Verdict::Invalid { counterexample } => {
                 row.z3[1] += 1;
-                row.notes.push(format!("{}: INVALID: {}", t.info.name, counterexample.message));
+                row.notes
+                    .push(format!("{}: INVALID: {}", t.info.name, counterexample.message));
             }
             Verdict::Unknown { .. } => row.z3[2] += 1,
         }
@@ -190,19 +198,29 @@ pub fn eval_pypy(args: &[String]) -> CliResult {
     if a.positional.is_empty() {
         return Err(CliError::Usage("missing FILE".into()));
     }
-    let mut cfg = Config { timeout_ms: 500, ..Config::default() };
+    let mut cfg = Config {
+        timeout_ms: 500,
+        ..Config::default()
+    };
     if let Some(t) = a.value("timeout") {
-        cfg.timeout_ms = t.parse().map_err(|_| CliError::Usage(format!("--timeout: not a number: {t}")))?;
+        cfg.timeout_ms = t
+            .parse()
+            .map_err(|_| CliError::Usage(format!("--timeout: not a number: {t}")))?;
     }
     let runs: u64 = match a.value("runs") {
-        Some(r) => r.parse().map_err(|_| CliError::Usage(format!("--runs: not a number: {r}")))?,
+        Some(r) => r
+            .parse()
+            .map_err(|_| CliError::Usage(format!("--runs: not a number: {r}")))?,
         None => 3,
     };
     let mut rows = Vec::new();
     for f in &a.positional {
         rows.push(eval_file(f, &cfg, runs)?);
     }
-    let mut total = Row { name: "TOTAL".into(), ..Row::default() };
+    let mut total = Row {
+        name: "TOTAL".into(),
+        ..Row::default()
+    };
     for r in &rows {
         total.add(r);
     }
@@ -226,7 +244,11 @@ fn print_table(rows: &[Row], total: &Row) {
         "file", "traces", "in", "ours", "pypy", "pypy-bd", "ours/pypy", "z3 valid/invalid/unknown", "interp diff"
     );
     let line = |r: &Row| {
-        let ratio = if r.pypy.total > 0 { r.ours_paired.total as f64 / r.pypy.total as f64 } else { 0.0 };
+        let ratio = if r.pypy.total > 0 {
+            r.ours_paired.total as f64 / r.pypy.total as f64
+        } else {
+            0.0
+        };
         println!(
             "{:<18} {:>6} {:>6} {:>6} {:>6} {:>7} {:>9.2}  {:<33} {:<11}",
             r.name,
@@ -253,7 +275,10 @@ fn print_table(rows: &[Row], total: &Row) {
     for r in rows.iter().chain(std::iter::once(total)) {
         print!("{:<18}", r.name);
         for k in 0..7 {
-            print!(" {:>20}", format!("{}/{}/{}", r.ops_in.cat[k], r.ours.cat[k], r.pypy.cat[k]));
+            print!(
+                " {:>20}",
+                format!("{}/{}/{}", r.ops_in.cat[k], r.ours.cat[k], r.pypy.cat[k])
+            );
         }
         println!();
     }
@@ -295,5 +320,9 @@ fn print_json(rows: &[Row], total: &Row) {
         )
     };
     let items: Vec<String> = rows.iter().map(one).collect();
-    println!("{{\"files\": [\n  {}\n], \"total\": {}}}", items.join(",\n  "), one(total));
+    println!(
+        "{{\"files\": [\n  {}\n], \"total\": {}}}",
+        items.join(",\n  "),
+        one(total)
+    );
 }

@@ -21,7 +21,9 @@ pub fn fuzz(args: &[String]) -> CliResult {
     let num = |name: &str, default: u64| -> Result<u64, CliError> {
         match a.value(name) {
             None => Ok(default),
-            Some(s) => s.parse().map_err(|_| CliError::Usage(format!("--{name}: `{s}` is not a number"))),
+            Some(s) => s
+                .parse()
+                .map_err(|_| CliError::Usage(format!("--{name}: `{s}` is not a number"))),
         }
     };
     let count = num("count", 100)?;
@@ -41,7 +43,10 @@ pub fn fuzz(args: &[String]) -> CliResult {
         for &check in &checks {
             // Native code is compared on integer traces (heap addresses differ by design).
             let cfg = if check == Check::NativeDiff || i % 2 == 1 {
-                RandomConfig { loops: i % 4 < 2, ..RandomConfig::integers_only() }
+                RandomConfig {
+                    loops: i % 4 < 2,
+                    ..RandomConfig::integers_only()
+                }
             } else {
                 RandomConfig::default()
             };
@@ -57,7 +62,10 @@ pub fn fuzz(args: &[String]) -> CliResult {
                 for line in msg_small.lines() {
                     text.push_str(&format!("# {line}\n"));
                 }
-                text.push_str(&format!("# inputs: {:?}\n", inputs.iter().map(|v| v.bits() as i64).collect::<Vec<_>>()));
+                text.push_str(&format!(
+                    "# inputs: {:?}\n",
+                    inputs.iter().map(|v| v.bits() as i64).collect::<Vec<_>>()
+                ));
                 text.push_str(&trace_ir::print_trace(&small));
                 std::fs::write(&path, text).map_err(|e| CliError::Failed(format!("{path}: {e}")))?;
                 println!(

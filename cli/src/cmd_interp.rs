@@ -23,7 +23,11 @@ use trace_ir::{Kind, Trace};
 
 /// Entry point of `tracejit interp`.
 pub fn interp(args: &[String]) -> CliResult {
-    let args = Args::parse(args, &["inputs", "random", "seed", "max-iterations"], &["json", "guided"])?;
+    let args = Args::parse(
+        args,
+        &["inputs", "random", "seed", "max-iterations"],
+        &["json", "guided"],
+    )?;
     let path = args.one_file()?;
     let traces = crate::common::load_traces(path)?;
     let number = |name: &str, default: u64| -> Result<u64, CliError> {
@@ -90,12 +94,20 @@ pub fn interp(args: &[String]) -> CliResult {
                     )
                 })
                 .collect();
-            items.push(format!("{{\"index\":{ti},\"name\":{},\"runs\":[{}]}}", json_str(&t.info.name), rs.join(",")));
+            items.push(format!(
+                "{{\"index\":{ti},\"name\":{},\"runs\":[{}]}}",
+                json_str(&t.info.name),
+                rs.join(",")
+            ));
         } else {
             let _ = writeln!(out, "{ti:4}  {}", t.info.name);
             for (r, inputs, preset) in &runs {
                 let shown: Vec<String> = inputs.iter().map(|v| v.to_string()).collect();
-                let preset = if *preset > 0 { format!(", {preset} memory slots preset") } else { String::new() };
+                let preset = if *preset > 0 {
+                    format!(", {preset} memory slots preset")
+                } else {
+                    String::new()
+                };
                 let _ = writeln!(
                     out,
                     "      [{}] => {}  ({} iterations, {} steps{preset})",
@@ -141,9 +153,17 @@ fn parse_int(s: &str) -> Option<i64> {
 
 /// Parse a comma-separated input list for inputs of `kinds`.
 fn parse_inputs(list: &str, kinds: &[Kind]) -> Result<Vec<RtValue>, String> {
-    let parts: Vec<&str> = if list.trim().is_empty() { Vec::new() } else { list.split(',').map(str::trim).collect() };
+    let parts: Vec<&str> = if list.trim().is_empty() {
+        Vec::new()
+    } else {
+        list.split(',').map(str::trim).collect()
+    };
     if parts.len() != kinds.len() {
-        return Err(format!("the trace has {} inputs, --inputs gives {}", kinds.len(), parts.len()));
+        return Err(format!(
+            "the trace has {} inputs, --inputs gives {}",
+            kinds.len(),
+            parts.len()
+        ));
     }
     parts
         .iter()
@@ -194,7 +214,11 @@ fn json_values(vs: &[RtValue]) -> String {
 fn json_outcome(o: &Outcome) -> String {
     match o {
         Outcome::Finish(v) => format!("{{\"kind\":\"finish\",\"values\":{}}}", json_values(v)),
-        Outcome::GuardFailed { guard, resume_key, values } => format!(
+        Outcome::GuardFailed {
+            guard,
+            resume_key,
+            values,
+        } => format!(
             "{{\"kind\":\"guard_failed\",\"guard\":{},\"resume_key\":{resume_key},\"values\":{}}}",
             guard.0,
             json_values(values)
@@ -223,7 +247,13 @@ mod tests {
         let v = parse_inputs("-5, 2.5, null, 0x10, 0x4000", &kinds).unwrap();
         assert_eq!(
             v,
-            vec![RtValue::Int(-5), RtValue::float(2.5), RtValue::Ref(0), RtValue::Int(16), RtValue::Ref(0x4000)]
+            vec![
+                RtValue::Int(-5),
+                RtValue::float(2.5),
+                RtValue::Ref(0),
+                RtValue::Int(16),
+                RtValue::Ref(0x4000)
+            ]
         );
         assert!(parse_inputs("1,2", &kinds).unwrap_err().contains("5 inputs"));
         assert!(parse_inputs("x", &[Kind::Int]).unwrap_err().contains("input 1"));

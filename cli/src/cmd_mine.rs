@@ -22,7 +22,9 @@ struct FileReport {
 
 fn number<T: std::str::FromStr>(a: &Args, name: &str, default: T) -> Result<T, CliError> {
     match a.value(name) {
-        Some(v) => v.parse().map_err(|_| CliError::Usage(format!("--{name} needs a number, got `{v}`"))),
+        Some(v) => v
+            .parse()
+            .map_err(|_| CliError::Usage(format!("--{name} needs a number, got `{v}`"))),
         None => Ok(default),
     }
 }
@@ -74,8 +76,16 @@ pub fn mine(args: &[String]) -> CliResult {
         let traces = trace_ir::parse_file(&text)
             .map_err(|e| CliError::Failed(format!("{path}:{}:{}: {}", e.line, e.column, e.message)))?;
         let start = Instant::now();
-        let cfg = MineConfig { deadline: Some(start + Duration::from_secs_f64(seconds)), ..base.clone() };
-        let mut rep = FileReport { path: path.clone(), stats: MineStats::default(), errors: Vec::new(), seconds: 0.0 };
+        let cfg = MineConfig {
+            deadline: Some(start + Duration::from_secs_f64(seconds)),
+            ..base.clone()
+        };
+        let mut rep = FileReport {
+            path: path.clone(),
+            stats: MineStats::default(),
+            errors: Vec::new(),
+            seconds: 0.0,
+        };
         let prepared = prepare(&traces, if a.has("no-opt") { None } else { Some(&opts) });
         for (name, t) in prepared.into_iter().take(max_traces) {
             if Instant::now() >= start + Duration::from_secs_f64(seconds) {
@@ -105,7 +115,11 @@ pub fn mine(args: &[String]) -> CliResult {
         reports.push(rep);
     }
     let patterns = aggregate(&findings);
-    let shown = if limit == 0 { patterns.len() } else { limit.min(patterns.len()) };
+    let shown = if limit == 0 {
+        patterns.len()
+    } else {
+        limit.min(patterns.len())
+    };
     let mut out = String::new();
     if a.has("json") {
         let files: Vec<String> = reports
@@ -172,7 +186,11 @@ pub fn mine(args: &[String]) -> CliResult {
     } else {
         for r in &reports {
             let s = &r.stats;
-            let budget = if s.budget_exhausted { ", time budget exhausted" } else { "" };
+            let budget = if s.budget_exhausted {
+                ", time budget exhausted"
+            } else {
+                ""
+            };
             let _ = writeln!(
                 out,
                 "# {}: {} traces mined, {} ops examined, {} Z3 queries ({} unknown), {:.1} s{budget}",
@@ -195,11 +213,28 @@ pub fn mine(args: &[String]) -> CliResult {
         }
         for p in &patterns[..shown] {
             let _ = writeln!(out, "{:>5}  {:<16} {}", p.count, p.kind, p.shape);
-            let variants = if p.distinct > 1 { format!("; {} variants", p.distinct) } else { String::new() };
-            let _ = writeln!(out, "{:>5}  {:<16}   e.g. {}   [{}{variants}]", "", "", p.example, p.first);
+            let variants = if p.distinct > 1 {
+                format!("; {} variants", p.distinct)
+            } else {
+                String::new()
+            };
+            let _ = writeln!(
+                out,
+                "{:>5}  {:<16}   e.g. {}   [{}{variants}]",
+                "", "", p.example, p.first
+            );
         }
-        let more = if shown < patterns.len() { format!(" ({} shown)", shown) } else { String::new() };
-        let _ = writeln!(out, "total: {} findings in {} patterns{more}", findings.len(), patterns.len());
+        let more = if shown < patterns.len() {
+            format!(" ({} shown)", shown)
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            out,
+            "total: {} findings in {} patterns{more}",
+            findings.len(),
+            patterns.len()
+        );
     }
     let mut stdout = std::io::stdout().lock();
     match stdout.write_all(out.as_bytes()).and_then(|()| stdout.flush()) {

@@ -6,8 +6,8 @@
 //! for the same trace (the optimized section that follows it).
 
 use crate::common::{json_str, Args, CliError, CliResult};
-use std::io::Write;
 use optimizer::{optimize, Options, Stats};
+use std::io::Write;
 use trace_ir::{print_trace, Trace};
 
 fn is_noopt(t: &Trace) -> bool {
@@ -15,7 +15,11 @@ fn is_noopt(t: &Trace) -> bool {
 }
 
 fn stats_json(s: &Stats) -> String {
-    let removed: Vec<String> = s.removed.iter().map(|(r, n)| format!("{}:{n}", json_str(r.name()))).collect();
+    let removed: Vec<String> = s
+        .removed
+        .iter()
+        .map(|(r, n)| format!("{}:{n}", json_str(r.name())))
+        .collect();
     let rules: Vec<String> = s.rules.iter().map(|(r, n)| format!("{}:{n}", json_str(r))).collect();
     format!(
         "{{\"ops_in\":{},\"ops_out\":{},\"removed\":{{{}}},\"rules\":{{{}}},\"virtuals_removed\":{},\"virtuals_materialized\":{}}}",
@@ -62,12 +66,21 @@ pub fn opt(args: &[String]) -> CliResult {
             continue;
         }
         let res = optimize(t, &opts).map_err(|e| CliError::Failed(format!("{path}: {}: {e}", t.info.name)))?;
-        let pypy = if has_noopt { traces[k + 1..].iter().take_while(|x| !is_noopt(x)).next().map(|x| x.num_real_ops()) } else { None };
+        let pypy = if has_noopt {
+            traces[k + 1..]
+                .iter()
+                .take_while(|x| !is_noopt(x))
+                .next()
+                .map(|x| x.num_real_ops())
+        } else {
+            None
+        };
         n += 1;
         pypy_total += pypy.unwrap_or(0);
         total.merge(&res.stats);
         if json {
-            outln!(out, 
+            outln!(
+                out,
                 "{{\"name\":{},\"pypy_ops\":{},\"stats\":{},\"trace\":{}}}",
                 json_str(&t.info.name),
                 pypy.map(|p| p.to_string()).unwrap_or_else(|| "null".into()),
@@ -77,7 +90,13 @@ pub fn opt(args: &[String]) -> CliResult {
             continue;
         }
         let pypy_txt = pypy.map(|p| format!(", PyPy {p}")).unwrap_or_default();
-        outln!(out, "# {}: {} ops -> {} ops{pypy_txt}", t.info.name, res.stats.ops_in, res.stats.ops_out);
+        outln!(
+            out,
+            "# {}: {} ops -> {} ops{pypy_txt}",
+            t.info.name,
+            res.stats.ops_in,
+            res.stats.ops_out
+        );
         outln!(out, "{}", print_trace(&res.trace).trim_end());
         if a.has("stats") {
             for line in res.stats.to_string().lines() {
@@ -87,10 +106,23 @@ pub fn opt(args: &[String]) -> CliResult {
         outln!(out, "");
     }
     if json {
-        outln!(out, "{{\"total\":{},\"traces\":{n},\"pypy_ops\":{pypy_total}}}", stats_json(&total));
+        outln!(
+            out,
+            "{{\"total\":{},\"traces\":{n},\"pypy_ops\":{pypy_total}}}",
+            stats_json(&total)
+        );
     } else {
-        let pypy_txt = if has_noopt { format!(", PyPy {pypy_total}") } else { String::new() };
-        outln!(out, "# total: {n} traces, {} ops -> {} ops{pypy_txt}", total.ops_in, total.ops_out);
+        let pypy_txt = if has_noopt {
+            format!(", PyPy {pypy_total}")
+        } else {
+            String::new()
+        };
+        outln!(
+            out,
+            "# total: {n} traces, {} ops -> {} ops{pypy_txt}",
+            total.ops_in,
+            total.ops_out
+        );
         if a.has("stats") {
             for line in total.to_string().lines() {
                 outln!(out, "# {line}");

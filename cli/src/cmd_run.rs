@@ -23,16 +23,24 @@ pub fn run(args: &[String]) -> CliResult {
     let file = a.one_file()?;
     let traces = crate::common::load_traces(file)?;
     let count: usize = match a.value("random") {
-        Some(n) => n.parse().map_err(|_| CliError::Usage(format!("--random needs a number, got `{n}`")))?,
+        Some(n) => n
+            .parse()
+            .map_err(|_| CliError::Usage(format!("--random needs a number, got `{n}`")))?,
         None => 1,
     };
     let seed: u64 = match a.value("seed") {
-        Some(s) => s.parse().map_err(|_| CliError::Usage(format!("--seed needs a number, got `{s}`")))?,
+        Some(s) => s
+            .parse()
+            .map_err(|_| CliError::Usage(format!("--seed needs a number, got `{s}`")))?,
         None => 0,
     };
     let mut failures = 0;
     for (ti, t) in traces.iter().enumerate() {
-        let name = if t.info.name.is_empty() { format!("trace {ti}") } else { t.info.name.clone() };
+        let name = if t.info.name.is_empty() {
+            format!("trace {ti}")
+        } else {
+            t.info.name.clone()
+        };
         let compiled_trace: Trace = if a.has("opt") {
             match optimizer::optimize(t, &optimizer::Options::default()) {
                 Ok(o) => o.trace,
@@ -56,7 +64,10 @@ pub fn run(args: &[String]) -> CliResult {
         // Native code calls the function addresses written in the trace: only addresses of
         // this process would work, and a trace file cannot name any.
         if let Some(op) = compiled_trace.ops.iter().find(|op| op.opcode.is_call()) {
-            println!("{name}: not run natively: it calls `{}` at an address from the trace file", op.opcode);
+            println!(
+                "{name}: not run natively: it calls `{}` at an address from the trace file",
+                op.opcode
+            );
             continue;
         }
         // Likewise for memory: a non-null pointer constant (`ConstPtr(ptr13)`), a raw-memory
@@ -73,18 +84,28 @@ pub fn run(args: &[String]) -> CliResult {
                 (Some(list), _) => parse_inputs(list, &kinds)?,
                 (None, Some(_)) => random_inputs(&mut rng, &kinds),
                 (None, None) if kinds.is_empty() => Vec::new(),
-                (None, None) => return Err(CliError::Usage(format!("{name} takes {} inputs: give --inputs or --random", kinds.len()))),
+                (None, None) => {
+                    return Err(CliError::Usage(format!(
+                        "{name} takes {} inputs: give --inputs or --random",
+                        kinds.len()
+                    )))
+                }
             };
             let shown: Vec<String> = inputs.iter().map(|v| v.to_string()).collect();
             let int = interp_run(t, &inputs, &RunConfig::default()).outcome;
             if int == Outcome::IterationLimit {
                 // Native code has no iteration limit: it would run until the loop exits.
-                println!("{name} [{}]\n  interp: {int}\n  not run natively (the loop may run for a very long time)", shown.join(", "));
+                println!(
+                    "{name} [{}]\n  interp: {int}\n  not run natively (the loop may run for a very long time)",
+                    shown.join(", ")
+                );
                 continue;
             }
             let words: Vec<u64> = inputs.iter().map(|v| v.bits()).collect();
             let mut heap = SimpleHeap::new();
-            let native = code.run(&words, &mut heap).map_err(|e| CliError::Failed(format!("{name}: {e}")))?;
+            let native = code
+                .run(&words, &mut heap)
+                .map_err(|e| CliError::Failed(format!("{name}: {e}")))?;
             let verdict = agree(&native, &int);
             if !verdict {
                 failures += 1;
@@ -107,7 +128,11 @@ pub fn run(args: &[String]) -> CliResult {
 fn parse_inputs(list: &str, kinds: &[Kind]) -> Result<Vec<RtValue>, CliError> {
     let items: Vec<&str> = list.split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
     if items.len() != kinds.len() {
-        return Err(CliError::Usage(format!("the trace takes {} inputs, --inputs gives {}", kinds.len(), items.len())));
+        return Err(CliError::Usage(format!(
+            "the trace takes {} inputs, --inputs gives {}",
+            kinds.len(),
+            items.len()
+        )));
     }
     items
         .iter()
@@ -118,7 +143,11 @@ fn parse_inputs(list: &str, kinds: &[Kind]) -> Result<Vec<RtValue>, CliError> {
                 Kind::Float => RtValue::float(s.parse::<f64>().map_err(|_| bad())?),
                 Kind::Ref => match *s {
                     "0" | "null" | "NULL" => RtValue::Ref(0),
-                    _ => return Err(CliError::Usage(format!("reference input `{s}`: only null can be given (native code needs real memory)"))),
+                    _ => {
+                        return Err(CliError::Usage(format!(
+                            "reference input `{s}`: only null can be given (native code needs real memory)"
+                        )))
+                    }
                 },
                 _ => RtValue::Int(parse_int(s).ok_or_else(bad)?),
             })
@@ -133,7 +162,10 @@ fn parse_int(s: &str) -> Option<i64> {
     };
     let v = match body.strip_prefix("0x") {
         Some(h) => u64::from_str_radix(h, 16).ok()? as i64,
-        None => body.parse::<i64>().ok().or_else(|| body.parse::<u64>().ok().map(|u| u as i64))?,
+        None => body
+            .parse::<i64>()
+            .ok()
+            .or_else(|| body.parse::<u64>().ok().map(|u| u as i64))?,
     };
     Some(if neg { v.wrapping_neg() } else { v })
 }
@@ -152,7 +184,11 @@ fn random_inputs(rng: &mut Rng, kinds: &[Kind]) -> Vec<RtValue> {
 /// The kinds of the values of a native exit (for printing).
 fn kinds_of_exit(t: &Trace, e: &Exit) -> Vec<Kind> {
     match e {
-        Exit::Finish { .. } => t.ops.last().map(|op| op.args.iter().map(|&v| t.kind_of(v)).collect()).unwrap_or_default(),
+        Exit::Finish { .. } => t
+            .ops
+            .last()
+            .map(|op| op.args.iter().map(|&v| t.kind_of(v)).collect())
+            .unwrap_or_default(),
         Exit::Guard { guard, .. } => t
             .guards
             .iter()
@@ -168,7 +204,11 @@ fn kinds_of_exit(t: &Trace, e: &Exit) -> Vec<Kind> {
                     .collect()
             })
             .unwrap_or_default(),
-        Exit::ExternalJump { .. } => t.ops.last().map(|op| op.args.iter().map(|&v| t.kind_of(v)).collect()).unwrap_or_default(),
+        Exit::ExternalJump { .. } => t
+            .ops
+            .last()
+            .map(|op| op.args.iter().map(|&v| t.kind_of(v)).collect())
+            .unwrap_or_default(),
         Exit::Invalid { .. } => Vec::new(),
     }
 }
@@ -183,8 +223,15 @@ fn show_exit(e: &Exit, kinds: &[Kind]) -> String {
     };
     match e {
         Exit::Finish { values } => format!("finish({})", list(values)),
-        Exit::Guard { guard, resume_key, values } => format!("guard {guard} failed (resume key {resume_key}) [{}]", list(values)),
-        Exit::ExternalJump { target: Some(n), values } => format!("jump to Loop{n} ({})", list(values)),
+        Exit::Guard {
+            guard,
+            resume_key,
+            values,
+        } => format!("guard {guard} failed (resume key {resume_key}) [{}]", list(values)),
+        Exit::ExternalJump {
+            target: Some(n),
+            values,
+        } => format!("jump to Loop{n} ({})", list(values)),
         Exit::ExternalJump { target: None, values } => format!("jump out ({})", list(values)),
         Exit::Invalid { op } => format!("invalid at {op}"),
     }
@@ -202,10 +249,21 @@ fn agree(native: &Exit, int: &Outcome) -> bool {
     };
     match (native, int) {
         (Exit::Finish { values }, Outcome::Finish(w)) => vals(values, w),
-        (Exit::Guard { guard, resume_key, values }, Outcome::GuardFailed { guard: g, resume_key: k, values: w }) => {
-            guard == g && resume_key == k && vals(values, w)
+        (
+            Exit::Guard {
+                guard,
+                resume_key,
+                values,
+            },
+            Outcome::GuardFailed {
+                guard: g,
+                resume_key: k,
+                values: w,
+            },
+        ) => guard == g && resume_key == k && vals(values, w),
+        (Exit::ExternalJump { target, values }, Outcome::ExternalJump { target: t, values: w }) => {
+            target == t && vals(values, w)
         }
-        (Exit::ExternalJump { target, values }, Outcome::ExternalJump { target: t, values: w }) => target == t && vals(values, w),
         (Exit::Invalid { .. }, Outcome::Invalid { .. }) => true,
         _ => false,
     }
@@ -217,7 +275,10 @@ fn foreign_memory(t: &trace_ir::Trace) -> Option<String> {
     use trace_ir::{Const, OpFlags, Opcode};
     for op in &t.ops {
         if op.opcode.has(OpFlags::RAW) || op.opcode == Opcode::CastIntToPtr {
-            return Some(format!("`{}` accesses memory at an address from the trace file", op.opcode));
+            return Some(format!(
+                "`{}` accesses memory at an address from the trace file",
+                op.opcode
+            ));
         }
         for &a in &op.args {
             if let Some(Const::Ref(addr)) = t.const_of(a) {

@@ -13,7 +13,9 @@ pub fn synth_rules(args: &[String]) -> CliResult {
         Some(name) => {
             let op = Opcode::from_name(name).ok_or_else(|| CliError::Usage(format!("unknown operation `{name}`")))?;
             if !BINARY_OPS.contains(&op) {
-                return Err(CliError::Usage(format!("`{name}` is not one of the binary integer ops searched")));
+                return Err(CliError::Usage(format!(
+                    "`{name}` is not one of the binary integer ops searched"
+                )));
             }
             vec![op]
         }
@@ -35,10 +37,16 @@ pub fn synth_rules(args: &[String]) -> CliResult {
         for f in &found {
             println!("{f}");
         }
-        println!("# {} rules found, {} covered, {missing} MISSING", found.len(), found.len() - missing);
+        println!(
+            "# {} rules found, {} covered, {missing} MISSING",
+            found.len(),
+            found.len() - missing
+        );
     }
     if missing > 0 {
-        return Err(CliError::Failed(format!("{missing} synthesized rule(s) not done by the optimizer")));
+        return Err(CliError::Failed(format!(
+            "{missing} synthesized rule(s) not done by the optimizer"
+        )));
     }
     Ok(())
 }

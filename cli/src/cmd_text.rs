@@ -65,7 +65,11 @@ pub fn parse(args: &[String]) -> CliResult {
             traces.len()
         );
     } else {
-        let _ = writeln!(out, "total: {} traces, {total_ops} ops, {total_guards} guards (all verified)", traces.len());
+        let _ = writeln!(
+            out,
+            "total: {} traces, {total_ops} ops, {total_guards} guards (all verified)",
+            traces.len()
+        );
     }
     emit(&out)
 }
@@ -81,7 +85,11 @@ pub fn print(args: &[String]) -> CliResult {
         if i > 0 {
             out.push('\n');
         }
-        let name = if t.info.name.is_empty() { format!("trace #{}", i + 1) } else { t.info.name.clone() };
+        let name = if t.info.name.is_empty() {
+            format!("trace #{}", i + 1)
+        } else {
+            t.info.name.clone()
+        };
         let _ = writeln!(out, "# {}", name.replace('\n', " "));
         out.push_str(&print_trace(t));
     }
@@ -100,7 +108,10 @@ mod tests {
 
     #[test]
     fn errors_name_file_line_and_column() {
-        let path = temp_file("bad.trace", "[i0]\ni1 = int_add(i0, 1)\ni2 = int_add(i1, q)\nfinish(i2)\n");
+        let path = temp_file(
+            "bad.trace",
+            "[i0]\ni1 = int_add(i0, 1)\ni2 = int_add(i1, q)\nfinish(i2)\n",
+        );
         match load(&path) {
             Err(CliError::Failed(msg)) => assert_eq!(msg, format!("{path}:3:18: expected a value, found `q`")),
             other => panic!("expected a failure, got {:?}", other.map(|t| t.len())),
@@ -110,7 +121,10 @@ mod tests {
 
     #[test]
     fn printed_output_loads_again() {
-        let path = temp_file("two.trace", "# first\n[i0]\nfinish(i0)\n# second\n[p0]\nguard_nonnull(p0) []\nfinish(p0)\n");
+        let path = temp_file(
+            "two.trace",
+            "# first\n[i0]\nfinish(i0)\n# second\n[p0]\nguard_nonnull(p0) []\nfinish(p0)\n",
+        );
         let traces = load(&path).unwrap();
         assert_eq!(traces.len(), 2);
         assert_eq!(traces[1].info.name, "second");
@@ -120,7 +134,10 @@ mod tests {
 
     #[test]
     fn corpus_log_loads() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/corpus/pypy-dev/fannkuch.pypylog");
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../shared/corpus/pypy-dev/fannkuch.pypylog"
+        );
         assert_eq!(load(path).unwrap().len(), 42);
     }
 }

@@ -30,7 +30,9 @@ impl Args {
         while let Some(a) = it.next() {
             if let Some(name) = a.strip_prefix("--") {
                 if with_value.contains(&name) {
-                    let v = it.next().ok_or_else(|| CliError::Usage(format!("--{name} needs a value")))?;
+                    let v = it
+                        .next()
+                        .ok_or_else(|| CliError::Usage(format!("--{name} needs a value")))?;
                     flags.push((name.to_string(), Some(v.clone())));
                 } else if switches.contains(&name) {
                     flags.push((name.to_string(), None));
@@ -49,7 +51,11 @@ impl Args {
     }
     /// The value of option `name`, if given.
     pub fn value(&self, name: &str) -> Option<&str> {
-        self.flags.iter().rev().find(|(n, _)| n == name).and_then(|(_, v)| v.as_deref())
+        self.flags
+            .iter()
+            .rev()
+            .find(|(n, _)| n == name)
+            .and_then(|(_, v)| v.as_deref())
     }
     /// Exactly one positional argument (a file).
     pub fn one_file(&self) -> Result<&str, CliError> {
@@ -88,6 +94,5 @@ pub fn json_str(s: &str) -> String {
 /// Read and parse a trace file, turning a parse error into `FILE:LINE:COLUMN: message`.
 pub fn load_traces(path: &str) -> Result<Vec<trace_ir::Trace>, CliError> {
     let text = read_file(path)?;
-    trace_ir::parse_file(&text)
-        .map_err(|e| CliError::Failed(format!("{path}:{}:{}: {}", e.line, e.column, e.message)))
+    trace_ir::parse_file(&text).map_err(|e| CliError::Failed(format!("{path}:{}:{}: {}", e.line, e.column, e.message)))
 }

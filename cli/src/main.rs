@@ -2,16 +2,16 @@
 //!
 //! Each subcommand lives in its own module; `main` only dispatches.
 
-mod common;
-mod cmd_text;
-mod cmd_interp;
-mod cmd_opt;
-mod cmd_run;
-mod cmd_mine;
 mod cmd_check;
 mod cmd_eval_pypy;
 mod cmd_fuzz;
+mod cmd_interp;
+mod cmd_mine;
+mod cmd_opt;
+mod cmd_run;
 mod cmd_synth;
+mod cmd_text;
+mod common;
 
 use std::process::ExitCode;
 

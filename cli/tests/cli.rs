@@ -37,7 +37,10 @@ struct Out {
 fn tracejit(args: &[&str]) -> Out {
     let out = Command::new(BIN).args(args).output().expect("run tracejit");
     Out {
-        code: out.status.code().unwrap_or_else(|| panic!("tracejit {args:?} killed by a signal")),
+        code: out
+            .status
+            .code()
+            .unwrap_or_else(|| panic!("tracejit {args:?} killed by a signal")),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
@@ -65,7 +68,9 @@ fn write(dir: &Path, name: &str, text: &str) -> String {
 }
 
 fn corpus(name: &str) -> String {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/pypy-dev").join(name);
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared/corpus/pypy-dev")
+        .join(name);
     assert!(p.exists(), "corpus file missing: {}", p.display());
     p.to_str().unwrap().to_string()
 }
@@ -74,8 +79,15 @@ fn corpus(name: &str) -> String {
 fn first_noopt_section(log: &str) -> String {
     let text = std::fs::read_to_string(log).unwrap();
     let lines: Vec<&str> = text.lines().collect();
-    let start = lines.iter().position(|l| l.ends_with("{jit-log-noopt")).expect("a noopt section");
-    let end = start + lines[start..].iter().position(|l| l.ends_with("jit-log-noopt}")).expect("closed");
+    let start = lines
+        .iter()
+        .position(|l| l.ends_with("{jit-log-noopt"))
+        .expect("a noopt section");
+    let end = start
+        + lines[start..]
+            .iter()
+            .position(|l| l.ends_with("jit-log-noopt}"))
+            .expect("closed");
     lines[start..=end].join("\n") + "\n"
 }
 
@@ -91,7 +103,10 @@ fn parse_summarizes_each_trace() {
     assert!(out.contains("total: 1 traces, 7 ops, 1 guards (all verified)"), "{out}");
     let json = ok(&["parse", "--json", &f]);
     assert!(json.starts_with("{\"file\":"), "{json}");
-    assert!(json.contains("\"name\":\"sum loop\",\"section\":null,\"inputs\":2,\"ops\":7,\"guards\":1"), "{json}");
+    assert!(
+        json.contains("\"name\":\"sum loop\",\"section\":null,\"inputs\":2,\"ops\":7,\"guards\":1"),
+        "{json}"
+    );
 }
 
 #[test]
@@ -141,11 +156,17 @@ fn run_native_code_agrees_with_the_interpreter() {
     let d = temp_dir("run");
     let l = write(&d, "loop.txt", LOOP);
     let out = ok(&["run", &l, "--inputs", "0,0"]);
-    assert!(out.contains("native: guard Guard0 failed (resume key 0) [10, 45]"), "{out}");
+    assert!(
+        out.contains("native: guard Guard0 failed (resume key 0) [10, 45]"),
+        "{out}"
+    );
     assert!(out.contains("interp: Guard0 failed (resume key 0) [10, 45]"), "{out}");
     assert!(out.contains("  same"), "{out}");
     let opt = ok(&["run", &l, "--inputs", "3,0", "--opt"]);
-    assert!(opt.contains("native: guard Guard0 failed (resume key 0) [10, 42]"), "{opt}");
+    assert!(
+        opt.contains("native: guard Guard0 failed (resume key 0) [10, 42]"),
+        "{opt}"
+    );
     let m = write(&d, "mul.txt", MUL);
     let out = ok(&["run", &m, "--inputs", "6,-7"]);
     assert!(out.contains("native: finish(-42)"), "{out}");
@@ -164,15 +185,24 @@ fn mine_reports_a_redundant_mask_as_written_and_nothing_after_optimizing() {
     let f = write(&d, "andand.txt", AND_AND);
     let out = ok(&["mine", "--no-opt", &f]);
     assert!(out.contains("1 traces mined, 2 ops examined"), "{out}");
-    assert!(out.contains("    1  same-as-earlier  int_and(int_and(x, C1), C2) => int_and(x, C1)"), "{out}");
-    assert!(out.contains("e.g. int_and(int_and(x, 15), 255) => int_and(x, 15)"), "{out}");
+    assert!(
+        out.contains("    1  same-as-earlier  int_and(int_and(x, C1), C2) => int_and(x, C1)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("e.g. int_and(int_and(x, 15), 255) => int_and(x, 15)"),
+        "{out}"
+    );
     assert!(out.contains("total: 1 findings in 1 patterns"), "{out}");
     // Our optimizer removes the second mask, so the optimized trace has nothing to find.
     let out = ok(&["mine", &f]);
     assert!(out.contains("total: 0 findings in 0 patterns"), "{out}");
     let json = ok(&["mine", "--json", "--no-opt", &f]);
     assert!(json.starts_with("{\"files\":[{\"file\":"), "{json}");
-    assert!(json.contains("\"op\":2,\"opcode\":\"int_and\",\"kind\":\"same-as-earlier\",\"value\":\"op 1\""), "{json}");
+    assert!(
+        json.contains("\"op\":2,\"opcode\":\"int_and\",\"kind\":\"same-as-earlier\",\"value\":\"op 1\""),
+        "{json}"
+    );
     assert!(json.contains("\"total\":{\"findings\":1,\"patterns\":1}"), "{json}");
 }
 
@@ -184,10 +214,16 @@ fn mine_takes_several_files_and_limits_the_table() {
     let out = ok(&["mine", "--no-opt", "--findings", &a, &b]);
     assert_eq!(out.lines().filter(|l| l.starts_with("# ")).count(), 2, "{out}");
     assert!(out.contains("constant         int_xor(int_xor(x, 1), x) => 1"), "{out}");
-    assert!(out.contains("const-bool       int_lt(x, C1) => 1   if guard_true(int_lt(x, C2))"), "{out}");
+    assert!(
+        out.contains("const-bool       int_lt(x, C1) => 1   if guard_true(int_lt(x, C2))"),
+        "{out}"
+    );
     assert!(out.contains("total: 3 findings in 3 patterns"), "{out}");
     let limited = ok(&["mine", "--no-opt", "--limit", "1", &a, &b]);
-    assert!(limited.contains("total: 3 findings in 3 patterns (1 shown)"), "{limited}");
+    assert!(
+        limited.contains("total: 3 findings in 3 patterns (1 shown)"),
+        "{limited}"
+    );
     assert_eq!(limited.lines().filter(|l| l.contains("e.g.")).count(), 1, "{limited}");
 }
 
@@ -197,7 +233,14 @@ fn mine_takes_several_files_and_limits_the_table() {
 fn malformed_file_fails_with_file_line_column() {
     let d = temp_dir("bad");
     let f = write(&d, "bad.txt", BAD);
-    for cmd in [vec!["parse", &f], vec!["print", &f], vec!["mine", &f], vec!["opt", &f], vec!["interp", &f], vec!["run", &f, "--inputs", "1"]] {
+    for cmd in [
+        vec!["parse", &f],
+        vec!["print", &f],
+        vec!["mine", &f],
+        vec!["opt", &f],
+        vec!["interp", &f],
+        vec!["run", &f, "--inputs", "1"],
+    ] {
         let o = tracejit(&cmd);
         assert_eq!(o.code, 1, "{cmd:?}: {}", o.stderr);
         assert!(o.stderr.contains(&format!("{f}:2:18: ")), "{cmd:?}: {}", o.stderr);
@@ -254,7 +297,10 @@ fn corpus_run_one_section_natively() {
         // PyPy's traces name objects of PyPy's process (`ConstPtr(ptr13)`): native code must
         // not dereference them here, so `run` explains and skips instead of crashing.
         let out = ok(&args);
-        assert!(out.contains("not run natively: `") && out.contains("pointer constant from the trace file"), "{out}");
+        assert!(
+            out.contains("not run natively: `") && out.contains("pointer constant from the trace file"),
+            "{out}"
+        );
         assert!(!out.contains("DIFFERENT"), "{out}");
     }
 }

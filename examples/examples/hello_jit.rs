@@ -23,11 +23,20 @@ pub fn sum_below(n: i64, s0: i64, verbose: bool) -> Option<i64> {
 
     let opt = optimize(&trace, &Options::default()).expect("the optimizer accepts it");
     if verbose {
-        println!("recorded:\n{}\noptimized:\n{}", print_trace(&trace), print_trace(&opt.trace));
+        println!(
+            "recorded:\n{}\noptimized:\n{}",
+            print_trace(&trace),
+            print_trace(&opt.trace)
+        );
     }
     let code = compile(&opt.trace, &CompileOptions::default()).expect("the backend compiles it");
-    match code.run(&[0, s0 as u64, n as u64], &mut SimpleHeap::new()).expect("inputs match") {
-        Exit::Guard { resume_key: 0, values, .. } => Some(values[0] as i64),
+    match code
+        .run(&[0, s0 as u64, n as u64], &mut SimpleHeap::new())
+        .expect("inputs match")
+    {
+        Exit::Guard {
+            resume_key: 0, values, ..
+        } => Some(values[0] as i64),
         Exit::Guard { resume_key: 1, .. } => None,
         other => panic!("unexpected exit {other:?}"),
     }

@@ -8,10 +8,15 @@ fn main() {
     let a: Vec<String> = std::env::args().skip(1).collect();
     let usage = || {
         let names: Vec<&str> = EXAMPLES.iter().map(|e| e.name).collect();
-        eprintln!("usage: run_one NAME interp|noopt|opt N [native|runner]\nprograms: {}", names.join(", "));
+        eprintln!(
+            "usage: run_one NAME interp|noopt|opt N [native|runner]\nprograms: {}",
+            names.join(", ")
+        );
         std::process::exit(2)
     };
-    let (Some(name), Some(mode), Some(n)) = (a.first(), a.get(1), a.get(2)) else { usage() };
+    let (Some(name), Some(mode), Some(n)) = (a.first(), a.get(1), a.get(2)) else {
+        usage()
+    };
     let Some(ex) = example(name) else { usage() };
     let mode = match mode.as_str() {
         "interp" => Mode::Interpreter,

@@ -25,8 +25,18 @@ fn check_all_examples(engine: Engine) {
             if mode == Mode::Interpreter {
                 assert!(out.stats.traces.is_empty());
             } else {
-                assert!(!out.stats.traces.is_empty(), "{} in {}: no trace compiled", ex.name, mode.name());
-                assert!(out.stats.entries > 0, "{} in {}: compiled code never entered", ex.name, mode.name());
+                assert!(
+                    !out.stats.traces.is_empty(),
+                    "{} in {}: no trace compiled",
+                    ex.name,
+                    mode.name()
+                );
+                assert!(
+                    out.stats.entries > 0,
+                    "{} in {}: compiled code never entered",
+                    ex.name,
+                    mode.name()
+                );
             }
         }
     }
@@ -53,7 +63,12 @@ fn the_optimizer_removes_the_boxes_of_the_sum_loop() {
     // The unoptimized run allocates a box per arithmetic result; the optimized one almost
     // nothing after compilation.
     let noopt = run(ex.source, ex.test_n, Mode::JitUnoptimized, Engine::Native).unwrap();
-    assert!(out.stats.allocations * 10 < noopt.stats.allocations, "{} vs {}", out.stats.allocations, noopt.stats.allocations);
+    assert!(
+        out.stats.allocations * 10 < noopt.stats.allocations,
+        "{} vs {}",
+        out.stats.allocations,
+        noopt.stats.allocations
+    );
 }
 
 #[test]
@@ -135,8 +150,17 @@ print(a[i])
 ";
     for mode in Mode::ALL {
         let err = run(src, 500, mode, Engine::Native).unwrap_err();
-        assert!(err.contains("index 500 out of range for an array of length 10"), "{err}");
-        let err = run("x = 1\ni = 0\nwhile i < N { x = x + 1 // (N - i - 100); i = i + 1 }", 300, mode, Engine::Native).unwrap_err();
+        assert!(
+            err.contains("index 500 out of range for an array of length 10"),
+            "{err}"
+        );
+        let err = run(
+            "x = 1\ni = 0\nwhile i < N { x = x + 1 // (N - i - 100); i = i + 1 }",
+            300,
+            mode,
+            Engine::Native,
+        )
+        .unwrap_err();
         assert!(err.contains("division by zero"), "{err}");
     }
 }

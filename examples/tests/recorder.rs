@@ -17,7 +17,9 @@ fn guards_resume_at_bytecode_positions_with_the_live_slots() {
     for ex in EXAMPLES {
         let program = compile(ex.source, &["N"]).unwrap();
         for mode in [Mode::JitUnoptimized, Mode::JitOptimized] {
-            let out = Vm::new(&program, &[ex.test_n], config(mode, Engine::TraceRunner)).run().unwrap();
+            let out = Vm::new(&program, &[ex.test_n], config(mode, Engine::TraceRunner))
+                .run()
+                .unwrap();
             for ts in &out.stats.traces {
                 let t = &ts.recorded;
                 trace_ir::verify(t).unwrap();
@@ -29,7 +31,11 @@ fn guards_resume_at_bytecode_positions_with_the_live_slots() {
                 // Every arithmetic result is boxed in the recorded trace.
                 let ovf = t.ops.iter().filter(|o| o.opcode.is_ovf()).count();
                 let allocs = t.ops.iter().filter(|o| o.opcode == Opcode::NewWithVtable).count();
-                assert!(allocs >= ovf, "{}: {allocs} allocations for {ovf} arithmetic ops", ex.name);
+                assert!(
+                    allocs >= ovf,
+                    "{}: {allocs} allocations for {ovf} arithmetic ops",
+                    ex.name
+                );
                 let label = t.last_label().expect("a loop has a label");
                 let kinds: Vec<Kind> = t.label_params(label).map(|p| t.op(p).opcode.result_kind()).collect();
                 if mode == Mode::JitUnoptimized {
@@ -77,11 +83,17 @@ fn expr(r: &mut Rng, depth: u32) -> String {
         6 => return format!("arr[{} & 7]", expr(r, depth - 1)),
         _ => {}
     }
-    let ops = ["+", "-", "*", "&", "|", "^", "<<", ">>", "//", "%", "<", "==", "!=", "/"];
+    let ops = [
+        "+", "-", "*", "&", "|", "^", "<<", ">>", "//", "%", "<", "==", "!=", "/",
+    ];
     let op = ops[r.below(ops.len() as u64) as usize];
     let (x, y) = (expr(r, depth - 1), expr(r, depth - 1));
     // Keep shift amounts mostly in range so that programs run long enough to be compiled.
-    let y = if op == "<<" || op == ">>" { format!("({y} & 15)") } else { y };
+    let y = if op == "<<" || op == ">>" {
+        format!("({y} & 15)")
+    } else {
+        y
+    };
     format!("({x} {op} {y})")
 }
 
@@ -95,7 +107,10 @@ fn program(r: &mut Rng) -> String {
         let v = VARS[r.below(3) as usize];
         let e = expr(r, 3);
         if r.below(3) == 0 {
-            s += &format!("    if {} {{ {v} = {e} & 65535 }} else {{ {v} = {v} + 1 }}\n", expr(r, 2));
+            s += &format!(
+                "    if {} {{ {v} = {e} & 65535 }} else {{ {v} = {v} + 1 }}\n",
+                expr(r, 2)
+            );
         } else {
             s += &format!("    {v} = ({e}) & 65535\n");
         }

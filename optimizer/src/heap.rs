@@ -11,8 +11,8 @@
 //! mutable entries. Immutable fields (`FieldDescr::immutable`) and `getarrayitem_gc_pure`
 //! items survive calls (the interpreter's model: immutable slots never change), but not writes.
 
-use trace_ir::fxhash::FxHashMap;
 use smallvec::SmallVec;
+use trace_ir::fxhash::FxHashMap;
 use trace_ir::{DescrRef, Value};
 
 type Entries = SmallVec<[(Value, Value); 4]>;
@@ -61,7 +61,13 @@ impl HeapCache {
 
     /// A write of field `d` of `obj`: kill entries of `d` and of the descriptors in `overlap`
     /// for every object that may alias `obj`.
-    pub fn write_field(&mut self, d: DescrRef, overlap: &[DescrRef], obj: Value, may_alias: impl Fn(Value, Value) -> bool) {
+    pub fn write_field(
+        &mut self,
+        d: DescrRef,
+        overlap: &[DescrRef],
+        obj: Value,
+        may_alias: impl Fn(Value, Value) -> bool,
+    ) {
         if let Some(e) = self.fields.get_mut(&d) {
             e.retain(|e| !may_alias(e.0, obj));
         }

@@ -59,17 +59,47 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Self {
-        Options { fold: true, intbounds: true, rules: true, cse: true, guards: true, ovf: true, virtuals: true, heapcache: true, dce: true }
+        Options {
+            fold: true,
+            intbounds: true,
+            rules: true,
+            cse: true,
+            guards: true,
+            ovf: true,
+            virtuals: true,
+            heapcache: true,
+            dce: true,
+        }
     }
 }
 
 impl Options {
     /// Everything off.
     pub fn none() -> Options {
-        Options { fold: false, intbounds: false, rules: false, cse: false, guards: false, ovf: false, virtuals: false, heapcache: false, dce: false }
+        Options {
+            fold: false,
+            intbounds: false,
+            rules: false,
+            cse: false,
+            guards: false,
+            ovf: false,
+            virtuals: false,
+            heapcache: false,
+            dce: false,
+        }
     }
     /// The part names, as used by `--no-<part>` on the command line.
-    pub const PARTS: &'static [&'static str] = &["fold", "intbounds", "rules", "cse", "guards", "ovf", "virtuals", "heapcache", "dce"];
+    pub const PARTS: &'static [&'static str] = &[
+        "fold",
+        "intbounds",
+        "rules",
+        "cse",
+        "guards",
+        "ovf",
+        "virtuals",
+        "heapcache",
+        "dce",
+    ];
     /// Switch the part called `name` (one of [`Options::PARTS`]); `false` if there is no such part.
     pub fn set(&mut self, name: &str, on: bool) -> bool {
         let slot = match name {
@@ -211,7 +241,11 @@ impl fmt::Display for Stats {
         for (r, n) in &self.removed {
             writeln!(f, "  removed {:<16} {n}", r.name())?;
         }
-        writeln!(f, "  virtuals removed {}, materialized {}", self.virtuals_removed, self.virtuals_materialized)?;
+        writeln!(
+            f,
+            "  virtuals removed {}, materialized {}",
+            self.virtuals_removed, self.virtuals_materialized
+        )?;
         for (name, n) in &self.rules {
             writeln!(f, "  rule {name:<28} {n}")?;
         }

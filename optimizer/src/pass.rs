@@ -61,14 +61,14 @@
 
 use crate::domain::{Cmp, IntBound};
 use crate::fold::{fold_ovf, fold_pure};
-use trace_ir::fxhash::FxHashMap;
 use crate::heap::HeapCache;
 use crate::peephole::{self, RuleEnv};
 use crate::{OptError, Optimized, Options, Reason, Stats};
 use smallvec::SmallVec;
+use trace_ir::fxhash::FxHashMap;
 use trace_ir::{
-    CallEffect, Const, ConstPool, ConstRef, Descr, DescrRef, FailArg, GuardData, GuardRef, Kind, Op, OpFlags, OpRef, Opcode,
-    Trace, UnionFind, Value, ValueData, VirtualField, VirtualKind, VirtualObject,
+    CallEffect, Const, ConstPool, ConstRef, Descr, DescrRef, FailArg, GuardData, GuardRef, Kind, Op, OpFlags, OpRef,
+    Opcode, Trace, UnionFind, Value, ValueData, VirtualField, VirtualKind, VirtualObject,
 };
 
 /// No virtual object.
@@ -97,7 +97,12 @@ struct Info {
 
 impl Default for Info {
     fn default() -> Self {
-        Info { bound: IntBound::unbounded(), class: None, virt: NO_VIRT, flags: 0 }
+        Info {
+            bound: IntBound::unbounded(),
+            class: None,
+            virt: NO_VIRT,
+            flags: 0,
+        }
     }
 }
 
@@ -262,11 +267,17 @@ pub(crate) fn run(input: &Trace, opts: &Options) -> Result<Optimized, OptError> 
 /// a panic.
 fn precheck(t: &Trace) -> Result<(), OptError> {
     let bad = |i: usize, m: &str| {
-        Err(OptError::BadInput(trace_ir::VerifyError { op: Some(OpRef::new(i)), message: m.to_string() }))
+        Err(OptError::BadInput(trace_ir::VerifyError {
+            op: Some(OpRef::new(i)),
+            message: m.to_string(),
+        }))
     };
     let n = t.ops.len();
     if t.num_inputs > n || t.ops[..t.num_inputs].iter().any(|o| !o.opcode.is_input()) {
-        return Err(OptError::BadInput(trace_ir::VerifyError { op: None, message: "bad trace inputs".into() }));
+        return Err(OptError::BadInput(trace_ir::VerifyError {
+            op: None,
+            message: "bad trace inputs".into(),
+        }));
     }
     let ok_value = |v: Value, i: usize| match v.data() {
         ValueData::Op(o) => o.index() < i,
@@ -301,7 +312,9 @@ fn precheck(t: &Trace) -> Result<(), OptError> {
             _ => {}
         }
         if opc.is_guard() {
-            let Some(g) = op.guard.filter(|g| g.index() < t.guards.len()) else { return bad(i, "guard without resume data") };
+            let Some(g) = op.guard.filter(|g| g.index() < t.guards.len()) else {
+                return bad(i, "guard without resume data");
+            };
             let gd = t.guard(g);
             let ok_fa = |fa: &FailArg| match *fa {
                 FailArg::Value(v) => ok_value(v, i),
@@ -312,7 +325,10 @@ fn precheck(t: &Trace) -> Result<(), OptError> {
                 VirtualKind::Struct { descr, .. } | VirtualKind::Array { descr, .. } => descr.index() < t.descrs.len(),
             };
             if !gd.fail_args.iter().all(ok_fa)
-                || !gd.virtuals.iter().all(|vo| vdescr_ok(vo) && vo.fields.iter().all(|f| ok_fa(&f.1)))
+                || !gd
+                    .virtuals
+                    .iter()
+                    .all(|vo| vdescr_ok(vo) && vo.fields.iter().all(|f| ok_fa(&f.1)))
             {
                 return bad(i, "bad fail arguments");
             }
@@ -353,23 +369,34 @@ impl<'a> Pass<'a> {
         let mut descr_facts = std::mem::take(&mut s.descr_facts);
         descr_facts.clear();
         descr_facts.extend(input.descrs.iter().map(|d| match d {
-                Descr::Field(f) => DescrFacts {
-                    offset: f.offset,
-                    size: f.size.max(1),
-                    signed: f.signed,
-                    kind: Some(f.kind),
-                    immutable: f.immutable,
-                    is_field: true,
-                    overlap: SmallVec::new(),
-                },
-                Descr::Array(a) => DescrFacts { size: a.item_size.max(1), signed: a.signed, kind: Some(a.kind), ..Default::default() },
-                _ => DescrFacts::default(),
-            }));
+            Descr::Field(f) => DescrFacts {
+                offset: f.offset,
+                size: f.size.max(1),
+                signed: f.signed,
+                kind: Some(f.kind),
+                immutable: f.immutable,
+                is_field: true,
+                overlap: SmallVec::new(),
+            },
+            Descr::Array(a) => DescrFacts {
+                size: a.item_size.max(1),
+                signed: a.signed,
+                kind: Some(a.kind),
+                ..Default::default()
+            },
+            _ => DescrFacts::default(),
+        }));
         // overlapping field descriptors: sort by offset, compare each with the following ones
         // that start before it ends
         let mut fields: Vec<(i64, i64, usize)> = (0..descr_facts.len())
             .filter(|&i| descr_facts[i].is_field)
-            .map(|i| (descr_facts[i].offset, descr_facts[i].offset + descr_facts[i].size as i64, i))
+            .map(|i| {
+                (
+                    descr_facts[i].offset,
+                    descr_facts[i].offset + descr_facts[i].size as i64,
+                    i,
+                )
+            })
             .collect();
         fields.sort_unstable();
         for a in 0..fields.len() {
@@ -400,7 +427,10 @@ impl<'a> Pass<'a> {
             pending,
             virtuals,
             descr_facts,
-            stats: Stats { ops_in: input.num_real_ops(), ..Default::default() },
+            stats: Stats {
+                ops_in: input.num_real_ops(),
+                ..Default::default()
+            },
             removed_counts: [0; 16],
             depth: 0,
             exc_clear: false,
@@ -542,9 +572,14 @@ impl<'a> Pass<'a> {
 
     fn virtual_class(&self, id: u32) -> Option<i64> {
         match self.virtuals[id as usize].kind {
-            VirtualKind::Struct { opcode: Opcode::NewWithVtable, descr } => {
-                self.input.descr(descr).as_size().map(|s| trace_ir::interp::default_class(s) as i64)
-            }
+            VirtualKind::Struct {
+                opcode: Opcode::NewWithVtable,
+                descr,
+            } => self
+                .input
+                .descr(descr)
+                .as_size()
+                .map(|s| trace_ir::interp::default_class(s) as i64),
             _ => None,
         }
     }
@@ -601,7 +636,11 @@ impl<'a> Pass<'a> {
             }
             if let Some(g) = op.guard {
                 let gd = t.guard(g);
-                for fa in gd.fail_args.iter().chain(gd.virtuals.iter().flat_map(|v| v.fields.iter().map(|f| &f.1))) {
+                for fa in gd
+                    .fail_args
+                    .iter()
+                    .chain(gd.virtuals.iter().flat_map(|v| v.fields.iter().map(|f| &f.1)))
+                {
                     if let FailArg::Value(v) = *fa {
                         note(v, i);
                     }
@@ -650,7 +689,9 @@ impl<'a> Pass<'a> {
             Some(self.pure(opc, &args, op.descr, true))
         } else {
             match opc {
-                Opcode::New | Opcode::NewWithVtable | Opcode::NewArray | Opcode::NewArrayClear => Some(self.alloc(op, &args)),
+                Opcode::New | Opcode::NewWithVtable | Opcode::NewArray | Opcode::NewArrayClear => {
+                    Some(self.alloc(op, &args))
+                }
                 Opcode::GetfieldGcI | Opcode::GetfieldGcR | Opcode::GetfieldGcF => Some(self.getfield(op, &args)),
                 Opcode::SetfieldGc => {
                     self.setfield(op, &args);
@@ -672,10 +713,17 @@ impl<'a> Pass<'a> {
                     for &a in &args {
                         self.force(a);
                     }
-                    self.emit(Op { opcode: opc, descr: op.descr, guard: None, args });
+                    self.emit(Op {
+                        opcode: opc,
+                        descr: op.descr,
+                        guard: None,
+                        args,
+                    });
                     None
                 }
-                Opcode::QuasiimmutField | Opcode::Keepalive if self.opts.virtuals && args.iter().any(|&a| self.is_virtual(a)) => {
+                Opcode::QuasiimmutField | Opcode::Keepalive
+                    if self.opts.virtuals && args.iter().any(|&a| self.is_virtual(a)) =>
+                {
                     self.removed(Reason::Hint);
                     None
                 }
@@ -727,7 +775,12 @@ impl<'a> Pass<'a> {
             self.force(a);
         }
         let opc = op.opcode;
-        let v = self.emit(Op { opcode: opc, descr: op.descr, guard: None, args: SmallVec::from_slice(args) });
+        let v = self.emit(Op {
+            opcode: opc,
+            descr: op.descr,
+            guard: None,
+            args: SmallVec::from_slice(args),
+        });
         let f = opc.flags();
         if f.intersects(OpFlags::WRITES_HEAP | OpFlags::BARRIER) {
             self.heap.clear();
@@ -773,7 +826,10 @@ impl<'a> Pass<'a> {
             }
         }
         // pointer identity (also of virtuals, which must not escape here)
-        if matches!(opc, Opcode::PtrEq | Opcode::PtrNe | Opcode::InstancePtrEq | Opcode::InstancePtrNe) {
+        if matches!(
+            opc,
+            Opcode::PtrEq | Opcode::PtrNe | Opcode::InstancePtrEq | Opcode::InstancePtrNe
+        ) {
             if let Some(eq) = self.known_ptr_eq(args[0], args[1]) {
                 let want_eq = matches!(opc, Opcode::PtrEq | Opcode::InstancePtrEq);
                 count(self, Reason::Folded);
@@ -785,8 +841,10 @@ impl<'a> Pass<'a> {
         let mut bound = None;
         if self.opts.intbounds && is_int {
             // fast path: these ops map "nothing known" to "nothing known"
-            let b = if matches!(opc, Opcode::IntAdd | Opcode::IntSub | Opcode::IntMul | Opcode::IntXor | Opcode::IntNeg | Opcode::IntInvert)
-                && args.iter().all(|&a| self.is_top(a))
+            let b = if matches!(
+                opc,
+                Opcode::IntAdd | Opcode::IntSub | Opcode::IntMul | Opcode::IntXor | Opcode::IntNeg | Opcode::IntInvert
+            ) && args.iter().all(|&a| self.is_top(a))
             {
                 IntBound::unbounded()
             } else {
@@ -800,8 +858,20 @@ impl<'a> Pass<'a> {
                 if matches!(opc, Opcode::IntAnd | Opcode::IntOr) {
                     let (ba, bb) = (self.bound_of(args[0]), self.bound_of(args[1]));
                     let and = opc == Opcode::IntAnd;
-                    let id = |x: &IntBound<u64>, y: &IntBound<u64>| if and { x.is_and_identity(y) } else { x.is_or_identity(y) };
-                    let keep = if id(&ba, &bb) { Some(args[0]) } else if id(&bb, &ba) { Some(args[1]) } else { None };
+                    let id = |x: &IntBound<u64>, y: &IntBound<u64>| {
+                        if and {
+                            x.is_and_identity(y)
+                        } else {
+                            x.is_or_identity(y)
+                        }
+                    };
+                    let keep = if id(&ba, &bb) {
+                        Some(args[0])
+                    } else if id(&bb, &ba) {
+                        Some(args[1])
+                    } else {
+                        None
+                    };
                     if let Some(k) = keep {
                         self.fired(if and { "and_identity" } else { "or_identity" });
                         count(self, Reason::Identity);
@@ -827,14 +897,23 @@ impl<'a> Pass<'a> {
             self.force(a);
         }
         // 4. CSE
-        let key = if self.opts.cse { Some(Key::new(opc, args, descr)) } else { None };
+        let key = if self.opts.cse {
+            Some(Key::new(opc, args, descr))
+        } else {
+            None
+        };
         if let Some(k) = &key {
             if let Some(&v) = self.cse.get(k) {
                 count(self, Reason::Cse);
                 return self.find(v);
             }
         }
-        let v = self.emit(Op { opcode: opc, descr, guard: None, args: SmallVec::from_slice(args) });
+        let v = self.emit(Op {
+            opcode: opc,
+            descr,
+            guard: None,
+            args: SmallVec::from_slice(args),
+        });
         if let Some(b) = bound {
             self.info[v.as_op().unwrap().index()].bound = b;
         }
@@ -938,8 +1017,18 @@ impl<'a> Pass<'a> {
         }
         self.resume_memo = memo;
         let g = GuardRef::new(self.guards.len());
-        self.guards.push(GuardData { id: gd.id, resume_key: gd.resume_key, fail_args, virtuals });
-        self.emit(Op { opcode: op.opcode, descr: op.descr, guard: Some(g), args: SmallVec::from_slice(args) })
+        self.guards.push(GuardData {
+            id: gd.id,
+            resume_key: gd.resume_key,
+            fail_args,
+            virtuals,
+        });
+        self.emit(Op {
+            opcode: op.opcode,
+            descr: op.descr,
+            guard: Some(g),
+            args: SmallVec::from_slice(args),
+        })
     }
 
     fn resume_arg(
@@ -963,7 +1052,10 @@ impl<'a> Pass<'a> {
                 let k = out.len() as u32;
                 in_memo.push((i, k));
                 let src = &gd.virtuals[i as usize];
-                out.push(VirtualObject { kind: src.kind, fields: Vec::new() });
+                out.push(VirtualObject {
+                    kind: src.kind,
+                    fields: Vec::new(),
+                });
                 let mut fields = Vec::with_capacity(src.fields.len());
                 for &(f, fa) in &src.fields {
                     let x = self.resume_arg(fa, gd, out, memo, in_memo);
@@ -992,7 +1084,11 @@ impl<'a> Pass<'a> {
             for j in 0..n {
                 let (f, val) = self.virtuals[id].fields[j];
                 let val = self.find(val);
-                let x = if self.is_virtual(val) { self.virtual_index(val, out, memo, &mut work) } else { FailArg::Value(val) };
+                let x = if self.is_virtual(val) {
+                    self.virtual_index(val, out, memo, &mut work)
+                } else {
+                    FailArg::Value(val)
+                };
                 fields.push((f, x));
             }
             out[k as usize].fields = fields;
@@ -1003,7 +1099,13 @@ impl<'a> Pass<'a> {
 
     /// The resume-data index of the virtual `v` (allocating it and queueing its description
     /// on first sight).
-    fn virtual_index(&self, v: Value, out: &mut Vec<VirtualObject>, memo: &mut FxHashMap<OpRef, u32>, work: &mut Vec<(OpRef, u32)>) -> FailArg {
+    fn virtual_index(
+        &self,
+        v: Value,
+        out: &mut Vec<VirtualObject>,
+        memo: &mut FxHashMap<OpRef, u32>,
+        work: &mut Vec<(OpRef, u32)>,
+    ) -> FailArg {
         let o = v.as_op().unwrap();
         if let Some(&k) = memo.get(&o) {
             return FailArg::Virtual(k);
@@ -1011,7 +1113,10 @@ impl<'a> Pass<'a> {
         let k = out.len() as u32;
         memo.insert(o, k);
         let id = self.info[o.index()].virt as usize;
-        out.push(VirtualObject { kind: self.virtuals[id].kind, fields: Vec::new() });
+        out.push(VirtualObject {
+            kind: self.virtuals[id].kind,
+            fields: Vec::new(),
+        });
         work.push((o, k));
         FailArg::Virtual(k)
     }
@@ -1025,7 +1130,11 @@ impl<'a> Pass<'a> {
                 let c = args[0];
                 if g {
                     let b = self.bound_of(c);
-                    let holds = if want { !b.contains_i64(0) } else { b.get_constant() == Some(0) };
+                    let holds = if want {
+                        !b.contains_i64(0)
+                    } else {
+                        b.get_constant() == Some(0)
+                    };
                     if holds && !b.is_empty() {
                         self.removed(Reason::GuardKnown);
                         return Ok(None);
@@ -1125,7 +1234,10 @@ impl<'a> Pass<'a> {
                 return Ok(None);
             }
             GuardNoOverflow | GuardOverflow => {
-                return Err(OptError::Unsupported { op: OpRef::new(i), message: format!("{} does not follow an _ovf op", op.opcode) })
+                return Err(OptError::Unsupported {
+                    op: OpRef::new(i),
+                    message: format!("{} does not follow an _ovf op", op.opcode),
+                })
             }
             _ => {
                 for &a in args {
@@ -1342,9 +1454,15 @@ impl<'a> Pass<'a> {
     fn ovf(&mut self, i: usize) -> Result<(), OptError> {
         let t = self.input;
         let op = &t.ops[i];
-        let gop = t.ops.get(i + 1).filter(|g| matches!(g.opcode, Opcode::GuardNoOverflow | Opcode::GuardOverflow));
+        let gop = t
+            .ops
+            .get(i + 1)
+            .filter(|g| matches!(g.opcode, Opcode::GuardNoOverflow | Opcode::GuardOverflow));
         let Some(gop) = gop else {
-            return Err(OptError::Unsupported { op: OpRef::new(i), message: format!("{} is not followed by an overflow guard", op.opcode) });
+            return Err(OptError::Unsupported {
+                op: OpRef::new(i),
+                message: format!("{} is not followed by an overflow guard", op.opcode),
+            });
         };
         let no_ovf_guard = gop.opcode == Opcode::GuardNoOverflow;
         let opc = op.opcode;
@@ -1454,7 +1572,12 @@ impl<'a> Pass<'a> {
         for &a in &args {
             self.force(a);
         }
-        self.emit(Op { opcode: Opcode::Label, descr: op.descr, guard: None, args });
+        self.emit(Op {
+            opcode: Opcode::Label,
+            descr: op.descr,
+            guard: None,
+            args,
+        });
         for k in 0..op.args.len() {
             let p = i + 1 + k;
             let v = self.emit(Op::new(t.ops[p].opcode, &[]));
@@ -1478,11 +1601,18 @@ impl<'a> Pass<'a> {
             .map(|c| c.effect)
             .unwrap_or(CallEffect::RandomEffects);
         let elidable = matches!(opc, CallPureI | CallPureR | CallPureF | CallPureN) && effect.is_elidable();
-        let loopinv = matches!(opc, CallLoopinvariantI | CallLoopinvariantR | CallLoopinvariantF | CallLoopinvariantN);
+        let loopinv = matches!(
+            opc,
+            CallLoopinvariantI | CallLoopinvariantR | CallLoopinvariantF | CallLoopinvariantN
+        );
         for &a in args {
             self.force(a);
         }
-        let key = if self.opts.cse && (elidable || loopinv) { Some(Key::new(opc, args, op.descr)) } else { None };
+        let key = if self.opts.cse && (elidable || loopinv) {
+            Some(Key::new(opc, args, op.descr))
+        } else {
+            None
+        };
         if key.as_ref().map(|k| !self.cse.contains_key(k)).unwrap_or(true) {
             self.flush_writes();
         }
@@ -1492,7 +1622,12 @@ impl<'a> Pass<'a> {
                 return Some(self.find(v));
             }
         }
-        let v = self.emit(Op { opcode: opc, descr: op.descr, guard: None, args: SmallVec::from_slice(args) });
+        let v = self.emit(Op {
+            opcode: opc,
+            descr: op.descr,
+            guard: None,
+            args: SmallVec::from_slice(args),
+        });
         let barrier = opc.has(OpFlags::BARRIER);
         if barrier || effect.may_write_heap() {
             if barrier {
@@ -1520,19 +1655,36 @@ impl<'a> Pass<'a> {
         let kind = match opc {
             Opcode::New | Opcode::NewWithVtable => Some(VirtualKind::Struct { opcode: opc, descr }),
             _ => match self.const_i64(args[0]) {
-                Some(n) if (0..=MAX_VIRTUAL_ARRAY).contains(&n) => Some(VirtualKind::Array { opcode: opc, descr, len: n as u32 }),
+                Some(n) if (0..=MAX_VIRTUAL_ARRAY).contains(&n) => Some(VirtualKind::Array {
+                    opcode: opc,
+                    descr,
+                    len: n as u32,
+                }),
                 _ => None,
             },
         };
         if self.opts.virtuals {
             if let Some(kind) = kind {
-                let r = self.push_arena(Op { opcode: opc, descr: Some(descr), guard: None, args: SmallVec::from_slice(args) });
+                let r = self.push_arena(Op {
+                    opcode: opc,
+                    descr: Some(descr),
+                    guard: None,
+                    args: SmallVec::from_slice(args),
+                });
                 self.info[r.index()].virt = self.virtuals.len() as u32;
-                self.virtuals.push(Virtual { kind, fields: Vec::new() });
+                self.virtuals.push(Virtual {
+                    kind,
+                    fields: Vec::new(),
+                });
                 return Value::op(r);
             }
         }
-        let v = self.emit(Op { opcode: opc, descr: Some(descr), guard: None, args: SmallVec::from_slice(args) });
+        let v = self.emit(Op {
+            opcode: opc,
+            descr: Some(descr),
+            guard: None,
+            args: SmallVec::from_slice(args),
+        });
         self.after_alloc_emitted(v);
         v
     }
@@ -1546,8 +1698,9 @@ impl<'a> Pass<'a> {
         self.info[o.index()].flags |= F_FRESH | F_NONNULL;
         if opc == Opcode::NewWithVtable {
             // the class `new_with_vtable` stores (the interpreter's definition)
-            self.info[o.index()].class =
-                descr.and_then(|d| self.input.descr(d).as_size()).map(|s| trace_ir::interp::default_class(s) as i64);
+            self.info[o.index()].class = descr
+                .and_then(|d| self.input.descr(d).as_size())
+                .map(|s| trace_ir::interp::default_class(s) as i64);
         }
         if matches!(opc, Opcode::NewArray | Opcode::NewArrayClear) && self.opts.cse {
             if let Some(len) = len {
@@ -1582,25 +1735,41 @@ impl<'a> Pass<'a> {
             stack.last_mut().unwrap().2 += 1;
             match (f, kind) {
                 (VirtualField::Field(d), _) => {
-                    self.emit(Op { opcode: Opcode::SetfieldGc, descr: Some(d), guard: None, args: SmallVec::from_slice(&[obj, val]) });
+                    self.emit(Op {
+                        opcode: Opcode::SetfieldGc,
+                        descr: Some(d),
+                        guard: None,
+                        args: SmallVec::from_slice(&[obj, val]),
+                    });
                     if self.opts.heapcache && self.fits(d, val) {
                         self.heap.remember_field(d, obj, val);
                     }
                 }
                 (VirtualField::Item(k), VirtualKind::Array { descr, .. }) => {
                     let idx = self.make_int(k as i64);
-                    self.emit(Op { opcode: Opcode::SetarrayitemGc, descr: Some(descr), guard: None, args: SmallVec::from_slice(&[obj, idx, val]) });
+                    self.emit(Op {
+                        opcode: Opcode::SetarrayitemGc,
+                        descr: Some(descr),
+                        guard: None,
+                        args: SmallVec::from_slice(&[obj, idx, val]),
+                    });
                     if self.opts.heapcache && self.fits(descr, val) {
                         self.heap.remember_item(descr, k as i64, obj, val);
                     }
                 }
-                (VirtualField::Item(_), VirtualKind::Struct { .. }) => unreachable!("items are only recorded on arrays"),
+                (VirtualField::Item(_), VirtualKind::Struct { .. }) => {
+                    unreachable!("items are only recorded on arrays")
+                }
             }
         }
     }
 
     /// Emit the allocation of the virtual `v`, mark it non-virtual and push its fields.
-    fn start_materializing(&mut self, v: Value, stack: &mut Vec<(Value, Vec<(VirtualField, Value)>, usize, VirtualKind)>) {
+    fn start_materializing(
+        &mut self,
+        v: Value,
+        stack: &mut Vec<(Value, Vec<(VirtualField, Value)>, usize, VirtualKind)>,
+    ) {
         let id = self.virt_of(v).expect("only virtuals are materialized");
         let o = v.as_op().unwrap();
         self.info[o.index()].virt = NO_VIRT;
@@ -1621,7 +1790,11 @@ impl<'a> Pass<'a> {
         }
         let b = self.bound_of(val);
         let bits = 8 * f.size as u32;
-        let (lo, hi) = if f.signed { (-(1i64 << (bits - 1)), (1i64 << (bits - 1)) - 1) } else { (0, (1i64 << bits) - 1) };
+        let (lo, hi) = if f.signed {
+            (-(1i64 << (bits - 1)), (1i64 << (bits - 1)) - 1)
+        } else {
+            (0, (1i64 << bits) - 1)
+        };
         !b.is_empty() && b.lower_i64() >= lo && b.upper_i64() <= hi
     }
 
@@ -1652,7 +1825,9 @@ impl<'a> Pass<'a> {
     /// another recorded field or with the class word of an instance).
     fn virtual_field_ok(&self, id: u32, d: DescrRef) -> bool {
         let vo = &self.virtuals[id as usize];
-        let VirtualKind::Struct { opcode, .. } = vo.kind else { return false };
+        let VirtualKind::Struct { opcode, .. } = vo.kind else {
+            return false;
+        };
         let f = &self.descr_facts[d.index()];
         if !f.is_field {
             return false;
@@ -1660,7 +1835,9 @@ impl<'a> Pass<'a> {
         if opcode == Opcode::NewWithVtable && f.offset < 8 {
             return false;
         }
-        !vo.fields.iter().any(|(vf, _)| matches!(vf, VirtualField::Field(o) if f.overlap.contains(o)))
+        !vo.fields
+            .iter()
+            .any(|(vf, _)| matches!(vf, VirtualField::Field(o) if f.overlap.contains(o)))
     }
 
     fn getfield(&mut self, op: &Op, args: &[Value]) -> Value {
@@ -1668,7 +1845,11 @@ impl<'a> Pass<'a> {
         let d = op.descr.expect("verified: field ops have a descriptor");
         if let Some(id) = self.virt_of(obj) {
             if self.virtual_field_ok(id, d) {
-                let found = self.virtuals[id as usize].fields.iter().find(|(f, _)| *f == VirtualField::Field(d)).map(|x| x.1);
+                let found = self.virtuals[id as usize]
+                    .fields
+                    .iter()
+                    .find(|(f, _)| *f == VirtualField::Field(d))
+                    .map(|x| x.1);
                 let val = match found {
                     Some(val) => Some(self.find(val)),
                     None => Some(self.zero_of(op.opcode.result_kind())),
@@ -1689,7 +1870,12 @@ impl<'a> Pass<'a> {
             }
         }
         self.flush_conflicting(d, false, obj, None);
-        let v = self.emit(Op { opcode: op.opcode, descr: Some(d), guard: None, args: SmallVec::from_slice(args) });
+        let v = self.emit(Op {
+            opcode: op.opcode,
+            descr: Some(d),
+            guard: None,
+            args: SmallVec::from_slice(args),
+        });
         if self.opts.intbounds {
             if let Some(b) = self.read_bound(d) {
                 self.info[v.as_op().unwrap().index()].bound = b;
@@ -1713,8 +1899,18 @@ impl<'a> Pass<'a> {
 
     fn emit_write(&mut self, w: PendingWrite) {
         let op = match w.item {
-            None => Op { opcode: Opcode::SetfieldGc, descr: Some(w.descr), guard: None, args: SmallVec::from_slice(&[w.obj, w.val]) },
-            Some(idx) => Op { opcode: Opcode::SetarrayitemGc, descr: Some(w.descr), guard: None, args: SmallVec::from_slice(&[w.obj, idx, w.val]) },
+            None => Op {
+                opcode: Opcode::SetfieldGc,
+                descr: Some(w.descr),
+                guard: None,
+                args: SmallVec::from_slice(&[w.obj, w.val]),
+            },
+            Some(idx) => Op {
+                opcode: Opcode::SetarrayitemGc,
+                descr: Some(w.descr),
+                guard: None,
+                args: SmallVec::from_slice(&[w.obj, idx, w.val]),
+            },
         };
         self.emit(op);
     }
@@ -1759,7 +1955,10 @@ impl<'a> Pass<'a> {
             self.emit_write(w);
             return;
         }
-        let mut same = self.pending.iter().position(|p| p.descr == w.descr && p.obj == w.obj && p.item == w.item);
+        let mut same = self
+            .pending
+            .iter()
+            .position(|p| p.descr == w.descr && p.obj == w.obj && p.item == w.item);
         if let Some(k) = same {
             // Storing a reference makes the object escape (the interpreter's model: escape is
             // sticky, and later heap-writing calls may change escaped objects), so a
@@ -1772,7 +1971,11 @@ impl<'a> Pass<'a> {
             }
         }
         self.flush_conflicting(w.descr, w.item.is_some(), w.obj, same);
-        match self.pending.iter_mut().find(|p| p.descr == w.descr && p.obj == w.obj && p.item == w.item) {
+        match self
+            .pending
+            .iter_mut()
+            .find(|p| p.descr == w.descr && p.obj == w.obj && p.item == w.item)
+        {
             Some(p) => {
                 p.val = w.val;
                 self.removed(Reason::DeadStore);
@@ -1804,10 +2007,16 @@ impl<'a> Pass<'a> {
             self.removed(Reason::RedundantWrite);
             return;
         }
-        self.delay_write(PendingWrite { descr: d, item: None, obj, val });
+        self.delay_write(PendingWrite {
+            descr: d,
+            item: None,
+            obj,
+            val,
+        });
         let overlap = self.descr_facts[d.index()].overlap.clone();
         let info = &self.info;
-        self.heap.write_field(d, &overlap, obj, |a, b| Self::may_alias(info, a, b));
+        self.heap
+            .write_field(d, &overlap, obj, |a, b| Self::may_alias(info, a, b));
         if self.opts.heapcache && fits {
             self.heap.remember_field(d, obj, val);
         }
@@ -1815,7 +2024,9 @@ impl<'a> Pass<'a> {
 
     /// The constant index of a virtual array access, if the access can be tracked.
     fn virtual_item(&self, id: u32, d: DescrRef, idx: Value) -> Option<u32> {
-        let VirtualKind::Array { descr, len, .. } = self.virtuals[id as usize].kind else { return None };
+        let VirtualKind::Array { descr, len, .. } = self.virtuals[id as usize].kind else {
+            return None;
+        };
         if descr != d {
             return None;
         }
@@ -1826,10 +2037,17 @@ impl<'a> Pass<'a> {
     fn getitem(&mut self, op: &Op, args: &[Value]) -> Value {
         let (arr, idx) = (args[0], args[1]);
         let d = op.descr.expect("verified: array ops have a descriptor");
-        let pure_read = matches!(op.opcode, Opcode::GetarrayitemGcPureI | Opcode::GetarrayitemGcPureR | Opcode::GetarrayitemGcPureF);
+        let pure_read = matches!(
+            op.opcode,
+            Opcode::GetarrayitemGcPureI | Opcode::GetarrayitemGcPureR | Opcode::GetarrayitemGcPureF
+        );
         if let Some(id) = self.virt_of(arr) {
             if let Some(k) = self.virtual_item(id, d, idx) {
-                let found = self.virtuals[id as usize].fields.iter().find(|(f, _)| *f == VirtualField::Item(k)).map(|x| x.1);
+                let found = self.virtuals[id as usize]
+                    .fields
+                    .iter()
+                    .find(|(f, _)| *f == VirtualField::Item(k))
+                    .map(|x| x.1);
                 let val = match found {
                     Some(val) => self.find(val),
                     None => self.zero_of(op.opcode.result_kind()),
@@ -1847,14 +2065,25 @@ impl<'a> Pass<'a> {
                 Some(k) => self.heap.item(d, k, arr),
                 None => None,
             };
-            let hit = hit.or_else(|| if pure_read { self.heap.pure_item(d, arr, idx) } else { None });
+            let hit = hit.or_else(|| {
+                if pure_read {
+                    self.heap.pure_item(d, arr, idx)
+                } else {
+                    None
+                }
+            });
             if let Some(val) = hit {
                 self.removed(Reason::HeapCache);
                 return self.find(val);
             }
         }
         self.flush_conflicting(d, true, arr, None);
-        let v = self.emit(Op { opcode: op.opcode, descr: Some(d), guard: None, args: SmallVec::from_slice(args) });
+        let v = self.emit(Op {
+            opcode: op.opcode,
+            descr: Some(d),
+            guard: None,
+            args: SmallVec::from_slice(args),
+        });
         if self.opts.intbounds {
             if let Some(b) = self.read_bound(d) {
                 self.info[v.as_op().unwrap().index()].bound = b;
@@ -1899,10 +2128,20 @@ impl<'a> Pass<'a> {
             }
         }
         if cidx.is_some() {
-            self.delay_write(PendingWrite { descr: d, item: Some(idx), obj: arr, val });
+            self.delay_write(PendingWrite {
+                descr: d,
+                item: Some(idx),
+                obj: arr,
+                val,
+            });
         } else {
             self.flush_conflicting(d, true, arr, None);
-            self.emit(Op { opcode: Opcode::SetarrayitemGc, descr: Some(d), guard: None, args: SmallVec::from_slice(&[arr, idx, val]) });
+            self.emit(Op {
+                opcode: Opcode::SetarrayitemGc,
+                descr: Some(d),
+                guard: None,
+                args: SmallVec::from_slice(&[arr, idx, val]),
+            });
         }
         let info = &self.info;
         self.heap.write_item(d, cidx, arr, |a, b| Self::may_alias(info, a, b));
@@ -1929,7 +2168,12 @@ impl<'a> Pass<'a> {
                 return self.find(v);
             }
         }
-        let v = self.emit(Op { opcode: op.opcode, descr: op.descr, guard: None, args: SmallVec::from_slice(args) });
+        let v = self.emit(Op {
+            opcode: op.opcode,
+            descr: op.descr,
+            guard: None,
+            args: SmallVec::from_slice(args),
+        });
         if self.opts.intbounds {
             self.info[v.as_op().unwrap().index()].bound = IntBound::nonnegative();
         }
@@ -1955,7 +2199,10 @@ impl<'a> Pass<'a> {
         };
         for &o in self.order.iter().rev() {
             let op = &self.ops[o.index()];
-            let removable = self.opts.dce && o.index() >= self.input.num_inputs && op.opcode != Opcode::Label && is_removable(op.opcode);
+            let removable = self.opts.dce
+                && o.index() >= self.input.num_inputs
+                && op.opcode != Opcode::Label
+                && is_removable(op.opcode);
             if !live[o.index()] && removable {
                 continue;
             }
@@ -1965,7 +2212,11 @@ impl<'a> Pass<'a> {
             }
             if let Some(g) = op.guard {
                 let gd = &self.guards[g.index()];
-                for fa in gd.fail_args.iter().chain(gd.virtuals.iter().flat_map(|v| v.fields.iter().map(|f| &f.1))) {
+                for fa in gd
+                    .fail_args
+                    .iter()
+                    .chain(gd.virtuals.iter().flat_map(|v| v.fields.iter().map(|f| &f.1)))
+                {
                     if let FailArg::Value(v) = *fa {
                         mark(&mut live, v);
                     }
@@ -2015,7 +2266,12 @@ impl<'a> Pass<'a> {
             for &a in &op.args {
                 args.push(remap(a)?);
             }
-            ops.push(Op { opcode: op.opcode, descr: op.descr, guard: op.guard, args });
+            ops.push(Op {
+                opcode: op.opcode,
+                descr: op.descr,
+                guard: op.guard,
+                args,
+            });
         }
         let remap_fa = |fa: FailArg| -> Result<FailArg, OptError> {
             Ok(match fa {
@@ -2074,7 +2330,10 @@ impl<'a> Pass<'a> {
             s.descr_facts = std::mem::take(&mut self.descr_facts);
             SCRATCH.with(|c| c.set(Some(s)));
         }
-        Ok(Optimized { trace, stats: self.stats })
+        Ok(Optimized {
+            trace,
+            stats: self.stats,
+        })
     }
 }
 
@@ -2147,7 +2406,8 @@ mod tests {
             let (t, _) = random_trace(&RandomConfig::default(), seed);
             assert!(precheck(&t).is_ok(), "seed {seed}");
         }
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/pypy-dev/fannkuch.pypylog");
+        let dir =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/pypy-dev/fannkuch.pypylog");
         let text = std::fs::read_to_string(dir).unwrap();
         for t in trace_ir::parse_file(&text).unwrap() {
             assert!(precheck(&t).is_ok(), "{}", t.info.name);

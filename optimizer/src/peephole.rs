@@ -167,15 +167,28 @@ mod tests {
         let eight = e.make_const(8);
         let (name, v) = hand_rules(&mut e, Opcode::IntSub, &[op(1), op(1)]).unwrap();
         assert_eq!((name, e.const_int(v)), ("sub_x_x", Some(0)));
-        assert_eq!(hand_rules(&mut e, Opcode::IntAdd, &[zero, op(2)]), Some(("add_zero", op(2))));
-        assert_eq!(hand_rules(&mut e, Opcode::IntXor, &[op(3), op(3)]).map(|r| r.0), Some("xor_x_x"));
+        assert_eq!(
+            hand_rules(&mut e, Opcode::IntAdd, &[zero, op(2)]),
+            Some(("add_zero", op(2)))
+        );
+        assert_eq!(
+            hand_rules(&mut e, Opcode::IntXor, &[op(3), op(3)]).map(|r| r.0),
+            Some("xor_x_x")
+        );
         let (name, _) = hand_rules(&mut e, Opcode::IntMul, &[op(4), eight]).unwrap();
         assert_eq!(name, "mul_pow2");
         let three = e.make_const(3);
         assert_eq!(e.emitted, vec![(Opcode::IntLshift, vec![op(4), three])]);
-        e.defs.push((op(5), Opcode::IntAdd, SmallVec::from_slice(&[op(1), op(2)])));
-        assert_eq!(hand_rules(&mut e, Opcode::IntSub, &[op(5), op(2)]), Some(("sub_add_cancel", op(1))));
-        assert_eq!(hand_rules(&mut e, Opcode::IntSub, &[op(5), op(1)]), Some(("sub_add_cancel", op(2))));
+        e.defs
+            .push((op(5), Opcode::IntAdd, SmallVec::from_slice(&[op(1), op(2)])));
+        assert_eq!(
+            hand_rules(&mut e, Opcode::IntSub, &[op(5), op(2)]),
+            Some(("sub_add_cancel", op(1)))
+        );
+        assert_eq!(
+            hand_rules(&mut e, Opcode::IntSub, &[op(5), op(1)]),
+            Some(("sub_add_cancel", op(2)))
+        );
     }
 
     #[test]

@@ -41,7 +41,11 @@ fn corpus_traces_optimize_and_behave_the_same() {
             }
             let out = optimize(t, &Options::default()).unwrap_or_else(|e| panic!("{}: {e}", t.info.name));
             trace_ir::verify(&out.trace).unwrap_or_else(|e| panic!("{}: {e}", t.info.name));
-            let theirs = all[k + 1..].iter().take_while(|x| !is_noopt(x)).next().map(|x| x.num_real_ops());
+            let theirs = all[k + 1..]
+                .iter()
+                .take_while(|x| !is_noopt(x))
+                .next()
+                .map(|x| x.num_real_ops());
             traces += 1;
             noopt_ops += t.num_real_ops();
             ours += out.trace.num_real_ops();
@@ -66,10 +70,15 @@ fn corpus_traces_optimize_and_behave_the_same() {
             }
         }
     }
-    println!("{traces} traces: noopt {noopt_ops} ops, ours {ours}, PyPy {pypy}; runs compared {compared}, skipped {skipped}");
+    println!(
+        "{traces} traces: noopt {noopt_ops} ops, ours {ours}, PyPy {pypy}; runs compared {compared}, skipped {skipped}"
+    );
     println!("{total}");
     assert!(traces >= 100, "only {traces} noopt traces found");
     // 46,599 -> about 24,000 when this was written: catch large regressions
-    assert!(ours * 10 < noopt_ops * 6, "ours {ours} of {noopt_ops}: less than 40% removed");
+    assert!(
+        ours * 10 < noopt_ops * 6,
+        "ours {ours} of {noopt_ops}: less than 40% removed"
+    );
     assert!(skipped * 5 < compared, "too many runs where the original is invalid");
 }

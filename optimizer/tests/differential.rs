@@ -21,7 +21,8 @@ fn differential(cfg: &RandomConfig, opts: &Options, seeds: std::ops::Range<u64>,
     let mut inputs = Inputs::new(seeds.start);
     for seed in seeds {
         let (t, example) = random_trace(cfg, seed);
-        let out = optimize(&t, opts).unwrap_or_else(|e| panic!("seed {seed} ({opts:?}): {e}\n{}", trace_ir::print_trace(&t)));
+        let out =
+            optimize(&t, opts).unwrap_or_else(|e| panic!("seed {seed} ({opts:?}): {e}\n{}", trace_ir::print_trace(&t)));
         trace_ir::verify(&out.trace).unwrap();
         let mut runs = vec![example];
         for _ in 0..extra {
@@ -40,7 +41,15 @@ fn differential(cfg: &RandomConfig, opts: &Options, seeds: std::ops::Range<u64>,
 
 #[test]
 fn random_traces_integers_only() {
-    let (c, s) = differential(&RandomConfig { length: 40, ..RandomConfig::integers_only() }, &Options::default(), 0..1500, 3);
+    let (c, s) = differential(
+        &RandomConfig {
+            length: 40,
+            ..RandomConfig::integers_only()
+        },
+        &Options::default(),
+        0..1500,
+        3,
+    );
     assert!(c > 4 * s, "compared {c}, skipped {s}");
 }
 
@@ -53,7 +62,14 @@ fn random_traces_with_heap_calls_and_loops() {
 #[test]
 fn random_heap_heavy_traces() {
     // (found the sticky-escape case of `overwritten_reference_stores_stay` in golden.rs)
-    let cfg = RandomConfig { length: 60, heap: 25, int_ops: 5, guards: 8, calls: 4, ..RandomConfig::default() };
+    let cfg = RandomConfig {
+        length: 60,
+        heap: 25,
+        int_ops: 5,
+        guards: 8,
+        calls: 4,
+        ..RandomConfig::default()
+    };
     let (c, s) = differential(&cfg, &Options::default(), 20_000..23_000, 2);
     assert!(c > 4 * s, "compared {c}, skipped {s}");
 }
@@ -70,7 +86,10 @@ fn random_traces_each_part_off() {
 
 #[test]
 fn random_long_traces() {
-    let cfg = RandomConfig { length: 300, ..RandomConfig::default() };
+    let cfg = RandomConfig {
+        length: 300,
+        ..RandomConfig::default()
+    };
     differential(&cfg, &Options::default(), 40_000..40_100, 2);
 }
 
@@ -82,7 +101,10 @@ fn optimizing_twice_is_still_correct() {
         let (t, example) = random_trace(&cfg, seed);
         let once = optimize(&t, &Options::default()).unwrap().trace;
         let twice = optimize(&once, &Options::default()).unwrap();
-        assert!(twice.trace.num_real_ops() <= once.num_real_ops(), "seed {seed}: optimizing again grew the trace");
+        assert!(
+            twice.trace.num_real_ops() <= once.num_real_ops(),
+            "seed {seed}: optimizing again grew the trace"
+        );
         for inp in [example, inputs.for_trace(&t)] {
             same_behaviour(&t, &twice.trace, &inp).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
         }

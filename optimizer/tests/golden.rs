@@ -26,7 +26,9 @@ fn check_with(input: &str, expected: &str, opts: &Options) -> Optimized {
         return common::check_with(input, expected, opts);
     }
     let out = optimize(&parse(input), opts).unwrap_or_else(|e| panic!("optimize failed: {e}"));
-    let matches = trace_ir::parse_trace(expected).map(|want| trace_ir::traces_equivalent(&out.trace, &want).is_ok()).unwrap_or(false);
+    let matches = trace_ir::parse_trace(expected)
+        .map(|want| trace_ir::traces_equivalent(&out.trace, &want).is_ok())
+        .unwrap_or(false);
     if !matches {
         bless::rewrite_expectation(std::panic::Location::caller(), &trace_ir::print_trace(&out.trace));
     }
@@ -40,7 +42,9 @@ mod bless {
 
     /// Whether `BLESS=1` (or any value but `0` and empty) is set.
     pub fn enabled() -> bool {
-        std::env::var("BLESS").map(|v| !v.is_empty() && v != "0").unwrap_or(false)
+        std::env::var("BLESS")
+            .map(|v| !v.is_empty() && v != "0")
+            .unwrap_or(false)
     }
 
     /// Line-count changes made so far by this process: (original line of the call, lines added).
@@ -53,10 +57,17 @@ mod bless {
     /// as the hand-written expectations are).
     pub fn rewrite_expectation(loc: &Location<'_>, text: &str) {
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden.rs");
-        assert!(loc.file().ends_with("golden.rs"), "BLESS: the call at {loc} is not in golden.rs");
+        assert!(
+            loc.file().ends_with("golden.rs"),
+            "BLESS: the call at {loc} is not in golden.rs"
+        );
         let mut shifts = SHIFTS.lock().unwrap_or_else(|e| e.into_inner());
         let src = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("BLESS: cannot read {path}: {e}"));
-        let shift: isize = shifts.iter().filter(|(l, _)| *l < loc.line() as usize).map(|(_, d)| d).sum();
+        let shift: isize = shifts
+            .iter()
+            .filter(|(l, _)| *l < loc.line() as usize)
+            .map(|(_, d)| d)
+            .sum();
         let line = (loc.line() as isize + shift) as usize;
         let call = line_start(&src, line).map(|p| p + loc.column() as usize - 1);
         let Some((start, end)) = call.and_then(|c| second_argument_literal(&src, c)) else {
@@ -64,7 +75,11 @@ mod bless {
         };
         let quote_col = start - src[..start].rfind('\n').map(|p| p + 1).unwrap_or(0);
         let indent = " ".repeat(quote_col + 1);
-        let body: Vec<String> = text.trim_end().lines().map(|l| l.trim().replace('\\', "\\\\").replace('"', "\\\"")).collect();
+        let body: Vec<String> = text
+            .trim_end()
+            .lines()
+            .map(|l| l.trim().replace('\\', "\\\\").replace('"', "\\\""))
+            .collect();
         let literal = format!("\"{}\"", body.join(&format!("\n{indent}")));
         let old_lines = src[start..end].matches('\n').count() as isize;
         let new_lines = literal.matches('\n').count() as isize;
@@ -293,7 +308,10 @@ fn rules_fire_through_the_hook() {
 
 #[test]
 fn rules_can_be_switched_off() {
-    let o = Options { rules: false, ..Options::default() };
+    let o = Options {
+        rules: false,
+        ..Options::default()
+    };
     check_with(
         "[i0]
          i4 = int_mul(i0, 8)
@@ -593,7 +611,10 @@ fn must_keep(src: &str, guards: usize, counterexamples: &[Vec<RtValue>]) {
     let kept = out.trace.ops.iter().filter(|o| o.opcode.is_guard()).count();
     assert_eq!(kept, guards, "guards removed:\n{}", trace_ir::print_trace(&out.trace));
     for inp in counterexamples {
-        assert!(same_behaviour(&t, &out.trace, inp).unwrap(), "original invalid on {inp:?}");
+        assert!(
+            same_behaviour(&t, &out.trace, inp).unwrap(),
+            "original invalid on {inp:?}"
+        );
     }
 }
 
@@ -609,7 +630,10 @@ fn miscompilation_1_wrapping_add_backwards() {
          guard_true(i3, descr=<Guard2>) [i0]
          finish(i0)",
         2,
-        &[vec![RtValue::Int(i64::MAX - 4)], vec![RtValue::Int(9223372036854775800)]],
+        &[
+            vec![RtValue::Int(i64::MAX - 4)],
+            vec![RtValue::Int(9223372036854775800)],
+        ],
     );
 }
 
@@ -658,7 +682,14 @@ fn miscompilation_4_sub_ovf_of_wrapping_add() {
          guard_no_overflow(descr=<Guard1>) [i0]
          finish(i3)";
     check(src, src);
-    must_keep(src, 1, &[vec![RtValue::Int(i64::MAX), RtValue::Int(1)], vec![RtValue::Int(-5), RtValue::Int(i64::MIN)]]);
+    must_keep(
+        src,
+        1,
+        &[
+            vec![RtValue::Int(i64::MAX), RtValue::Int(1)],
+            vec![RtValue::Int(-5), RtValue::Int(i64::MIN)],
+        ],
+    );
 }
 
 #[test]
@@ -756,7 +787,10 @@ fn dont_materialize_twice() {
     );
     assert_eq!(out.stats.virtuals_materialized, 1);
     // without the heap cache both stores stay, and still one allocation
-    let o = Options { heapcache: false, ..Options::default() };
+    let o = Options {
+        heapcache: false,
+        ..Options::default()
+    };
     check_with(
         "[p0]
          p1 = new(descr=<SizeDescr 16>)
@@ -841,9 +875,13 @@ fn long_chain_of_virtuals_materializes_without_recursion() {
     let n = 20_000;
     let mut src = String::from("[p0]\n p1 = new(descr=<SizeDescr 16>)\n");
     for i in 2..=n {
-        src += &format!(" p{i} = new(descr=<SizeDescr 16>)\n setfield_gc(p{i}, p{}, descr=<FieldP next 8>)\n", i - 1);
+        src += &format!(
+            " p{i} = new(descr=<SizeDescr 16>)\n setfield_gc(p{i}, p{}, descr=<FieldP next 8>)\n",
+            i - 1
+        );
     }
-    src += &format!(" guard_true(0, descr=<Guard1>) [p{n}]\n setfield_gc(p0, p{n}, descr=<FieldP head 8>)\n finish()\n");
+    src +=
+        &format!(" guard_true(0, descr=<Guard1>) [p{n}]\n setfield_gc(p0, p{n}, descr=<FieldP head 8>)\n finish()\n");
     let t = parse(&src);
     let out = std::thread::Builder::new()
         .stack_size(256 * 1024)
@@ -1369,7 +1407,12 @@ fn input_is_not_mutated_and_guard_ids_survive() {
     let before = t.clone();
     let out = optimize(&t, &Options::default()).unwrap();
     assert_eq!(t, before);
-    let g = out.trace.guards.iter().find(|g| g.id == trace_ir::GuardId(7)).expect("guard 7 kept");
+    let g = out
+        .trace
+        .guards
+        .iter()
+        .find(|g| g.id == trace_ir::GuardId(7))
+        .expect("guard 7 kept");
     assert_eq!(g.resume_key, 99);
 }
 
@@ -1377,5 +1420,8 @@ fn input_is_not_mutated_and_guard_ids_survive() {
 fn bad_input_is_an_error_not_a_panic() {
     let mut t = parse("[i0]\n i1 = int_add(i0, 1)\n finish(i1)");
     t.ops[1].args[0] = trace_ir::Value::op(trace_ir::OpRef::new(5));
-    assert!(matches!(optimize(&t, &Options::default()), Err(optimizer::OptError::BadInput(_))));
+    assert!(matches!(
+        optimize(&t, &Options::default()),
+        Err(optimizer::OptError::BadInput(_))
+    ));
 }

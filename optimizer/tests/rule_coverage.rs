@@ -17,7 +17,32 @@ use rule_dsl::{CheckedRule, Pattern};
 use std::collections::HashMap;
 use trace_ir::{Kind, Opcode, TraceBuilder, Value};
 
-const CONSTS: &[i64] = &[5, 3, 12, 4, 8, 1, 2, 7, 15, 16, 60, 0, -1, -2, -8, 255, 63, 32, 62, 64, 100, -256, i64::MIN, i64::MAX];
+const CONSTS: &[i64] = &[
+    5,
+    3,
+    12,
+    4,
+    8,
+    1,
+    2,
+    7,
+    15,
+    16,
+    60,
+    0,
+    -1,
+    -2,
+    -8,
+    255,
+    63,
+    32,
+    62,
+    64,
+    100,
+    -256,
+    i64::MIN,
+    i64::MAX,
+];
 /// Variable shapes: 0 plain input, 1..=6 input narrowed to a range, 7 `input << 3`.
 const RANGES: &[(i64, i64)] = &[(0, 1), (0, 100), (-1, 0), (1, 100), (-100, -1), (0, 7)];
 const SHAPES: usize = 2 + RANGES.len();
@@ -25,9 +50,16 @@ const MAX_TRIES: usize = 40_000;
 
 fn load_rules() -> Vec<CheckedRule> {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("rules");
-    let mut paths: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|x| x == "rules")).collect();
+    let mut paths: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "rules"))
+        .collect();
     paths.sort();
-    let files: Vec<(String, String)> = paths.iter().map(|p| (p.display().to_string(), std::fs::read_to_string(p).unwrap())).collect();
+    let files: Vec<(String, String)> = paths
+        .iter()
+        .map(|p| (p.display().to_string(), std::fs::read_to_string(p).unwrap()))
+        .collect();
     rule_dsl::load(&files).unwrap_or_else(|e| panic!("{e}"))
 }
 
@@ -90,18 +122,49 @@ impl Builder<'_> {
 
 /// Tries candidate traces for `rule` until it fires; returns the number of tries if it did.
 fn fire(rule: &CheckedRule, opts: &Options) -> Option<usize> {
-    let cvars: Vec<&str> = rule.vars.iter().filter(|v| v.is_const).map(|v| v.name.as_str()).collect();
-    let xvars: Vec<&str> = rule.vars.iter().filter(|v| !v.is_const).map(|v| v.name.as_str()).collect();
-    let radices: Vec<usize> = cvars.iter().map(|_| CONSTS.len()).chain(xvars.iter().map(|_| SHAPES)).collect();
+    let cvars: Vec<&str> = rule
+        .vars
+        .iter()
+        .filter(|v| v.is_const)
+        .map(|v| v.name.as_str())
+        .collect();
+    let xvars: Vec<&str> = rule
+        .vars
+        .iter()
+        .filter(|v| !v.is_const)
+        .map(|v| v.name.as_str())
+        .collect();
+    let radices: Vec<usize> = cvars
+        .iter()
+        .map(|_| CONSTS.len())
+        .chain(xvars.iter().map(|_| SHAPES))
+        .collect();
     let mut digits = vec![0usize; radices.len()];
     for tries in 1..=MAX_TRIES {
-        let consts: HashMap<String, i64> = cvars.iter().zip(&digits).map(|(n, &d)| (n.to_string(), CONSTS[d])).collect();
-        let shapes: HashMap<String, usize> = xvars.iter().zip(&digits[cvars.len()..]).map(|(n, &d)| (n.to_string(), d)).collect();
-        let mut bld = Builder { b: TraceBuilder::new(), vals: HashMap::new(), consts: &consts, shapes: &shapes, key: 0 };
+        let consts: HashMap<String, i64> = cvars
+            .iter()
+            .zip(&digits)
+            .map(|(n, &d)| (n.to_string(), CONSTS[d]))
+            .collect();
+        let shapes: HashMap<String, usize> = xvars
+            .iter()
+            .zip(&digits[cvars.len()..])
+            .map(|(n, &d)| (n.to_string(), d))
+            .collect();
+        let mut bld = Builder {
+            b: TraceBuilder::new(),
+            vals: HashMap::new(),
+            consts: &consts,
+            shapes: &shapes,
+            key: 0,
+        };
         bld.vars(rule);
         let root = bld.pattern(&rule.rule.pattern);
         bld.b.finish_with(&[root]);
-        let trace = bld.b.finish().unwrap_or_else(|e| panic!("{}: invalid test trace: {e}", rule.name()));
+        let trace = bld
+            .b
+            .finish()
+            .unwrap_or_else(|e| panic!("{}: invalid test trace: {e}", rule.name()));
         // A trace the optimizer refuses is a bug in the optimizer, not a reason to skip.
         let out = optimize(&trace, opts).unwrap_or_else(|e| panic!("{}: optimize failed: {e}", rule.name()));
         if out.stats.rules.get(rule.name()).copied().unwrap_or(0) > 0 {
@@ -127,29 +190,49 @@ fn fire(rule: &CheckedRule, opts: &Options) -> Option<usize> {
 #[test]
 fn every_rule_fires_and_is_counted() {
     let rules = load_rules();
-    assert_eq!(rules.len(), RULES.len(), "the test and the build see different rule files");
-    let no_bounds = Options { intbounds: false, ..Options::default() };
+    assert_eq!(
+        rules.len(),
+        RULES.len(),
+        "the test and the build see different rule files"
+    );
+    let no_bounds = Options {
+        intbounds: false,
+        ..Options::default()
+    };
     let mut never = Vec::new();
     for r in &rules {
         if fire(r, &Options::default()).or_else(|| fire(r, &no_bounds)).is_none() {
             never.push(format!("{} ({}:{})", r.name(), r.rule.file, r.rule.pos.line));
         }
     }
-    assert!(never.is_empty(), "{} of {} rules never fired:\n  {}", never.len(), rules.len(), never.join("\n  "));
+    assert!(
+        never.is_empty(),
+        "{} of {} rules never fired:\n  {}",
+        never.len(),
+        rules.len(),
+        never.join("\n  ")
+    );
 }
 
 #[test]
 fn generated_rule_table_matches_the_rule_files() {
     let rules = load_rules();
     for r in &rules {
-        let info = RULES.iter().find(|i| i.name == r.name()).unwrap_or_else(|| panic!("{} missing from RULES", r.name()));
+        let info = RULES
+            .iter()
+            .find(|i| i.name == r.name())
+            .unwrap_or_else(|| panic!("{} missing from RULES", r.name()));
         assert_eq!(info.opcode, r.root);
         assert_eq!(info.line, r.rule.pos.line);
         assert!(!info.doc.is_empty(), "{} has no identity comment", r.name());
     }
     // Grouped by opcode, and within an opcode, rules producing values/constants come first.
     for w in RULES.windows(2) {
-        assert!(w[0].opcode <= w[1].opcode, "RULES not grouped by opcode at {}", w[1].name);
+        assert!(
+            w[0].opcode <= w[1].opcode,
+            "RULES not grouped by opcode at {}",
+            w[1].name
+        );
     }
 }
 

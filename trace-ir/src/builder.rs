@@ -81,7 +81,13 @@ impl TraceBuilder {
     }
     /// Like [`TraceBuilder::guard`], returning the guard's op (for guards with a result,
     /// such as `guard_exception`) as well as its id.
-    pub fn guard_op(&mut self, opcode: Opcode, args: &[Value], fail_args: &[Value], resume_key: u64) -> (Value, GuardId) {
+    pub fn guard_op(
+        &mut self,
+        opcode: Opcode,
+        args: &[Value],
+        fail_args: &[Value],
+        resume_key: u64,
+    ) -> (Value, GuardId) {
         let id = GuardId(self.next_guard_id);
         self.next_guard_id += 1;
         self.trace.guards.push(GuardData {

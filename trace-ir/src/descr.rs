@@ -119,14 +119,15 @@ impl CallEffect {
     pub fn is_elidable(self) -> bool {
         matches!(
             self,
-            CallEffect::ElidableCannotRaise
-                | CallEffect::ElidableOrMemoryError
-                | CallEffect::ElidableCanRaise
+            CallEffect::ElidableCannotRaise | CallEffect::ElidableOrMemoryError | CallEffect::ElidableCanRaise
         )
     }
     /// Whether the function may raise.
     pub fn can_raise(self) -> bool {
-        !matches!(self, CallEffect::ElidableCannotRaise | CallEffect::CannotRaise | CallEffect::LoopInvariant)
+        !matches!(
+            self,
+            CallEffect::ElidableCannotRaise | CallEffect::CannotRaise | CallEffect::LoopInvariant
+        )
     }
 }
 

@@ -175,7 +175,10 @@ pub fn eval_pure(opcode: Opcode, args: &[u64]) -> Result<u64, EvalError> {
         return Err(EvalError::Unsupported(opcode));
     }
     if args.len() != opcode.fixed_arity() || opcode.is_variadic() {
-        return Err(EvalError::Arity { opcode, got: args.len() });
+        return Err(EvalError::Arity {
+            opcode,
+            got: args.len(),
+        });
     }
     let x = args[0];
     let y = args.get(1).copied().unwrap_or(0);
@@ -277,11 +280,29 @@ mod tests {
         assert_eq!(eval_pure(Opcode::IntPyDiv, &[min, m1]), Ok(min));
         assert_eq!(eval_pure(Opcode::IntPyMod, &[min, m1]), Ok(0));
         assert!(matches!(eval_pure(Opcode::IntMod, &[5, 0]), Err(EvalError::Invalid(_))));
-        assert!(matches!(eval_pure(Opcode::IntRshift, &[5, m1]), Err(EvalError::Invalid(_))));
-        assert!(matches!(eval_pure(Opcode::IntSignext, &[5, 3]), Err(EvalError::Invalid(_))));
-        assert_eq!(eval_pure(Opcode::IntAdd, &[1]), Err(EvalError::Arity { opcode: Opcode::IntAdd, got: 1 }));
-        assert_eq!(eval_pure(Opcode::GuardTrue, &[1]), Err(EvalError::Unsupported(Opcode::GuardTrue)));
+        assert!(matches!(
+            eval_pure(Opcode::IntRshift, &[5, m1]),
+            Err(EvalError::Invalid(_))
+        ));
+        assert!(matches!(
+            eval_pure(Opcode::IntSignext, &[5, 3]),
+            Err(EvalError::Invalid(_))
+        ));
+        assert_eq!(
+            eval_pure(Opcode::IntAdd, &[1]),
+            Err(EvalError::Arity {
+                opcode: Opcode::IntAdd,
+                got: 1
+            })
+        );
+        assert_eq!(
+            eval_pure(Opcode::GuardTrue, &[1]),
+            Err(EvalError::Unsupported(Opcode::GuardTrue))
+        );
         assert_eq!(eval_pure(Opcode::CastFloatToInt, &[f64::NAN.to_bits()]), Ok(0));
-        assert_eq!(eval_pure(Opcode::CastFloatToInt, &[1e300f64.to_bits()]), Ok(i64::MAX as u64));
+        assert_eq!(
+            eval_pure(Opcode::CastFloatToInt, &[1e300f64.to_bits()]),
+            Ok(i64::MAX as u64)
+        );
     }
 }

@@ -19,13 +19,13 @@ pub mod verify;
 
 pub use builder::TraceBuilder;
 pub use descr::{ArrayDescr, CallDescr, CallEffect, Descr, FieldDescr, InteriorDescr, SizeDescr};
+pub use entity::{ConstRef, DescrRef, GuardId, GuardRef, OpRef, Value, ValueData};
 pub use eval::{eval_ovf, eval_pure, EvalError};
 pub use interp::{outcomes_equivalent, run, Outcome, RtValue, RunConfig, RunResult};
-pub use random::{random_trace, RandomConfig};
-pub use entity::{ConstRef, DescrRef, GuardId, GuardRef, OpRef, Value, ValueData};
 pub use opcode::{DescrKind, Kind, OpFlags, OpInfo, Opcode};
-pub use trace::{Const, ConstPool, FailArg, GuardData, Op, Trace, TraceInfo, VirtualField, VirtualKind, VirtualObject};
+pub use random::{random_trace, RandomConfig};
 pub use text::{parse_file, parse_trace, print_trace, traces_equivalent, ParseError};
+pub use trace::{Const, ConstPool, FailArg, GuardData, Op, Trace, TraceInfo, VirtualField, VirtualKind, VirtualObject};
 pub use unionfind::UnionFind;
 pub use verify::{jump_target, verify, JumpTarget, VerifyError};
 
@@ -36,6 +36,10 @@ mod tests {
     #[test]
     fn op_stays_small() {
         // Growth of `Op` should be a decision: update this number knowingly.
-        assert!(std::mem::size_of::<Op>() <= 40, "Op is {} bytes", std::mem::size_of::<Op>());
+        assert!(
+            std::mem::size_of::<Op>() <= 40,
+            "Op is {} bytes",
+            std::mem::size_of::<Op>()
+        );
     }
 }

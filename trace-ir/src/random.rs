@@ -97,7 +97,14 @@ impl RandomConfig {
     /// Only integer, overflow and guard ops on integer inputs, straight-line (the traces of
     /// seed 004).
     pub fn integers_only() -> RandomConfig {
-        RandomConfig { max_ref_inputs: 0, heap: 0, calls: 0, floats: 0, loops: false, ..RandomConfig::default() }
+        RandomConfig {
+            max_ref_inputs: 0,
+            heap: 0,
+            calls: 0,
+            floats: 0,
+            loops: false,
+            ..RandomConfig::default()
+        }
     }
 }
 
@@ -152,7 +159,20 @@ pub fn special_int(rng: &mut Rng) -> i64 {
 }
 
 fn special_float(rng: &mut Rng) -> f64 {
-    *rng.pick(&[0.0, -0.0, 1.0, -1.5, 0.1, 3.25, 1e10, -2.5e-3, 1e300, f64::INFINITY, f64::NAN, 7.0])
+    *rng.pick(&[
+        0.0,
+        -0.0,
+        1.0,
+        -1.5,
+        0.1,
+        3.25,
+        1e10,
+        -2.5e-3,
+        1e300,
+        f64::INFINITY,
+        f64::NAN,
+        7.0,
+    ])
 }
 
 /// Whether `outcome` is the exit a generated trace must reach on its example inputs: `finish`
@@ -172,7 +192,9 @@ pub fn expected_exit_guard(trace: &Trace) -> Option<GuardId> {
         return None;
     }
     let l = trace.last_label()?;
-    trace.ops[l.index()..].iter().find_map(|op| op.guard.map(|g| trace.guard(g).id))
+    trace.ops[l.index()..]
+        .iter()
+        .find_map(|op| op.guard.map(|g| trace.guard(g).id))
 }
 
 /// A random trace and example inputs on which it runs to its end (see the module
@@ -180,7 +202,11 @@ pub fn expected_exit_guard(trace: &Trace) -> Option<GuardId> {
 /// [`crate::verify::verify`].
 pub fn random_trace(cfg: &RandomConfig, seed: u64) -> (Trace, Vec<RtValue>) {
     for attempt in 0..8u64 {
-        let s = if attempt == 0 { seed } else { mix64(seed ^ attempt.wrapping_mul(0x9e37_79b9)) };
+        let s = if attempt == 0 {
+            seed
+        } else {
+            mix64(seed ^ attempt.wrapping_mul(0x9e37_79b9))
+        };
         let (t, inputs) = Gen::new(cfg, s, cfg.loops).generate();
         if crate::verify::verify(&t).is_ok() {
             let r = interp::run(&t, &inputs, &RunConfig::default());
@@ -247,11 +273,24 @@ struct LoopInfo {
 }
 
 fn field(name: &str, offset: i64, size: u8, signed: bool, kind: Kind, immutable: bool) -> Descr {
-    Descr::Field(FieldDescr { name: name.into(), offset, size, signed, kind, immutable })
+    Descr::Field(FieldDescr {
+        name: name.into(),
+        offset,
+        size,
+        signed,
+        kind,
+        immutable,
+    })
 }
 
 fn array(item_size: u8, signed: bool, kind: Kind) -> Descr {
-    Descr::Array(ArrayDescr { item_size, signed, kind, base_offset: 16, len_offset: 8 })
+    Descr::Array(ArrayDescr {
+        item_size,
+        signed,
+        kind,
+        base_offset: 16,
+        len_offset: 8,
+    })
 }
 
 fn call(result: Kind, args: &[Kind], effect: CallEffect) -> Descr {
@@ -273,7 +312,10 @@ impl<'c> Gen<'c> {
         let mut md = |d: Descr| t.make_descr(d);
         let d = Descrs {
             size_plain: md(Descr::Size(SizeDescr { size: 32, vtable: None })),
-            size_vt: md(Descr::Size(SizeDescr { size: 48, vtable: Some(0x7000_1000) })),
+            size_vt: md(Descr::Size(SizeDescr {
+                size: 48,
+                vtable: Some(0x7000_1000),
+            })),
             size_vt2: md(Descr::Size(SizeDescr { size: 56, vtable: None })),
             f_int: md(field("T.inst_a", 8, 8, true, Kind::Int, false)),
             f_int4: md(field("T.inst_b", 16, 4, true, Kind::Int, false)),
@@ -284,7 +326,11 @@ impl<'c> Gen<'c> {
             a_int: md(array(8, true, Kind::Int)),
             a_ref: md(array(8, false, Kind::Ref)),
             a_u1: md(array(1, false, Kind::Int)),
-            c_pure: md(call(Kind::Int, &[Kind::Int, Kind::Int], CallEffect::ElidableCannotRaise)),
+            c_pure: md(call(
+                Kind::Int,
+                &[Kind::Int, Kind::Int],
+                CallEffect::ElidableCannotRaise,
+            )),
             c_write: md(call(Kind::Int, &[Kind::Int], CallEffect::CannotRaise)),
             c_raise_n: md(call(Kind::Void, &[Kind::Ref], CallEffect::CanRaise)),
             c_float: md(call(Kind::Float, &[Kind::Float], CallEffect::ElidableCannotRaise)),
@@ -325,7 +371,11 @@ impl<'c> Gen<'c> {
     fn make_inputs(&mut self) -> Vec<RtValue> {
         let n_int = 1 + self.rng.index(self.cfg.max_int_inputs.max(1));
         let n_ref = self.rng.index(self.cfg.max_ref_inputs + 1);
-        let n_float = if self.cfg.floats > 0 { self.rng.index(self.cfg.max_float_inputs + 1) } else { 0 };
+        let n_float = if self.cfg.floats > 0 {
+            self.rng.index(self.cfg.max_float_inputs + 1)
+        } else {
+            0
+        };
         let mut kinds: Vec<Kind> = std::iter::repeat_n(Kind::Int, n_int)
             .chain(std::iter::repeat_n(Kind::Ref, n_ref))
             .chain(std::iter::repeat_n(Kind::Float, n_float))
@@ -336,7 +386,11 @@ impl<'c> Gen<'c> {
         }
         let mut inputs: Vec<RtValue> = Vec::new();
         for k in kinds {
-            let earlier_ref = inputs.iter().copied().filter(|v| matches!(v, RtValue::Ref(a) if *a != 0)).last();
+            let earlier_ref = inputs
+                .iter()
+                .copied()
+                .filter(|v| matches!(v, RtValue::Ref(a) if *a != 0))
+                .last();
             let v = match k {
                 Kind::Int => RtValue::Int(special_int(&mut self.rng)),
                 // Aliasing inputs: two references to one external object.
@@ -349,7 +403,11 @@ impl<'c> Gen<'c> {
             self.t.ops.push(Op::new(Opcode::input_for(k).expect("not void"), &[]));
             self.st.vals.push(v);
             self.variant.push(false);
-            self.live.push(Live { v: Value::op(r), kind: k, variant: false });
+            self.live.push(Live {
+                v: Value::op(r),
+                kind: k,
+                variant: false,
+            });
             inputs.push(v);
         }
         self.t.num_inputs = inputs.len();
@@ -409,7 +467,12 @@ impl<'c> Gen<'c> {
     fn guard(&mut self, opc: Opcode, args: &[Value]) -> bool {
         let fail_args = self.fail_args();
         let id = GuardId(self.next_guard);
-        self.t.guards.push(GuardData { id, resume_key: 1000 + id.0 as u64, fail_args, virtuals: Vec::new() });
+        self.t.guards.push(GuardData {
+            id,
+            resume_key: 1000 + id.0 as u64,
+            fail_args,
+            virtuals: Vec::new(),
+        });
         let mut op = Op::new(opc, args);
         op.guard = Some(GuardRef::new(self.t.guards.len() - 1));
         if self.emit(op).is_some() {
@@ -422,7 +485,12 @@ impl<'c> Gen<'c> {
 
     /// A live value of `kind` satisfying `ok`, if any.
     fn pick_live(&mut self, kind: Kind, ok: impl Fn(&Self, &Live) -> bool) -> Option<Value> {
-        let cands: Vec<Value> = self.live.iter().filter(|l| l.kind == kind && ok(self, l)).map(|l| l.v).collect();
+        let cands: Vec<Value> = self
+            .live
+            .iter()
+            .filter(|l| l.kind == kind && ok(self, l))
+            .map(|l| l.v)
+            .collect();
         if cands.is_empty() {
             None
         } else {
@@ -475,7 +543,12 @@ impl<'c> Gen<'c> {
     fn struct_ref(&mut self) -> Option<Value> {
         self.pick_live(Kind::Ref, |g, l| {
             let a = g.ex(l.v).bits();
-            a != 0 && g.st.heap.objects.get(&a).is_none_or(|o| matches!(o.kind, ObjKind::Struct { .. }))
+            a != 0
+                && g.st
+                    .heap
+                    .objects
+                    .get(&a)
+                    .is_none_or(|o| matches!(o.kind, ObjKind::Struct { .. }))
         })
     }
 
@@ -483,7 +556,10 @@ impl<'c> Gen<'c> {
     fn array_ref(&mut self) -> Option<(Value, u64, DescrRef)> {
         let v = self.pick_live(Kind::Ref, |g, l| {
             let a = g.ex(l.v).bits();
-            g.st.heap.objects.get(&a).is_some_and(|o| matches!(o.kind, ObjKind::Array { .. }))
+            g.st.heap
+                .objects
+                .get(&a)
+                .is_some_and(|o| matches!(o.kind, ObjKind::Array { .. }))
                 && g.array_descr_of(a).is_some()
         })?;
         let a = self.ex(v).bits();
@@ -542,7 +618,10 @@ impl<'c> Gen<'c> {
 
     fn random_op(&mut self) -> bool {
         let c = self.cfg;
-        match self.rng.weighted(&[c.int_ops, c.ovf_ops, c.guards, c.heap, c.calls, c.floats]) {
+        match self
+            .rng
+            .weighted(&[c.int_ops, c.ovf_ops, c.guards, c.heap, c.calls, c.floats])
+        {
             Some(0) | None => self.int_op(),
             Some(1) => self.ovf_op(),
             Some(2) => self.guard_op(),
@@ -580,7 +659,15 @@ impl<'c> Gen<'c> {
             IntPyDiv,
             IntPyMod,
         ];
-        const UN: &[Opcode] = &[IntIsTrue, IntIsZero, IntNeg, IntInvert, IntForceGeZero, SameAsI, IntSignext];
+        const UN: &[Opcode] = &[
+            IntIsTrue,
+            IntIsZero,
+            IntNeg,
+            IntInvert,
+            IntForceGeZero,
+            SameAsI,
+            IntSignext,
+        ];
         if self.rng.chance(1, 4) {
             let opc = *self.rng.pick(UN);
             let x = self.int_arg();
@@ -625,7 +712,9 @@ impl<'c> Gen<'c> {
             }
             _ => self.int_arg(),
         };
-        let Some(r) = self.op(opc, &[x, y], None) else { return false };
+        let Some(r) = self.op(opc, &[x, y], None) else {
+            return false;
+        };
         if opc.has(crate::opcode::OpFlags::BOOL_RESULT) && !self.is_variant(r) && self.rng.chance(1, 2) {
             let g = if self.ex(r).bits() != 0 { GuardTrue } else { GuardFalse };
             self.guard(g, &[r]);
@@ -634,12 +723,18 @@ impl<'c> Gen<'c> {
     }
 
     fn ovf_op(&mut self) -> bool {
-        let opc = *self.rng.pick(&[Opcode::IntAddOvf, Opcode::IntSubOvf, Opcode::IntMulOvf]);
+        let opc = *self
+            .rng
+            .pick(&[Opcode::IntAddOvf, Opcode::IntSubOvf, Opcode::IntMulOvf]);
         let (x, y) = (self.int_arg(), self.int_arg());
         if self.op(opc, &[x, y], None).is_none() {
             return false;
         }
-        let g = if self.st.ovf { Opcode::GuardOverflow } else { Opcode::GuardNoOverflow };
+        let g = if self.st.ovf {
+            Opcode::GuardOverflow
+        } else {
+            Opcode::GuardNoOverflow
+        };
         if !self.guard(g, &[]) {
             // Never expected: the guard is chosen from the flag. Keep the trace well-formed.
             self.t.ops.pop();
@@ -665,8 +760,14 @@ impl<'c> Gen<'c> {
                 self.guard(GuardValue, &[x, c])
             }
             3 => {
-                let Some(p) = self.pick_live(Kind::Ref, |_, l| !l.variant) else { return false };
-                let g = if self.ex(p).bits() != 0 { GuardNonnull } else { GuardIsnull };
+                let Some(p) = self.pick_live(Kind::Ref, |_, l| !l.variant) else {
+                    return false;
+                };
+                let g = if self.ex(p).bits() != 0 {
+                    GuardNonnull
+                } else {
+                    GuardIsnull
+                };
                 self.guard(g, &[p])
             }
             4 => {
@@ -683,14 +784,24 @@ impl<'c> Gen<'c> {
                     },
                 };
                 let c = self.konst(Const::Int(class as i64));
-                let g = if self.rng.chance(1, 2) { GuardClass } else { GuardNonnullClass };
+                let g = if self.rng.chance(1, 2) {
+                    GuardClass
+                } else {
+                    GuardNonnullClass
+                };
                 self.guard(g, &[p, c])
             }
             _ => {
-                let Some(p) = self.pick_live(Kind::Ref, |_, l| !l.variant) else { return false };
-                let Some(q) = self.pick_live(Kind::Ref, |_, l| !l.variant) else { return false };
+                let Some(p) = self.pick_live(Kind::Ref, |_, l| !l.variant) else {
+                    return false;
+                };
+                let Some(q) = self.pick_live(Kind::Ref, |_, l| !l.variant) else {
+                    return false;
+                };
                 let opc = *self.rng.pick(&[PtrEq, PtrNe, InstancePtrEq, InstancePtrNe]);
-                let Some(r) = self.op(opc, &[p, q], None) else { return false };
+                let Some(r) = self.op(opc, &[p, q], None) else {
+                    return false;
+                };
                 let g = if self.ex(r).bits() != 0 { GuardTrue } else { GuardFalse };
                 self.guard(g, &[r])
             }
@@ -706,8 +817,12 @@ impl<'c> Gen<'c> {
         match self.rng.below(9) {
             0 => {
                 let (opc, sd) =
-                    *self.rng.pick(&[(New, size_plain), (NewWithVtable, size_vt), (NewWithVtable, size_vt2)]);
-                let Some(p) = self.op(opc, &[], Some(sd)) else { return false };
+                    *self
+                        .rng
+                        .pick(&[(New, size_plain), (NewWithVtable, size_vt), (NewWithVtable, size_vt2)]);
+                let Some(p) = self.op(opc, &[], Some(sd)) else {
+                    return false;
+                };
                 if opc == NewWithVtable && self.rng.chance(1, 2) {
                     let x = self.int_arg();
                     self.op(SetfieldGc, &[p, x], Some(f_imm));
@@ -742,7 +857,9 @@ impl<'c> Gen<'c> {
                 self.op(opc, &[p], Some(fd)).is_some()
             }
             6 => {
-                let Some((a, len, ad)) = self.array_ref() else { return false };
+                let Some((a, len, ad)) = self.array_ref() else {
+                    return false;
+                };
                 let Some(i) = self.index_for(len) else { return false };
                 let v = match self.t.descr(ad).as_array().map(|x| x.kind) {
                     Some(Kind::Ref) => self.ref_arg(),
@@ -751,7 +868,9 @@ impl<'c> Gen<'c> {
                 self.op(SetarrayitemGc, &[a, i, v], Some(ad)).is_some()
             }
             7 => {
-                let Some((a, len, ad)) = self.array_ref() else { return false };
+                let Some((a, len, ad)) = self.array_ref() else {
+                    return false;
+                };
                 let Some(i) = self.index_for(len) else { return false };
                 let opc = match self.t.descr(ad).as_array().map(|x| x.kind) {
                     Some(Kind::Ref) => GetarrayitemGcR,
@@ -760,7 +879,9 @@ impl<'c> Gen<'c> {
                 self.op(opc, &[a, i], Some(ad)).is_some()
             }
             _ => {
-                let Some((a, _, ad)) = self.array_ref() else { return false };
+                let Some((a, _, ad)) = self.array_ref() else {
+                    return false;
+                };
                 self.op(ArraylenGc, &[a], Some(ad)).is_some()
             }
         }
@@ -771,8 +892,15 @@ impl<'c> Gen<'c> {
         let f = *self.rng.pick(FUNCS);
         let func = self.konst(Const::Int(f));
         let d = &self.d;
-        let (c_pure, c_write, c_raise_n, c_float, c_ref, c_force, c_cond) =
-            (d.c_pure, d.c_write, d.c_raise_n, d.c_float, d.c_ref, d.c_force, d.c_cond);
+        let (c_pure, c_write, c_raise_n, c_float, c_ref, c_force, c_cond) = (
+            d.c_pure,
+            d.c_write,
+            d.c_raise_n,
+            d.c_float,
+            d.c_ref,
+            d.c_force,
+            d.c_cond,
+        );
         match self.rng.below(7) {
             0 => {
                 let (x, y) = (self.int_arg(), self.int_arg());
@@ -827,7 +955,9 @@ impl<'c> Gen<'c> {
                 self.op(opc, &[x, y], None).is_some()
             }
             2 => {
-                let opc = *self.rng.pick(&[FloatNeg, FloatAbs, SameAsF, CastFloatToInt, ConvertFloatBytesToLonglong]);
+                let opc = *self
+                    .rng
+                    .pick(&[FloatNeg, FloatAbs, SameAsF, CastFloatToInt, ConvertFloatBytesToLonglong]);
                 let x = self.float_arg();
                 self.op(opc, &[x], None).is_some()
             }
@@ -839,7 +969,9 @@ impl<'c> Gen<'c> {
             _ => {
                 let opc = *self.rng.pick(&[FloatLt, FloatLe, FloatEq, FloatNe, FloatGt, FloatGe]);
                 let (x, y) = (self.float_arg(), self.float_arg());
-                let Some(r) = self.op(opc, &[x, y], None) else { return false };
+                let Some(r) = self.op(opc, &[x, y], None) else {
+                    return false;
+                };
                 if !self.is_variant(r) {
                     let g = if self.ex(r).bits() != 0 { GuardTrue } else { GuardFalse };
                     self.guard(g, &[r]);
@@ -877,18 +1009,27 @@ impl<'c> Gen<'c> {
         let mut params = Vec::new();
         for &(_, kind, variant) in &args {
             let r = OpRef::new(self.t.ops.len());
-            self.t.ops.push(Op::new(Opcode::input_for(kind).expect("not void"), &[]));
+            self.t
+                .ops
+                .push(Op::new(Opcode::input_for(kind).expect("not void"), &[]));
             self.st.vals.push(RtValue::Int(0));
             self.variant.push(variant);
             let v = Value::op(r);
             self.live.push(Live { v, kind, variant });
             params.push((v, kind, variant));
         }
-        let in_loop = LoopInfo { counter: params[0].0, limit: params[1].0, params };
+        let in_loop = LoopInfo {
+            counter: params[0].0,
+            limit: params[1].0,
+            params,
+        };
         self.in_loop = Some(in_loop);
         let stepped = interp::step_op(&self.t, &self.run_cfg, &mut self.st, label_pc);
         debug_assert!(stepped.is_ok());
-        let (counter, limit) = (self.in_loop.as_ref().map(|l| l.counter), self.in_loop.as_ref().map(|l| l.limit));
+        let (counter, limit) = (
+            self.in_loop.as_ref().map(|l| l.counter),
+            self.in_loop.as_ref().map(|l| l.limit),
+        );
         if let (Some(i), Some(n)) = (counter, limit) {
             if let Some(c) = self.op(Opcode::IntLt, &[i, n], None) {
                 self.guard(Opcode::GuardTrue, &[c]);
@@ -900,7 +1041,9 @@ impl<'c> Gen<'c> {
         let Some(info) = self.in_loop.take() else { return };
         let one = self.konst(Const::Int(1));
         // Build the jump without executing it (that would start the next iteration).
-        let i2 = self.op(Opcode::IntAdd, &[info.counter, one], None).unwrap_or(info.counter);
+        let i2 = self
+            .op(Opcode::IntAdd, &[info.counter, one], None)
+            .unwrap_or(info.counter);
         let mut vals: SmallVec<[Value; 8]> = SmallVec::new();
         for (k, &(p, kind, variant)) in info.params.iter().enumerate() {
             let v = match (k, variant) {
@@ -913,7 +1056,8 @@ impl<'c> Gen<'c> {
                         g.st.heap.objects.get(&a).map(|o| (o.kind.clone(), o.class))
                     };
                     let want = shape(self, p);
-                    self.pick_live(Kind::Ref, |g, l| want.is_some() && shape(g, l.v) == want).unwrap_or(p)
+                    self.pick_live(Kind::Ref, |g, l| want.is_some() && shape(g, l.v) == want)
+                        .unwrap_or(p)
                 }
                 (_, true) => self.pick_live(kind, |_, _| true).unwrap_or(p),
             };

@@ -59,7 +59,6 @@ pub struct ConstPool {
     index: crate::fxhash::FxHashMap<(Const, Option<String>), ConstRef>,
 }
 
-
 /// The deterministic address given to a named constant (`ConstPtr(ptr13)`, `ConstClass(X)`):
 /// an FNV-1a hash of the name, 8-byte aligned, in the upper half of the canonical user
 /// address space so it never collides with small integers.
@@ -131,7 +130,12 @@ pub struct Op {
 impl Op {
     /// A new op without descriptor or guard data.
     pub fn new(opcode: Opcode, args: &[Value]) -> Op {
-        Op { opcode, descr: None, guard: None, args: SmallVec::from_slice(args) }
+        Op {
+            opcode,
+            descr: None,
+            guard: None,
+            args: SmallVec::from_slice(args),
+        }
     }
     /// Operand `i`.
     #[inline]
@@ -306,7 +310,10 @@ impl Trace {
     }
     /// The last `label` of the trace, if any (the loop header a plain `jump` goes to).
     pub fn last_label(&self) -> Option<OpRef> {
-        self.ops.iter().rposition(|op| op.opcode == Opcode::Label).map(OpRef::new)
+        self.ops
+            .iter()
+            .rposition(|op| op.opcode == Opcode::Label)
+            .map(OpRef::new)
     }
     /// Number of ops, not counting inputs and label parameters.
     pub fn num_real_ops(&self) -> usize {

@@ -16,7 +16,9 @@ pub struct UnionFind {
 impl UnionFind {
     /// A table for a trace of `n` ops, with nothing forwarded.
     pub fn new(n: usize) -> UnionFind {
-        UnionFind { forwarded: vec![None; n] }
+        UnionFind {
+            forwarded: vec![None; n],
+        }
     }
     /// Forget everything and resize for a trace of `n` ops (reuse between traces).
     pub fn clear(&mut self, n: usize) {
@@ -34,7 +36,9 @@ impl UnionFind {
         let mut cur = v;
         let mut steps = 0usize;
         while let ValueData::Op(o) = cur.data() {
-            let Some(next) = self.forwarded.get(o.index()).copied().flatten() else { break };
+            let Some(next) = self.forwarded.get(o.index()).copied().flatten() else {
+                break;
+            };
             // Path halving: point `o` at its grandparent.
             if let ValueData::Op(n) = next.data() {
                 if let Some(grand) = self.forwarded.get(n.index()).copied().flatten() {
@@ -52,7 +56,9 @@ impl UnionFind {
         let mut cur = v;
         let mut steps = 0usize;
         while let ValueData::Op(o) = cur.data() {
-            let Some(next) = self.forwarded.get(o.index()).copied().flatten() else { break };
+            let Some(next) = self.forwarded.get(o.index()).copied().flatten() else {
+                break;
+            };
             cur = next;
             steps += 1;
             assert!(steps <= self.forwarded.len(), "union-find cycle at {v:?}");

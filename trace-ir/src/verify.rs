@@ -65,9 +65,7 @@ pub fn jump_target(trace: &Trace, jump: OpRef) -> JumpTarget {
     match op.descr.map(|d| trace.descr(d)) {
         Some(Descr::Target(t)) => {
             for (i, other) in trace.ops.iter().enumerate() {
-                if other.opcode == Opcode::Label
-                    && other.descr.map(|d| trace.descr(d)) == Some(&Descr::Target(*t))
-                {
+                if other.opcode == Opcode::Label && other.descr.map(|d| trace.descr(d)) == Some(&Descr::Target(*t)) {
                     return JumpTarget::Label(OpRef::new(i));
                 }
             }
@@ -133,13 +131,23 @@ pub fn verify(trace: &Trace) -> Result<(), VerifyError> {
         let opc = op.opcode;
         if opc.is_input() {
             if pending_params == 0 {
-                return err(Some(r), "an input op outside the trace start and label parameters".into());
+                return err(
+                    Some(r),
+                    "an input op outside the trace start and label parameters".into(),
+                );
             }
             let label = label_at.expect("pending params imply a label");
             let idx = trace.op(label).args.len() - pending_params;
             let arg_kind = trace.kind_of(trace.op(label).args[idx]);
             if arg_kind != opc.result_kind() {
-                return err(Some(r), format!("label parameter of kind {:?} for an operand of kind {:?}", opc.result_kind(), arg_kind));
+                return err(
+                    Some(r),
+                    format!(
+                        "label parameter of kind {:?} for an operand of kind {:?}",
+                        opc.result_kind(),
+                        arg_kind
+                    ),
+                );
             }
             pending_params -= 1;
             continue;
@@ -148,14 +156,26 @@ pub fn verify(trace: &Trace) -> Result<(), VerifyError> {
             return err(Some(r), format!("label is missing {pending_params} parameter(s)"));
         }
         if !opc.arity_ok(op.args.len()) {
-            return err(Some(r), format!("{} takes {}{} operand(s), got {}", opc, if opc.is_variadic() { "at least " } else { "" }, opc.fixed_arity(), op.args.len()));
+            return err(
+                Some(r),
+                format!(
+                    "{} takes {}{} operand(s), got {}",
+                    opc,
+                    if opc.is_variadic() { "at least " } else { "" },
+                    opc.fixed_arity(),
+                    op.args.len()
+                ),
+            );
         }
         let mut kinds = Vec::with_capacity(op.args.len());
         for (i, &a) in op.args.iter().enumerate() {
             let k = check_value(trace, r, a, &format!("operand {}", i + 1))?;
             if let Some(want) = opc.arg_kind(i) {
                 if want != k {
-                    return err(Some(r), format!("{} operand {} must be {:?}, got {:?}", opc, i + 1, want, k));
+                    return err(
+                        Some(r),
+                        format!("{} operand {} must be {:?}, got {:?}", opc, i + 1, want, k),
+                    );
                 }
             }
             kinds.push(k);
@@ -173,7 +193,10 @@ pub fn verify(trace: &Trace) -> Result<(), VerifyError> {
                     return err(Some(r), format!("missing descriptor {d}"));
                 }
                 if !descr_matches(k, trace.descr(d)) {
-                    return err(Some(r), format!("{opc} needs a {k:?} descriptor, got {:?}", trace.descr(d)));
+                    return err(
+                        Some(r),
+                        format!("{opc} needs a {k:?} descriptor, got {:?}", trace.descr(d)),
+                    );
                 }
             }
         }
@@ -219,7 +242,10 @@ pub fn verify(trace: &Trace) -> Result<(), VerifyError> {
         if opc.is_ovf() {
             let next = trace.ops.get(r.index() + 1).map(|o| o.opcode);
             if !matches!(next, Some(Opcode::GuardNoOverflow | Opcode::GuardOverflow)) {
-                return err(Some(r), format!("{opc} must be followed by guard_no_overflow or guard_overflow"));
+                return err(
+                    Some(r),
+                    format!("{opc} must be followed by guard_no_overflow or guard_overflow"),
+                );
             }
         }
         if matches!(opc, Opcode::GuardNoOverflow | Opcode::GuardOverflow)
@@ -233,7 +259,14 @@ pub fn verify(trace: &Trace) -> Result<(), VerifyError> {
                 let want = Opcode::input_for(trace.kind_of(a)).unwrap();
                 let got = trace.ops.get(r.index() + 1 + i).map(|o| o.opcode);
                 if got != Some(want) {
-                    return err(Some(r), format!("label parameter {} must be {} right after the label", i + 1, want.name()));
+                    return err(
+                        Some(r),
+                        format!(
+                            "label parameter {} must be {} right after the label",
+                            i + 1,
+                            want.name()
+                        ),
+                    );
                 }
             }
             pending_params = op.args.len();
@@ -245,12 +278,18 @@ pub fn verify(trace: &Trace) -> Result<(), VerifyError> {
             }
             if opc == Opcode::Jump {
                 let params: Vec<Kind> = match jump_target(trace, r) {
-                    JumpTarget::Label(l) => trace.label_params(l).map(|p| trace.op(p).opcode.result_kind()).collect(),
+                    JumpTarget::Label(l) => trace
+                        .label_params(l)
+                        .map(|p| trace.op(p).opcode.result_kind())
+                        .collect(),
                     JumpTarget::Start => trace.input_kinds(),
                     JumpTarget::External => kinds.clone(),
                 };
                 if params != kinds {
-                    return err(Some(r), format!("jump passes {:?} but its target expects {:?}", kinds, params));
+                    return err(
+                        Some(r),
+                        format!("jump passes {:?} but its target expects {:?}", kinds, params),
+                    );
                 }
             }
         }

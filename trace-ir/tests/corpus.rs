@@ -28,7 +28,11 @@ fn every_corpus_trace_parses_and_verifies() {
         let traces = parse_file(&read(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
         let count = |s: &str| traces.iter().filter(|t| t.info.section.as_deref() == Some(s)).count();
         assert_eq!(
-            (count("jit-log-noopt"), count("jit-log-opt-loop"), count("jit-log-opt-bridge")),
+            (
+                count("jit-log-noopt"),
+                count("jit-log-opt-loop"),
+                count("jit-log-opt-bridge")
+            ),
             (noopt, loops, bridges),
             "{file}: traces per section"
         );
@@ -63,6 +67,9 @@ fn names_and_headers_come_from_the_log() {
     let second = &traces[1];
     assert_eq!(second.info.section.as_deref(), Some("jit-log-opt-loop"));
     assert_eq!(second.info.name, "Loop 1 (line 58)");
-    let bridge = traces.iter().find(|t| t.info.section.as_deref() == Some("jit-log-opt-bridge")).unwrap();
+    let bridge = traces
+        .iter()
+        .find(|t| t.info.section.as_deref() == Some("jit-log-opt-bridge"))
+        .unwrap();
     assert_eq!(bridge.info.name, "bridge out of Guard 0x7f316aa4e698 (line 439)");
 }

@@ -38,14 +38,21 @@ fn every_corpus_trace_runs_without_panicking() {
         let text = std::fs::read_to_string(f).unwrap();
         let ts = parse_file(&text).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
         // One trace per `{jit-log-noopt` / `{jit-log-opt-*` section.
-        let sections = text.lines().filter(|l| l.contains("{jit-log-noopt") || l.contains("{jit-log-opt")).count();
+        let sections = text
+            .lines()
+            .filter(|l| l.contains("{jit-log-noopt") || l.contains("{jit-log-opt"))
+            .count();
         assert_eq!(ts.len(), sections, "{}", f.display());
         for t in &ts {
             traces += 1;
             for round in 0..4 {
                 let cfg = RunConfig {
                     max_iterations: 200,
-                    class_policy: if round == 3 { ClassPolicy::FromAddress } else { ClassPolicy::FirstCheckDecides },
+                    class_policy: if round == 3 {
+                        ClassPolicy::FromAddress
+                    } else {
+                        ClassPolicy::FirstCheckDecides
+                    },
                     ..RunConfig::default()
                 };
                 let inputs = inputs_for(t, &mut rng);
@@ -83,19 +90,32 @@ fn guided_inputs_take_corpus_traces_further() {
         let text = std::fs::read_to_string(dir.join(name)).unwrap();
         for t in parse_file(&text).unwrap() {
             traces += 1;
-            let cfg = RunConfig { max_iterations: 100, ..RunConfig::default() };
+            let cfg = RunConfig {
+                max_iterations: 100,
+                ..RunConfig::default()
+            };
             let inputs = inputs_for(&t, &mut rng);
             let plain = run(&t, &inputs, &cfg);
             let (gi, gcfg) = guided_inputs(&t, &inputs, &cfg, 60);
             let guided = run(&t, &gi, &gcfg);
-            assert!(guided.steps >= plain.steps, "{}: the search went backwards", t.info.name);
+            assert!(
+                guided.steps >= plain.steps,
+                "{}: the search went backwards",
+                t.info.name
+            );
             plain_steps += plain.steps;
             guided_steps += guided.steps;
-            if matches!(guided.outcome, Outcome::Finish(_) | Outcome::ExternalJump { .. } | Outcome::IterationLimit) {
+            if matches!(
+                guided.outcome,
+                Outcome::Finish(_) | Outcome::ExternalJump { .. } | Outcome::IterationLimit
+            ) {
                 finished_or_left += 1;
             }
         }
     }
     eprintln!("{traces} traces: {plain_steps} ops executed on random inputs, {guided_steps} on guided inputs; {finished_or_left} run to their end");
-    assert!(guided_steps > 3 * plain_steps, "guided {guided_steps} vs plain {plain_steps}");
+    assert!(
+        guided_steps > 3 * plain_steps,
+        "guided {guided_steps} vs plain {plain_steps}"
+    );
 }

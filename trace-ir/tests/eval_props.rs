@@ -191,7 +191,10 @@ fn check(op: Opcode, a: u64, b: u64) {
     match (got, want) {
         (Ok(g), Ok(w)) => assert_eq!(g, w, "{op}({a:#x}, {b:#x})"),
         (Err(EvalError::Invalid(_)), Err(())) => {
-            assert!(op.has(OpFlags::PARTIAL), "{op} is invalid for some operands but not PARTIAL")
+            assert!(
+                op.has(OpFlags::PARTIAL),
+                "{op} is invalid for some operands but not PARTIAL"
+            )
         }
         (g, w) => panic!("{op}({a:#x}, {b:#x}): eval gives {g:?}, expected {w:?}"),
     }
@@ -201,7 +204,11 @@ fn check(op: Opcode, a: u64, b: u64) {
 fn every_pure_op_has_a_reference_expression() {
     let ops = pure_ops();
     assert!(ops.len() > 50, "suspiciously few PURE ops: {}", ops.len());
-    let missing: Vec<&str> = ops.iter().filter(|&&op| reference(op, 1, 1).is_none()).map(|op| op.name()).collect();
+    let missing: Vec<&str> = ops
+        .iter()
+        .filter(|&&op| reference(op, 1, 1).is_none())
+        .map(|op| op.name())
+        .collect();
     assert!(missing.is_empty(), "PURE ops without a check in this test: {missing:?}");
     // And eval_pure refuses everything that is not PURE.
     for &op in Opcode::ALL {
@@ -227,12 +234,24 @@ fn ovf_ops_on_special_values() {
     for &a in SPECIAL {
         for &b in SPECIAL {
             let (x, y) = (a as i64, b as i64);
-            assert_eq!(eval_ovf(Opcode::IntAddOvf, x, y), Ok((x.wrapping_add(y), x.checked_add(y).is_none())));
-            assert_eq!(eval_ovf(Opcode::IntSubOvf, x, y), Ok((x.wrapping_sub(y), x.checked_sub(y).is_none())));
-            assert_eq!(eval_ovf(Opcode::IntMulOvf, x, y), Ok((x.wrapping_mul(y), x.checked_mul(y).is_none())));
+            assert_eq!(
+                eval_ovf(Opcode::IntAddOvf, x, y),
+                Ok((x.wrapping_add(y), x.checked_add(y).is_none()))
+            );
+            assert_eq!(
+                eval_ovf(Opcode::IntSubOvf, x, y),
+                Ok((x.wrapping_sub(y), x.checked_sub(y).is_none()))
+            );
+            assert_eq!(
+                eval_ovf(Opcode::IntMulOvf, x, y),
+                Ok((x.wrapping_mul(y), x.checked_mul(y).is_none()))
+            );
         }
     }
-    assert_eq!(eval_ovf(Opcode::IntAdd, 1, 2), Err(EvalError::Unsupported(Opcode::IntAdd)));
+    assert_eq!(
+        eval_ovf(Opcode::IntAdd, 1, 2),
+        Err(EvalError::Unsupported(Opcode::IntAdd))
+    );
 }
 
 #[test]

@@ -17,7 +17,14 @@ fn go(t: &Trace, inputs: &[RtValue]) -> RunResult {
 }
 
 fn field(b: &mut TraceBuilder, name: &str, offset: i64, kind: Kind) -> DescrRef {
-    b.descr(Descr::Field(FieldDescr { name: name.into(), offset, size: 8, signed: true, kind, immutable: false }))
+    b.descr(Descr::Field(FieldDescr {
+        name: name.into(),
+        offset,
+        size: 8,
+        signed: true,
+        kind,
+        immutable: false,
+    }))
 }
 
 fn imm_field(b: &mut TraceBuilder, offset: i64) -> DescrRef {
@@ -32,15 +39,30 @@ fn imm_field(b: &mut TraceBuilder, offset: i64) -> DescrRef {
 }
 
 fn size(b: &mut TraceBuilder, size: i64) -> DescrRef {
-    b.descr(Descr::Size(SizeDescr { size, vtable: Some(0x7000) }))
+    b.descr(Descr::Size(SizeDescr {
+        size,
+        vtable: Some(0x7000),
+    }))
 }
 
 fn array(b: &mut TraceBuilder, kind: Kind) -> DescrRef {
-    b.descr(Descr::Array(ArrayDescr { item_size: 8, signed: true, kind, base_offset: 16, len_offset: 8 }))
+    b.descr(Descr::Array(ArrayDescr {
+        item_size: 8,
+        signed: true,
+        kind,
+        base_offset: 16,
+        len_offset: 8,
+    }))
 }
 
 fn calldescr(b: &mut TraceBuilder, result: Kind, args: &[Kind], effect: CallEffect) -> DescrRef {
-    b.descr(Descr::Call(CallDescr { result, result_size: 8, args: args.to_vec(), effect, oopspec: None }))
+    b.descr(Descr::Call(CallDescr {
+        result,
+        result_size: 8,
+        args: args.to_vec(),
+        effect,
+        oopspec: None,
+    }))
 }
 
 fn sum_loop() -> Trace {
@@ -65,7 +87,11 @@ fn label_jump_loop_sums() {
         let r = go(&t, &ints(&[n]));
         let want = n * (n - 1) / 2;
         match &r.outcome {
-            Outcome::GuardFailed { guard, resume_key, values } => {
+            Outcome::GuardFailed {
+                guard,
+                resume_key,
+                values,
+            } => {
                 assert_eq!(*guard, GuardId(0));
                 assert_eq!(*resume_key, 42);
                 assert_eq!(values, &ints(&[want, n.max(0)]));
@@ -103,7 +129,10 @@ fn iteration_limit_stops_an_endless_loop() {
     let i2 = b.op(Opcode::IntAdd, &[i, one]);
     b.jump(&[i2]);
     let t = b.finish().unwrap();
-    let cfg = RunConfig { max_iterations: 50, ..RunConfig::default() };
+    let cfg = RunConfig {
+        max_iterations: 50,
+        ..RunConfig::default()
+    };
     let r = run(&t, &ints(&[0]), &cfg);
     assert_eq!(r.outcome, Outcome::IterationLimit);
     assert_eq!(r.iterations, 51);
@@ -127,10 +156,19 @@ fn guard_exit_values_holes_and_constants() {
         Outcome::GuardFailed {
             guard: GuardId(0),
             resume_key: 9,
-            values: vec![RtValue::Int(36), RtValue::Int(-5), RtValue::Int(6), RtValue::Int(0), RtValue::float(2.5)]
+            values: vec![
+                RtValue::Int(36),
+                RtValue::Int(-5),
+                RtValue::Int(6),
+                RtValue::Int(0),
+                RtValue::float(2.5)
+            ]
         }
     );
-    assert!(matches!(go(&t, &[RtValue::Int(0), RtValue::float(0.0)]).outcome, Outcome::Finish(_)));
+    assert!(matches!(
+        go(&t, &[RtValue::Int(0), RtValue::float(0.0)]).outcome,
+        Outcome::Finish(_)
+    ));
 }
 
 /// The same structure twice: explicitly allocated by the trace (original), and described as
@@ -176,16 +214,35 @@ fn virtual_pair(int_in_b: i64) -> (Trace, Trace) {
     let g = &mut opt.guards[0];
     g.virtuals = vec![
         VirtualObject {
-            kind: VirtualKind::Struct { opcode: Opcode::NewWithVtable, descr: sz },
-            fields: vec![(VirtualField::Field(fi), FailArg::Value(x)), (VirtualField::Field(fr), FailArg::Virtual(1))],
+            kind: VirtualKind::Struct {
+                opcode: Opcode::NewWithVtable,
+                descr: sz,
+            },
+            fields: vec![
+                (VirtualField::Field(fi), FailArg::Value(x)),
+                (VirtualField::Field(fr), FailArg::Virtual(1)),
+            ],
         },
         VirtualObject {
-            kind: VirtualKind::Struct { opcode: Opcode::New, descr: sz },
-            fields: vec![(VirtualField::Field(fr), FailArg::Virtual(0)), (VirtualField::Field(fi), FailArg::Value(k))],
+            kind: VirtualKind::Struct {
+                opcode: Opcode::New,
+                descr: sz,
+            },
+            fields: vec![
+                (VirtualField::Field(fr), FailArg::Virtual(0)),
+                (VirtualField::Field(fi), FailArg::Value(k)),
+            ],
         },
         VirtualObject {
-            kind: VirtualKind::Array { opcode: Opcode::NewArray, descr: ar, len: 2 },
-            fields: vec![(VirtualField::Item(0), FailArg::Virtual(1)), (VirtualField::Item(1), FailArg::Virtual(0))],
+            kind: VirtualKind::Array {
+                opcode: Opcode::NewArray,
+                descr: ar,
+                len: 2,
+            },
+            fields: vec![
+                (VirtualField::Item(0), FailArg::Virtual(1)),
+                (VirtualField::Item(1), FailArg::Virtual(0)),
+            ],
         },
     ];
     g.fail_args = vec![FailArg::Virtual(0), FailArg::Virtual(2), FailArg::Virtual(0)];
@@ -197,8 +254,12 @@ fn virtual_pair(int_in_b: i64) -> (Trace, Trace) {
 fn virtuals_are_rebuilt_at_the_exit() {
     let (orig, opt) = virtual_pair(7);
     let r = go(&opt, &ints(&[3]));
-    let Outcome::GuardFailed { values, .. } = &r.outcome else { panic!("{}", r.outcome) };
-    let (RtValue::Ref(a), RtValue::Ref(c), RtValue::Ref(a2)) = (values[0], values[1], values[2]) else { panic!() };
+    let Outcome::GuardFailed { values, .. } = &r.outcome else {
+        panic!("{}", r.outcome)
+    };
+    let (RtValue::Ref(a), RtValue::Ref(c), RtValue::Ref(a2)) = (values[0], values[1], values[2]) else {
+        panic!()
+    };
     assert_eq!(a, a2, "one virtual is rebuilt once per exit");
     let oa = &r.heap.objects[&a];
     assert!(oa.rebuilt);
@@ -208,7 +269,10 @@ fn virtuals_are_rebuilt_at_the_exit() {
     let RtValue::Ref(bb) = fields[1] else { panic!() };
     let ob = &r.heap.objects[&bb];
     assert_eq!(ob.class, 0);
-    assert!(ob.fields.values().any(|c| c.value == RtValue::Ref(a)), "the cycle B -> A is closed");
+    assert!(
+        ob.fields.values().any(|c| c.value == RtValue::Ref(a)),
+        "the cycle B -> A is closed"
+    );
     let oc = &r.heap.objects[&c];
     assert_eq!(oc.length(), Some(2));
     // The explicit allocation and the rebuilt virtuals are equivalent outcomes...
@@ -246,13 +310,21 @@ fn heap_call_pair(external: bool, effect: CallEffect, pass_p: bool) -> (RunResul
         let sz = size(&mut b, 16);
         let fi = field(&mut b, "fi", 8, Kind::Int);
         let cd = calldescr(&mut b, Kind::Void, &[Kind::Ref], effect);
-        let p = if external { input } else { b.op_with_descr(Opcode::New, &[], sz) };
+        let p = if external {
+            input
+        } else {
+            b.op_with_descr(Opcode::New, &[], sz)
+        };
         let five = b.const_int(5);
         b.op_with_descr(Opcode::SetfieldGc, &[p, five], fi);
         let f = b.const_int(0x1234);
         let arg = if pass_p { p } else { b.const_ref(0) };
         b.op_with_descr(Opcode::CallN, &[f, arg], cd);
-        let i = if forward { five } else { b.op_with_descr(Opcode::GetfieldGcI, &[p], fi) };
+        let i = if forward {
+            five
+        } else {
+            b.op_with_descr(Opcode::GetfieldGcI, &[p], fi)
+        };
         b.finish_with(&[i]);
         b.finish().unwrap()
     };
@@ -265,7 +337,11 @@ fn heap_writing_calls_change_escaped_and_external_objects() {
     // Escaped (passed to the call) and external objects change: forwarding is wrong.
     for (external, pass) in [(false, true), (true, false), (true, true)] {
         let (real, forwarded) = heap_call_pair(external, CallEffect::CannotRaise, pass);
-        assert_ne!(real.outcome, Outcome::Finish(ints(&[5])), "external={external} pass={pass}");
+        assert_ne!(
+            real.outcome,
+            Outcome::Finish(ints(&[5])),
+            "external={external} pass={pass}"
+        );
         assert!(outcomes_equivalent(&real, &forwarded).is_err());
         assert_eq!(real.calls.len(), 1);
         assert_eq!(real.heap.epoch, 1);
@@ -277,7 +353,11 @@ fn heap_writing_calls_change_escaped_and_external_objects() {
         (false, CallEffect::CanRaise, false),
     ] {
         let (real, forwarded) = heap_call_pair(external, effect, pass);
-        assert_eq!(real.outcome, Outcome::Finish(ints(&[5])), "external={external} {effect:?}");
+        assert_eq!(
+            real.outcome,
+            Outcome::Finish(ints(&[5])),
+            "external={external} {effect:?}"
+        );
         outcomes_equivalent(&real, &forwarded).unwrap();
     }
 }
@@ -353,7 +433,11 @@ fn escape_is_decided_at_calls_not_at_stores() {
     let r = b.op_with_descr(Opcode::GetfieldGcI, &[p], fi);
     b.finish_with(&[r]);
     let escaped = go(&b.finish().unwrap(), &e);
-    assert_ne!(escaped.outcome, Outcome::Finish(ints(&[41])), "a reachable object is clobbered");
+    assert_ne!(
+        escaped.outcome,
+        Outcome::Finish(ints(&[41])),
+        "a reachable object is clobbered"
+    );
     assert!(escaped.heap.objects.values().all(|o| o.escaped));
 }
 
@@ -377,7 +461,10 @@ fn immutable_fields_survive_heap_writing_calls() {
     let v = r.outcome.values().unwrap().to_vec();
     assert_eq!(v[0], v[1], "immutable field changed across a call");
     assert_eq!(v[2], v[3], "two reads without a call in between differ");
-    assert_ne!(v[2], v[4], "a mutable external field did not change across a heap-writing call");
+    assert_ne!(
+        v[2], v[4],
+        "a mutable external field did not change across a heap-writing call"
+    );
     // Deterministic.
     assert_eq!(go(&t, &[RtValue::Ref(0x4000_0000_3000)]).outcome, r.outcome);
 }
@@ -471,7 +558,10 @@ fn invalid_operations_are_reported_not_panicking() {
         }
     }
     // Wrong number of inputs.
-    assert!(matches!(go(&sum_loop(), &[]).outcome, Outcome::Invalid { op: None, .. }));
+    assert!(matches!(
+        go(&sum_loop(), &[]).outcome,
+        Outcome::Invalid { op: None, .. }
+    ));
 }
 
 #[test]
@@ -491,7 +581,10 @@ fn overflow_guards() {
     assert!(
         matches!(go(&no, &ints(&[1 << 32, 1 << 32])).outcome, Outcome::GuardFailed { ref values, .. } if values == &ints(&[0]))
     );
-    assert_eq!(go(&yes, &ints(&[i64::MIN, -1])).outcome, Outcome::Finish(ints(&[i64::MIN])));
+    assert_eq!(
+        go(&yes, &ints(&[i64::MIN, -1])).outcome,
+        Outcome::Finish(ints(&[i64::MIN]))
+    );
 }
 
 #[test]
@@ -508,7 +601,10 @@ fn exceptions_are_modelled_state() {
     b.finish_with(&[c, e]);
     let t = b.finish().unwrap();
     let r = go(&t, &[RtValue::Int(77), RtValue::Ref(0x4000_0000_0040)]);
-    assert_eq!(r.outcome, Outcome::Finish(vec![RtValue::Int(77), RtValue::Ref(0x4000_0000_0040)]));
+    assert_eq!(
+        r.outcome,
+        Outcome::Finish(vec![RtValue::Int(77), RtValue::Ref(0x4000_0000_0040)])
+    );
     assert_eq!(r.exception, None);
     // Another class: guard_exception fails and the exception stays pending.
     let r = go(&t, &[RtValue::Int(5), RtValue::Ref(0x4000_0000_0040)]);
@@ -530,11 +626,26 @@ fn invalidation_and_class_policies() {
     let t = b.finish().unwrap();
     let p = [RtValue::Ref(0x4000_0000_0080)];
     // First check decides the class: the guards with 0x7100 pass, the one with 0x7200 fails.
-    assert!(matches!(go(&t, &p).outcome, Outcome::GuardFailed { guard: GuardId(3), .. }));
-    let inval = RunConfig { invalidated: true, ..RunConfig::default() };
-    assert!(matches!(run(&t, &p, &inval).outcome, Outcome::GuardFailed { guard: GuardId(0), .. }));
-    let by_addr = RunConfig { class_policy: ClassPolicy::FromAddress, ..RunConfig::default() };
-    assert!(matches!(run(&t, &p, &by_addr).outcome, Outcome::GuardFailed { guard: GuardId(1), .. }));
+    assert!(matches!(
+        go(&t, &p).outcome,
+        Outcome::GuardFailed { guard: GuardId(3), .. }
+    ));
+    let inval = RunConfig {
+        invalidated: true,
+        ..RunConfig::default()
+    };
+    assert!(matches!(
+        run(&t, &p, &inval).outcome,
+        Outcome::GuardFailed { guard: GuardId(0), .. }
+    ));
+    let by_addr = RunConfig {
+        class_policy: ClassPolicy::FromAddress,
+        ..RunConfig::default()
+    };
+    assert!(matches!(
+        run(&t, &p, &by_addr).outcome,
+        Outcome::GuardFailed { guard: GuardId(1), .. }
+    ));
     // guard_nonnull_class on null fails; guard_class on a new_with_vtable object uses its vtable.
     assert!(matches!(go(&t, &[RtValue::Ref(0)]).outcome, Outcome::Invalid { .. }));
     let mut b = TraceBuilder::new();
@@ -580,7 +691,13 @@ fn external_jump_and_float_nan_comparison() {
     let t = b.finish().unwrap();
     let nan = RtValue::Float(0x7ff8_0000_0000_0001);
     let r = go(&t, &[nan]);
-    assert_eq!(r.outcome, Outcome::ExternalJump { target: Some(3), values: vec![nan] });
+    assert_eq!(
+        r.outcome,
+        Outcome::ExternalJump {
+            target: Some(3),
+            values: vec![nan]
+        }
+    );
     outcomes_equivalent(&r, &go(&t, &[nan])).unwrap();
     assert!(outcomes_equivalent(&r, &go(&t, &[RtValue::Float(0x7ff8_0000_0000_0002)])).is_err());
 }
@@ -639,7 +756,11 @@ fn explicit_zero_stores_do_not_matter_after_escape() {
     let with = go(&build(true, None), &[]);
     let without = go(&build(false, None), &[]);
     outcomes_equivalent(&with, &without).unwrap();
-    assert_ne!(with.outcome.values().unwrap()[0], RtValue::Int(0), "the call changed the escaped field");
+    assert_ne!(
+        with.outcome.values().unwrap()[0],
+        RtValue::Int(0),
+        "the call changed the escaped field"
+    );
     // A store after the call is what a later read sees.
     let after = go(&build(true, Some(9)), &[]);
     assert_eq!(after.outcome.values().unwrap()[0], RtValue::Int(9));
@@ -668,7 +789,11 @@ fn removing_a_redundant_write_back_is_equivalent() {
                     field(&mut b, "fi", 8, Kind::Int)
                 };
                 let cd = calldescr(&mut b, Kind::Void, &[Kind::Ref], CallEffect::CannotRaise);
-                let p = if external { e } else { b.op_with_descr(Opcode::New, &[], sz) };
+                let p = if external {
+                    e
+                } else {
+                    b.op_with_descr(Opcode::New, &[], sz)
+                };
                 let f = b.const_int(0x1234);
                 b.op_with_descr(Opcode::CallN, &[f, p], cd);
                 let x = b.op_with_descr(Opcode::GetfieldGcI, &[p], fd);
@@ -702,7 +827,11 @@ fn pure_field_reads_may_be_reused_across_calls() {
         b.op_with_descr(Opcode::CallN, &[f, p], cd);
         let k1 = b.op_with_descr(Opcode::GetfieldGcI, &[p], fk);
         b.op_with_descr(Opcode::CallN, &[f, p], cd);
-        let k2 = if reuse { k1 } else { b.op_with_descr(Opcode::GetfieldGcI, &[p], fk) };
+        let k2 = if reuse {
+            k1
+        } else {
+            b.op_with_descr(Opcode::GetfieldGcI, &[p], fk)
+        };
         b.finish_with(&[k1, k2, p]);
         b.finish().unwrap()
     };
@@ -729,7 +858,10 @@ fn guided_inputs_satisfy_guards_on_inputs_and_initial_memory() {
     b.finish_with(&[i2, i1]);
     let t = b.finish().unwrap();
     let start = [RtValue::Ref(0x4000_0000_7000), RtValue::Int(1000)];
-    assert!(matches!(go(&t, &start).outcome, Outcome::GuardFailed { guard: GuardId(0), .. }));
+    assert!(matches!(
+        go(&t, &start).outcome,
+        Outcome::GuardFailed { guard: GuardId(0), .. }
+    ));
     let (inputs, cfg) = trace_ir::interp::guided::guided_inputs(&t, &start, &RunConfig::default(), 10);
     let r = run(&t, &inputs, &cfg);
     match r.outcome {
@@ -769,6 +901,10 @@ fn cond_call_calls_on_nonzero_condition() {
     b.finish_with(&[c]);
     let t = b.finish().unwrap();
     let cfg = RunConfig::default();
-    assert_eq!(run(&t, &ints(&[1]), &cfg).calls.len(), 1, "non-zero condition: the call happens");
+    assert_eq!(
+        run(&t, &ints(&[1]), &cfg).calls.len(),
+        1,
+        "non-zero condition: the call happens"
+    );
     assert!(run(&t, &ints(&[0]), &cfg).calls.is_empty(), "zero condition: no call");
 }

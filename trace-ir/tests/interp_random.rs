@@ -29,7 +29,10 @@ fn check_many(cfg: &RandomConfig, seeds: std::ops::Range<u64>) -> (usize, usize,
             .ops
             .iter()
             .filter(|o| {
-                matches!(o.opcode, Opcode::New | Opcode::NewWithVtable | Opcode::NewArray | Opcode::NewArrayClear)
+                matches!(
+                    o.opcode,
+                    Opcode::New | Opcode::NewWithVtable | Opcode::NewArray | Opcode::NewArrayClear
+                )
             })
             .count();
     }
@@ -47,13 +50,19 @@ fn two_thousand_default_traces_run_to_their_exit() {
 
 #[test]
 fn integer_only_traces_run_to_finish() {
-    let cfg = RandomConfig { length: 40, ..RandomConfig::integers_only() };
+    let cfg = RandomConfig {
+        length: 40,
+        ..RandomConfig::integers_only()
+    };
     check_many(&cfg, 0..1000);
 }
 
 #[test]
 fn long_traces_run_to_their_exit() {
-    let cfg = RandomConfig { length: 120, ..RandomConfig::default() };
+    let cfg = RandomConfig {
+        length: 120,
+        ..RandomConfig::default()
+    };
     check_many(&cfg, 5000..5300);
 }
 
@@ -85,5 +94,8 @@ fn some_example_inputs_alias() {
             (1..refs.len()).any(|i| refs[..i].contains(&refs[i]))
         })
         .count();
-    assert!(aliasing > 20, "only {aliasing} of 500 traces have aliasing reference inputs");
+    assert!(
+        aliasing > 20,
+        "only {aliasing} of 500 traces have aliasing reference inputs"
+    );
 }

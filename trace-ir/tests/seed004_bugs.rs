@@ -93,7 +93,11 @@ fn bug1_wrapping_add_then_lt() {
     // The counterexample of the post and MAXINT itself.
     for x in [i64::MAX, 9223372036854775803, 9223372036854775800] {
         let r = go(&orig, &[x]);
-        assert!(matches!(r.outcome, Outcome::GuardFailed { guard, .. } if guard.0 == 1), "{x}: {}", r.outcome);
+        assert!(
+            matches!(r.outcome, Outcome::GuardFailed { guard, .. } if guard.0 == 1),
+            "{x}: {}",
+            r.outcome
+        );
         assert!(matches!(go(&wrong, &[x]).outcome, Outcome::Finish(_)));
         assert_differ(&orig, &wrong, &[x]);
     }
@@ -120,7 +124,11 @@ fn bug3_add_then_sub_ovf() {
     let (orig, wrong) = add_sub_ovf_pair();
     for (a, b) in [(i64::MAX, 1), (i64::MIN, -1), (1 << 62, 1 << 62)] {
         let r = go(&orig, &[a, b]);
-        assert!(matches!(r.outcome, Outcome::GuardFailed { guard, .. } if guard.0 == 0), "{a},{b}: {}", r.outcome);
+        assert!(
+            matches!(r.outcome, Outcome::GuardFailed { guard, .. } if guard.0 == 0),
+            "{a},{b}: {}",
+            r.outcome
+        );
         assert_differ(&orig, &wrong, &[a, b]);
     }
     for (a, b) in [(3, 4), (-10, 7), (i64::MAX, 0), (i64::MIN, 5)] {
@@ -146,7 +154,18 @@ fn control_add_ovf_then_sub_is_a() {
     b.guard(Opcode::GuardNoOverflow, &[], &[a, bb], 1);
     b.finish_with(&[a]);
     let good = b.finish().unwrap();
-    let specials = [0, 1, -1, 2, i64::MAX, i64::MIN, i64::MAX - 1, i64::MIN + 1, 1 << 62, -(1 << 62)];
+    let specials = [
+        0,
+        1,
+        -1,
+        2,
+        i64::MAX,
+        i64::MIN,
+        i64::MAX - 1,
+        i64::MIN + 1,
+        1 << 62,
+        -(1 << 62),
+    ];
     for &x in &specials {
         for &y in &specials {
             assert_agree(&orig, &good, &[x, y]);

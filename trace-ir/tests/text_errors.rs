@@ -12,12 +12,18 @@ fn error(text: &str) -> String {
 
 #[test]
 fn unknown_op() {
-    assert_eq!(error("[i0]\ni1 = int_frobnicate(i0, 1)\nfinish(i1)\n"), "line 2, column 6: unknown operation `int_frobnicate`");
+    assert_eq!(
+        error("[i0]\ni1 = int_frobnicate(i0, 1)\nfinish(i1)\n"),
+        "line 2, column 6: unknown operation `int_frobnicate`"
+    );
 }
 
 #[test]
 fn wrong_arity() {
-    assert_eq!(error("[i0]\ni1 = int_add(i0)\nfinish(i1)\n"), "line 2, column 6: `int_add` takes 2 operand(s), got 1");
+    assert_eq!(
+        error("[i0]\ni1 = int_add(i0)\nfinish(i1)\n"),
+        "line 2, column 6: `int_add` takes 2 operand(s), got 1"
+    );
     assert_eq!(
         error("[i0]\ncall_n(descr=<Callv 0 EF=2>)\nfinish(i0)\n"),
         "line 2, column 1: `call_n` takes at least 1 operand(s), got 0"
@@ -30,7 +36,10 @@ fn use_before_definition() {
         error("[i0]\ni1 = int_add(i0, i2)\ni2 = int_add(i0, 1)\nfinish(i1)\n"),
         "line 2, column 18: use of undefined value `i2`"
     );
-    assert_eq!(error("[i0]\nfinish(p7)\n"), "line 2, column 8: use of undefined value `p7`");
+    assert_eq!(
+        error("[i0]\nfinish(p7)\n"),
+        "line 2, column 8: use of undefined value `p7`"
+    );
 }
 
 #[test]
@@ -59,8 +68,14 @@ fn truncated_line() {
         error("[i0]\ni1 = int_add(i0, \nfinish(i1)\n"),
         "line 2, column 18: unexpected end of line: expected a value (a name like `i3` or a constant)"
     );
-    assert_eq!(error("[i0]\ni1 = int_add\nfinish(i1)\n"), "line 2, column 13: truncated line: expected `(` after `int_add`");
-    assert_eq!(error("[i0, i1\nfinish(i0)\n"), "line 1, column 8: unexpected end of line: expected `,` or `]` in the input list");
+    assert_eq!(
+        error("[i0]\ni1 = int_add\nfinish(i1)\n"),
+        "line 2, column 13: truncated line: expected `(` after `int_add`"
+    );
+    assert_eq!(
+        error("[i0, i1\nfinish(i0)\n"),
+        "line 1, column 8: unexpected end of line: expected `,` or `]` in the input list"
+    );
     assert_eq!(
         error("[i0]\nguard_true(i0, descr=<Guard0>) [i0\nfinish(i0)\n"),
         "line 2, column 35: unexpected end of line: expected `,` or `]` in the fail-argument list"
@@ -89,19 +104,34 @@ fn bad_descriptor() {
         error("[i0]\nguard_true(i0, descr=<Loop3>) []\nfinish(i0)\n"),
         "line 2, column 22: bad descriptor: a guard's descriptor must be `<GuardN>` or `<Guard0x...>`, found `<Loop3>`"
     );
-    assert_eq!(error("[p0]\ni1 = getfield_gc_i(p0)\nfinish(i1)\n"), "line 2, column 6: `getfield_gc_i` needs a descriptor (`descr=<...>`)");
+    assert_eq!(
+        error("[p0]\ni1 = getfield_gc_i(p0)\nfinish(i1)\n"),
+        "line 2, column 6: `getfield_gc_i` needs a descriptor (`descr=<...>`)"
+    );
 }
 
 #[test]
 fn bad_constant() {
-    assert_eq!(error("[i0]\ni1 = int_add(i0, 12abc)\nfinish(i1)\n"), "line 2, column 18: bad constant `12abc`");
+    assert_eq!(
+        error("[i0]\ni1 = int_add(i0, 12abc)\nfinish(i1)\n"),
+        "line 2, column 18: bad constant `12abc`"
+    );
     assert_eq!(
         error("[i0]\ni1 = int_add(i0, 99999999999999999999)\nfinish(i1)\n"),
         "line 2, column 18: integer constant `99999999999999999999` does not fit in 64 bits"
     );
-    assert_eq!(error("[p0]\ni1 = ptr_eq(p0, ConstPtr())\nfinish(i1)\n"), "line 2, column 26: expected a name or a number in `ConstPtr(...)`, found `)`");
-    assert_eq!(error("[i0]\ni1 = int_add(i0, ConstFoo(1))\nfinish(i1)\n"), "line 2, column 18: unknown constant form `ConstFoo`");
-    assert_eq!(error("[i0]\ni1 = int_add(i0, banana)\nfinish(i1)\n"), "line 2, column 18: expected a value, found `banana`");
+    assert_eq!(
+        error("[p0]\ni1 = ptr_eq(p0, ConstPtr())\nfinish(i1)\n"),
+        "line 2, column 26: expected a name or a number in `ConstPtr(...)`, found `)`"
+    );
+    assert_eq!(
+        error("[i0]\ni1 = int_add(i0, ConstFoo(1))\nfinish(i1)\n"),
+        "line 2, column 18: unknown constant form `ConstFoo`"
+    );
+    assert_eq!(
+        error("[i0]\ni1 = int_add(i0, banana)\nfinish(i1)\n"),
+        "line 2, column 18: expected a value, found `banana`"
+    );
 }
 
 #[test]
@@ -126,7 +156,10 @@ fn duplicate_definition() {
         error("[i0]\ni1 = int_add(i0, 1)\ni1 = int_add(i0, 2)\nfinish(i1)\n"),
         "line 3, column 1: `i1` is already defined (on line 2)"
     );
-    assert_eq!(error("[i0, i0]\nfinish(i0)\n"), "line 1, column 6: `i0` is already defined (on line 1)");
+    assert_eq!(
+        error("[i0, i0]\nfinish(i0)\n"),
+        "line 1, column 6: `i0` is already defined (on line 1)"
+    );
     assert_eq!(
         error("[i0]\nguard_true(i0, descr=<Guard4>) []\nguard_true(i0, descr=<Guard4>) []\nfinish(i0)\n"),
         "line 3, column 1: duplicate guard id 4 (also on line 2)"
@@ -135,16 +168,31 @@ fn duplicate_definition() {
 
 #[test]
 fn structure_errors() {
-    assert_eq!(error("[i0]\ni1 = int_add(i0, 1)\n"), "line 2, column 1: the trace ends without a final `jump` or `finish`");
-    assert_eq!(error("[i0]\nfinish(i0)\ni1 = int_add(i0, 1)\n"), "line 3, column 1: text after the end of the trace (its final jump or finish)");
+    assert_eq!(
+        error("[i0]\ni1 = int_add(i0, 1)\n"),
+        "line 2, column 1: the trace ends without a final `jump` or `finish`"
+    );
+    assert_eq!(
+        error("[i0]\nfinish(i0)\ni1 = int_add(i0, 1)\n"),
+        "line 3, column 1: text after the end of the trace (its final jump or finish)"
+    );
     assert_eq!(error(""), "line 1, column 1: no trace in the input");
     assert_eq!(
         error("[i0]\ni1 = int_add_ovf(i0, 1)\nfinish(i1)\n"),
         "line 2, column 6: invalid trace: int_add_ovf must be followed by guard_no_overflow or guard_overflow"
     );
-    assert_eq!(error("[i0]\nsetfield_gc(i0, 1, descr=<FieldS x 8>) trailing\nfinish(i0)\n"), "line 2, column 13: kind mismatch: operand 1 of `setfield_gc` must be a reference, got an integer");
-    assert_eq!(error("[p0]\nsetfield_gc(p0, 1, descr=<FieldS x 8>) trailing\nfinish(p0)\n"), "line 2, column 40: unexpected text after the operation");
-    assert_eq!(error("[p0]\ni1 = setfield_gc(p0, 1, descr=<FieldS x 8>)\nfinish(p0)\n"), "line 2, column 1: `setfield_gc` has no result to name");
+    assert_eq!(
+        error("[i0]\nsetfield_gc(i0, 1, descr=<FieldS x 8>) trailing\nfinish(i0)\n"),
+        "line 2, column 13: kind mismatch: operand 1 of `setfield_gc` must be a reference, got an integer"
+    );
+    assert_eq!(
+        error("[p0]\nsetfield_gc(p0, 1, descr=<FieldS x 8>) trailing\nfinish(p0)\n"),
+        "line 2, column 40: unexpected text after the operation"
+    );
+    assert_eq!(
+        error("[p0]\ni1 = setfield_gc(p0, 1, descr=<FieldS x 8>)\nfinish(p0)\n"),
+        "line 2, column 1: `setfield_gc` has no result to name"
+    );
     assert_eq!(
         error("[i0]\nguard_true(i0, descr=<Guard0>) [$1] {$0 = new(descr=<SizeDescr 8>)}\nfinish(i0)\n"),
         "line 2, column 33: `$1` names a virtual object that is not described"
@@ -173,7 +221,13 @@ anything goes here
     let e = parse_file(log).unwrap_err();
     assert_eq!(e.to_string(), "line 13, column 23: use of undefined value `p9`");
     let unclosed = "[1a] {jit-log-noopt\n[i0]\nfinish(i0)\n";
-    assert_eq!(parse_file(unclosed).unwrap_err().to_string(), "line 1, column 1: section `jit-log-noopt` is not closed");
+    assert_eq!(
+        parse_file(unclosed).unwrap_err().to_string(),
+        "line 1, column 1: section `jit-log-noopt` is not closed"
+    );
     let plain = "# first\n[i0]\nfinish(i0)\n\n# second\n[i0]\ni1 = int_add(i0, x)\nfinish(i1)\n";
-    assert_eq!(parse_file(plain).unwrap_err().to_string(), "line 7, column 18: expected a value, found `x`");
+    assert_eq!(
+        parse_file(plain).unwrap_err().to_string(),
+        "line 7, column 18: expected a value, found `x`"
+    );
 }

@@ -10,7 +10,10 @@ use trace_ir::text::{parse_file, parse_trace, print_trace, traces_equivalent};
 fn sections() -> &'static Vec<Vec<String>> {
     static S: OnceLock<Vec<Vec<String>>> = OnceLock::new();
     S.get_or_init(|| {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/corpus/pypy-dev/fannkuch.pypylog");
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../shared/corpus/pypy-dev/fannkuch.pypylog"
+        );
         let text = std::fs::read_to_string(path).expect("corpus file");
         let mut out = Vec::new();
         let mut cur: Vec<String> = Vec::new();
@@ -30,7 +33,8 @@ fn check(text: &str) {
     if let Ok(traces) = parse_file(text) {
         for t in &traces {
             let printed = print_trace(t);
-            let back = parse_trace(&printed).unwrap_or_else(|e| panic!("accepted trace does not reparse: {e}\n{printed}"));
+            let back =
+                parse_trace(&printed).unwrap_or_else(|e| panic!("accepted trace does not reparse: {e}\n{printed}"));
             traces_equivalent(t, &back).unwrap();
         }
     }
@@ -47,10 +51,53 @@ fn check(text: &str) {
 }
 
 const ALPHABET: &[&str] = &[
-    "(", ")", "[", "]", "{", "}", "<", ">", ",", " ", "=", ":", ";", "$0", "-", "->", "None", "i1", "p0", "f2",
-    "0", "-1", "1.5", "0x", "descr=", "<Guard0>", "<Guard0x7f>", "TargetToken(1)", "<FieldS x 8>", "<ArrayP 8>",
-    "<SizeDescr 16>", "ConstPtr(null)", "ConstClass(x)", "ConstFloat(0x7ff8000000000000)", "label", "jump",
-    "finish", "int_add", "guard_true", "new_array", "\n", "#", "+12: ", "é", "\u{0}", "inf", "-nan",
+    "(",
+    ")",
+    "[",
+    "]",
+    "{",
+    "}",
+    "<",
+    ">",
+    ",",
+    " ",
+    "=",
+    ":",
+    ";",
+    "$0",
+    "-",
+    "->",
+    "None",
+    "i1",
+    "p0",
+    "f2",
+    "0",
+    "-1",
+    "1.5",
+    "0x",
+    "descr=",
+    "<Guard0>",
+    "<Guard0x7f>",
+    "TargetToken(1)",
+    "<FieldS x 8>",
+    "<ArrayP 8>",
+    "<SizeDescr 16>",
+    "ConstPtr(null)",
+    "ConstClass(x)",
+    "ConstFloat(0x7ff8000000000000)",
+    "label",
+    "jump",
+    "finish",
+    "int_add",
+    "guard_true",
+    "new_array",
+    "\n",
+    "#",
+    "+12: ",
+    "é",
+    "\u{0}",
+    "inf",
+    "-nan",
 ];
 
 /// One random edit of a section's lines.
@@ -61,12 +108,19 @@ fn mutate(lines: &mut Vec<String>, choice: u64, pos: u64, extra: u64) {
     let li = (pos as usize) % lines.len();
     let line = &mut lines[li];
     let chars: Vec<char> = line.chars().collect();
-    let ci = if chars.is_empty() { 0 } else { (extra as usize) % (chars.len() + 1) };
+    let ci = if chars.is_empty() {
+        0
+    } else {
+        (extra as usize) % (chars.len() + 1)
+    };
     match choice % 7 {
         0 => {
             // Delete a run of characters.
             let end = (ci + 1 + (extra as usize >> 8) % 8).min(chars.len());
-            *line = chars[..ci.min(chars.len())].iter().chain(&chars[end.max(ci).min(chars.len())..]).collect();
+            *line = chars[..ci.min(chars.len())]
+                .iter()
+                .chain(&chars[end.max(ci).min(chars.len())..])
+                .collect();
         }
         1 => {
             // Insert a token.

@@ -24,14 +24,19 @@ fn golden_files() {
     let mut failures = Vec::new();
     for path in &files {
         let text = std::fs::read_to_string(path).unwrap();
-        let (input, expected) = text.split_once(MARKER).unwrap_or_else(|| panic!("{}: no `{MARKER}` line", path.display()));
+        let (input, expected) = text
+            .split_once(MARKER)
+            .unwrap_or_else(|| panic!("{}: no `{MARKER}` line", path.display()));
         let trace = parse_trace(input).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let printed = print_trace(&trace);
         if printed != expected {
             if bless {
                 std::fs::write(path, format!("{input}{MARKER}{printed}")).unwrap();
             } else {
-                failures.push(format!("{}:\n--- expected\n{expected}--- printed\n{printed}", path.display()));
+                failures.push(format!(
+                    "{}:\n--- expected\n{expected}--- printed\n{printed}",
+                    path.display()
+                ));
             }
         }
         // The expectation is itself a fixed point and the same trace.
@@ -39,5 +44,9 @@ fn golden_files() {
         assert_eq!(print_trace(&again), printed, "{}", path.display());
         traces_equivalent(&trace, &again).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     }
-    assert!(failures.is_empty(), "{}\n(run with BLESS=1 to accept)", failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{}\n(run with BLESS=1 to accept)",
+        failures.join("\n")
+    );
 }

@@ -31,7 +31,21 @@ impl Rng {
     }
 }
 
-const SPECIAL_INTS: &[i64] = &[0, 1, -1, 2, 7, 8, 255, 256, -256, 1 << 31, i64::MIN, i64::MAX, i64::MIN + 1];
+const SPECIAL_INTS: &[i64] = &[
+    0,
+    1,
+    -1,
+    2,
+    7,
+    8,
+    255,
+    256,
+    -256,
+    1 << 31,
+    i64::MIN,
+    i64::MAX,
+    i64::MIN + 1,
+];
 
 fn special_float(r: &mut Rng) -> f64 {
     match r.below(10) {
@@ -65,7 +79,11 @@ impl Gen {
     }
     fn int(&mut self) -> Value {
         if self.ints.is_empty() || self.r.chance(25) {
-            let v = if self.r.chance(50) { self.r.pick(SPECIAL_INTS) } else { self.r.next() as i64 >> self.r.below(64) };
+            let v = if self.r.chance(50) {
+                self.r.pick(SPECIAL_INTS)
+            } else {
+                self.r.next() as i64 >> self.r.below(64)
+            };
             self.b.const_int(v)
         } else {
             let i = self.r.below(self.ints.len());
@@ -101,11 +119,20 @@ impl Gen {
         self.r.pick(&[Kind::Int, Kind::Int, Kind::Ref, Kind::Float])
     }
     fn field(&mut self, kind: Kind) -> Descr {
-        let names = ["a.x", "a.y", "pypy.objspace.std.intobject.W_IntObject.inst_intval", "list.items"];
+        let names = [
+            "a.x",
+            "a.y",
+            "pypy.objspace.std.intobject.W_IntObject.inst_intval",
+            "list.items",
+        ];
         Descr::Field(FieldDescr {
             name: self.r.pick(&names).to_string(),
             offset: 8 * self.r.below(6) as i64,
-            size: if kind == Kind::Int { self.r.pick(&[1, 2, 4, 8, 8]) } else { 8 },
+            size: if kind == Kind::Int {
+                self.r.pick(&[1, 2, 4, 8, 8])
+            } else {
+                8
+            },
             signed: self.r.chance(50),
             kind,
             immutable: self.r.chance(30),
@@ -113,7 +140,11 @@ impl Gen {
     }
     fn array(&mut self, kind: Kind) -> Descr {
         Descr::Array(ArrayDescr {
-            item_size: if kind == Kind::Int { self.r.pick(&[1, 2, 4, 8]) } else { 8 },
+            item_size: if kind == Kind::Int {
+                self.r.pick(&[1, 2, 4, 8])
+            } else {
+                8
+            },
             signed: self.r.chance(50),
             kind,
             base_offset: self.r.pick(&[16, 16, 24, 8]),
@@ -137,7 +168,9 @@ impl Gen {
         use Opcode::*;
         match self.r.below(16) {
             0..=3 => {
-                let op = self.r.pick(&[IntAdd, IntSub, IntMul, IntAnd, IntOr, IntXor, IntLt, IntEq, UintGe, IntRshift]);
+                let op = self.r.pick(&[
+                    IntAdd, IntSub, IntMul, IntAnd, IntOr, IntXor, IntLt, IntEq, UintGe, IntRshift,
+                ]);
                 let (a, b) = (self.int(), self.int());
                 let v = self.b.op(op, &[a, b]);
                 self.result(v, Kind::Int);
@@ -162,7 +195,16 @@ impl Gen {
                 let v = self.b.op(op, &[a, b]);
                 let fa = self.fail_args();
                 let key = self.r.next() % 1000;
-                self.b.guard(if self.r.chance(80) { GuardNoOverflow } else { GuardOverflow }, &[], &fa, key);
+                self.b.guard(
+                    if self.r.chance(80) {
+                        GuardNoOverflow
+                    } else {
+                        GuardOverflow
+                    },
+                    &[],
+                    &fa,
+                    key,
+                );
                 self.result(v, Kind::Int);
             }
             7 | 8 => {
@@ -197,8 +239,15 @@ impl Gen {
                 }
             }
             11 => {
-                let vt = if self.r.chance(50) { Some(self.r.next() as i64 & 0xfff8) } else { None };
-                let d = self.b.descr(Descr::Size(SizeDescr { size: 8 * (1 + self.r.below(8) as i64), vtable: vt }));
+                let vt = if self.r.chance(50) {
+                    Some(self.r.next() as i64 & 0xfff8)
+                } else {
+                    None
+                };
+                let d = self.b.descr(Descr::Size(SizeDescr {
+                    size: 8 * (1 + self.r.below(8) as i64),
+                    vtable: vt,
+                }));
                 let op = if vt.is_some() { NewWithVtable } else { New };
                 let v = self.b.op_with_descr(op, &[], d);
                 self.result(v, Kind::Ref);
@@ -224,10 +273,13 @@ impl Gen {
             13 => {
                 let k = self.kind();
                 let d = self.field(k);
-                let d = self.b.descr(Descr::Interior(InteriorDescr { item_size: self.r.pick(&[16, 24]), field: match d {
-                    Descr::Field(f) => f,
-                    _ => unreachable!(),
-                } }));
+                let d = self.b.descr(Descr::Interior(InteriorDescr {
+                    item_size: self.r.pick(&[16, 24]),
+                    field: match d {
+                        Descr::Field(f) => f,
+                        _ => unreachable!(),
+                    },
+                }));
                 let (a, i) = (self.any_ref(), self.int());
                 let op = match k {
                     Kind::Int => GetinteriorfieldGcI,
@@ -251,7 +303,11 @@ impl Gen {
                     result_size: if res == Kind::Void { 0 } else { 8 },
                     args: kinds,
                     effect: CallEffect::from_number(self.r.below(8) as u8).unwrap(),
-                    oopspec: if self.r.chance(30) { Some(self.r.below(200) as u32) } else { None },
+                    oopspec: if self.r.chance(30) {
+                        Some(self.r.below(200) as u32)
+                    } else {
+                        None
+                    },
                 }));
                 let op = match res {
                     Kind::Int => CallI,
@@ -323,7 +379,11 @@ fn decorate(t: &mut Trace, r: &mut Rng) {
                 Const::Ref(_) => Const::Ref(symbol_address(&name)),
                 _ => continue,
             };
-            let cls = if matches!(named, Const::Int(_)) { format!("cls.{name}") } else { name };
+            let cls = if matches!(named, Const::Int(_)) {
+                format!("cls.{name}")
+            } else {
+                name
+            };
             let named = match named {
                 Const::Int(_) => Const::Int(symbol_address(&cls) as i64),
                 other => other,
@@ -332,7 +392,9 @@ fn decorate(t: &mut Trace, r: &mut Rng) {
         }
     }
     // Guard ids: unique but not sequential; fail arguments: holes and virtuals.
-    let mut ids: Vec<u32> = (0..t.guards.len() as u32).map(|i| i * 3 + (r.below(3) as u32)).collect();
+    let mut ids: Vec<u32> = (0..t.guards.len() as u32)
+        .map(|i| i * 3 + (r.below(3) as u32))
+        .collect();
     for i in (1..ids.len()).rev() {
         ids.swap(i, r.below(i + 1));
     }
@@ -372,7 +434,10 @@ fn decorate(t: &mut Trace, r: &mut Rng) {
                     }
                 };
                 let obj = if r.chance(60) {
-                    let d = t.make_descr(Descr::Size(SizeDescr { size: 32, vtable: if r.chance(50) { Some(64 + v as i64) } else { None } }));
+                    let d = t.make_descr(Descr::Size(SizeDescr {
+                        size: 32,
+                        vtable: if r.chance(50) { Some(64 + v as i64) } else { None },
+                    }));
                     let mut fields = Vec::new();
                     for f in 0..r.below(4) {
                         let kind = [Kind::Int, Kind::Ref, Kind::Float][r.below(3)];
@@ -387,11 +452,24 @@ fn decorate(t: &mut Trace, r: &mut Rng) {
                         let val = pick(r, t, kind);
                         fields.push((VirtualField::Field(fd), val));
                     }
-                    let opcode = if r.chance(50) { Opcode::New } else { Opcode::NewWithVtable };
-                    VirtualObject { kind: VirtualKind::Struct { opcode, descr: d }, fields }
+                    let opcode = if r.chance(50) {
+                        Opcode::New
+                    } else {
+                        Opcode::NewWithVtable
+                    };
+                    VirtualObject {
+                        kind: VirtualKind::Struct { opcode, descr: d },
+                        fields,
+                    }
                 } else {
                     let kind = [Kind::Int, Kind::Ref, Kind::Float][r.below(3)];
-                    let d = t.make_descr(Descr::Array(ArrayDescr { item_size: 8, signed: true, kind, base_offset: 16, len_offset: 8 }));
+                    let d = t.make_descr(Descr::Array(ArrayDescr {
+                        item_size: 8,
+                        signed: true,
+                        kind,
+                        base_offset: 16,
+                        len_offset: 8,
+                    }));
                     let len = r.below(5) as u32;
                     let mut fields = Vec::new();
                     for i in 0..len {
@@ -400,8 +478,15 @@ fn decorate(t: &mut Trace, r: &mut Rng) {
                             fields.push((VirtualField::Item(i), val));
                         }
                     }
-                    let opcode = if r.chance(50) { Opcode::NewArray } else { Opcode::NewArrayClear };
-                    VirtualObject { kind: VirtualKind::Array { opcode, descr: d, len }, fields }
+                    let opcode = if r.chance(50) {
+                        Opcode::NewArray
+                    } else {
+                        Opcode::NewArrayClear
+                    };
+                    VirtualObject {
+                        kind: VirtualKind::Array { opcode, descr: d, len },
+                        fields,
+                    }
                 };
                 virtuals.push(obj);
             }
@@ -413,7 +498,13 @@ fn decorate(t: &mut Trace, r: &mut Rng) {
 }
 
 fn random_trace(seed: u64) -> Trace {
-    let mut g = Gen { r: Rng(seed | 1), b: TraceBuilder::new(), ints: vec![], refs: vec![], floats: vec![] };
+    let mut g = Gen {
+        r: Rng(seed | 1),
+        b: TraceBuilder::new(),
+        ints: vec![],
+        refs: vec![],
+        floats: vec![],
+    };
     let n_inputs = g.r.below(5);
     let mut input_kinds = Vec::new();
     for _ in 0..n_inputs {

@@ -23,7 +23,9 @@ use backend_x86_64::{compile, CompileOptions, Exit, SimpleHeap};
 use trace_ir::interp::heap::external_address;
 use trace_ir::random::{random_trace, special_int, RandomConfig};
 use trace_ir::rng::{hash_words, Rng};
-use trace_ir::{outcomes_equivalent, run, FailArg, Kind, Outcome, RtValue, RunConfig, Trace, Value, ValueData, VirtualField};
+use trace_ir::{
+    outcomes_equivalent, run, FailArg, Kind, Outcome, RtValue, RunConfig, Trace, Value, ValueData, VirtualField,
+};
 
 use crate::validate::{validate, Config, Verdict};
 
@@ -59,8 +61,16 @@ fn guarded(f: impl FnOnce() -> Result<(), String>) -> Result<(), String> {
 /// The generator configuration and seed the fuzz bytes stand for.
 pub fn trace_params(bytes: &[u8], integers_only: bool) -> (RandomConfig, u64) {
     let b = |i: usize| bytes.get(i).copied().unwrap_or(0) as u32;
-    let base = if integers_only { RandomConfig::integers_only() } else { RandomConfig::default() };
-    let mut cfg = RandomConfig { length: 5 + (b(0) % 40) as usize, loops: b(1) & 1 == 1, ..base };
+    let base = if integers_only {
+        RandomConfig::integers_only()
+    } else {
+        RandomConfig::default()
+    };
+    let mut cfg = RandomConfig {
+        length: 5 + (b(0) % 40) as usize,
+        loops: b(1) & 1 == 1,
+        ..base
+    };
     if bytes.len() > 4 {
         cfg.int_ops = 1 + b(2) % 12;
         cfg.ovf_ops = b(3) % 6;
@@ -71,7 +81,10 @@ pub fn trace_params(bytes: &[u8], integers_only: bool) -> (RandomConfig, u64) {
         cfg.calls = b(6) % 4;
         cfg.floats = b(7) % 4;
     }
-    let words: Vec<u64> = bytes.chunks(8).map(|c| c.iter().fold(0u64, |a, &x| (a << 8) | x as u64)).collect();
+    let words: Vec<u64> = bytes
+        .chunks(8)
+        .map(|c| c.iter().fold(0u64, |a, &x| (a << 8) | x as u64))
+        .collect();
     (cfg, hash_words(&words) ^ bytes.len() as u64)
 }
 
@@ -92,11 +105,15 @@ pub fn random_inputs(rng: &mut Rng, t: &Trace) -> Vec<RtValue> {
 pub fn check_parse(bytes: &[u8]) -> Result<(), String> {
     let text = String::from_utf8_lossy(bytes);
     guarded(|| {
-        let Ok(traces) = trace_ir::parse_file(&text) else { return Ok(()) };
+        let Ok(traces) = trace_ir::parse_file(&text) else {
+            return Ok(());
+        };
         for t in &traces {
             let printed = trace_ir::print_trace(t);
-            let back = trace_ir::parse_trace(&printed).map_err(|e| format!("printed trace does not parse: {e}\n{printed}"))?;
-            trace_ir::traces_equivalent(t, &back).map_err(|e| format!("print/parse round trip differs: {e}\n{printed}"))?;
+            let back =
+                trace_ir::parse_trace(&printed).map_err(|e| format!("printed trace does not parse: {e}\n{printed}"))?;
+            trace_ir::traces_equivalent(t, &back)
+                .map_err(|e| format!("print/parse round trip differs: {e}\n{printed}"))?;
         }
         Ok(())
     })
@@ -106,7 +123,8 @@ pub fn check_parse(bytes: &[u8]) -> Result<(), String> {
 /// [`minimize`] keeps failing.
 pub fn trace_failure(check: Check, trace: &Trace, inputs: &[RtValue]) -> Option<String> {
     guarded(|| {
-        let out = optimizer::optimize(trace, &optimizer::Options::default()).map_err(|e| format!("optimizer error: {e}"))?;
+        let out =
+            optimizer::optimize(trace, &optimizer::Options::default()).map_err(|e| format!("optimizer error: {e}"))?;
         match check {
             Check::OptimizeDiff => {
                 let cfg = RunConfig::default();
@@ -129,7 +147,14 @@ pub fn trace_failure(check: Check, trace: &Trace, inputs: &[RtValue]) -> Option<
                 native_matches(trace, inputs).map_err(|e| format!("unoptimized: {e}"))?;
                 native_matches(&out.trace, inputs).map_err(|e| format!("optimized: {e}"))
             }
-            Check::Validate => match validate(trace, &out.trace, &Config { timeout_ms: 1000, ..Config::default() }) {
+            Check::Validate => match validate(
+                trace,
+                &out.trace,
+                &Config {
+                    timeout_ms: 1000,
+                    ..Config::default()
+                },
+            ) {
                 Verdict::Invalid { counterexample } => Err(format!("translation validation: {counterexample}")),
                 _ => Ok(()),
             },
@@ -142,14 +167,23 @@ pub fn trace_failure(check: Check, trace: &Trace, inputs: &[RtValue]) -> Option<
 /// traces with heap objects are not compared: their addresses differ by construction).
 fn native_matches(trace: &Trace, inputs: &[RtValue]) -> Result<(), String> {
     let want = run(trace, inputs, &RunConfig::default());
-    let compiled = match compile(trace, &CompileOptions { log_asm: false, perf_map: false, ..CompileOptions::default() }) {
+    let compiled = match compile(
+        trace,
+        &CompileOptions {
+            log_asm: false,
+            perf_map: false,
+            ..CompileOptions::default()
+        },
+    ) {
         Ok(c) => c,
         // An op the backend does not support is not a miscompilation.
         Err(_) => return Ok(()),
     };
     let bits: Vec<u64> = inputs.iter().map(|v| v.bits()).collect();
     let mut heap = SimpleHeap::new();
-    let got = compiled.run(&bits, &mut heap).map_err(|e| format!("run error: {e:?}"))?;
+    let got = compiled
+        .run(&bits, &mut heap)
+        .map_err(|e| format!("run error: {e:?}"))?;
     let vals = |v: &[RtValue]| v.iter().map(|x| x.bits()).collect::<Vec<u64>>();
     match (&want.outcome, &got) {
         (Outcome::Finish(a), Exit::Finish { values }) if vals(a) == *values => Ok(()),
@@ -222,7 +256,11 @@ fn remove_op(t: &Trace, k: usize) -> Option<Trace> {
     for g in &mut out.guards {
         g.fail_args = g.fail_args.iter().map(map_fa).collect();
         for vo in &mut g.virtuals {
-            vo.fields = vo.fields.iter().map(|(f, a): &(VirtualField, FailArg)| (*f, map_fa(a))).collect();
+            vo.fields = vo
+                .fields
+                .iter()
+                .map(|(f, a): &(VirtualField, FailArg)| (*f, map_fa(a)))
+                .collect();
         }
     }
     trace_ir::verify(&out).ok()?;
@@ -260,10 +298,7 @@ mod tests {
 
     #[test]
     fn remove_op_renumbers_and_refuses_used_ops() {
-        let t = trace_ir::parse_trace(
-            "[i0]\ni1 = int_add(i0, 1)\ni2 = int_mul(i0, 3)\nfinish(i2)\n",
-        )
-        .unwrap();
+        let t = trace_ir::parse_trace("[i0]\ni1 = int_add(i0, 1)\ni2 = int_mul(i0, 3)\nfinish(i2)\n").unwrap();
         // i2 is used by finish: cannot go; i1 is unused: can.
         assert!(remove_op(&t, 2).is_none());
         let smaller = remove_op(&t, 1).unwrap();

@@ -3,10 +3,10 @@
 //!
 //! This crate depends on `z3`; no library crate of the project depends on it.
 
-pub mod z3word;
-pub mod semantics;
-pub mod rules;
-pub mod synth;
-pub mod validate;
 pub mod fuzzing;
 pub mod mine;
+pub mod rules;
+pub mod semantics;
+pub mod synth;
+pub mod validate;
+pub mod z3word;

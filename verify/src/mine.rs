@@ -162,7 +162,15 @@ pub struct Finding {
 
 impl fmt::Display for Finding {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} op {} ({}): {}: {}", self.trace, self.op, self.opcode, self.kind.name(), self.pattern)
+        write!(
+            f,
+            "{} op {} ({}): {}: {}",
+            self.trace,
+            self.op,
+            self.opcode,
+            self.kind.name(),
+            self.pattern
+        )
     }
 }
 
@@ -226,7 +234,11 @@ pub fn aggregate(findings: &[Finding]) -> Vec<PatternCount> {
             for f in &fs {
                 *per.entry(f.pattern.as_str()).or_default() += 1;
             }
-            let example = per.iter().max_by_key(|(p, n)| (**n, std::cmp::Reverse(**p))).map(|(p, _)| p.to_string()).unwrap_or_default();
+            let example = per
+                .iter()
+                .max_by_key(|(p, n)| (**n, std::cmp::Reverse(**p)))
+                .map(|(p, _)| p.to_string())
+                .unwrap_or_default();
             PatternCount {
                 kind,
                 shape: shape.to_string(),
@@ -237,7 +249,12 @@ pub fn aggregate(findings: &[Finding]) -> Vec<PatternCount> {
             }
         })
         .collect();
-    out.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.kind.cmp(b.kind)).then_with(|| a.shape.cmp(&b.shape)));
+    out.sort_by(|a, b| {
+        b.count
+            .cmp(&a.count)
+            .then_with(|| a.kind.cmp(b.kind))
+            .then_with(|| a.shape.cmp(&b.shape))
+    });
     out
 }
 
@@ -279,11 +296,19 @@ struct Cone {
 
 impl<'t> Enc<'t> {
     fn new(t: &'t Trace) -> Self {
-        Enc { t, vars: HashMap::new(), defs: HashMap::new(), cones: HashMap::new() }
+        Enc {
+            t,
+            vars: HashMap::new(),
+            defs: HashMap::new(),
+            cones: HashMap::new(),
+        }
     }
 
     fn var(&mut self, k: usize) -> BV {
-        self.vars.entry(k).or_insert_with(|| BV::new_const(format!("v{k}"), WIDTH)).clone()
+        self.vars
+            .entry(k)
+            .or_insert_with(|| BV::new_const(format!("v{k}"), WIDTH))
+            .clone()
     }
 
     fn is_int(&self, k: usize) -> bool {
@@ -525,7 +550,9 @@ impl<'t, 'c> Miner<'t, 'c> {
     }
 
     fn prove(&mut self, p: &Problem, c: Claim) -> Outcome {
-        let Some(claim) = self.claim(c) else { return Outcome::Unknown };
+        let Some(claim) = self.claim(c) else {
+            return Outcome::Unknown;
+        };
         let facts = self.facts(p);
         match self.check(&facts, Some(&claim.not())) {
             (SatResult::Unsat, _) => Outcome::Proven,
@@ -538,7 +565,12 @@ impl<'t, 'c> Miner<'t, 'c> {
     /// with the extra ops (candidates) that should be defined.
     fn problem(&mut self, root: usize, limit: usize) -> (Problem, Cone) {
         let cone = self.enc.cone(root, self.cfg.depth, self.cfg.max_cone);
-        let mut p = Problem { defined: cone.defined.clone(), guards: Vec::new(), ovf: Vec::new(), ranges: Vec::new() };
+        let mut p = Problem {
+            defined: cone.defined.clone(),
+            guards: Vec::new(),
+            ovf: Vec::new(),
+            ranges: Vec::new(),
+        };
         if self.cfg.use_guards {
             for g in (0..limit).rev() {
                 if p.guards.len() >= self.cfg.max_guards {
@@ -552,7 +584,12 @@ impl<'t, 'c> Miner<'t, 'c> {
                 }
             }
             p.guards.reverse();
-            p.ovf = p.defined.iter().copied().filter(|&k| self.enc.ovf_guarded_before(k, limit)).collect();
+            p.ovf = p
+                .defined
+                .iter()
+                .copied()
+                .filter(|&k| self.enc.ovf_guarded_before(k, limit))
+                .collect();
         }
         (p, cone)
     }
@@ -562,10 +599,19 @@ impl<'t, 'c> Miner<'t, 'c> {
     fn add_ranges(&mut self, p: &mut Problem, extra: &[usize]) {
         let mut leaves: BTreeSet<usize> = extra.iter().copied().collect();
         for &k in &p.defined {
-            leaves.extend(self.enc.t.ops[k].args.iter().filter_map(|a| a.as_op()).map(|o| o.index()));
+            leaves.extend(
+                self.enc.t.ops[k]
+                    .args
+                    .iter()
+                    .filter_map(|a| a.as_op())
+                    .map(|o| o.index()),
+            );
         }
         leaves.extend(p.guards.iter().filter_map(|&g| self.enc.guard_subject(g)));
-        p.ranges = leaves.into_iter().filter(|k| !p.defined.contains(k) && self.enc.load_range(*k).is_some()).collect();
+        p.ranges = leaves
+            .into_iter()
+            .filter(|k| !p.defined.contains(k) && self.enc.load_range(*k).is_some())
+            .collect();
     }
 
     fn eval(&mut self, m: &Model, k: usize) -> Option<u64> {
@@ -594,7 +640,10 @@ impl<'t, 'c> Miner<'t, 'c> {
             if cone.all.contains(&y) {
                 cands.push(y);
             } else if self.enc.definable(y)
-                && self.enc.t.ops[y].args.iter().all(|a| a.as_op().is_none_or(|o| cone.all.contains(&o.index())))
+                && self.enc.t.ops[y]
+                    .args
+                    .iter()
+                    .all(|a| a.as_op().is_none_or(|o| cone.all.contains(&o.index())))
                 && self.enc.t.ops[y].args.iter().any(|a| a.as_op().is_some())
             {
                 cands.push(y);
@@ -613,7 +662,10 @@ impl<'t, 'c> Miner<'t, 'c> {
         };
         let cx = self.eval(&model, x)?;
         let mut consts = vec![cx];
-        let mut same: Vec<usize> = cands.into_iter().filter(|&y| self.eval(&model, y) == Some(cx)).collect();
+        let mut same: Vec<usize> = cands
+            .into_iter()
+            .filter(|&y| self.eval(&model, y) == Some(cx))
+            .collect();
         let vx = self.enc.var(x);
         for _round in 0..16 {
             if consts.is_empty() && same.is_empty() {
@@ -664,7 +716,12 @@ impl<'t, 'c> Miner<'t, 'c> {
         match c {
             Claim::Const(r, _) | Claim::NoOverflow(r) => vec![r],
             Claim::Same(r, y) => vec![r, y],
-            Claim::Guard(g) => self.enc.t.ops[g].args.iter().filter_map(|a| a.as_op()).map(|o| o.index()).collect(),
+            Claim::Guard(g) => self.enc.t.ops[g]
+                .args
+                .iter()
+                .filter_map(|a| a.as_op())
+                .map(|o| o.index())
+                .collect(),
         }
     }
 
@@ -672,17 +729,35 @@ impl<'t, 'c> Miner<'t, 'c> {
     fn reachable(&self, p: &Problem, c: Claim) -> BTreeSet<usize> {
         let mut stack = self.roots(c);
         for &g in &p.guards {
-            stack.extend(self.enc.t.ops[g].args.iter().filter_map(|a| a.as_op()).map(|o| o.index()));
+            stack.extend(
+                self.enc.t.ops[g]
+                    .args
+                    .iter()
+                    .filter_map(|a| a.as_op())
+                    .map(|o| o.index()),
+            );
         }
         for &o in &p.ovf {
-            stack.extend(self.enc.t.ops[o].args.iter().filter_map(|a| a.as_op()).map(|o| o.index()));
+            stack.extend(
+                self.enc.t.ops[o]
+                    .args
+                    .iter()
+                    .filter_map(|a| a.as_op())
+                    .map(|o| o.index()),
+            );
         }
         let mut seen = BTreeSet::new();
         while let Some(k) = stack.pop() {
             if !seen.insert(k) || !p.defined.contains(&k) {
                 continue;
             }
-            stack.extend(self.enc.t.ops[k].args.iter().filter_map(|a| a.as_op()).map(|o| o.index()));
+            stack.extend(
+                self.enc.t.ops[k]
+                    .args
+                    .iter()
+                    .filter_map(|a| a.as_op())
+                    .map(|o| o.index()),
+            );
         }
         seen
     }
@@ -737,7 +812,7 @@ impl<'t, 'c> Miner<'t, 'c> {
         let reach = self.reachable(&p, c);
         let mut q = p.clone();
         q.defined.retain(|d| reach.contains(d));
-            q.ranges.retain(|d| reach.contains(d));
+        q.ranges.retain(|d| reach.contains(d));
         if matches!(self.prove(&q, c), Outcome::Proven) {
             p = q;
         }
@@ -773,14 +848,27 @@ impl<'t, 'c> Miner<'t, 'c> {
             Claim::NoOverflow(_) => FindingKind::NoOverflow,
             Claim::Guard(_) => FindingKind::GuardImplied,
         };
-        Finding { trace: t.info.name.clone(), op: x, opcode, kind, pattern, shape, unminimized: unmin }
+        Finding {
+            trace: t.info.name.clone(),
+            op: x,
+            opcode,
+            kind,
+            pattern,
+            shape,
+            unminimized: unmin,
+        }
     }
 }
 
 /// Mine one trace (as given: optimize it first if that is what should be mined), adding to
 /// `stats`. Findings come in trace order.
 pub fn mine_trace(trace: &Trace, cfg: &MineConfig, stats: &mut MineStats) -> Vec<Finding> {
-    let mut m = Miner { enc: Enc::new(trace), cfg, stats: MineStats::default(), cache: HashMap::new() };
+    let mut m = Miner {
+        enc: Enc::new(trace),
+        cfg,
+        stats: MineStats::default(),
+        cache: HashMap::new(),
+    };
     let mut out = Vec::new();
     let mut reported: BTreeSet<usize> = BTreeSet::new();
     for x in 0..trace.ops.len() {
@@ -816,7 +904,11 @@ pub fn mine_trace(trace: &Trace, cfg: &MineConfig, stats: &mut MineStats) -> Vec
 }
 
 /// Mine every trace in turn until `cfg.deadline`.
-pub fn mine_traces<'a>(traces: impl IntoIterator<Item = &'a Trace>, cfg: &MineConfig, stats: &mut MineStats) -> Vec<Finding> {
+pub fn mine_traces<'a>(
+    traces: impl IntoIterator<Item = &'a Trace>,
+    cfg: &MineConfig,
+    stats: &mut MineStats,
+) -> Vec<Finding> {
     let mut out = Vec::new();
     for t in traces {
         if cfg.deadline.is_some_and(|d| Instant::now() >= d) {
@@ -862,7 +954,12 @@ impl Render<'_> {
         let n = self.leaves.len();
         self.leaves
             .entry(k)
-            .or_insert_with(|| LEAF_NAMES.get(n).map(|s| s.to_string()).unwrap_or_else(|| format!("x{n}")))
+            .or_insert_with(|| {
+                LEAF_NAMES
+                    .get(n)
+                    .map(|s| s.to_string())
+                    .unwrap_or_else(|| format!("x{n}"))
+            })
             .clone()
     }
 
@@ -892,12 +989,22 @@ impl Render<'_> {
 }
 
 fn render(t: &Trace, p: &Problem, c: Claim, abstract_consts: bool) -> String {
-    let mut r = Render { t, p, abstract_consts, leaves: HashMap::new(), consts: HashMap::new() };
+    let mut r = Render {
+        t,
+        p,
+        abstract_consts,
+        leaves: HashMap::new(),
+        consts: HashMap::new(),
+    };
     let head = match c {
         Claim::Const(x, v) => {
             let lhs = r.expr(x);
             let bool_result = t.ops[x].opcode.has(OpFlags::BOOL_RESULT);
-            let rhs = if bool_result { literal(v as i64) } else { r.lit(v as i64) };
+            let rhs = if bool_result {
+                literal(v as i64)
+            } else {
+                r.lit(v as i64)
+            };
             format!("{lhs} => {rhs}")
         }
         Claim::Same(x, y) => {
@@ -923,7 +1030,11 @@ fn render(t: &Trace, p: &Problem, c: Claim, abstract_consts: bool) -> String {
     for &k in &p.ranges {
         let label = Enc::new(t).load_range(k).map(|(_, _, l)| l).unwrap_or_default();
         let e = r.expr(k);
-        conds.push(if label.starts_with(':') { format!("{e}{label}") } else { format!("{e} {label}") });
+        conds.push(if label.starts_with(':') {
+            format!("{e}{label}")
+        } else {
+            format!("{e} {label}")
+        });
     }
     if conds.is_empty() {
         head

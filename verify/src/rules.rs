@@ -82,14 +82,21 @@ impl fmt::Display for Counterexample {
             write!(f, "{}: {}", v.name, v.value)?;
             if self.uses_bounds {
                 let (lo, hi, ones, unk) = v.bound;
-                write!(f, "    (abstract value: {lo}..={hi}, known ones {ones:#x}, unknown bits {unk:#x})")?;
+                write!(
+                    f,
+                    "    (abstract value: {lo}..={hi}, known ones {ones:#x}, unknown bits {unk:#x})"
+                )?;
             }
             writeln!(f)?;
         }
         writeln!(f, "operation {} with Z3 formula {}", self.source.0, self.source.1)?;
         writeln!(f, "has counterexample result value: {}", self.source_value)?;
         writeln!(f, "BUT")?;
-        writeln!(f, "target expression: {} with Z3 formula {}", self.target.0, self.target.1)?;
+        writeln!(
+            f,
+            "target expression: {} with Z3 formula {}",
+            self.target.0, self.target.1
+        )?;
         match self.target_value {
             Some(v) => write!(f, "has counterexample value: {v}"),
             None => write!(f, "is not defined for these values (a target op's valid_if is false)"),
@@ -170,16 +177,32 @@ fn wconst(v: i64) -> W {
 
 impl<'r> Encoding<'r> {
     fn err<T>(&self, message: impl Into<String>) -> Result<T, ProofError> {
-        Err(ProofError::Encoding { rule: self.rule.name().to_string(), message: message.into() })
+        Err(ProofError::Encoding {
+            rule: self.rule.name().to_string(),
+            message: message.into(),
+        })
     }
 
     fn new(rule: &'r CheckedRule) -> Result<Self, ProofError> {
-        let mut e = Encoding { rule, vars: HashMap::new(), bounds: HashMap::new(), assigned: HashMap::new(), assumptions: Vec::new(), uses_bounds: false };
+        let mut e = Encoding {
+            rule,
+            vars: HashMap::new(),
+            bounds: HashMap::new(),
+            assigned: HashMap::new(),
+            assumptions: Vec::new(),
+            uses_bounds: false,
+        };
         for v in &rule.vars {
             let x = BV::new_const(v.name.as_str(), WIDTH);
             let b = IntBound {
-                bits: KnownBits { ones: W::var(&format!("{}.ones", v.name)), unknowns: W::var(&format!("{}.unknowns", v.name)) },
-                range: Interval { lower: W::var(&format!("{}.lower", v.name)), upper: W::var(&format!("{}.upper", v.name)) },
+                bits: KnownBits {
+                    ones: W::var(&format!("{}.ones", v.name)),
+                    unknowns: W::var(&format!("{}.unknowns", v.name)),
+                },
+                range: Interval {
+                    lower: W::var(&format!("{}.lower", v.name)),
+                    upper: W::var(&format!("{}.upper", v.name)),
+                },
             };
             e.assumptions.push(b.bits.is_well_formed().0);
             e.assumptions.push(b.contains(&w(&x)).0);
@@ -309,7 +332,10 @@ impl<'r> Encoding<'r> {
             TTarget::Var(n) => self.vars[n].clone(),
             TTarget::Const(e) => self.int(e)?.0,
             TTarget::Op(op, args) => {
-                let args = args.iter().map(|a| self.target(a, valid)).collect::<Result<Vec<_>, _>>()?;
+                let args = args
+                    .iter()
+                    .map(|a| self.target(a, valid))
+                    .collect::<Result<Vec<_>, _>>()?;
                 let (r, ok) = op_semantics(*op, &args).or_else(|e| self.err(e.to_string()))?;
                 valid.push(ok);
                 r
@@ -374,7 +400,11 @@ pub fn target_to_string(t: &TTarget) -> String {
     match t {
         TTarget::Var(n) => n.clone(),
         TTarget::Const(e) => expr_to_string(e),
-        TTarget::Op(op, args) => format!("{}({})", op.name(), args.iter().map(target_to_string).collect::<Vec<_>>().join(", ")),
+        TTarget::Op(op, args) => format!(
+            "{}({})",
+            op.name(),
+            args.iter().map(target_to_string).collect::<Vec<_>>().join(", ")
+        ),
     }
 }
 
@@ -397,14 +427,23 @@ pub fn expr_to_string(e: &TExpr) -> String {
             if q.attribute {
                 format!("{}.{}", expr_to_string(r), q.name)
             } else {
-                format!("{}.{}({})", expr_to_string(r), q.name, args.iter().map(expr_to_string).collect::<Vec<_>>().join(", "))
+                format!(
+                    "{}.{}({})",
+                    expr_to_string(r),
+                    q.name,
+                    args.iter().map(expr_to_string).collect::<Vec<_>>().join(", ")
+                )
             }
         }
     }
 }
 
 fn solver(timeout_ms: u32) -> Solver {
-    let s = if std::env::var_os("RULES_PLAIN_SOLVER").is_some() { Solver::new() } else { Solver::new_for_logic("QF_BV").unwrap_or_else(Solver::new) };
+    let s = if std::env::var_os("RULES_PLAIN_SOLVER").is_some() {
+        Solver::new()
+    } else {
+        Solver::new_for_logic("QF_BV").unwrap_or_else(Solver::new)
+    };
     let mut p = Params::new();
     p.set_u32("timeout", timeout_ms);
     s.set_params(&p);
@@ -448,7 +487,10 @@ pub fn prove_rule(rule: &CheckedRule) -> Result<(), ProofError> {
             })
         }
         SatResult::Unknown => {
-            return Err(ProofError::Unknown { rule: rule.name().to_string(), reason: s.get_reason_unknown().unwrap_or_default() })
+            return Err(ProofError::Unknown {
+                rule: rule.name().to_string(),
+                reason: s.get_reason_unknown().unwrap_or_default(),
+            })
         }
     }
 
@@ -459,7 +501,11 @@ pub fn prove_rule(rule: &CheckedRule) -> Result<(), ProofError> {
     let target_ok = Bool::and(&target_valid);
     let goal = Bool::and(&[target_ok.clone(), target.eq(&source)]);
     let split_var = rule.vars.iter().find(|v| v.is_const).map(|v| enc.vars[&v.name].clone());
-    let first_budget = if split_var.is_some() { DIRECT_BUDGET_MS } else { TIMEOUT_MS };
+    let first_budget = if split_var.is_some() {
+        DIRECT_BUDGET_MS
+    } else {
+        TIMEOUT_MS
+    };
     let s = solver(first_budget);
     s.assert(&assumptions);
     s.assert(goal.not());
@@ -496,13 +542,27 @@ pub fn split_cases(c: &BV) -> Vec<Bool> {
     cases
 }
 
-fn finish(rule: &CheckedRule, enc: &Encoding<'_>, s: &Solver, result: SatResult, source: &BV, target: &BV, target_ok: &Bool) -> Result<(), ProofError> {
+fn finish(
+    rule: &CheckedRule,
+    enc: &Encoding<'_>,
+    s: &Solver,
+    result: SatResult,
+    source: &BV,
+    target: &BV,
+    target_ok: &Bool,
+) -> Result<(), ProofError> {
     match result {
         SatResult::Unsat => Ok(()),
-        SatResult::Unknown => Err(ProofError::Unknown { rule: rule.name().to_string(), reason: s.get_reason_unknown().unwrap_or_default() }),
+        SatResult::Unknown => Err(ProofError::Unknown {
+            rule: rule.name().to_string(),
+            reason: s.get_reason_unknown().unwrap_or_default(),
+        }),
         SatResult::Sat => {
             let Some(m) = s.get_model() else {
-                return Err(ProofError::Unknown { rule: rule.name().to_string(), reason: "no model".into() });
+                return Err(ProofError::Unknown {
+                    rule: rule.name().to_string(),
+                    reason: "no model".into(),
+                });
             };
             let val = |b: &BV| m.eval(b, true).and_then(|v| v.as_u64()).unwrap_or(0);
             let vars = rule
@@ -513,7 +573,12 @@ fn finish(rule: &CheckedRule, enc: &Encoding<'_>, s: &Solver, result: SatResult,
                     VarValue {
                         name: v.name.clone(),
                         value: val(&enc.vars[&v.name]) as i64,
-                        bound: (val(&b.range.lower.0) as i64, val(&b.range.upper.0) as i64, val(&b.bits.ones.0), val(&b.bits.unknowns.0)),
+                        bound: (
+                            val(&b.range.lower.0) as i64,
+                            val(&b.range.upper.0) as i64,
+                            val(&b.bits.ones.0),
+                            val(&b.bits.unknowns.0),
+                        ),
                     }
                 })
                 .collect();
@@ -544,7 +609,13 @@ pub fn load_rule_dir(dir: &std::path::Path) -> Result<Vec<CheckedRule>, String> 
     let mut files = Vec::new();
     for p in paths {
         let src = std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
-        files.push((format!("optimizer/rules/{}", p.file_name().unwrap_or_default().to_string_lossy()), src));
+        files.push((
+            format!(
+                "optimizer/rules/{}",
+                p.file_name().unwrap_or_default().to_string_lossy()
+            ),
+            src,
+        ));
     }
     rule_dsl::load(&files).map_err(|e| e.to_string())
 }
@@ -559,21 +630,62 @@ mod tests {
     #[test]
     fn expression_encoding_agrees_with_the_runtime_helpers() {
         let mut r = Rng::new(7);
-        let ops = [BinOp::Add, BinOp::Sub, BinOp::Mul, BinOp::And, BinOp::Or, BinOp::Xor, BinOp::Shl, BinOp::Ashr, BinOp::Lshr];
-        let cmps = [BinOp::Eq, BinOp::Ne, BinOp::Lt, BinOp::Le, BinOp::Gt, BinOp::Ge, BinOp::Ult, BinOp::Ule, BinOp::Ugt, BinOp::Uge];
+        let ops = [
+            BinOp::Add,
+            BinOp::Sub,
+            BinOp::Mul,
+            BinOp::And,
+            BinOp::Or,
+            BinOp::Xor,
+            BinOp::Shl,
+            BinOp::Ashr,
+            BinOp::Lshr,
+        ];
+        let cmps = [
+            BinOp::Eq,
+            BinOp::Ne,
+            BinOp::Lt,
+            BinOp::Le,
+            BinOp::Gt,
+            BinOp::Ge,
+            BinOp::Ult,
+            BinOp::Ule,
+            BinOp::Ugt,
+            BinOp::Uge,
+        ];
         for i in 0..300 {
-            let a = if i % 3 == 0 { r.range_i64(-70, 70) } else { r.next_u64() as i64 };
-            let b = if i % 2 == 0 { r.range_i64(-3, 70) } else { r.next_u64() as i64 };
+            let a = if i % 3 == 0 {
+                r.range_i64(-70, 70)
+            } else {
+                r.next_u64() as i64
+            };
+            let b = if i % 2 == 0 {
+                r.range_i64(-3, 70)
+            } else {
+                r.next_u64() as i64
+            };
             for op in ops {
-                let z = int_binop(op, &wconst(a), &wconst(b)).0.simplify().as_u64().map(|v| v as i64);
+                let z = int_binop(op, &wconst(a), &wconst(b))
+                    .0
+                    .simplify()
+                    .as_u64()
+                    .map(|v| v as i64);
                 assert_eq!(z, eval_int_binop(op, a, b), "{a} {} {b}", op.symbol());
             }
             for op in cmps {
                 let z = compare(op, &wconst(a), &wconst(b)).0.simplify().as_bool();
                 assert_eq!(z, eval_cmp(op, a, b), "{a} {} {b}", op.symbol());
             }
-            for (f, g) in [(Func::HighestBit, rt::highest_bit as fn(i64) -> i64), (Func::LowestBit, rt::lowest_bit)] {
-                assert_eq!(func(f, &wconst(a)).0.simplify().as_u64().map(|v| v as i64), Some(g(a)), "{}({a})", f.name());
+            for (f, g) in [
+                (Func::HighestBit, rt::highest_bit as fn(i64) -> i64),
+                (Func::LowestBit, rt::lowest_bit),
+            ] {
+                assert_eq!(
+                    func(f, &wconst(a)).0.simplify().as_u64().map(|v| v as i64),
+                    Some(g(a)),
+                    "{}({a})",
+                    f.name()
+                );
             }
         }
         // And the u64 instance of the same generic code agrees too.
@@ -596,11 +708,26 @@ mod tests {
     fn every_query_has_an_encoding() {
         for q in rule_dsl::QUERIES {
             let src = match (q.attribute, q.args) {
-                (true, _) => format!("r: int_add(x, y)\n    check x.{} == x.{}\n    => int_add(x, y)\n", q.name, q.name),
-                (false, []) if q.result == rule_dsl::Ty::Bool => format!("r: int_add(x, y)\n    check x.{}() or not x.{}()\n    => int_add(x, y)\n", q.name, q.name),
-                (false, []) => format!("r: int_add(x, y)\n    check x.{}() == x.{}()\n    => int_add(x, y)\n", q.name, q.name),
-                (false, [rule_dsl::Ty::Int]) => format!("r: int_add(x, y)\n    check x.{}(0) or not x.{}(0)\n    => int_add(x, y)\n", q.name, q.name),
-                (false, _) => format!("r: int_add(x, y)\n    check x.{}(y) or not x.{}(y)\n    => int_add(x, y)\n", q.name, q.name),
+                (true, _) => format!(
+                    "r: int_add(x, y)\n    check x.{} == x.{}\n    => int_add(x, y)\n",
+                    q.name, q.name
+                ),
+                (false, []) if q.result == rule_dsl::Ty::Bool => format!(
+                    "r: int_add(x, y)\n    check x.{}() or not x.{}()\n    => int_add(x, y)\n",
+                    q.name, q.name
+                ),
+                (false, []) => format!(
+                    "r: int_add(x, y)\n    check x.{}() == x.{}()\n    => int_add(x, y)\n",
+                    q.name, q.name
+                ),
+                (false, [rule_dsl::Ty::Int]) => format!(
+                    "r: int_add(x, y)\n    check x.{}(0) or not x.{}(0)\n    => int_add(x, y)\n",
+                    q.name, q.name
+                ),
+                (false, _) => format!(
+                    "r: int_add(x, y)\n    check x.{}(y) or not x.{}(y)\n    => int_add(x, y)\n",
+                    q.name, q.name
+                ),
             };
             let rules = rule_dsl::load_str(&src, "q.rules").unwrap_or_else(|e| panic!("{e}"));
             prove_rule(&rules[0]).unwrap_or_else(|e| panic!("{}: {e}", q.name));

@@ -113,7 +113,10 @@ pub fn op_semantics(opcode: Opcode, args: &[BV]) -> Result<(BV, Bool), Semantics
         return Err(SemanticsError::Unsupported(opcode));
     }
     if args.len() != opcode.fixed_arity() {
-        return Err(SemanticsError::Arity { opcode, got: args.len() });
+        return Err(SemanticsError::Arity {
+            opcode,
+            got: args.len(),
+        });
     }
     let a = &args[0];
     let b = args.get(1).cloned().unwrap_or_else(|| bv(0));
@@ -160,7 +163,9 @@ pub fn op_semantics(opcode: Opcode, args: &[BV]) -> Result<(BV, Bool), Semantics
         IntInvert => (a.bvnot(), t),
         IntSignext => {
             let ext = |bytes: u32| a.extract(bytes * 8 - 1, 0).sign_ext(WIDTH - bytes * 8);
-            let r = b.eq(bv(1)).ite(&ext(1), &b.eq(bv(2)).ite(&ext(2), &b.eq(bv(4)).ite(&ext(4), a)));
+            let r = b
+                .eq(bv(1))
+                .ite(&ext(1), &b.eq(bv(2)).ite(&ext(2), &b.eq(bv(4)).ite(&ext(4), a)));
             let ok = Bool::or(&[b.eq(bv(1)), b.eq(bv(2)), b.eq(bv(4)), b.eq(bv(8))]);
             (r, ok)
         }
@@ -186,11 +191,33 @@ pub fn no_overflow(opcode: Opcode, a: &BV, b: &BV) -> Option<Bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use z3::ast::Ast;
     use trace_ir::eval::{eval_ovf, eval_pure, EvalError};
     use trace_ir::rng::Rng;
+    use z3::ast::Ast;
 
-    const SPECIAL: &[i64] = &[0, 1, -1, 2, -2, 3, 7, 8, 63, 64, 65, 127, 128, -128, 255, 1 << 31, -(1 << 31), i64::MAX, i64::MIN, i64::MAX - 1, i64::MIN + 1];
+    const SPECIAL: &[i64] = &[
+        0,
+        1,
+        -1,
+        2,
+        -2,
+        3,
+        7,
+        8,
+        63,
+        64,
+        65,
+        127,
+        128,
+        -128,
+        255,
+        1 << 31,
+        -(1 << 31),
+        i64::MAX,
+        i64::MIN,
+        i64::MAX - 1,
+        i64::MIN + 1,
+    ];
 
     fn value(r: &mut Rng) -> i64 {
         let x = r.next_u64();
@@ -205,7 +232,10 @@ mod tests {
     fn z3_eval(opcode: Opcode, args: &[i64]) -> (Option<i64>, bool) {
         let bvs: Vec<BV> = args.iter().map(|&a| bv(a)).collect();
         let (r, ok) = op_semantics(opcode, &bvs).unwrap();
-        (r.simplify().as_u64().map(|v| v as i64), ok.simplify().as_bool().expect("ground valid_if"))
+        (
+            r.simplify().as_u64().map(|v| v as i64),
+            ok.simplify().as_bool().expect("ground valid_if"),
+        )
     }
 
     #[test]
@@ -238,7 +268,9 @@ mod tests {
                         assert!(ok, "{op}{args:?}: the interpreter evaluates it but valid_if is false");
                         assert_eq!(z, r as i64, "{op}{args:?}");
                     }
-                    Err(EvalError::Invalid(_)) => assert!(!ok, "{op}{args:?}: invalid in the interpreter, valid_if true"),
+                    Err(EvalError::Invalid(_)) => {
+                        assert!(!ok, "{op}{args:?}: invalid in the interpreter, valid_if true")
+                    }
                     Err(e) => panic!("{op}{args:?}: {e}"),
                 }
             }
@@ -256,6 +288,9 @@ mod tests {
             assert_eq!(int_op, INTEGER_OPS.contains(&op), "{op}");
         }
         assert!(op_semantics(Opcode::FloatAdd, &[bv(0), bv(0)]).is_err());
-        assert!(matches!(op_semantics(Opcode::IntAdd, &[bv(0)]), Err(SemanticsError::Arity { .. })));
+        assert!(matches!(
+            op_semantics(Opcode::IntAdd, &[bv(0)]),
+            Err(SemanticsError::Arity { .. })
+        ));
     }
 }

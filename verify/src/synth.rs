@@ -103,7 +103,11 @@ impl fmt::Display for Found {
             Rhs::Const(c) => c.to_string(),
             Rhs::Unary(u) => format!("{u}(x)"),
         };
-        write!(f, "{lhs} -> {rhs}    {}", if self.covered { "covered" } else { "MISSING" })
+        write!(
+            f,
+            "{lhs} -> {rhs}    {}",
+            if self.covered { "covered" } else { "MISSING" }
+        )
     }
 }
 
@@ -130,7 +134,10 @@ fn find_consts(x: &BV, consts: &[&BV], valid: &Bool, eq: &Bool) -> Vec<Vec<i64>>
             break;
         }
         let Some(m) = s.get_model() else { break };
-        let vals: Vec<i64> = consts.iter().map(|c| m.eval(*c, true).and_then(|v| v.as_u64()).unwrap_or(0) as i64).collect();
+        let vals: Vec<i64> = consts
+            .iter()
+            .map(|c| m.eval(*c, true).and_then(|v| v.as_u64()).unwrap_or(0) as i64)
+            .collect();
         let differs: Vec<Bool> = consts.iter().zip(&vals).map(|(c, &v)| BV::eq(c, bv(v)).not()).collect();
         cond = Bool::and(&[cond, Bool::or(&differs)]);
         out.push(vals);
@@ -174,9 +181,21 @@ pub fn synthesize(ops: &[Opcode]) -> Vec<Found> {
             }
         }
         for right in [true, false] {
-            let args = if right { [x.clone(), c.clone()] } else { [c.clone(), x.clone()] };
-            let lhs = |k: i64| if right { Lhs::ConstRight(op, k) } else { Lhs::ConstLeft(op, k) };
-            let Ok((r, valid)) = op_semantics(op, &args) else { continue };
+            let args = if right {
+                [x.clone(), c.clone()]
+            } else {
+                [c.clone(), x.clone()]
+            };
+            let lhs = |k: i64| {
+                if right {
+                    Lhs::ConstRight(op, k)
+                } else {
+                    Lhs::ConstLeft(op, k)
+                }
+            };
+            let Ok((r, valid)) = op_semantics(op, &args) else {
+                continue;
+            };
             let mut seen: Vec<i64> = Vec::new();
             for v in find_consts(&x, &[&c], &valid, &r.eq(&x)) {
                 seen.push(v[0]);
@@ -189,7 +208,9 @@ pub fn synthesize(ops: &[Opcode]) -> Vec<Found> {
                 }
             }
             for &u in UNARY_OPS {
-                let Ok((ru, _)) = op_semantics(u, &[x.clone()]) else { continue };
+                let Ok((ru, _)) = op_semantics(u, &[x.clone()]) else {
+                    continue;
+                };
                 for v in find_consts(&x, &[&c], &valid, &r.eq(&ru)) {
                     if !seen.contains(&v[0]) {
                         seen.push(v[0]);
@@ -199,5 +220,12 @@ pub fn synthesize(ops: &[Opcode]) -> Vec<Found> {
             }
         }
     }
-    found.into_iter().map(|(lhs, rhs)| Found { lhs, rhs, covered: optimizer_covers(lhs) }).collect()
+    found
+        .into_iter()
+        .map(|(lhs, rhs)| Found {
+            lhs,
+            rhs,
+            covered: optimizer_covers(lhs),
+        })
+        .collect()
 }

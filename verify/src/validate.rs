@@ -111,7 +111,11 @@ pub struct Config {
 
 impl Default for Config {
     fn default() -> Config {
-        Config { timeout_ms: 2000, check_fail_args: true, check_heap: true }
+        Config {
+            timeout_ms: 2000,
+            check_fail_args: true,
+            check_heap: true,
+        }
     }
 }
 
@@ -397,7 +401,11 @@ impl<'t> Side<'t> {
         if let Some(a) = self.arrays.get(key) {
             return a.clone();
         }
-        let epoch = if key.starts_with("imm:") { "0" } else { self.epoch.as_str() };
+        let epoch = if key.starts_with("imm:") {
+            "0"
+        } else {
+            self.epoch.as_str()
+        };
         let a = Array::new_const(
             format!("heap[{key}]@{epoch}"),
             &Sort::bitvector(domain_bits),
@@ -430,9 +438,10 @@ impl<'t> Side<'t> {
         match v.data() {
             ValueData::Const(c) => Ok(Sym::Bv(bv(self.trace.consts.get(c).bits()))),
             ValueData::Op(o) => match self.vals.get(o.index()).cloned().flatten() {
-                Some(Sym::Obj(id)) if self.objs[id].dead => {
-                    unsupported(format!("{} trace: object {o} of the preamble used after the label", self.tag))
-                }
+                Some(Sym::Obj(id)) if self.objs[id].dead => unsupported(format!(
+                    "{} trace: object {o} of the preamble used after the label",
+                    self.tag
+                )),
                 Some(s) => Ok(s),
                 None => unsupported(format!("{} trace: {o} has no value", self.tag)),
             },
@@ -458,7 +467,8 @@ impl<'t> Side<'t> {
                 // the class its allocation gave it.
                 self.esc_facts.push(addr.eq(&zero()).not());
                 for j in 0..self.escapes {
-                    self.esc_facts.push(addr.eq(&BV::new_const(format!("esc{j}"), 64)).not());
+                    self.esc_facts
+                        .push(addr.eq(&BV::new_const(format!("esc{j}"), 64)).not());
                 }
                 if let Some(c) = &self.objs[*id].class {
                     self.esc_facts.push(class_of(&addr).eq(c));
@@ -551,7 +561,9 @@ fn uf_bv(name: &str, args: &[BV]) -> BV {
     let sort_refs: Vec<&Sort> = sorts.iter().collect();
     let f = FuncDecl::new(format!("{name}/{}", args.len()), &sort_refs, &Sort::bitvector(64));
     let arg_refs: Vec<&dyn Ast> = args.iter().map(|a| a as &dyn Ast).collect();
-    f.apply(&arg_refs).as_bv().expect("uninterpreted functions return bit-vectors")
+    f.apply(&arg_refs)
+        .as_bv()
+        .expect("uninterpreted functions return bit-vectors")
 }
 
 fn uf_bool(name: &str, args: &[BV]) -> Bool {
@@ -591,7 +603,10 @@ impl<'t> Validator<'t> {
         let mut keys = BTreeSet::new();
         for t in [original, optimized] {
             for r in t.op_refs() {
-                if matches!(t.op(r).opcode, Opcode::GetfieldGcI | Opcode::GetfieldGcR | Opcode::GetfieldGcF) {
+                if matches!(
+                    t.op(r).opcode,
+                    Opcode::GetfieldGcI | Opcode::GetfieldGcR | Opcode::GetfieldGcF
+                ) {
                     keys.insert(field_key(t, r));
                 }
             }
@@ -623,7 +638,9 @@ impl<'t> Validator<'t> {
         for i in 0..ot.num_inputs {
             let (ko, kp) = (ot.ops[i].opcode.result_kind(), pt.ops[i].opcode.result_kind());
             if ko != kp {
-                return unsupported(format!("input {i} has kind {ko:?} in the original and {kp:?} in the optimized trace"));
+                return unsupported(format!(
+                    "input {i} has kind {ko:?} in the original and {kp:?} in the optimized trace"
+                ));
             }
             let name = format!("{}{}", ko.prefix(), i);
             let s = Sym::Bv(BV::new_const(name, 64));
@@ -668,7 +685,11 @@ impl<'t> Validator<'t> {
             .collect();
         let p_events: Vec<Event> = ev_p.iter().map(|(_, e)| *e).collect();
         if o_kept != p_events {
-            let at = o_kept.iter().zip(&p_events).position(|(a, b)| a != b).unwrap_or(o_kept.len().min(p_events.len()));
+            let at = o_kept
+                .iter()
+                .zip(&p_events)
+                .position(|(a, b)| a != b)
+                .unwrap_or(o_kept.len().min(p_events.len()));
             return unsupported(format!(
                 "sync points differ at position {at}: original {:?}, optimized {:?} (guards reordered, calls or labels added or removed)",
                 o_kept.get(at),
@@ -781,7 +802,11 @@ impl<'t> Validator<'t> {
         let mut params = Params::new();
         // Once the verdict is Unknown, later queries can only still find a counterexample:
         // give them less time.
-        let ms = if self.unknown.is_some() { self.cfg.timeout_ms.min(200) } else { self.cfg.timeout_ms };
+        let ms = if self.unknown.is_some() {
+            self.cfg.timeout_ms.min(200)
+        } else {
+            self.cfg.timeout_ms
+        };
         params.set_u32("timeout", ms);
         solver.set_params(&params);
         for (f, heavy) in &self.facts {
@@ -876,7 +901,13 @@ impl<'t> Validator<'t> {
     }
 
     fn structural(&self, message: String) -> Counterexample {
-        Counterexample { message, inputs: Vec::new(), differing: None, original: Vec::new(), optimized: Vec::new() }
+        Counterexample {
+            message,
+            inputs: Vec::new(),
+            differing: None,
+            original: Vec::new(),
+            optimized: Vec::new(),
+        }
     }
 
     fn counterexample(&self, model: Option<z3::Model>, message: String, diff: Option<(&BV, &BV)>) -> Counterexample {
@@ -970,7 +1001,9 @@ impl<'t> Validator<'t> {
                 }
                 let so = self.fail_arg(true, &go, fo, &mut memo_o)?;
                 let sp = self.fail_arg(false, &gp, fp, &mut memo_p)?;
-                self.prove_equal(&so, &sp, &|| format!("guard {g}: fail argument {i} differs when the guard fails"))?;
+                self.prove_equal(&so, &sp, &|| {
+                    format!("guard {g}: fail argument {i} differs when the guard fails")
+                })?;
             }
         }
         if self.cfg.check_heap {
@@ -1003,8 +1036,7 @@ impl<'t> Validator<'t> {
         }
         self.flush()?;
         let effect = opo.descr.and_then(|d| ot.descr(d).as_call().map(|c| c.effect));
-        let may_write = effect.map(|e| e.may_write_heap()).unwrap_or(true)
-            || opo.opcode.has(OpFlags::BARRIER);
+        let may_write = effect.map(|e| e.may_write_heap()).unwrap_or(true) || opo.opcode.has(OpFlags::BARRIER);
         let can_raise = effect.map(|e| e.can_raise()).unwrap_or(true);
         let mut res = BV::new_const(format!("call{k}"), 64);
         if matches!(opo.opcode, Opcode::CondCallValueI | Opcode::CondCallValueR) {
@@ -1018,7 +1050,11 @@ impl<'t> Validator<'t> {
             let s = self.side(orig);
             s.vals[r.index()] = Some(res.clone());
             s.calls += 1;
-            s.exc = if can_raise { Bool::new_const(format!("raised{k}")) } else { Bool::from_bool(false) };
+            s.exc = if can_raise {
+                Bool::new_const(format!("raised{k}"))
+            } else {
+                Bool::from_bool(false)
+            };
             if opo.opcode.has(OpFlags::BARRIER) {
                 s.not_forced = Bool::new_const(format!("not_forced{k}"));
             }
@@ -1154,7 +1190,13 @@ impl<'t> Validator<'t> {
     fn prove_heap_equal(&mut self, when: &str) -> R<()> {
         let keys: BTreeSet<String> = self.o.written.iter().chain(self.p.written.iter()).cloned().collect();
         for key in keys {
-            let bits = self.o.bits.get(&key).or_else(|| self.p.bits.get(&key)).copied().unwrap_or(64);
+            let bits = self
+                .o
+                .bits
+                .get(&key)
+                .or_else(|| self.p.bits.get(&key))
+                .copied()
+                .unwrap_or(64);
             let a = self.o.array(&key, bits);
             let b = self.p.array(&key, bits);
             if a.ast_eq(&b) {
@@ -1194,7 +1236,10 @@ impl<'t> Validator<'t> {
             }
             Opcode::GuardNoOverflow | Opcode::GuardOverflow => {
                 let Some(f) = s.no_ovf.clone() else {
-                    return unsupported(format!("{} trace: {} without a preceding overflow op", s.tag, op.opcode));
+                    return unsupported(format!(
+                        "{} trace: {} without a preceding overflow op",
+                        s.tag, op.opcode
+                    ));
                 };
                 if op.opcode == Opcode::GuardNoOverflow {
                     f
@@ -1204,7 +1249,11 @@ impl<'t> Validator<'t> {
             }
             Opcode::GuardNonnull | Opcode::GuardIsnull => {
                 let x = arg(s, 0)?;
-                let nonnull = if s.tracked(&x).is_some() { Bool::from_bool(true) } else { s.escape(&x).eq(&zero()).not() };
+                let nonnull = if s.tracked(&x).is_some() {
+                    Bool::from_bool(true)
+                } else {
+                    s.escape(&x).eq(&zero()).not()
+                };
                 if op.opcode == Opcode::GuardNonnull {
                     nonnull
                 } else {
@@ -1218,7 +1267,10 @@ impl<'t> Validator<'t> {
                 let (nonnull, class) = match s.tracked(&x) {
                     Some(id) => (
                         Bool::from_bool(true),
-                        s.objs[id].class.clone().unwrap_or_else(|| uf_bv("class_of_shape", &[bv(id as u64)])),
+                        s.objs[id]
+                            .class
+                            .clone()
+                            .unwrap_or_else(|| uf_bv("class_of_shape", &[bv(id as u64)])),
                     ),
                     None => {
                         let p = s.escape(&x);
@@ -1261,7 +1313,10 @@ impl<'t> Validator<'t> {
             Opcode::GuardException => {
                 let c = arg(s, 0)?;
                 let c = s.escape(&c);
-                Bool::and(&[s.exc.clone(), uf_bv("exc_class", &[BV::new_const(format!("excval_{}", s.calls), 64)]).eq(&c)])
+                Bool::and(&[
+                    s.exc.clone(),
+                    uf_bv("exc_class", &[BV::new_const(format!("excval_{}", s.calls), 64)]).eq(&c),
+                ])
             }
             Opcode::GuardNotInvalidated => Bool::new_const("not_invalidated"),
             Opcode::GuardNotForced | Opcode::GuardNotForced2 => s.not_forced.clone(),
@@ -1281,13 +1336,7 @@ impl<'t> Validator<'t> {
         }
     }
 
-    fn fail_arg(
-        &mut self,
-        orig: bool,
-        g: &trace_ir::GuardData,
-        fa: &FailArg,
-        memo: &mut HashMap<u32, Sym>,
-    ) -> R<Sym> {
+    fn fail_arg(&mut self, orig: bool, g: &trace_ir::GuardData, fa: &FailArg, memo: &mut HashMap<u32, Sym>) -> R<Sym> {
         match fa {
             FailArg::Value(v) => self.side(orig).value(*v),
             FailArg::Hole => Ok(Sym::Bv(zero())),
@@ -1304,7 +1353,11 @@ impl<'t> Validator<'t> {
                     VirtualKind::Struct { opcode, descr } => {
                         let sd = trace.descr(descr);
                         let class = alloc_class(opcode, Some(sd));
-                        (format!("{}:{:?}", opcode.name().trim_end_matches("_with_vtable"), sd), class, None)
+                        (
+                            format!("{}:{:?}", opcode.name().trim_end_matches("_with_vtable"), sd),
+                            class,
+                            None,
+                        )
                     }
                     VirtualKind::Array { opcode, descr, len } => {
                         let _ = opcode;
@@ -1349,7 +1402,10 @@ impl<'t> Validator<'t> {
         let s = if orig { &mut self.o } else { &mut self.p };
         let trace = s.trace;
         let op = trace.op(r).clone();
-        let mut t = Translated { valid: None, fact: None };
+        let mut t = Translated {
+            valid: None,
+            fact: None,
+        };
         let opc = op.opcode;
         if opc.is_input() {
             // Label parameters were given values by `sync_label`.
@@ -1380,7 +1436,11 @@ impl<'t> Validator<'t> {
                     (Some(x), Some(y)) => Bool::from_bool(x == y),
                     _ => Bool::from_bool(false),
                 };
-                let res = if matches!(opc, Opcode::PtrEq | Opcode::InstancePtrEq) { eq } else { eq.not() };
+                let res = if matches!(opc, Opcode::PtrEq | Opcode::InstancePtrEq) {
+                    eq
+                } else {
+                    eq.not()
+                };
                 set(s, Sym::Bv(bool_to_bv(&res)));
             }
             Opcode::CastPtrToInt | Opcode::CastIntToPtr => {
@@ -1398,8 +1458,8 @@ impl<'t> Validator<'t> {
                 }
                 // Fold constants with the interpreter's evaluation function.
                 let consts: Option<Vec<u64>> = args.iter().map(|a| a.simplify().as_u64()).collect();
-                let is_float = op.args.iter().any(|&a| trace.kind_of(a) == Kind::Float)
-                    || opc.result_kind() == Kind::Float;
+                let is_float =
+                    op.args.iter().any(|&a| trace.kind_of(a) == Kind::Float) || opc.result_kind() == Kind::Float;
                 if let (Some(cs), true) = (&consts, is_float) {
                     match eval_pure(opc, cs) {
                         Ok(v) => {
@@ -1607,7 +1667,11 @@ impl<'t> Validator<'t> {
                 let p = s.bv_of(op.args[0])?;
                 let i = s.bv_of(op.args[1])?;
                 let v = s.bv_of(op.args[2])?;
-                let name = if opc == Opcode::Strsetitem { "strgetitem" } else { "unicodegetitem" };
+                let name = if opc == Opcode::Strsetitem {
+                    "strgetitem"
+                } else {
+                    "unicodegetitem"
+                };
                 s.write(&format!("chars:{name}"), &p.concat(&i), &v);
             }
             Opcode::Strhash | Opcode::Unicodehash => {

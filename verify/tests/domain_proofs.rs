@@ -66,7 +66,10 @@ use z3::{Params, SatResult, Solver};
 /// Per-query timeout (generous so that load does not make it flake; every query here takes
 /// a few seconds at most on an idle machine). Reaching it fails the test.
 fn timeout_ms() -> u32 {
-    std::env::var("DOMAIN_PROOF_TIMEOUT_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(60_000)
+    std::env::var("DOMAIN_PROOF_TIMEOUT_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(60_000)
 }
 
 type Z<const N: u32> = Z3Word<N>;
@@ -86,8 +89,15 @@ struct Sym<const N: u32> {
 
 fn sym<const N: u32>(name: &str) -> Sym<N> {
     let v = |f: &str| Z3Word::<N>::var(&format!("{name}.{f}"));
-    let ib = IntBound { bits: KnownBits::new(v("ones"), v("unknowns")), range: Interval::new(v("lower"), v("upper")) };
-    Sym { name: name.to_string(), ib, x: v("member") }
+    let ib = IntBound {
+        bits: KnownBits::new(v("ones"), v("unknowns")),
+        range: Interval::new(v("lower"), v("upper")),
+    };
+    Sym {
+        name: name.to_string(),
+        ib,
+        x: v("member"),
+    }
 }
 
 impl<const N: u32> Sym<N> {
@@ -122,11 +132,26 @@ enum Shown<const N: u32> {
 }
 
 fn signed(v: u64, n: u32) -> i64 {
-    if n >= 64 { v as i64 } else { ((v << (64 - n)) as i64) >> (64 - n) }
+    if n >= 64 {
+        v as i64
+    } else {
+        ((v << (64 - n)) as i64) >> (64 - n)
+    }
 }
 
 fn kb_text(ones: u64, unknowns: u64, n: u32) -> String {
-    (0..n).rev().map(|i| if unknowns >> i & 1 == 1 { '?' } else if ones >> i & 1 == 1 { '1' } else { '0' }).collect()
+    (0..n)
+        .rev()
+        .map(|i| {
+            if unknowns >> i & 1 == 1 {
+                '?'
+            } else if ones >> i & 1 == 1 {
+                '1'
+            } else {
+                '0'
+            }
+        })
+        .collect()
 }
 
 fn describe<const N: u32>(model: &z3::Model, shown: &[Shown<N>]) -> String {
@@ -202,7 +227,10 @@ fn prove<const N: u32>(pre: &Bool, goal: &Bool, shown: &[Shown<N>]) -> Result<()
 fn prove_cases<const N: u32>(pre: &Bool, cases: &[Bool], goal: &Bool, shown: &[Shown<N>]) -> Result<(), String> {
     let mut pres = vec![pre.clone()];
     for c in cases {
-        pres = pres.iter().flat_map(|p| [Bool::and(&[p.clone(), c.clone()]), Bool::and(&[p.clone(), c.not()])]).collect();
+        pres = pres
+            .iter()
+            .flat_map(|p| [Bool::and(&[p.clone(), c.clone()]), Bool::and(&[p.clone(), c.not()])])
+            .collect();
     }
     for pre in &pres {
         prove_split::<N>(pre, goal, shown)?;
@@ -222,9 +250,17 @@ fn prove_split<const N: u32>(pre: &Bool, goal: &Bool, shown: &[Shown<N>]) -> Res
                 let model = solver.get_model().expect("model");
                 let mut g = g.to_string();
                 g.truncate(300);
-                return Err(format!("counterexample at {N} bits to conjunct `{g}`:\n{}", describe(&model, shown)));
+                return Err(format!(
+                    "counterexample at {N} bits to conjunct `{g}`:\n{}",
+                    describe(&model, shown)
+                ));
             }
-            SatResult::Unknown => return Err(format!("no proof (timeout or unknown: {:?})", solver.get_reason_unknown())),
+            SatResult::Unknown => {
+                return Err(format!(
+                    "no proof (timeout or unknown: {:?})",
+                    solver.get_reason_unknown()
+                ))
+            }
         }
     }
     Ok(())
@@ -240,11 +276,23 @@ fn shown_inputs<const N: u32>(syms: &[&Sym<N>]) -> Vec<Shown<N>> {
 }
 
 fn kb_shown<const N: u32>(name: &str, k: &KB<N>) -> Shown<N> {
-    Shown::Bound(name.into(), IntBound { bits: k.clone(), range: Interval::unbounded() })
+    Shown::Bound(
+        name.into(),
+        IntBound {
+            bits: k.clone(),
+            range: Interval::unbounded(),
+        },
+    )
 }
 
 fn iv_shown<const N: u32>(name: &str, i: &IV<N>) -> Shown<N> {
-    Shown::Bound(name.into(), IntBound { bits: KnownBits::unknown(), range: i.clone() })
+    Shown::Bound(
+        name.into(),
+        IntBound {
+            bits: KnownBits::unknown(),
+            range: i.clone(),
+        },
+    )
 }
 
 // ------------------------------------------------------------------ concrete semantics
@@ -299,12 +347,27 @@ fn cmp_sem(c: Cmp, x: &BV, y: &BV) -> Bool {
     }
 }
 
-const CMPS: [Cmp; 10] = [Cmp::Lt, Cmp::Le, Cmp::Gt, Cmp::Ge, Cmp::Eq, Cmp::Ne, Cmp::Ult, Cmp::Ule, Cmp::Ugt, Cmp::Uge];
+const CMPS: [Cmp; 10] = [
+    Cmp::Lt,
+    Cmp::Le,
+    Cmp::Gt,
+    Cmp::Ge,
+    Cmp::Eq,
+    Cmp::Ne,
+    Cmp::Ult,
+    Cmp::Ule,
+    Cmp::Ugt,
+    Cmp::Uge,
+];
 
 fn signext_sem(x: &BV, nbytes: u32) -> BV {
     let n = x.get_size();
     let bits = nbytes * 8;
-    if bits >= n { x.clone() } else { x.extract(bits - 1, 0).sign_ext(n - bits) }
+    if bits >= n {
+        x.clone()
+    } else {
+        x.extract(bits - 1, 0).sign_ext(n - bits)
+    }
 }
 
 // ------------------------------------------------------------------ the op tables
@@ -340,7 +403,13 @@ struct BinRow<const N: u32> {
 fn binops<const N: u32>() -> Vec<BinRow<N>> {
     macro_rules! row {
         ($name:literal, $heavy:expr, $m:ident, $sem:expr) => {
-            BinRow { name: $name, class: $heavy, k: KnownBits::<Z<N>>::$m, i: Interval::<Z<N>>::$m, sem: $sem }
+            BinRow {
+                name: $name,
+                class: $heavy,
+                k: KnownBits::<Z<N>>::$m,
+                i: Interval::<Z<N>>::$m,
+                sem: $sem,
+            }
         };
     }
     vec![
@@ -386,12 +455,21 @@ fn unops<const N: u32>() -> Vec<(&'static str, KUn<N>, IUn<N>, UnSem)> {
     vec![
         ("neg", KnownBits::neg, Interval::neg, |x| x.bvneg()),
         ("invert", KnownBits::invert, Interval::invert, |x| x.bvnot()),
-        ("is_true", KnownBits::is_true, Interval::is_true, |x| b01(nonzero(x), x.get_size())),
-        ("is_zero", KnownBits::is_zero, Interval::is_zero, |x| b01(nonzero(x).not(), x.get_size())),
-        ("force_ge_zero", KnownBits::force_ge_zero, Interval::force_ge_zero, |x| {
-            let z = BV::from_u64(0, x.get_size());
-            x.bvslt(&z).ite(&z, x)
+        ("is_true", KnownBits::is_true, Interval::is_true, |x| {
+            b01(nonzero(x), x.get_size())
         }),
+        ("is_zero", KnownBits::is_zero, Interval::is_zero, |x| {
+            b01(nonzero(x).not(), x.get_size())
+        }),
+        (
+            "force_ge_zero",
+            KnownBits::force_ge_zero,
+            Interval::force_ge_zero,
+            |x| {
+                let z = BV::from_u64(0, x.get_size());
+                x.bvslt(&z).ite(&z, x)
+            },
+        ),
         ("signext(1)", |a| a.signext(1), |a| a.signext(1), |x| signext_sem(x, 1)),
         ("signext(2)", |a| a.signext(2), |a| a.signext(2), |x| signext_sem(x, 2)),
         ("signext(4)", |a| a.signext(4), |a| a.signext(4), |x| signext_sem(x, 4)),
@@ -404,11 +482,39 @@ type IOvf<const N: u32> = fn(&IV<N>, &IV<N>) -> (IV<N>, Z3Bool);
 
 /// `(name, heavy, knownbits fn, interval fn, wrapping result, fits)`.
 #[allow(clippy::type_complexity)]
-fn ovfops<const N: u32>() -> Vec<(&'static str, Class, KOvf<N>, IOvf<N>, fn(&BV, &BV) -> BV, fn(&BV, &BV) -> Bool)> {
+fn ovfops<const N: u32>() -> Vec<(
+    &'static str,
+    Class,
+    KOvf<N>,
+    IOvf<N>,
+    fn(&BV, &BV) -> BV,
+    fn(&BV, &BV) -> Bool,
+)> {
     vec![
-        ("add_ovf", Light, KnownBits::add_ovf, Interval::add_ovf, |x, y| x.bvadd(y), add_fits),
-        ("sub_ovf", Light, KnownBits::sub_ovf, Interval::sub_ovf, |x, y| x.bvsub(y), sub_fits),
-        ("mul_ovf", MulDiv, KnownBits::mul_ovf, Interval::mul_ovf, |x, y| x.bvmul(y), mul_fits),
+        (
+            "add_ovf",
+            Light,
+            KnownBits::add_ovf,
+            Interval::add_ovf,
+            |x, y| x.bvadd(y),
+            add_fits,
+        ),
+        (
+            "sub_ovf",
+            Light,
+            KnownBits::sub_ovf,
+            Interval::sub_ovf,
+            |x, y| x.bvsub(y),
+            sub_fits,
+        ),
+        (
+            "mul_ovf",
+            MulDiv,
+            KnownBits::mul_ovf,
+            Interval::mul_ovf,
+            |x, y| x.bvmul(y),
+            mul_fits,
+        ),
     ]
 }
 
@@ -422,8 +528,19 @@ struct Obligation {
     run: Box<dyn Fn() -> Result<(), String>>,
 }
 
-fn ob(out: &mut Vec<Obligation>, function: String, property: &'static str, width: u32, run: impl Fn() -> Result<(), String> + 'static) {
-    out.push(Obligation { function, property, width, run: Box::new(run) });
+fn ob(
+    out: &mut Vec<Obligation>,
+    function: String,
+    property: &'static str,
+    width: u32,
+    run: impl Fn() -> Result<(), String> + 'static,
+) {
+    out.push(Obligation {
+        function,
+        property,
+        width,
+        run: Box::new(run),
+    });
 }
 
 /// Runs a group's obligations on this thread (the test harness runs the groups in parallel),
@@ -442,11 +559,17 @@ fn run_group(group: &str, mut obs: Vec<Obligation>) {
         let d = t0.elapsed().as_secs_f64();
         match r {
             Ok(()) => {
-                println!("[{group}] proved  {} [{}] at {} bits ({d:.2}s)", o.function, o.property, o.width);
+                println!(
+                    "[{group}] proved  {} [{}] at {} bits ({d:.2}s)",
+                    o.function, o.property, o.width
+                );
                 functions.entry(o.function.clone()).or_default().insert(o.width);
             }
             Err(e) => {
-                println!("[{group}] FAILED  {} [{}] at {} bits ({d:.2}s): {e}", o.function, o.property, o.width);
+                println!(
+                    "[{group}] FAILED  {} [{}] at {} bits ({d:.2}s): {e}",
+                    o.function, o.property, o.width
+                );
                 failed.push(format!("{} [{}] at {} bits", o.function, o.property, o.width));
             }
         }
@@ -462,7 +585,11 @@ fn run_group(group: &str, mut obs: Vec<Obligation>) {
         functions.len(),
         start.elapsed().as_secs_f64()
     );
-    assert!(failed.is_empty(), "[{group}] {} proof obligations failed: {failed:#?}", failed.len());
+    assert!(
+        failed.is_empty(),
+        "[{group}] {} proof obligations failed: {failed:#?}",
+        failed.len()
+    );
 }
 
 /// KnownBits obligations at width `N` (`heavy`: the multiplication/division group only).
@@ -480,36 +607,80 @@ fn knownbits_obligations<const N: u32>(class: Class, out: &mut Vec<Obligation>) 
             let (r, valid) = (row.sem)(&a.x.0, &b.x.0);
             let res = (row.k)(&a.ib.bits, &b.ib.bits);
             let pre = and(&[&a.kpre(), &b.kpre(), &valid]);
-            let shown = vec![kb_shown("a", &a.ib.bits), Shown::Value("x".into(), a.x.0.clone()), kb_shown("b", &b.ib.bits), Shown::Value("y".into(), b.x.0.clone()), Shown::Value("concrete result".into(), r.clone()), kb_shown("abstract result", &res)];
+            let shown = vec![
+                kb_shown("a", &a.ib.bits),
+                Shown::Value("x".into(), a.x.0.clone()),
+                kb_shown("b", &b.ib.bits),
+                Shown::Value("y".into(), b.x.0.clone()),
+                Shown::Value("concrete result".into(), r.clone()),
+                kb_shown("abstract result", &res),
+            ];
             // mul/div: split on "both constant" (then the members are the known values)
-            let cases = if row.class == MulDiv { vec![a.ib.bits.is_constant().and(&b.ib.bits.is_constant()).0] } else { vec![] };
-            prove_cases::<N>(&pre, &cases, &res.contains(&Z3Word(r)).and(&res.is_well_formed()).0, &shown)
+            let cases = if row.class == MulDiv {
+                vec![a.ib.bits.is_constant().and(&b.ib.bits.is_constant()).0]
+            } else {
+                vec![]
+            };
+            prove_cases::<N>(
+                &pre,
+                &cases,
+                &res.contains(&Z3Word(r)).and(&res.is_well_formed()).0,
+                &shown,
+            )
         });
         ob(out, format!("KnownBits::{name}"), "constants fold", N, move || {
             let row = binops::<N>().swap_remove(i);
             let (x, y) = (Z3Word::<N>::var("x"), Z3Word::<N>::var("y"));
             let (r, valid) = (row.sem)(&x.0, &y.0);
-            let res = (row.k)(&KnownBits::from_constant(x.clone()), &KnownBits::from_constant(y.clone()));
-            let shown = vec![Shown::Value("x".into(), x.0.clone()), Shown::Value("y".into(), y.0.clone()), kb_shown("abstract result", &res)];
-            prove::<N>(&valid, &res.is_constant().and(&res.constant_value().equals(&Z3Word(r))).0, &shown)
+            let res = (row.k)(
+                &KnownBits::from_constant(x.clone()),
+                &KnownBits::from_constant(y.clone()),
+            );
+            let shown = vec![
+                Shown::Value("x".into(), x.0.clone()),
+                Shown::Value("y".into(), y.0.clone()),
+                kb_shown("abstract result", &res),
+            ];
+            prove::<N>(
+                &valid,
+                &res.is_constant().and(&res.constant_value().equals(&Z3Word(r))).0,
+                &shown,
+            )
         });
     }
     for (i, (name, h, _, _, _, _)) in ovfops::<N>().into_iter().enumerate() {
         if h != class {
             continue;
         }
-        ob(out, format!("KnownBits::{name}"), "sound (wrapping result), well-formed, constants fold", N, move || {
-            let (_, _, f, _, sem, _) = ovfops::<N>().swap_remove(i);
-            let (a, b) = (sym::<N>("a"), sym::<N>("b"));
-            let r = Z3Word(sem(&a.x.0, &b.x.0));
-            let res = f(&a.ib.bits, &b.ib.bits);
-            let c = f(&KnownBits::from_constant(a.x.clone()), &KnownBits::from_constant(b.x.clone()));
-            let goal = and(&[
-                &and(&[&a.kpre(), &b.kpre()]).implies(res.contains(&r).and(&res.is_well_formed()).0),
-                &c.is_constant().and(&c.constant_value().equals(&r)).0,
-            ]);
-            prove::<N>(&t(), &goal, &[kb_shown("a", &a.ib.bits), kb_shown("b", &b.ib.bits), kb_shown("result", &res)])
-        });
+        ob(
+            out,
+            format!("KnownBits::{name}"),
+            "sound (wrapping result), well-formed, constants fold",
+            N,
+            move || {
+                let (_, _, f, _, sem, _) = ovfops::<N>().swap_remove(i);
+                let (a, b) = (sym::<N>("a"), sym::<N>("b"));
+                let r = Z3Word(sem(&a.x.0, &b.x.0));
+                let res = f(&a.ib.bits, &b.ib.bits);
+                let c = f(
+                    &KnownBits::from_constant(a.x.clone()),
+                    &KnownBits::from_constant(b.x.clone()),
+                );
+                let goal = and(&[
+                    &and(&[&a.kpre(), &b.kpre()]).implies(res.contains(&r).and(&res.is_well_formed()).0),
+                    &c.is_constant().and(&c.constant_value().equals(&r)).0,
+                ]);
+                prove::<N>(
+                    &t(),
+                    &goal,
+                    &[
+                        kb_shown("a", &a.ib.bits),
+                        kb_shown("b", &b.ib.bits),
+                        kb_shown("result", &res),
+                    ],
+                )
+            },
+        );
     }
     if class == Light {
         knownbits_light_obligations::<N>(out);
@@ -522,7 +693,9 @@ fn knownbits_obligations<const N: u32>(class: Class, out: &mut Vec<Obligation>) 
     let shifts: Vec<(&'static str, Shift<N>, fn(&BV, &BV) -> BV)> = vec![
         ("lshift_bounded", KnownBits::lshift_bounded, |x, y| x.bvshl(y)),
         ("rshift_bounded", KnownBits::rshift_bounded, |x, y| x.bvashr(y)),
-        ("uint_rshift_bounded", KnownBits::uint_rshift_bounded, |x, y| x.bvlshr(y)),
+        ("uint_rshift_bounded", KnownBits::uint_rshift_bounded, |x, y| {
+            x.bvlshr(y)
+        }),
     ];
     for (name, f, sem) in shifts {
         ob(out, format!("KnownBits::{name}"), "sound, well-formed", N, move || {
@@ -531,13 +704,35 @@ fn knownbits_obligations<const N: u32>(class: Class, out: &mut Vec<Obligation>) 
             let r = Z3Word(sem(&a.x.0, &b.x.0));
             let res = f(&a.ib.bits, &b.ib.bits, lo, hi);
             let pre = and(&[&a.kpre(), &b.kpre(), &b.ipre(), &shift_ok(&b.x.0)]);
-            prove::<N>(&pre, &res.contains(&r).and(&res.is_well_formed()).0, &[kb_shown("a", &a.ib.bits), kb_shown("amount", &b.ib.bits), iv_shown("amount range", &b.ib.range), kb_shown("result", &res)])
+            prove::<N>(
+                &pre,
+                &res.contains(&r).and(&res.is_well_formed()).0,
+                &[
+                    kb_shown("a", &a.ib.bits),
+                    kb_shown("amount", &b.ib.bits),
+                    iv_shown("amount range", &b.ib.range),
+                    kb_shown("result", &res),
+                ],
+            )
         });
         ob(out, format!("KnownBits::{name}"), "constants fold", N, move || {
             let (x, y) = (Z3Word::<N>::var("x"), Z3Word::<N>::var("y"));
             let r = Z3Word(sem(&x.0, &y.0));
-            let res = f(&KnownBits::from_constant(x.clone()), &KnownBits::from_constant(y.clone()), &y, &y);
-            prove::<N>(&shift_ok(&y.0), &res.is_constant().and(&res.constant_value().equals(&r)).0, &[Shown::Value("x".into(), x.0.clone()), Shown::Value("y".into(), y.0.clone()), kb_shown("result", &res)])
+            let res = f(
+                &KnownBits::from_constant(x.clone()),
+                &KnownBits::from_constant(y.clone()),
+                &y,
+                &y,
+            );
+            prove::<N>(
+                &shift_ok(&y.0),
+                &res.is_constant().and(&res.constant_value().equals(&r)).0,
+                &[
+                    Shown::Value("x".into(), x.0.clone()),
+                    Shown::Value("y".into(), y.0.clone()),
+                    kb_shown("result", &res),
+                ],
+            )
         });
     }
 }
@@ -545,40 +740,93 @@ fn knownbits_obligations<const N: u32>(class: Class, out: &mut Vec<Obligation>) 
 /// KnownBits obligations outside the multiplication/division/shift group.
 fn knownbits_light_obligations<const N: u32>(out: &mut Vec<Obligation>) {
     for (i, (name, _, _, _)) in unops::<N>().into_iter().enumerate() {
-        ob(out, format!("KnownBits::{name}"), "sound, well-formed, constants fold", N, move || {
-            let (_, f, _, sem) = unops::<N>().swap_remove(i);
-            let a = sym::<N>("a");
-            let r = Z3Word(sem(&a.x.0));
-            let res = f(&a.ib.bits);
-            let c = f(&KnownBits::from_constant(a.x.clone()));
-            let goal = and(&[
-                &a.kpre().implies(res.contains(&r).and(&res.is_well_formed()).0),
-                &c.is_constant().and(&c.constant_value().equals(&r)).0,
-            ]);
-            prove::<N>(&t(), &goal, &[kb_shown("a", &a.ib.bits), Shown::Value("x".into(), a.x.0.clone()), kb_shown("result", &res)])
-        });
+        ob(
+            out,
+            format!("KnownBits::{name}"),
+            "sound, well-formed, constants fold",
+            N,
+            move || {
+                let (_, f, _, sem) = unops::<N>().swap_remove(i);
+                let a = sym::<N>("a");
+                let r = Z3Word(sem(&a.x.0));
+                let res = f(&a.ib.bits);
+                let c = f(&KnownBits::from_constant(a.x.clone()));
+                let goal = and(&[
+                    &a.kpre().implies(res.contains(&r).and(&res.is_well_formed()).0),
+                    &c.is_constant().and(&c.constant_value().equals(&r)).0,
+                ]);
+                prove::<N>(
+                    &t(),
+                    &goal,
+                    &[
+                        kb_shown("a", &a.ib.bits),
+                        Shown::Value("x".into(), a.x.0.clone()),
+                        kb_shown("result", &res),
+                    ],
+                )
+            },
+        );
     }
-    ob(out, "KnownBits::intersect".into(), "a common member: kept, well-formed, no known disagreement", N, || {
-        let (a, b) = (sym::<N>("a"), sym::<N>("b"));
-        let i = a.ib.bits.intersect(&b.ib.bits);
-        let pre = and(&[&a.kpre(), &b.kpre(), &a.x.0.eq(&b.x.0)]);
-        let goal = and(&[&i.contains(&a.x).0, &i.is_well_formed().0, &a.ib.bits.known_disagrees(&b.ib.bits).not().0]);
-        prove::<N>(&pre, &goal, &[kb_shown("a", &a.ib.bits), kb_shown("b", &b.ib.bits), Shown::Value("x".into(), a.x.0.clone())])
-    });
-    ob(out, "KnownBits::join".into(), "keeps members of both, well-formed", N, || {
-        let (a, b) = (sym::<N>("a"), sym::<N>("b"));
-        let j = a.ib.bits.join(&b.ib.bits);
-        let wf = and(&[&a.ib.bits.is_well_formed().0, &b.ib.bits.is_well_formed().0]);
-        let goal = and(&[&a.kpre().implies(&j.contains(&a.x).0), &b.kpre().implies(&j.contains(&b.x).0), &j.is_well_formed().0]);
-        prove::<N>(&wf, &goal, &[kb_shown("a", &a.ib.bits), kb_shown("b", &b.ib.bits)])
-    });
-    ob(out, "KnownBits::from_constant / unknown".into(), "contain their members, well-formed", N, || {
-        let (x, y) = (Z3Word::<N>::var("x"), Z3Word::<N>::var("y"));
-        let c = KnownBits::from_constant(x.clone());
-        let u = KB::<N>::unknown();
-        let goal = and(&[&c.contains(&x).0, &c.is_well_formed().0, &u.contains(&y).0, &u.is_well_formed().0]);
-        prove::<N>(&t(), &goal, &[])
-    });
+    ob(
+        out,
+        "KnownBits::intersect".into(),
+        "a common member: kept, well-formed, no known disagreement",
+        N,
+        || {
+            let (a, b) = (sym::<N>("a"), sym::<N>("b"));
+            let i = a.ib.bits.intersect(&b.ib.bits);
+            let pre = and(&[&a.kpre(), &b.kpre(), &a.x.0.eq(&b.x.0)]);
+            let goal = and(&[
+                &i.contains(&a.x).0,
+                &i.is_well_formed().0,
+                &a.ib.bits.known_disagrees(&b.ib.bits).not().0,
+            ]);
+            prove::<N>(
+                &pre,
+                &goal,
+                &[
+                    kb_shown("a", &a.ib.bits),
+                    kb_shown("b", &b.ib.bits),
+                    Shown::Value("x".into(), a.x.0.clone()),
+                ],
+            )
+        },
+    );
+    ob(
+        out,
+        "KnownBits::join".into(),
+        "keeps members of both, well-formed",
+        N,
+        || {
+            let (a, b) = (sym::<N>("a"), sym::<N>("b"));
+            let j = a.ib.bits.join(&b.ib.bits);
+            let wf = and(&[&a.ib.bits.is_well_formed().0, &b.ib.bits.is_well_formed().0]);
+            let goal = and(&[
+                &a.kpre().implies(&j.contains(&a.x).0),
+                &b.kpre().implies(&j.contains(&b.x).0),
+                &j.is_well_formed().0,
+            ]);
+            prove::<N>(&wf, &goal, &[kb_shown("a", &a.ib.bits), kb_shown("b", &b.ib.bits)])
+        },
+    );
+    ob(
+        out,
+        "KnownBits::from_constant / unknown".into(),
+        "contain their members, well-formed",
+        N,
+        || {
+            let (x, y) = (Z3Word::<N>::var("x"), Z3Word::<N>::var("y"));
+            let c = KnownBits::from_constant(x.clone());
+            let u = KB::<N>::unknown();
+            let goal = and(&[
+                &c.contains(&x).0,
+                &c.is_well_formed().0,
+                &u.contains(&y).0,
+                &u.is_well_formed().0,
+            ]);
+            prove::<N>(&t(), &goal, &[])
+        },
+    );
 }
 
 /// Interval obligations at width `N` (`heavy`: the multiplication/division group only).
@@ -594,12 +842,27 @@ fn interval_obligations<const N: u32>(class: Class, out: &mut Vec<Obligation>) {
             let (r, valid) = (row.sem)(&a.x.0, &b.x.0);
             let res = (row.i)(&a.ib.range, &b.ib.range);
             let pre = and(&[&a.ipre(), &b.ipre(), &valid]);
-            let shown = vec![iv_shown("a", &a.ib.range), Shown::Value("x".into(), a.x.0.clone()), iv_shown("b", &b.ib.range), Shown::Value("y".into(), b.x.0.clone()), Shown::Value("concrete result".into(), r.clone()), iv_shown("abstract result", &res)];
+            let shown = vec![
+                iv_shown("a", &a.ib.range),
+                Shown::Value("x".into(), a.x.0.clone()),
+                iv_shown("b", &b.ib.range),
+                Shown::Value("y".into(), b.x.0.clone()),
+                Shown::Value("concrete result".into(), r.clone()),
+                iv_shown("abstract result", &res),
+            ];
             // add/sub: split on the overflows of the end sums and of the concrete sum
             let (p, q) = (&a.ib.range, &b.ib.range);
             let cases = match row.name {
-                "add" => vec![p.lower.sadd_overflows(&q.lower).0, p.upper.sadd_overflows(&q.upper).0, a.x.sadd_overflows(&b.x).0],
-                "sub" => vec![p.lower.ssub_overflows(&q.upper).0, p.upper.ssub_overflows(&q.lower).0, a.x.ssub_overflows(&b.x).0],
+                "add" => vec![
+                    p.lower.sadd_overflows(&q.lower).0,
+                    p.upper.sadd_overflows(&q.upper).0,
+                    a.x.sadd_overflows(&b.x).0,
+                ],
+                "sub" => vec![
+                    p.lower.ssub_overflows(&q.upper).0,
+                    p.upper.ssub_overflows(&q.lower).0,
+                    a.x.ssub_overflows(&b.x).0,
+                ],
                 _ => vec![],
             };
             prove_cases::<N>(&pre, &cases, &res.contains(&Z3Word(r)).0, &shown)
@@ -609,24 +872,62 @@ fn interval_obligations<const N: u32>(class: Class, out: &mut Vec<Obligation>) {
         if h != class {
             continue;
         }
-        ob(out, format!("Interval::{name}"), "sound if no overflow; no_ovf flag sound", N, move || {
-            let (_, _, _, f, sem, fits) = ovfops::<N>().swap_remove(i);
-            let (a, b) = (sym::<N>("a"), sym::<N>("b"));
-            let r = sem(&a.x.0, &b.x.0);
-            let fits = fits(&a.x.0, &b.x.0);
-            let (res, ok) = f(&a.ib.range, &b.ib.range);
-            let pre = and(&[&a.ipre(), &b.ipre()]);
-            let goal = and(&[&fits.implies(&res.contains(&Z3Word(r)).0), &ok.0.implies(&fits)]);
-            prove::<N>(&pre, &goal, &[iv_shown("a", &a.ib.range), Shown::Value("x".into(), a.x.0.clone()), iv_shown("b", &b.ib.range), Shown::Value("y".into(), b.x.0.clone()), iv_shown("abstract result", &res)])
-        });
+        ob(
+            out,
+            format!("Interval::{name}"),
+            "sound if no overflow; no_ovf flag sound",
+            N,
+            move || {
+                let (_, _, _, f, sem, fits) = ovfops::<N>().swap_remove(i);
+                let (a, b) = (sym::<N>("a"), sym::<N>("b"));
+                let r = sem(&a.x.0, &b.x.0);
+                let fits = fits(&a.x.0, &b.x.0);
+                let (res, ok) = f(&a.ib.range, &b.ib.range);
+                let pre = and(&[&a.ipre(), &b.ipre()]);
+                let goal = and(&[&fits.implies(&res.contains(&Z3Word(r)).0), &ok.0.implies(&fits)]);
+                prove::<N>(
+                    &pre,
+                    &goal,
+                    &[
+                        iv_shown("a", &a.ib.range),
+                        Shown::Value("x".into(), a.x.0.clone()),
+                        iv_shown("b", &b.ib.range),
+                        Shown::Value("y".into(), b.x.0.clone()),
+                        iv_shown("abstract result", &res),
+                    ],
+                )
+            },
+        );
     }
     if class == MulDiv {
-        ob(out, "Interval::backward_mul_ovf_const".into(), "keeps members", N, || {
-            let (a, b, r) = (sym::<N>("a"), sym::<N>("b"), sym::<N>("res"));
-            let na = Interval::backward_mul_ovf_const(&a.ib.range, &b.ib.range, &r.ib.range);
-            let pre = and(&[&a.ipre(), &b.ipre(), &r.ipre(), &r.x.0.eq(a.x.0.bvmul(&b.x.0)), &mul_fits(&a.x.0, &b.x.0)]);
-            prove::<N>(&pre, &na.contains(&a.x).0, &[iv_shown("a", &a.ib.range), iv_shown("b", &b.ib.range), iv_shown("res", &r.ib.range), Shown::Value("x".into(), a.x.0.clone()), Shown::Value("y".into(), b.x.0.clone())])
-        });
+        ob(
+            out,
+            "Interval::backward_mul_ovf_const".into(),
+            "keeps members",
+            N,
+            || {
+                let (a, b, r) = (sym::<N>("a"), sym::<N>("b"), sym::<N>("res"));
+                let na = Interval::backward_mul_ovf_const(&a.ib.range, &b.ib.range, &r.ib.range);
+                let pre = and(&[
+                    &a.ipre(),
+                    &b.ipre(),
+                    &r.ipre(),
+                    &r.x.0.eq(a.x.0.bvmul(&b.x.0)),
+                    &mul_fits(&a.x.0, &b.x.0),
+                ]);
+                prove::<N>(
+                    &pre,
+                    &na.contains(&a.x).0,
+                    &[
+                        iv_shown("a", &a.ib.range),
+                        iv_shown("b", &b.ib.range),
+                        iv_shown("res", &r.ib.range),
+                        Shown::Value("x".into(), a.x.0.clone()),
+                        Shown::Value("y".into(), b.x.0.clone()),
+                    ],
+                )
+            },
+        );
     }
     if class != Light {
         return;
@@ -637,65 +938,161 @@ fn interval_obligations<const N: u32>(class: Class, out: &mut Vec<Obligation>) {
             let a = sym::<N>("a");
             let r = Z3Word(sem(&a.x.0));
             let res = f(&a.ib.range);
-            prove::<N>(&a.ipre(), &res.contains(&r).0, &[iv_shown("a", &a.ib.range), Shown::Value("x".into(), a.x.0.clone()), iv_shown("result", &res)])
+            prove::<N>(
+                &a.ipre(),
+                &res.contains(&r).0,
+                &[
+                    iv_shown("a", &a.ib.range),
+                    Shown::Value("x".into(), a.x.0.clone()),
+                    iv_shown("result", &res),
+                ],
+            )
         });
     }
     for cmp in CMPS {
-        ob(out, format!("Interval::make_* for {cmp:?}"), "keeps members satisfying the condition", N, move || {
-            let (a, b) = (sym::<N>("a"), sym::<N>("b"));
-            let holds = cmp_sem(cmp, &a.x.0, &b.x.0);
-            let (mut na, mut nb) = (a.ib.range.clone(), b.ib.range.clone());
-            let (p, q) = (&a.ib.range, &b.ib.range);
-            match cmp {
-                Cmp::Lt => { na.make_lt(q); nb.make_gt(p); }
-                Cmp::Le => { na.make_le(q); nb.make_ge(p); }
-                Cmp::Gt => { na.make_gt(q); nb.make_lt(p); }
-                Cmp::Ge => { na.make_ge(q); nb.make_le(p); }
-                Cmp::Eq => { na.make_eq(q); nb.make_eq(p); }
-                Cmp::Ne => { na.make_ne(q); nb.make_ne(p); }
-                Cmp::Ult => { na.make_ult(q); nb.make_ugt(p); }
-                Cmp::Ule => { na.make_ule(q); nb.make_uge(p); }
-                Cmp::Ugt => { na.make_ugt(q); nb.make_ult(p); }
-                Cmp::Uge => { na.make_uge(q); nb.make_ule(p); }
-            }
-            let pre = and(&[&a.ipre(), &b.ipre(), &holds]);
-            prove::<N>(&pre, &na.contains(&a.x).and(&nb.contains(&b.x)).0, &[iv_shown("a", p), iv_shown("b", q), Shown::Value("x".into(), a.x.0.clone()), Shown::Value("y".into(), b.x.0.clone()), iv_shown("new a", &na), iv_shown("new b", &nb)])
-        });
+        ob(
+            out,
+            format!("Interval::make_* for {cmp:?}"),
+            "keeps members satisfying the condition",
+            N,
+            move || {
+                let (a, b) = (sym::<N>("a"), sym::<N>("b"));
+                let holds = cmp_sem(cmp, &a.x.0, &b.x.0);
+                let (mut na, mut nb) = (a.ib.range.clone(), b.ib.range.clone());
+                let (p, q) = (&a.ib.range, &b.ib.range);
+                match cmp {
+                    Cmp::Lt => {
+                        na.make_lt(q);
+                        nb.make_gt(p);
+                    }
+                    Cmp::Le => {
+                        na.make_le(q);
+                        nb.make_ge(p);
+                    }
+                    Cmp::Gt => {
+                        na.make_gt(q);
+                        nb.make_lt(p);
+                    }
+                    Cmp::Ge => {
+                        na.make_ge(q);
+                        nb.make_le(p);
+                    }
+                    Cmp::Eq => {
+                        na.make_eq(q);
+                        nb.make_eq(p);
+                    }
+                    Cmp::Ne => {
+                        na.make_ne(q);
+                        nb.make_ne(p);
+                    }
+                    Cmp::Ult => {
+                        na.make_ult(q);
+                        nb.make_ugt(p);
+                    }
+                    Cmp::Ule => {
+                        na.make_ule(q);
+                        nb.make_uge(p);
+                    }
+                    Cmp::Ugt => {
+                        na.make_ugt(q);
+                        nb.make_ult(p);
+                    }
+                    Cmp::Uge => {
+                        na.make_uge(q);
+                        nb.make_ule(p);
+                    }
+                }
+                let pre = and(&[&a.ipre(), &b.ipre(), &holds]);
+                prove::<N>(
+                    &pre,
+                    &na.contains(&a.x).and(&nb.contains(&b.x)).0,
+                    &[
+                        iv_shown("a", p),
+                        iv_shown("b", q),
+                        Shown::Value("x".into(), a.x.0.clone()),
+                        Shown::Value("y".into(), b.x.0.clone()),
+                        iv_shown("new a", &na),
+                        iv_shown("new b", &nb),
+                    ],
+                )
+            },
+        );
     }
-    ob(out, "Interval::make_nonnegative".into(), "keeps members satisfying the condition", N, || {
-        let a = sym::<N>("a");
-        let mut p = a.ib.range.clone();
-        p.make_nonnegative();
-        prove::<N>(&and(&[&a.ipre(), &a.x.sge(&Word::zero()).0]), &p.contains(&a.x).0, &[iv_shown("a", &a.ib.range)])
-    });
-    ob(out, "Interval::backward_neg / backward_invert".into(), "keeps members", N, || {
-        let (a, r) = (sym::<N>("a"), sym::<N>("res"));
-        let n = Interval::backward_neg(&a.ib.range, &r.ib.range);
-        let i = Interval::backward_invert(&a.ib.range, &r.ib.range);
-        let pre = and(&[&a.ipre(), &r.ipre()]);
-        let goal = and(&[&r.x.0.eq(a.x.0.bvneg()).implies(&n.contains(&a.x).0), &r.x.0.eq(a.x.0.bvnot()).implies(&i.contains(&a.x).0)]);
-        prove::<N>(&pre, &goal, &[iv_shown("a", &a.ib.range), iv_shown("res", &r.ib.range), Shown::Value("x".into(), a.x.0.clone())])
-    });
+    ob(
+        out,
+        "Interval::make_nonnegative".into(),
+        "keeps members satisfying the condition",
+        N,
+        || {
+            let a = sym::<N>("a");
+            let mut p = a.ib.range.clone();
+            p.make_nonnegative();
+            prove::<N>(
+                &and(&[&a.ipre(), &a.x.sge(&Word::zero()).0]),
+                &p.contains(&a.x).0,
+                &[iv_shown("a", &a.ib.range)],
+            )
+        },
+    );
+    ob(
+        out,
+        "Interval::backward_neg / backward_invert".into(),
+        "keeps members",
+        N,
+        || {
+            let (a, r) = (sym::<N>("a"), sym::<N>("res"));
+            let n = Interval::backward_neg(&a.ib.range, &r.ib.range);
+            let i = Interval::backward_invert(&a.ib.range, &r.ib.range);
+            let pre = and(&[&a.ipre(), &r.ipre()]);
+            let goal = and(&[
+                &r.x.0.eq(a.x.0.bvneg()).implies(&n.contains(&a.x).0),
+                &r.x.0.eq(a.x.0.bvnot()).implies(&i.contains(&a.x).0),
+            ]);
+            prove::<N>(
+                &pre,
+                &goal,
+                &[
+                    iv_shown("a", &a.ib.range),
+                    iv_shown("res", &r.ib.range),
+                    Shown::Value("x".into(), a.x.0.clone()),
+                ],
+            )
+        },
+    );
     ob(out, "Interval::intersect".into(), "keeps common members", N, || {
         let (a, b) = (sym::<N>("a"), sym::<N>("b"));
         let i = a.ib.range.intersect(&b.ib.range);
-        prove::<N>(&and(&[&a.ipre(), &b.ipre(), &a.x.0.eq(&b.x.0)]), &i.contains(&a.x).0, &[iv_shown("a", &a.ib.range), iv_shown("b", &b.ib.range)])
+        prove::<N>(
+            &and(&[&a.ipre(), &b.ipre(), &a.x.0.eq(&b.x.0)]),
+            &i.contains(&a.x).0,
+            &[iv_shown("a", &a.ib.range), iv_shown("b", &b.ib.range)],
+        )
     });
     ob(out, "Interval::join".into(), "keeps members of both", N, || {
         let (a, b) = (sym::<N>("a"), sym::<N>("b"));
         let j = a.ib.range.join(&b.ib.range);
-        prove::<N>(&and(&[&a.ipre(), &b.ipre()]), &j.contains(&a.x).and(&j.contains(&b.x)).0, &[iv_shown("a", &a.ib.range), iv_shown("b", &b.ib.range)])
+        prove::<N>(
+            &and(&[&a.ipre(), &b.ipre()]),
+            &j.contains(&a.x).and(&j.contains(&b.x)).0,
+            &[iv_shown("a", &a.ib.range), iv_shown("b", &b.ib.range)],
+        )
     });
-    ob(out, "Interval::contains / is_empty / from_constant / unbounded".into(), "a member means non-empty; constants and unbounded contain their members", N, || {
-        let a = sym::<N>("a");
-        let y = Z3Word::<N>::var("y");
-        let goal = and(&[
-            &a.ipre().implies(&a.ib.range.is_empty().not().0),
-            &Interval::from_constant(y.clone()).contains(&y).0,
-            &IV::<N>::unbounded().contains(&y).0,
-        ]);
-        prove::<N>(&t(), &goal, &[iv_shown("a", &a.ib.range)])
-    });
+    ob(
+        out,
+        "Interval::contains / is_empty / from_constant / unbounded".into(),
+        "a member means non-empty; constants and unbounded contain their members",
+        N,
+        || {
+            let a = sym::<N>("a");
+            let y = Z3Word::<N>::var("y");
+            let goal = and(&[
+                &a.ipre().implies(&a.ib.range.is_empty().not().0),
+                &Interval::from_constant(y.clone()).contains(&y).0,
+                &IV::<N>::unbounded().contains(&y).0,
+            ]);
+            prove::<N>(&t(), &goal, &[iv_shown("a", &a.ib.range)])
+        },
+    );
 }
 
 /// Direct proofs of the interval backward functions of op results. At 64 bits they follow by
@@ -709,8 +1106,12 @@ fn interval_backward_obligations<const N: u32>(out: &mut Vec<Obligation>) {
     let backs: Vec<(&'static str, IBack<N>, BinSem)> = vec![
         ("backward_add", Interval::backward_add, |x, y| (x.bvadd(y), t())),
         ("backward_sub", Interval::backward_sub, |x, y| (x.bvsub(y), t())),
-        ("backward_add_ovf", Interval::backward_add_ovf, |x, y| (x.bvadd(y), add_fits(x, y))),
-        ("backward_sub_ovf", Interval::backward_sub_ovf, |x, y| (x.bvsub(y), sub_fits(x, y))),
+        ("backward_add_ovf", Interval::backward_add_ovf, |x, y| {
+            (x.bvadd(y), add_fits(x, y))
+        }),
+        ("backward_sub_ovf", Interval::backward_sub_ovf, |x, y| {
+            (x.bvsub(y), sub_fits(x, y))
+        }),
     ];
     for (name, f, sem) in backs {
         ob(out, format!("Interval::{name}"), "keeps members", N, move || {
@@ -718,34 +1119,66 @@ fn interval_backward_obligations<const N: u32>(out: &mut Vec<Obligation>) {
             let (v, valid) = sem(&a.x.0, &b.x.0);
             let (na, nb) = f(&a.ib.range, &b.ib.range, &r.ib.range);
             let pre = and(&[&a.ipre(), &b.ipre(), &r.ipre(), &r.x.0.eq(&v), &valid]);
-            prove::<N>(&pre, &na.contains(&a.x).and(&nb.contains(&b.x)).0, &[iv_shown("a", &a.ib.range), iv_shown("b", &b.ib.range), iv_shown("res", &r.ib.range), Shown::Value("x".into(), a.x.0.clone()), Shown::Value("y".into(), b.x.0.clone())])
+            prove::<N>(
+                &pre,
+                &na.contains(&a.x).and(&nb.contains(&b.x)).0,
+                &[
+                    iv_shown("a", &a.ib.range),
+                    iv_shown("b", &b.ib.range),
+                    iv_shown("res", &r.ib.range),
+                    Shown::Value("x".into(), a.x.0.clone()),
+                    Shown::Value("y".into(), b.x.0.clone()),
+                ],
+            )
         });
     }
 }
 
 /// IntBound-level lemmas used by the composition argument, at width `N`.
 fn intbound_lemmas<const N: u32>(out: &mut Vec<Obligation>) {
-    ob(out, "IntBound::reduce / from_parts".into(), "keeps members, bits stay well-formed, no known bit lost", N, || {
-        let a = sym::<N>("a");
-        let r = a.ib.reduce();
-        let goal = and(&[
-            &r.contains(&a.x).0,
-            &r.bits.is_well_formed().0,
-            &r.bits.unknowns.and(&a.ib.bits.unknowns.not()).equals(&Word::zero()).0,
-        ]);
-        prove::<N>(&a.pre(), &goal, &shown_inputs(&[&a]))
-    });
-    ob(out, "IntBound::is_constant / constant_value".into(), "all bits known and a member: that constant", N, || {
-        let a = sym::<N>("a");
-        let goal = a.ib.is_constant().and(&a.ib.constant_value().equals(&a.x)).0;
-        prove::<N>(&and(&[&a.pre(), &a.ib.bits.is_constant().0]), &goal, &shown_inputs(&[&a]))
-    });
-    ob(out, "IntBound::from_constant".into(), "contains its value, bits well-formed and constant", N, || {
-        let x = Z3Word::<N>::var("x");
-        let c = IntBound::from_constant(x.clone());
-        let goal = and(&[&c.contains(&x).0, &c.bits.is_well_formed().0, &c.bits.is_constant().0]);
-        prove::<N>(&t(), &goal, &[])
-    });
+    ob(
+        out,
+        "IntBound::reduce / from_parts".into(),
+        "keeps members, bits stay well-formed, no known bit lost",
+        N,
+        || {
+            let a = sym::<N>("a");
+            let r = a.ib.reduce();
+            let goal = and(&[
+                &r.contains(&a.x).0,
+                &r.bits.is_well_formed().0,
+                &r.bits.unknowns.and(&a.ib.bits.unknowns.not()).equals(&Word::zero()).0,
+            ]);
+            prove::<N>(&a.pre(), &goal, &shown_inputs(&[&a]))
+        },
+    );
+    ob(
+        out,
+        "IntBound::is_constant / constant_value".into(),
+        "all bits known and a member: that constant",
+        N,
+        || {
+            let a = sym::<N>("a");
+            let goal = a.ib.is_constant().and(&a.ib.constant_value().equals(&a.x)).0;
+            prove::<N>(
+                &and(&[&a.pre(), &a.ib.bits.is_constant().0]),
+                &goal,
+                &shown_inputs(&[&a]),
+            )
+        },
+    );
+    ob(
+        out,
+        "IntBound::from_constant".into(),
+        "contains its value, bits well-formed and constant",
+        N,
+        || {
+            let x = Z3Word::<N>::var("x");
+            let c = IntBound::from_constant(x.clone());
+            let goal = and(&[&c.contains(&x).0, &c.bits.is_well_formed().0, &c.bits.is_constant().0]);
+            prove::<N>(&t(), &goal, &[])
+        },
+    );
 }
 
 /// IntBound queries (no reduction involved), proven directly at width `N`.
@@ -759,12 +1192,22 @@ fn intbound_queries<const N: u32>(out: &mut Vec<Obligation>) {
         ("known_ne", |p, q, x, y| p.known_ne(q).implies(&x.not_equals(y))),
         ("known_ult", |p, q, x, y| p.known_ult(q).implies(&x.ult(y))),
         ("known_ule", |p, q, x, y| p.known_ule(q).implies(&x.ule(y))),
-        ("known_nonnegative", |p, _, x, _| p.known_nonnegative().implies(&x.sge(&Word::zero()))),
-        ("known_negative", |p, _, x, _| p.known_negative().implies(&x.slt(&Word::zero()))),
+        ("known_nonnegative", |p, _, x, _| {
+            p.known_nonnegative().implies(&x.sge(&Word::zero()))
+        }),
+        ("known_negative", |p, _, x, _| {
+            p.known_negative().implies(&x.slt(&Word::zero()))
+        }),
         ("is_bool", |p, _, x, _| p.is_bool().implies(&x.ule(&Word::one()))),
-        ("is_constant", |p, _, x, _| p.is_constant().implies(&x.equals(&p.constant_value()))),
-        ("is_and_identity", |p, q, x, y| p.is_and_identity(q).implies(&x.and(y).equals(x))),
-        ("is_or_identity", |p, q, x, y| p.is_or_identity(q).implies(&x.or(y).equals(x))),
+        ("is_constant", |p, _, x, _| {
+            p.is_constant().implies(&x.equals(&p.constant_value()))
+        }),
+        ("is_and_identity", |p, q, x, y| {
+            p.is_and_identity(q).implies(&x.and(y).equals(x))
+        }),
+        ("is_or_identity", |p, q, x, y| {
+            p.is_or_identity(q).implies(&x.or(y).equals(x))
+        }),
         ("known_ge_const", |p, _, x, y| p.known_ge_const(y).implies(&x.sge(y))),
         ("known_gt_const", |p, _, x, y| p.known_gt_const(y).implies(&x.sgt(y))),
         ("known_le_const", |p, _, x, y| p.known_le_const(y).implies(&x.sle(y))),
@@ -814,7 +1257,9 @@ fn intbound_lemmas_and_queries() {
 /// only.
 #[test]
 fn mul_div_knownbits_64_32_16_8() {
-    let product_soundness = |o: &Obligation| (o.function == "KnownBits::mul" && o.property != "constants fold") || o.function == "KnownBits::mul_ovf";
+    let product_soundness = |o: &Obligation| {
+        (o.function == "KnownBits::mul" && o.property != "constants fold") || o.function == "KnownBits::mul_ovf"
+    };
     let mut obs = Vec::new();
     knownbits_obligations::<64>(MulDiv, &mut obs);
     obs.retain(|o| o.function != "KnownBits::pymod");
@@ -856,7 +1301,10 @@ fn abstract_values_8bit() -> Vec<I8B> {
     for (i, &l) in ends.iter().enumerate() {
         for (j, &h) in ends.iter().enumerate().skip(i) {
             if (i + j) % 3 == 0 || out.len() < 40 {
-                out.push(IntBound { bits: KnownBits::unknown(), range: Interval::new(l as u8, h as u8) });
+                out.push(IntBound {
+                    bits: KnownBits::unknown(),
+                    range: Interval::new(l as u8, h as u8),
+                });
             }
         }
     }
@@ -869,7 +1317,10 @@ fn abstract_values_8bit() -> Vec<I8B> {
         if l > h {
             std::mem::swap(&mut l, &mut h);
         }
-        let v = IntBound { bits: KnownBits::new(ones, unknowns), range: Interval::new(l as u8, h as u8) };
+        let v = IntBound {
+            bits: KnownBits::new(ones, unknowns),
+            range: Interval::new(l as u8, h as u8),
+        };
         let v = if r >> 40 & 1 == 1 { v.reduce() } else { v };
         if (0..=255u8).any(|x| v.contains(&x)) {
             out.push(v);
@@ -910,9 +1361,15 @@ fn binops_8bit() -> Vec<(&'static str, fn(&I8B, &I8B) -> I8B, Sem8)> {
         ("and", I8B::and, |x, y| Some(x & y)),
         ("or", I8B::or, |x, y| Some(x | y)),
         ("xor", I8B::xor, |x, y| Some(x ^ y)),
-        ("uint_mul_high", I8B::uint_mul_high, |x, y| Some(((u16::from(x) * u16::from(y)) >> 8) as u8)),
-        ("floordiv", I8B::floordiv, |x, y| (y != 0).then(|| (x as i8).wrapping_div(y as i8) as u8)),
-        ("mod", I8B::modulo, |x, y| (y != 0).then(|| (x as i8).wrapping_rem(y as i8) as u8)),
+        ("uint_mul_high", I8B::uint_mul_high, |x, y| {
+            Some(((u16::from(x) * u16::from(y)) >> 8) as u8)
+        }),
+        ("floordiv", I8B::floordiv, |x, y| {
+            (y != 0).then(|| (x as i8).wrapping_div(y as i8) as u8)
+        }),
+        ("mod", I8B::modulo, |x, y| {
+            (y != 0).then(|| (x as i8).wrapping_rem(y as i8) as u8)
+        }),
         ("pydiv", I8B::pydiv, |x, y| (y != 0).then(|| py_div8(x, y))),
         ("pymod", I8B::pymod, |x, y| (y != 0).then(|| py_mod8(x, y))),
         ("eq", I8B::eq, |x, y| Some(b8(x == y))),
@@ -974,7 +1431,10 @@ fn exhaustive_intbound_8bit() {
                         checks += 1;
                         if let Some(v) = sem(x, y) {
                             if !r.contains(&v) {
-                                report(&mut problems, format!("{name}: {a:?} {b:?} x={x} y={y} -> {v} not in {r:?}"));
+                                report(
+                                    &mut problems,
+                                    format!("{name}: {a:?} {b:?} x={x} y={y} -> {v} not in {r:?}"),
+                                );
                             }
                         }
                     }
@@ -1009,8 +1469,14 @@ fn exhaustive_intbound_8bit() {
                     for &y in mb {
                         checks += 1;
                         match sem(x as i8, y as i8) {
-                            Some(v) if !r.contains(&(v as u8)) => report(&mut problems, format!("{name}: {a:?} {b:?} x={x} y={y} -> {v} not in {r:?}")),
-                            None if no_ovf => report(&mut problems, format!("{name}: {a:?} {b:?} x={x} y={y} overflows but no_ovf")),
+                            Some(v) if !r.contains(&(v as u8)) => report(
+                                &mut problems,
+                                format!("{name}: {a:?} {b:?} x={x} y={y} -> {v} not in {r:?}"),
+                            ),
+                            None if no_ovf => report(
+                                &mut problems,
+                                format!("{name}: {a:?} {b:?} x={x} y={y} overflows but no_ovf"),
+                            ),
                             _ => {}
                         }
                     }
@@ -1050,17 +1516,27 @@ fn exhaustive_intbound_8bit() {
     functions += 2 * CMPS.len() + 2;
     for (a, ma) in vals.iter().zip(&mems) {
         for (b, mb) in vals.iter().zip(&mems) {
-            let learned: Vec<(Cmp, bool, I8B, I8B)> = CMPS.iter().flat_map(|&c| [true, false].map(|t| {
-                let (na, nb) = IntBound::learn_cmp(c, t, a, b);
-                (c, t, na, nb)
-            })).collect();
+            let learned: Vec<(Cmp, bool, I8B, I8B)> = CMPS
+                .iter()
+                .flat_map(|&c| {
+                    [true, false].map(|t| {
+                        let (na, nb) = IntBound::learn_cmp(c, t, a, b);
+                        (c, t, na, nb)
+                    })
+                })
+                .collect();
             let (i, j) = (a.intersect(b), a.join(b));
             for &x in ma {
                 for &y in mb {
                     checks += 1;
                     for (c, t, na, nb) in &learned {
-                        if cmp8(*c, x, y) == *t && !(na.contains(&x) && nb.contains(&y) && !na.is_empty() && !nb.is_empty()) {
-                            report(&mut problems, format!("learn_cmp({c:?}, {t}): {a:?} {b:?} x={x} y={y} lost"));
+                        if cmp8(*c, x, y) == *t
+                            && !(na.contains(&x) && nb.contains(&y) && !na.is_empty() && !nb.is_empty())
+                        {
+                            report(
+                                &mut problems,
+                                format!("learn_cmp({c:?}, {t}): {a:?} {b:?} x={x} y={y} lost"),
+                            );
                         }
                     }
                     if x == y && (!i.contains(&x) || i.is_empty()) {
@@ -1101,8 +1577,12 @@ fn exhaustive_intbound_8bit() {
     let backs: Vec<(&str, Back8, fn(u8, u8) -> Option<u8>)> = vec![
         ("backward_add", I8B::backward_add, |x, y| Some(x.wrapping_add(y))),
         ("backward_sub", I8B::backward_sub, |x, y| Some(x.wrapping_sub(y))),
-        ("backward_add_ovf", I8B::backward_add_ovf, |x, y| (x as i8).checked_add(y as i8).map(|v| v as u8)),
-        ("backward_sub_ovf", I8B::backward_sub_ovf, |x, y| (x as i8).checked_sub(y as i8).map(|v| v as u8)),
+        ("backward_add_ovf", I8B::backward_add_ovf, |x, y| {
+            (x as i8).checked_add(y as i8).map(|v| v as u8)
+        }),
+        ("backward_sub_ovf", I8B::backward_sub_ovf, |x, y| {
+            (x as i8).checked_sub(y as i8).map(|v| v as u8)
+        }),
     ];
     let sub: Vec<usize> = (0..vals.len()).step_by(3).collect();
     functions += backs.len() + 1;
@@ -1124,7 +1604,10 @@ fn exhaustive_intbound_8bit() {
                         }
                         if let Some(v) = (x as i8).checked_mul(y as i8) {
                             if res.contains(&(v as u8)) && !m.contains(&x) {
-                                report(&mut problems, format!("backward_mul_ovf_const: {a:?} {b:?} {res:?} x={x} y={y} lost"));
+                                report(
+                                    &mut problems,
+                                    format!("backward_mul_ovf_const: {a:?} {b:?} {res:?} x={x} y={y} lost"),
+                                );
                             }
                         }
                     }
@@ -1152,9 +1635,25 @@ fn xorshift(s: &mut u64) -> u64 {
 
 /// A random knownbits value mixing seed 003's special integers with random ones.
 fn random_kb(s: &mut u64) -> KnownBits<u64> {
-    let specials = [0u64, 1, 2, 7, 8, 255, 256, 1 << 63, (1 << 63) - 1, u64::MAX, u64::MAX - 7];
+    let specials = [
+        0u64,
+        1,
+        2,
+        7,
+        8,
+        255,
+        256,
+        1 << 63,
+        (1 << 63) - 1,
+        u64::MAX,
+        u64::MAX - 7,
+    ];
     let r = xorshift(s);
-    let x = if r % 3 == 0 { specials[(r >> 8) as usize % specials.len()] } else { xorshift(s) };
+    let x = if r % 3 == 0 {
+        specials[(r >> 8) as usize % specials.len()]
+    } else {
+        xorshift(s)
+    };
     let forget = match xorshift(s) % 4 {
         0 => xorshift(s) & xorshift(s),
         1 => xorshift(s),
@@ -1172,7 +1671,12 @@ fn z3kb(k: &KnownBits<u64>) -> KnownBits<Z<64>> {
 /// that `result` leaves unknown, i.e. a bit that is the same for all members. For every
 /// unknown bit of `result`, Z3 must find two pairs of members whose results differ there.
 /// Returns the first such bit that is in fact constant (an imprecision), if any.
-fn find_better_bit(k1: &KnownBits<u64>, k2: &KnownBits<u64>, result: &KnownBits<u64>, op: fn(&BV, &BV) -> BV) -> Result<Option<u32>, String> {
+fn find_better_bit(
+    k1: &KnownBits<u64>,
+    k2: &KnownBits<u64>,
+    result: &KnownBits<u64>,
+    op: fn(&BV, &BV) -> BV,
+) -> Result<Option<u32>, String> {
     let (z1, z2) = (z3kb(k1), z3kb(k2));
     for bit in 0..64 {
         if result.unknowns >> bit & 1 == 0 {
@@ -1212,7 +1716,10 @@ fn precision_search_finds_nothing() {
         ("neg", |a, _| a.neg(), |x, _| x.bvneg()),
         ("invert", |a, _| a.invert(), |x, _| x.bvnot()),
     ];
-    let samples: u64 = std::env::var("PRECISION_SAMPLES").ok().and_then(|v| v.parse().ok()).unwrap_or(6);
+    let samples: u64 = std::env::var("PRECISION_SAMPLES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(6);
     let mut seed = 0x9E37_79B9_7F4A_7C15u64;
     let mut problems = Vec::new();
     let mut checked = 0;
@@ -1223,12 +1730,18 @@ fn precision_search_finds_nothing() {
             checked += 1;
             match find_better_bit(&k1, &k2, &r, *op) {
                 Ok(None) => {}
-                Ok(Some(bit)) => problems.push(format!("{name}({k1}, {k2}) = {r}: bit {bit} is constant over all members")),
+                Ok(Some(bit)) => problems.push(format!(
+                    "{name}({k1}, {k2}) = {r}: bit {bit} is constant over all members"
+                )),
                 Err(e) => problems.push(format!("{name}({k1}, {k2}): {e}")),
             }
         }
     }
-    println!("precision search: {checked} random inputs over {} ops, {} imprecise", ops.len(), problems.len());
+    println!(
+        "precision search: {checked} random inputs over {} ops, {} imprecise",
+        ops.len(),
+        problems.len()
+    );
     assert!(problems.is_empty(), "{problems:#?}");
 }
 
@@ -1242,21 +1755,31 @@ fn add_dropping_carries<W: Word>(a: &KnownBits<W>, b: &KnownBits<W>) -> KnownBit
 }
 
 /// Proves knownbits soundness of a binary function with the harness used above.
-fn prove_kb_binop<const N: u32>(f: fn(&KnownBits<Z<N>>, &KnownBits<Z<N>>) -> KnownBits<Z<N>>, op: fn(&BV, &BV) -> BV) -> Result<(), String> {
+fn prove_kb_binop<const N: u32>(
+    f: fn(&KnownBits<Z<N>>, &KnownBits<Z<N>>) -> KnownBits<Z<N>>,
+    op: fn(&BV, &BV) -> BV,
+) -> Result<(), String> {
     let (a, b) = (sym::<N>("a"), sym::<N>("b"));
     let res = f(&a.ib.bits, &b.ib.bits);
     let r = op(&a.x.0, &b.x.0);
     let pre = and(&[&a.pre(), &b.pre()]);
     let mut shown = shown_inputs(&[&a, &b]);
     shown.push(Shown::Value("concrete result".into(), r.clone()));
-    shown.push(Shown::Bound("abstract result (bits)".into(), IntBound { bits: res.clone(), range: Interval::unbounded() }));
+    shown.push(Shown::Bound(
+        "abstract result (bits)".into(),
+        IntBound {
+            bits: res.clone(),
+            range: Interval::unbounded(),
+        },
+    ));
     prove::<N>(&pre, &res.contains(&Z3Word(r)).0, &shown)
 }
 
 #[test]
 fn mutation_dropped_carry_is_rejected() {
     prove_kb_binop::<64>(KnownBits::add, |x, y| x.bvadd(y)).expect("the real add is sound");
-    let err = prove_kb_binop::<64>(add_dropping_carries, |x, y| x.bvadd(y)).expect_err("the broken add must be rejected");
+    let err =
+        prove_kb_binop::<64>(add_dropping_carries, |x, y| x.bvadd(y)).expect_err("the broken add must be rejected");
     println!("broken add rejected with {err}");
     assert!(err.contains("counterexample"), "{err}");
 }

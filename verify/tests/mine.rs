@@ -64,7 +64,10 @@ fn reassembled_halves_are_the_input() {
     let f = only(&fs);
     assert_eq!(f.op, 4);
     assert_eq!(f.kind, FindingKind::SameAsInput(0));
-    assert_eq!(f.pattern, "int_or(int_and(x, 0xffffffff), int_lshift(uint_rshift(x, 32), 32)) => x");
+    assert_eq!(
+        f.pattern,
+        "int_or(int_and(x, 0xffffffff), int_lshift(uint_rshift(x, 32), 32)) => x"
+    );
 }
 
 #[test]
@@ -73,7 +76,10 @@ fn masked_increment_cannot_overflow() {
     let f = only(&fs);
     assert_eq!(f.op, 2);
     assert_eq!(f.kind, FindingKind::NoOverflow);
-    assert_eq!(f.pattern, "int_add_ovf(int_and(x, 255), 1) => int_add(int_and(x, 255), 1) (never overflows)");
+    assert_eq!(
+        f.pattern,
+        "int_add_ovf(int_and(x, 255), 1) => int_add(int_and(x, 255), 1) (never overflows)"
+    );
 }
 
 #[test]
@@ -170,7 +176,10 @@ finish(i9)
 #[test]
 fn an_expired_deadline_stops_the_run() {
     let t = parse_trace("[i0]\ni1 = int_and(i0, 15)\ni2 = int_and(i1, 255)\nfinish(i2)\n").unwrap();
-    let cfg = MineConfig { deadline: Some(std::time::Instant::now()), ..MineConfig::default() };
+    let cfg = MineConfig {
+        deadline: Some(std::time::Instant::now()),
+        ..MineConfig::default()
+    };
     let mut stats = MineStats::default();
     let fs = mine_trace(&t, &cfg, &mut stats);
     assert!(fs.is_empty());

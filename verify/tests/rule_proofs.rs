@@ -28,7 +28,13 @@ fn every_rule_is_proven() {
     if !slow.is_empty() {
         eprintln!("slow proofs: {}", slow.join(", "));
     }
-    assert!(failures.is_empty(), "{} of {} rules failed:\n{}", failures.len(), rules.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {} rules failed:\n{}",
+        failures.len(),
+        rules.len(),
+        failures.join("\n")
+    );
 }
 
 fn prove_src(src: &str) -> Result<(), ProofError> {
@@ -39,7 +45,9 @@ fn prove_src(src: &str) -> Result<(), ProofError> {
 #[test]
 fn a_wrong_rule_is_rejected_with_a_counterexample() {
     let err = prove_src("mul_is_add: int_mul(a, b)\n    => int_add(a, b)\n").unwrap_err();
-    let ProofError::Counterexample(c) = &err else { panic!("expected a counterexample, got {err}") };
+    let ProofError::Counterexample(c) = &err else {
+        panic!("expected a counterexample, got {err}")
+    };
     // The values Z3 picks must really be a counterexample (checked with plain Rust arithmetic).
     let a = c.vars.iter().find(|v| v.name == "a").unwrap().value;
     let b = c.vars.iter().find(|v| v.name == "b").unwrap().value;
@@ -47,7 +55,16 @@ fn a_wrong_rule_is_rejected_with_a_counterexample() {
     assert_eq!(c.target_value, Some(a.wrapping_add(b)));
     assert_ne!(c.source_value, a.wrapping_add(b));
     let report = err.to_string();
-    for needle in ["Could not prove correctness of rule 'mul_is_add'", "test.rules line 1", "counterexample values:", "a: ", "b: ", "operation int_mul(a, b)", "BUT", "target expression: int_add(a, b)"] {
+    for needle in [
+        "Could not prove correctness of rule 'mul_is_add'",
+        "test.rules line 1",
+        "counterexample values:",
+        "a: ",
+        "b: ",
+        "operation int_mul(a, b)",
+        "BUT",
+        "target expression: int_add(a, b)",
+    ] {
         assert!(report.contains(needle), "missing `{needle}` in:\n{report}");
     }
 }
@@ -55,8 +72,13 @@ fn a_wrong_rule_is_rejected_with_a_counterexample() {
 #[test]
 fn checks_are_taken_into_account_in_counterexamples() {
     // Seed 001's second example: with a > 1 and b > 2 the smallest counterexample is still wrong.
-    let err = prove_src("mul_is_add: int_mul(a, b)\n    check a.known_gt_const(1) and b.known_gt_const(2)\n    => int_add(a, b)\n").unwrap_err();
-    let ProofError::Counterexample(c) = &err else { panic!("expected a counterexample, got {err}") };
+    let err = prove_src(
+        "mul_is_add: int_mul(a, b)\n    check a.known_gt_const(1) and b.known_gt_const(2)\n    => int_add(a, b)\n",
+    )
+    .unwrap_err();
+    let ProofError::Counterexample(c) = &err else {
+        panic!("expected a counterexample, got {err}")
+    };
     for v in &c.vars {
         let (lo, _, _, _) = v.bound;
         let min = if v.name == "a" { 1 } else { 2 };
@@ -68,7 +90,10 @@ fn checks_are_taken_into_account_in_counterexamples() {
 #[test]
 fn subtle_wrong_rules_are_rejected() {
     // Forgetting the check of the seed's `and_x_c_in_range`.
-    assert!(matches!(prove_src("r: int_and(x, C)\n    => x\n"), Err(ProofError::Counterexample(_))));
+    assert!(matches!(
+        prove_src("r: int_and(x, C)\n    => x\n"),
+        Err(ProofError::Counterexample(_))
+    ));
     // Off by one in the range check: x <= C is not enough (C = 2, x = 1).
     assert!(matches!(
         prove_src("r: int_and(x, C)\n    check x.lower >= 0 and x.upper <= C\n    => x\n"),
@@ -76,7 +101,10 @@ fn subtle_wrong_rules_are_rejected() {
     ));
     // The target may not be less defined than the pattern: x << (y + 1) is invalid for y = 63.
     let e = prove_src("r: int_lshift(int_lshift(x, 1), y)\n    => int_lshift(x, int_add(y, 1))\n").unwrap_err();
-    assert!(matches!(&e, ProofError::Counterexample(c) if c.target_value.is_none()), "{e}");
+    assert!(
+        matches!(&e, ProofError::Counterexample(c) if c.target_value.is_none()),
+        "{e}"
+    );
     // MININT / -1: int_neg is right, but "x / -1 == 0 - x" with overflow semantics would not be.
     assert!(prove_src("r: int_floordiv(x, -1)\n    => int_neg(x)\n").is_ok());
     // Python modulo by a power of two is a mask, C's modulo is not.
@@ -88,9 +116,14 @@ fn subtle_wrong_rules_are_rejected() {
 
 #[test]
 fn a_rule_that_can_never_apply_is_rejected() {
-    let err = prove_src("never_applies: int_is_true(x)\n    check x.known_lt_const(0) and x.known_gt_const(0)\n    => x\n").unwrap_err();
+    let err =
+        prove_src("never_applies: int_is_true(x)\n    check x.known_lt_const(0) and x.known_gt_const(0)\n    => x\n")
+            .unwrap_err();
     assert!(matches!(err, ProofError::NeverApplies { .. }), "{err}");
-    assert!(err.to_string().contains("Rule 'never_applies' cannot ever apply"), "{err}");
+    assert!(
+        err.to_string().contains("Rule 'never_applies' cannot ever apply"),
+        "{err}"
+    );
     // Impossible checks on constants are caught too.
     let err = prove_src("r: int_add(x, C)\n    check C > 5 and C < 3\n    => x\n").unwrap_err();
     assert!(matches!(err, ProofError::NeverApplies { .. }), "{err}");

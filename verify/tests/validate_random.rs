@@ -8,8 +8,8 @@
 //! `verify::validate`).
 
 use optimizer::{optimize, Options};
-use trace_ir::random::{random_trace, RandomConfig};
 use trace_ir::print_trace;
+use trace_ir::random::{random_trace, RandomConfig};
 use verify::validate::{validate, Config, Verdict};
 
 struct Tally {
@@ -20,12 +20,18 @@ struct Tally {
 }
 
 fn run(cfg: &RandomConfig, seeds: std::ops::Range<u64>, tally: &mut Tally) {
-    let vcfg = Config { timeout_ms: 1000, ..Config::default() };
+    let vcfg = Config {
+        timeout_ms: 1000,
+        ..Config::default()
+    };
     for seed in seeds {
         let (trace, _) = random_trace(cfg, seed);
         let out = match optimize(&trace, &Options::default()) {
             Ok(o) => o,
-            Err(e) => panic!("seed {seed}: optimizer refused a random trace: {e}\n{}", print_trace(&trace)),
+            Err(e) => panic!(
+                "seed {seed}: optimizer refused a random trace: {e}\n{}",
+                print_trace(&trace)
+            ),
         };
         tally.total += 1;
         match validate(&trace, &out.trace, &vcfg) {
@@ -41,7 +47,13 @@ fn run(cfg: &RandomConfig, seeds: std::ops::Range<u64>, tally: &mut Tally) {
 }
 
 fn check(t: &Tally) {
-    assert!(t.invalid.is_empty(), "{} invalid of {}:\n{}", t.invalid.len(), t.total, t.invalid.join("\n\n"));
+    assert!(
+        t.invalid.is_empty(),
+        "{} invalid of {}:\n{}",
+        t.invalid.len(),
+        t.total,
+        t.invalid.join("\n\n")
+    );
     assert!(
         t.unknown.len() * 100 <= t.total * 10,
         "{} unknown of {} (limit 10%): {:?}",
@@ -53,8 +65,20 @@ fn check(t: &Tally) {
 
 #[test]
 fn random_integer_traces_validate() {
-    let mut t = Tally { total: 0, valid: 0, unknown: Vec::new(), invalid: Vec::new() };
-    run(&RandomConfig { length: 15, ..RandomConfig::integers_only() }, 0..150, &mut t);
+    let mut t = Tally {
+        total: 0,
+        valid: 0,
+        unknown: Vec::new(),
+        invalid: Vec::new(),
+    };
+    run(
+        &RandomConfig {
+            length: 15,
+            ..RandomConfig::integers_only()
+        },
+        0..150,
+        &mut t,
+    );
     check(&t);
     assert!(t.valid >= 135, "only {} valid", t.valid);
 }
@@ -62,8 +86,20 @@ fn random_integer_traces_validate() {
 #[test]
 fn random_mixed_traces_validate() {
     // Heap, calls, floats and loops (the default mix).
-    let mut t = Tally { total: 0, valid: 0, unknown: Vec::new(), invalid: Vec::new() };
-    run(&RandomConfig { length: 20, ..RandomConfig::default() }, 0..150, &mut t);
+    let mut t = Tally {
+        total: 0,
+        valid: 0,
+        unknown: Vec::new(),
+        invalid: Vec::new(),
+    };
+    run(
+        &RandomConfig {
+            length: 20,
+            ..RandomConfig::default()
+        },
+        0..150,
+        &mut t,
+    );
     check(&t);
     assert!(t.valid >= 135, "only {} valid", t.valid);
 }

@@ -14,12 +14,14 @@ fn check(original: &str, optimized: &str) -> Verdict {
 /// The counterexample's value of input `name`.
 fn input(v: &Verdict, name: &str) -> i64 {
     match v {
-        Verdict::Invalid { counterexample } => counterexample
-            .inputs
-            .iter()
-            .find(|(n, _)| n == name)
-            .unwrap_or_else(|| panic!("no input {name} in {counterexample}"))
-            .1,
+        Verdict::Invalid { counterexample } => {
+            counterexample
+                .inputs
+                .iter()
+                .find(|(n, _)| n == name)
+                .unwrap_or_else(|| panic!("no input {name} in {counterexample}"))
+                .1
+        }
         other => panic!("expected invalid, got {other}"),
     }
 }
@@ -238,7 +240,10 @@ finish(i0)
     let v = check(orig, wrong);
     assert_invalid(&v, "Guard0");
     let (a, b) = (input(&v, "i0"), input(&v, "i1"));
-    assert!(a.wrapping_add(b).checked_sub(b).is_none(), "a = {a}, b = {b} does not overflow");
+    assert!(
+        a.wrapping_add(b).checked_sub(b).is_none(),
+        "a = {a}, b = {b} does not overflow"
+    );
 }
 
 #[test]

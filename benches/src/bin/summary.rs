@@ -28,7 +28,10 @@ fn main() {
         for v in Variant::ALL {
             let n = bench_n(ex, v);
             // The fast variants take milliseconds: more repetitions against scheduling noise.
-            let k = if matches!(v, Variant::Mode(examples::lang::vm::Mode::JitOptimized) | Variant::Rust | Variant::RustScalar) {
+            let k = if matches!(
+                v,
+                Variant::Mode(examples::lang::vm::Mode::JitOptimized) | Variant::Rust | Variant::RustScalar
+            ) {
                 reps * 3
             } else {
                 reps
@@ -55,20 +58,40 @@ fn main() {
             scalar,
             interp / opt,
             noopt / opt,
-            if rust > 0.005 { format!("{:.2}", opt / rust) } else { "∞ (closed form)".to_string() },
+            if rust > 0.005 {
+                format!("{:.2}", opt / rust)
+            } else {
+                "∞ (closed form)".to_string()
+            },
             opt / scalar
         );
         if ex.integer_kernel && interp / opt < 20.0 {
-            notes.push(format!("{}: optimized vs interpreter {:.1}× (target ≥ 20×)", ex.name, interp / opt));
+            notes.push(format!(
+                "{}: optimized vs interpreter {:.1}× (target ≥ 20×)",
+                ex.name,
+                interp / opt
+            ));
         }
         if noopt / opt < 3.0 {
-            notes.push(format!("{}: optimized vs unoptimized {:.1}× (target ≥ 3×)", ex.name, noopt / opt));
+            notes.push(format!(
+                "{}: optimized vs unoptimized {:.1}× (target ≥ 3×)",
+                ex.name,
+                noopt / opt
+            ));
         }
         if opt / scalar > 1.5 {
-            notes.push(format!("{}: optimized / scalar Rust {:.2} (target ≤ 1.5)", ex.name, opt / scalar));
+            notes.push(format!(
+                "{}: optimized / scalar Rust {:.2} (target ≤ 1.5)",
+                ex.name,
+                opt / scalar
+            ));
         }
         if opt / rust > 1.5 {
-            notes.push(format!("{}: optimized / Rust as LLVM compiles it {:.2} (target ≤ 1.5)", ex.name, opt / rust));
+            notes.push(format!(
+                "{}: optimized / Rust as LLVM compiles it {:.2} (target ≤ 1.5)",
+                ex.name,
+                opt / rust
+            ));
         }
     }
     println!();
@@ -82,7 +105,11 @@ fn main() {
     println!();
     println!("| trace (optimized) | ops | compile µs | ops per ms |");
     println!("|---|---:|---:|---:|");
-    let opts = CompileOptions { log_asm: false, perf_map: false, ..CompileOptions::default() };
+    let opts = CompileOptions {
+        log_asm: false,
+        perf_map: false,
+        ..CompileOptions::default()
+    };
     for (name, t) in optimized_traces() {
         let k = 200;
         let t0 = Instant::now();

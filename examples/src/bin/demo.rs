@@ -19,7 +19,11 @@ struct Args {
 }
 
 fn parse_args() -> Result<Args, String> {
-    let mut a = Args { scale: 1.0, only: None, engine: Engine::Native };
+    let mut a = Args {
+        scale: 1.0,
+        only: None,
+        engine: Engine::Native,
+    };
     let mut it = std::env::args().skip(1);
     while let Some(w) = it.next() {
         match w.as_str() {
@@ -40,7 +44,10 @@ fn parse_args() -> Result<Args, String> {
             }
             "-h" | "--help" => {
                 println!("usage: demo [--scale F] [--only NAME] [--engine native|runner]");
-                println!("programs: {}", EXAMPLES.iter().map(|e| e.name).collect::<Vec<_>>().join(", "));
+                println!(
+                    "programs: {}",
+                    EXAMPLES.iter().map(|e| e.name).collect::<Vec<_>>().join(", ")
+                );
                 std::process::exit(0);
             }
             other => return Err(format!("unknown argument `{other}` (try --help)")),
@@ -61,7 +68,10 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    println!("tracejit demo: each example program in three modes ({:?} engine)\n", args.engine);
+    println!(
+        "tracejit demo: each example program in three modes ({:?} engine)\n",
+        args.engine
+    );
     println!(
         "| program | N | interp ms | jit-noopt ms | jit-opt ms | opt vs interp | opt vs noopt | ops rec→opt | guards rec→opt | allocs rec→opt | virtuals removed | compile µs/trace |"
     );
@@ -109,7 +119,11 @@ fn main() -> ExitCode {
         let opt = &outs[2].stats;
         let sum = |f: fn(&examples::lang::vm::TraceStats) -> usize| opt.traces.iter().map(f).sum::<usize>();
         let compile: Duration = opt.traces.iter().map(|t| t.compile_time + t.optimize_time).sum();
-        let per_trace = if opt.traces.is_empty() { 0.0 } else { compile.as_secs_f64() * 1e6 / opt.traces.len() as f64 };
+        let per_trace = if opt.traces.is_empty() {
+            0.0
+        } else {
+            compile.as_secs_f64() * 1e6 / opt.traces.len() as f64
+        };
         let ratio = |a: Duration, b: Duration| a.as_secs_f64() / b.as_secs_f64().max(1e-9);
         println!(
             "| {} | {} | {} | {} | {} | {:.1}× | {:.1}× | {}→{} | {}→{} | {}→{} | {} | {:.0} |",
@@ -132,7 +146,11 @@ fn main() -> ExitCode {
     }
     println!("\nTimes are whole runs (parse, interpret, record, optimize, compile, run); one run each.");
     println!("ops/guards/allocs: recorded trace → optimized trace, summed over the traces of the jit-opt run.");
-    println!("Total {:.2} s. Outputs {}.", total.elapsed().as_secs_f64(), if ok { "agree in all modes" } else { "DISAGREE" });
+    println!(
+        "Total {:.2} s. Outputs {}.",
+        total.elapsed().as_secs_f64(),
+        if ok { "agree in all modes" } else { "DISAGREE" }
+    );
     if ok {
         ExitCode::SUCCESS
     } else {

@@ -6,7 +6,7 @@
 
 use crate::lang::heap::Heap;
 use trace_ir::{
-    eval_ovf, eval_pure, Descr, FailArg, GuardId, Kind, Opcode, OpRef, Trace, Value, ValueData, VirtualField,
+    eval_ovf, eval_pure, Descr, FailArg, GuardId, Kind, OpRef, Opcode, Trace, Value, ValueData, VirtualField,
     VirtualKind,
 };
 
@@ -46,7 +46,11 @@ impl TraceRunner {
     pub fn new(trace: Trace) -> TraceRunner {
         let label = trace.last_label().map(|l| l.index());
         let n = trace.ops.len();
-        TraceRunner { trace, label, regs: vec![0; n] }
+        TraceRunner {
+            trace,
+            label,
+            regs: vec![0; n],
+        }
     }
 
     fn value(&self, v: Value) -> u64 {
@@ -80,7 +84,11 @@ impl TraceRunner {
         for fa in &g.fail_args {
             values.push(self.fail_arg(fa, &g.virtuals, &mut built, heap)?);
         }
-        Ok(LoopExit { guard: g.id, resume_key: g.resume_key, values })
+        Ok(LoopExit {
+            guard: g.id,
+            resume_key: g.resume_key,
+            values,
+        })
     }
 
     fn fail_arg(
@@ -101,7 +109,9 @@ impl TraceRunner {
                 let vo = virtuals.get(i).ok_or("virtual index out of range")?;
                 let addr = match vo.kind {
                     VirtualKind::Struct { descr, .. } => {
-                        let Descr::Size(sd) = self.trace.descr(descr) else { return Err("bad size descriptor".into()) };
+                        let Descr::Size(sd) = self.trace.descr(descr) else {
+                            return Err("bad size descriptor".into());
+                        };
                         let p = heap.alloc(sd.size as usize);
                         if let Some(c) = sd.vtable {
                             heap.store(p, 0, c as u64);
@@ -109,7 +119,9 @@ impl TraceRunner {
                         p
                     }
                     VirtualKind::Array { descr, len, .. } => {
-                        let Descr::Array(ad) = self.trace.descr(descr) else { return Err("bad array descriptor".into()) };
+                        let Descr::Array(ad) = self.trace.descr(descr) else {
+                            return Err("bad array descriptor".into());
+                        };
                         let p = heap.alloc(ad.base_offset as usize + 8 * len as usize);
                         heap.store(p, ad.len_offset, len as u64);
                         p
@@ -125,8 +137,12 @@ impl TraceRunner {
                             _ => return Err("bad field descriptor in resume data".into()),
                         },
                         VirtualField::Item(k) => {
-                            let VirtualKind::Array { descr, .. } = vo.kind else { return Err("item of a struct".into()) };
-                            let Descr::Array(ad) = self.trace.descr(descr) else { return Err("bad array descriptor".into()) };
+                            let VirtualKind::Array { descr, .. } = vo.kind else {
+                                return Err("item of a struct".into());
+                            };
+                            let Descr::Array(ad) = self.trace.descr(descr) else {
+                                return Err("bad array descriptor".into());
+                            };
                             heap.store(addr, ad.base_offset + 8 * k as i64, x);
                         }
                     }
@@ -157,7 +173,11 @@ fn call1(fnptr: u64, kind: Kind, arg: u64) -> Result<u64, String> {
 impl LoopCode for TraceRunner {
     fn run(&mut self, inputs: &[u64], heap: &mut Heap) -> Result<LoopExit, String> {
         if inputs.len() != self.trace.num_inputs {
-            return Err(format!("expected {} inputs, got {}", self.trace.num_inputs, inputs.len()));
+            return Err(format!(
+                "expected {} inputs, got {}",
+                self.trace.num_inputs,
+                inputs.len()
+            ));
         }
         self.regs[..inputs.len()].copy_from_slice(inputs);
         let mut pc = self.trace.num_inputs;
@@ -194,8 +214,14 @@ impl LoopCode for TraceRunner {
                     overflow = o;
                     result = r as u64;
                 }
-                Opcode::GuardTrue | Opcode::GuardFalse | Opcode::GuardValue | Opcode::GuardNoOverflow
-                | Opcode::GuardOverflow | Opcode::GuardClass | Opcode::GuardNonnullClass | Opcode::GuardNonnull
+                Opcode::GuardTrue
+                | Opcode::GuardFalse
+                | Opcode::GuardValue
+                | Opcode::GuardNoOverflow
+                | Opcode::GuardOverflow
+                | Opcode::GuardClass
+                | Opcode::GuardNonnullClass
+                | Opcode::GuardNonnull
                 | Opcode::GuardIsnull => {
                     let ok = match opcode {
                         Opcode::GuardTrue => arg(0) != 0,
@@ -214,7 +240,9 @@ impl LoopCode for TraceRunner {
                 }
                 Opcode::New | Opcode::NewWithVtable => {
                     let d = op.descr.ok_or("missing descriptor")?;
-                    let Descr::Size(sd) = self.trace.descr(d) else { return Err("bad size descriptor".into()) };
+                    let Descr::Size(sd) = self.trace.descr(d) else {
+                        return Err("bad size descriptor".into());
+                    };
                     result = heap.alloc(sd.size as usize);
                     if let (Opcode::NewWithVtable, Some(c)) = (opcode, sd.vtable) {
                         heap.store(result, 0, c as u64);
@@ -233,7 +261,9 @@ impl LoopCode for TraceRunner {
                     let (_, len_off) = self.array_layout(OpRef::new(pc))?;
                     result = heap.load(arg(0), len_off);
                 }
-                Opcode::GetarrayitemGcI | Opcode::GetarrayitemGcPureI | Opcode::GetarrayitemGcR
+                Opcode::GetarrayitemGcI
+                | Opcode::GetarrayitemGcPureI
+                | Opcode::GetarrayitemGcR
                 | Opcode::GetarrayitemGcF => {
                     let (base, _) = self.array_layout(OpRef::new(pc))?;
                     result = heap.load(arg(0), base + 8 * arg(1) as i64);
@@ -262,4 +292,3 @@ impl LoopCode for TraceRunner {
         }
     }
 }
-

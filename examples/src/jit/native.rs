@@ -27,7 +27,15 @@ pub struct NativeLoop {
 impl LoopCode for NativeLoop {
     fn run(&mut self, inputs: &[u64], heap: &mut Heap) -> Result<LoopExit, String> {
         match self.code.run(inputs, heap).map_err(|e| e.to_string())? {
-            Exit::Guard { guard, resume_key, values } => Ok(LoopExit { guard, resume_key, values }),
+            Exit::Guard {
+                guard,
+                resume_key,
+                values,
+            } => Ok(LoopExit {
+                guard,
+                resume_key,
+                values,
+            }),
             Exit::Finish { .. } => Err("the loop finished instead of leaving through a guard".into()),
             Exit::Invalid { op } => Err(format!("invalid operation at {op}")),
             #[allow(unreachable_patterns)]
@@ -40,7 +48,10 @@ struct NativeCompiler;
 
 impl Compiler for NativeCompiler {
     fn compile(&mut self, trace: Trace, log: &LogFlags) -> Result<Box<dyn LoopCode>, String> {
-        let opts = CompileOptions { log_asm: log.asm, ..CompileOptions::default() };
+        let opts = CompileOptions {
+            log_asm: log.asm,
+            ..CompileOptions::default()
+        };
         let code = compile(&trace, &opts).map_err(|e| e.to_string())?;
         Ok(Box::new(NativeLoop { code }))
     }

@@ -104,7 +104,14 @@ pub struct Recorder {
 }
 
 fn field(name: &str, offset: i64, kind: Kind) -> Descr {
-    Descr::Field(FieldDescr { name: name.to_string(), offset, size: 8, signed: true, kind, immutable: true })
+    Descr::Field(FieldDescr {
+        name: name.to_string(),
+        offset,
+        size: 8,
+        signed: true,
+        kind,
+        immutable: true,
+    })
 }
 
 impl Recorder {
@@ -120,9 +127,18 @@ impl Recorder {
             float_field: b.descr(field("FloatBox.value", BOX_VALUE_OFFSET, Kind::Float)),
             first: b.descr(field("Pair.first", PAIR_FIRST_OFFSET, Kind::Ref)),
             second: b.descr(field("Pair.second", PAIR_SECOND_OFFSET, Kind::Ref)),
-            int_size: b.descr(Descr::Size(SizeDescr { size: BOX_SIZE as i64, vtable: Some(INT_CLASS as i64) })),
-            float_size: b.descr(Descr::Size(SizeDescr { size: BOX_SIZE as i64, vtable: Some(FLOAT_CLASS as i64) })),
-            pair_size: b.descr(Descr::Size(SizeDescr { size: PAIR_SIZE as i64, vtable: Some(PAIR_CLASS as i64) })),
+            int_size: b.descr(Descr::Size(SizeDescr {
+                size: BOX_SIZE as i64,
+                vtable: Some(INT_CLASS as i64),
+            })),
+            float_size: b.descr(Descr::Size(SizeDescr {
+                size: BOX_SIZE as i64,
+                vtable: Some(FLOAT_CLASS as i64),
+            })),
+            pair_size: b.descr(Descr::Size(SizeDescr {
+                size: PAIR_SIZE as i64,
+                vtable: Some(PAIR_CLASS as i64),
+            })),
             array: b.descr(Descr::Array(ArrayDescr {
                 item_size: 8,
                 signed: true,
@@ -170,8 +186,14 @@ impl Recorder {
             let v = r.vals[s as usize].expect("input");
             r.guard_class_at(v, class, header_pc);
             let (kind, arg) = match class {
-                INT_CLASS => (ParamKind::Int, r.b.op_with_descr(Opcode::GetfieldGcI, &[v], r.d.int_field)),
-                FLOAT_CLASS => (ParamKind::Float, r.b.op_with_descr(Opcode::GetfieldGcF, &[v], r.d.float_field)),
+                INT_CLASS => (
+                    ParamKind::Int,
+                    r.b.op_with_descr(Opcode::GetfieldGcI, &[v], r.d.int_field),
+                ),
+                FLOAT_CLASS => (
+                    ParamKind::Float,
+                    r.b.op_with_descr(Opcode::GetfieldGcF, &[v], r.d.float_field),
+                ),
                 c => (ParamKind::Object(c), v),
             };
             r.params.push((s, kind));
@@ -223,7 +245,11 @@ impl Recorder {
         if self.known_class.get(&v) == Some(&class) || v.is_const() {
             return;
         }
-        let fa: Vec<Value> = self.entry_slots.iter().map(|&s| self.vals[s as usize].expect("live at header")).collect();
+        let fa: Vec<Value> = self
+            .entry_slots
+            .iter()
+            .map(|&s| self.vals[s as usize].expect("live at header"))
+            .collect();
         let c = self.b.const_int(class as i64);
         self.b.guard(Opcode::GuardClass, &[v, c], &fa, pc as u64);
         self.known_class.insert(v, class);
@@ -395,7 +421,12 @@ impl Recorder {
                 let x = self.int_of(program, val, slots[val as usize], heap, pc)?;
                 self.b.op_with_descr(Opcode::SetarrayitemGc, &[av, i, x], self.d.array);
             }
-            Instr::Call { dst, builtin, args, argc: _ } => {
+            Instr::Call {
+                dst,
+                builtin,
+                args,
+                argc: _,
+            } => {
                 let a = args[0];
                 let obj = slots[a as usize];
                 let v = match (builtin, heap.class_of(obj)) {
@@ -426,7 +457,9 @@ impl Recorder {
                     }
                     (Builtin::Sqrt, INT_CLASS | FLOAT_CLASS) => {
                         let f = self.float_of(program, a, obj, heap, pc)?;
-                        let fp = self.b.const_int(sqrt_f64 as extern "sysv64" fn(f64) -> f64 as usize as i64);
+                        let fp = self
+                            .b
+                            .const_int(sqrt_f64 as extern "sysv64" fn(f64) -> f64 as usize as i64);
                         let r = self.b.op_with_descr(Opcode::CallF, &[fp, f], self.d.sqrt);
                         self.box_float(r)
                     }
@@ -455,7 +488,11 @@ impl Recorder {
                     (Builtin::Fst | Builtin::Snd, PAIR_CLASS) => {
                         let pv = self.val(a)?;
                         self.ensure_class(program, pv, PAIR_CLASS, pc)?;
-                        let d = if builtin == Builtin::Fst { self.d.first } else { self.d.second };
+                        let d = if builtin == Builtin::Fst {
+                            self.d.first
+                        } else {
+                            self.d.second
+                        };
                         self.b.op_with_descr(Opcode::GetfieldGcR, &[pv], d)
                     }
                     (Builtin::Array, _) => return Err(Abort("array allocation is not traced".into())),
@@ -465,7 +502,11 @@ impl Recorder {
             }
             Instr::Print { .. } => return Err(Abort("print is not traced".into())),
             Instr::Jump { .. } => {}
-            Instr::JumpIfFalse { cond, loop_test, target } => {
+            Instr::JumpIfFalse {
+                cond,
+                loop_test,
+                target,
+            } => {
                 let obj = slots[cond as usize];
                 let v = self.val(cond)?;
                 let (truth, test) = match heap.class_of(obj) {
@@ -476,7 +517,10 @@ impl Recorder {
                     FLOAT_CLASS => {
                         let f = self.float_of(program, cond, obj, heap, pc)?;
                         let zero = self.b.const_float(0.0);
-                        (heap.float_value(obj) != 0.0, Some(self.b.op(Opcode::FloatNe, &[f, zero])))
+                        (
+                            heap.float_value(obj) != 0.0,
+                            Some(self.b.op(Opcode::FloatNe, &[f, zero])),
+                        )
                     }
                     c => {
                         self.ensure_class(program, v, c, pc)?;
@@ -525,7 +569,15 @@ impl Recorder {
         Ok((av, i))
     }
 
-    fn int_binary(&mut self, program: &Program, op: BinOp, a: Value, b: Value, b_concrete: i64, pc: usize) -> Result<Value, Abort> {
+    fn int_binary(
+        &mut self,
+        program: &Program,
+        op: BinOp,
+        a: Value,
+        b: Value,
+        b_concrete: i64,
+        pc: usize,
+    ) -> Result<Value, Abort> {
         let simple = |o: Opcode| Some(o);
         let plain = match op {
             BinOp::And => simple(Opcode::IntAnd),
@@ -570,7 +622,11 @@ impl Recorder {
                     let both = self.b.op(Opcode::IntAnd, &[amin, bm1]);
                     self.guard(program, Opcode::GuardFalse, &[both], pc)?;
                 }
-                let o = if op == BinOp::FloorDiv { Opcode::IntPyDiv } else { Opcode::IntPyMod };
+                let o = if op == BinOp::FloorDiv {
+                    Opcode::IntPyDiv
+                } else {
+                    Opcode::IntPyMod
+                };
                 self.b.op(o, &[a, b])
             }
             BinOp::Shl | BinOp::Shr => {
@@ -658,8 +714,14 @@ impl Recorder {
             args.push(arg);
         }
         self.b.jump(&args);
-        let trace = self.b.finish().map_err(|e| Abort(format!("recorded trace does not verify: {e}")))?;
-        Ok(Recorded { trace, entry_slots: self.entry_slots, loop_exit_guards: self.loop_exit_guards })
+        let trace = self
+            .b
+            .finish()
+            .map_err(|e| Abort(format!("recorded trace does not verify: {e}")))?;
+        Ok(Recorded {
+            trace,
+            entry_slots: self.entry_slots,
+            loop_exit_guards: self.loop_exit_guards,
+        })
     }
 }
-

@@ -194,7 +194,9 @@ impl Program {
     /// The slots live on entry to instruction `pc`, in increasing order.
     pub fn live_slots(&self, pc: usize) -> Vec<Slot> {
         let mask = self.live_in[pc];
-        (0..self.num_slots as Slot).filter(|&s| mask & (1u128 << s) != 0).collect()
+        (0..self.num_slots as Slot)
+            .filter(|&s| mask & (1u128 << s) != 0)
+            .collect()
     }
 }
 
@@ -226,7 +228,10 @@ impl std::error::Error for CompileError {}
 
 impl From<ParseError> for CompileError {
     fn from(e: ParseError) -> Self {
-        CompileError { pos: e.pos, message: e.message }
+        CompileError {
+            pos: e.pos,
+            message: e.message,
+        }
     }
 }
 
@@ -248,7 +253,10 @@ type CResult<T> = Result<T, CompileError>;
 
 impl Compiler {
     fn err<T>(&self, pos: Pos, message: impl Into<String>) -> CResult<T> {
-        Err(CompileError { pos, message: message.into() })
+        Err(CompileError {
+            pos,
+            message: message.into(),
+        })
     }
     fn emit(&mut self, i: Instr) -> usize {
         self.code.push(i);
@@ -265,7 +273,10 @@ impl Compiler {
     }
     fn new_slot(&mut self, name: String) -> CResult<Slot> {
         if self.slot_names.len() >= MAX_SLOTS {
-            return self.err(self.pos, format!("too many variables and temporaries (at most {MAX_SLOTS})"));
+            return self.err(
+                self.pos,
+                format!("too many variables and temporaries (at most {MAX_SLOTS})"),
+            );
         }
         self.slot_names.push(name);
         Ok((self.slot_names.len() - 1) as Slot)
@@ -325,7 +336,10 @@ impl Compiler {
                     self.temp_top = 0;
                     let arg = self.expr(a)?;
                     self.pos = *pos;
-                    self.emit(Instr::Print { arg, last: k + 1 == args.len() });
+                    self.emit(Instr::Print {
+                        arg,
+                        last: k + 1 == args.len(),
+                    });
                 }
             }
             Stmt::Expr(e, pos) => {
@@ -336,7 +350,11 @@ impl Compiler {
                 self.pos = *pos;
                 let c = self.expr(cond)?;
                 self.pos = *pos;
-                let jf = self.emit(Instr::JumpIfFalse { cond: c, target: 0, loop_test: false });
+                let jf = self.emit(Instr::JumpIfFalse {
+                    cond: c,
+                    target: 0,
+                    loop_test: false,
+                });
                 self.block(then)?;
                 if otherwise.is_empty() {
                     let end = self.code.len() as u32;
@@ -358,7 +376,11 @@ impl Compiler {
                 let header = self.emit(Instr::LoopHeader { id }) as u32;
                 let c = self.expr(cond)?;
                 self.pos = *pos;
-                let jf = self.emit(Instr::JumpIfFalse { cond: c, target: 0, loop_test: true });
+                let jf = self.emit(Instr::JumpIfFalse {
+                    cond: c,
+                    target: 0,
+                    loop_test: true,
+                });
                 self.block(body)?;
                 self.pos = *pos;
                 self.emit(Instr::Jump { target: header });
@@ -445,7 +467,12 @@ impl Compiler {
                     slots[k] = self.expr(a)?;
                 }
                 self.pos = *pos;
-                self.emit(Instr::Call { dst, builtin, args: slots, argc: args.len() as u8 });
+                self.emit(Instr::Call {
+                    dst,
+                    builtin,
+                    args: slots,
+                    argc: args.len() as u8,
+                });
                 self.temp_top = mark;
             }
         }
@@ -469,9 +496,11 @@ fn liveness(code: &[Instr]) -> Vec<u128> {
                 Instr::Unary { dst, a, .. } => (succ(pc + 1), bit(a), bit(dst)),
                 Instr::GetItem { dst, arr, idx } => (succ(pc + 1), bit(arr) | bit(idx), bit(dst)),
                 Instr::SetItem { arr, idx, val } => (succ(pc + 1), bit(arr) | bit(idx) | bit(val), 0),
-                Instr::Call { dst, args, argc, .. } => {
-                    (succ(pc + 1), args[..argc as usize].iter().fold(0, |m, &a| m | bit(a)), bit(dst))
-                }
+                Instr::Call { dst, args, argc, .. } => (
+                    succ(pc + 1),
+                    args[..argc as usize].iter().fold(0, |m, &a| m | bit(a)),
+                    bit(dst),
+                ),
                 Instr::Print { arg, .. } => (succ(pc + 1), bit(arg), 0),
                 Instr::Jump { target } => (succ(target as usize), 0, 0),
                 Instr::JumpIfFalse { cond, target, .. } => (succ(pc + 1) | succ(target as usize), bit(cond), 0),
@@ -532,14 +561,27 @@ mod tests {
     #[test]
     fn while_loop_shape_and_liveness() {
         let p = compile("s = 0\ni = 0\nwhile i < n { s = s + i; i = i + 1 }\nprint(s)", &["n"]).unwrap();
-        let header = p.code.iter().position(|i| matches!(i, Instr::LoopHeader { .. })).unwrap();
+        let header = p
+            .code
+            .iter()
+            .position(|i| matches!(i, Instr::LoopHeader { .. }))
+            .unwrap();
         let names = |pc: usize| -> Vec<String> {
-            p.live_slots(pc).iter().map(|&s| p.slot_names[s as usize].clone()).collect()
+            p.live_slots(pc)
+                .iter()
+                .map(|&s| p.slot_names[s as usize].clone())
+                .collect()
         };
         // At the loop header, n, s and i are live; temporaries are not.
         assert_eq!(names(header), vec!["n", "s", "i"]);
-        let jf = p.code.iter().position(|i| matches!(i, Instr::JumpIfFalse { loop_test: true, .. })).unwrap();
-        let Instr::JumpIfFalse { target, .. } = p.code[jf] else { unreachable!() };
+        let jf = p
+            .code
+            .iter()
+            .position(|i| matches!(i, Instr::JumpIfFalse { loop_test: true, .. }))
+            .unwrap();
+        let Instr::JumpIfFalse { target, .. } = p.code[jf] else {
+            unreachable!()
+        };
         assert!(matches!(p.code[target as usize - 1], Instr::Jump { target: t } if t as usize == header));
         // After the loop only s is live (for the print).
         assert_eq!(names(target as usize), vec!["s"]);
@@ -560,7 +602,14 @@ mod tests {
     #[test]
     fn nested_calls_use_distinct_temporaries() {
         let p = compile("x = pair(1 + 2, pair(3, 4 * 5))", &[]).unwrap();
-        let calls: Vec<_> = p.code.iter().filter_map(|i| match i { Instr::Call { args, .. } => Some(*args), _ => None }).collect();
+        let calls: Vec<_> = p
+            .code
+            .iter()
+            .filter_map(|i| match i {
+                Instr::Call { args, .. } => Some(*args),
+                _ => None,
+            })
+            .collect();
         assert_eq!(calls.len(), 2);
         // The inner call's arguments must not overwrite the outer call's first argument.
         assert!(!calls[0].contains(&calls[1][0]), "{calls:?}");

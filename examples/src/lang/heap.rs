@@ -71,14 +71,25 @@ impl Default for Heap {
 
 impl std::fmt::Debug for Heap {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Heap {{ chunks: {}, allocations: {} }}", self.chunks.len(), self.allocations)
+        write!(
+            f,
+            "Heap {{ chunks: {}, allocations: {} }}",
+            self.chunks.len(),
+            self.allocations
+        )
     }
 }
 
 impl Heap {
     /// An empty heap with the `None` object.
     pub fn new() -> Heap {
-        let mut h = Heap { chunks: Vec::new(), ranges: Default::default(), next: CHUNK_WORDS, none: 0, allocations: 0 };
+        let mut h = Heap {
+            chunks: Vec::new(),
+            ranges: Default::default(),
+            next: CHUNK_WORDS,
+            none: 0,
+            allocations: 0,
+        };
         h.none = h.alloc(BOX_SIZE);
         h.store(h.none, 0, NONE_CLASS);
         h
@@ -118,7 +129,12 @@ impl Heap {
     /// Whether `addr` points into memory of this heap (used to validate values coming back
     /// from native code before they are dereferenced).
     pub fn contains(&self, addr: u64) -> bool {
-        addr.is_multiple_of(8) && self.ranges.range(..=addr).next_back().is_some_and(|(_, &end)| addr < end)
+        addr.is_multiple_of(8)
+            && self
+                .ranges
+                .range(..=addr)
+                .next_back()
+                .is_some_and(|(_, &end)| addr < end)
     }
 
     /// The prebuilt `None` object.

@@ -148,8 +148,8 @@ enum Tok {
 }
 
 const SYMBOLS: &[&str] = &[
-    "//", "<<", ">>", "<=", ">=", "==", "!=", "+", "-", "*", "/", "%", "&", "|", "^", "~", "<", ">", "=",
-    "(", ")", "[", "]", "{", "}", ",", ";",
+    "//", "<<", ">>", "<=", ">=", "==", "!=", "+", "-", "*", "/", "%", "&", "|", "^", "~", "<", ">", "=", "(", ")",
+    "[", "]", "{", "}", ",", ";",
 ];
 
 fn lex(src: &str) -> Result<Vec<(Tok, Pos)>, ParseError> {
@@ -158,7 +158,10 @@ fn lex(src: &str) -> Result<Vec<(Tok, Pos)>, ParseError> {
     let (mut i, mut line, mut line_start) = (0usize, 1u32, 0usize);
     while i < bytes.len() {
         let c = bytes[i];
-        let pos = Pos { line, col: (i - line_start + 1) as u32 };
+        let pos = Pos {
+            line,
+            col: (i - line_start + 1) as u32,
+        };
         if c == b'\n' {
             out.push((Tok::Newline, pos));
             i += 1;
@@ -181,7 +184,10 @@ fn lex(src: &str) -> Result<Vec<(Tok, Pos)>, ParseError> {
                 let v = u64::from_str_radix(&digits, 16)
                     .ok()
                     .filter(|&v| v <= i64::MAX as u64)
-                    .ok_or_else(|| ParseError { pos, message: format!("bad hex literal `{}`", &src[start..i]) })?;
+                    .ok_or_else(|| ParseError {
+                        pos,
+                        message: format!("bad hex literal `{}`", &src[start..i]),
+                    })?;
                 out.push((Tok::Int(v), pos));
                 continue;
             }
@@ -198,14 +204,20 @@ fn lex(src: &str) -> Result<Vec<(Tok, Pos)>, ParseError> {
             }
             let text: String = src[start..i].chars().filter(|&c| c != '_').collect();
             if is_float {
-                let v = text.parse::<f64>().map_err(|e| ParseError { pos, message: format!("bad float literal: {e}") })?;
+                let v = text.parse::<f64>().map_err(|e| ParseError {
+                    pos,
+                    message: format!("bad float literal: {e}"),
+                })?;
                 out.push((Tok::Float(v), pos));
             } else {
                 let v = text
                     .parse::<u64>()
                     .ok()
                     .filter(|&v| v <= 1 << 63)
-                    .ok_or_else(|| ParseError { pos, message: format!("integer literal `{text}` does not fit in 64 bits") })?;
+                    .ok_or_else(|| ParseError {
+                        pos,
+                        message: format!("integer literal `{text}` does not fit in 64 bits"),
+                    })?;
                 out.push((Tok::Int(v), pos));
             }
         } else if c.is_ascii_alphabetic() || c == b'_' {
@@ -219,10 +231,19 @@ fn lex(src: &str) -> Result<Vec<(Tok, Pos)>, ParseError> {
             i += s.len();
         } else {
             let ch = src[i..].chars().next().unwrap_or('?');
-            return Err(ParseError { pos, message: format!("unexpected character `{ch}`") });
+            return Err(ParseError {
+                pos,
+                message: format!("unexpected character `{ch}`"),
+            });
         }
     }
-    out.push((Tok::Eof, Pos { line, col: (i - line_start + 1) as u32 }));
+    out.push((
+        Tok::Eof,
+        Pos {
+            line,
+            col: (i - line_start + 1) as u32,
+        },
+    ));
     Ok(out)
 }
 
@@ -255,7 +276,10 @@ impl Parser {
         t
     }
     fn error<T>(&self, message: impl Into<String>) -> PResult<T> {
-        Err(ParseError { pos: self.pos(), message: message.into() })
+        Err(ParseError {
+            pos: self.pos(),
+            message: message.into(),
+        })
     }
     fn is_sym(&self, s: &str) -> bool {
         matches!(self.peek(), Tok::Sym(t) if *t == s)
@@ -374,7 +398,10 @@ impl Parser {
             return match e {
                 Expr::Var(name, _) => Ok(Stmt::Assign(name, value, pos)),
                 Expr::Index(a, i, _) => Ok(Stmt::SetItem(*a, *i, value, pos)),
-                _ => Err(ParseError { pos, message: "cannot assign to this expression".into() }),
+                _ => Err(ParseError {
+                    pos,
+                    message: "cannot assign to this expression".into(),
+                }),
             };
         }
         Ok(Stmt::Expr(e, pos))
@@ -452,11 +479,7 @@ impl Parser {
         Ok(Expr::Binary(op, Box::new(left), Box::new(right), pos))
     }
 
-    fn binary_level(
-        &mut self,
-        ops: &[(&str, BinOp)],
-        next: fn(&mut Parser) -> PResult<Expr>,
-    ) -> PResult<Expr> {
+    fn binary_level(&mut self, ops: &[(&str, BinOp)], next: fn(&mut Parser) -> PResult<Expr>) -> PResult<Expr> {
         let mut left = next(self)?;
         loop {
             let found = ops.iter().find(|(s, _)| self.is_sym(s)).map(|&(_, op)| op);
@@ -484,7 +507,12 @@ impl Parser {
     }
     fn term(&mut self) -> PResult<Expr> {
         self.binary_level(
-            &[("*", BinOp::Mul), ("//", BinOp::FloorDiv), ("/", BinOp::Div), ("%", BinOp::Mod)],
+            &[
+                ("*", BinOp::Mul),
+                ("//", BinOp::FloorDiv),
+                ("/", BinOp::Div),
+                ("%", BinOp::Mod),
+            ],
             Parser::unary,
         )
     }
@@ -584,7 +612,9 @@ mod tests {
     fn precedence_follows_python() {
         let p = parse("x = 1 + 2 * 3 & 7 << 1").unwrap();
         // & binds looser than <<, which binds looser than +, which binds looser than *.
-        let Stmt::Assign(_, Expr::Binary(BinOp::And, l, r, _), _) = &p[0] else { panic!("{p:?}") };
+        let Stmt::Assign(_, Expr::Binary(BinOp::And, l, r, _), _) = &p[0] else {
+            panic!("{p:?}")
+        };
         assert!(matches!(**l, Expr::Binary(BinOp::Add, _, _, _)));
         assert!(matches!(**r, Expr::Binary(BinOp::Shl, _, _, _)));
     }
@@ -596,7 +626,9 @@ mod tests {
         assert_eq!(p.len(), 2);
         let Stmt::While(_, body, _) = &p[1] else { panic!() };
         assert_eq!(body.len(), 2);
-        let Stmt::If(_, then, otherwise, _) = &body[0] else { panic!() };
+        let Stmt::If(_, then, otherwise, _) = &body[0] else {
+            panic!()
+        };
         assert!(matches!(then[0], Stmt::SetItem(..)));
         assert!(matches!(otherwise[0], Stmt::If(..)));
     }
@@ -604,7 +636,13 @@ mod tests {
     #[test]
     fn literals() {
         let p = parse("x = 0xff; y = 1_000; z = 2.5; w = -9223372036854775808").unwrap();
-        let vals: Vec<&Expr> = p.iter().map(|s| match s { Stmt::Assign(_, e, _) => e, _ => panic!() }).collect();
+        let vals: Vec<&Expr> = p
+            .iter()
+            .map(|s| match s {
+                Stmt::Assign(_, e, _) => e,
+                _ => panic!(),
+            })
+            .collect();
         assert_eq!(vals[0], &Expr::Int(255));
         assert_eq!(vals[1], &Expr::Int(1000));
         assert_eq!(vals[2], &Expr::Float(2.5));

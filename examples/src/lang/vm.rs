@@ -95,7 +95,14 @@ impl LogFlags {
                 "asm" => f.asm = true,
                 "stats" => f.stats = true,
                 "jit" => f.jit = true,
-                "all" => f = LogFlags { opt: true, asm: true, stats: true, jit: true },
+                "all" => {
+                    f = LogFlags {
+                        opt: true,
+                        asm: true,
+                        stats: true,
+                        jit: true,
+                    }
+                }
                 _ => {}
             }
         }
@@ -103,7 +110,9 @@ impl LogFlags {
     }
     /// From the `TRACEJIT_LOG` environment variable.
     pub fn from_env() -> LogFlags {
-        std::env::var("TRACEJIT_LOG").map(|s| LogFlags::parse(&s)).unwrap_or_default()
+        std::env::var("TRACEJIT_LOG")
+            .map(|s| LogFlags::parse(&s))
+            .unwrap_or_default()
     }
 }
 
@@ -317,7 +326,10 @@ impl<'p> Vm<'p> {
     }
 
     fn error(&self, pc: usize, message: impl Into<String>) -> RuntimeError {
-        RuntimeError { pos: self.program.positions[pc], message: message.into() }
+        RuntimeError {
+            pos: self.program.positions[pc],
+            message: message.into(),
+        }
     }
 
     fn class(&self, s: Slot) -> u64 {
@@ -400,7 +412,10 @@ impl<'p> Vm<'p> {
                 s.allocations
             );
         }
-        Ok(RunOutput { output: self.output, stats: self.stats })
+        Ok(RunOutput {
+            output: self.output,
+            stats: self.stats,
+        })
     }
 
     fn abort_recording(&mut self, id: usize, why: &str) {
@@ -468,7 +483,10 @@ impl<'p> Vm<'p> {
             ..TraceStats::default()
         };
         if log.opt {
-            eprintln!("[jit] recorded trace of loop {id} (line {line}):\n{}", trace_ir::print_trace(&recorded));
+            eprintln!(
+                "[jit] recorded trace of loop {id} (line {line}):\n{}",
+                trace_ir::print_trace(&recorded)
+            );
         }
         ts.recorded = recorded.clone();
         let trace = if self.config.mode == Mode::JitOptimized {
@@ -483,7 +501,10 @@ impl<'p> Vm<'p> {
             ts.optimize_time = t0.elapsed();
             ts.virtuals_removed = opt.stats.virtuals_removed;
             if log.opt {
-                eprintln!("[jit] optimized trace of loop {id}:\n{}", trace_ir::print_trace(&opt.trace));
+                eprintln!(
+                    "[jit] optimized trace of loop {id}:\n{}",
+                    trace_ir::print_trace(&opt.trace)
+                );
             }
             if log.stats {
                 eprintln!("[jit] optimizer stats of loop {id}: {:?}", opt.stats);
@@ -526,10 +547,10 @@ impl<'p> Vm<'p> {
         let compiled = self.loops[id].compiled.as_mut().expect("compiled");
         let inputs: Vec<u64> = compiled.entry_slots.iter().map(|&s| self.slots[s as usize]).collect();
         self.stats.entries += 1;
-        let exit = compiled
-            .code
-            .run(&inputs, &mut self.heap)
-            .map_err(|e| RuntimeError { pos: self.program.positions[pc], message: format!("compiled code failed: {e}") })?;
+        let exit = compiled.code.run(&inputs, &mut self.heap).map_err(|e| RuntimeError {
+            pos: self.program.positions[pc],
+            message: format!("compiled code failed: {e}"),
+        })?;
         self.stats.guard_failures += 1;
         let resume = exit.resume_key as usize;
         if resume >= self.program.code.len() {
@@ -539,12 +560,20 @@ impl<'p> Vm<'p> {
         if live.len() != exit.values.len() {
             return Err(self.error(
                 pc,
-                format!("exit of {} carries {} values for {} live slots", exit.guard, exit.values.len(), live.len()),
+                format!(
+                    "exit of {} carries {} values for {} live slots",
+                    exit.guard,
+                    exit.values.len(),
+                    live.len()
+                ),
             ));
         }
         for (&s, &v) in live.iter().zip(&exit.values) {
             if !self.heap.contains(v) {
-                return Err(self.error(pc, format!("exit of {} returned an invalid object address {v:#x}", exit.guard)));
+                return Err(self.error(
+                    pc,
+                    format!("exit of {} returned an invalid object address {v:#x}", exit.guard),
+                ));
             }
             self.slots[s as usize] = v;
         }
@@ -562,7 +591,10 @@ impl<'p> Vm<'p> {
                 l.counter = 0;
                 self.stats.retraces += 1;
                 if self.config.log.jit {
-                    eprintln!("[jit] {} of loop {id} failed too often: recording the loop again", exit.guard);
+                    eprintln!(
+                        "[jit] {} of loop {id} failed too often: recording the loop again",
+                        exit.guard
+                    );
                 }
             }
         }
@@ -618,10 +650,16 @@ impl<'p> Vm<'p> {
 
     fn index(&self, pc: usize, arr: Slot, idx: Slot) -> Result<(u64, usize), RuntimeError> {
         if self.class(arr) != ARRAY_CLASS {
-            return Err(self.error(pc, format!("cannot index a value of type {}", type_name(self.class(arr)))));
+            return Err(self.error(
+                pc,
+                format!("cannot index a value of type {}", type_name(self.class(arr))),
+            ));
         }
         if self.class(idx) != INT_CLASS {
-            return Err(self.error(pc, format!("array index must be an int, not {}", type_name(self.class(idx)))));
+            return Err(self.error(
+                pc,
+                format!("array index must be an int, not {}", type_name(self.class(idx))),
+            ));
         }
         let o = self.slots[arr as usize];
         let i = self.int(idx);
@@ -687,7 +725,11 @@ impl<'p> Vm<'p> {
         let (Some(x), Some(y)) = (self.num(a), self.num(b)) else {
             return Err(self.error(
                 pc,
-                format!("unsupported operand types for {op:?}: {} and {}", type_name(ca), type_name(cb)),
+                format!(
+                    "unsupported operand types for {op:?}: {} and {}",
+                    type_name(ca),
+                    type_name(cb)
+                ),
             ));
         };
         let f = match op {
@@ -810,14 +852,19 @@ mod tests {
 
     #[test]
     fn integer_operators_follow_python() {
-        let out = interp("print(1 + 2 * 3, 7 // 2, -7 // 2, -7 % 3, 7 % -3, 1 << 4, -16 >> 2, 6 & 3, 6 | 3, 6 ^ 3, ~5)");
+        let out =
+            interp("print(1 + 2 * 3, 7 // 2, -7 // 2, -7 % 3, 7 % -3, 1 << 4, -16 >> 2, 6 & 3, 6 | 3, 6 ^ 3, ~5)");
         assert_eq!(out.unwrap(), "7 3 -4 2 -2 16 -4 2 7 5 -6\n");
-        assert_eq!(interp("print(2 < 3, 3 <= 2, 2 == 2, 2 != 2, not 0, not 7)").unwrap(), "1 0 1 0 1 0\n");
+        assert_eq!(
+            interp("print(2 < 3, 3 <= 2, 2 == 2, 2 != 2, not 0, not 7)").unwrap(),
+            "1 0 1 0 1 0\n"
+        );
     }
 
     #[test]
     fn floats_and_builtins() {
-        let out = interp("print(7 / 2, 1.5 * 2, sqrt(16), int(2.9), int(-2.9), float(3), abs(-4), abs(-2.5), 1 < 1.5, -0.5)");
+        let out =
+            interp("print(7 / 2, 1.5 * 2, sqrt(16), int(2.9), int(-2.9), float(3), abs(-4), abs(-2.5), 1 < 1.5, -0.5)");
         assert_eq!(out.unwrap(), "3.5 3.0 4.0 2 -2 3.0 4 2.5 1 -0.5\n");
     }
 
@@ -861,7 +908,15 @@ mod tests {
     fn log_flags_parse() {
         let f = LogFlags::parse("opt, stats");
         assert!(f.opt && f.stats && !f.asm && !f.jit);
-        assert_eq!(LogFlags::parse("all"), LogFlags { opt: true, asm: true, stats: true, jit: true });
+        assert_eq!(
+            LogFlags::parse("all"),
+            LogFlags {
+                opt: true,
+                asm: true,
+                stats: true,
+                jit: true
+            }
+        );
         assert_eq!(LogFlags::parse(""), LogFlags::default());
     }
 }

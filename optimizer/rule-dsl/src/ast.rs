@@ -1,7 +1,7 @@
 //! The syntax tree of rule files, before and after type checking.
 
-use trace_ir::Opcode;
 use std::fmt;
+use trace_ir::Opcode;
 
 /// A position in a rule file (1-based line and column).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]

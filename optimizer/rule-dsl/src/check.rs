@@ -48,28 +48,138 @@ pub struct Query {
 
 /// Every query the rule language knows; each is an `IntBound<W>` method of the same name.
 pub const QUERIES: &[Query] = &[
-    Query { name: "lower", args: &[], result: Ty::Int, attribute: true },
-    Query { name: "upper", args: &[], result: Ty::Int, attribute: true },
-    Query { name: "known_zeros", args: &[], result: Ty::Int, attribute: false },
-    Query { name: "known_ones", args: &[], result: Ty::Int, attribute: false },
-    Query { name: "knowns", args: &[], result: Ty::Int, attribute: false },
-    Query { name: "is_bool", args: &[], result: Ty::Bool, attribute: false },
-    Query { name: "is_constant", args: &[], result: Ty::Bool, attribute: false },
-    Query { name: "known_nonnegative", args: &[], result: Ty::Bool, attribute: false },
-    Query { name: "known_negative", args: &[], result: Ty::Bool, attribute: false },
-    Query { name: "known_ge_const", args: &[Ty::Int], result: Ty::Bool, attribute: false },
-    Query { name: "known_gt_const", args: &[Ty::Int], result: Ty::Bool, attribute: false },
-    Query { name: "known_le_const", args: &[Ty::Int], result: Ty::Bool, attribute: false },
-    Query { name: "known_lt_const", args: &[Ty::Int], result: Ty::Bool, attribute: false },
-    Query { name: "known_lt", args: &[Ty::Bound], result: Ty::Bool, attribute: false },
-    Query { name: "known_le", args: &[Ty::Bound], result: Ty::Bool, attribute: false },
-    Query { name: "known_gt", args: &[Ty::Bound], result: Ty::Bool, attribute: false },
-    Query { name: "known_ge", args: &[Ty::Bound], result: Ty::Bool, attribute: false },
-    Query { name: "known_ne", args: &[Ty::Bound], result: Ty::Bool, attribute: false },
-    Query { name: "known_ult", args: &[Ty::Bound], result: Ty::Bool, attribute: false },
-    Query { name: "known_ule", args: &[Ty::Bound], result: Ty::Bool, attribute: false },
-    Query { name: "is_and_identity", args: &[Ty::Bound], result: Ty::Bool, attribute: false },
-    Query { name: "is_or_identity", args: &[Ty::Bound], result: Ty::Bool, attribute: false },
+    Query {
+        name: "lower",
+        args: &[],
+        result: Ty::Int,
+        attribute: true,
+    },
+    Query {
+        name: "upper",
+        args: &[],
+        result: Ty::Int,
+        attribute: true,
+    },
+    Query {
+        name: "known_zeros",
+        args: &[],
+        result: Ty::Int,
+        attribute: false,
+    },
+    Query {
+        name: "known_ones",
+        args: &[],
+        result: Ty::Int,
+        attribute: false,
+    },
+    Query {
+        name: "knowns",
+        args: &[],
+        result: Ty::Int,
+        attribute: false,
+    },
+    Query {
+        name: "is_bool",
+        args: &[],
+        result: Ty::Bool,
+        attribute: false,
+    },
+    Query {
+        name: "is_constant",
+        args: &[],
+        result: Ty::Bool,
+        attribute: false,
+    },
+    Query {
+        name: "known_nonnegative",
+        args: &[],
+        result: Ty::Bool,
+        attribute: false,
+    },
+    Query {
+        name: "known_negative",
+        args: &[],
+        result: Ty::Bool,
+        attribute: false,
+    },
+    Query {
+        name: "known_ge_const",
+        args: &[Ty::Int],
+        result: Ty::Bool,
+        attribute: false,
+    },
+    Query {
+        name: "known_gt_const",
+        args: &[Ty::Int],
+        result: Ty::Bool,
+        attribute: false,
+    },
+    Query {
+        name: "known_le_const",
+        args: &[Ty::Int],
+        result: Ty::Bool,
+        attribute: false,
+    },
+    Query {
+        name: "known_lt_const",
+        args: &[Ty::Int],
+        result: Ty::Bool,
+        attribute: false,
+    },
+    Query {
+        name: "known_lt",
+        args: &[Ty::Bound],
+        result: Ty::Bool,
+        attribute: false,
+    },
+    Query {
+        name: "known_le",
+        args: &[Ty::Bound],
+        result: Ty::Bool,
+        attribute: false,
+    },
+    Query {
+        name: "known_gt",
+        args: &[Ty::Bound],
+        result: Ty::Bool,
+        attribute: false,
+    },
+    Query {
+        name: "known_ge",
+        args: &[Ty::Bound],
+        result: Ty::Bool,
+        attribute: false,
+    },
+    Query {
+        name: "known_ne",
+        args: &[Ty::Bound],
+        result: Ty::Bool,
+        attribute: false,
+    },
+    Query {
+        name: "known_ult",
+        args: &[Ty::Bound],
+        result: Ty::Bool,
+        attribute: false,
+    },
+    Query {
+        name: "known_ule",
+        args: &[Ty::Bound],
+        result: Ty::Bool,
+        attribute: false,
+    },
+    Query {
+        name: "is_and_identity",
+        args: &[Ty::Bound],
+        result: Ty::Bool,
+        attribute: false,
+    },
+    Query {
+        name: "is_or_identity",
+        args: &[Ty::Bound],
+        result: Ty::Bool,
+        attribute: false,
+    },
 ];
 
 /// Helper functions on integers (defined in [`crate::rt`]).
@@ -268,15 +378,28 @@ fn count_ops_target(t: &TTarget) -> usize {
 
 impl<'a> Checker<'a> {
     fn err<T>(&self, pos: Pos, msg: impl Into<String>) -> Result<T, RuleError> {
-        Err(RuleError::new(&self.rule.file, pos, format!("rule `{}`: {}", self.rule.name, msg.into())))
+        Err(RuleError::new(
+            &self.rule.file,
+            pos,
+            format!("rule `{}`: {}", self.rule.name, msg.into()),
+        ))
     }
 
     fn check_op(&self, op: Opcode, n: usize, pos: Pos) -> Result<(), RuleError> {
         if !is_rule_op(op) {
-            return self.err(pos, format!("`{}` is not a pure integer operation and cannot appear in a rule", op.name()));
+            return self.err(
+                pos,
+                format!(
+                    "`{}` is not a pure integer operation and cannot appear in a rule",
+                    op.name()
+                ),
+            );
         }
         if !op.arity_ok(n) {
-            return self.err(pos, format!("`{}` takes {} arguments, found {}", op.name(), op.fixed_arity(), n));
+            return self.err(
+                pos,
+                format!("`{}` takes {} arguments, found {}", op.name(), op.fixed_arity(), n),
+            );
         }
         Ok(())
     }
@@ -288,7 +411,10 @@ impl<'a> Checker<'a> {
                     return self.err(*pos, format!("`{n}` is reserved and cannot name a pattern variable"));
                 }
                 if !self.vars.iter().any(|v| &v.name == n) {
-                    self.vars.push(PatVar { name: n.clone(), is_const: matches!(p, Pattern::ConstVar(..)) });
+                    self.vars.push(PatVar {
+                        name: n.clone(),
+                        is_const: matches!(p, Pattern::ConstVar(..)),
+                    });
                 }
                 Ok(())
             }
@@ -326,7 +452,10 @@ impl<'a> Checker<'a> {
                         _ => (TExpr::IntVar(n.clone()), Ty::Int),
                     }
                 } else if is_const_var(n) {
-                    return self.err(e.pos, format!("`{n}` is not bound (by the pattern or an earlier assignment)"));
+                    return self.err(
+                        e.pos,
+                        format!("`{n}` is not bound (by the pattern or an earlier assignment)"),
+                    );
                 } else {
                     return self.err(e.pos, format!("unknown name `{n}`"));
                 }
@@ -354,9 +483,15 @@ impl<'a> Checker<'a> {
             ExprKind::Call(f, args) => {
                 let Some(func) = Func::from_name(f) else {
                     if Opcode::from_name(f).is_some() {
-                        return self.err(e.pos, format!("operation `{f}` cannot be used in an expression (only in patterns and targets)"));
+                        return self.err(
+                            e.pos,
+                            format!("operation `{f}` cannot be used in an expression (only in patterns and targets)"),
+                        );
                     }
-                    return self.err(e.pos, format!("unknown function `{f}` (known: highest_bit, lowest_bit)"));
+                    return self.err(
+                        e.pos,
+                        format!("unknown function `{f}` (known: highest_bit, lowest_bit)"),
+                    );
                 };
                 if args.len() != 1 {
                     return self.err(e.pos, format!("`{f}` takes 1 argument, found {}", args.len()));
@@ -373,7 +508,10 @@ impl<'a> Checker<'a> {
     fn query(&self, e: &Expr, recv: &Expr, name: &str, args: Option<&Vec<Expr>>) -> Result<(TExpr, Ty), RuleError> {
         let (tr, ty) = self.expr(recv, true)?;
         if ty != Ty::Bound {
-            return self.err(recv.pos, format!("`.{name}` needs a pattern variable on its left, found a {}", ty.name()));
+            return self.err(
+                recv.pos,
+                format!("`.{name}` needs a pattern variable on its left, found a {}", ty.name()),
+            );
         }
         let Some(q) = QUERIES.iter().find(|q| q.name == name) else {
             let known: Vec<_> = QUERIES.iter().map(|q| q.name).collect();
@@ -382,11 +520,19 @@ impl<'a> Checker<'a> {
         let args = match (q.attribute, args) {
             (true, None) => Vec::new(),
             (false, Some(a)) => a.clone(),
-            (true, Some(_)) => return self.err(e.pos, format!("`{name}` is an attribute: write `.{name}` without parentheses")),
+            (true, Some(_)) => {
+                return self.err(
+                    e.pos,
+                    format!("`{name}` is an attribute: write `.{name}` without parentheses"),
+                )
+            }
             (false, None) => return self.err(e.pos, format!("`{name}` is a method: write `.{name}(...)`")),
         };
         if args.len() != q.args.len() {
-            return self.err(e.pos, format!("`{name}` takes {} arguments, found {}", q.args.len(), args.len()));
+            return self.err(
+                e.pos,
+                format!("`{name}` takes {} arguments, found {}", q.args.len(), args.len()),
+            );
         }
         let mut targs = Vec::new();
         for (a, &want) in args.iter().zip(q.args) {
@@ -413,7 +559,10 @@ impl<'a> Checker<'a> {
         match t {
             Target::Op(op, args, pos) => {
                 self.check_op(*op, args.len(), *pos)?;
-                Ok(TTarget::Op(*op, args.iter().map(|a| self.target(a)).collect::<Result<_, _>>()?))
+                Ok(TTarget::Op(
+                    *op,
+                    args.iter().map(|a| self.target(a)).collect::<Result<_, _>>()?,
+                ))
             }
             Target::Expr(e) => {
                 if let ExprKind::Name(n) = &e.kind {
@@ -431,7 +580,11 @@ impl<'a> Checker<'a> {
 
 /// Type-checks one parsed rule.
 pub fn check_rule(rule: &Rule) -> Result<CheckedRule, RuleError> {
-    let mut c = Checker { rule, vars: Vec::new(), assigned: HashMap::new() };
+    let mut c = Checker {
+        rule,
+        vars: Vec::new(),
+        assigned: HashMap::new(),
+    };
     let Pattern::Op(root, _, _) = &rule.pattern else {
         return c.err(rule.pattern.pos(), "the pattern must be an operation");
     };
@@ -469,7 +622,19 @@ pub fn check_rule(rule: &Rule) -> Result<CheckedRule, RuleError> {
             Target::Op(_, _, p) => *p,
             Target::Expr(e) => e.pos,
         };
-        return c.err(pos, format!("the target has {nt} operations but the pattern only {np}: a rule must never make the trace bigger"));
+        return c.err(
+            pos,
+            format!(
+                "the target has {nt} operations but the pattern only {np}: a rule must never make the trace bigger"
+            ),
+        );
     }
-    Ok(CheckedRule { rule: rule.clone(), root: *root, vars: c.vars, steps, target, result })
+    Ok(CheckedRule {
+        rule: rule.clone(),
+        root: *root,
+        vars: c.vars,
+        steps,
+        target,
+        result,
+    })
 }

@@ -31,8 +31,8 @@ pub struct Token {
 }
 
 const PUNCTS: &[&str] = &[
-    ">>u", "<=u", ">=u", "=>", "==", "!=", "<=", ">=", "<<", ">>", "<u", ">u", "(", ")", ",", ":", ".",
-    "=", "<", ">", "+", "-", "*", "&", "|", "^", "~",
+    ">>u", "<=u", ">=u", "=>", "==", "!=", "<=", ">=", "<<", ">>", "<u", ">u", "(", ")", ",", ":", ".", "=", "<", ">",
+    "+", "-", "*", "&", "|", "^", "~",
 ];
 
 fn is_ident_char(c: char) -> bool {
@@ -69,7 +69,10 @@ pub fn lex(src: &str, file: &str) -> Result<Vec<Token>, RuleError> {
                 col += 1;
             }
             let text: String = chars[start..i].iter().collect();
-            toks.push(Token { tok: Tok::Comment(text.trim().to_string()), pos });
+            toks.push(Token {
+                tok: Tok::Comment(text.trim().to_string()),
+                pos,
+            });
             continue;
         }
         if c.is_ascii_digit() {
@@ -94,7 +97,10 @@ pub fn lex(src: &str, file: &str) -> Result<Vec<Token>, RuleError> {
                 i += 1;
             }
             col += (i - start) as u32;
-            toks.push(Token { tok: Tok::Ident(chars[start..i].iter().collect()), pos });
+            toks.push(Token {
+                tok: Tok::Ident(chars[start..i].iter().collect()),
+                pos,
+            });
             continue;
         }
         let rest: String = chars[i..chars.len().min(i + 3)].iter().collect();
@@ -126,12 +132,21 @@ pub fn lex(src: &str, file: &str) -> Result<Vec<Token>, RuleError> {
         let n = p.chars().count();
         i += n;
         col += n as u32;
-        toks.push(Token { tok: Tok::Punct(p), pos });
+        toks.push(Token {
+            tok: Tok::Punct(p),
+            pos,
+        });
     }
     if depth != 0 {
         return Err(RuleError::new(file, Pos { line, col }, "unclosed `(` at end of file"));
     }
-    toks.push(Token { tok: Tok::Newline, pos: Pos { line, col } });
-    toks.push(Token { tok: Tok::Eof, pos: Pos { line, col } });
+    toks.push(Token {
+        tok: Tok::Newline,
+        pos: Pos { line, col },
+    });
+    toks.push(Token {
+        tok: Tok::Eof,
+        pos: Pos { line, col },
+    });
     Ok(toks)
 }

@@ -39,13 +39,21 @@ pub struct RuleError {
 impl RuleError {
     /// A new error.
     pub fn new(file: &str, pos: Pos, msg: impl Into<String>) -> Self {
-        RuleError { file: file.to_string(), pos, msg: msg.into() }
+        RuleError {
+            file: file.to_string(),
+            pos,
+            msg: msg.into(),
+        }
     }
 }
 
 impl fmt::Display for RuleError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}:{}: error: {}", self.file, self.pos.line, self.pos.col, self.msg)
+        write!(
+            f,
+            "{}:{}:{}: error: {}",
+            self.file, self.pos.line, self.pos.col, self.msg
+        )
     }
 }
 
@@ -62,7 +70,10 @@ pub fn load(files: &[(String, String)]) -> Result<Vec<CheckedRule>, RuleError> {
                 return Err(RuleError::new(
                     name,
                     rule.pos,
-                    format!("duplicate rule name `{}` (first defined at {f}:{}:{})", rule.name, p.line, p.col),
+                    format!(
+                        "duplicate rule name `{}` (first defined at {f}:{}:{})",
+                        rule.name, p.line, p.col
+                    ),
                 ));
             }
             seen.insert(rule.name.clone(), (name.clone(), rule.pos));

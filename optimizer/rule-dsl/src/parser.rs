@@ -86,7 +86,10 @@ impl<'a> Parser<'a> {
         if self.peek() == &Tok::Punct(p) {
             Ok(self.bump().pos)
         } else {
-            self.err(self.pos(), format!("expected `{p}`, found {}", Self::describe(self.peek())))
+            self.err(
+                self.pos(),
+                format!("expected `{p}`, found {}", Self::describe(self.peek())),
+            )
         }
     }
     fn eat(&mut self, p: &'static str) -> bool {
@@ -142,7 +145,12 @@ impl<'a> Parser<'a> {
                     rules.push(rule);
                     at_line_start = true;
                 }
-                t => return self.err(self.pos(), format!("expected a rule (`name: pattern`), found {}", Self::describe(&t))),
+                t => {
+                    return self.err(
+                        self.pos(),
+                        format!("expected a rule (`name: pattern`), found {}", Self::describe(&t)),
+                    )
+                }
             }
         }
     }
@@ -192,7 +200,10 @@ impl<'a> Parser<'a> {
                 t => {
                     return self.err(
                         self.pos(),
-                        format!("expected `check`, an assignment or `=>` in rule `{name}`, found {}", Self::describe(&t)),
+                        format!(
+                            "expected `check`, an assignment or `=>` in rule `{name}`, found {}",
+                            Self::describe(&t)
+                        ),
                     )
                 }
             }
@@ -222,16 +233,24 @@ impl<'a> Parser<'a> {
                 }
                 return Ok(Pattern::Op(op, args, pos));
             }
-            if named_constant(&name).is_none() && !matches!(self.peek_at(1), Tok::Punct(p) if !matches!(*p, "," | ")")) {
+            if named_constant(&name).is_none() && !matches!(self.peek_at(1), Tok::Punct(p) if !matches!(*p, "," | ")"))
+            {
                 self.bump();
-                return Ok(if is_const_var(&name) { Pattern::ConstVar(name, pos) } else { Pattern::Var(name, pos) });
+                return Ok(if is_const_var(&name) {
+                    Pattern::ConstVar(name, pos)
+                } else {
+                    Pattern::Var(name, pos)
+                });
             }
         }
         // A constant expression (`0`, `-1`, `MININT`, `LONG_BIT - 1`).
         let e = self.expr()?;
         match crate::check::eval_const(&e) {
             Some(v) => Ok(Pattern::Lit(v, pos)),
-            None => self.err(pos, "a pattern argument must be a variable, an operation or a constant expression"),
+            None => self.err(
+                pos,
+                "a pattern argument must be a variable, an operation or a constant expression",
+            ),
         }
     }
 
@@ -271,7 +290,10 @@ impl<'a> Parser<'a> {
         while self.kw("or") {
             let pos = self.bump().pos;
             let r = self.and_expr()?;
-            l = Expr { pos, kind: ExprKind::Binary(BinOp::LogOr, Box::new(l), Box::new(r)) };
+            l = Expr {
+                pos,
+                kind: ExprKind::Binary(BinOp::LogOr, Box::new(l), Box::new(r)),
+            };
         }
         Ok(l)
     }
@@ -280,7 +302,10 @@ impl<'a> Parser<'a> {
         while self.kw("and") {
             let pos = self.bump().pos;
             let r = self.not_expr()?;
-            l = Expr { pos, kind: ExprKind::Binary(BinOp::LogAnd, Box::new(l), Box::new(r)) };
+            l = Expr {
+                pos,
+                kind: ExprKind::Binary(BinOp::LogAnd, Box::new(l), Box::new(r)),
+            };
         }
         Ok(l)
     }
@@ -288,7 +313,10 @@ impl<'a> Parser<'a> {
         if self.kw("not") {
             let pos = self.bump().pos;
             let e = self.not_expr()?;
-            return Ok(Expr { pos, kind: ExprKind::Unary(UnOp::Not, Box::new(e)) });
+            return Ok(Expr {
+                pos,
+                kind: ExprKind::Unary(UnOp::Not, Box::new(e)),
+            });
         }
         self.cmp_expr()
     }
@@ -309,10 +337,16 @@ impl<'a> Parser<'a> {
         };
         let pos = self.bump().pos;
         let r = self.bin_level(0)?;
-        if matches!(self.peek(), Tok::Punct("==" | "!=" | "<" | "<=" | ">" | ">=" | "<u" | "<=u" | ">u" | ">=u")) {
+        if matches!(
+            self.peek(),
+            Tok::Punct("==" | "!=" | "<" | "<=" | ">" | ">=" | "<u" | "<=u" | ">u" | ">=u")
+        ) {
             return self.err(self.pos(), "chained comparisons are not supported: use `and`");
         }
-        Ok(Expr { pos, kind: ExprKind::Binary(op, Box::new(l), Box::new(r)) })
+        Ok(Expr {
+            pos,
+            kind: ExprKind::Binary(op, Box::new(l), Box::new(r)),
+        })
     }
     fn bin_level(&mut self, level: usize) -> Result<Expr, RuleError> {
         const LEVELS: &[&[(&str, BinOp)]] = &[
@@ -332,7 +366,10 @@ impl<'a> Parser<'a> {
                 if self.peek() == &Tok::Punct(sym) {
                     let pos = self.bump().pos;
                     let r = self.bin_level(level + 1)?;
-                    l = Expr { pos, kind: ExprKind::Binary(*op, Box::new(l), Box::new(r)) };
+                    l = Expr {
+                        pos,
+                        kind: ExprKind::Binary(*op, Box::new(l), Box::new(r)),
+                    };
                     continue 'outer;
                 }
             }
@@ -345,14 +382,23 @@ impl<'a> Parser<'a> {
             // Fold `-literal` right away so that `-9223372036854775808` is representable.
             if let Tok::Int(v) = *self.peek() {
                 self.bump();
-                return self.postfix(Expr { pos, kind: ExprKind::Int((v as i64).wrapping_neg()) });
+                return self.postfix(Expr {
+                    pos,
+                    kind: ExprKind::Int((v as i64).wrapping_neg()),
+                });
             }
             let e = self.unary()?;
-            return Ok(Expr { pos, kind: ExprKind::Unary(UnOp::Neg, Box::new(e)) });
+            return Ok(Expr {
+                pos,
+                kind: ExprKind::Unary(UnOp::Neg, Box::new(e)),
+            });
         }
         if self.eat("~") {
             let e = self.unary()?;
-            return Ok(Expr { pos, kind: ExprKind::Unary(UnOp::Invert, Box::new(e)) });
+            return Ok(Expr {
+                pos,
+                kind: ExprKind::Unary(UnOp::Invert, Box::new(e)),
+            });
         }
         let prim = self.primary()?;
         self.postfix(prim)
@@ -361,14 +407,26 @@ impl<'a> Parser<'a> {
         while self.eat(".") {
             let pos = self.pos();
             let Tok::Ident(name) = self.peek().clone() else {
-                return self.err(pos, format!("expected a method or attribute name after `.`, found {}", Self::describe(self.peek())));
+                return self.err(
+                    pos,
+                    format!(
+                        "expected a method or attribute name after `.`, found {}",
+                        Self::describe(self.peek())
+                    ),
+                );
             };
             self.bump();
             if self.eat("(") {
                 let args = self.call_args()?;
-                e = Expr { pos, kind: ExprKind::Method(Box::new(e), name, args) };
+                e = Expr {
+                    pos,
+                    kind: ExprKind::Method(Box::new(e), name, args),
+                };
             } else {
-                e = Expr { pos, kind: ExprKind::Attr(Box::new(e), name) };
+                e = Expr {
+                    pos,
+                    kind: ExprKind::Attr(Box::new(e), name),
+                };
             }
         }
         Ok(e)
@@ -392,7 +450,10 @@ impl<'a> Parser<'a> {
             Tok::Int(v) => {
                 self.bump();
                 // Literals are 64-bit patterns: `0xffffffff00000000` is a valid mask.
-                Ok(Expr { pos, kind: ExprKind::Int(v as i64) })
+                Ok(Expr {
+                    pos,
+                    kind: ExprKind::Int(v as i64),
+                })
             }
             Tok::Ident(name) => {
                 if matches!(name.as_str(), "and" | "or" | "not" | "check") {
@@ -401,9 +462,15 @@ impl<'a> Parser<'a> {
                 self.bump();
                 if self.eat("(") {
                     let args = self.call_args()?;
-                    return Ok(Expr { pos, kind: ExprKind::Call(name, args) });
+                    return Ok(Expr {
+                        pos,
+                        kind: ExprKind::Call(name, args),
+                    });
                 }
-                Ok(Expr { pos, kind: ExprKind::Name(name) })
+                Ok(Expr {
+                    pos,
+                    kind: ExprKind::Name(name),
+                })
             }
             Tok::Punct("(") => {
                 self.bump();

@@ -50,10 +50,22 @@ mul_lshift: int_mul(x, int_lshift(1, y))
     assert_eq!(rules[1].result, ResultKind::Constant);
     assert_eq!(rules[1].rule.doc, "", "a blank line separates comments from rules");
     assert_eq!(rules[2].result, ResultKind::NewOp);
-    assert_eq!(rules[2].rule.pattern.to_string(), "int_is_true(int_and(x, -9223372036854775808))");
-    assert_eq!(rules[3].vars.iter().map(|v| (v.name.as_str(), v.is_const)).collect::<Vec<_>>(), vec![("x", false), ("C1", true), ("C2", true)]);
+    assert_eq!(
+        rules[2].rule.pattern.to_string(),
+        "int_is_true(int_and(x, -9223372036854775808))"
+    );
+    assert_eq!(
+        rules[3]
+            .vars
+            .iter()
+            .map(|v| (v.name.as_str(), v.is_const))
+            .collect::<Vec<_>>(),
+        vec![("x", false), ("C1", true), ("C2", true)]
+    );
     assert!(matches!(&rules[3].steps[0], TStep::Assign(n, TExpr::Bin(..), _) if n == "C"));
-    assert!(matches!(&rules[4].target, TTarget::Op(Opcode::IntLshift, a) if a[1] == TTarget::Const(TExpr::IntVar("shift".into()))));
+    assert!(
+        matches!(&rules[4].target, TTarget::Op(Opcode::IntLshift, a) if a[1] == TTarget::Const(TExpr::IntVar("shift".into())))
+    );
     assert_eq!(rules[6].root, Opcode::IntMul);
 }
 
@@ -109,7 +121,11 @@ fn duplicate_names_are_rejected_across_files() {
     ];
     let e = load(&files).unwrap_err();
     assert_eq!((e.file.as_str(), e.pos.line, e.pos.col), ("b.rules", 3, 1));
-    assert!(e.msg.contains("duplicate rule name `r`") && e.msg.contains("a.rules:1:1"), "{}", e.msg);
+    assert!(
+        e.msg.contains("duplicate rule name `r`") && e.msg.contains("a.rules:1:1"),
+        "{}",
+        e.msg
+    );
 }
 
 #[test]
@@ -119,11 +135,18 @@ fn commutative_ops_are_expanded_once_per_distinct_order() {
         "t.rules",
     )
     .unwrap();
-    let v: Vec<String> = commuted_variants(&rules[0].rule.pattern).iter().map(|p| p.to_string()).collect();
+    let v: Vec<String> = commuted_variants(&rules[0].rule.pattern)
+        .iter()
+        .map(|p| p.to_string())
+        .collect();
     assert_eq!(v, vec!["int_sub(int_add(x, y), y)", "int_sub(int_add(y, x), y)"]);
     assert_eq!(commuted_variants(&rules[1].rule.pattern).len(), 1);
     assert_eq!(commuted_variants(&rules[2].rule.pattern).len(), 4);
-    assert_eq!(commuted_variants(&rules[3].rule.pattern).len(), 1, "int_sub is not commutative");
+    assert_eq!(
+        commuted_variants(&rules[3].rule.pattern).len(),
+        1,
+        "int_sub is not commutative"
+    );
 }
 
 #[test]
@@ -137,7 +160,11 @@ fn value_and_constant_rules_come_before_new_op_rules() {
     let order: Vec<&str> = by[&Opcode::IntSub].iter().map(|r| r.name()).collect();
     assert_eq!(order, vec!["b", "c", "a"]);
     let code = generate(&rules);
-    let (pb, pc, pa) = (code.find("// b (").unwrap(), code.find("// c (").unwrap(), code.find("// a (").unwrap());
+    let (pb, pc, pa) = (
+        code.find("// b (").unwrap(),
+        code.find("// c (").unwrap(),
+        code.find("// a (").unwrap(),
+    );
     assert!(pb < pc && pc < pa);
     assert!(code.contains("fn apply_generated("));
 }
@@ -149,9 +176,16 @@ fn literals_and_named_constants() {
         "t.rules",
     )
     .unwrap();
-    assert_eq!(rules[0].rule.pattern.to_string(), format!("int_and(x, {})", 0xffffffff00000000u64 as i64));
+    assert_eq!(
+        rules[0].rule.pattern.to_string(),
+        format!("int_and(x, {})", 0xffffffff00000000u64 as i64)
+    );
     // `>>u`, `<u` and friends are operators only when not followed by a name character.
-    let rules = load_str("a: int_and(x, C)\n    check C >>u 1 <u C and C <=u 3\n    upper = 1\n    => x\n", "t.rules").unwrap();
+    let rules = load_str(
+        "a: int_and(x, C)\n    check C >>u 1 <u C and C <=u 3\n    upper = 1\n    => x\n",
+        "t.rules",
+    )
+    .unwrap();
     assert_eq!(rules[0].steps.len(), 2);
 }
 
@@ -186,6 +220,10 @@ fn the_project_rule_files_load() {
     let rules = load(&files).unwrap_or_else(|e| panic!("{e}"));
     assert!(rules.len() >= 80, "only {} rules", rules.len());
     for r in &rules {
-        assert!(!r.rule.doc.is_empty(), "rule `{}` has no `# identity` comment", r.name());
+        assert!(
+            !r.rule.doc.is_empty(),
+            "rule `{}` has no `# identity` comment",
+            r.name()
+        );
     }
 }

@@ -68,12 +68,18 @@ impl<W: Word> IntBound<W> {
 
     /// Nothing known.
     pub fn unbounded() -> Self {
-        IntBound { bits: KnownBits::unknown(), range: Interval::unbounded() }
+        IntBound {
+            bits: KnownBits::unknown(),
+            range: Interval::unbounded(),
+        }
     }
 
     /// The singleton `{c}`.
     pub fn from_constant(c: W) -> Self {
-        IntBound { bits: KnownBits::from_constant(c.clone()), range: Interval::from_constant(c) }
+        IntBound {
+            bits: KnownBits::from_constant(c.clone()),
+            range: Interval::from_constant(c),
+        }
     }
 
     /// `0..=MAX`.
@@ -98,7 +104,10 @@ impl<W: Word> IntBound<W> {
 
     /// Selects `a` if `c`, else `b`.
     pub fn select(c: &B<W>, a: &Self, b: &Self) -> Self {
-        IntBound { bits: KnownBits::select(c, &a.bits, &b.bits), range: Interval::select(c, &a.range, &b.range) }
+        IntBound {
+            bits: KnownBits::select(c, &a.bits, &b.bits),
+            range: Interval::select(c, &a.range, &b.range),
+        }
     }
 
     // ------------------------------------------------------------------ reduction
@@ -107,7 +116,10 @@ impl<W: Word> IntBound<W> {
     /// same sign (then every member between them shares that prefix).
     pub fn bits_from_range(range: &Interval<W>) -> KnownBits<W> {
         let differing = range.lower.xor(&range.upper).smear_right();
-        let prefix = KnownBits { ones: range.lower.and(&differing.not()), unknowns: differing };
+        let prefix = KnownBits {
+            ones: range.lower.and(&differing.not()),
+            unknowns: differing,
+        };
         KnownBits::select(&range.is_same_sign(), &prefix, &KnownBits::unknown())
     }
 
@@ -118,7 +130,10 @@ impl<W: Word> IntBound<W> {
         let conflict = self.bits.known_disagrees(&from_range);
         let bits = self.bits.intersect(&from_range);
         // bits -> interval
-        let range = self.range.intersect(&Interval { lower: bits.signed_min(), upper: bits.signed_max() });
+        let range = self.range.intersect(&Interval {
+            lower: bits.signed_min(),
+            upper: bits.signed_max(),
+        });
         let range = Interval::select(&conflict, &Interval::empty(), &range);
         IntBound { bits, range }
     }
@@ -201,7 +216,9 @@ impl<W: Word> IntBound<W> {
 
     /// Whether `self != other` for all members (disjoint ranges or disagreeing bits).
     pub fn known_ne(&self, other: &Self) -> B<W> {
-        self.range.known_ne(&other.range).or(&self.bits.known_disagrees(&other.bits))
+        self.range
+            .known_ne(&other.range)
+            .or(&self.bits.known_disagrees(&other.bits))
     }
 
     /// Whether `self <u other` for all members.
@@ -236,7 +253,9 @@ impl<W: Word> IntBound<W> {
 
     /// Whether every member of `self` is a member of `other`.
     pub fn is_subset_of(&self, other: &Self) -> B<W> {
-        self.bits.is_subset_of(&other.bits).and(&self.range.is_subset_of(&other.range))
+        self.bits
+            .is_subset_of(&other.bits)
+            .and(&self.range.is_subset_of(&other.range))
     }
 
     /// True if `n1 & n2 == n1` for all members (`int_and(x, y)` can become `x`).
@@ -338,19 +357,25 @@ impl<W: Word> IntBound<W> {
 
     /// `int_lshift(x, amount)`; amounts outside `0..BITS` are invalid (any result allowed).
     pub fn lshift(&self, amount: &Self) -> Self {
-        let bits = self.bits.lshift_bounded(&amount.bits, &amount.range.lower, &amount.range.upper);
+        let bits = self
+            .bits
+            .lshift_bounded(&amount.bits, &amount.range.lower, &amount.range.upper);
         Self::from_parts(bits, self.range.lshift(&amount.range))
     }
 
     /// `int_rshift(x, amount)` (arithmetic); amounts outside `0..BITS` are invalid.
     pub fn rshift(&self, amount: &Self) -> Self {
-        let bits = self.bits.rshift_bounded(&amount.bits, &amount.range.lower, &amount.range.upper);
+        let bits = self
+            .bits
+            .rshift_bounded(&amount.bits, &amount.range.lower, &amount.range.upper);
         Self::from_parts(bits, self.range.rshift(&amount.range))
     }
 
     /// `uint_rshift(x, amount)` (logical); amounts outside `0..BITS` are invalid.
     pub fn uint_rshift(&self, amount: &Self) -> Self {
-        let bits = self.bits.uint_rshift_bounded(&amount.bits, &amount.range.lower, &amount.range.upper);
+        let bits = self
+            .bits
+            .uint_rshift_bounded(&amount.bits, &amount.range.lower, &amount.range.upper);
         Self::from_parts(bits, self.range.uint_rshift(&amount.range))
     }
 
@@ -395,16 +420,46 @@ impl<W: Word> IntBound<W> {
         let cmp = if truth { cmp } else { cmp.negate() };
         let (mut na, mut nb) = (a.clone(), b.clone());
         match cmp {
-            Cmp::Lt => { na.make_lt(b); nb.make_gt(a); }
-            Cmp::Le => { na.make_le(b); nb.make_ge(a); }
-            Cmp::Gt => { na.make_gt(b); nb.make_lt(a); }
-            Cmp::Ge => { na.make_ge(b); nb.make_le(a); }
-            Cmp::Eq => { na.make_eq(b); nb.make_eq(a); }
-            Cmp::Ne => { na.make_ne(b); nb.make_ne(a); }
-            Cmp::Ult => { na.make_ult(b); nb.make_ugt(a); }
-            Cmp::Ule => { na.make_ule(b); nb.make_uge(a); }
-            Cmp::Ugt => { na.make_ugt(b); nb.make_ult(a); }
-            Cmp::Uge => { na.make_uge(b); nb.make_ule(a); }
+            Cmp::Lt => {
+                na.make_lt(b);
+                nb.make_gt(a);
+            }
+            Cmp::Le => {
+                na.make_le(b);
+                nb.make_ge(a);
+            }
+            Cmp::Gt => {
+                na.make_gt(b);
+                nb.make_lt(a);
+            }
+            Cmp::Ge => {
+                na.make_ge(b);
+                nb.make_le(a);
+            }
+            Cmp::Eq => {
+                na.make_eq(b);
+                nb.make_eq(a);
+            }
+            Cmp::Ne => {
+                na.make_ne(b);
+                nb.make_ne(a);
+            }
+            Cmp::Ult => {
+                na.make_ult(b);
+                nb.make_ugt(a);
+            }
+            Cmp::Ule => {
+                na.make_ule(b);
+                nb.make_uge(a);
+            }
+            Cmp::Ugt => {
+                na.make_ugt(b);
+                nb.make_ult(a);
+            }
+            Cmp::Uge => {
+                na.make_uge(b);
+                nb.make_ule(a);
+            }
         }
         (na, nb)
     }
@@ -416,7 +471,10 @@ impl<W: Word> IntBound<W> {
         let (ra, rb) = Interval::backward_add(&a.range, &b.range, &res.range);
         let ka = res.bits.sub(&b.bits);
         let kb = res.bits.sub(&a.bits);
-        (a.intersect(&Self::from_parts(ka, ra)), b.intersect(&Self::from_parts(kb, rb)))
+        (
+            a.intersect(&Self::from_parts(ka, ra)),
+            b.intersect(&Self::from_parts(kb, rb)),
+        )
     }
 
     /// `r = int_sub(a, b)` (wrapping) with `r` in `res`: refined `(a, b)`.
@@ -424,21 +482,30 @@ impl<W: Word> IntBound<W> {
         let (ra, rb) = Interval::backward_sub(&a.range, &b.range, &res.range);
         let ka = res.bits.add(&b.bits);
         let kb = a.bits.sub(&res.bits);
-        (a.intersect(&Self::from_parts(ka, ra)), b.intersect(&Self::from_parts(kb, rb)))
+        (
+            a.intersect(&Self::from_parts(ka, ra)),
+            b.intersect(&Self::from_parts(kb, rb)),
+        )
     }
 
     /// `r = int_add_ovf(a, b)` after `guard_no_overflow`, `r` in `res`: refined `(a, b)`.
     pub fn backward_add_ovf(a: &Self, b: &Self, res: &Self) -> (Self, Self) {
         let (ra, rb) = Interval::backward_add_ovf(&a.range, &b.range, &res.range);
         let (wa, wb) = Self::backward_add(a, b, res);
-        (wa.intersect(&Self::from_parts(KnownBits::unknown(), ra)), wb.intersect(&Self::from_parts(KnownBits::unknown(), rb)))
+        (
+            wa.intersect(&Self::from_parts(KnownBits::unknown(), ra)),
+            wb.intersect(&Self::from_parts(KnownBits::unknown(), rb)),
+        )
     }
 
     /// `r = int_sub_ovf(a, b)` after `guard_no_overflow`, `r` in `res`: refined `(a, b)`.
     pub fn backward_sub_ovf(a: &Self, b: &Self, res: &Self) -> (Self, Self) {
         let (ra, rb) = Interval::backward_sub_ovf(&a.range, &b.range, &res.range);
         let (wa, wb) = Self::backward_sub(a, b, res);
-        (wa.intersect(&Self::from_parts(KnownBits::unknown(), ra)), wb.intersect(&Self::from_parts(KnownBits::unknown(), rb)))
+        (
+            wa.intersect(&Self::from_parts(KnownBits::unknown(), ra)),
+            wb.intersect(&Self::from_parts(KnownBits::unknown(), rb)),
+        )
     }
 
     /// `r = int_mul_ovf(a, b)` after `guard_no_overflow`, `r` in `res`, `b` a constant `> 0`:
@@ -547,8 +614,16 @@ impl core::fmt::Display for IntBound<u64> {
         if lo > hi {
             return write!(f, "(empty)");
         }
-        let l = if lo == i64::MIN { "MININT".to_string() } else { lo.to_string() };
-        let h = if hi == i64::MAX { "MAXINT".to_string() } else { hi.to_string() };
+        let l = if lo == i64::MIN {
+            "MININT".to_string()
+        } else {
+            lo.to_string()
+        };
+        let h = if hi == i64::MAX {
+            "MAXINT".to_string()
+        } else {
+            hi.to_string()
+        };
         write!(f, "[{l}, {h}] {}", self.bits)
     }
 }

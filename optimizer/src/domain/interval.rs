@@ -28,7 +28,10 @@ pub struct Interval<W> {
 }
 
 fn sel<W: Word>(c: &B<W>, a: &Interval<W>, b: &Interval<W>) -> Interval<W> {
-    Interval { lower: W::select(c, &a.lower, &b.lower), upper: W::select(c, &a.upper, &b.upper) }
+    Interval {
+        lower: W::select(c, &a.lower, &b.lower),
+        upper: W::select(c, &a.upper, &b.upper),
+    }
 }
 
 fn bmin<W: Word>(v: [&W; 4]) -> W {
@@ -53,27 +56,42 @@ impl<W: Word> Interval<W> {
 
     /// The full range (top).
     pub fn unbounded() -> Self {
-        Interval { lower: W::min_signed(), upper: W::max_signed() }
+        Interval {
+            lower: W::min_signed(),
+            upper: W::max_signed(),
+        }
     }
 
     /// The singleton `{v}`.
     pub fn from_constant(v: W) -> Self {
-        Interval { lower: v.clone(), upper: v }
+        Interval {
+            lower: v.clone(),
+            upper: v,
+        }
     }
 
     /// `0..=MAX`.
     pub fn nonnegative() -> Self {
-        Interval { lower: W::zero(), upper: W::max_signed() }
+        Interval {
+            lower: W::zero(),
+            upper: W::max_signed(),
+        }
     }
 
     /// `0..=1`.
     pub fn boolean() -> Self {
-        Interval { lower: W::zero(), upper: W::one() }
+        Interval {
+            lower: W::zero(),
+            upper: W::one(),
+        }
     }
 
     /// The empty interval.
     pub fn empty() -> Self {
-        Interval { lower: W::max_signed(), upper: W::min_signed() }
+        Interval {
+            lower: W::max_signed(),
+            upper: W::min_signed(),
+        }
     }
 
     /// Selects `a` if `cond`, else `b`.
@@ -93,7 +111,14 @@ impl<W: Word> Interval<W> {
     /// ends have the same sign bit, otherwise the full range.
     pub fn from_unsigned_range(ulo: &W, uhi: &W) -> Self {
         let same = ulo.is_negative().iff(&uhi.is_negative());
-        sel(&same, &Interval { lower: ulo.clone(), upper: uhi.clone() }, &Self::unbounded())
+        sel(
+            &same,
+            &Interval {
+                lower: ulo.clone(),
+                upper: uhi.clone(),
+            },
+            &Self::unbounded(),
+        )
     }
 
     // ------------------------------------------------------------------ queries
@@ -182,12 +207,18 @@ impl<W: Word> Interval<W> {
 
     /// The intersection (may be empty).
     pub fn intersect(&self, other: &Self) -> Self {
-        Interval { lower: self.lower.smax(&other.lower), upper: self.upper.smin(&other.upper) }
+        Interval {
+            lower: self.lower.smax(&other.lower),
+            upper: self.upper.smin(&other.upper),
+        }
     }
 
     /// The smallest interval containing both (for non-empty inputs).
     pub fn join(&self, other: &Self) -> Self {
-        Interval { lower: self.lower.smin(&other.lower), upper: self.upper.smax(&other.upper) }
+        Interval {
+            lower: self.lower.smin(&other.lower),
+            upper: self.upper.smax(&other.upper),
+        }
     }
 
     /// Intersects with the unsigned range `ulo..=uhi`, where that is expressible.
@@ -243,7 +274,10 @@ impl<W: Word> Interval<W> {
 
     /// `int_invert`: `~x`, exact.
     pub fn invert(&self) -> Self {
-        Interval { lower: self.upper.not(), upper: self.lower.not() }
+        Interval {
+            lower: self.upper.not(),
+            upper: self.lower.not(),
+        }
     }
 
     /// `int_mul` (wrapping): the corner products if none of them overflows, else full.
@@ -254,16 +288,34 @@ impl<W: Word> Interval<W> {
 
     /// `int_add_ovf`: the result assuming no overflow, and whether overflow is impossible.
     pub fn add_ovf(&self, other: &Self) -> (Self, B<W>) {
-        let ok = self.lower.sadd_overflows(&other.lower).not()
+        let ok = self
+            .lower
+            .sadd_overflows(&other.lower)
+            .not()
             .and(&self.upper.sadd_overflows(&other.upper).not());
-        (Interval { lower: self.lower.sadd_sat(&other.lower), upper: self.upper.sadd_sat(&other.upper) }, ok)
+        (
+            Interval {
+                lower: self.lower.sadd_sat(&other.lower),
+                upper: self.upper.sadd_sat(&other.upper),
+            },
+            ok,
+        )
     }
 
     /// `int_sub_ovf`: the result assuming no overflow, and whether overflow is impossible.
     pub fn sub_ovf(&self, other: &Self) -> (Self, B<W>) {
-        let ok = self.lower.ssub_overflows(&other.upper).not()
+        let ok = self
+            .lower
+            .ssub_overflows(&other.upper)
+            .not()
             .and(&self.upper.ssub_overflows(&other.lower).not());
-        (Interval { lower: self.lower.ssub_sat(&other.upper), upper: self.upper.ssub_sat(&other.lower) }, ok)
+        (
+            Interval {
+                lower: self.lower.ssub_sat(&other.upper),
+                upper: self.upper.ssub_sat(&other.lower),
+            },
+            ok,
+        )
     }
 
     /// `int_mul_ovf`: the result assuming no overflow (the corner products, or full if a
@@ -271,9 +323,16 @@ impl<W: Word> Interval<W> {
     pub fn mul_ovf(&self, other: &Self) -> (Self, B<W>) {
         let (a, b, c_, d) = (&self.lower, &self.upper, &other.lower, &other.upper);
         let p = [a.mul(c_), a.mul(d), b.mul(c_), b.mul(d)];
-        let ok = a.smul_overflows(c_).or(&a.smul_overflows(d)).or(&b.smul_overflows(c_))
-            .or(&b.smul_overflows(d)).not();
-        let r = Interval { lower: bmin([&p[0], &p[1], &p[2], &p[3]]), upper: bmax([&p[0], &p[1], &p[2], &p[3]]) };
+        let ok = a
+            .smul_overflows(c_)
+            .or(&a.smul_overflows(d))
+            .or(&b.smul_overflows(c_))
+            .or(&b.smul_overflows(d))
+            .not();
+        let r = Interval {
+            lower: bmin([&p[0], &p[1], &p[2], &p[3]]),
+            upper: bmax([&p[0], &p[1], &p[2], &p[3]]),
+        };
         (sel(&ok, &r, &Self::unbounded()), ok)
     }
 
@@ -300,10 +359,21 @@ impl<W: Word> Interval<W> {
         let d = &other.lower;
         let lo = f(&self.lower, d);
         let hi = f(&self.upper, d);
-        let pos = Interval { lower: lo.clone(), upper: hi.clone() };
+        let pos = Interval {
+            lower: lo.clone(),
+            upper: hi.clone(),
+        };
         let negd = Interval { lower: hi, upper: lo };
         let is_const = other.is_constant();
-        let r = sel(&d.sgt(&W::zero()), &pos, &sel(&d.slt(&W::ones()), &negd, &sel(&d.equals(&W::ones()), &self.neg(), &Self::unbounded())));
+        let r = sel(
+            &d.sgt(&W::zero()),
+            &pos,
+            &sel(
+                &d.slt(&W::ones()),
+                &negd,
+                &sel(&d.equals(&W::ones()), &self.neg(), &Self::unbounded()),
+            ),
+        );
         sel(&is_const, &r, &Self::unbounded())
     }
 
@@ -311,23 +381,51 @@ impl<W: Word> Interval<W> {
     /// `|r| < |d|` for a known divisor range not containing `MIN`.
     pub fn modulo(&self, other: &Self) -> Self {
         // |r| <= |x|, same sign as x (or 0)
-        let base = Interval { lower: self.lower.smin(&W::zero()), upper: self.upper.smax(&W::zero()) };
+        let base = Interval {
+            lower: self.lower.smin(&W::zero()),
+            upper: self.upper.smax(&W::zero()),
+        };
         let m = self.divisor_magnitude_bound(other);
-        base.intersect(&Interval { lower: m.neg(), upper: m })
+        base.intersect(&Interval {
+            lower: m.neg(),
+            upper: m,
+        })
     }
 
     /// `int_pymod` (Python modulo, sign of the divisor).
     pub fn pymod(&self, other: &Self) -> Self {
         let m = self.divisor_magnitude_bound(other);
-        let pos = Interval { lower: W::zero(), upper: m.clone() };
-        let neg = Interval { lower: m.neg(), upper: W::zero() };
-        sel(&other.known_nonnegative(), &pos, &sel(&other.known_negative(), &neg, &Interval { lower: m.neg(), upper: m }))
+        let pos = Interval {
+            lower: W::zero(),
+            upper: m.clone(),
+        };
+        let neg = Interval {
+            lower: m.neg(),
+            upper: W::zero(),
+        };
+        sel(
+            &other.known_nonnegative(),
+            &pos,
+            &sel(
+                &other.known_negative(),
+                &neg,
+                &Interval {
+                    lower: m.neg(),
+                    upper: m,
+                },
+            ),
+        )
     }
 
     /// `max(|d|) - 1` over the divisor range (or `MAX` if the range contains `MIN`).
     fn divisor_magnitude_bound(&self, other: &Self) -> W {
         let has_min = other.lower.equals(&W::min_signed());
-        let mag = other.lower.neg().smax(&other.upper).smax(&other.upper.neg()).smax(&other.lower);
+        let mag = other
+            .lower
+            .neg()
+            .smax(&other.upper)
+            .smax(&other.upper.neg())
+            .smax(&other.lower);
         W::select(&has_min, &W::max_signed(), &mag.sub(&W::one()).smax(&W::zero()))
     }
 
@@ -337,20 +435,43 @@ impl<W: Word> Interval<W> {
     pub fn and(&self, other: &Self) -> Self {
         let a_nn = self.known_nonnegative();
         let b_nn = other.known_nonnegative();
-        let both = Interval { lower: W::zero(), upper: self.upper.smin(&other.upper) };
-        let only_a = Interval { lower: W::zero(), upper: self.upper.clone() };
-        let only_b = Interval { lower: W::zero(), upper: other.upper.clone() };
+        let both = Interval {
+            lower: W::zero(),
+            upper: self.upper.smin(&other.upper),
+        };
+        let only_a = Interval {
+            lower: W::zero(),
+            upper: self.upper.clone(),
+        };
+        let only_b = Interval {
+            lower: W::zero(),
+            upper: other.upper.clone(),
+        };
         // both negative: the result is negative and <= min(upper)
-        let both_neg = Interval { lower: W::min_signed(), upper: self.upper.smin(&other.upper) };
+        let both_neg = Interval {
+            lower: W::min_signed(),
+            upper: self.upper.smin(&other.upper),
+        };
         let neg = self.known_negative().and(&other.known_negative());
-        sel(&a_nn.and(&b_nn), &both, &sel(&a_nn, &only_a, &sel(&b_nn, &only_b, &sel(&neg, &both_neg, &Self::unbounded()))))
+        sel(
+            &a_nn.and(&b_nn),
+            &both,
+            &sel(
+                &a_nn,
+                &only_a,
+                &sel(&b_nn, &only_b, &sel(&neg, &both_neg, &Self::unbounded())),
+            ),
+        )
     }
 
     /// `int_or`: for non-negative arguments, `max(lowers)..=` the all-ones mask covering both.
     pub fn or(&self, other: &Self) -> Self {
         let nn = self.known_nonnegative().and(&other.known_nonnegative());
         let mask = self.upper.or(&other.upper).smear_right();
-        let r = Interval { lower: self.lower.smax(&other.lower), upper: mask };
+        let r = Interval {
+            lower: self.lower.smax(&other.lower),
+            upper: mask,
+        };
         sel(&nn, &r, &Self::unbounded())
     }
 
@@ -358,7 +479,14 @@ impl<W: Word> Interval<W> {
     pub fn xor(&self, other: &Self) -> Self {
         let nn = self.known_nonnegative().and(&other.known_nonnegative());
         let mask = self.upper.or(&other.upper).smear_right();
-        sel(&nn, &Interval { lower: W::zero(), upper: mask }, &Self::unbounded())
+        sel(
+            &nn,
+            &Interval {
+                lower: W::zero(),
+                upper: mask,
+            },
+            &Self::unbounded(),
+        )
     }
 
     // ------------------------------------------------------------------ forward: shifts
@@ -376,7 +504,10 @@ impl<W: Word> Interval<W> {
         let (smin, smax) = Self::shift_amounts(amount);
         let lo_max = self.lower.shl(&smax);
         let hi_max = self.upper.shl(&smax);
-        let ok = lo_max.ashr(&smax).equals(&self.lower).and(&hi_max.ashr(&smax).equals(&self.upper));
+        let ok = lo_max
+            .ashr(&smax)
+            .equals(&self.lower)
+            .and(&hi_max.ashr(&smax).equals(&self.upper));
         let lo_min = self.lower.shl(&smin);
         let hi_min = self.upper.shl(&smin);
         let r = Interval {
@@ -393,7 +524,10 @@ impl<W: Word> Interval<W> {
         let l2 = self.lower.ashr(&smax);
         let h1 = self.upper.ashr(&smin);
         let h2 = self.upper.ashr(&smax);
-        Interval { lower: l1.smin(&l2), upper: h1.smax(&h2) }
+        Interval {
+            lower: l1.smin(&l2),
+            upper: h1.smax(&h2),
+        }
     }
 
     /// `uint_rshift` (logical): monotone on the unsigned range. Amounts outside `0..BITS` are
@@ -415,13 +549,19 @@ impl<W: Word> Interval<W> {
             return self.clone();
         }
         let hi = W::one().shl(&c(u64::from(bits - 1))).sub(&W::one());
-        let range = Interval { lower: hi.not(), upper: hi };
+        let range = Interval {
+            lower: hi.not(),
+            upper: hi,
+        };
         sel(&self.is_subset_of(&range), self, &range)
     }
 
     /// `int_force_ge_zero(x)`: `max(x, 0)`.
     pub fn force_ge_zero(&self) -> Self {
-        Interval { lower: self.lower.smax(&W::zero()), upper: self.upper.smax(&W::zero()) }
+        Interval {
+            lower: self.lower.smax(&W::zero()),
+            upper: self.upper.smax(&W::zero()),
+        }
     }
 
     /// `int_is_true(x)`.
@@ -440,13 +580,19 @@ impl<W: Word> Interval<W> {
 
     /// `int_eq`.
     pub fn eq(&self, other: &Self) -> Self {
-        let t = self.is_constant().and(&other.is_constant()).and(&self.lower.equals(&other.lower));
+        let t = self
+            .is_constant()
+            .and(&other.is_constant())
+            .and(&self.lower.equals(&other.lower));
         Self::from_bool_knowledge(&t, &self.known_ne(other))
     }
 
     /// `int_ne`.
     pub fn ne(&self, other: &Self) -> Self {
-        let f = self.is_constant().and(&other.is_constant()).and(&self.lower.equals(&other.lower));
+        let f = self
+            .is_constant()
+            .and(&other.is_constant())
+            .and(&self.lower.equals(&other.lower));
         Self::from_bool_knowledge(&self.known_ne(other), &f)
     }
 
@@ -495,7 +641,10 @@ impl<W: Word> Interval<W> {
     /// Learn `self < other`.
     pub fn make_lt(&mut self, other: &Self) {
         let impossible = other.upper.equals(&W::min_signed());
-        let r = Interval { lower: self.lower.clone(), upper: self.upper.smin(&other.upper.sub(&W::one())) };
+        let r = Interval {
+            lower: self.lower.clone(),
+            upper: self.upper.smin(&other.upper.sub(&W::one())),
+        };
         *self = sel(&impossible, &Self::empty(), &r);
     }
 
@@ -507,7 +656,10 @@ impl<W: Word> Interval<W> {
     /// Learn `self > other`.
     pub fn make_gt(&mut self, other: &Self) {
         let impossible = other.lower.equals(&W::max_signed());
-        let r = Interval { lower: self.lower.smax(&other.lower.add(&W::one())), upper: self.upper.clone() };
+        let r = Interval {
+            lower: self.lower.smax(&other.lower.add(&W::one())),
+            upper: self.upper.clone(),
+        };
         *self = sel(&impossible, &Self::empty(), &r);
     }
 

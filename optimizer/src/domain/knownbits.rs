@@ -30,7 +30,10 @@ pub struct KnownBits<W> {
 type B<W> = <W as Word>::Bool;
 
 fn sel<W: Word>(c: &B<W>, a: &KnownBits<W>, b: &KnownBits<W>) -> KnownBits<W> {
-    KnownBits { ones: W::select(c, &a.ones, &b.ones), unknowns: W::select(c, &a.unknowns, &b.unknowns) }
+    KnownBits {
+        ones: W::select(c, &a.ones, &b.ones),
+        unknowns: W::select(c, &a.unknowns, &b.unknowns),
+    }
 }
 
 impl<W: Word> KnownBits<W> {
@@ -43,12 +46,18 @@ impl<W: Word> KnownBits<W> {
 
     /// The singleton `{c}`: all bits known.
     pub fn from_constant(c: W) -> Self {
-        KnownBits { ones: c, unknowns: W::zero() }
+        KnownBits {
+            ones: c,
+            unknowns: W::zero(),
+        }
     }
 
     /// All bits unknown (the top element).
     pub fn unknown() -> Self {
-        KnownBits { ones: W::zero(), unknowns: W::ones() }
+        KnownBits {
+            ones: W::zero(),
+            unknowns: W::ones(),
+        }
     }
 
     /// A boolean result (`0` or `1`): `1` if `known_true`, `0` if `known_false`, else `?`.
@@ -106,7 +115,9 @@ impl<W: Word> KnownBits<W> {
     pub fn is_subset_of(&self, other: &Self) -> B<W> {
         // every bit known in other is known in self with the same value
         let other_known = other.knowns();
-        self.unknowns.and(&other_known).equals(&W::zero())
+        self.unknowns
+            .and(&other_known)
+            .equals(&W::zero())
             .and(&self.ones.and(&other_known).equals(&other.ones))
     }
 
@@ -182,14 +193,20 @@ impl<W: Word> KnownBits<W> {
 
     /// `~x`.
     pub fn invert(&self) -> Self {
-        KnownBits { ones: self.known_zeros(), unknowns: self.unknowns.clone() }
+        KnownBits {
+            ones: self.known_zeros(),
+            unknowns: self.unknowns.clone(),
+        }
     }
 
     /// `x & y`.
     pub fn and(&self, other: &Self) -> Self {
         let ones = self.ones.and(&other.ones);
         let maybe = self.ones.or(&self.unknowns).and(&other.ones.or(&other.unknowns));
-        KnownBits { unknowns: maybe.and(&ones.not()), ones }
+        KnownBits {
+            unknowns: maybe.and(&ones.not()),
+            ones,
+        }
     }
 
     /// `x | y`.
@@ -215,7 +232,10 @@ impl<W: Word> KnownBits<W> {
         let all_carries = sum_ones.add(&sum_unknowns);
         let ones_carries = all_carries.xor(&sum_ones);
         let unknowns = self.unknowns.or(&other.unknowns).or(&ones_carries);
-        KnownBits { ones: sum_ones.and(&unknowns.not()), unknowns }
+        KnownBits {
+            ones: sum_ones.and(&unknowns.not()),
+            unknowns,
+        }
     }
 
     /// `x - y` (wrapping), the tristate formula (optimal).
@@ -223,7 +243,10 @@ impl<W: Word> KnownBits<W> {
         let diff_ones = self.ones.sub(&other.ones);
         let borrows = diff_ones.add(&self.unknowns).xor(&diff_ones.sub(&other.unknowns));
         let unknowns = self.unknowns.or(&other.unknowns).or(&borrows);
-        KnownBits { ones: diff_ones.and(&unknowns.not()), unknowns }
+        KnownBits {
+            ones: diff_ones.and(&unknowns.not()),
+            unknowns,
+        }
     }
 
     /// `-x` (wrapping): `~x + 1`.
@@ -243,7 +266,10 @@ impl<W: Word> KnownBits<W> {
         let zero_mask = pa.mul(&pb).sub(&W::one());
         let ones = self.ones.mul(&other.ones).and(&exact_mask);
         let unknowns = exact_mask.or(&zero_mask).not();
-        KnownBits { ones: ones.and(&unknowns.not()), unknowns }
+        KnownBits {
+            ones: ones.and(&unknowns.not()),
+            unknowns,
+        }
     }
 
     /// `int_add_ovf`: the result when no overflow happened (equal to the wrapping sum).
@@ -265,7 +291,10 @@ impl<W: Word> KnownBits<W> {
     /// constants; if `x` or `y` is known to be 0 or 1, the result is 0; otherwise unknown.
     pub fn uint_mul_high(&self, other: &Self) -> Self {
         let both_const = self.is_constant().and(&other.is_constant());
-        let small = self.unsigned_max().ule(&W::one()).or(&other.unsigned_max().ule(&W::one()));
+        let small = self
+            .unsigned_max()
+            .ule(&W::one())
+            .or(&other.unsigned_max().ule(&W::one()));
         let c = Self::from_constant(self.ones.umul_high(&other.ones));
         let r = sel(&small, &Self::from_constant(W::zero()), &Self::unknown());
         sel(&both_const, &c, &r)
@@ -294,7 +323,11 @@ impl<W: Word> KnownBits<W> {
 
     fn const_fold2(&self, other: &Self, f: impl Fn(&W, &W) -> W) -> Self {
         let both_const = self.is_constant().and(&other.is_constant());
-        sel(&both_const, &Self::from_constant(f(&self.ones, &other.ones)), &Self::unknown())
+        sel(
+            &both_const,
+            &Self::from_constant(f(&self.ones, &other.ones)),
+            &Self::unknown(),
+        )
     }
 
     // ------------------------------------------------------------------ shifts
@@ -320,17 +353,26 @@ impl<W: Word> KnownBits<W> {
     /// `x << amount` for amounts in `amount` and in `amin..=amax` (amounts outside
     /// `0..BITS` are invalid and ignored).
     pub fn lshift_bounded(&self, amount: &Self, amin: &W, amax: &W) -> Self {
-        self.shift_join(amount, amin, amax, |k, i| KnownBits { ones: k.ones.shl(i), unknowns: k.unknowns.shl(i) })
+        self.shift_join(amount, amin, amax, |k, i| KnownBits {
+            ones: k.ones.shl(i),
+            unknowns: k.unknowns.shl(i),
+        })
     }
 
     /// `x >> amount` (arithmetic) for amounts in `amount` and in `amin..=amax`.
     pub fn rshift_bounded(&self, amount: &Self, amin: &W, amax: &W) -> Self {
-        self.shift_join(amount, amin, amax, |k, i| KnownBits { ones: k.ones.ashr(i), unknowns: k.unknowns.ashr(i) })
+        self.shift_join(amount, amin, amax, |k, i| KnownBits {
+            ones: k.ones.ashr(i),
+            unknowns: k.unknowns.ashr(i),
+        })
     }
 
     /// `x >>> amount` (logical) for amounts in `amount` and in `amin..=amax`.
     pub fn uint_rshift_bounded(&self, amount: &Self, amin: &W, amax: &W) -> Self {
-        self.shift_join(amount, amin, amax, |k, i| KnownBits { ones: k.ones.lshr(i), unknowns: k.unknowns.lshr(i) })
+        self.shift_join(amount, amin, amax, |k, i| KnownBits {
+            ones: k.ones.lshr(i),
+            unknowns: k.unknowns.lshr(i),
+        })
     }
 
     /// `int_lshift(x, amount)`; amounts outside `0..BITS` are invalid. Exact for a constant
@@ -360,29 +402,45 @@ impl<W: Word> KnownBits<W> {
             return self.clone();
         }
         let s = W::from_u64(u64::from(W::BITS - bits));
-        KnownBits { ones: self.ones.shl(&s).ashr(&s), unknowns: self.unknowns.shl(&s).ashr(&s) }
+        KnownBits {
+            ones: self.ones.shl(&s).ashr(&s),
+            unknowns: self.unknowns.shl(&s).ashr(&s),
+        }
     }
 
     /// `int_force_ge_zero(x)`: `x < 0 ? 0 : x`.
     pub fn force_ge_zero(&self) -> Self {
         let sign = W::min_signed();
-        let pos = KnownBits { ones: self.ones.and(&sign.not()), unknowns: self.unknowns.and(&sign.not()) };
+        let pos = KnownBits {
+            ones: self.ones.and(&sign.not()),
+            unknowns: self.unknowns.and(&sign.not()),
+        };
         let zero = Self::from_constant(W::zero());
         let either = pos.join(&zero);
-        sel(&self.known_negative(), &zero, &sel(&self.known_nonnegative(), self, &either))
+        sel(
+            &self.known_negative(),
+            &zero,
+            &sel(&self.known_nonnegative(), self, &either),
+        )
     }
 
     // ------------------------------------------------------------------ comparisons
 
     /// `int_eq(x, y)`: 0 or 1.
     pub fn eq(&self, other: &Self) -> Self {
-        let known_true = self.is_constant().and(&other.is_constant()).and(&self.ones.equals(&other.ones));
+        let known_true = self
+            .is_constant()
+            .and(&other.is_constant())
+            .and(&self.ones.equals(&other.ones));
         Self::from_bool_knowledge(&known_true, &self.known_disagrees(other))
     }
 
     /// `int_ne(x, y)`: 0 or 1.
     pub fn ne(&self, other: &Self) -> Self {
-        let known_false = self.is_constant().and(&other.is_constant()).and(&self.ones.equals(&other.ones));
+        let known_false = self
+            .is_constant()
+            .and(&other.is_constant())
+            .and(&self.ones.equals(&other.ones));
         Self::from_bool_knowledge(&self.known_disagrees(other), &known_false)
     }
 
@@ -457,14 +515,18 @@ impl<W: Word> KnownBits<W> {
 pub fn py_div<W: Word>(a: &W, b: &W) -> W {
     let q = a.sdiv(b);
     let r = a.srem(b);
-    let adjust = r.not_equals(&W::zero()).and(&r.is_negative().iff(&b.is_negative()).not());
+    let adjust = r
+        .not_equals(&W::zero())
+        .and(&r.is_negative().iff(&b.is_negative()).not());
     W::select(&adjust, &q.sub(&W::one()), &q)
 }
 
 /// Python modulo (sign of the divisor) built from [`Word::srem`] (`b != 0` required).
 pub fn py_mod<W: Word>(a: &W, b: &W) -> W {
     let r = a.srem(b);
-    let adjust = r.not_equals(&W::zero()).and(&r.is_negative().iff(&b.is_negative()).not());
+    let adjust = r
+        .not_equals(&W::zero())
+        .and(&r.is_negative().iff(&b.is_negative()).not());
     W::select(&adjust, &r.add(b), &r)
 }
 

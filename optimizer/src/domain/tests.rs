@@ -25,11 +25,35 @@ fn concrete_binops() -> Vec<(&'static str, fn(&IB, &IB) -> IB, fn(i64, i64) -> O
         ("and", IB::and, |x, y| Some(x & y)),
         ("or", IB::or, |x, y| Some(x | y)),
         ("xor", IB::xor, |x, y| Some(x ^ y)),
-        ("uint_mul_high", IB::uint_mul_high, |x, y| Some(((x as u64 as u128 * y as u64 as u128) >> 64) as i64)),
-        ("floordiv", IB::floordiv, |x, y| if y == 0 { None } else { Some(x.wrapping_div(y)) }),
-        ("mod", IB::modulo, |x, y| if y == 0 { None } else { Some(x.wrapping_rem(y)) }),
-        ("pydiv", IB::pydiv, |x, y| if y == 0 { None } else { Some(py_div(&(x as u64), &(y as u64)) as i64) }),
-        ("pymod", IB::pymod, |x, y| if y == 0 { None } else { Some(py_mod(&(x as u64), &(y as u64)) as i64) }),
+        ("uint_mul_high", IB::uint_mul_high, |x, y| {
+            Some(((x as u64 as u128 * y as u64 as u128) >> 64) as i64)
+        }),
+        ("floordiv", IB::floordiv, |x, y| {
+            if y == 0 {
+                None
+            } else {
+                Some(x.wrapping_div(y))
+            }
+        }),
+        (
+            "mod",
+            IB::modulo,
+            |x, y| if y == 0 { None } else { Some(x.wrapping_rem(y)) },
+        ),
+        ("pydiv", IB::pydiv, |x, y| {
+            if y == 0 {
+                None
+            } else {
+                Some(py_div(&(x as u64), &(y as u64)) as i64)
+            }
+        }),
+        ("pymod", IB::pymod, |x, y| {
+            if y == 0 {
+                None
+            } else {
+                Some(py_mod(&(x as u64), &(y as u64)) as i64)
+            }
+        }),
         ("eq", IB::eq, |x, y| b(x == y)),
         ("ne", IB::ne, |x, y| b(x != y)),
         ("lt", IB::lt, |x, y| b(x < y)),
@@ -40,9 +64,27 @@ fn concrete_binops() -> Vec<(&'static str, fn(&IB, &IB) -> IB, fn(i64, i64) -> O
         ("ule", IB::ule, |x, y| b((x as u64) <= (y as u64))),
         ("ugt", IB::ugt, |x, y| b((x as u64) > (y as u64))),
         ("uge", IB::uge, |x, y| b((x as u64) >= (y as u64))),
-        ("lshift", IB::lshift, |x, y| if (0..64).contains(&y) { Some(x << y) } else { None }),
-        ("rshift", IB::rshift, |x, y| if (0..64).contains(&y) { Some(x >> y) } else { None }),
-        ("uint_rshift", IB::uint_rshift, |x, y| if (0..64).contains(&y) { Some(((x as u64) >> y) as i64) } else { None }),
+        ("lshift", IB::lshift, |x, y| {
+            if (0..64).contains(&y) {
+                Some(x << y)
+            } else {
+                None
+            }
+        }),
+        ("rshift", IB::rshift, |x, y| {
+            if (0..64).contains(&y) {
+                Some(x >> y)
+            } else {
+                None
+            }
+        }),
+        ("uint_rshift", IB::uint_rshift, |x, y| {
+            if (0..64).contains(&y) {
+                Some(((x as u64) >> y) as i64)
+            } else {
+                None
+            }
+        }),
     ]
 }
 
@@ -89,7 +131,13 @@ struct Widen {
 }
 
 fn widen() -> impl Strategy<Value = Widen> {
-    let mask = prop_oneof![Just(0u64), Just(u64::MAX), special_int(), any::<u64>(), (0u32..64).prop_map(|i| u64::MAX << i)];
+    let mask = prop_oneof![
+        Just(0u64),
+        Just(u64::MAX),
+        special_int(),
+        any::<u64>(),
+        (0u32..64).prop_map(|i| u64::MAX << i)
+    ];
     let delta = prop_oneof![Just(0u64), 0u64..10, special_int(), Just(u64::MAX)];
     (mask, delta.clone(), delta).prop_map(|(forget, below, above)| Widen { forget, below, above })
 }
@@ -100,7 +148,10 @@ fn widen_around(x: u64, w: &Widen) -> IB {
     let lower = xi.saturating_sub(w.below as i64 & i64::MAX) as u64;
     let upper = xi.saturating_add(w.above as i64 & i64::MAX) as u64;
     let bits = KnownBits::new(x & !w.forget, w.forget);
-    IntBound { bits, range: Interval::new(lower, upper) }
+    IntBound {
+        bits,
+        range: Interval::new(lower, upper),
+    }
 }
 
 fn member() -> impl Strategy<Value = (IB, u64)> {
@@ -109,7 +160,14 @@ fn member() -> impl Strategy<Value = (IB, u64)> {
 
 fn shift_member() -> impl Strategy<Value = (IB, u64)> {
     (0u64..64, widen()).prop_map(|(x, w)| {
-        let mut b = widen_around(x, &Widen { below: w.below % 70, above: w.above % 70, ..w });
+        let mut b = widen_around(
+            x,
+            &Widen {
+                below: w.below % 70,
+                above: w.above % 70,
+                ..w
+            },
+        );
         if w.forget & 1 == 0 {
             b = b.reduce();
         }
@@ -273,7 +331,10 @@ fn knownbits_examples() {
     assert_eq!(kb("01?01?01?").or(&kb("000111???")).to_string(), "1?111?1?");
     assert_eq!(kb("0?10?10?10").add(&kb("0???111000")).to_string(), "?????01?10");
     assert_eq!(kb("0?10?10?10").sub(&kb("0???111000")).to_string(), "...?11?10");
-    assert_eq!(kb("...1?10?10?10").sub(&kb("...10000???111000")).to_string(), "111?????11?10");
+    assert_eq!(
+        kb("...1?10?10?10").sub(&kb("...10000???111000")).to_string(),
+        "111?????11?10"
+    );
     assert_eq!(kb("...?").eq(&kb("...?")).to_string(), "?");
     assert_eq!(KB::from_constant(10).eq(&KB::from_constant(10)).to_string(), "1");
     assert_eq!(KB::from_constant(10).eq(&KB::from_constant(20)).to_string(), "0");
@@ -281,7 +342,13 @@ fn knownbits_examples() {
     let aligned = KB::unknown().and(&KB::from_constant(!7)).add(&KB::from_constant(16));
     assert_eq!(aligned.and(&KB::from_constant(7)).get_constant(), Some(0));
     // x | 1 has the low bit set
-    assert_eq!(KB::unknown().or(&KB::from_constant(1)).and(&KB::from_constant(1)).get_constant(), Some(1));
+    assert_eq!(
+        KB::unknown()
+            .or(&KB::from_constant(1))
+            .and(&KB::from_constant(1))
+            .get_constant(),
+        Some(1)
+    );
     // is_and_identity: (x & 15) & (y | 15) == x & 15
     let a = KB::unknown().and(&KB::from_constant(15));
     let b = KB::unknown().or(&KB::from_constant(15));
@@ -296,7 +363,10 @@ fn knownbits_examples() {
     assert_eq!(kb("...?1").lshift(&kb("1?")).to_string(), "...?00");
     assert_eq!(kb("11").lshift(&kb("1?")).to_string(), "?1?00");
     assert_eq!(KB::new(1 << 63, 0).rshift(&KB::from_constant(62)).to_string(), "...10");
-    assert_eq!(KB::new(1 << 63, 0).uint_rshift(&KB::from_constant(62)).to_string(), "10");
+    assert_eq!(
+        KB::new(1 << 63, 0).uint_rshift(&KB::from_constant(62)).to_string(),
+        "10"
+    );
     assert_eq!(kb("1?????").signext(1).to_string(), "1?????");
     assert_eq!(kb("1?0000000").signext(1).to_string(), "...?0000000");
 }
@@ -382,14 +452,20 @@ fn exhaustive_8bit_binops() {
         ("and", I8b::and, |x, y| Some(x & y)),
         ("or", I8b::or, |x, y| Some(x | y)),
         ("xor", I8b::xor, |x, y| Some(x ^ y)),
-        ("uint_mul_high", I8b::uint_mul_high, |x, y| Some(((x as u16 * y as u16) >> 8) as u8)),
+        ("uint_mul_high", I8b::uint_mul_high, |x, y| {
+            Some(((x as u16 * y as u16) >> 8) as u8)
+        }),
         ("lt", I8b::lt, |x, y| Some(((x as i8) < (y as i8)) as u8)),
         ("ult", I8b::ult, |x, y| Some((x < y) as u8)),
         ("lshift", I8b::lshift, |x, y| (y < 8).then(|| x << y)),
         ("rshift", I8b::rshift, |x, y| (y < 8).then(|| ((x as i8) >> y) as u8)),
         ("uint_rshift", I8b::uint_rshift, |x, y| (y < 8).then(|| x >> y)),
-        ("floordiv", I8b::floordiv, |x, y| (y != 0).then(|| (x as i8).wrapping_div(y as i8) as u8)),
-        ("mod", I8b::modulo, |x, y| (y != 0).then(|| (x as i8).wrapping_rem(y as i8) as u8)),
+        ("floordiv", I8b::floordiv, |x, y| {
+            (y != 0).then(|| (x as i8).wrapping_div(y as i8) as u8)
+        }),
+        ("mod", I8b::modulo, |x, y| {
+            (y != 0).then(|| (x as i8).wrapping_rem(y as i8) as u8)
+        }),
     ];
     // knownbits with <= 2 unknown bits
     let mut kbs = Vec::new();
@@ -409,7 +485,10 @@ fn exhaustive_8bit_binops() {
             kbs.push(I8b::from_range(lo as u8, hi as u8));
         }
     }
-    let members: Vec<Vec<u8>> = kbs.iter().map(|b| (0..=255u8).filter(|v| b.contains(v)).collect()).collect();
+    let members: Vec<Vec<u8>> = kbs
+        .iter()
+        .map(|b| (0..=255u8).filter(|v| b.contains(v)).collect())
+        .collect();
     for (name, f, c) in &ops {
         for (i, a) in kbs.iter().enumerate().step_by(3) {
             for (j, b) in kbs.iter().enumerate().step_by(5) {
@@ -417,7 +496,10 @@ fn exhaustive_8bit_binops() {
                 for &x in &members[i] {
                     for &y in &members[j] {
                         if let Some(v) = c(x, y) {
-                            assert!(r.contains(&v), "{name} at 8 bits: {x} {y} -> {v} not in {r:?} ({a:?}, {b:?})");
+                            assert!(
+                                r.contains(&v),
+                                "{name} at 8 bits: {x} {y} -> {v} not in {r:?} ({a:?}, {b:?})"
+                            );
                         }
                     }
                 }

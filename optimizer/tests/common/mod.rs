@@ -37,12 +37,34 @@ pub struct Inputs {
     state: u64,
 }
 
-const SPECIAL: &[i64] = &[0, 1, -1, 2, -2, 7, 8, 15, 16, 255, 256, 1023, i64::MAX, i64::MIN, i64::MAX - 1, i64::MIN + 1, 1 << 32, -(1 << 32), 1 << 62];
+const SPECIAL: &[i64] = &[
+    0,
+    1,
+    -1,
+    2,
+    -2,
+    7,
+    8,
+    15,
+    16,
+    255,
+    256,
+    1023,
+    i64::MAX,
+    i64::MIN,
+    i64::MAX - 1,
+    i64::MIN + 1,
+    1 << 32,
+    -(1 << 32),
+    1 << 62,
+];
 
 impl Inputs {
     /// A stream from `seed`.
     pub fn new(seed: u64) -> Inputs {
-        Inputs { state: seed ^ 0x9e37_79b9_7f4a_7c15 }
+        Inputs {
+            state: seed ^ 0x9e37_79b9_7f4a_7c15,
+        }
     }
     fn next(&mut self) -> u64 {
         // SplitMix64

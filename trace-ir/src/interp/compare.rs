@@ -52,17 +52,21 @@ impl<'a> Cmp<'a> {
         match (ax, by) {
             (None, None) if x == y => Ok(()),
             (None, None) => Err(format!("{what}: external reference 0x{x:x} != 0x{y:x}")),
-            (Some(_), None) | (None, Some(_)) => {
-                Err(format!("{what}: 0x{x:x} and 0x{y:x} are not both objects allocated by the run"))
-            }
+            (Some(_), None) | (None, Some(_)) => Err(format!(
+                "{what}: 0x{x:x} and 0x{y:x} are not both objects allocated by the run"
+            )),
             (Some(oa), Some(ob)) => {
                 match (self.a_to_b.get(&x), self.b_to_a.get(&y)) {
                     (Some(&m), _) if m == y => return Ok(()),
                     (Some(&m), _) => {
-                        return Err(format!("{what}: object 0x{x:x} already corresponds to 0x{m:x}, not 0x{y:x}"))
+                        return Err(format!(
+                            "{what}: object 0x{x:x} already corresponds to 0x{m:x}, not 0x{y:x}"
+                        ))
                     }
                     (None, Some(&m)) => {
-                        return Err(format!("{what}: object 0x{y:x} already corresponds to 0x{m:x}, not 0x{x:x}"))
+                        return Err(format!(
+                            "{what}: object 0x{y:x} already corresponds to 0x{m:x}, not 0x{x:x}"
+                        ))
                     }
                     (None, None) => {}
                 }
@@ -72,7 +76,10 @@ impl<'a> Cmp<'a> {
                     return Err(format!("{what}: object kinds differ: {:?} != {:?}", oa.kind, ob.kind));
                 }
                 if oa.class != ob.class {
-                    return Err(format!("{what}: object classes differ: 0x{:x} != 0x{:x}", oa.class, ob.class));
+                    return Err(format!(
+                        "{what}: object classes differ: 0x{:x} != 0x{:x}",
+                        oa.class, ob.class
+                    ));
                 }
                 let slots: BTreeSet<Slot> = oa.fields.keys().chain(ob.fields.keys()).copied().collect();
                 for s in slots {
@@ -102,12 +109,25 @@ impl<'a> Cmp<'a> {
 /// Whether two runs behaved the same, as listed in the module documentation; `Err` explains
 /// the first difference found.
 pub fn outcomes_equivalent(a: &RunResult, b: &RunResult) -> Result<(), String> {
-    let mut c = Cmp { a: &a.heap, b: &b.heap, a_to_b: HashMap::new(), b_to_a: HashMap::new() };
+    let mut c = Cmp {
+        a: &a.heap,
+        b: &b.heap,
+        a_to_b: HashMap::new(),
+        b_to_a: HashMap::new(),
+    };
     match (&a.outcome, &b.outcome) {
         (Outcome::Finish(x), Outcome::Finish(y)) => c.values("finish", x, y)?,
         (
-            Outcome::GuardFailed { guard: g1, resume_key: k1, values: x },
-            Outcome::GuardFailed { guard: g2, resume_key: k2, values: y },
+            Outcome::GuardFailed {
+                guard: g1,
+                resume_key: k1,
+                values: x,
+            },
+            Outcome::GuardFailed {
+                guard: g2,
+                resume_key: k2,
+                values: y,
+            },
         ) => {
             if g1 != g2 || k1 != k2 {
                 return Err(format!("different guards failed: {g1} (key {k1}) vs {g2} (key {k2})"));
@@ -125,7 +145,11 @@ pub fn outcomes_equivalent(a: &RunResult, b: &RunResult) -> Result<(), String> {
     }
     if a.calls != b.calls {
         let n = a.calls.iter().zip(&b.calls).take_while(|(x, y)| x == y).count();
-        return Err(format!("heap-writing calls differ at call {n}: {:?} vs {:?}", a.calls.get(n), b.calls.get(n)));
+        return Err(format!(
+            "heap-writing calls differ at call {n}: {:?} vs {:?}",
+            a.calls.get(n),
+            b.calls.get(n)
+        ));
     }
     if a.heap.epoch != b.heap.epoch {
         return Err(format!("heap epochs differ: {} vs {}", a.heap.epoch, b.heap.epoch));
@@ -137,8 +161,11 @@ pub fn outcomes_equivalent(a: &RunResult, b: &RunResult) -> Result<(), String> {
     for addr in addrs {
         let wa = a.heap.external.get(&addr).map(|e| &e.written);
         let wb = b.heap.external.get(&addr).map(|e| &e.written);
-        let slots: BTreeSet<(Slot, bool)> =
-            wa.into_iter().chain(wb).flat_map(|w| w.iter().map(|(s, c)| (*s, c.immutable))).collect();
+        let slots: BTreeSet<(Slot, bool)> = wa
+            .into_iter()
+            .chain(wb)
+            .flat_map(|w| w.iter().map(|(s, c)| (*s, c.immutable)))
+            .collect();
         for (slot, immutable) in slots {
             let kind = wa
                 .and_then(|w| w.get(&slot))
@@ -149,7 +176,13 @@ pub fn outcomes_equivalent(a: &RunResult, b: &RunResult) -> Result<(), String> {
             c.value(&format!("external 0x{addr:x}.{slot:?}"), va, vb)?;
         }
     }
-    let raw: BTreeSet<(u64, Kind)> = a.heap.raw.iter().chain(b.heap.raw.iter()).map(|(&k, v)| (k, v.kind())).collect();
+    let raw: BTreeSet<(u64, Kind)> = a
+        .heap
+        .raw
+        .iter()
+        .chain(b.heap.raw.iter())
+        .map(|(&k, v)| (k, v.kind()))
+        .collect();
     for (addr, kind) in raw {
         let (va, vb) = (a.heap.read_raw(addr, kind), b.heap.read_raw(addr, kind));
         c.value(&format!("raw 0x{addr:x}"), va, vb)?;
@@ -171,7 +204,10 @@ impl Heap {
     }
 
     fn clone_shallow_external(&self, addr: u64) -> Heap {
-        let mut h = Heap { epoch: self.epoch, ..Heap::default() };
+        let mut h = Heap {
+            epoch: self.epoch,
+            ..Heap::default()
+        };
         if let Some(e) = self.external.get(&addr) {
             h.external.insert(addr, e.clone());
         }

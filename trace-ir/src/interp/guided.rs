@@ -40,15 +40,20 @@ pub fn guided_inputs(
         if best.as_ref().is_none_or(|b| r.steps >= b.0) {
             best = Some((r.steps, inputs.clone(), cfg.clone()));
         }
-        let Outcome::GuardFailed { guard, .. } = r.outcome else { break };
-        let Some(at) = trace
-            .ops
-            .iter()
-            .position(|op| op.guard.is_some_and(|g| g.index() < trace.guards.len() && trace.guard(g).id == guard))
-        else {
+        let Outcome::GuardFailed { guard, .. } = r.outcome else {
             break;
         };
-        let ctx = Ctx { trace, vals: &vals, prov: &prov };
+        let Some(at) = trace.ops.iter().position(|op| {
+            op.guard
+                .is_some_and(|g| g.index() < trace.guards.len() && trace.guard(g).id == guard)
+        }) else {
+            break;
+        };
+        let ctx = Ctx {
+            trace,
+            vals: &vals,
+            prov: &prov,
+        };
         let mut changed = false;
         for (v, want) in ctx.fixes(OpRef::new(at)) {
             let Some(o) = v.as_op() else { continue };
@@ -92,7 +97,8 @@ impl Ctx<'_> {
     }
 
     fn controllable(&self, v: Value) -> bool {
-        v.as_op().is_some_and(|o| o.index() < self.trace.num_inputs || self.prov.contains_key(&o.index()))
+        v.as_op()
+            .is_some_and(|o| o.index() < self.trace.num_inputs || self.prov.contains_key(&o.index()))
     }
 
     fn kind(&self, v: Value) -> Kind {
@@ -103,8 +109,12 @@ impl Ctx<'_> {
     fn fixes(&self, at: OpRef) -> Vec<(Value, RtValue)> {
         let op = self.trace.op(at);
         let arg = |i: usize| op.args.get(i).copied();
-        let nonnull =
-            |v: Value| RtValue::Ref(external_address(hash_words(&[0x9e1d, v.as_op().map_or(0, |o| o.index() as u64)])));
+        let nonnull = |v: Value| {
+            RtValue::Ref(external_address(hash_words(&[
+                0x9e1d,
+                v.as_op().map_or(0, |o| o.index() as u64),
+            ])))
+        };
         match op.opcode {
             Opcode::GuardValue => match (arg(0), arg(1).and_then(|c| self.value(c))) {
                 (Some(x), Some(c)) if self.controllable(x) => vec![(x, c.with_kind(self.kind(x)))],
@@ -141,7 +151,10 @@ impl Ctx<'_> {
             return None;
         }
         let args: Vec<Value> = def.args.to_vec();
-        let cur: Vec<u64> = args.iter().map(|&a| self.value(a).map(|v| v.bits())).collect::<Option<_>>()?;
+        let cur: Vec<u64> = args
+            .iter()
+            .map(|&a| self.value(a).map(|v| v.bits()))
+            .collect::<Option<_>>()?;
         for (i, &a) in args.iter().enumerate() {
             if !self.controllable(a) {
                 continue;

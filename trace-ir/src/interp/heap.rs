@@ -232,7 +232,14 @@ impl Heap {
         self.allocated += 1;
         self.objects.insert(
             addr,
-            HeapObject { kind, class, fields: BTreeMap::new(), escaped: false, escape_epoch: 0, rebuilt },
+            HeapObject {
+                kind,
+                class,
+                fields: BTreeMap::new(),
+                escaped: false,
+                escape_epoch: 0,
+                rebuilt,
+            },
         );
         addr
     }
@@ -296,7 +303,11 @@ impl Heap {
     /// Write `slot` of the object at `addr` (no null or bounds checks). Whether a stored
     /// reference escapes is decided at the next call ([`Heap::escape_at_call`]).
     pub fn write(&mut self, addr: u64, slot: Slot, value: RtValue, immutable: bool) {
-        let cell = Cell { value, immutable, epoch: self.epoch };
+        let cell = Cell {
+            value,
+            immutable,
+            epoch: self.epoch,
+        };
         if let Some(obj) = self.objects.get_mut(&addr) {
             obj.fields.insert(slot, cell);
         } else {
@@ -308,11 +319,22 @@ impl Heap {
     /// them, from external objects, from raw memory or from an already escaped object escapes
     /// now (and stays escaped).
     pub fn escape_at_call(&mut self, args: &[RtValue]) {
-        let mut work: Vec<u64> = args.iter().filter_map(|v| if let RtValue::Ref(r) = v { Some(*r) } else { None }).collect();
+        let mut work: Vec<u64> = args
+            .iter()
+            .filter_map(|v| if let RtValue::Ref(r) = v { Some(*r) } else { None })
+            .collect();
         for ext in self.external.values() {
-            work.extend(ext.written.values().filter_map(|c| if let RtValue::Ref(r) = c.value { Some(r) } else { None }));
+            work.extend(
+                ext.written
+                    .values()
+                    .filter_map(|c| if let RtValue::Ref(r) = c.value { Some(r) } else { None }),
+            );
         }
-        work.extend(self.raw.values().filter_map(|v| if let RtValue::Ref(r) = v { Some(*r) } else { None }));
+        work.extend(
+            self.raw
+                .values()
+                .filter_map(|v| if let RtValue::Ref(r) = v { Some(*r) } else { None }),
+        );
         for (&a, obj) in &self.objects {
             if obj.escaped {
                 work.push(a);

@@ -278,7 +278,11 @@ impl fmt::Display for Outcome {
         let list = |vs: &[RtValue]| vs.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(", ");
         match self {
             Outcome::Finish(v) => write!(f, "finish({})", list(v)),
-            Outcome::GuardFailed { guard, resume_key, values } => {
+            Outcome::GuardFailed {
+                guard,
+                resume_key,
+                values,
+            } => {
                 write!(f, "{guard} failed (resume key {resume_key}) [{}]", list(values))
             }
             Outcome::ExternalJump { target, values } => match target {
@@ -344,7 +348,11 @@ fn narrow(v: RtValue, size: u8, signed: bool) -> RtValue {
         RtValue::Int(i) if size < 8 => {
             let bits = size as u32 * 8;
             let shift = 64 - bits;
-            let x = if signed { (i << shift) >> shift } else { ((i as u64) << shift >> shift) as i64 };
+            let x = if signed {
+                (i << shift) >> shift
+            } else {
+                ((i as u64) << shift >> shift) as i64
+            };
             RtValue::Int(x)
         }
         other => other,
@@ -355,7 +363,10 @@ fn narrow(v: RtValue, size: u8, signed: bool) -> RtValue {
 type Stop = Outcome;
 
 fn invalid(op: OpRef, reason: impl Into<String>) -> Stop {
-    Outcome::Invalid { op: Some(op), reason: reason.into() }
+    Outcome::Invalid {
+        op: Some(op),
+        reason: reason.into(),
+    }
 }
 
 /// The mutable state of a run (kept apart from the trace so that the random trace generator
@@ -382,7 +393,11 @@ struct Machine<'a> {
 /// Execute the single op at `pc` of `trace` on `st` (whose `vals` must cover every op);
 /// returns the next pc, or how the run stops there.
 pub(crate) fn step_op(trace: &Trace, cfg: &RunConfig, st: &mut State, pc: usize) -> Result<usize, Outcome> {
-    let mut m = Machine { trace, cfg, st: std::mem::take(st) };
+    let mut m = Machine {
+        trace,
+        cfg,
+        st: std::mem::take(st),
+    };
     let r = m.step(pc);
     *st = m.st;
     r
@@ -403,7 +418,10 @@ pub(crate) fn run_recording(
     cfg: &RunConfig,
     record: bool,
 ) -> (RunResult, Vec<RtValue>, HashMap<usize, (u64, Slot)>) {
-    let mut st = State { vals: vec![RtValue::Int(0); trace.ops.len()], ..State::default() };
+    let mut st = State {
+        vals: vec![RtValue::Int(0); trace.ops.len()],
+        ..State::default()
+    };
     st.heap.preset = cfg.preset.clone();
     if record {
         st.provenance = Some(HashMap::new());
@@ -442,7 +460,10 @@ impl<'a> Machine<'a> {
         let mut pc = t.num_inputs;
         loop {
             if pc >= t.ops.len() {
-                return Outcome::Invalid { op: None, reason: "execution ran past the last op".into() };
+                return Outcome::Invalid {
+                    op: None,
+                    reason: "execution ran past the last op".into(),
+                };
             }
             match self.step(pc) {
                 Ok(next) => pc = next,
@@ -485,20 +506,29 @@ impl<'a> Machine<'a> {
     }
 
     fn field_descr(&self, at: OpRef) -> Result<&'a FieldDescr, Stop> {
-        self.descr(at)?.as_field().ok_or_else(|| invalid(at, "expected a field descriptor"))
+        self.descr(at)?
+            .as_field()
+            .ok_or_else(|| invalid(at, "expected a field descriptor"))
     }
 
     fn array_descr(&self, at: OpRef) -> Result<&'a ArrayDescr, Stop> {
-        self.descr(at)?.as_array().ok_or_else(|| invalid(at, "expected an array descriptor"))
+        self.descr(at)?
+            .as_array()
+            .ok_or_else(|| invalid(at, "expected an array descriptor"))
     }
 
     fn size_descr(&self, at: OpRef) -> Result<&'a SizeDescr, Stop> {
-        self.descr(at)?.as_size().ok_or_else(|| invalid(at, "expected a size descriptor"))
+        self.descr(at)?
+            .as_size()
+            .ok_or_else(|| invalid(at, "expected a size descriptor"))
     }
 
     fn nonnull(&self, at: OpRef, i: usize) -> Result<u64, Stop> {
         match self.arg(at, i)?.bits() {
-            0 => Err(invalid(at, format!("{} through a null pointer", self.trace.op(at).opcode))),
+            0 => Err(invalid(
+                at,
+                format!("{} through a null pointer", self.trace.op(at).opcode),
+            )),
             a => Ok(a),
         }
     }
@@ -520,7 +550,10 @@ impl<'a> Machine<'a> {
 
     fn alloc_len(&self, at: OpRef, n: i64) -> Result<u64, Stop> {
         if !(0..=MAX_ALLOC_LEN).contains(&n) {
-            return Err(invalid(at, format!("allocation length {n} outside 0..={MAX_ALLOC_LEN}")));
+            return Err(invalid(
+                at,
+                format!("allocation length {n} outside 0..={MAX_ALLOC_LEN}"),
+            ));
         }
         Ok(n as u64)
     }
@@ -562,7 +595,11 @@ impl<'a> Machine<'a> {
                 Err(stop) => return stop,
             }
         }
-        Outcome::GuardFailed { guard: gd.id, resume_key: gd.resume_key, values }
+        Outcome::GuardFailed {
+            guard: gd.id,
+            resume_key: gd.resume_key,
+            values,
+        }
     }
 
     fn fail_value(
@@ -597,12 +634,20 @@ impl<'a> Machine<'a> {
         };
         let (kind, class) = match v.kind {
             VirtualKind::Struct { opcode, descr: d } => {
-                let sd = descr(d)?.as_size().ok_or_else(|| invalid(at, "struct virtual needs a size descriptor"))?;
-                let class = if opcode == Opcode::NewWithVtable { default_class(sd) } else { 0 };
+                let sd = descr(d)?
+                    .as_size()
+                    .ok_or_else(|| invalid(at, "struct virtual needs a size descriptor"))?;
+                let class = if opcode == Opcode::NewWithVtable {
+                    default_class(sd)
+                } else {
+                    0
+                };
                 (ObjKind::Struct { size: sd.size }, class)
             }
             VirtualKind::Array { descr: d, len, .. } => {
-                descr(d)?.as_array().ok_or_else(|| invalid(at, "array virtual needs an array descriptor"))?;
+                descr(d)?
+                    .as_array()
+                    .ok_or_else(|| invalid(at, "array virtual needs an array descriptor"))?;
                 (ObjKind::Array { len: len as u64 }, 0)
             }
         };
@@ -615,8 +660,9 @@ impl<'a> Machine<'a> {
             let value = self.fail_value(at, gd, fa, memo)?;
             let (slot, immutable, value) = match *field {
                 VirtualField::Field(d) => {
-                    let fd =
-                        descr(d)?.as_field().ok_or_else(|| invalid(at, "virtual field needs a field descriptor"))?;
+                    let fd = descr(d)?
+                        .as_field()
+                        .ok_or_else(|| invalid(at, "virtual field needs a field descriptor"))?;
                     (Slot::Field(fd.offset), fd.immutable, narrow(value, fd.size, fd.signed))
                 }
                 VirtualField::Item(k) => (Slot::Item(k as u64), false, value),
@@ -712,7 +758,11 @@ impl<'a> Machine<'a> {
             }
             Newstr | Newunicode => {
                 let len = self.alloc_len(at, self.int_arg(at, 0)?)?;
-                let kind = if opc == Newstr { ObjKind::Str { len } } else { ObjKind::Unicode { len } };
+                let kind = if opc == Newstr {
+                    ObjKind::Str { len }
+                } else {
+                    ObjKind::Unicode { len }
+                };
                 let a = self.st.heap.alloc(kind, 0, false);
                 self.set(at, RtValue::Ref(a));
             }
@@ -721,7 +771,10 @@ impl<'a> Machine<'a> {
                 let fd = self.field_descr(at)?;
                 let p = self.nonnull(at, 0)?;
                 self.note_read(at, p, Slot::Field(fd.offset), fd.immutable);
-                let v = self.st.heap.read(p, Slot::Field(fd.offset), opc.result_kind(), fd.immutable);
+                let v = self
+                    .st
+                    .heap
+                    .read(p, Slot::Field(fd.offset), opc.result_kind(), fd.immutable);
                 self.set(at, narrow(v, fd.size, fd.signed));
             }
             SetfieldGc => {
@@ -733,7 +786,10 @@ impl<'a> Machine<'a> {
             GetfieldRawI | GetfieldRawR | GetfieldRawF => {
                 let fd = self.field_descr(at)?;
                 let a = self.nonnull(at, 0)?;
-                let v = self.st.heap.read_raw(a.wrapping_add(fd.offset as u64), opc.result_kind());
+                let v = self
+                    .st
+                    .heap
+                    .read_raw(a.wrapping_add(fd.offset as u64), opc.result_kind());
                 self.set(at, narrow(v, fd.size, fd.signed));
             }
             SetfieldRaw => {
@@ -795,7 +851,10 @@ impl<'a> Machine<'a> {
                 let p = self.nonnull(at, 0)?;
                 let i = self.index(at, p, self.int_arg(at, 1)?)?;
                 self.note_read(at, p, Slot::Interior(i, fd.offset), fd.immutable);
-                let v = self.st.heap.read(p, Slot::Interior(i, fd.offset), opc.result_kind(), fd.immutable);
+                let v = self
+                    .st
+                    .heap
+                    .read(p, Slot::Interior(i, fd.offset), opc.result_kind(), fd.immutable);
                 self.set(at, narrow(v, fd.size, fd.signed));
             }
             SetinteriorfieldGc => {
@@ -825,14 +884,22 @@ impl<'a> Machine<'a> {
                 let p = self.nonnull(at, 0)?;
                 let i = self.index(at, p, self.int_arg(at, 1)?)?;
                 let v = self.st.heap.read(p, Slot::Item(i), Kind::Int, true);
-                let v = if opc == Strgetitem { narrow(v, 1, false) } else { narrow(v, 4, false) };
+                let v = if opc == Strgetitem {
+                    narrow(v, 1, false)
+                } else {
+                    narrow(v, 4, false)
+                };
                 self.set(at, v);
             }
             Strsetitem | Unicodesetitem => {
                 let p = self.nonnull(at, 0)?;
                 let i = self.index(at, p, self.int_arg(at, 1)?)?;
                 let v = self.arg(at, 2)?;
-                let v = if opc == Strsetitem { narrow(v, 1, false) } else { narrow(v, 4, false) };
+                let v = if opc == Strsetitem {
+                    narrow(v, 1, false)
+                } else {
+                    narrow(v, 4, false)
+                };
                 self.st.heap.write(p, Slot::Item(i), v, false);
             }
             Strhash | Unicodehash => {
@@ -863,7 +930,11 @@ impl<'a> Machine<'a> {
                     let size = if opc == Copystrcontent { 1 } else { 4 };
                     let items: Vec<RtValue> = (0..n)
                         .map(|k| {
-                            narrow(self.st.heap.read(src, Slot::Item((ss + k) as u64), Kind::Int, true), size, false)
+                            narrow(
+                                self.st.heap.read(src, Slot::Item((ss + k) as u64), Kind::Int, true),
+                                size,
+                                false,
+                            )
                         })
                         .collect();
                     for (k, v) in items.into_iter().enumerate() {
@@ -922,8 +993,13 @@ impl<'a> Machine<'a> {
     /// Assign `vals` to the parameters of the label at `label` and return the pc after them.
     fn enter(&mut self, at: OpRef, label: usize, vals: Vec<RtValue>) -> Result<usize, Stop> {
         let t = self.trace;
-        let n =
-            t.ops.get(label).map_or(usize::MAX, |l| if l.opcode == Opcode::Label { l.args.len() } else { usize::MAX });
+        let n = t.ops.get(label).map_or(usize::MAX, |l| {
+            if l.opcode == Opcode::Label {
+                l.args.len()
+            } else {
+                usize::MAX
+            }
+        });
         if n != vals.len() || label + n >= t.ops.len() {
             return Err(invalid(at, "label and jump disagree on the number of loop parameters"));
         }
@@ -1127,7 +1203,12 @@ mod tests {
             op.descr = d;
             let trace = if opc.is_guard() {
                 let mut t = b.finish_unverified();
-                t.guards.push(GuardData { id: GuardId(0), resume_key: 0, fail_args: vec![], virtuals: vec![] });
+                t.guards.push(GuardData {
+                    id: GuardId(0),
+                    resume_key: 0,
+                    fail_args: vec![],
+                    virtuals: vec![],
+                });
                 op.guard = Some(crate::GuardRef::new(0));
                 t.ops.push(op);
                 t.ops.push(crate::Op::new(Opcode::Finish, &[]));
@@ -1139,7 +1220,10 @@ mod tests {
             };
             let r = run(&trace, &[], &RunConfig::default());
             if let Outcome::Invalid { reason, .. } = &r.outcome {
-                assert!(!reason.contains("not handled") && !reason.contains("not a known guard"), "{opc}: {reason}");
+                assert!(
+                    !reason.contains("not handled") && !reason.contains("not a known guard"),
+                    "{opc}: {reason}"
+                );
             }
         }
     }

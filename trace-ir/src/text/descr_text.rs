@@ -173,7 +173,14 @@ fn parse_field(kind_char: char, rest: &[&str]) -> Result<FieldDescr, String> {
         return Err(format!("bad field name `{name}`"));
     }
     let offset: i64 = int_word(rest.get(1), "field offset")?;
-    let mut f = FieldDescr { name: name.to_string(), offset, size: DEFAULT_FIELD_SIZE, signed, kind, immutable: false };
+    let mut f = FieldDescr {
+        name: name.to_string(),
+        offset,
+        size: DEFAULT_FIELD_SIZE,
+        signed,
+        kind,
+        immutable: false,
+    };
     for w in &rest[2..] {
         if *w == "pure" {
             f.immutable = true;
@@ -229,7 +236,13 @@ pub fn parse_angle_descr(text: &str) -> Result<Descr, String> {
             _ => (Kind::Float, false),
         };
         let item_size: u8 = int_word(rest.first(), "item size")?;
-        let mut a = ArrayDescr { item_size, signed, kind, base_offset: DEFAULT_ARRAY_BASE, len_offset: DEFAULT_ARRAY_LEN };
+        let mut a = ArrayDescr {
+            item_size,
+            signed,
+            kind,
+            base_offset: DEFAULT_ARRAY_BASE,
+            len_offset: DEFAULT_ARRAY_LEN,
+        };
         for w in rest.iter().skip(1) {
             if *w == "signed" && kind != Kind::Int {
                 a.signed = true;
@@ -250,7 +263,10 @@ pub fn parse_angle_descr(text: &str) -> Result<Descr, String> {
             .and_then(|s| s.strip_suffix('>'))
             .ok_or_else(|| format!("expected `<Field...>` in an interior field descriptor, found `{inner}`"))?;
         let field = parse_field_text(inner)?;
-        let mut d = InteriorDescr { item_size: DEFAULT_INTERIOR_ITEM, field };
+        let mut d = InteriorDescr {
+            item_size: DEFAULT_INTERIOR_ITEM,
+            field,
+        };
         for w in rest.iter().skip(1) {
             match ext_value::<i64>(w, "item") {
                 Some(v) => d.item_size = v?,
@@ -276,7 +292,11 @@ pub fn parse_angle_descr(text: &str) -> Result<Descr, String> {
                         'i' => Kind::Int,
                         'r' => Kind::Ref,
                         'f' => Kind::Float,
-                        _ => return Err(format!("bad argument kind `{c}` in a call descriptor (expected i, r or f)")),
+                        _ => {
+                            return Err(format!(
+                                "bad argument kind `{c}` in a call descriptor (expected i, r or f)"
+                            ))
+                        }
                     });
                 }
                 i += 1;
@@ -295,7 +315,13 @@ pub fn parse_angle_descr(text: &str) -> Result<Descr, String> {
             }
         }
         let effect = effect.ok_or("call descriptor without `EF=`")?;
-        return Ok(Descr::Call(CallDescr { result, result_size, args, effect, oopspec }));
+        return Ok(Descr::Call(CallDescr {
+            result,
+            result_size,
+            args,
+            effect,
+            oopspec,
+        }));
     }
     if ws.len() == 1 {
         if let Some(n) = head.strip_prefix("Loop").and_then(|n| n.parse::<i64>().ok()) {
@@ -320,7 +346,9 @@ pub(crate) fn parse_guard_descr(text: &str) -> Result<GuardSpec, String> {
     let ws = words(text)?;
     let head = ws.first().copied().unwrap_or("");
     let Some(num) = head.strip_prefix("Guard") else {
-        return Err(format!("a guard's descriptor must be `<GuardN>` or `<Guard0x...>`, found `<{text}>`"));
+        return Err(format!(
+            "a guard's descriptor must be `<GuardN>` or `<Guard0x...>`, found `<{text}>`"
+        ));
     };
     let mut key = None;
     for w in &ws[1..] {
@@ -379,7 +407,18 @@ mod tests {
 
     #[test]
     fn malformed_known_forms_are_errors() {
-        for s in ["FieldS x", "FieldS x y", "FieldS x 8 bogus", "SizeDescr", "ArrayS 999", "Calli 8 iz EF=0", "Calli 8 ii", "Calli 8 ii EF=9", "InteriorFieldDescr x", ""] {
+        for s in [
+            "FieldS x",
+            "FieldS x y",
+            "FieldS x 8 bogus",
+            "SizeDescr",
+            "ArrayS 999",
+            "Calli 8 iz EF=0",
+            "Calli 8 ii",
+            "Calli 8 ii EF=9",
+            "InteriorFieldDescr x",
+            "",
+        ] {
             assert!(parse_angle_descr(s).is_err(), "{s}");
         }
         assert_eq!(parse_angle_descr("FieldQ x 8"), Ok(Descr::Other("FieldQ x 8".into())));
@@ -389,7 +428,10 @@ mod tests {
     fn guard_descrs() {
         assert_eq!(parse_guard_descr("Guard3"), Ok(GuardSpec::Id(3, None)));
         assert_eq!(parse_guard_descr("Guard3 key=9"), Ok(GuardSpec::Id(3, Some(9))));
-        assert_eq!(parse_guard_descr("Guard3 key=0x7f31"), Ok(GuardSpec::Id(3, Some(0x7f31))));
+        assert_eq!(
+            parse_guard_descr("Guard3 key=0x7f31"),
+            Ok(GuardSpec::Id(3, Some(0x7f31)))
+        );
         assert!(parse_guard_descr("Guard3 key=x").is_err());
         assert_eq!(parse_guard_descr("Guard0x7f31"), Ok(GuardSpec::Address(0x7f31)));
         assert!(parse_guard_descr("Loop3").is_err());

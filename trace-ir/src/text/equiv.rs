@@ -39,11 +39,23 @@ fn same_virtual(a: &Trace, va: &VirtualObject, b: &Trace, vb: &VirtualObject) ->
             }
         }
         (
-            VirtualKind::Array { opcode: oa, descr: da, len: la },
-            VirtualKind::Array { opcode: ob, descr: db, len: lb },
+            VirtualKind::Array {
+                opcode: oa,
+                descr: da,
+                len: la,
+            },
+            VirtualKind::Array {
+                opcode: ob,
+                descr: db,
+                len: lb,
+            },
         ) => {
             if oa != ob || la != lb || descr(a, da) != descr(b, db) {
-                return Err(format!("{oa}({la}) {:?} vs {ob}({lb}) {:?}", descr(a, da), descr(b, db)));
+                return Err(format!(
+                    "{oa}({la}) {:?} vs {ob}({lb}) {:?}",
+                    descr(a, da),
+                    descr(b, db)
+                ));
             }
         }
         _ => return Err("struct vs array".into()),
@@ -96,7 +108,10 @@ pub fn traces_equivalent(a: &Trace, b: &Trace) -> Result<(), String> {
         if da != db {
             return Err(at(format!("descriptor {da:?} vs {db:?}")));
         }
-        match (x.guard.map(|g| a.guards.get(g.index())), y.guard.map(|g| b.guards.get(g.index()))) {
+        match (
+            x.guard.map(|g| a.guards.get(g.index())),
+            y.guard.map(|g| b.guards.get(g.index())),
+        ) {
             (None, None) => {}
             (Some(Some(ga)), Some(Some(gb))) => {
                 if ga.id != gb.id || ga.resume_key != gb.resume_key {
@@ -106,7 +121,11 @@ pub fn traces_equivalent(a: &Trace, b: &Trace) -> Result<(), String> {
                     )));
                 }
                 if ga.fail_args.len() != gb.fail_args.len() {
-                    return Err(at(format!("{} fail args vs {}", ga.fail_args.len(), gb.fail_args.len())));
+                    return Err(at(format!(
+                        "{} fail args vs {}",
+                        ga.fail_args.len(),
+                        gb.fail_args.len()
+                    )));
                 }
                 for (k, (fa, fb)) in ga.fail_args.iter().zip(&gb.fail_args).enumerate() {
                     if fail_arg(a, fa) != fail_arg(b, fb) {

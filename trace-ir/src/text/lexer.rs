@@ -51,7 +51,11 @@ impl<'a> Cursor<'a> {
 
     /// An error at byte offset `pos`.
     pub(crate) fn error_at(&self, pos: usize, message: impl Into<String>) -> ParseError {
-        ParseError { line: self.line, column: self.column_of(pos), message: message.into() }
+        ParseError {
+            line: self.line,
+            column: self.column_of(pos),
+            message: message.into(),
+        }
     }
 
     /// An error at the current position.

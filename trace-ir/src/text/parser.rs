@@ -7,9 +7,7 @@ use super::ParseError;
 use crate::descr::Descr;
 use crate::entity::{DescrRef, GuardId, GuardRef, OpRef, Value};
 use crate::opcode::{DescrKind, Kind, Opcode};
-use crate::trace::{
-    symbol_address, Const, FailArg, GuardData, Op, Trace, VirtualField, VirtualKind, VirtualObject,
-};
+use crate::trace::{symbol_address, Const, FailArg, GuardData, Op, Trace, VirtualField, VirtualKind, VirtualObject};
 use crate::verify::verify;
 use smallvec::SmallVec;
 use std::collections::{HashMap, HashSet};
@@ -183,10 +181,11 @@ impl TraceParser {
             loop {
                 cur.skip_ws();
                 let pos = cur.pos();
-                let name = cur.ident().ok_or_else(|| cur.unexpected("an input name like `i0` or `p1`"))?;
-                let kind = name_kind(name).ok_or_else(|| {
-                    cur.error_at(pos, format!("bad input name `{name}`: names start with i, p or f"))
-                })?;
+                let name = cur
+                    .ident()
+                    .ok_or_else(|| cur.unexpected("an input name like `i0` or `p1`"))?;
+                let kind = name_kind(name)
+                    .ok_or_else(|| cur.error_at(pos, format!("bad input name `{name}`: names start with i, p or f")))?;
                 self.define(cur, name, pos, pos, |p, line, col| {
                     let op = Opcode::input_for(kind).expect("variable kinds are never void");
                     p.push_op(Op::new(op, &[]), line, col)
@@ -321,7 +320,11 @@ impl TraceParser {
                     return Err(cur.error_at(pos, format!("expected a value, found `{name}`")));
                 }
                 let value = self.lookup(cur, name, pos)?;
-                Ok(Arg { value, pos, name: Some(name) })
+                Ok(Arg {
+                    value,
+                    pos,
+                    name: Some(name),
+                })
             }
             _ => Err(cur.unexpected("a value (a name like `i3` or a constant)")),
         }
@@ -369,10 +372,16 @@ impl TraceParser {
             return Ok(DescrText::Target(n, pos));
         }
         if cur.peek() == Some('<') {
-            let text = cur.angle_block().map_err(|e| ParseError { message: format!("bad descriptor: {}", e.message), ..e })?;
+            let text = cur.angle_block().map_err(|e| ParseError {
+                message: format!("bad descriptor: {}", e.message),
+                ..e
+            })?;
             return Ok(DescrText::Angle(text, pos));
         }
-        Err(cur.error_at(pos, "bad descriptor: expected `<...>` or `TargetToken(n)` after `descr=`"))
+        Err(cur.error_at(
+            pos,
+            "bad descriptor: expected `<...>` or `TargetToken(n)` after `descr=`",
+        ))
     }
 
     fn op_line(&mut self, cur: &mut Cursor<'_>) -> Result<(), ParseError> {
@@ -391,8 +400,8 @@ impl TraceParser {
         cur.skip_ws();
         let op_pos = cur.pos();
         let opname = cur.ident().ok_or_else(|| cur.unexpected("an operation name"))?;
-        let opcode = Opcode::from_name(opname)
-            .ok_or_else(|| cur.error_at(op_pos, format!("unknown operation `{opname}`")))?;
+        let opcode =
+            Opcode::from_name(opname).ok_or_else(|| cur.error_at(op_pos, format!("unknown operation `{opname}`")))?;
         if cur.rest().trim_start().is_empty() {
             return Err(cur.error(format!("truncated line: expected `(` after `{opname}`")));
         }
@@ -432,7 +441,12 @@ impl TraceParser {
                 if k != want {
                     return Err(cur.error_at(
                         a.pos,
-                        format!("kind mismatch: operand {} of `{opname}` must be {}, got {}", i + 1, kind_name(want), kind_name(k)),
+                        format!(
+                            "kind mismatch: operand {} of `{opname}` must be {}, got {}",
+                            i + 1,
+                            kind_name(want),
+                            kind_name(k)
+                        ),
                     ));
                 }
             }
@@ -442,7 +456,8 @@ impl TraceParser {
         let mut descr_ref = None;
         match descr {
             Some(DescrText::Angle(text, pos)) if opcode.is_guard() => {
-                guard_spec = Some(parse_guard_descr(text).map_err(|m| cur.error_at(pos, format!("bad descriptor: {m}")))?);
+                guard_spec =
+                    Some(parse_guard_descr(text).map_err(|m| cur.error_at(pos, format!("bad descriptor: {m}")))?);
             }
             Some(DescrText::Target(_, pos)) if opcode.is_guard() => {
                 return Err(cur.error_at(pos, "bad descriptor: a guard's descriptor must be `<GuardN>`"));
@@ -450,9 +465,10 @@ impl TraceParser {
             Some(d) => {
                 let (descr, pos) = match d {
                     DescrText::Target(n, pos) => (Descr::Target(n), pos),
-                    DescrText::Angle(text, pos) => {
-                        (parse_angle_descr(text).map_err(|m| cur.error_at(pos, format!("bad descriptor: {m}")))?, pos)
-                    }
+                    DescrText::Angle(text, pos) => (
+                        parse_angle_descr(text).map_err(|m| cur.error_at(pos, format!("bad descriptor: {m}")))?,
+                        pos,
+                    ),
                 };
                 let ok = match opcode.descr_kind() {
                     DescrKind::None => false,
@@ -491,7 +507,11 @@ impl TraceParser {
                 Some(k) if k != result_kind => {
                     return Err(cur.error_at(
                         pos,
-                        format!("kind mismatch: `{name}` names {} but `{opname}` returns {}", kind_name(k), kind_name(result_kind)),
+                        format!(
+                            "kind mismatch: `{name}` names {} but `{opname}` returns {}",
+                            kind_name(k),
+                            kind_name(result_kind)
+                        ),
                     ))
                 }
                 Some(_) => {}
@@ -546,7 +566,16 @@ impl TraceParser {
                 Some(GuardSpec::Address(a)) => ((0, a), Some(Some(a))),
                 None => ((0, 0), Some(None)),
             };
-            guard_data = Some((GuardData { id: GuardId(id.0), resume_key: id.1, fail_args, virtuals }, fresh, infer));
+            guard_data = Some((
+                GuardData {
+                    id: GuardId(id.0),
+                    resume_key: id.1,
+                    fail_args,
+                    virtuals,
+                },
+                fresh,
+                infer,
+            ));
         }
         // Label parameters.
         let mut params: Option<Vec<(&str, usize)>> = None;
@@ -570,7 +599,11 @@ impl TraceParser {
             if names.len() != args.len() {
                 return Err(cur.error_at(
                     op_pos,
-                    format!("label has {} operand(s) but {} parameter name(s)", args.len(), names.len()),
+                    format!(
+                        "label has {} operand(s) but {} parameter name(s)",
+                        args.len(),
+                        names.len()
+                    ),
                 ));
             }
             params = Some(names);
@@ -599,7 +632,12 @@ impl TraceParser {
             None => self.push_op(op, line, col),
         };
         if let Some((guard, fresh, infer)) = pending {
-            self.guards.push(PendingGuard { op: r, guard, fresh, infer });
+            self.guards.push(PendingGuard {
+                op: r,
+                guard,
+                fresh,
+                infer,
+            });
         }
         if opcode == Opcode::Label {
             self.label_params(cur, &args, params, line, col)?;
@@ -621,30 +659,33 @@ impl TraceParser {
         let mut binds: Vec<(String, OpRef)> = Vec::new();
         for (k, a) in args.iter().enumerate() {
             let kind = self.kind_of(a.value);
-            let name = match &params {
-                Some(names) => {
-                    let (name, pos) = names[k];
-                    match name_kind(name) {
-                        Some(nk) if nk == kind => name,
-                        Some(nk) => {
-                            return Err(cur.error_at(
-                                pos,
-                                format!("kind mismatch: parameter `{name}` names {} but its operand is {}", kind_name(nk), kind_name(kind)),
-                            ))
+            let name =
+                match &params {
+                    Some(names) => {
+                        let (name, pos) = names[k];
+                        match name_kind(name) {
+                            Some(nk) if nk == kind => name,
+                            Some(nk) => {
+                                return Err(cur.error_at(
+                                    pos,
+                                    format!(
+                                        "kind mismatch: parameter `{name}` names {} but its operand is {}",
+                                        kind_name(nk),
+                                        kind_name(kind)
+                                    ),
+                                ))
+                            }
+                            None => return Err(cur.error_at(pos, format!("bad parameter name `{name}`"))),
                         }
-                        None => return Err(cur.error_at(pos, format!("bad parameter name `{name}`"))),
                     }
-                }
-                None => match a.name {
-                    Some(n) => n,
-                    None => {
-                        return Err(cur.error_at(
+                    None => match a.name {
+                        Some(n) => n,
+                        None => return Err(cur.error_at(
                             a.pos,
                             "a constant label operand needs explicit parameter names: write `label(...) -> [names]`",
-                        ))
-                    }
-                },
-            };
+                        )),
+                    },
+                };
             let opcode = Opcode::input_for(kind).expect("operand kinds are never void");
             let r = self.push_op(Op::new(opcode, &[]), line, col);
             binds.push((name.to_string(), r));
@@ -656,7 +697,11 @@ impl TraceParser {
     }
 
     /// The `{...}` block of virtual objects (after `{`).
-    fn virtuals(&mut self, cur: &mut Cursor<'_>, refs: &mut Vec<(u32, usize)>) -> Result<Vec<VirtualObject>, ParseError> {
+    fn virtuals(
+        &mut self,
+        cur: &mut Cursor<'_>,
+        refs: &mut Vec<(u32, usize)>,
+    ) -> Result<Vec<VirtualObject>, ParseError> {
         let mut out = Vec::new();
         if cur.eat('}') {
             return Ok(out);
@@ -671,14 +716,21 @@ impl TraceParser {
             }
             match cur.number() {
                 Ok(Number::Int(k)) if k == out.len() as i64 => {}
-                _ => return Err(cur.error_at(pos, format!("expected `${}` (virtual objects are numbered in order)", out.len()))),
+                _ => {
+                    return Err(cur.error_at(
+                        pos,
+                        format!("expected `${}` (virtual objects are numbered in order)", out.len()),
+                    ))
+                }
             }
             cur.expect('=', "after the virtual object's number")?;
             let op_pos = {
                 cur.skip_ws();
                 cur.pos()
             };
-            let opname = cur.ident().ok_or_else(|| cur.unexpected("an allocation (new, new_with_vtable, new_array)"))?;
+            let opname = cur
+                .ident()
+                .ok_or_else(|| cur.unexpected("an allocation (new, new_with_vtable, new_array)"))?;
             let opcode = match Opcode::from_name(opname) {
                 Some(o @ (Opcode::New | Opcode::NewWithVtable | Opcode::NewArray | Opcode::NewArrayClear)) => o,
                 _ => return Err(cur.error_at(op_pos, format!("`{opname}` cannot describe a virtual object"))),
@@ -700,7 +752,11 @@ impl TraceParser {
             let d = match self.descr_text(cur)? {
                 DescrText::Angle(text, dpos) => {
                     let d = parse_angle_descr(text).map_err(|m| cur.error_at(dpos, format!("bad descriptor: {m}")))?;
-                    let ok = if is_array { matches!(d, Descr::Array(_)) } else { matches!(d, Descr::Size(_)) };
+                    let ok = if is_array {
+                        matches!(d, Descr::Array(_))
+                    } else {
+                        matches!(d, Descr::Size(_))
+                    };
                     if !ok {
                         return Err(cur.error_at(dpos, format!("bad descriptor for `{opname}`")));
                     }
@@ -709,7 +765,11 @@ impl TraceParser {
                 DescrText::Target(_, dpos) => return Err(cur.error_at(dpos, format!("bad descriptor for `{opname}`"))),
             };
             cur.expect(')', &format!("to close `{opname}(`"))?;
-            let kind = if is_array { VirtualKind::Array { opcode, descr: d, len } } else { VirtualKind::Struct { opcode, descr: d } };
+            let kind = if is_array {
+                VirtualKind::Array { opcode, descr: d, len }
+            } else {
+                VirtualKind::Struct { opcode, descr: d }
+            };
             let mut fields = Vec::new();
             loop {
                 cur.skip_ws();
@@ -776,7 +836,12 @@ impl TraceParser {
         // guard that something after it uses.
         if self.guards.iter().any(|g| g.infer) {
             let n = self.trace.ops.len();
-            let inferred: HashSet<usize> = self.guards.iter().filter(|g| g.infer).map(|g| g.guard.index()).collect();
+            let inferred: HashSet<usize> = self
+                .guards
+                .iter()
+                .filter(|g| g.infer)
+                .map(|g| g.guard.index())
+                .collect();
             let mut last_use = vec![0usize; n];
             for (i, op) in self.trace.ops.iter().enumerate() {
                 let mut note = |v: &Value| {
@@ -794,7 +859,9 @@ impl TraceParser {
                             }
                         };
                         gd.fail_args.iter().for_each(&mut fa);
-                        gd.virtuals.iter().for_each(|v| v.fields.iter().for_each(|(_, x)| fa(x)));
+                        gd.virtuals
+                            .iter()
+                            .for_each(|v| v.fields.iter().for_each(|(_, x)| fa(x)));
                     }
                 }
             }
@@ -812,7 +879,11 @@ impl TraceParser {
                 Some(op) => self.op_pos.get(op.index()).copied().unwrap_or((self.last_line, 1)),
                 None => (self.last_line.max(1), 1),
             };
-            return Err(ParseError { line, column, message: format!("invalid trace: {}", e.message) });
+            return Err(ParseError {
+                line,
+                column,
+                message: format!("invalid trace: {}", e.message),
+            });
         }
         Ok(self.trace)
     }

@@ -42,7 +42,12 @@ pub fn is_pypy_log(text: &str) -> bool {
 /// Parse lines `lines[from..to]` (file line numbers are index + 1) as traces. With `multi`,
 /// a new trace starts after each final op; otherwise text after it is an error. Returns each
 /// trace with its header comment and first line.
-fn parse_lines(lines: &[&str], from: usize, to: usize, multi: bool) -> Result<Vec<(Trace, Option<String>, usize)>, ParseError> {
+fn parse_lines(
+    lines: &[&str],
+    from: usize,
+    to: usize,
+    multi: bool,
+) -> Result<Vec<(Trace, Option<String>, usize)>, ParseError> {
     let mut out = Vec::new();
     let mut parser = TraceParser::new();
     let mut header: Option<String> = None;
@@ -69,7 +74,11 @@ fn parse_lines(lines: &[&str], from: usize, to: usize, multi: bool) -> Result<Ve
     }
     if parser.started() || (!multi && out.is_empty()) {
         if !parser.started() {
-            return Err(ParseError { line: to.max(1), column: 1, message: "no trace in the input".into() });
+            return Err(ParseError {
+                line: to.max(1),
+                column: 1,
+                message: "no trace in the input".into(),
+            });
         }
         out.push((parser.finish()?, header, first_line));
     }
@@ -142,11 +151,13 @@ pub fn parse_file(text: &str) -> Result<Vec<Trace>, ParseError> {
             i += 1;
             continue;
         };
-        let end = (i + 1..lines.len()).find(|&k| section_end(lines[k]) == Some(cat)).ok_or_else(|| ParseError {
-            line: i + 1,
-            column: 1,
-            message: format!("section `{cat}` is not closed"),
-        })?;
+        let end = (i + 1..lines.len())
+            .find(|&k| section_end(lines[k]) == Some(cat))
+            .ok_or_else(|| ParseError {
+                line: i + 1,
+                column: 1,
+                message: format!("section `{cat}` is not closed"),
+            })?;
         if TRACE_SECTIONS.contains(&cat) {
             if cat == "jit-log-noopt" {
                 noopt += 1;
@@ -159,7 +170,11 @@ pub fn parse_file(text: &str) -> Result<Vec<Trace>, ParseError> {
             })?;
             let (mut t, header, _) = traces.pop().expect("single mode yields one trace or an error");
             let base = section_name(cat, header.as_deref(), noopt);
-            t.info = TraceInfo { name: format!("{base} (line {})", i + 1), section: Some(cat.to_string()), header };
+            t.info = TraceInfo {
+                name: format!("{base} (line {})", i + 1),
+                section: Some(cat.to_string()),
+                header,
+            };
             out.push(t);
         }
         i = end + 1;
@@ -186,14 +201,34 @@ mod tests {
         assert_eq!(t.info.name, "Loop 3 (line 1)");
         assert_eq!(t.info.section.as_deref(), Some("jit-log-opt-loop"));
         let two = format!("{log}{log}");
-        assert_eq!(parse_trace(&two).unwrap_err().to_string(), "line 1, column 1: expected one trace, the log holds 2");
+        assert_eq!(
+            parse_trace(&two).unwrap_err().to_string(),
+            "line 1, column 1: expected one trace, the log holds 2"
+        );
         assert_eq!(parse_file(&two).unwrap().len(), 2);
     }
 
     #[test]
     fn names_from_headers() {
-        assert_eq!(section_name("jit-log-opt-loop", Some("Loop 8 (fannkuch;x:14-25~#70 LOAD_FAST) : loop with 90 ops"), 0), "Loop 8");
-        assert_eq!(section_name("jit-log-opt-bridge", Some("bridge out of Guard 0x7f316aa4e698 with 78 ops"), 0), "bridge out of Guard 0x7f316aa4e698");
-        assert_eq!(section_name("jit-log-noopt", Some("Traced loop or bridge with 53 ops"), 3), "noopt #3");
+        assert_eq!(
+            section_name(
+                "jit-log-opt-loop",
+                Some("Loop 8 (fannkuch;x:14-25~#70 LOAD_FAST) : loop with 90 ops"),
+                0
+            ),
+            "Loop 8"
+        );
+        assert_eq!(
+            section_name(
+                "jit-log-opt-bridge",
+                Some("bridge out of Guard 0x7f316aa4e698 with 78 ops"),
+                0
+            ),
+            "bridge out of Guard 0x7f316aa4e698"
+        );
+        assert_eq!(
+            section_name("jit-log-noopt", Some("Traced loop or bridge with 53 ops"), 3),
+            "noopt #3"
+        );
     }
 }
