@@ -1869,9 +1869,19 @@ impl<'a> Pass<'a> {
                 return self.find(val);
             }
         }
-        self.flush_conflicting(d, false, obj, None);
+        let v = self.emit_load(op.opcode, d, args, false, obj);
+        if self.opts.heapcache {
+            self.heap.remember_field(d, obj, v);
+        }
+        v
+    }
+
+    /// Emit a heap load that the heap cache could not forward: delayed writes it may observe
+    /// are flushed first, and the result gets the bound the descriptor's size and sign give.
+    fn emit_load(&mut self, opcode: Opcode, d: DescrRef, args: &[Value], is_array: bool, obj: Value) -> Value {
+        self.flush_conflicting(d, is_array, obj, None);
         let v = self.emit(Op {
-            opcode: op.opcode,
+            opcode,
             descr: Some(d),
             guard: None,
             args: SmallVec::from_slice(args),
@@ -1880,9 +1890,6 @@ impl<'a> Pass<'a> {
             if let Some(b) = self.read_bound(d) {
                 self.info[v.as_op().unwrap().index()].bound = b;
             }
-        }
-        if self.opts.heapcache {
-            self.heap.remember_field(d, obj, v);
         }
         v
     }
@@ -2077,18 +2084,7 @@ impl<'a> Pass<'a> {
                 return self.find(val);
             }
         }
-        self.flush_conflicting(d, true, arr, None);
-        let v = self.emit(Op {
-            opcode: op.opcode,
-            descr: Some(d),
-            guard: None,
-            args: SmallVec::from_slice(args),
-        });
-        if self.opts.intbounds {
-            if let Some(b) = self.read_bound(d) {
-                self.info[v.as_op().unwrap().index()].bound = b;
-            }
-        }
+        let v = self.emit_load(op.opcode, d, args, true, arr);
         if self.opts.heapcache {
             if let Some(k) = cidx {
                 self.heap.remember_item(d, k, arr, v);
