@@ -12,12 +12,11 @@
 //! twice while ours counts it once; the `pypy body` column is the fairer comparison for
 //! loops.
 
-use crate::common::{json_str, read_file, Args, CliError, CliResult};
+use crate::common::{json_str, Args, CliError, CliResult};
 use trace_ir::interp::guided::guided_inputs;
-use trace_ir::interp::heap::external_address;
-use trace_ir::random::special_int;
+use trace_ir::random::random_inputs;
 use trace_ir::rng::{mix64, Rng};
-use trace_ir::{outcomes_equivalent, run, Kind, OpFlags, Opcode, RtValue, RunConfig, Trace};
+use trace_ir::{outcomes_equivalent, run, Kind, OpFlags, Opcode, RunConfig, Trace};
 use verify::validate::{validate, Config, Verdict};
 
 const CATS: [&str; 7] = ["int", "guard", "alloc", "read", "write", "call", "other"];
@@ -117,20 +116,8 @@ impl Row {
     }
 }
 
-fn random_inputs(rng: &mut Rng, t: &Trace) -> Vec<RtValue> {
-    t.input_kinds()
-        .into_iter()
-        .map(|k| match k {
-            Kind::Float => RtValue::float(rng.range_i64(-1000, 1000) as f64 / 8.0),
-            Kind::Ref => RtValue::Ref(external_address(rng.next_u64())),
-            _ => RtValue::Int(special_int(rng)),
-        })
-        .collect()
-}
-
 fn eval_file(path: &str, cfg: &Config, runs: u64) -> Result<Row, CliError> {
-    let text = read_file(path)?;
-    let traces = trace_ir::parse_file(&text).map_err(|e| CliError::Failed(format!("{path}: {e}")))?;
+    let traces = crate::common::load_traces(path)?;
     let mut row = Row {
         name: path.rsplit('/').next().unwrap_or(path).to_string(),
         ..Row::default()

@@ -15,11 +15,10 @@
 use crate::common::{json_str, Args, CliError, CliResult};
 use std::fmt::Write as _;
 use trace_ir::interp::guided::guided_inputs;
-use trace_ir::interp::heap::external_address;
 use trace_ir::interp::{run, Outcome, RtValue, RunConfig};
-use trace_ir::random::special_int;
+use trace_ir::random::random_inputs;
 use trace_ir::rng::{mix64, Rng};
-use trace_ir::{Kind, Trace};
+use trace_ir::Kind;
 
 /// Entry point of `tracejit interp`.
 pub fn interp(args: &[String]) -> CliResult {
@@ -177,17 +176,6 @@ fn parse_inputs(list: &str, kinds: &[Kind]) -> Result<Vec<RtValue>, String> {
                 Kind::Ref => parse_int(s).map(|v| RtValue::Ref(v as u64)).ok_or_else(bad),
                 _ => parse_int(s).map(RtValue::Int).ok_or_else(bad),
             }
-        })
-        .collect()
-}
-
-fn random_inputs(rng: &mut Rng, t: &Trace) -> Vec<RtValue> {
-    t.input_kinds()
-        .into_iter()
-        .map(|k| match k {
-            Kind::Float => RtValue::float(rng.range_i64(-1000, 1000) as f64 / 8.0),
-            Kind::Ref => RtValue::Ref(external_address(rng.next_u64())),
-            _ => RtValue::Int(special_int(rng)),
         })
         .collect()
 }

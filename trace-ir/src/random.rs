@@ -144,6 +144,19 @@ pub const SPECIAL_INTS: &[i64] = &[
     i64::MIN + 1,
 ];
 
+/// Random inputs of the kinds `t` takes: special integers (see [`special_int`]), small
+/// finite floats, and deterministic external references.
+pub fn random_inputs(rng: &mut Rng, t: &Trace) -> Vec<RtValue> {
+    t.input_kinds()
+        .into_iter()
+        .map(|k| match k {
+            Kind::Float => RtValue::float(rng.range_i64(-1000, 1000) as f64 / 8.0),
+            Kind::Ref => RtValue::Ref(external_address(rng.next_u64())),
+            _ => RtValue::Int(special_int(rng)),
+        })
+        .collect()
+}
+
 /// A random integer: a special value, a power of two or its neighbour, a small number, or
 /// any 64-bit value.
 pub fn special_int(rng: &mut Rng) -> i64 {

@@ -20,12 +20,10 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use backend_x86_64::{compile, CompileOptions, Exit, SimpleHeap};
-use trace_ir::interp::heap::external_address;
-use trace_ir::random::{random_trace, special_int, RandomConfig};
+pub use trace_ir::random::random_inputs;
+use trace_ir::random::{random_trace, RandomConfig};
 use trace_ir::rng::{hash_words, Rng};
-use trace_ir::{
-    outcomes_equivalent, run, FailArg, Kind, Outcome, RtValue, RunConfig, Trace, Value, ValueData, VirtualField,
-};
+use trace_ir::{outcomes_equivalent, run, FailArg, Outcome, RtValue, RunConfig, Trace, Value, ValueData, VirtualField};
 
 use crate::validate::{validate, Config, Verdict};
 
@@ -86,18 +84,6 @@ pub fn trace_params(bytes: &[u8], integers_only: bool) -> (RandomConfig, u64) {
         .map(|c| c.iter().fold(0u64, |a, &x| (a << 8) | x as u64))
         .collect();
     (cfg, hash_words(&words) ^ bytes.len() as u64)
-}
-
-/// Random inputs of the kinds `t` takes.
-pub fn random_inputs(rng: &mut Rng, t: &Trace) -> Vec<RtValue> {
-    t.input_kinds()
-        .into_iter()
-        .map(|k| match k {
-            Kind::Float => RtValue::float(rng.range_i64(-1000, 1000) as f64 / 8.0),
-            Kind::Ref => RtValue::Ref(external_address(rng.next_u64())),
-            _ => RtValue::Int(special_int(rng)),
-        })
-        .collect()
 }
 
 /// `parse` target: arbitrary text never panics the parser, and whatever parses prints and
