@@ -4,7 +4,10 @@
 
 use super::parser::{classify, LineKind, Status, TraceParser};
 use super::ParseError;
+use crate::descr::Descr;
+use crate::opcode::Kind;
 use crate::trace::{Trace, TraceInfo};
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The sections whose traces are read; other sections are skipped.
 pub const TRACE_SECTIONS: &[&str] = &["jit-log-noopt", "jit-log-opt-loop", "jit-log-opt-bridge"];
@@ -179,7 +182,42 @@ pub fn parse_file(text: &str) -> Result<Vec<Trace>, ParseError> {
         }
         i = end + 1;
     }
+    infer_field_sizes(&mut out);
     Ok(out)
+}
+
+/// PyPy's logs print no field sizes, so every integer field would be 8 bytes wide and two
+/// byte fields of the same struct at offsets 80 and 81 would overlap (a store to one would
+/// clobber the other). Infer each integer field's width from the layout the whole log
+/// shows: the widest of 8, 4, 2, 1 bytes that its offset is aligned to and that ends at or
+/// before the next field of the same struct (the qualified name up to its last `.`).
+/// Reference and float fields stay 8 bytes; so does a field with no known neighbour above.
+fn infer_field_sizes(traces: &mut [Trace]) {
+    let struct_of = |name: &str| name.rsplit_once('.').map_or(name, |(s, _)| s).to_string();
+    let mut layout: BTreeMap<String, BTreeSet<i64>> = BTreeMap::new();
+    for t in traces.iter() {
+        for d in &t.descrs {
+            if let Descr::Field(f) = d {
+                layout.entry(struct_of(&f.name)).or_default().insert(f.offset);
+            }
+        }
+    }
+    for t in traces.iter_mut() {
+        for d in &mut t.descrs {
+            let Descr::Field(f) = d else { continue };
+            if f.kind != Kind::Int {
+                continue;
+            }
+            let next = layout
+                .get(&struct_of(&f.name))
+                .and_then(|offs| offs.range(f.offset + 1..).next().copied());
+            let gap = next.map_or(i64::MAX, |n| n - f.offset);
+            f.size = [8u8, 4, 2, 1]
+                .into_iter()
+                .find(|&p| f.offset.rem_euclid(i64::from(p)) == 0 && i64::from(p) <= gap)
+                .unwrap_or(1);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -206,6 +244,29 @@ mod tests {
             "line 1, column 1: expected one trace, the log holds 2"
         );
         assert_eq!(parse_file(&two).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn field_sizes_inferred_from_neighbours() {
+        let log = "[1] {jit-log-noopt\n[p0]\n\
+            i1 = getfield_gc_i(p0, descr=<FieldU a.Frame.inst_escaped 80>)\n\
+            i2 = getfield_gc_i(p0, descr=<FieldU a.Frame.inst_finished 81>)\n\
+            i3 = getfield_gc_i(p0, descr=<FieldS a.Frame.inst_depth 72>)\n\
+            i4 = getfield_gc_i(p0, descr=<FieldS a.Other.inst_x 81>)\n\
+            p5 = getfield_gc_r(p0, descr=<FieldP a.Frame.inst_code 84>)\n\
+            finish()\n[2] jit-log-noopt}\n";
+        let traces = parse_file(log).unwrap();
+        let sizes: Vec<(String, u8)> = traces[0]
+            .descrs
+            .iter()
+            .filter_map(|d| d.as_field().map(|f| (f.name.clone(), f.size)))
+            .collect();
+        let size = |n: &str| sizes.iter().find(|(m, _)| m.ends_with(n)).map(|x| x.1);
+        assert_eq!(size("inst_escaped"), Some(1), "{sizes:?}");
+        assert_eq!(size("inst_finished"), Some(1), "81 is odd: {sizes:?}");
+        assert_eq!(size("inst_depth"), Some(8), "{sizes:?}");
+        assert_eq!(size("inst_x"), Some(1), "no neighbour, offset 81 is odd: {sizes:?}");
+        assert_eq!(size("inst_code"), Some(8), "references stay 8 bytes: {sizes:?}");
     }
 
     #[test]
