@@ -1,0 +1,64 @@
+//! A profiling driver for the backend: compiles the same random traces (100, 1,000 or 10,000
+//! ops, the compile benchmark's sets) in a loop for a while and prints the throughput, so
+//! `perf record` sees nothing but compilation.
+//!
+//! `cargo build --release -p benches --bin compile_profile`, then
+//! `perf record -g target/release/compile_profile [LEN] [SECONDS]` (defaults: 1000 ops, 5 s).
+
+use backend_x86_64::{compile, CompileOptions};
+use std::hint::black_box;
+use std::time::Instant;
+use trace_ir::random::{random_trace, RandomConfig};
+use trace_ir::Trace;
+
+/// The compile benchmark's set of about `len` ops (keep in sync with `benches/examples.rs`):
+/// random traces with heap ops, calls, floats and loops, different seeds.
+fn compile_set(len: usize) -> Vec<Trace> {
+    let count = (40_000 / len.max(1)).clamp(2, 40) as u64;
+    let cfg = RandomConfig {
+        length: len,
+        ..RandomConfig::default()
+    };
+    (0..count).map(|s| random_trace(&cfg, 1000 + s).0).collect()
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let len: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(1000);
+    let secs: f64 = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(5.0);
+    let traces = compile_set(len);
+    let ops: usize = traces.iter().map(|t| t.num_real_ops()).sum();
+    let opts = CompileOptions {
+        log_asm: false,
+        perf_map: false,
+        ..CompileOptions::default()
+    };
+    let code: usize = traces.iter().map(|t| compile(t, &opts).expect("compiles").code_size()).sum();
+    let guards: usize = traces.iter().map(|t| t.guards.len()).sum();
+    println!("{} bytes of code, {guards} guards", code);
+    let c0 = thread_cpu_seconds();
+    let t0 = Instant::now();
+    let mut rounds = 0u64;
+    while t0.elapsed().as_secs_f64() < secs {
+        for t in &traces {
+            black_box(compile(black_box(t), &opts).expect("compiles"));
+        }
+        rounds += 1;
+    }
+    let el = t0.elapsed().as_secs_f64();
+    let cpu = thread_cpu_seconds().zip(c0).map(|(b, a)| b - a).unwrap_or(el);
+    let total = ops as f64 * rounds as f64;
+    println!(
+        "{} traces, {ops} ops: {rounds} rounds in {el:.2} s wall, {cpu:.2} s CPU = {:.2} M ops/s wall, {:.2} M ops/s CPU",
+        traces.len(),
+        total / el / 1e6,
+        total / cpu / 1e6
+    );
+}
+
+/// CPU time of this thread in seconds (Linux `schedstat`), if available.
+fn thread_cpu_seconds() -> Option<f64> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let ns: f64 = s.split_whitespace().next()?.parse().ok()?;
+    Some(ns / 1e9)
+}
