@@ -243,6 +243,11 @@ pub(crate) struct Pass<'a> {
     resume_memo: FxHashMap<OpRef, u32>,
     /// Scratch of `resume_value`: virtuals whose description is pending.
     resume_work: Vec<(OpRef, u32)>,
+    /// While a `guard_true`/`guard_false` is emitted: its condition and the constant the
+    /// condition has whenever the guard fails. Resume data names that constant instead of the
+    /// condition, so the comparison is not kept alive only for the exit (the backend then
+    /// fuses it into the guard's jump).
+    exit_subst: Option<(Value, Value)>,
     /// The tables of `finish` (the others are moved out into the fields above while the pass
     /// runs, and back at the end).
     scratch: Box<Scratch>,
@@ -437,6 +442,7 @@ impl<'a> Pass<'a> {
             not_invalidated: false,
             resume_memo: FxHashMap::default(),
             resume_work: Vec::new(),
+            exit_subst: None,
             scratch: s,
         }
     }
@@ -1072,7 +1078,7 @@ impl<'a> Pass<'a> {
     /// so long chains cannot overflow the stack); shared and cyclic structures stay so.
     fn resume_value(&mut self, v: Value, out: &mut Vec<VirtualObject>, memo: &mut FxHashMap<OpRef, u32>) -> FailArg {
         if !self.is_virtual(v) {
-            return FailArg::Value(v);
+            return FailArg::Value(self.at_exit(v));
         }
         let mut work = std::mem::take(&mut self.resume_work);
         work.clear();
@@ -1087,7 +1093,7 @@ impl<'a> Pass<'a> {
                 let x = if self.is_virtual(val) {
                     self.virtual_index(val, out, memo, &mut work)
                 } else {
-                    FailArg::Value(val)
+                    FailArg::Value(self.at_exit(val))
                 };
                 fields.push((f, x));
             }
@@ -1095,6 +1101,16 @@ impl<'a> Pass<'a> {
         }
         self.resume_work = work;
         first
+    }
+
+    /// The value resume data names for the non-virtual `v` at the exit of the guard being
+    /// emitted (see [`Pass::exit_subst`]).
+    #[inline]
+    fn at_exit(&self, v: Value) -> Value {
+        match self.exit_subst {
+            Some((c, k)) if c == v => k,
+            _ => v,
+        }
     }
 
     /// The resume-data index of the virtual `v` (allocating it and queueing its description
@@ -1140,7 +1156,23 @@ impl<'a> Pass<'a> {
                         return Ok(None);
                     }
                 }
+                // When the guard fails, `c` is 0 (`guard_true`), or 1 (`guard_false` on a boolean).
+                if g && !c.is_const() && self.kind_of(c) == Kind::Int {
+                    let b = self.bound_of(c);
+                    let at_exit = if want {
+                        Some(0)
+                    } else if !b.is_empty() && b.lower_i64() >= 0 && b.upper_i64() <= 1 {
+                        Some(1)
+                    } else {
+                        None
+                    };
+                    if let Some(k) = at_exit {
+                        let k = self.make_int(k);
+                        self.exit_subst = Some((c, k));
+                    }
+                }
                 self.emit_guard(op, args);
+                self.exit_subst = None;
                 if g {
                     self.learn_bool(c, want, 0);
                 }

@@ -1117,10 +1117,10 @@ fn dead_stores_between_guards_are_removed() {
          i3 = int_add(i2, 1)
          setfield_gc(p0, 3, descr=<FieldS depth 8>)
          setarrayitem_gc(p1, 0, i3, descr=<ArrayS 8>)
-         guard_true(i2, descr=<Guard1>) [i2]
-         i5 = getfield_gc_i(p1, descr=<FieldS other 16>)
+         guard_true(i2, descr=<Guard1>) [0]
+         i7 = getfield_gc_i(p1, descr=<FieldS other 16>)
          setfield_gc(p0, 5, descr=<FieldS depth 8>)
-         finish(i5)",
+         finish(i7)",
     );
     assert_eq!(out.stats.removed(Reason::DeadStore), 4);
 }
@@ -1424,4 +1424,34 @@ fn bad_input_is_an_error_not_a_panic() {
         optimize(&t, &Options::default()),
         Err(optimizer::OptError::BadInput(_))
     ));
+}
+
+// ---------------------------------------------------------------- guards and their exits
+
+#[test]
+fn guard_condition_at_its_own_exit_is_a_constant() {
+    // When `guard_true(c)` fails, c is 0; when `guard_false(b)` fails on a boolean b, b is 1.
+    // Resume data names the constant (also inside a virtual object), so the comparison has no
+    // use left but the guard and the backend fuses it into the jump. `guard_false` on a
+    // non-boolean says nothing about the value at the exit: it stays.
+    check(
+        "[i0, i1]
+         i2 = int_lt(i0, i1)
+         p3 = new_with_vtable(descr=<SizeDescr 16 vtable=4096>)
+         setfield_gc(p3, i2, descr=<FieldS value 8>)
+         guard_true(i2, descr=<Guard1>) [i0, i2, p3]
+         i4 = int_eq(i0, 5)
+         guard_false(i4, descr=<Guard2>) [i4, i1]
+         i5 = int_and(i0, i1)
+         guard_false(i5, descr=<Guard3>) [i5]
+         finish(i0)",
+        "[i0, i1]
+         i2 = int_lt(i0, i1)
+         guard_true(i2, descr=<Guard1>) [i0, 0, $0] {$0 = new_with_vtable(descr=<SizeDescr 16 vtable=4096>) <FieldS value 8>: 0}
+         i4 = int_eq(i0, 5)
+         guard_false(i4, descr=<Guard2>) [1, i1]
+         i6 = int_and(i0, i1)
+         guard_false(i6, descr=<Guard3>) [i6]
+         finish(i0)",
+    );
 }
