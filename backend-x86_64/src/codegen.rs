@@ -38,6 +38,9 @@
 #![allow(clippy::useless_conversion)]
 
 use crate::checker::{Event, Val};
+// Ops handed to the runtime (Hooks mode); a child module so it can extend `Gen`.
+#[path = "hooks.rs"]
+mod hooks;
 use crate::pmove::{sequentialize, Loc};
 use crate::runtime::{self, ArrayLayout};
 use crate::{CompileError, CompileOptions, ExitInfo, ExitSlot, VirtualInit, VirtualLayout};
@@ -194,6 +197,9 @@ pub(crate) struct Generated {
     /// Boxed: the code embeds their addresses, which must not move when the vector grows.
     #[allow(clippy::vec_box)]
     pub array_layouts: Vec<Box<ArrayLayout>>,
+    /// Ops handed to the runtime, boxed for the same reason.
+    #[allow(clippy::vec_box)]
+    pub hook_ops: Vec<Box<runtime::HookOp>>,
 }
 
 pub(crate) struct Gen<'t> {
@@ -224,6 +230,8 @@ pub(crate) struct Gen<'t> {
     array_layouts: Vec<Box<ArrayLayout>>,
     /// Events for the symbolic checker (recorded when `CHECK`).
     events: RefCell<Vec<Event>>,
+    /// Ops handed to the runtime (see the `hooks` module).
+    hk: hooks::HookState,
 }
 
 type R<T> = Result<T, CompileError>;
@@ -327,6 +335,7 @@ impl<'t> Gen<'t> {
             ranges: Vec::new(),
             array_layouts: Vec::new(),
             events: RefCell::new(Vec::new()),
+            hk: hooks::HookState::new(opts),
         })
     }
 
@@ -855,6 +864,7 @@ impl<'t> Gen<'t> {
             exit_len: self.exit_len,
             ranges: self.ranges,
             array_layouts: self.array_layouts,
+            hook_ops: self.hk.ops,
         })
     }
 
@@ -1051,6 +1061,9 @@ impl<'t> Gen<'t> {
         let opc = op.opcode;
         let a = |i: usize| op.args[i];
         let fused = self.fused.take();
+        if self.hk.routes(opc) {
+            return self.hook_op(at);
+        }
         match opc {
             // ---- integer ALU -------------------------------------------------------------
             IntAdd | IntSub | IntAnd | IntOr | IntXor | IntMul | IntAddOvf | IntSubOvf | IntMulOvf => {

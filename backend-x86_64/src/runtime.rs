@@ -1,11 +1,31 @@
-//! The embedder's side of native execution: the [`Runtime`] trait (object allocation), a
-//! simple heap that implements it ([`SimpleHeap`]), and the `extern "sysv64"` trampolines the
+//! The embedder's side of native execution: the [`Runtime`] trait (object allocation and,
+//! in [`crate::MemoryAccess::Hooks`] mode, every memory access, call and exception-state op),
+//! a simple heap that implements it ([`SimpleHeap`]), the interpreter's heap model as a runtime
+//! (`impl Runtime for trace_ir::interp::ModelHeap`), and the `extern "sysv64"` trampolines the
 //! generated code calls.
 
-/// What compiled code needs from its embedder: memory for new objects.
+use trace_ir::descr::{DEFAULT_ARRAY_BASE, DEFAULT_ARRAY_LEN};
+use trace_ir::interp::{ModelHeap, Outcome};
+use trace_ir::{Descr, GuardId, OpRef, Opcode};
+
+/// What compiled code needs from its embedder: memory for new objects and, in
+/// [`crate::MemoryAccess::Hooks`] mode, every op that touches memory, calls a function or
+/// reads the exception state.
 ///
-/// Native code calls these methods while a trace runs (for `new`, `new_with_vtable`,
-/// `new_array`, `new_array_clear`) and the exit path calls them to rebuild virtual objects.
+/// In the default [`crate::MemoryAccess::Direct`] mode native code calls [`Runtime::alloc`]
+/// and [`Runtime::alloc_array`] while a trace runs (for `new`, `new_with_vtable`, `new_array`,
+/// `new_array_clear`) and the exit path calls them to rebuild virtual objects; it reads and
+/// writes memory itself and calls the trace's function addresses directly. A few ops that
+/// have no inline code (see the crate documentation) go through [`Runtime::exec`] in both
+/// modes.
+///
+/// In Hooks mode native code never dereferences a trace value and never calls a trace
+/// function: each such op becomes a call to [`Runtime::exec`] with the op's operand values,
+/// and a failing guard's fail arguments (virtual objects included) come from
+/// [`Runtime::guard_exit`]. The default implementations work on real memory with the layouts
+/// Direct mode uses ([`exec_in_memory`]); an embedder whose memory is not the process's
+/// (a model, a remote heap, a sandbox) overrides both. The interpreter's model does:
+/// `trace_ir::interp::ModelHeap` implements this trait.
 ///
 /// # Invariants the implementation must keep
 /// - The returned address points to at least `size` bytes of **zeroed**, writable memory,
@@ -24,6 +44,363 @@ pub trait Runtime {
     fn alloc(&mut self, size: u64, class: u64) -> u64;
     /// Allocate an array of `size` bytes in total holding `len` items.
     fn alloc_array(&mut self, size: u64, len: u64) -> u64;
+
+    /// Perform the op `req` for compiled code (Hooks mode: heap accesses, allocations,
+    /// calls, exception-state ops, class and type guards; in both modes the ops that have no
+    /// inline code). A guard replies [`HookReply::Value`] when it holds (with
+    /// `guard_exception`'s exception value, else 0) and [`HookReply::GuardFails`] when it
+    /// fails; any op may reply [`HookReply::Invalid`], which ends the run with
+    /// [`crate::Exit::Invalid`] at the op. Default: [`exec_in_memory`].
+    fn exec(&mut self, req: &HookRequest<'_>) -> HookReply {
+        exec_in_memory(self, req)
+    }
+
+    /// Hooks mode: the guard `req.guard` failed; return its fail arguments (one word each,
+    /// virtual objects rebuilt by the runtime, holes as 0). `None` (the default) lets the
+    /// backend rebuild virtual objects itself with [`Runtime::alloc`] and direct writes to
+    /// the returned memory, as in Direct mode.
+    fn guard_exit(&mut self, req: &ExitRequest<'_>) -> Option<Vec<u64>> {
+        let _ = req;
+        None
+    }
+}
+
+/// One op compiled code hands to the [`Runtime`] (see [`Runtime::exec`]).
+#[derive(Clone, Copy, Debug)]
+pub struct HookRequest<'a> {
+    /// The op in the compiled trace.
+    pub op: OpRef,
+    /// Its opcode.
+    pub opcode: Opcode,
+    /// Its descriptor, if any.
+    pub descr: Option<&'a Descr>,
+    /// The values of all its operands in order, as 64-bit words (integers as two's
+    /// complement, floats as IEEE bits, references as addresses); constants included.
+    pub args: &'a [u64],
+}
+
+/// The [`Runtime`]'s answer to a [`HookRequest`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HookReply {
+    /// Done: the op's result (0 when it has none); for a guard, the guard holds.
+    Value(u64),
+    /// The guard fails (only for guards).
+    GuardFails,
+    /// The op is an invalid operation (null pointer, index out of bounds, an op the runtime
+    /// does not support...): the run ends with [`crate::Exit::Invalid`] at it.
+    Invalid,
+}
+
+/// A failing guard's exit handed to the [`Runtime`] in Hooks mode (see
+/// [`Runtime::guard_exit`]).
+#[derive(Clone, Copy, Debug)]
+pub struct ExitRequest<'a> {
+    /// The guard's stable id.
+    pub guard: GuardId,
+    /// The guard's resume key.
+    pub resume_key: u64,
+    /// The values of the guard's `FailArg::Value` entries, in order: first its fail
+    /// arguments, then the fields of each virtual object of its resume data, in order.
+    pub words: &'a [u64],
+}
+
+/// Largest string length `newstr`/`newunicode` accept in [`exec_in_memory`].
+const MAX_STR_LEN: u64 = 1 << 24;
+
+/// Read `size` bytes at `addr`, sign- or zero-extended (floats: 8 bytes as bits).
+///
+/// # Safety
+/// `addr..addr + size` must be readable.
+unsafe fn read_mem(addr: u64, size: u8, signed: bool) -> u64 {
+    let p = addr as *const u8;
+    // SAFETY: the caller guarantees the bytes are readable; unaligned reads are allowed.
+    unsafe {
+        match (size, signed) {
+            (1, true) => p.read() as i8 as i64 as u64,
+            (1, false) => p.read() as u64,
+            (2, true) => (p as *const i16).read_unaligned() as i64 as u64,
+            (2, false) => (p as *const u16).read_unaligned() as u64,
+            (4, true) => (p as *const i32).read_unaligned() as i64 as u64,
+            (4, false) => (p as *const u32).read_unaligned() as u64,
+            _ => (p as *const u64).read_unaligned(),
+        }
+    }
+}
+
+/// Write the low `size` bytes of `v` at `addr`.
+///
+/// # Safety
+/// `addr..addr + size` must be writable.
+unsafe fn write_mem(addr: u64, size: u8, v: u64) {
+    let p = addr as *mut u8;
+    // SAFETY: the caller guarantees the bytes are writable; unaligned writes are allowed.
+    unsafe {
+        match size {
+            1 => p.write(v as u8),
+            2 => (p as *mut u16).write_unaligned(v as u16),
+            4 => (p as *mut u32).write_unaligned(v as u32),
+            _ => (p as *mut u64).write_unaligned(v),
+        }
+    }
+}
+
+/// The default [`Runtime::exec`]: performs `req` on real memory with the layouts of Direct
+/// mode (field at its descriptor offset; array length word at the descriptor's `len_offset`
+/// and item `i` at `base_offset + i * item_size`, checked against the length for `*_gc`;
+/// interior fields and strings in the default array layout: length word at offset 8, item
+/// `i` at `16 + i * item_size`, 1-byte `str` and 4-byte `unicode` characters; the class word
+/// at offset 0, also read as the GC type by `guard_gc_type`; `guard_is_object` holds when the
+/// class word is non-zero). `strhash`/`unicodehash` hash the length and characters like the
+/// interpreter does for strings it allocated. Allocations use [`Runtime::alloc`] and
+/// [`Runtime::alloc_array`]. Null pointers and out-of-bounds indices are
+/// [`HookReply::Invalid`].
+///
+/// Not served (`Invalid`): calls (a foreign function's signature and exception behaviour are
+/// the embedder's business), `save_exception`/`save_exc_class`/`restore_exception`/
+/// `guard_exception` (there is no exception state in real memory; `guard_no_exception`
+/// holds, as calls never raise).
+///
+/// The addresses the trace names must be real memory of this process laid out as the
+/// descriptors say (the same requirement as Direct mode).
+pub fn exec_in_memory<R: Runtime + ?Sized>(rt: &mut R, req: &HookRequest<'_>) -> HookReply {
+    use Opcode::*;
+    let arg = |i: usize| req.args.get(i).copied().unwrap_or(0);
+    let opc = req.opcode;
+    let field = req.descr.and_then(Descr::as_field);
+    let array = req.descr.and_then(Descr::as_array);
+    let interior_size = match req.descr {
+        Some(Descr::Interior(i)) => Some(i.item_size),
+        _ => None,
+    };
+    // Operand 0 is the base address of every access below: null is invalid.
+    let base = arg(0);
+    let needs_base = opc.has(trace_ir::OpFlags::READS_HEAP) || opc.has(trace_ir::OpFlags::WRITES_HEAP);
+    if needs_base && base == 0 && opc != GuardNonnullClass {
+        return HookReply::Invalid;
+    }
+    // Item address with a bounds check against the length word at `len_off`.
+    let item = |index: u64, len_off: i64, base_off: i64, size: i64| -> Option<u64> {
+        // SAFETY: the length word of an array the trace names is readable (module contract).
+        let len = unsafe { read_mem(base.wrapping_add(len_off as u64), 8, false) };
+        (index < len).then(|| {
+            base.wrapping_add(base_off as u64)
+                .wrapping_add(index.wrapping_mul(size as u64))
+        })
+    };
+    let str_size = |opc: Opcode| -> i64 {
+        if matches!(
+            opc,
+            Newstr | Strlen | Strgetitem | Strsetitem | Strhash | Copystrcontent
+        ) {
+            1
+        } else {
+            4
+        }
+    };
+    let load = |addr: u64, size: u8, signed: bool| {
+        // SAFETY: the address comes from the trace's descriptors applied to memory the
+        // embedder guarantees (see the function documentation).
+        HookReply::Value(unsafe { read_mem(addr, size, signed) })
+    };
+    let store = |addr: u64, size: u8, v: u64| {
+        // SAFETY: as for `load`.
+        unsafe { write_mem(addr, size, v) };
+        HookReply::Value(0)
+    };
+    match opc {
+        GetfieldGcI | GetfieldGcR | GetfieldGcF | GetfieldRawI | GetfieldRawR | GetfieldRawF => match field {
+            Some(f) => load(base.wrapping_add(f.offset as u64), f.size, f.signed),
+            None => HookReply::Invalid,
+        },
+        SetfieldGc | SetfieldRaw => match field {
+            Some(f) => store(base.wrapping_add(f.offset as u64), f.size, arg(1)),
+            None => HookReply::Invalid,
+        },
+        GetarrayitemGcI | GetarrayitemGcR | GetarrayitemGcF | GetarrayitemGcPureI | GetarrayitemGcPureR
+        | GetarrayitemGcPureF => {
+            match array.and_then(|a| Some((a, item(arg(1), a.len_offset, a.base_offset, a.item_size as i64)?))) {
+                Some((a, at)) => load(at, a.item_size, a.signed),
+                None => HookReply::Invalid,
+            }
+        }
+        SetarrayitemGc => {
+            match array.and_then(|a| Some((a, item(arg(1), a.len_offset, a.base_offset, a.item_size as i64)?))) {
+                Some((a, at)) => store(at, a.item_size, arg(2)),
+                None => HookReply::Invalid,
+            }
+        }
+        GetarrayitemRawI | GetarrayitemRawF | RawLoadI | RawLoadF => match array {
+            Some(a) => {
+                let scale = if matches!(opc, RawLoadI | RawLoadF) {
+                    1
+                } else {
+                    a.item_size as u64
+                };
+                load(base.wrapping_add(arg(1).wrapping_mul(scale)), a.item_size, a.signed)
+            }
+            None => HookReply::Invalid,
+        },
+        SetarrayitemRaw | RawStore => match array {
+            Some(a) => {
+                let scale = if opc == RawStore { 1 } else { a.item_size as u64 };
+                store(base.wrapping_add(arg(1).wrapping_mul(scale)), a.item_size, arg(2))
+            }
+            None => HookReply::Invalid,
+        },
+        GetinteriorfieldGcI | GetinteriorfieldGcR | GetinteriorfieldGcF => {
+            match interior_size
+                .zip(field)
+                .and_then(|(sz, f)| Some((f, item(arg(1), DEFAULT_ARRAY_LEN, DEFAULT_ARRAY_BASE + f.offset, sz)?)))
+            {
+                Some((f, at)) => load(at, f.size, f.signed),
+                None => HookReply::Invalid,
+            }
+        }
+        SetinteriorfieldGc => {
+            match interior_size
+                .zip(field)
+                .and_then(|(sz, f)| Some((f, item(arg(1), DEFAULT_ARRAY_LEN, DEFAULT_ARRAY_BASE + f.offset, sz)?)))
+            {
+                Some((f, at)) => store(at, f.size, arg(2)),
+                None => HookReply::Invalid,
+            }
+        }
+        ArraylenGc => match array {
+            Some(a) => load(base.wrapping_add(a.len_offset as u64), 8, false),
+            None => HookReply::Invalid,
+        },
+        Strlen | Unicodelen => load(base.wrapping_add(DEFAULT_ARRAY_LEN as u64), 8, false),
+        Strgetitem | Unicodegetitem => {
+            let size = str_size(opc);
+            match item(arg(1), DEFAULT_ARRAY_LEN, DEFAULT_ARRAY_BASE, size) {
+                Some(at) => load(at, size as u8, false),
+                None => HookReply::Invalid,
+            }
+        }
+        Strsetitem | Unicodesetitem => {
+            let size = str_size(opc);
+            match item(arg(1), DEFAULT_ARRAY_LEN, DEFAULT_ARRAY_BASE, size) {
+                Some(at) => store(at, size as u8, arg(2)),
+                None => HookReply::Invalid,
+            }
+        }
+        Strhash | Unicodehash => {
+            let size = str_size(opc);
+            // SAFETY: a string the trace names is laid out as documented above.
+            let len = unsafe { read_mem(base.wrapping_add(DEFAULT_ARRAY_LEN as u64), 8, false) };
+            if len > MAX_STR_LEN {
+                return HookReply::Invalid;
+            }
+            let mut words = vec![0x57a, len];
+            for k in 0..len {
+                let at = base
+                    .wrapping_add(DEFAULT_ARRAY_BASE as u64)
+                    .wrapping_add(k * size as u64);
+                // SAFETY: `k < len`, so the character lies inside the string.
+                words.push(unsafe { read_mem(at, size as u8, false) });
+            }
+            HookReply::Value(trace_ir::rng::hash_words(&words))
+        }
+        Copystrcontent | Copyunicodecontent => {
+            let size = str_size(opc);
+            let (dst, ss, ds, n) = (arg(1), arg(2) as i64, arg(3) as i64, arg(4) as i64);
+            if dst == 0 || !(0..=trace_ir::interp::MAX_COPY_LEN).contains(&n) || ss < 0 || ds < 0 {
+                return HookReply::Invalid;
+            }
+            // SAFETY: both strings are laid out as documented above.
+            let (slen, dlen) = unsafe {
+                (
+                    read_mem(base.wrapping_add(DEFAULT_ARRAY_LEN as u64), 8, false),
+                    read_mem(dst.wrapping_add(DEFAULT_ARRAY_LEN as u64), 8, false),
+                )
+            };
+            if (ss + n) as u64 > slen || (ds + n) as u64 > dlen {
+                return HookReply::Invalid;
+            }
+            let at = |p: u64, i: i64| {
+                p.wrapping_add(DEFAULT_ARRAY_BASE as u64)
+                    .wrapping_add((i * size) as u64)
+            };
+            let chars: Vec<u64> = (0..n)
+                // SAFETY: indices checked against the source length above.
+                .map(|k| unsafe { read_mem(at(base, ss + k), size as u8, false) })
+                .collect();
+            for (k, c) in chars.into_iter().enumerate() {
+                // SAFETY: indices checked against the destination length above.
+                unsafe { write_mem(at(dst, ds + k as i64), size as u8, c) };
+            }
+            HookReply::Value(0)
+        }
+        New | NewWithVtable => match req.descr.and_then(Descr::as_size) {
+            Some(sd) => {
+                let class = if opc == NewWithVtable {
+                    trace_ir::interp::default_class(sd)
+                } else {
+                    0
+                };
+                let size = sd.size.max(if class != 0 { 8 } else { 0 }).max(0) as u64;
+                let p = rt.alloc(size, class);
+                if p != 0 && class != 0 {
+                    // SAFETY: the runtime returned at least 8 writable, aligned bytes.
+                    unsafe { write_mem(p, 8, class) };
+                }
+                if p == 0 {
+                    HookReply::Invalid
+                } else {
+                    HookReply::Value(p)
+                }
+            }
+            None => HookReply::Invalid,
+        },
+        NewArray | NewArrayClear => match array {
+            Some(a) => {
+                let layout = ArrayLayout {
+                    item_size: a.item_size as u64,
+                    base_offset: a.base_offset.max(0) as u64,
+                    len_offset: a.len_offset.max(0) as u64,
+                };
+                match new_array_in(rt, arg(0), &layout) {
+                    0 => HookReply::Invalid,
+                    p => HookReply::Value(p),
+                }
+            }
+            None => HookReply::Invalid,
+        },
+        Newstr | Newunicode => {
+            let layout = ArrayLayout {
+                item_size: str_size(opc) as u64,
+                base_offset: DEFAULT_ARRAY_BASE as u64,
+                len_offset: DEFAULT_ARRAY_LEN as u64,
+            };
+            match new_array_in(rt, arg(0), &layout) {
+                0 => HookReply::Invalid,
+                p => HookReply::Value(p),
+            }
+        }
+        GuardClass | GuardSubclass | GuardGcType | GuardNonnullClass => {
+            if base == 0 {
+                // Only `guard_nonnull_class` gets here with null: it fails.
+                return HookReply::GuardFails;
+            }
+            // SAFETY: an object the trace names starts with its class word.
+            let class = unsafe { read_mem(base, 8, false) };
+            if class == arg(1) {
+                HookReply::Value(0)
+            } else {
+                HookReply::GuardFails
+            }
+        }
+        GuardIsObject => {
+            // SAFETY: as for the class guards.
+            if unsafe { read_mem(base, 8, false) } != 0 {
+                HookReply::Value(0)
+            } else {
+                HookReply::GuardFails
+            }
+        }
+        GuardNoException | GuardNotInvalidated => HookReply::Value(0),
+        _ => HookReply::Invalid,
+    }
 }
 
 /// One allocation of a [`SimpleHeap`].
@@ -102,6 +479,93 @@ impl Runtime for SimpleHeap {
 /// What native code receives (in frame word 0) to reach the embedder.
 pub(crate) struct RtCtx<'a> {
     pub rt: &'a mut dyn Runtime,
+    /// The frame of the running code (hook operands and results live in it).
+    pub frame: *mut u64,
+}
+
+/// What compiled code passes to [`tramp_hook`] for one op (kept alive by the compiled trace).
+#[derive(Clone, Debug)]
+pub(crate) struct HookOp {
+    pub op: OpRef,
+    pub opcode: Opcode,
+    pub descr: Option<Descr>,
+    /// Frame word of the first operand; the result is written there.
+    pub area: usize,
+    pub nargs: usize,
+}
+
+/// [`tramp_hook`]'s status: the op is done (result in the first area word).
+pub(crate) const HOOK_OK: u64 = 0;
+/// [`tramp_hook`]'s status: the guard fails.
+pub(crate) const HOOK_GUARD_FAILS: u64 = 1;
+/// [`tramp_hook`]'s status: an invalid operation.
+pub(crate) const HOOK_INVALID: u64 = 2;
+
+/// An op handed to the runtime: the operands are in the frame at `hop.area`; the result goes
+/// to the same word; returns one of the `HOOK_*` statuses. A panic in the runtime is caught
+/// and reported as an invalid operation (unwinding through native code is not allowed).
+pub(crate) extern "sysv64" fn tramp_hook(ctx: *mut RtCtx<'_>, hop: *const HookOp) -> u64 {
+    // SAFETY: native code passes the context pointer that `CompiledTrace::run` stored in the
+    // frame (alive for the run) and a `HookOp` owned by the compiled trace.
+    let (ctx, hop) = unsafe { (&mut *ctx, &*hop) };
+    // SAFETY: `area..area + nargs` are frame words the code reserved for this op (the frame
+    // has `frame_words` words, covering every slot the code uses); native code is suspended
+    // in this call, so nothing else accesses them.
+    let area = unsafe { std::slice::from_raw_parts_mut(ctx.frame.add(hop.area), hop.nargs.max(1)) };
+    let req = HookRequest {
+        op: hop.op,
+        opcode: hop.opcode,
+        descr: hop.descr.as_ref(),
+        args: &area[..hop.nargs],
+    };
+    let rt = &mut *ctx.rt;
+    let reply = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| rt.exec(&req))).unwrap_or(HookReply::Invalid);
+    match reply {
+        HookReply::Value(v) => {
+            area[0] = v;
+            HOOK_OK
+        }
+        HookReply::GuardFails if hop.opcode.is_guard() => HOOK_GUARD_FAILS,
+        _ => HOOK_INVALID,
+    }
+}
+
+/// The interpreter's heap and call model as a runtime (Hooks mode): every hooked op runs
+/// through the interpreter's own code on the model's state ([`ModelHeap::exec`],
+/// [`ModelHeap::check_guard`]), and failing guards rebuild their virtual objects in the
+/// model ([`ModelHeap::guard_failed`]), so native code and the interpreter see the same
+/// addresses, values, calls and exception state. [`Runtime::alloc`] and
+/// [`Runtime::alloc_array`] are not used in Hooks mode (allocation ops go through
+/// [`Runtime::exec`]) and return 0 (an invalid operation in Direct mode, whose code would
+/// dereference the model's addresses).
+impl Runtime for ModelHeap<'_> {
+    fn alloc(&mut self, _size: u64, _class: u64) -> u64 {
+        0
+    }
+    fn alloc_array(&mut self, _size: u64, _len: u64) -> u64 {
+        0
+    }
+    fn exec(&mut self, req: &HookRequest<'_>) -> HookReply {
+        if req.opcode.is_guard() {
+            match self.check_guard(req.op, req.args) {
+                Ok(Some(v)) => HookReply::Value(v),
+                Ok(None) => HookReply::GuardFails,
+                Err(_) => HookReply::Invalid,
+            }
+        } else {
+            match ModelHeap::exec(self, req.op, req.args) {
+                Ok(v) => HookReply::Value(v),
+                Err(_) => HookReply::Invalid,
+            }
+        }
+    }
+    fn guard_exit(&mut self, req: &ExitRequest<'_>) -> Option<Vec<u64>> {
+        match self.guard_failed(req.guard, req.words) {
+            Outcome::GuardFailed { values, .. } => Some(values.iter().map(|v| v.bits()).collect()),
+            // A malformed guard: report its words as they are (no virtual can be rebuilt).
+            _ => Some(req.words.to_vec()),
+        }
+    }
 }
 
 /// Array layout passed to [`tramp_new_array`] (kept alive by the compiled trace).
@@ -137,6 +601,10 @@ pub(crate) extern "sysv64" fn tramp_new_array(ctx: *mut RtCtx<'_>, len: u64, lay
 }
 
 pub(crate) fn new_array(rt: &mut dyn Runtime, len: u64, layout: &ArrayLayout) -> u64 {
+    new_array_in(rt, len, layout)
+}
+
+fn new_array_in<R: Runtime + ?Sized>(rt: &mut R, len: u64, layout: &ArrayLayout) -> u64 {
     if len > MAX_ARRAY_LEN {
         return 0;
     }

@@ -87,9 +87,11 @@
 pub mod compare;
 pub mod guided;
 pub mod heap;
+pub mod model;
 
 pub use compare::outcomes_equivalent;
 pub use heap::{Heap, HeapObject, ObjKind, Slot};
+pub use model::ModelHeap;
 
 use crate::descr::{ArrayDescr, CallEffect, Descr, FieldDescr, SizeDescr};
 use crate::entity::{GuardId, OpRef, Value, ValueData};

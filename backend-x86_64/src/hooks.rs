@@ -1,0 +1,175 @@
+//! Ops handed to the embedder's [`crate::Runtime`] instead of being compiled inline
+//! ([`crate::MemoryAccess::Hooks`] mode, and the few ops Direct mode has no inline code for).
+//!
+//! # Calling sequence
+//! The op's operand values (constants included) are stored into a block of frame words
+//! reserved for hook operands (one block, grown when an op needs more words, shared by all
+//! hooked ops), then `tramp_hook(ctx, &HookOp)` is called with the ordinary call sequence
+//! (`call_inner`: live values in caller-saved registers saved, stack aligned). The trampoline
+//! builds a [`crate::HookRequest`] from the block, calls [`crate::Runtime::exec`], writes the
+//! result into the block's first word and returns a status in `eax`:
+//!
+//! ```text
+//!   mov [rbp + area + 8k], operand k      ; every operand
+//!   mov rdi, [rbp]                        ; runtime context
+//!   mov rsi, hookop                       ; what to do
+//!   call tramp_hook
+//!   cmp eax, HOOK_INVALID ; je invalid-exit
+//!   cmp eax, HOOK_GUARD_FAILS ; je guard-exit    (guards)
+//!   mov dst, [rbp + area]                 ; ops with a result
+//! ```
+//!
+//! A guard's fail arguments (and its virtual objects' field values) that sit in caller-saved
+//! registers are stored to their spill slots before the call, since the exit stub reads them
+//! after it.
+
+use super::{values_read, ArgSrc, Cond, Gen, Loc, FRAME_HEADER, R};
+use crate::runtime::{self, HookOp, HOOK_GUARD_FAILS, HOOK_INVALID};
+use crate::{CompileOptions, MemoryAccess};
+use dynasmrt::{dynasm, DynasmApi, DynasmLabelApi};
+use trace_ir::{Kind, OpFlags, OpRef, Opcode};
+
+/// Per-compilation state of the hook calls.
+pub(crate) struct HookState {
+    /// Hooks mode (every memory, call and exception op goes to the runtime).
+    pub(crate) all: bool,
+    /// The operand block: first spill slot and number of words.
+    area: Option<(u32, u32)>,
+    /// The ops the code hands over (boxed: the code embeds their addresses).
+    #[allow(clippy::vec_box)]
+    pub(crate) ops: Vec<Box<HookOp>>,
+}
+
+impl HookState {
+    pub(crate) fn new(opts: &CompileOptions) -> HookState {
+        HookState {
+            all: opts.memory == MemoryAccess::Hooks,
+            area: None,
+            ops: Vec::new(),
+        }
+    }
+
+    /// Whether the op goes to the runtime in this compilation.
+    pub(crate) fn routes(&self, opc: Opcode) -> bool {
+        if self.all {
+            hooked_in_hooks_mode(opc)
+        } else {
+            hooked_in_direct_mode(opc)
+        }
+    }
+}
+
+/// The ops Hooks mode hands to the runtime: everything that reads or writes memory,
+/// allocates, calls, or reads or sets the exception state, and `guard_not_invalidated`
+/// (whose answer is the embedder's).
+pub(crate) fn hooked_in_hooks_mode(opc: Opcode) -> bool {
+    use Opcode::*;
+    opc.has(OpFlags::READS_HEAP)
+        || opc.has(OpFlags::WRITES_HEAP)
+        || opc.has(OpFlags::ALLOC)
+        || opc.is_call()
+        || matches!(
+            opc,
+            SaveException | SaveExcClass | RestoreException | GuardException | GuardNoException | GuardNotInvalidated
+        )
+}
+
+/// The ops Direct mode hands to the runtime because it has no inline code for them: string
+/// and unicode ops, `guard_gc_type` and `guard_is_object` (served on real memory by
+/// [`crate::exec_in_memory`], or by the embedder).
+pub(crate) fn hooked_in_direct_mode(opc: Opcode) -> bool {
+    use Opcode::*;
+    matches!(
+        opc,
+        Newstr
+            | Newunicode
+            | Strlen
+            | Strgetitem
+            | Strsetitem
+            | Strhash
+            | Copystrcontent
+            | Unicodelen
+            | Unicodegetitem
+            | Unicodesetitem
+            | Unicodehash
+            | Copyunicodecontent
+            | GuardGcType
+            | GuardIsObject
+    )
+}
+
+impl Gen<'_> {
+    /// `n` consecutive frame words for hook operands: the first spill slot.
+    fn hook_area(&mut self, n: u32) -> u32 {
+        match self.hk.area {
+            Some((first, len)) if len >= n => first,
+            _ => {
+                let first = self.nslots;
+                for _ in 0..n {
+                    self.new_slot();
+                }
+                self.hk.area = Some((first, n));
+                first
+            }
+        }
+    }
+
+    /// Compile the op at `at` as a call into the runtime (see the module documentation).
+    pub(crate) fn hook_op(&mut self, at: usize) -> R<()> {
+        let t = self.t;
+        let op = &t.ops[at];
+        let opc = op.opcode;
+        let n = op.args.len();
+        let first = self.hook_area(n.max(1) as u32);
+        for (k, &v) in op.args.iter().enumerate() {
+            let src = self.loc(v)?;
+            let d = self.slot_disp(first + k as u32);
+            self.mov(Loc::Mem(d), src);
+        }
+        let guard = opc.is_guard();
+        if guard {
+            // The exit stub reads the guard's values after the call.
+            let mut read = Vec::new();
+            values_read(t, op, &mut |v| {
+                if let Some(o) = v.as_op() {
+                    read.push(o.index());
+                }
+            });
+            for v in read {
+                if self.val_reg[v].is_some_and(|r| super::is_xmm(r) || super::CALLER_SAVED_GPR.contains(&r)) {
+                    self.ensure_slot(v)?;
+                }
+            }
+        }
+        let hop = Box::new(HookOp {
+            op: OpRef::new(at),
+            opcode: opc,
+            descr: op.descr.map(|d| t.descr(d).clone()),
+            area: FRAME_HEADER + self.exit_len + first as usize,
+            nargs: n,
+        });
+        let hp = &*hop as *const HookOp as u64;
+        self.hk.ops.push(hop);
+        let f = runtime::tramp_hook as *const () as usize as u64;
+        self.call(
+            Loc::Imm(f),
+            &[ArgSrc::Ctx, ArgSrc::Loc(Loc::Imm(hp), Kind::Int)],
+            Kind::Void,
+        )?;
+        let inv = self.invalid_exit();
+        let (invalid, fails) = (HOOK_INVALID as i32, HOOK_GUARD_FAILS as i32);
+        dynasm!(self.asm ; .arch x64 ; cmp eax, invalid ; je =>inv);
+        if guard {
+            dynasm!(self.asm ; .arch x64 ; cmp eax, fails);
+            self.guard_exit(Cond::E)?;
+        }
+        let kind = opc.result_kind();
+        if kind != Kind::Void {
+            let d = self.alloc_reg(kind, 0)?;
+            let src = self.slot_disp(first);
+            self.mov(Loc::Reg(d), Loc::Mem(src));
+            self.def(d);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,179 @@
+//! Every trace of the dev corpus (`shared/corpus/pypy-dev`, real PyPy JIT logs), as logged and
+//! after `optimizer::optimize`, compiles in Hooks mode and runs natively against the
+//! interpreter's heap and call model (`trace_ir::interp::ModelHeap` as the runtime) with the
+//! same outcome as the reference interpreter on random inputs: same exit, same values (objects
+//! the run allocated compared by content), same heap-writing calls, same external memory and
+//! exception state (`trace_ir::interp::outcomes_equivalent`). The number of traces the backend
+//! accepts is asserted.
+
+use backend_x86_64::{compile, CompileError, CompileOptions, Exit, MemoryAccess};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use trace_ir::interp::{outcomes_equivalent, run, ModelHeap, Outcome, RtValue, RunConfig};
+use trace_ir::random::random_inputs;
+use trace_ir::rng::Rng;
+use trace_ir::{parse_file, FailArg, Kind, Trace};
+
+fn corpus_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/pypy-dev")
+}
+
+fn hooks() -> CompileOptions {
+    CompileOptions {
+        memory: MemoryAccess::Hooks,
+        log_asm: false,
+        perf_map: false,
+        ..CompileOptions::default()
+    }
+}
+
+/// The native exit as the interpreter's outcome (values typed by the trace).
+fn to_outcome(t: &Trace, e: &Exit) -> Outcome {
+    let typed = |kinds: Vec<Kind>, words: &[u64]| -> Vec<RtValue> {
+        words
+            .iter()
+            .enumerate()
+            .map(|(i, &w)| RtValue::from_bits(kinds.get(i).copied().unwrap_or(Kind::Int), w))
+            .collect()
+    };
+    let last_kinds = || {
+        t.ops
+            .last()
+            .map(|op| op.args.iter().map(|&v| t.kind_of(v)).collect())
+            .unwrap_or_default()
+    };
+    match e {
+        Exit::Finish { values } => Outcome::Finish(typed(last_kinds(), values)),
+        Exit::ExternalJump { target, values } => Outcome::ExternalJump {
+            target: *target,
+            values: typed(last_kinds(), values),
+        },
+        Exit::Guard {
+            guard,
+            resume_key,
+            values,
+        } => {
+            let kinds = t
+                .guards
+                .iter()
+                .find(|g| g.id == *guard)
+                .map(|g| {
+                    g.fail_args
+                        .iter()
+                        .map(|fa| match fa {
+                            FailArg::Value(v) => t.kind_of(*v),
+                            FailArg::Virtual(_) => Kind::Ref,
+                            FailArg::Hole => Kind::Int,
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            Outcome::GuardFailed {
+                guard: *guard,
+                resume_key: *resume_key,
+                values: typed(kinds, values),
+            }
+        }
+        Exit::Invalid { op } => Outcome::Invalid {
+            op: Some(*op),
+            reason: "native".into(),
+        },
+    }
+}
+
+#[derive(Default, Debug)]
+struct Counts {
+    traces: usize,
+    accepted: usize,
+    runs: usize,
+    skipped_limit: usize,
+    outcomes: [usize; 4],
+    rejected: BTreeMap<String, usize>,
+}
+
+/// Compile `t` in Hooks mode and compare native runs with the interpreter on `rounds` random
+/// input vectors. Returns an error describing the first difference.
+fn check(t: &Trace, rng: &mut Rng, rounds: usize, c: &mut Counts) -> Result<(), String> {
+    c.traces += 1;
+    let code = match compile(t, &hooks()) {
+        Ok(code) => code,
+        Err(CompileError::Unsupported { opcode, .. }) => {
+            *c.rejected.entry(opcode.to_string()).or_default() += 1;
+            return Ok(());
+        }
+        Err(e) => return Err(format!("compile: {e}")),
+    };
+    c.accepted += 1;
+    let cfg = RunConfig {
+        max_iterations: 200,
+        ..RunConfig::default()
+    };
+    for _ in 0..rounds {
+        let inputs = random_inputs(rng, t);
+        let want = run(t, &inputs, &cfg);
+        if want.outcome == Outcome::IterationLimit {
+            // Native loops have no iteration limit.
+            c.skipped_limit += 1;
+            continue;
+        }
+        let words: Vec<u64> = inputs.iter().map(|v| v.bits()).collect();
+        let mut model = ModelHeap::new(t, &cfg);
+        let exit = code.run(&words, &mut model).map_err(|e| e.to_string())?;
+        let got = model.into_result(to_outcome(t, &exit));
+        outcomes_equivalent(&want, &got).map_err(|e| {
+            format!(
+                "inputs {inputs:?}: {e}\n  interp: {}\n  native: {}",
+                want.outcome, got.outcome
+            )
+        })?;
+        c.runs += 1;
+        c.outcomes[match want.outcome {
+            Outcome::Finish(_) => 0,
+            Outcome::GuardFailed { .. } => 1,
+            Outcome::ExternalJump { .. } => 2,
+            _ => 3,
+        }] += 1;
+    }
+    Ok(())
+}
+
+#[test]
+fn corpus_traces_run_natively_like_the_interpreter() {
+    let dir = corpus_dir();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "pypylog"))
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), 4, "expected the four logs of pypy-dev");
+    let (mut plain, mut opt) = (Counts::default(), Counts::default());
+    let mut failures = Vec::new();
+    let mut rng = Rng::new(5);
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        for t in parse_file(&text).unwrap_or_else(|e| panic!("{}: {e}", f.display())) {
+            if let Err(e) = check(&t, &mut rng, 4, &mut plain) {
+                failures.push(format!("{} (as logged): {e}", t.info.name));
+            }
+            match optimizer::optimize(&t, &optimizer::Options::default()) {
+                Ok(o) => {
+                    if let Err(e) = check(&o.trace, &mut rng, 4, &mut opt) {
+                        failures.push(format!("{} (optimized): {e}", t.info.name));
+                    }
+                }
+                Err(e) => failures.push(format!("{}: optimizer: {e}", t.info.name)),
+            }
+        }
+    }
+    eprintln!("as logged: {plain:?}");
+    eprintln!("optimized: {opt:?}");
+    assert!(
+        failures.is_empty(),
+        "{} differences:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    assert_eq!(plain.traces, 320, "noopt + opt traces in pypy-dev");
+    assert_eq!(opt.traces, 320);
+}
