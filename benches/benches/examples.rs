@@ -1,11 +1,15 @@
 //! Criterion benchmarks of the example programs (interpreter, JIT unoptimized, JIT optimized,
 //! the loop in Rust) and of the backend's compile throughput. Throughput is per unit of `N`,
-//! so criterion's "elem/s" compares across variants run with different `N`.
+//! so criterion's "elem/s" compares across variants run with different `N`; the compile
+//! group counts trace ops (`cargo bench -p benches --bench examples -- compile`).
 
 use backend_x86_64::{compile, CompileOptions};
 use benches::{bench_n, optimized_traces, run_variant, Variant, EXAMPLES};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use std::hint::black_box;
 use std::time::Duration;
+use trace_ir::random::{random_trace, RandomConfig};
+use trace_ir::Trace;
 
 fn examples(c: &mut Criterion) {
     for ex in EXAMPLES {
@@ -22,6 +26,19 @@ fn examples(c: &mut Criterion) {
     }
 }
 
+/// The compile benchmark's random traces of about `len` ops (keep in sync with
+/// `src/bin/compile_profile.rs`): heap ops, calls, floats and loops, different seeds.
+fn compile_set(len: usize) -> Vec<Trace> {
+    let count = (40_000 / len.max(1)).clamp(2, 40) as u64;
+    let cfg = RandomConfig {
+        length: len,
+        ..RandomConfig::default()
+    };
+    (0..count).map(|s| random_trace(&cfg, 1000 + s).0).collect()
+}
+
+/// Backend compile throughput in trace ops per second: the optimized example traces (one
+/// benchmark each) and sets of random traces of about 100, 1,000 and 10,000 ops.
 fn compile_throughput(c: &mut Criterion) {
     let traces = optimized_traces();
     let mut g = c.benchmark_group("compile");
@@ -34,6 +51,18 @@ fn compile_throughput(c: &mut Criterion) {
     for (name, t) in &traces {
         g.throughput(Throughput::Elements(t.num_real_ops() as u64));
         g.bench_function(name.as_str(), |b| b.iter(|| compile(t, &opts).expect("compiles")));
+    }
+    for len in [100usize, 1_000, 10_000] {
+        let set = compile_set(len);
+        let ops: usize = set.iter().map(|t| t.num_real_ops()).sum();
+        g.throughput(Throughput::Elements(ops as u64));
+        g.bench_function(format!("random_{len}_ops"), |b| {
+            b.iter(|| {
+                for t in &set {
+                    black_box(compile(black_box(t), &opts).expect("compiles"));
+                }
+            })
+        });
     }
     g.finish();
 }
