@@ -335,7 +335,7 @@ impl<'t> Gen<'t> {
             ranges: Vec::new(),
             array_layouts: Vec::new(),
             events: RefCell::new(Vec::new()),
-            hk: hooks::HookState::new(opts),
+            hk: hooks::HookState::new(t, opts),
         })
     }
 

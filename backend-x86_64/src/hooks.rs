@@ -19,6 +19,12 @@
 //!   mov dst, [rbp + area]                 ; ops with a result
 //! ```
 //!
+//! In Direct mode the exception ops (`save_exception`, `save_exc_class`, `restore_exception`,
+//! `guard_exception`, and `guard_no_exception` when the trace has any of them) use the same
+//! sequence but are served by the trampoline from a per-run exception state, without asking
+//! the runtime: native functions called in Direct mode cannot raise, so only
+//! `restore_exception` sets that state.
+//!
 //! A guard's fail arguments (and its virtual objects' field values) that sit in caller-saved
 //! registers are stored to their spill slots before the call, since the exit stub reads them
 //! after it.
@@ -27,12 +33,15 @@ use super::{values_read, ArgSrc, Cond, Gen, Loc, FRAME_HEADER, R};
 use crate::runtime::{self, HookOp, HOOK_GUARD_FAILS, HOOK_INVALID};
 use crate::{CompileOptions, MemoryAccess};
 use dynasmrt::{dynasm, DynasmApi, DynasmLabelApi};
-use trace_ir::{Kind, OpFlags, OpRef, Opcode};
+use trace_ir::{Kind, OpFlags, OpRef, Opcode, Trace};
 
 /// Per-compilation state of the hook calls.
 pub(crate) struct HookState {
     /// Hooks mode (every memory, call and exception op goes to the runtime).
     pub(crate) all: bool,
+    /// Direct mode, and the trace sets or reads the exception state: exception ops (and
+    /// `guard_no_exception`) are served by the per-run state of the trampoline.
+    direct_exceptions: bool,
     /// The operand block: first spill slot and number of words.
     area: Option<(u32, u32)>,
     /// The ops the code hands over (boxed: the code embeds their addresses).
@@ -41,9 +50,11 @@ pub(crate) struct HookState {
 }
 
 impl HookState {
-    pub(crate) fn new(opts: &CompileOptions) -> HookState {
+    pub(crate) fn new(t: &Trace, opts: &CompileOptions) -> HookState {
+        let all = opts.memory == MemoryAccess::Hooks;
         HookState {
-            all: opts.memory == MemoryAccess::Hooks,
+            all,
+            direct_exceptions: !all && t.ops.iter().any(|o| sets_or_reads_exception(o.opcode)),
             area: None,
             ops: Vec::new(),
         }
@@ -55,8 +66,15 @@ impl HookState {
             hooked_in_hooks_mode(opc)
         } else {
             hooked_in_direct_mode(opc)
+                || (self.direct_exceptions && (sets_or_reads_exception(opc) || opc == Opcode::GuardNoException))
         }
     }
+}
+
+/// The ops that set or read the exception state, apart from `guard_no_exception`.
+fn sets_or_reads_exception(opc: Opcode) -> bool {
+    use Opcode::*;
+    matches!(opc, SaveException | SaveExcClass | RestoreException | GuardException)
 }
 
 /// The ops Hooks mode hands to the runtime: everything that reads or writes memory,
@@ -76,7 +94,8 @@ pub(crate) fn hooked_in_hooks_mode(opc: Opcode) -> bool {
 
 /// The ops Direct mode hands to the runtime because it has no inline code for them: string
 /// and unicode ops, `guard_gc_type` and `guard_is_object` (served on real memory by
-/// [`crate::exec_in_memory`], or by the embedder).
+/// [`crate::exec_in_memory`], or by the embedder), and `call_assembler_*` (the embedder
+/// knows its compiled loops; the default runtime answers that it cannot call them).
 pub(crate) fn hooked_in_direct_mode(opc: Opcode) -> bool {
     use Opcode::*;
     matches!(
@@ -95,6 +114,10 @@ pub(crate) fn hooked_in_direct_mode(opc: Opcode) -> bool {
             | Copyunicodecontent
             | GuardGcType
             | GuardIsObject
+            | CallAssemblerI
+            | CallAssemblerR
+            | CallAssemblerF
+            | CallAssemblerN
     )
 }
 
@@ -147,6 +170,7 @@ impl Gen<'_> {
             descr: op.descr.map(|d| t.descr(d).clone()),
             area: FRAME_HEADER + self.exit_len + first as usize,
             nargs: n,
+            local: !self.hk.all && (sets_or_reads_exception(opc) || opc == Opcode::GuardNoException),
         });
         let hp = &*hop as *const HookOp as u64;
         self.hk.ops.push(hop);

@@ -80,7 +80,8 @@ pub use runtime::{exec_in_memory, Allocation, ExitRequest, HookReply, HookReques
 
 use dynasmrt::{mmap::MutableBuffer, ExecutableBuffer};
 use std::fmt;
-use trace_ir::{GuardId, Kind, OpRef, Opcode, Trace};
+use trace_ir::interp::{Outcome, RtValue};
+use trace_ir::{FailArg, GuardId, Kind, OpRef, Opcode, Trace};
 
 /// How compiled code reaches memory and functions.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
@@ -197,6 +198,56 @@ pub enum Exit {
         /// The op.
         op: OpRef,
     },
+}
+
+impl Exit {
+    /// The exit as the reference interpreter's [`Outcome`] for `trace` (the trace that was
+    /// compiled): each value gets the kind the trace gives it (fail arguments: their value's
+    /// kind, references for virtual objects, integers for holes; `finish` and external
+    /// `jump` operands: their kinds), so a native run can be compared with
+    /// `trace_ir::interp::outcomes_equivalent` (with the heap of a `ModelHeap` run in Hooks
+    /// mode). An invalid exit has no reason text beyond "native code".
+    pub fn outcome(&self, trace: &Trace) -> Outcome {
+        let typed = |kinds: &mut dyn Iterator<Item = Kind>, words: &[u64]| -> Vec<RtValue> {
+            words
+                .iter()
+                .map(|&w| RtValue::from_bits(kinds.next().unwrap_or(Kind::Int), w))
+                .collect()
+        };
+        let final_kinds = || {
+            let last = trace.ops.iter().rev().find(|o| o.opcode.has(trace_ir::OpFlags::FINAL));
+            last.map(|o| o.args.iter().map(|&v| trace.kind_of(v)).collect::<Vec<_>>())
+                .unwrap_or_default()
+        };
+        match self {
+            Exit::Finish { values } => Outcome::Finish(typed(&mut final_kinds().into_iter(), values)),
+            Exit::ExternalJump { target, values } => Outcome::ExternalJump {
+                target: *target,
+                values: typed(&mut final_kinds().into_iter(), values),
+            },
+            Exit::Guard {
+                guard,
+                resume_key,
+                values,
+            } => {
+                let fail_args = trace.guards.iter().find(|g| g.id == *guard).map(|g| &g.fail_args[..]);
+                let mut kinds = fail_args.unwrap_or(&[]).iter().map(|fa| match fa {
+                    FailArg::Value(v) => trace.kind_of(*v),
+                    FailArg::Virtual(_) => Kind::Ref,
+                    FailArg::Hole => Kind::Int,
+                });
+                Outcome::GuardFailed {
+                    guard: *guard,
+                    resume_key: *resume_key,
+                    values: typed(&mut kinds, values),
+                }
+            }
+            Exit::Invalid { op } => Outcome::Invalid {
+                op: Some(*op),
+                reason: "invalid operation in native code".into(),
+            },
+        }
+    }
 }
 
 /// Why [`CompiledTrace::run`] refused to run.
@@ -340,7 +391,11 @@ impl CompiledTrace {
         let slots = codegen::FRAME_HEADER + self.exit_len;
         frame[slots..slots + inputs.len()].copy_from_slice(inputs);
         let fp = frame.as_mut_ptr();
-        let mut ctx = runtime::RtCtx { rt, frame: fp };
+        let mut ctx = runtime::RtCtx {
+            rt,
+            frame: fp,
+            exception: None,
+        };
         let cp = &mut ctx as *mut runtime::RtCtx<'_> as u64;
         // SAFETY: `fp` points to the frame's first word (the frame is never empty: it has a
         // header).

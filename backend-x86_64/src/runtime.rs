@@ -304,8 +304,12 @@ pub fn exec_in_memory<R: Runtime + ?Sized>(rt: &mut R, req: &HookRequest<'_>) ->
         Copystrcontent | Copyunicodecontent => {
             let size = str_size(opc);
             let (dst, ss, ds, n) = (arg(1), arg(2) as i64, arg(3) as i64, arg(4) as i64);
-            if dst == 0 || !(0..=trace_ir::interp::MAX_COPY_LEN).contains(&n) || ss < 0 || ds < 0 {
+            if dst == 0 || !(0..=trace_ir::interp::MAX_COPY_LEN).contains(&n) {
                 return HookReply::Invalid;
+            }
+            if n == 0 {
+                // Nothing is read or written, so nothing is checked (as in the interpreter).
+                return HookReply::Value(0);
             }
             // SAFETY: both strings are laid out as documented above.
             let (slen, dlen) = unsafe {
@@ -314,7 +318,8 @@ pub fn exec_in_memory<R: Runtime + ?Sized>(rt: &mut R, req: &HookRequest<'_>) ->
                     read_mem(dst.wrapping_add(DEFAULT_ARRAY_LEN as u64), 8, false),
                 )
             };
-            if (ss + n) as u64 > slen || (ds + n) as u64 > dlen {
+            let fits = |start: i64, len: u64| start >= 0 && start.checked_add(n).is_some_and(|end| end as u64 <= len);
+            if !fits(ss, slen) || !fits(ds, dlen) {
                 return HookReply::Invalid;
             }
             let at = |p: u64, i: i64| {
@@ -481,6 +486,8 @@ pub(crate) struct RtCtx<'a> {
     pub rt: &'a mut dyn Runtime,
     /// The frame of the running code (hook operands and results live in it).
     pub frame: *mut u64,
+    /// Direct mode's exception state: (class, value) (see [`local_exception_op`]).
+    pub exception: Option<(u64, u64)>,
 }
 
 /// What compiled code passes to [`tramp_hook`] for one op (kept alive by the compiled trace).
@@ -492,6 +499,8 @@ pub(crate) struct HookOp {
     /// Frame word of the first operand; the result is written there.
     pub area: usize,
     pub nargs: usize,
+    /// Served by the trampoline (Direct mode's exception state), not by the runtime.
+    pub local: bool,
 }
 
 /// [`tramp_hook`]'s status: the op is done (result in the first area word).
@@ -518,8 +527,12 @@ pub(crate) extern "sysv64" fn tramp_hook(ctx: *mut RtCtx<'_>, hop: *const HookOp
         descr: hop.descr.as_ref(),
         args: &area[..hop.nargs],
     };
-    let rt = &mut *ctx.rt;
-    let reply = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| rt.exec(&req))).unwrap_or(HookReply::Invalid);
+    let reply = if hop.local {
+        local_exception_op(&mut ctx.exception, &req)
+    } else {
+        let rt = &mut *ctx.rt;
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| rt.exec(&req))).unwrap_or(HookReply::Invalid)
+    };
     match reply {
         HookReply::Value(v) => {
             area[0] = v;
@@ -527,6 +540,35 @@ pub(crate) extern "sysv64" fn tramp_hook(ctx: *mut RtCtx<'_>, hop: *const HookOp
         }
         HookReply::GuardFails if hop.opcode.is_guard() => HOOK_GUARD_FAILS,
         _ => HOOK_INVALID,
+    }
+}
+
+/// Direct mode's exception ops on the run's exception state, with the interpreter's
+/// semantics: `save_exc_class` reads the class (0 if none), `save_exception` reads the value
+/// (null if none) and clears the state, `restore_exception(cls, v)` sets it (clears it when
+/// both are 0), `guard_exception(cls)` holds when the pending class is `cls` and then returns
+/// the value and clears the state, `guard_no_exception` holds when nothing is pending.
+fn local_exception_op(state: &mut Option<(u64, u64)>, req: &HookRequest<'_>) -> HookReply {
+    use Opcode::*;
+    let arg = |i: usize| req.args.get(i).copied().unwrap_or(0);
+    match req.opcode {
+        SaveException => HookReply::Value(state.take().map_or(0, |(_, v)| v)),
+        SaveExcClass => HookReply::Value(state.map_or(0, |(c, _)| c)),
+        RestoreException => {
+            let (c, v) = (arg(0), arg(1));
+            *state = if c == 0 && v == 0 { None } else { Some((c, v)) };
+            HookReply::Value(0)
+        }
+        GuardException => match *state {
+            Some((c, v)) if c == arg(0) => {
+                *state = None;
+                HookReply::Value(v)
+            }
+            _ => HookReply::GuardFails,
+        },
+        GuardNoException if state.is_none() => HookReply::Value(0),
+        GuardNoException => HookReply::GuardFails,
+        _ => HookReply::Invalid,
     }
 }
 
