@@ -2,24 +2,36 @@
 //! next to the reference interpreter's outcome.
 
 use crate::common::{Args, CliError, CliResult};
-use backend_x86_64::{compile, CompileOptions, Exit, SimpleHeap};
-use trace_ir::interp::{run as interp_run, Outcome, RtValue, RunConfig};
+use backend_x86_64::{compile, CompileOptions, Exit, MemoryAccess, SimpleHeap};
+use trace_ir::interp::heap::external_address;
+use trace_ir::interp::{outcomes_equivalent, run as interp_run, ModelHeap, Outcome, RtValue, RunConfig};
 use trace_ir::rng::Rng;
 use trace_ir::{Kind, Trace};
 
-/// `tracejit run FILE [--inputs 1,2.5,0 | --random N --seed S] [--opt]`.
+/// `tracejit run FILE [--inputs 1,2.5,0 | --random N --seed S] [--opt] [--hooks]`.
 ///
-/// Inputs are given per trace input in order: integers (decimal or `0x` hex), floats, and
-/// `0`/`null` for references (native code needs real memory behind a non-null reference, so
-/// only null references can be given on the command line). `--random N` runs N input vectors
-/// drawn from special integers and floats (references null). `--opt` runs
+/// Each trace runs in one of the backend's two memory modes:
+/// - **Direct** (traces that only touch objects they allocate): native code reads and writes
+///   real memory from a `SimpleHeap` and calls nothing foreign. Reference inputs can only be
+///   null (`0`/`null`), since native code would dereference them.
+/// - **Hooks** (traces that call functions, use non-null pointer constants, raw memory,
+///   `cast_int_to_ptr` or reference inputs, and every trace with `--hooks`): the trace names
+///   memory and functions of the process that wrote it, so native code hands every memory
+///   access, allocation, call and exception-state op to the interpreter's heap and call model
+///   (`trace_ir::interp::ModelHeap`) instead of dereferencing or calling anything. Reference
+///   inputs may then be any address (decimal or `0x` hex), standing for external objects of
+///   the model, and the whole run (exit, values, allocated objects by content, calls,
+///   external memory, exception state) is compared with the interpreter's.
+///
+/// Inputs are given per trace input in order: integers (decimal or `0x` hex), floats,
+/// references. `--random N` runs N input vectors drawn from special integers and floats
+/// (references null in Direct mode, external addresses in Hooks mode). `--opt` runs
 /// `optimizer::optimize` first (the interpreter still runs the original trace, so the line
-/// also checks the optimizer). Exit status 1 when a native exit differs from the
-/// interpreter's outcome or a trace cannot be compiled. Inputs for which the interpreter hits
-/// its iteration limit are not run natively (native loops have no limit), nor are traces
-/// with calls (native code would call the raw function addresses of the trace file).
+/// also checks the optimizer). Exit status 1 when a native run differs from the
+/// interpreter's or a trace cannot be compiled. Inputs for which the interpreter hits its
+/// iteration limit are not run natively (native loops have no limit).
 pub fn run(args: &[String]) -> CliResult {
-    let a = Args::parse(args, &["inputs", "random", "seed"], &["opt"])?;
+    let a = Args::parse(args, &["inputs", "random", "seed"], &["opt", "hooks"])?;
     let file = a.one_file()?;
     let traces = crate::common::load_traces(file)?;
     let count: usize = match a.value("random") {
@@ -53,7 +65,25 @@ pub fn run(args: &[String]) -> CliResult {
         } else {
             t.clone()
         };
-        let code = match compile(&compiled_trace, &CompileOptions::default()) {
+        // Native code must not call function addresses written in the trace nor dereference
+        // memory it names (a non-null pointer constant like `ConstPtr(ptr13)`, raw memory, a
+        // pointer made from an integer, a reference input): such traces run in Hooks mode
+        // against the interpreter's memory model.
+        let why_hooks = if a.has("hooks") {
+            Some("--hooks".to_string())
+        } else {
+            foreign(&compiled_trace)
+        };
+        let memory = if why_hooks.is_some() {
+            MemoryAccess::Hooks
+        } else {
+            MemoryAccess::Direct
+        };
+        let opts = CompileOptions {
+            memory,
+            ..CompileOptions::default()
+        };
+        let code = match compile(&compiled_trace, &opts) {
             Ok(c) => c,
             Err(e) => {
                 println!("{name}: not compiled: {e}");
@@ -61,28 +91,16 @@ pub fn run(args: &[String]) -> CliResult {
                 continue;
             }
         };
-        // Native code calls the function addresses written in the trace: only addresses of
-        // this process would work, and a trace file cannot name any.
-        if let Some(op) = compiled_trace.ops.iter().find(|op| op.opcode.is_call()) {
-            println!(
-                "{name}: not run natively: it calls `{}` at an address from the trace file",
-                op.opcode
-            );
-            continue;
+        if let Some(why) = &why_hooks {
+            println!("{name}: Hooks mode (memory and calls through the interpreter's model): {why}");
         }
-        // Likewise for memory: a non-null pointer constant (`ConstPtr(ptr13)`), a raw-memory
-        // access or a pointer made from an integer names memory of the process that wrote the
-        // trace; native code would read or write whatever is mapped there in this one.
-        if let Some(why) = foreign_memory(&compiled_trace) {
-            println!("{name}: not run natively: {why}");
-            continue;
-        }
+        let hooks = why_hooks.is_some();
         let kinds = t.input_kinds();
         let mut rng = Rng::new(seed ^ (ti as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
         for k in 0..count {
             let inputs = match (a.value("inputs"), a.value("random")) {
-                (Some(list), _) => parse_inputs(list, &kinds)?,
-                (None, Some(_)) => random_inputs(&mut rng, &kinds),
+                (Some(list), _) => parse_inputs(list, &kinds, hooks)?,
+                (None, Some(_)) => random_inputs(&mut rng, &kinds, hooks),
                 (None, None) if kinds.is_empty() => Vec::new(),
                 (None, None) => {
                     return Err(CliError::Usage(format!(
@@ -92,7 +110,9 @@ pub fn run(args: &[String]) -> CliResult {
                 }
             };
             let shown: Vec<String> = inputs.iter().map(|v| v.to_string()).collect();
-            let int = interp_run(t, &inputs, &RunConfig::default()).outcome;
+            let cfg = RunConfig::default();
+            let int_run = interp_run(t, &inputs, &cfg);
+            let int = int_run.outcome.clone();
             if int == Outcome::IterationLimit {
                 // Native code has no iteration limit: it would run until the loop exits.
                 println!(
@@ -102,12 +122,26 @@ pub fn run(args: &[String]) -> CliResult {
                 continue;
             }
             let words: Vec<u64> = inputs.iter().map(|v| v.bits()).collect();
-            let mut heap = SimpleHeap::new();
-            let native = code
-                .run(&words, &mut heap)
-                .map_err(|e| CliError::Failed(format!("{name}: {e}")))?;
-            let verdict = agree(&native, &int);
-            if !verdict {
+            let (native, verdict) = if hooks {
+                let mut model = ModelHeap::new(&compiled_trace, &cfg);
+                let native = code
+                    .run(&words, &mut model)
+                    .map_err(|e| CliError::Failed(format!("{name}: {e}")))?;
+                let native_run = model.into_result(native.outcome(&compiled_trace));
+                (native, outcomes_equivalent(&int_run, &native_run))
+            } else {
+                let mut heap = SimpleHeap::new();
+                let native = code
+                    .run(&words, &mut heap)
+                    .map_err(|e| CliError::Failed(format!("{name}: {e}")))?;
+                let v = if agree(&native, &int) {
+                    Ok(())
+                } else {
+                    Err("different exit".to_string())
+                };
+                (native, v)
+            };
+            if verdict.is_err() {
                 failures += 1;
             }
             println!(
@@ -115,7 +149,10 @@ pub fn run(args: &[String]) -> CliResult {
                 shown.join(", "),
                 if count > 1 { format!(" (#{k})") } else { String::new() },
                 show_exit(&native, &kinds_of_exit(&compiled_trace, &native)),
-                if verdict { "same" } else { "DIFFERENT" }
+                match verdict {
+                    Ok(()) => "same".to_string(),
+                    Err(e) => format!("DIFFERENT: {e}"),
+                }
             );
         }
     }
@@ -125,7 +162,7 @@ pub fn run(args: &[String]) -> CliResult {
     Ok(())
 }
 
-fn parse_inputs(list: &str, kinds: &[Kind]) -> Result<Vec<RtValue>, CliError> {
+fn parse_inputs(list: &str, kinds: &[Kind], hooks: bool) -> Result<Vec<RtValue>, CliError> {
     let items: Vec<&str> = list.split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
     if items.len() != kinds.len() {
         return Err(CliError::Usage(format!(
@@ -143,9 +180,11 @@ fn parse_inputs(list: &str, kinds: &[Kind]) -> Result<Vec<RtValue>, CliError> {
                 Kind::Float => RtValue::float(s.parse::<f64>().map_err(|_| bad())?),
                 Kind::Ref => match *s {
                     "0" | "null" | "NULL" => RtValue::Ref(0),
+                    _ if hooks => RtValue::Ref(parse_int(s).ok_or_else(bad)? as u64),
                     _ => {
                         return Err(CliError::Usage(format!(
-                            "reference input `{s}`: only null can be given (native code needs real memory)"
+                            "reference input `{s}`: only null can be given to a trace that runs on real memory \
+                             (--hooks runs it against the interpreter's memory model)"
                         )))
                     }
                 },
@@ -170,11 +209,13 @@ fn parse_int(s: &str) -> Option<i64> {
     Some(if neg { v.wrapping_neg() } else { v })
 }
 
-fn random_inputs(rng: &mut Rng, kinds: &[Kind]) -> Vec<RtValue> {
+fn random_inputs(rng: &mut Rng, kinds: &[Kind], hooks: bool) -> Vec<RtValue> {
     kinds
         .iter()
         .map(|k| match k {
             Kind::Float => RtValue::float(*rng.pick(&[0.0, -0.0, 1.0, -1.5, 0.1, 1e300, f64::INFINITY, f64::NAN, 7.0])),
+            // An external object of the interpreter's model.
+            Kind::Ref if hooks => RtValue::Ref(external_address(rng.next_u64())),
             Kind::Ref => RtValue::Ref(0),
             _ => RtValue::Int(trace_ir::random::special_int(rng)),
         })
@@ -269,10 +310,17 @@ fn agree(native: &Exit, int: &Outcome) -> bool {
     }
 }
 
-/// Why `t` would touch memory named by the trace file rather than allocated by itself, if it
-/// would: a non-null reference constant, a raw-memory op, or `cast_int_to_ptr`.
-fn foreign_memory(t: &trace_ir::Trace) -> Option<String> {
+/// Why `t` would touch memory or functions named by the trace file rather than objects it
+/// allocates, if it would: a call, a reference input, a non-null reference constant, a
+/// raw-memory op, or `cast_int_to_ptr`.
+fn foreign(t: &trace_ir::Trace) -> Option<String> {
     use trace_ir::{Const, OpFlags, Opcode};
+    if let Some(op) = t.ops.iter().find(|op| op.opcode.is_call()) {
+        return Some(format!("it calls `{}` at an address from the trace file", op.opcode));
+    }
+    if t.input_kinds().contains(&Kind::Ref) {
+        return Some("it takes references (objects outside the trace)".into());
+    }
     for op in &t.ops {
         if op.opcode.has(OpFlags::RAW) || op.opcode == Opcode::CastIntToPtr {
             return Some(format!(

@@ -27,9 +27,11 @@ commands:
   opt FILE [--stats] [--json] [--no-<part>...]
                                   optimize every trace (parts: fold intbounds rules cse
                                   guards ovf virtuals heapcache dce); PyPy's counts alongside
-  run FILE [--inputs 1,2.5,0 | --random N --seed S] [--opt]
+  run FILE [--inputs 1,2.5,0 | --random N --seed S] [--opt] [--hooks]
                                   compile every trace to x86-64, run it natively and
-                                  print its exit next to the interpreter's
+                                  print its exit next to the interpreter's; traces that
+                                  name foreign memory or functions (and all with --hooks)
+                                  run with memory and calls through the interpreter's model
   mine FILE... [--json] [--limit N] [--seconds S] [--findings] [--no-opt]
                                   find missed optimizations in the optimized traces with
                                   Z3; patterns by count
