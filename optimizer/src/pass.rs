@@ -1310,6 +1310,10 @@ impl<'a> Pass<'a> {
         } else {
             let zero = self.make_int(0);
             self.make_equal(c, zero);
+            if !def.opcode.has(OpFlags::BOOL_RESULT) {
+                // e.g. `guard_false(int_and(x, 7))`: x's low three bits are 0
+                self.narrow_operands(o, &IntBound::from_i64(0), depth);
+            }
         }
         if !def.opcode.is_pure() {
             return;
@@ -1335,13 +1339,15 @@ impl<'a> Pass<'a> {
             let (na, nb) = IntBound::learn_cmp(cmp, truth, &ba, &bb);
             let equal = (cmp == Cmp::Eq && truth) || (cmp == Cmp::Ne && !truth);
             if equal {
-                if args[1].is_const() {
-                    self.make_equal(args[0], args[1]);
-                    return;
-                }
-                if args[0].is_const() {
-                    self.make_equal(args[1], args[0]);
-                    return;
+                for (x, k) in [(args[0], args[1]), (args[1], args[0])] {
+                    if k.is_const() {
+                        self.make_equal(x, k);
+                        // e.g. `int_eq(int_and(x, 7), 0)`: x's low three bits are 0
+                        if let (Some(xo), Some(kc)) = (x.as_op(), self.const_i64(k)) {
+                            self.narrow_operands(xo, &IntBound::from_i64(kc), depth);
+                        }
+                        return;
+                    }
                 }
             }
             self.narrow(args[0], na, depth);
@@ -1435,11 +1441,17 @@ impl<'a> Pass<'a> {
         if let Some(c) = n.get_constant() {
             let k = self.make_int(c);
             self.make_equal(v, k);
+        }
+        self.narrow_operands(o, &n, depth);
+    }
+
+    /// `o`'s value is known to lie in `n` (from a passed guard): narrow the operands of its
+    /// definition where the domain's backward functions say it is sound.
+    fn narrow_operands(&mut self, o: OpRef, n: &IntBound<u64>, depth: u32) {
+        if depth >= MAX_DEPTH || !self.opts.intbounds {
             return;
         }
-        if depth >= MAX_DEPTH {
-            return;
-        }
+        let n = n.clone();
         let def = self.ops[o.index()].clone();
         let args = map_args(&def.args, |a| self.uf.find(a));
         let checked = self.info[o.index()].flags & F_OVF_CHECKED != 0;
@@ -1475,6 +1487,16 @@ impl<'a> Pass<'a> {
             IntInvert => {
                 let na = IntBound::backward_invert(&self.bound_of(args[0]), &n);
                 self.narrow(args[0], na, depth + 1);
+            }
+            IntAnd | IntOr => {
+                let (ba, bb) = (self.bound_of(args[0]), self.bound_of(args[1]));
+                let (na, nb) = if def.opcode == IntAnd {
+                    IntBound::backward_and(&ba, &bb, &n)
+                } else {
+                    IntBound::backward_or(&ba, &bb, &n)
+                };
+                self.narrow(args[0], na, depth + 1);
+                self.narrow(args[1], nb, depth + 1);
             }
             _ => {}
         }

@@ -1455,3 +1455,41 @@ fn guard_condition_at_its_own_exit_is_a_constant() {
          finish(i0)",
     );
 }
+
+#[test]
+fn guard_on_a_mask_teaches_the_masked_bits() {
+    // After `x & 7 == 0` (either spelling) the low three bits of x are known 0, so the same
+    // test on x + 16 is known to pass (the alignment kernel); `x | 1 == 5` makes `x & 4` 4.
+    check(
+        "[i0, i1, i2]
+         i3 = int_and(i0, 7)
+         i4 = int_is_true(i3)
+         guard_false(i4, descr=<Guard1>) [i0]
+         i5 = int_add(i0, 16)
+         i6 = int_and(i5, 7)
+         i7 = int_is_true(i6)
+         guard_false(i7, descr=<Guard2>) [i0]
+         i8 = int_and(i1, 7)
+         i9 = int_eq(i8, 0)
+         guard_true(i9, descr=<Guard3>) [i1]
+         i10 = int_sub(i1, 8)
+         i11 = int_and(i10, 7)
+         i12 = int_or(i2, 1)
+         i13 = int_eq(i12, 5)
+         guard_true(i13, descr=<Guard4>) [i2]
+         i14 = int_and(i2, 4)
+         finish(i5, i11, i14)",
+        "[i0, i1, i2]
+         i3 = int_and(i0, 7)
+         i4 = int_is_true(i3)
+         guard_false(i4, descr=<Guard1>) [i0]
+         i6 = int_add(i0, 16)
+         i7 = int_and(i1, 7)
+         i8 = int_is_zero(i7)
+         guard_true(i8, descr=<Guard3>) [i1]
+         i10 = int_or(i2, 1)
+         i11 = int_eq(i10, 5)
+         guard_true(i11, descr=<Guard4>) [i2]
+         finish(i6, 0, 4)",
+    );
+}

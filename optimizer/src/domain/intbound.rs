@@ -515,6 +515,24 @@ impl<W: Word> IntBound<W> {
         a.intersect(&Self::from_parts(KnownBits::unknown(), ra))
     }
 
+    /// `r = int_and(a, b)`, `r` in `res`: refined `(a, b)` (knownbits only:
+    /// [`KnownBits::backward_and`] each way).
+    pub fn backward_and(a: &Self, b: &Self, res: &Self) -> (Self, Self) {
+        (
+            a.intersect(&Self::from_knownbits(KnownBits::backward_and(&b.bits, &res.bits))),
+            b.intersect(&Self::from_knownbits(KnownBits::backward_and(&a.bits, &res.bits))),
+        )
+    }
+
+    /// `r = int_or(a, b)`, `r` in `res`: refined `(a, b)` (knownbits only:
+    /// [`KnownBits::backward_or`] each way).
+    pub fn backward_or(a: &Self, b: &Self, res: &Self) -> (Self, Self) {
+        (
+            a.intersect(&Self::from_knownbits(KnownBits::backward_or(&b.bits, &res.bits))),
+            b.intersect(&Self::from_knownbits(KnownBits::backward_or(&a.bits, &res.bits))),
+        )
+    }
+
     /// `r = int_neg(a)`, `r` in `res`: refined `a`.
     pub fn backward_neg(a: &Self, res: &Self) -> Self {
         a.intersect(&res.neg())

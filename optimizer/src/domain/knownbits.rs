@@ -223,6 +223,33 @@ impl<W: Word> KnownBits<W> {
         KnownBits { ones, unknowns }
     }
 
+    // ------------------------------------------------------------------ backward: bitwise
+
+    /// `r = x & y` with `y` in `other` and `r` in `res`: what `x` must be. A bit known 1 in
+    /// `res` is 1 in `x`; a bit known 0 in `res` where `y` is known 1 is 0 in `x`; every other
+    /// bit is unknown (intersect the result with what is already known of `x`). Used after a
+    /// guard on `x & C`: `guard_true(int_eq(int_and(x, 7), 0))` makes `x`'s low 3 bits 0.
+    pub fn backward_and(other: &Self, res: &Self) -> Self {
+        let ones = res.ones.clone();
+        let zeros = res.known_zeros().and(&other.ones);
+        KnownBits {
+            unknowns: ones.or(&zeros).not(),
+            ones,
+        }
+    }
+
+    /// `r = x | y` with `y` in `other` and `r` in `res`: what `x` must be. A bit known 0 in
+    /// `res` is 0 in `x`; a bit known 1 in `res` where `y` is known 0 is 1 in `x`; every other
+    /// bit is unknown.
+    pub fn backward_or(other: &Self, res: &Self) -> Self {
+        let zeros = res.known_zeros();
+        let ones = res.ones.and(&other.known_zeros());
+        KnownBits {
+            unknowns: ones.or(&zeros).not(),
+            ones,
+        }
+    }
+
     // ------------------------------------------------------------------ arithmetic
 
     /// `x + y` (wrapping), the tristate formula (optimal).

@@ -277,6 +277,31 @@ proptest! {
     }
 
     #[test]
+    fn prop_backward_bitwise_sound((a, x) in member(), (b, y) in member(), w in widen()) {
+        // knownbits alone: well-formed, and x / y stay members, for a widened and an exact result
+        for (name, r, f) in [
+            ("and", x & y, KB::backward_and as fn(&KB, &KB) -> KB),
+            ("or", x | y, KB::backward_or),
+        ] {
+            for res in [widen_around(r, &w).bits, KB::from_constant(r)] {
+                for (other, v) in [(&b.bits, x), (&a.bits, y)] {
+                    let k = f(other, &res);
+                    prop_assert!(k.ones & k.unknowns == 0, "backward_{name} ill-formed: {k:?}");
+                    prop_assert!(k.contains(&v), "backward_{name} lost {v:#x}: other {other} res {res} -> {k}");
+                }
+            }
+        }
+        // IntBound, both operands
+        let check2 = |name: &str, (na, nb): (IB, IB)| {
+            assert!(na.contains(&x) && nb.contains(&y), "{name} lost {}/{}: {a} {b} -> {na} {nb}", x as i64, y as i64);
+        };
+        check2("backward_and", IB::backward_and(&a, &b, &widen_around(x & y, &w)));
+        check2("backward_and exact", IB::backward_and(&a, &b, &IB::from_constant(x & y)));
+        check2("backward_or", IB::backward_or(&a, &b, &widen_around(x | y, &w)));
+        check2("backward_or exact", IB::backward_or(&a, &b, &IB::from_constant(x | y)));
+    }
+
+    #[test]
     fn prop_constants_fold(x in special_int(), y in special_int(), s in 0u64..64) {
         let (a, b, sh) = (IB::from_constant(x), IB::from_constant(y), IB::from_constant(s));
         for (name, f, c) in concrete_binops() {
@@ -506,4 +531,22 @@ fn exhaustive_8bit_binops() {
             }
         }
     }
+}
+
+#[test]
+fn backward_and_learns_alignment() {
+    // x & 7 == 0: the low three bits of x are 0, the others stay unknown
+    let k = KB::backward_and(&KB::from_constant(7), &KB::from_constant(0));
+    assert_eq!(k.to_string(), "...?000");
+    // x & 0xf0 == 0x30: bits 4..8 are 0011, bit 0 unknown (mask 0 there)
+    let k = KB::backward_and(&kb("11110000"), &kb("110000"));
+    assert_eq!(k.to_string(), "...?0011????");
+    // a known one of the result is a one of x whatever the mask
+    let k = KB::backward_and(&KB::unknown(), &kb("...?1"));
+    assert_eq!(k.to_string(), "...?1");
+    // x | 1 == 5 (so x is 4 or 5): bit 2 is 1, bit 1 and the high bits 0, bit 0 unknown
+    let k = KB::backward_or(&KB::from_constant(1), &KB::from_constant(5));
+    assert_eq!(k.to_string(), "10?");
+    let (x, _) = IB::backward_and(&IB::unbounded(), &IB::from_constant(7), &IB::from_constant(0));
+    assert_eq!(x.known_zeros() & 7, 7);
 }
