@@ -324,7 +324,7 @@ impl<'c> Gen<'c> {
         t.info.name = format!("random trace {seed}");
         let mut md = |d: Descr| t.make_descr(d);
         let d = Descrs {
-            size_plain: md(Descr::Size(SizeDescr { size: 32, vtable: None })),
+            size_plain: md(Descr::Size(SizeDescr { size: 48, vtable: None })),
             size_vt: md(Descr::Size(SizeDescr {
                 size: 48,
                 vtable: Some(0x7000_1000),
