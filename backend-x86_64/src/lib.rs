@@ -31,11 +31,19 @@
 //!   with remainder 0.
 //! - A loop that never leaves runs forever, like the embedder's own loop would: there is no
 //!   iteration limit in native code.
-//! - `guard_not_invalidated`, `guard_not_forced`, `guard_not_forced_2`,
-//!   `guard_future_condition` and `guard_no_exception` never fail (nothing invalidates or
-//!   forces compiled code; calls never raise, as in the interpreter, and the ops that set the
-//!   exception state are not supported); hints (`keepalive`, `record_*`, ...) emit nothing;
-//!   `force_token` is the interpreter's fixed token and `virtual_ref(p, i)` is `p`.
+//! - `guard_not_invalidated`, `guard_not_forced`, `guard_not_forced_2` and
+//!   `guard_future_condition` never fail in Direct mode (nothing invalidates or forces
+//!   compiled code); in Hooks mode `guard_not_invalidated` asks the runtime. Hints
+//!   (`keepalive`, `record_*`, ...) emit nothing; `force_token` is the interpreter's fixed
+//!   token and `virtual_ref(p, i)` is `p`.
+//! - Exceptions (interpreter semantics: `save_exc_class` reads the pending class, 0 if none;
+//!   `save_exception` reads the pending value, null if none, and clears it;
+//!   `restore_exception(cls, v)` sets it, clears it when both are 0; `guard_exception(cls)`
+//!   holds when `cls` is pending, returns the value and clears it; `guard_no_exception`
+//!   holds when nothing is pending). Direct mode keeps the state per run in the backend
+//!   (calls made natively cannot raise, so only `restore_exception` sets it; without any
+//!   exception-setting op in the trace `guard_no_exception` emits nothing); Hooks mode asks
+//!   the runtime, whose calls may raise.
 //! - `cond_call(c, f, args...)` calls `f` when `c` is non-zero (the opcode table's
 //!   definition); `cond_call_value_*(v, f, args...)` is `v` when non-zero, else the call's
 //!   result.
@@ -46,26 +54,49 @@
 //!   length word) and report an invalid operation, as the interpreter does. Interior fields
 //!   (arrays of structs) use the default array layout: length word at offset 8, item `i` at
 //!   `16 + i * item_size`, the field at its offset inside the item.
-//! - Not supported (a [`CompileError::Unsupported`]): string and unicode ops (`newstr`,
-//!   `strlen`, ...), `call_assembler_*`, `guard_exception`, `save_exception`,
-//!   `save_exc_class`, `restore_exception`, `guard_gc_type`, `guard_is_object`, calls with
-//!   more than 6 integer or 8 float arguments, and displacements that do not fit 32 bits.
+//!
+//! # Ops served by the runtime
+//! In [`MemoryAccess::Hooks`] mode every op that reads or writes memory, allocates, calls
+//! (`call_*`, `call_pure_*`, `call_loopinvariant_*`, `call_may_force_*`,
+//! `call_assembler_*`, `cond_call*`), touches the exception state, or checks a class or type
+//! is a call to [`Runtime::exec`] (calling sequence in the `hooks` module), and a failing
+//! guard gets its fail arguments from [`Runtime::guard_exit`]. In Direct mode the ops with no
+//! inline code go the same way: string and unicode ops (`newstr`, `strlen`, `strgetitem`,
+//! `strsetitem`, `strhash`, `copystrcontent` and the `unicode` ones), `guard_gc_type`,
+//! `guard_is_object` and `call_assembler_*`. The default [`Runtime::exec`]
+//! ([`exec_in_memory`]) serves them on real memory with documented layouts (strings: length
+//! word at 8, characters from 16; the GC type is the class word), and answers
+//! [`HookReply::Invalid`] for calls and `call_assembler` (the embedder knows its loops:
+//! it overrides `exec`).
+//!
+//! Not supported (a [`CompileError::Unsupported`]): in Direct mode, calls with more than 6
+//! integer or 8 float arguments and displacements that do not fit 32 bits. Hooks mode
+//! compiles every op of the opcode table.
 //!
 //! # What the embedder guarantees
-//! Native code works on real memory: a reference input, a pointer constant or an integer
-//! used as a raw address must point to memory laid out as the trace's descriptors say, and
-//! a called function address must be a `sysv64` function of the descriptor's signature.
-//! Objects allocated by the trace come from the [`Runtime`].
+//! In Direct mode native code works on real memory: a reference input, a pointer constant or
+//! an integer used as a raw address must point to memory laid out as the trace's
+//! descriptors say, and a called function address must be a `sysv64` function of the
+//! descriptor's signature. Objects allocated by the trace come from the [`Runtime`]. In
+//! Hooks mode native code never dereferences a trace value nor calls a trace function: the
+//! runtime decides what every access and call means, so traces that name another process's
+//! memory (PyPy logs) run safely against a model such as `trace_ir::interp::ModelHeap`,
+//! which implements [`Runtime`] here with the reference interpreter's own code.
 //!
 //! # Testing
 //! Every op is compared with `trace_ir::eval::eval_pure` on special and random values;
 //! thousands of random traces (`trace_ir::random`: loops, overflow, floats, allocations,
 //! field and array accesses, and the optimizer's output with virtual objects in resume
 //! data) run natively and in the reference interpreter with the same exit, values and heap
-//! contents (compared by content, since addresses differ). Random traces get integer and
-//! float inputs only: the interpreter models external objects behind reference inputs
-//! without memory. Every compilation in tests is also checked by the symbolic
-//! register-allocation checker (`checker` feature).
+//! contents (compared by content, since addresses differ). In Direct mode random traces get
+//! integer and float inputs only (the interpreter models external objects behind reference
+//! inputs without memory); in Hooks mode, with `ModelHeap` as the runtime, they also get
+//! reference inputs and calls, and the whole run (exit, values, allocated objects, calls,
+//! external memory, exception state) is compared with `trace_ir::interp::outcomes_equivalent`.
+//! `tests/corpus_native.rs` does the same for every trace of the PyPy dev corpus, as logged
+//! and optimized (320 + 320 traces, all accepted). String, exception, `call_assembler` and
+//! type-guard ops have per-op tests in both modes. Every compilation in tests is also
+//! checked by the symbolic register-allocation checker (`checker` feature).
 //!
 //! The design of the register allocator and frame is described in the `codegen` module.
 #![deny(missing_docs)]

@@ -155,8 +155,8 @@ unsafe fn write_mem(addr: u64, size: u8, v: u64) {
 /// [`Runtime::alloc_array`]. Null pointers and out-of-bounds indices are
 /// [`HookReply::Invalid`].
 ///
-/// Not served (`Invalid`): calls (a foreign function's signature and exception behaviour are
-/// the embedder's business), `save_exception`/`save_exc_class`/`restore_exception`/
+/// Not served (`Invalid`): calls and `call_assembler_*` (a foreign function's signature and
+/// exception behaviour, and the embedder's compiled loops, are the embedder's business), `save_exception`/`save_exc_class`/`restore_exception`/
 /// `guard_exception` (there is no exception state in real memory; `guard_no_exception`
 /// holds, as calls never raise).
 ///
