@@ -41,7 +41,7 @@ use crate::checker::{Event, Val};
 // Ops handed to the runtime (Hooks mode); a child module so it can extend `Gen`.
 #[path = "hooks.rs"]
 mod hooks;
-use crate::pmove::{sequentialize, Loc};
+use crate::pmove::{sequentialize_into, Loc};
 use crate::runtime::{self, ArrayLayout};
 use crate::{CompileError, CompileOptions, ExitInfo, ExitSlot, VirtualInit, VirtualLayout};
 use dynasmrt::x64::X64Relocation;
@@ -174,8 +174,8 @@ impl Cond {
 struct Stub {
     label: DynamicLabel,
     code: u32,
-    /// Where each exit-buffer word comes from.
-    words: Vec<Loc>,
+    /// Where each exit-buffer word comes from: `Gen::stub_words[words.0..words.1]`.
+    words: (u32, u32),
 }
 
 /// The fixed locations of a label's parameters.
@@ -207,8 +207,14 @@ pub(crate) struct Gen<'t> {
     asm: VecAssembler<X64Relocation>,
     gpr_pool: Vec<Reg>,
     xmm_pool: Vec<Reg>,
-    /// Use positions of each op's value, ascending.
-    uses: Vec<Vec<u32>>,
+    /// Use positions of each op's value, ascending and without repeats, flattened: the uses
+    /// of op `v` are `use_pos[use_start[v]..use_start[v + 1]]` (one backward-free counting
+    /// pass in `new`; no vector per op).
+    use_start: Vec<u32>,
+    use_pos: Vec<u32>,
+    /// The last use of each op's value, 0 if it has none (no op reads at position 0), so
+    /// "`v` is live after position `p`" is `last_use[v] > p`. Same data as `use_pos`.
+    last_use: Vec<u32>,
     owner: [Option<u32>; 32],
     val_reg: Vec<Option<Reg>>,
     val_slot: Vec<Option<u32>>,
@@ -219,6 +225,15 @@ pub(crate) struct Gen<'t> {
     exit_len: usize,
     exits: Vec<ExitInfo>,
     stubs: Vec<Stub>,
+    /// The exit-buffer sources of all stubs, back to back (see [`Stub::words`]).
+    stub_words: Vec<Loc>,
+    /// The invalid-operation exit of the current op, if one was made (all invalid exits of
+    /// one op share a stub: they report the same op).
+    invalid: Option<(usize, DynamicLabel)>,
+    /// Scratch buffers of `parallel_move` and `call_inner`, reused across ops.
+    pm_pending: Vec<(Loc, Loc)>,
+    pm_seq: Vec<(Loc, Loc)>,
+    call_moves: Vec<(Loc, Loc)>,
     labels: HashMap<usize, LabelInfo>,
     start: Option<LabelInfo>,
     epilogue: DynamicLabel,
@@ -241,7 +256,7 @@ fn fits_i32(v: i64) -> bool {
 }
 
 /// Every value an op reads, including guard fail arguments and virtual fields.
-fn values_read(t: &Trace, op: &Op, f: &mut dyn FnMut(Value)) {
+fn values_read(t: &Trace, op: &Op, f: &mut impl FnMut(Value)) {
     for &a in &op.args {
         f(a);
     }
@@ -265,13 +280,51 @@ fn values_read(t: &Trace, op: &Op, f: &mut dyn FnMut(Value)) {
 impl<'t> Gen<'t> {
     pub(crate) fn new(t: &'t Trace, opts: &CompileOptions) -> R<Gen<'t>> {
         let n = t.ops.len();
-        let mut uses = vec![Vec::new(); n];
+        // Liveness in two forward passes: count the uses of each value (an op reading a value
+        // twice counts once), then place them into one flat array.
+        let mut last_use = vec![0u32; n];
+        let mut use_start = vec![0u32; n + 1];
+        let mut exit_len = 0;
         for (i, op) in t.ops.iter().enumerate() {
+            let i = i as u32;
             values_read(t, op, &mut |v| {
                 if let Some(o) = v.as_op() {
-                    let u = &mut uses[o.index()];
-                    if u.last() != Some(&(i as u32)) {
-                        u.push(i as u32);
+                    let o = o.index();
+                    if last_use[o] != i {
+                        last_use[o] = i;
+                        use_start[o + 1] += 1;
+                    }
+                }
+            });
+            // Exit buffer size: the largest guard exit or finish.
+            if matches!(op.opcode, Opcode::Finish | Opcode::Jump) {
+                exit_len = exit_len.max(op.args.len());
+            }
+            if let Some(g) = op.guard {
+                let gd = t.guard(g);
+                let words = gd.fail_args.iter().filter(|f| matches!(f, FailArg::Value(_))).count()
+                    + gd.virtuals
+                        .iter()
+                        .flat_map(|v| &v.fields)
+                        .filter(|(_, f)| matches!(f, FailArg::Value(_)))
+                        .count();
+                exit_len = exit_len.max(words);
+            }
+        }
+        for v in 0..n {
+            use_start[v + 1] += use_start[v];
+        }
+        let mut use_pos = vec![0u32; use_start[n] as usize];
+        let mut fill: Vec<u32> = use_start[..n].to_vec();
+        for (i, op) in t.ops.iter().enumerate() {
+            let i = i as u32;
+            values_read(t, op, &mut |v| {
+                if let Some(o) = v.as_op() {
+                    let o = o.index();
+                    let f = fill[o] as usize;
+                    if f == use_start[o] as usize || use_pos[f - 1] != i {
+                        use_pos[f] = i;
+                        fill[o] += 1;
                     }
                 }
             });
@@ -293,31 +346,19 @@ impl<'t> Gen<'t> {
         };
         let nf = opts.float_regs.clamp(2, 15);
         let xmm_pool: Vec<Reg> = (0..nf as u8).map(|i| XMM0 + i).collect();
-        // Exit buffer size: the largest guard exit or finish.
-        let mut exit_len = 0;
-        for op in &t.ops {
-            if matches!(op.opcode, Opcode::Finish | Opcode::Jump) {
-                exit_len = exit_len.max(op.args.len());
-            }
-            if let Some(g) = op.guard {
-                let gd = t.guard(g);
-                let words = gd.fail_args.iter().filter(|f| matches!(f, FailArg::Value(_))).count()
-                    + gd.virtuals
-                        .iter()
-                        .flat_map(|v| &v.fields)
-                        .filter(|(_, f)| matches!(f, FailArg::Value(_)))
-                        .count();
-                exit_len = exit_len.max(words);
-            }
-        }
-        let mut asm = VecAssembler::new(0);
+        // Capacities from the trace size (about 40 bytes of code per op, stubs included),
+        // so the buffers rarely grow.
+        let nguards = t.guards.len();
+        let mut asm = VecAssembler::new_with_capacity(0, 64 + 40 * n, 0, 0, 2 * nguards + 8, 0, 2 * nguards + 8);
         let epilogue = asm.new_dynamic_label();
         Ok(Gen {
             t,
             asm,
             gpr_pool,
             xmm_pool,
-            uses,
+            use_start,
+            use_pos,
+            last_use,
             owner: [None; 32],
             val_reg: vec![None; n],
             val_slot: vec![None; n],
@@ -326,13 +367,18 @@ impl<'t> Gen<'t> {
             pinned: 0,
             pos: 0,
             exit_len,
-            exits: Vec::new(),
-            stubs: Vec::new(),
+            exits: Vec::with_capacity(nguards + 2),
+            stubs: Vec::with_capacity(nguards + 2),
+            stub_words: Vec::new(),
+            invalid: None,
+            pm_pending: Vec::new(),
+            pm_seq: Vec::new(),
+            call_moves: Vec::new(),
             labels: HashMap::new(),
             start: None,
             epilogue,
             fused: None,
-            ranges: Vec::new(),
+            ranges: Vec::with_capacity(n),
             array_layouts: Vec::new(),
             events: RefCell::new(Vec::new()),
             hk: hooks::HookState::new(t, opts),
@@ -395,15 +441,26 @@ impl<'t> Gen<'t> {
     // Liveness queries
     // ------------------------------------------------------------------------------------
 
+    /// The use positions of `v`, ascending.
+    fn uses(&self, v: usize) -> &[u32] {
+        &self.use_pos[self.use_start[v] as usize..self.use_start[v + 1] as usize]
+    }
     /// The first use of `v` at or after `from`, if any.
     fn next_use(&self, v: usize, from: usize) -> Option<u32> {
-        let u = &self.uses[v];
+        if (self.last_use[v] as usize) < from {
+            return None;
+        }
+        let u = self.uses(v);
         let i = u.partition_point(|&p| (p as usize) < from);
         u.get(i).copied()
     }
+    /// Whether `v` is used at or after position `from`.
+    fn used_from(&self, v: usize, from: usize) -> bool {
+        self.last_use[v] as usize >= from
+    }
     /// Whether `v` is used after the current op.
     fn live_after(&self, v: usize) -> bool {
-        self.next_use(v, self.pos + 1).is_some()
+        self.used_from(v, self.pos + 1)
     }
 
     // ------------------------------------------------------------------------------------
@@ -452,7 +509,7 @@ impl<'t> Gen<'t> {
     fn evict(&mut self, r: Reg, avoid: u32) -> R<()> {
         let Some(v) = self.owner[r as usize] else { return Ok(()) };
         let v = v as usize;
-        if self.next_use(v, self.pos).is_some() {
+        if self.used_from(v, self.pos) {
             let pool = if is_xmm(r) { &self.xmm_pool } else { &self.gpr_pool };
             let free = pool
                 .iter()
@@ -480,29 +537,35 @@ impl<'t> Gen<'t> {
     /// `avoid`), spilling the value used furthest in the future if none is free. The
     /// register is pinned and has no owner.
     fn alloc_reg(&mut self, kind: Kind, avoid: u32) -> R<Reg> {
-        let pool = if kind == Kind::Float {
-            self.xmm_pool.clone()
+        let pool: &[Reg] = if kind == Kind::Float {
+            &self.xmm_pool
         } else {
-            self.gpr_pool.clone()
+            &self.gpr_pool
         };
-        let cands: Vec<Reg> = pool
-            .into_iter()
-            .filter(|&r| !self.is_pinned(r) && avoid & (1 << r) == 0)
-            .collect();
-        if let Some(&r) = cands.iter().find(|&&r| self.owner[r as usize].is_none()) {
+        let blocked = self.pinned | avoid;
+        if let Some(&r) = pool
+            .iter()
+            .find(|&&r| blocked & (1 << r) == 0 && self.owner[r as usize].is_none())
+        {
             self.pin(r);
             return Ok(r);
         }
-        let victim = cands
-            .iter()
-            .copied()
-            .max_by_key(|&r| {
-                let v = self.owner[r as usize].unwrap() as usize;
-                self.next_use(v, self.pos).unwrap_or(u32::MAX)
-            })
-            .ok_or_else(|| internal(format!("out of registers at op{}", self.pos)))?;
+        // The last candidate whose value is used furthest away (never again counts as
+        // furthest).
+        let mut victim: Option<(Reg, u32)> = None;
+        for &r in pool {
+            if blocked & (1 << r) != 0 {
+                continue;
+            }
+            let v = self.owner[r as usize].unwrap() as usize;
+            let next = self.next_use(v, self.pos).unwrap_or(u32::MAX);
+            if victim.is_none_or(|(_, best)| next >= best) {
+                victim = Some((r, next));
+            }
+        }
+        let (victim, _) = victim.ok_or_else(|| internal(format!("out of registers at op{}", self.pos)))?;
         let v = self.owner[victim as usize].unwrap() as usize;
-        if self.next_use(v, self.pos).is_some() {
+        if self.used_from(v, self.pos) {
             self.ensure_slot(v)?;
         }
         self.release(victim);
@@ -601,22 +664,23 @@ impl<'t> Gen<'t> {
     /// Release the registers of values that die at the current op.
     fn end_op(&mut self) {
         let t = self.t;
-        let op = &t.ops[self.pos];
-        let mut dead = Vec::new();
-        values_read(t, op, &mut |v| {
+        let pos = self.pos;
+        values_read(t, &t.ops[pos], &mut |v| {
             if let Some(o) = v.as_op() {
-                dead.push(o.index());
+                self.release_if_dead(o.index());
             }
         });
-        dead.push(self.pos);
-        for v in dead {
-            if !self.live_after(v) {
-                if let Some(r) = self.val_reg[v] {
-                    self.release(r);
-                }
+        self.release_if_dead(pos);
+        self.pinned = 0;
+    }
+
+    /// Release `v`'s register if `v` is not used after the current op.
+    fn release_if_dead(&mut self, v: usize) {
+        if !self.live_after(v) {
+            if let Some(r) = self.val_reg[v] {
+                self.release(r);
             }
         }
-        self.pinned = 0;
     }
 
     // ------------------------------------------------------------------------------------
@@ -691,9 +755,13 @@ impl<'t> Gen<'t> {
     }
 
     fn parallel_move(&mut self, moves: &[(Loc, Loc)]) {
-        for (d, s) in sequentialize(moves, Loc::Mem(TEMP_DISP)) {
+        let mut seq = std::mem::take(&mut self.pm_seq);
+        sequentialize_into(moves, Loc::Mem(TEMP_DISP), &mut self.pm_pending, &mut seq);
+        for &(d, s) in &seq {
             self.mov(d, s);
         }
+        seq.clear();
+        self.pm_seq = seq;
     }
 
     // ------------------------------------------------------------------------------------
@@ -772,6 +840,11 @@ impl<'t> Gen<'t> {
 
     /// The label of an exit stub that reports an invalid operation at the current op.
     fn invalid_exit(&mut self) -> DynamicLabel {
+        if let Some((at, label)) = self.invalid {
+            if at == self.pos {
+                return label;
+            }
+        }
         let label = self.asm.new_dynamic_label();
         let code = self.exits.len() as u32;
         self.exits.push(ExitInfo::Invalid {
@@ -780,8 +853,9 @@ impl<'t> Gen<'t> {
         self.stubs.push(Stub {
             label,
             code,
-            words: Vec::new(),
+            words: (0, 0),
         });
+        self.invalid = Some((self.pos, label));
         label
     }
 
@@ -833,8 +907,9 @@ impl<'t> Gen<'t> {
         for stub in &stubs {
             let l = stub.label;
             dynasm!(self.asm ; .arch x64 ; =>l);
-            for (w, &src) in stub.words.iter().enumerate() {
-                let d = self.exit_disp(w);
+            for w in stub.words.0..stub.words.1 {
+                let src = self.stub_words[w as usize];
+                let d = self.exit_disp((w - stub.words.0) as usize);
                 self.mov(Loc::Mem(d), src);
             }
             let code = stub.code as i32;
@@ -876,7 +951,7 @@ impl<'t> Gen<'t> {
         let last_param = at + op.args.len();
         let mut keep = Vec::new();
         for v in 0..at {
-            if self.next_use(v, last_param + 1).is_some() && (self.val_reg[v].is_some() || self.val_slot[v].is_some()) {
+            if self.used_from(v, last_param + 1) && (self.val_reg[v].is_some() || self.val_slot[v].is_some()) {
                 self.ensure_slot(v)?;
                 keep.push((Loc::Mem(self.slot_disp(self.val_slot[v].unwrap())), v as u32));
             }
@@ -951,18 +1026,19 @@ impl<'t> Gen<'t> {
             .guard
             .ok_or_else(|| internal("guard without resume data".into()))?;
         let gd = t.guard(g);
-        let mut words = Vec::new();
+        let mut words = std::mem::take(&mut self.stub_words);
+        let first = words.len();
         let slot_of = |fa: &FailArg, words: &mut Vec<Loc>, me: &Self| -> R<ExitSlot> {
             Ok(match *fa {
                 FailArg::Value(v) => {
                     words.push(me.loc(v)?);
-                    ExitSlot::Word(words.len() - 1)
+                    ExitSlot::Word(words.len() - 1 - first)
                 }
                 FailArg::Virtual(k) => ExitSlot::Virtual(k),
                 FailArg::Hole => ExitSlot::Hole,
             })
         };
-        let mut fail = Vec::new();
+        let mut fail = Vec::with_capacity(gd.fail_args.len());
         for fa in &gd.fail_args {
             fail.push(slot_of(fa, &mut words, self)?);
         }
@@ -999,7 +1075,7 @@ impl<'t> Gen<'t> {
                     }
                 }
             };
-            let mut fields = Vec::new();
+            let mut fields = Vec::with_capacity(vo.fields.len());
             for (place, fa) in &vo.fields {
                 let (offset, size) = match (*place, &init) {
                     (VirtualField::Field(d), _) => {
@@ -1026,7 +1102,12 @@ impl<'t> Gen<'t> {
             fail,
             virtuals,
         });
-        self.stubs.push(Stub { label, code, words });
+        self.stubs.push(Stub {
+            label,
+            code,
+            words: (first as u32, words.len() as u32),
+        });
+        self.stub_words = words;
         self.jcc(exit_if, label);
         Ok(())
     }
@@ -1038,7 +1119,7 @@ impl<'t> Gen<'t> {
         let Some(next) = t.ops.get(at + 1) else { return false };
         matches!(next.opcode, Opcode::GuardTrue | Opcode::GuardFalse)
             && next.args[0] == Value::op(OpRef::new(at))
-            && self.uses[at] == [at as u32 + 1]
+            && self.uses(at) == [at as u32 + 1]
             && {
                 let mut also_fail_arg = false;
                 let mut seen = 0;
@@ -1917,18 +1998,14 @@ impl<'t> Gen<'t> {
             }
             None => None,
         };
-        let mut moves = Vec::new();
-        let mut expect_vals = HashMap::new();
+        let mut moves = std::mem::take(&mut self.call_moves);
+        moves.clear();
         let (mut ni, mut nf) = (0, 0);
         for a in args {
             let (src, kind) = match *a {
                 ArgSrc::Ctx => (Loc::Mem(0), Kind::Int),
                 ArgSrc::Loc(l, k) => (l, k),
                 ArgSrc::Value(v) => (self.loc(v)?, self.t.kind_of(v)),
-            };
-            let want = match *a {
-                ArgSrc::Value(v) => Some(self.val(v)),
-                _ => None,
             };
             let dst = if kind == Kind::Float {
                 nf += 1;
@@ -1949,9 +2026,6 @@ impl<'t> Gen<'t> {
                 }
                 INT_ARG_REGS[ni as usize - 1]
             };
-            if let Some(w) = want {
-                expect_vals.insert(Loc::Reg(dst), w);
-            }
             moves.push((Loc::Reg(dst), src));
         }
         let fsrc = match (f, fv) {
@@ -1961,11 +2035,15 @@ impl<'t> Gen<'t> {
         };
         moves.push((Loc::Reg(RAX), fsrc));
         self.parallel_move(&moves);
-        for &(d, _) in &moves {
-            if let Some(v) = expect_vals.get(&d) {
-                self.expect(d, *v);
+        if CHECK {
+            // The argument registers hold the argument values (moves[k] is args[k]'s).
+            for (a, &(d, _)) in args.iter().zip(&moves) {
+                if let ArgSrc::Value(v) = *a {
+                    self.expect(d, self.val(v));
+                }
             }
         }
+        self.call_moves = moves;
         dynasm!(self.asm ; .arch x64 ; call rax);
         if let Some(skip) = skip {
             if result == Kind::Void {
@@ -1975,11 +2053,10 @@ impl<'t> Gen<'t> {
                 dynasm!(self.asm ; .arch x64 ; jmp =>done ; =>skip ; mov rax, r11 ; =>done);
             }
         }
-        let clobbered: Vec<Reg> = CALLER_SAVED_GPR.into_iter().chain((0..16).map(|i| XMM0 + i)).collect();
-        self.clobber(&clobbered);
         // Every caller-saved register is clobbered: values living on are in slots or
         // callee-saved registers now.
         for r in CALLER_SAVED_GPR.into_iter().chain((0..16).map(|i| XMM0 + i)) {
+            self.record(Event::Clobber { reg: r });
             self.release(r);
         }
         match result {

@@ -26,10 +26,18 @@ pub enum Loc {
 /// Sequentialize `moves` (`(dst, src)`), using `temp` to break cycles. `temp` must not occur in
 /// `moves`. Moves whose source equals their destination are dropped.
 pub fn sequentialize(moves: &[(Loc, Loc)], temp: Loc) -> Vec<(Loc, Loc)> {
-    let mut pending: Vec<(Loc, Loc)> = moves.iter().copied().filter(|(d, s)| d != s).collect();
+    let mut out = Vec::with_capacity(moves.len() + 2);
+    sequentialize_into(moves, temp, &mut Vec::new(), &mut out);
+    out
+}
+
+/// [`sequentialize`] appending to `out`, with `pending` as working memory (both reused by a
+/// caller that sequentializes often, so no allocation happens once they have grown).
+pub fn sequentialize_into(moves: &[(Loc, Loc)], temp: Loc, pending: &mut Vec<(Loc, Loc)>, out: &mut Vec<(Loc, Loc)>) {
+    pending.clear();
+    pending.extend(moves.iter().copied().filter(|(d, s)| d != s));
     debug_assert!(pending.iter().all(|&(d, s)| d != temp && s != temp));
     debug_assert!(pending.iter().all(|&(d, _)| !matches!(d, Loc::Imm(_))));
-    let mut out = Vec::with_capacity(pending.len() + 2);
     while !pending.is_empty() {
         let ready = (0..pending.len()).find(|&i| {
             let d = pending[i].0;
@@ -52,7 +60,6 @@ pub fn sequentialize(moves: &[(Loc, Loc)], temp: Loc) -> Vec<(Loc, Loc)> {
             }
         }
     }
-    out
 }
 
 #[cfg(test)]
