@@ -150,7 +150,9 @@ unsafe fn write_mem(addr: u64, size: u8, v: u64) {
 /// interior fields and strings in the default array layout: length word at offset 8, item
 /// `i` at `16 + i * item_size`, 1-byte `str` and 4-byte `unicode` characters; the class word
 /// at offset 0, also read as the GC type by `guard_gc_type`; `guard_is_object` holds when the
-/// class word is non-zero). `strhash`/`unicodehash` hash the length and characters like the
+/// class word is non-zero; unlike the interpreter, which keeps an object's class apart from
+/// its fields, a `new` object whose field at offset 0 was written has that value as class).
+/// `strhash`/`unicodehash` hash the length and characters like the
 /// interpreter does for strings it allocated. Allocations use [`Runtime::alloc`] and
 /// [`Runtime::alloc_array`]. Null pointers and out-of-bounds indices are
 /// [`HookReply::Invalid`].
@@ -588,6 +590,10 @@ impl Runtime for ModelHeap<'_> {
         0
     }
     fn exec(&mut self, req: &HookRequest<'_>) -> HookReply {
+        // The model must be the one of the compiled trace.
+        if self.trace().ops.get(req.op.index()).map(|o| o.opcode) != Some(req.opcode) {
+            return HookReply::Invalid;
+        }
         if req.opcode.is_guard() {
             match self.check_guard(req.op, req.args) {
                 Ok(Some(v)) => HookReply::Value(v),

@@ -38,7 +38,8 @@ use crate::opcode::Kind;
 use crate::trace::{FailArg, Trace};
 
 /// The interpreter's state for one run of `trace`, driven op by op from outside (see the
-/// module documentation).
+/// module documentation). Ops are named by their index in `trace`: a native run must use
+/// the model of the very trace it compiled (a fresh one per run).
 #[derive(Debug)]
 pub struct ModelHeap<'t> {
     trace: &'t Trace,
@@ -208,5 +209,137 @@ impl<'t> ModelHeap<'t> {
             iterations: 0,
             steps: 0,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::random::{random_trace, RandomConfig};
+    use crate::trace::Const;
+    use crate::Opcode;
+
+    /// Drive `trace` (straight-line) op by op from outside, as native code does: values are
+    /// kept here and passed in as words; every op other than `finish` goes to the model.
+    fn drive(trace: &Trace, inputs: &[RtValue], cfg: &RunConfig) -> RunResult {
+        let mut vals: Vec<u64> = vec![0; trace.ops.len()];
+        for (i, v) in inputs.iter().enumerate() {
+            vals[i] = v.bits();
+        }
+        let word = |vals: &[u64], v: Value| match v.data() {
+            ValueData::Op(o) => vals[o.index()],
+            ValueData::Const(c) => match trace.consts.get(c) {
+                Const::Int(i) => i as u64,
+                Const::Float(b) | Const::Ref(b) => b,
+            },
+        };
+        let mut m = ModelHeap::new(trace, cfg);
+        for pc in trace.num_inputs..trace.ops.len() {
+            let op = &trace.ops[pc];
+            let args: Vec<u64> = op.args.iter().map(|&v| word(&vals, v)).collect();
+            let at = OpRef::new(pc);
+            if op.opcode == Opcode::Finish {
+                let values = op
+                    .args
+                    .iter()
+                    .zip(&args)
+                    .map(|(&v, &w)| RtValue::from_bits(trace.kind_of(v), w))
+                    .collect();
+                return m.into_result(Outcome::Finish(values));
+            }
+            let step = if op.opcode.is_guard() {
+                m.check_guard(at, &args)
+            } else {
+                m.exec(at, &args).map(Some)
+            };
+            match step {
+                Ok(Some(v)) => vals[pc] = v,
+                Ok(None) => {
+                    let gd = trace.guard(op.guard.unwrap());
+                    let fields = gd.virtuals.iter().flat_map(|v| v.fields.iter().map(|(_, fa)| fa));
+                    let words: Vec<u64> = gd
+                        .fail_args
+                        .iter()
+                        .chain(fields)
+                        .filter_map(|fa| match fa {
+                            FailArg::Value(v) => Some(word(&vals, *v)),
+                            _ => None,
+                        })
+                        .collect();
+                    let out = m.guard_failed(gd.id, &words);
+                    return m.into_result(out);
+                }
+                Err(stop) => return m.into_result(stop),
+            }
+        }
+        m.into_result(Outcome::Invalid {
+            op: None,
+            reason: "ran past the end".into(),
+        })
+    }
+
+    /// Random straight-line traces (external objects, heap ops, calls, allocations) and
+    /// their failing guards' virtual objects: driving the model from outside gives exactly
+    /// the interpreter's run (same addresses, heap, calls, exception state).
+    #[test]
+    fn driving_the_model_op_by_op_is_running_the_interpreter() {
+        let cfg = RandomConfig {
+            loops: false,
+            heap: 10,
+            calls: 4,
+            ..RandomConfig::default()
+        };
+        let mut guard_exits = 0;
+        for seed in 0..600 {
+            let (t, inputs) = random_trace(&cfg, seed);
+            // Vary the inputs so that guards fail too.
+            let mut rng = crate::rng::Rng::new(seed);
+            for inp in [inputs.clone(), crate::random::random_inputs(&mut rng, &t)] {
+                let want = super::super::run(&t, &inp, &RunConfig::default());
+                let got = drive(&t, &inp, &RunConfig::default());
+                assert_eq!(got.outcome, want.outcome, "seed {seed}");
+                assert_eq!(got.heap, want.heap, "seed {seed}");
+                assert_eq!(got.calls, want.calls, "seed {seed}");
+                assert_eq!(got.exception, want.exception, "seed {seed}");
+                if matches!(want.outcome, Outcome::GuardFailed { .. }) {
+                    guard_exits += 1;
+                }
+            }
+        }
+        assert!(guard_exits > 100, "only {guard_exits} guard exits");
+    }
+
+    /// Guards, finals and labels are not executed by `exec`; a wrong operand count or a
+    /// guard id the trace lacks is an invalid outcome, never a panic.
+    #[test]
+    fn misuse_is_reported() {
+        let mut b = crate::TraceBuilder::new();
+        let i = b.input(Kind::Int);
+        b.guard(Opcode::GuardTrue, &[i], &[i], 0);
+        b.finish_with(&[i]);
+        let t = b.finish().unwrap();
+        let mut m = ModelHeap::new(&t, &RunConfig::default());
+        assert!(matches!(m.exec(OpRef::new(1), &[1]), Err(Outcome::Invalid { .. })));
+        assert!(matches!(m.exec(OpRef::new(2), &[1]), Err(Outcome::Invalid { .. })));
+        assert!(matches!(
+            m.check_guard(OpRef::new(1), &[]),
+            Err(Outcome::Invalid { .. })
+        ));
+        assert!(matches!(
+            m.check_guard(OpRef::new(9), &[1]),
+            Err(Outcome::Invalid { .. })
+        ));
+        assert_eq!(m.check_guard(OpRef::new(1), &[1]), Ok(Some(0)));
+        assert_eq!(m.check_guard(OpRef::new(1), &[0]), Ok(None));
+        assert!(matches!(m.guard_failed(GuardId(7), &[]), Outcome::Invalid { .. }));
+        assert!(matches!(m.guard_failed(GuardId(0), &[]), Outcome::Invalid { .. }));
+        assert_eq!(
+            m.guard_failed(GuardId(0), &[5]),
+            Outcome::GuardFailed {
+                guard: GuardId(0),
+                resume_key: 0,
+                values: vec![RtValue::Int(5)]
+            }
+        );
     }
 }
