@@ -115,6 +115,32 @@ fn overflow_leaves_native_code_and_raises_the_same_error() {
     }
 }
 
+const SHIFT_OVERFLOW: &str = "s = 0
+i = 0
+while i < N {
+    s = s ^ (i << 52)
+    i = i + 1
+}
+print(s)
+";
+
+#[test]
+fn left_shift_overflow_leaves_native_code_and_raises_the_same_error() {
+    // The recorder checks `i << 52` as `int_mul_ovf(i, 2**52)`: i < 2048 fits, i = 2048
+    // overflows the shift in every mode, long after the loop was compiled.
+    let want = (0..1000i64).fold(0, |s, i| s ^ (i << 52));
+    for mode in Mode::ALL {
+        let out = run(SHIFT_OVERFLOW, 1000, mode, Engine::Native).unwrap();
+        assert_eq!(out.output, format!("{want}\n"));
+    }
+    for engine in [Engine::TraceRunner, Engine::Native] {
+        for mode in Mode::ALL {
+            let err = run(SHIFT_OVERFLOW, 3000, mode, engine).unwrap_err();
+            assert_eq!(err, "runtime error at 4:16: integer overflow", "{mode:?} {engine:?}");
+        }
+    }
+}
+
 #[test]
 fn type_change_inside_a_compiled_loop_falls_back_to_the_interpreter() {
     // `x` is an int for 300 iterations, then a float: the class guard fails and the loop is

@@ -1601,6 +1601,17 @@ impl<'a> Pass<'a> {
         // computes the same value.
         if self.opts.cse {
             self.cse.insert(Key::new(plain, &args, None), v);
+            // `int_mul(x, 2**k)` is rewritten to `int_lshift(x, k)` by the rules before its CSE
+            // lookup: record that form too (found by `tracejit mine` on mmh3)
+            if plain == Opcode::IntMul {
+                for (x, c) in [(args[0], args[1]), (args[1], args[0])] {
+                    if let Some(c) = self.const_i64(c).filter(|&c| c > 1 && c & (c - 1) == 0) {
+                        let k = self.make_int(c.trailing_zeros() as i64);
+                        self.cse.insert(Key::new(Opcode::IntLshift, &[x, k], None), v);
+                        break;
+                    }
+                }
+            }
         }
         self.map[i] = v;
         Ok(())

@@ -1493,3 +1493,23 @@ fn guard_on_a_mask_teaches_the_masked_bits() {
          finish(i6, 0, 4)",
     );
 }
+
+#[test]
+fn checked_mul_by_power_of_two_is_found_as_a_shift() {
+    // A passed `int_mul_ovf(2, x)` computes `x << 1`: a later shift (or a multiplication the
+    // rules turn into that shift) reuses it (`tracejit mine` on mmh3).
+    check(
+        "[i0]
+         i1 = int_mul_ovf(2, i0)
+         guard_no_overflow(descr=<Guard1>) [i0]
+         i2 = int_lshift(i0, 1)
+         i3 = int_mul(i0, 2)
+         i4 = int_lshift(i0, 2)
+         finish(i1, i2, i3, i4)",
+        "[i0]
+         i1 = int_mul_ovf(2, i0)
+         guard_no_overflow(descr=<Guard1>) [i0]
+         i3 = int_lshift(i0, 2)
+         finish(i1, i1, i1, i3)",
+    );
+}

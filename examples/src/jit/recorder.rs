@@ -637,6 +637,13 @@ impl Recorder {
                 }
                 if op == BinOp::Shr {
                     self.b.op(Opcode::IntRshift, &[a, b])
+                } else if b.is_const() && (0..63).contains(&b_concrete) {
+                    // `a << k` overflows exactly when `a * 2**k` does (k < 63): one checked
+                    // multiplication (`imul` + `jo`) instead of shift, shift back, compare, guard.
+                    let m = self.b.const_int(1i64 << b_concrete);
+                    let r = self.b.op(Opcode::IntMulOvf, &[a, m]);
+                    self.guard(program, Opcode::GuardNoOverflow, &[], pc)?;
+                    r
                 } else {
                     // Overflow check of a left shift: shifting back must give the operand.
                     let r = self.b.op(Opcode::IntLshift, &[a, b]);
