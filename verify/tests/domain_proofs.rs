@@ -574,15 +574,23 @@ fn run_group(group: &str, mut obs: Vec<Obligation>) {
             }
         }
     }
+    // lemmas (about Z3 products, used by the proofs) are not domain functions
+    let lemmas = functions.keys().filter(|f| f.starts_with("lemma ")).count();
+    functions.retain(|f, _| !f.starts_with("lemma "));
     let mut by_width = std::collections::BTreeMap::<String, usize>::new();
     for ws in functions.values() {
         let key = ws.iter().rev().map(|w| w.to_string()).collect::<Vec<_>>().join("+");
         *by_width.entry(key).or_default() += 1;
     }
     println!(
-        "[{group}] proved {} of {n} obligations: {} domain functions proven (by width: {by_width:?}) in {:.1}s",
+        "[{group}] proved {} of {n} obligations: {} domain functions proven (by width: {by_width:?}){} in {:.1}s",
         n - failed.len(),
         functions.len(),
+        if lemmas > 0 {
+            format!(", {lemmas} product lemmas")
+        } else {
+            String::new()
+        },
         start.elapsed().as_secs_f64()
     );
     assert!(
@@ -1782,4 +1790,810 @@ fn mutation_dropped_carry_is_rejected() {
         prove_kb_binop::<64>(add_dropping_carries, |x, y| x.bvadd(y)).expect_err("the broken add must be rejected");
     println!("broken add rejected with {err}");
     assert!(err.contains("counterexample"), "{err}");
+}
+
+// ------------------------------------------------------------------ exhaustive 8-bit interval check
+
+type I8 = Interval<u8>;
+
+/// One concrete outcome of an op on 8-bit members.
+#[derive(Clone, Copy)]
+enum Out8 {
+    /// The inputs are invalid for the op (division by zero): no constraint.
+    Invalid,
+    /// The `_ovf` op overflows (the flag "overflow impossible" must then be false).
+    Overflow,
+    /// The result.
+    Value(i8),
+}
+
+/// Summary of the concrete results over a box of members: min, max, whether any value, whether
+/// any overflow.
+#[derive(Clone, Copy)]
+struct Cell {
+    lo: i8,
+    hi: i8,
+    any: bool,
+    ovf: bool,
+}
+
+const EMPTY_CELL: Cell = Cell {
+    lo: i8::MAX,
+    hi: i8::MIN,
+    any: false,
+    ovf: false,
+};
+
+impl Cell {
+    fn of(o: Out8) -> Cell {
+        match o {
+            Out8::Invalid => EMPTY_CELL,
+            Out8::Overflow => Cell {
+                ovf: true,
+                ..EMPTY_CELL
+            },
+            Out8::Value(v) => Cell {
+                lo: v,
+                hi: v,
+                any: true,
+                ovf: false,
+            },
+        }
+    }
+    fn join(self, o: Cell) -> Cell {
+        Cell {
+            lo: self.lo.min(o.lo),
+            hi: self.hi.max(o.hi),
+            any: self.any | o.any,
+            ovf: self.ovf | o.ovf,
+        }
+    }
+}
+
+/// The interval transfer function under test: the abstract result and, for `_ovf` ops, the
+/// flag "overflow impossible".
+type IvFn8 = fn(&I8, &I8) -> (I8, Option<bool>);
+
+/// Checks an interval function on ALL pairs of non-empty 8-bit intervals (32,896 intervals,
+/// 1,082,146,816 pairs): for each pair, the exact min/max of the concrete results over the box
+/// of members is computed by the recurrence `box(la..=ua, lb..=ub) = box(la..=ua-1, lb..=ub)
+/// ∪ box(la..=ua, lb..=ub-1) ∪ {f(ua, ub)}` (one row of the table kept per `ua`), so each pair
+/// costs one transfer call plus O(1). Work is split over two threads by `la`. With `const_b`,
+/// only the pairs whose second interval is a constant (all 256 of them). Returns the number of
+/// pairs checked and up to 10 problems.
+fn check_all_interval_pairs(f: IvFn8, sem: fn(i8, i8) -> Out8, const_b: bool) -> (u64, Vec<String>) {
+    let worker = |parity: i32| {
+        let mut problems = Vec::new();
+        let mut pairs = 0u64;
+        let mut prev = vec![EMPTY_CELL; 256];
+        let mut cur = vec![EMPTY_CELL; 256];
+        for la in (-128i32..=127).filter(|l| l.rem_euclid(2) == parity) {
+            for lb in -128i32..=127 {
+                prev.iter_mut().for_each(|c| *c = EMPTY_CELL);
+                for ua in la..=127 {
+                    let a = Interval::new(la as u8, ua as u8);
+                    let mut left = EMPTY_CELL;
+                    let ub_end = if const_b { lb } else { 127 };
+                    for ub in lb..=ub_end {
+                        let c = Cell::of(sem(ua as i8, ub as i8))
+                            .join(left)
+                            .join(prev[(ub + 128) as usize]);
+                        cur[(ub + 128) as usize] = c;
+                        left = c;
+                        let b = Interval::new(lb as u8, ub as u8);
+                        let (r, no_ovf) = f(&a, &b);
+                        pairs += 1;
+                        let bad_range = c.any && (c.lo < r.lower as i8 || c.hi > r.upper as i8);
+                        let bad_flag = no_ovf == Some(true) && c.ovf;
+                        if (bad_range || bad_flag) && problems.len() < 10 {
+                            problems.push(format!(
+                                "a=[{la}, {ua}] b=[{lb}, {ub}]: concrete results [{}, {}]{} but abstract [{}, {}] no_ovf={no_ovf:?}",
+                                c.lo,
+                                c.hi,
+                                if c.ovf { " (some overflow)" } else { "" },
+                                r.lower as i8,
+                                r.upper as i8
+                            ));
+                        }
+                    }
+                    std::mem::swap(&mut prev, &mut cur);
+                }
+            }
+        }
+        (pairs, problems)
+    };
+    let (r0, r1) = std::thread::scope(|s| {
+        let h = s.spawn(|| worker(1));
+        (worker(0), h.join().expect("worker"))
+    });
+    let mut problems = r0.1;
+    problems.extend(r1.1);
+    (r0.0 + r1.0, problems)
+}
+
+fn val(v: Option<i8>) -> Out8 {
+    v.map_or(Out8::Invalid, Out8::Value)
+}
+
+/// The interval multiplication/division functions on ALL pairs of 8-bit intervals (see
+/// [`check_all_interval_pairs`]), the same generic code on `u8` words. `floordiv`/`pydiv`
+/// on all pairs with a constant divisor: for a non-constant divisor they return the full range,
+/// which group `mul/div interval` proves for every input at 64 bits.
+#[test]
+fn exhaustive_interval_muldiv_8bit_all_pairs() {
+    let start = Instant::now();
+    // (name, function, semantics, only constant divisors)
+    #[allow(clippy::type_complexity)]
+    let fns: Vec<(&str, IvFn8, fn(i8, i8) -> Out8, bool)> = vec![
+        (
+            "mul_ovf",
+            |a, b| {
+                let (r, ok) = a.mul_ovf(b);
+                (r, Some(ok))
+            },
+            |x, y| x.checked_mul(y).map_or(Out8::Overflow, Out8::Value),
+            false,
+        ),
+        (
+            "mul",
+            |a, b| (a.mul(b), None),
+            |x, y| Out8::Value(x.wrapping_mul(y)),
+            false,
+        ),
+        (
+            "uint_mul_high",
+            |a, b| (a.uint_mul_high(b), None),
+            |x, y| Out8::Value(((u16::from(x as u8) * u16::from(y as u8)) >> 8) as i8),
+            false,
+        ),
+        (
+            "floordiv",
+            |a, b| (a.floordiv(b), None),
+            |x, y| val((y != 0).then(|| x.wrapping_div(y))),
+            true,
+        ),
+        (
+            "mod",
+            |a, b| (a.modulo(b), None),
+            |x, y| val((y != 0).then(|| x.wrapping_rem(y))),
+            false,
+        ),
+        (
+            "pydiv",
+            |a, b| (a.pydiv(b), None),
+            |x, y| val((y != 0).then(|| py_div8(x as u8, y as u8) as i8)),
+            true,
+        ),
+        (
+            "pymod",
+            |a, b| (a.pymod(b), None),
+            |x, y| val((y != 0).then(|| py_mod8(x as u8, y as u8) as i8)),
+            false,
+        ),
+    ];
+    let filter = std::env::var("DOMAIN_PROOF_FILTER").unwrap_or_default();
+    let mut problems = Vec::new();
+    for (name, f, sem, const_b) in fns {
+        if !format!("Interval::{name}").contains(&filter) {
+            continue;
+        }
+        let t0 = Instant::now();
+        let (pairs, p) = check_all_interval_pairs(f, sem, const_b);
+        let which = if const_b {
+            "pairs (any interval, constant divisor)"
+        } else {
+            "pairs of 8-bit intervals"
+        };
+        println!(
+            "[exhaustive 8-bit intervals] Interval::{name}: all {pairs} {which}, {} problems ({:.1}s)",
+            p.len(),
+            t0.elapsed().as_secs_f64()
+        );
+        problems.extend(p.into_iter().map(|p| format!("{name}: {p}")));
+    }
+    println!(
+        "[exhaustive 8-bit intervals] done in {:.1}s",
+        start.elapsed().as_secs_f64()
+    );
+    assert!(problems.is_empty(), "{problems:#?}");
+}
+
+// ------------------------------------------------------------------ products: lemmas and abstraction
+
+/// A lemma: a formula over its variables, proven valid (for all values of the variables) at one
+/// width before it is used. [`Lemma::at`] instantiates it by substituting terms for the
+/// variables; an instance of a valid formula is valid.
+struct Lemma {
+    name: String,
+    vars: Vec<BV>,
+    body: Bool,
+}
+
+impl Lemma {
+    fn at(&self, args: &[&BV]) -> Bool {
+        // a lemma may have variables it does not use (then they need no argument)
+        assert!(args.len() <= self.vars.len(), "{}", self.name);
+        let subst: Vec<(&BV, &BV)> = self.vars.iter().zip(args.iter().copied()).collect();
+        self.body.substitute(&subst)
+    }
+}
+
+/// Fresh lemma variables of `width` bits.
+fn lvars(prefix: &str, names: &[&str], width: u32) -> Vec<BV> {
+    names
+        .iter()
+        .map(|n| BV::new_const(format!("lemma.{prefix}.{n}"), width))
+        .collect()
+}
+
+/// `2^k` at `width` bits.
+fn pow2(k: u32, width: u32) -> BV {
+    BV::from_u64(1, width)
+        .bvshl(BV::from_u64(u64::from(k), width))
+        .simplify()
+}
+
+/// The signed product of `N`-bit words at `2N` bits, built exactly as `Z3Word::smul_overflows`
+/// and `mul_fits` build it (Z3 shares equal terms, so the abstraction finds the same node).
+fn sprod(u: &BV, v: &BV) -> BV {
+    let n = u.get_size();
+    u.sign_ext(n).bvmul(v.sign_ext(n))
+}
+
+/// The unsigned product at `2N` bits, built as `Z3Word::umul_high` builds it.
+fn uprod(u: &BV, v: &BV) -> BV {
+    let n = u.get_size();
+    u.zero_ext(n).bvmul(v.zero_ext(n))
+}
+
+/// The unsigned product at `2N + 1` bits (one bit of headroom for differences).
+fn uprod1(u: &BV, v: &BV) -> BV {
+    let n = u.get_size();
+    u.zero_ext(n + 1).bvmul(v.zero_ext(n + 1))
+}
+
+/// Proves a ring identity (`lhs == rhs` for all values) by Z3's simplifier alone: with
+/// sum-of-monomials normalisation both sides become the same polynomial, so the negated
+/// identity simplifies to `false` (no bit-blasting; bit-blasted multipliers do not finish).
+fn prove_ring_identity(identity: &Bool) -> Result<(), String> {
+    let mut p = Params::new();
+    p.set_bool("som", true);
+    let g = z3::Goal::new(false, false, false);
+    g.assert(&identity.not());
+    let r = z3::Tactic::new("simplify")
+        .with(&p)
+        .apply(&g, None)
+        .map_err(|e| format!("simplify failed: {e}"))?;
+    let subs: Vec<_> = r.list_subgoals().collect();
+    if subs.len() == 1 && subs[0].is_decided_unsat() {
+        Ok(())
+    } else {
+        let mut s = identity.to_string();
+        s.truncate(300);
+        Err(format!("the simplifier does not reduce the identity `{s}` to true"))
+    }
+}
+
+/// Replaces every multiplication node of `f` by an application of an uninterpreted function
+/// (one per bit width). Sound for proving: a counterexample with real multiplication is also
+/// a model of the abstract formula (congruence is all the solver may assume of the function).
+/// Products must not be nested (checked).
+fn abstract_products(f: &Bool) -> Bool {
+    fn collect(e: &z3::ast::Dynamic, seen: &mut std::collections::HashSet<z3::ast::Dynamic>, out: &mut Vec<BV>) {
+        if !seen.insert(e.clone()) {
+            return;
+        }
+        if e.is_app() && e.decl().name() == "bvmul" {
+            let b = e.as_bv().expect("bvmul is a bit-vector");
+            for c in e.children() {
+                let mut inner = Vec::new();
+                collect(&c, &mut std::collections::HashSet::new(), &mut inner);
+                assert!(inner.is_empty(), "nested product in {b}");
+            }
+            out.push(b);
+            return;
+        }
+        for c in e.children() {
+            collect(&c, seen, out);
+        }
+    }
+    let mut prods = Vec::new();
+    collect(
+        &z3::ast::Dynamic::from_ast(f),
+        &mut std::collections::HashSet::new(),
+        &mut prods,
+    );
+    let apps: Vec<BV> = prods
+        .iter()
+        .map(|p| {
+            let w = p.get_size();
+            let sort = z3::Sort::bitvector(w);
+            let mul = z3::FuncDecl::new(format!("mul{w}"), &[&sort, &sort], &sort);
+            let ch = p.children();
+            mul.apply(&[&ch[0], &ch[1]]).as_bv().expect("bv")
+        })
+        .collect();
+    let subst: Vec<(&BV, &BV)> = prods.iter().zip(apps.iter()).collect();
+    let r = f.substitute(&subst);
+    assert!(!r.to_string().contains("bvmul"), "a product was not abstracted");
+    r
+}
+
+/// Proves `pre => goal` from lemma instances, with every product abstracted
+/// ([`abstract_products`]); one query per conjunct of `goal`.
+fn prove_abstract<const N: u32>(pre: &Bool, instances: &[Bool], goal: &Bool, shown: &[Shown<N>]) -> Result<(), String> {
+    let mut parts = Vec::new();
+    split_goal(goal, &mut parts);
+    let mut hyp = vec![pre.clone()];
+    hyp.extend(instances.iter().cloned());
+    let hyp = Bool::and(&hyp);
+    for g in &parts {
+        let f = abstract_products(&Bool::and(&[hyp.clone(), g.not()]));
+        let solver = Solver::new();
+        let mut p = Params::new();
+        p.set_u32("timeout", timeout_ms());
+        solver.set_params(&p);
+        solver.assert(&f);
+        match solver.check() {
+            SatResult::Unsat => {}
+            SatResult::Sat => {
+                let model = solver.get_model().expect("model");
+                let mut g = g.to_string();
+                g.truncate(300);
+                return Err(format!(
+                    "abstract counterexample at {N} bits to `{g}` (the lemma instances do not suffice):\n{}",
+                    describe(&model, shown)
+                ));
+            }
+            SatResult::Unknown => {
+                return Err(format!(
+                    "no proof (timeout or unknown: {:?})",
+                    solver.get_reason_unknown()
+                ))
+            }
+        }
+    }
+    Ok(())
+}
+
+/// How a lemma is proven.
+enum By {
+    /// Z3's simplifier (ring identities; [`prove_ring_identity`]).
+    Ring,
+    /// Bit-blasting ([`prove`]): bounds of products whose operands have known-zero top bits,
+    /// products with a power-of-two operand, low bits of a product.
+    BitBlast,
+    /// From instances of the lemmas named, products abstracted ([`prove_abstract`]).
+    Instances(Vec<Bool>),
+}
+
+/// The multiplication lemmas at width `N` (products of `2N`- or `2N+1`-bit terms). The names
+/// and statements are printed with each proof.
+struct MulLemmas {
+    /// `e*f == -((-e)*f)` (2N bits).
+    neg1: Lemma,
+    /// `e*f == -(e*(-f))`.
+    neg2: Lemma,
+    /// `e*g - f*g == (e-f)*g`.
+    dist1: Lemma,
+    /// `g*e - g*f == g*(e-f)`.
+    dist2: Lemma,
+    /// `e*g - f*g == (e-f)*g` at 2N+1 bits.
+    dist1w: Lemma,
+    /// `g*e - g*f == g*(e-f)` at 2N+1 bits.
+    dist2w: Lemma,
+    /// `e <u 2^(N-1) & f <u 2^(N-1) => e*f <u 2^(2N-2)`.
+    st_nm1_nm1: Lemma,
+    /// `e <u 2^N & f <u 2^(N-1) => e*f <u 2^(2N-1)`.
+    st_n_nm1: Lemma,
+    /// `e <u 2^(N-1) & f <u 2^N => e*f <u 2^(2N-1)`.
+    st_nm1_n: Lemma,
+    /// `e <u 2^N & f <u 2^N => e*f <u 2^(2N)` at 2N+1 bits.
+    st_n_n_w: Lemma,
+    /// `e * 2^(N-1) == e << (N-1)` and `2^(N-1) * e == e << (N-1)`.
+    pow: Lemma,
+    /// `bvmul(u, v) == low N bits of sprod(u, v)` (u, v N bits).
+    low: Lemma,
+    /// `uprod(u, v) == low 2N bits of uprod1(u, v)`.
+    ulow: Lemma,
+    /// `-2^(2N-2) <= sprod(u, v) <= 2^(2N-2)` (signed).
+    bound: Lemma,
+    /// `u1 <= u2 => (v >= 0 => sprod(u1,v) <= sprod(u2,v)) & (v < 0 => sprod(u1,v) >= sprod(u2,v))`.
+    mono1: Lemma,
+    /// `v1 <= v2 => (u >= 0 => sprod(u,v1) <= sprod(u,v2)) & (u < 0 => sprod(u,v1) >= sprod(u,v2))`.
+    mono2: Lemma,
+    /// `u1 <=u u2 => uprod(u1, v) <=u uprod(u2, v)`.
+    umono1: Lemma,
+    /// `v1 <=u v2 => uprod(u, v1) <=u uprod(u, v2)`.
+    umono2: Lemma,
+}
+
+fn lemma(name: &str, vars: Vec<BV>, body: Bool) -> Lemma {
+    Lemma {
+        name: name.into(),
+        vars,
+        body,
+    }
+}
+
+fn mul_lemmas<const N: u32>() -> MulLemmas {
+    let w = 2 * N;
+    let v2 = |names: &[&str], pfx: &str| lvars(&format!("{pfx}{N}"), names, w);
+    let ring = |pfx: &str, width: u32, f: &dyn Fn(&BV, &BV, &BV) -> Bool| {
+        let v = lvars(&format!("{pfx}{N}"), &["e", "f", "g"], width);
+        let body = f(&v[0], &v[1], &v[2]);
+        lemma(pfx, v, body)
+    };
+    let st = |pfx: &str, a: u32, b: u32, width: u32| {
+        let v = lvars(&format!("{pfx}{N}"), &["e", "f"], width);
+        let body = Bool::and(&[v[0].bvult(pow2(a, width)), v[1].bvult(pow2(b, width))])
+            .implies(v[0].bvmul(&v[1]).bvult(pow2(a + b, width)));
+        lemma(pfx, v, body)
+    };
+    let pw = {
+        let v = v2(&["e"], "pow");
+        let c = pow2(N - 1, w);
+        let sh = v[0].bvshl(BV::from_u64(u64::from(N - 1), w));
+        let body = Bool::and(&[v[0].bvmul(&c).eq(&sh), c.bvmul(&v[0]).eq(&sh)]);
+        lemma("pow", v, body)
+    };
+    let low = {
+        let v = lvars(&format!("low{N}"), &["u", "v"], N);
+        let body = v[0].bvmul(&v[1]).eq(sprod(&v[0], &v[1]).extract(N - 1, 0));
+        lemma("low", v, body)
+    };
+    let ulow = {
+        let v = lvars(&format!("ulow{N}"), &["u", "v"], N);
+        let body = uprod(&v[0], &v[1]).eq(uprod1(&v[0], &v[1]).extract(w - 1, 0));
+        lemma("ulow", v, body)
+    };
+    let bound = {
+        let v = lvars(&format!("bound{N}"), &["u", "v"], N);
+        let t = pow2(w - 2, w);
+        let p = sprod(&v[0], &v[1]);
+        let body = Bool::and(&[t.bvneg().bvsle(&p), p.bvsle(&t)]);
+        lemma("bound", v, body)
+    };
+    let z = BV::from_u64(0, N);
+    let mono1 = {
+        let v = lvars(&format!("mono1_{N}"), &["u1", "u2", "v"], N);
+        let (a, b) = (sprod(&v[0], &v[2]), sprod(&v[1], &v[2]));
+        let body = v[0].bvsle(&v[1]).implies(Bool::and(&[
+            v[2].bvsge(&z).implies(a.bvsle(&b)),
+            v[2].bvslt(&z).implies(a.bvsge(&b)),
+        ]));
+        lemma("mono1", v, body)
+    };
+    let mono2 = {
+        let v = lvars(&format!("mono2_{N}"), &["u", "v1", "v2"], N);
+        let (a, b) = (sprod(&v[0], &v[1]), sprod(&v[0], &v[2]));
+        let body = v[1].bvsle(&v[2]).implies(Bool::and(&[
+            v[0].bvsge(&z).implies(a.bvsle(&b)),
+            v[0].bvslt(&z).implies(a.bvsge(&b)),
+        ]));
+        lemma("mono2", v, body)
+    };
+    let umono1 = {
+        let v = lvars(&format!("umono1_{N}"), &["u1", "u2", "v"], N);
+        let body = v[0]
+            .bvule(&v[1])
+            .implies(uprod(&v[0], &v[2]).bvule(uprod(&v[1], &v[2])));
+        lemma("umono1", v, body)
+    };
+    let umono2 = {
+        let v = lvars(&format!("umono2_{N}"), &["u", "v1", "v2"], N);
+        let body = v[1]
+            .bvule(&v[2])
+            .implies(uprod(&v[0], &v[1]).bvule(uprod(&v[0], &v[2])));
+        lemma("umono2", v, body)
+    };
+    MulLemmas {
+        neg1: ring("neg1", w, &|e, f, _| e.bvmul(f).eq(e.bvneg().bvmul(f).bvneg())),
+        neg2: ring("neg2", w, &|e, f, _| e.bvmul(f).eq(e.bvmul(f.bvneg()).bvneg())),
+        dist1: ring("dist1", w, &|e, f, g| {
+            e.bvmul(g).bvsub(f.bvmul(g)).eq(e.bvsub(f).bvmul(g))
+        }),
+        dist2: ring("dist2", w, &|e, f, g| {
+            g.bvmul(e).bvsub(g.bvmul(f)).eq(g.bvmul(e.bvsub(f)))
+        }),
+        dist1w: ring("dist1w", w + 1, &|e, f, g| {
+            e.bvmul(g).bvsub(f.bvmul(g)).eq(e.bvsub(f).bvmul(g))
+        }),
+        dist2w: ring("dist2w", w + 1, &|e, f, g| {
+            g.bvmul(e).bvsub(g.bvmul(f)).eq(g.bvmul(e.bvsub(f)))
+        }),
+        st_nm1_nm1: st("st_nm1_nm1", N - 1, N - 1, w),
+        st_n_nm1: st("st_n_nm1", N, N - 1, w),
+        st_nm1_n: st("st_nm1_n", N - 1, N, w),
+        st_n_n_w: st("st_n_n_w", N, N, w + 1),
+        pow: pw,
+        low,
+        ulow,
+        bound,
+        mono1,
+        mono2,
+        umono1,
+        umono2,
+    }
+}
+
+impl MulLemmas {
+    /// Instances proving [`MulLemmas::bound`] for `(u, v)` (N-bit): the four sign
+    /// combinations, reduced to products of non-negative operands below `2^(N-1)`, or with the
+    /// power-of-two operand `-MIN`.
+    fn bound_proof(&self, u: &BV, v: &BV) -> Vec<Bool> {
+        let n = u.get_size();
+        let (su, sv) = (u.sign_ext(n), v.sign_ext(n));
+        let (nu, nv) = (su.bvneg(), sv.bvneg());
+        let mut out = vec![
+            self.neg1.at(&[&su, &sv]),
+            self.neg2.at(&[&su, &sv]),
+            self.neg1.at(&[&su, &nv]),
+            self.neg2.at(&[&nu, &sv]),
+        ];
+        for (e, f) in [(&su, &sv), (&nu, &sv), (&su, &nv), (&nu, &nv)] {
+            out.push(self.st_nm1_nm1.at(&[e, f]));
+        }
+        for e in [&su, &sv, &nu, &nv] {
+            out.push(self.pow.at(&[e]));
+        }
+        out
+    }
+
+    /// Instances proving [`MulLemmas::mono1`] for `(u1, u2, v)`.
+    fn mono1_proof(&self, u1: &BV, u2: &BV, v: &BV) -> Vec<Bool> {
+        let n = u1.get_size();
+        let (s1, s2, sv) = (u1.sign_ext(n), u2.sign_ext(n), v.sign_ext(n));
+        let nv = sv.bvneg();
+        let e = s2.bvsub(&s1);
+        vec![
+            self.bound.at(&[u1, v]),
+            self.bound.at(&[u2, v]),
+            self.dist1.at(&[&s2, &s1, &sv]),
+            self.st_n_nm1.at(&[&e, &sv]),
+            self.neg2.at(&[&e, &sv]),
+            self.st_n_nm1.at(&[&e, &nv]),
+            self.pow.at(&[&e]),
+        ]
+    }
+
+    /// Instances proving [`MulLemmas::mono2`] for `(u, v1, v2)`.
+    fn mono2_proof(&self, u: &BV, v1: &BV, v2: &BV) -> Vec<Bool> {
+        let n = u.get_size();
+        let (su, s1, s2) = (u.sign_ext(n), v1.sign_ext(n), v2.sign_ext(n));
+        let nu = su.bvneg();
+        let e = s2.bvsub(&s1);
+        vec![
+            self.bound.at(&[u, v1]),
+            self.bound.at(&[u, v2]),
+            self.dist2.at(&[&s2, &s1, &su]),
+            self.st_nm1_n.at(&[&su, &e]),
+            self.neg1.at(&[&su, &e]),
+            self.st_nm1_n.at(&[&nu, &e]),
+            self.pow.at(&[&e]),
+        ]
+    }
+
+    /// Instances proving [`MulLemmas::umono1`] for `(u1, u2, v)` (at 2N+1 bits, then the low
+    /// 2N bits).
+    fn umono1_proof(&self, u1: &BV, u2: &BV, v: &BV) -> Vec<Bool> {
+        let n = u1.get_size();
+        let (z1, z2, zv) = (u1.zero_ext(n + 1), u2.zero_ext(n + 1), v.zero_ext(n + 1));
+        let e = z2.bvsub(&z1);
+        vec![
+            self.dist1w.at(&[&z2, &z1, &zv]),
+            self.st_n_n_w.at(&[&e, &zv]),
+            self.st_n_n_w.at(&[&z1, &zv]),
+            self.st_n_n_w.at(&[&z2, &zv]),
+            self.ulow.at(&[u1, v]),
+            self.ulow.at(&[u2, v]),
+        ]
+    }
+
+    /// Instances proving [`MulLemmas::umono2`] for `(u, v1, v2)`.
+    fn umono2_proof(&self, u: &BV, v1: &BV, v2: &BV) -> Vec<Bool> {
+        let n = u.get_size();
+        let (zu, z1, z2) = (u.zero_ext(n + 1), v1.zero_ext(n + 1), v2.zero_ext(n + 1));
+        let e = z2.bvsub(&z1);
+        vec![
+            self.dist2w.at(&[&z2, &z1, &zu]),
+            self.st_n_n_w.at(&[&zu, &e]),
+            self.st_n_n_w.at(&[&zu, &z1]),
+            self.st_n_n_w.at(&[&zu, &z2]),
+            self.ulow.at(&[u, v1]),
+            self.ulow.at(&[u, v2]),
+        ]
+    }
+}
+
+/// Proves one lemma at width `N`.
+fn prove_lemma<const N: u32>(l: &Lemma, by: By) -> Result<(), String> {
+    match by {
+        By::Ring => prove_ring_identity(&l.body),
+        By::BitBlast => prove::<N>(&t(), &l.body, &[]),
+        By::Instances(inst) => prove_abstract::<N>(&t(), &inst, &l.body, &[]),
+    }
+}
+
+/// The lemma obligations at width `N` (primitive ones first, then the derived ones).
+fn mul_lemma_obligations<const N: u32>(out: &mut Vec<Obligation>) {
+    type Pick = fn(&MulLemmas) -> (&Lemma, By);
+    let picks: Vec<(&'static str, Pick)> = vec![
+        ("neg1", |m| (&m.neg1, By::Ring)),
+        ("neg2", |m| (&m.neg2, By::Ring)),
+        ("dist1", |m| (&m.dist1, By::Ring)),
+        ("dist2", |m| (&m.dist2, By::Ring)),
+        ("dist1 (2N+1 bits)", |m| (&m.dist1w, By::Ring)),
+        ("dist2 (2N+1 bits)", |m| (&m.dist2w, By::Ring)),
+        ("product bound (N-1)x(N-1) bits", |m| (&m.st_nm1_nm1, By::BitBlast)),
+        ("product bound N x (N-1) bits", |m| (&m.st_n_nm1, By::BitBlast)),
+        ("product bound (N-1) x N bits", |m| (&m.st_nm1_n, By::BitBlast)),
+        ("product bound N x N bits (2N+1)", |m| (&m.st_n_n_w, By::BitBlast)),
+        ("times 2^(N-1)", |m| (&m.pow, By::BitBlast)),
+        ("low bits of the wide product", |m| (&m.low, By::BitBlast)),
+        ("low bits of the unsigned wide product", |m| (&m.ulow, By::BitBlast)),
+        ("signed product bound", |m| {
+            let v = &m.bound.vars;
+            (&m.bound, By::Instances(m.bound_proof(&v[0], &v[1])))
+        }),
+        ("monotone in the first factor", |m| {
+            let v = &m.mono1.vars;
+            (&m.mono1, By::Instances(m.mono1_proof(&v[0], &v[1], &v[2])))
+        }),
+        ("monotone in the second factor", |m| {
+            let v = &m.mono2.vars;
+            (&m.mono2, By::Instances(m.mono2_proof(&v[0], &v[1], &v[2])))
+        }),
+        ("unsigned: monotone in the first factor", |m| {
+            let v = &m.umono1.vars;
+            (&m.umono1, By::Instances(m.umono1_proof(&v[0], &v[1], &v[2])))
+        }),
+        ("unsigned: monotone in the second factor", |m| {
+            let v = &m.umono2.vars;
+            (&m.umono2, By::Instances(m.umono2_proof(&v[0], &v[1], &v[2])))
+        }),
+    ];
+    for (name, pick) in picks {
+        ob(out, format!("lemma {name}"), "valid", N, move || {
+            let m = mul_lemmas::<N>();
+            let (l, by) = pick(&m);
+            prove_lemma::<N>(l, by)
+        });
+    }
+}
+
+/// The interval multiplication functions at width `N`, by lemma instantiation: the generic
+/// code runs on [`Z3Word`] as everywhere else; the goal is then proven from instances of the
+/// (separately proven) monotonicity and low-bits lemmas, with the products abstracted.
+fn interval_mul_obligations<const N: u32>(out: &mut Vec<Obligation>) {
+    /// Instances: `x*y` lies between the corner products (signed), and the N-bit products are
+    /// the low bits of the exact ones.
+    fn corner_instances<const N: u32>(m: &MulLemmas, a: &Sym<N>, b: &Sym<N>) -> Vec<Bool> {
+        let (la, ua, x) = (&a.ib.range.lower.0, &a.ib.range.upper.0, &a.x.0);
+        let (lb, ub, y) = (&b.ib.range.lower.0, &b.ib.range.upper.0, &b.x.0);
+        vec![
+            m.mono1.at(&[la, x, y]),
+            m.mono1.at(&[x, ua, y]),
+            m.mono2.at(&[la, lb, y]),
+            m.mono2.at(&[la, y, ub]),
+            m.mono2.at(&[ua, lb, y]),
+            m.mono2.at(&[ua, y, ub]),
+            m.low.at(&[la, lb]),
+            m.low.at(&[la, ub]),
+            m.low.at(&[ua, lb]),
+            m.low.at(&[ua, ub]),
+            m.low.at(&[x, y]),
+        ]
+    }
+    ob(
+        out,
+        "Interval::mul_ovf".into(),
+        "sound if no overflow; no_ovf flag sound (by lemmas)",
+        N,
+        || {
+            let m = mul_lemmas::<N>();
+            let (a, b) = (sym::<N>("a"), sym::<N>("b"));
+            let r = a.x.0.bvmul(&b.x.0);
+            let fits = mul_fits(&a.x.0, &b.x.0);
+            let (res, ok) = a.ib.range.mul_ovf(&b.ib.range);
+            let goal = and(&[&fits.implies(&res.contains(&Z3Word(r)).0), &ok.0.implies(&fits)]);
+            prove_abstract::<N>(
+                &and(&[&a.ipre(), &b.ipre()]),
+                &corner_instances(&m, &a, &b),
+                &goal,
+                &[
+                    iv_shown("a", &a.ib.range),
+                    Shown::Value("x".into(), a.x.0.clone()),
+                    iv_shown("b", &b.ib.range),
+                    Shown::Value("y".into(), b.x.0.clone()),
+                    iv_shown("abstract result", &res),
+                ],
+            )
+        },
+    );
+    ob(out, "Interval::mul".into(), "sound (by lemmas)", N, || {
+        let m = mul_lemmas::<N>();
+        let (a, b) = (sym::<N>("a"), sym::<N>("b"));
+        let r = a.x.0.bvmul(&b.x.0);
+        let res = a.ib.range.mul(&b.ib.range);
+        prove_abstract::<N>(
+            &and(&[&a.ipre(), &b.ipre()]),
+            &corner_instances(&m, &a, &b),
+            &res.contains(&Z3Word(r)).0,
+            &[
+                iv_shown("a", &a.ib.range),
+                Shown::Value("x".into(), a.x.0.clone()),
+                iv_shown("b", &b.ib.range),
+                Shown::Value("y".into(), b.x.0.clone()),
+                iv_shown("abstract result", &res),
+            ],
+        )
+    });
+    ob(out, "Interval::uint_mul_high".into(), "sound (by lemmas)", N, || {
+        let m = mul_lemmas::<N>();
+        let (a, b) = (sym::<N>("a"), sym::<N>("b"));
+        let (x, y) = (&a.x.0, &b.x.0);
+        let r = uprod(x, y).extract(2 * N - 1, N);
+        let res = a.ib.range.uint_mul_high(&b.ib.range);
+        let (umin_a, umax_a) = (a.ib.range.unsigned_min().0, a.ib.range.unsigned_max().0);
+        let (umin_b, umax_b) = (b.ib.range.unsigned_min().0, b.ib.range.unsigned_max().0);
+        let inst = vec![
+            m.umono1.at(&[&umin_a, x, y]),
+            m.umono1.at(&[x, &umax_a, y]),
+            m.umono2.at(&[&umin_a, &umin_b, y]),
+            m.umono2.at(&[&umax_a, y, &umax_b]),
+        ];
+        prove_abstract::<N>(
+            &and(&[&a.ipre(), &b.ipre()]),
+            &inst,
+            &res.contains(&Z3Word(r)).0,
+            &[
+                iv_shown("a", &a.ib.range),
+                Shown::Value("x".into(), a.x.0.clone()),
+                iv_shown("b", &b.ib.range),
+                Shown::Value("y".into(), b.x.0.clone()),
+                iv_shown("abstract result", &res),
+            ],
+        )
+    });
+}
+
+/// `floordiv`/`pydiv` by a non-constant divisor: the full range (so that the exhaustive 8-bit
+/// check needs only constant divisors).
+fn interval_div_nonconst_obligations<const N: u32>(out: &mut Vec<Obligation>) {
+    type Div<const N: u32> = fn(&IV<N>, &IV<N>) -> IV<N>;
+    let fns: Vec<(&'static str, Div<N>)> = vec![("floordiv", Interval::floordiv), ("pydiv", Interval::pydiv)];
+    for (name, f) in fns {
+        ob(
+            out,
+            format!("Interval::{name}"),
+            "non-constant divisor: the full range",
+            N,
+            move || {
+                let (a, b) = (sym::<N>("a"), sym::<N>("b"));
+                let res = f(&a.ib.range, &b.ib.range);
+                let full = IV::<N>::unbounded();
+                prove::<N>(
+                    &b.ib.range.is_constant().not().0,
+                    &and(&[&res.lower.0.eq(&full.lower.0), &res.upper.0.eq(&full.upper.0)]),
+                    &[iv_shown("a", &a.ib.range), iv_shown("b", &b.ib.range)],
+                )
+            },
+        );
+    }
+}
+
+/// The interval multiplication/division functions (the lemmas, then the functions; see the
+/// module doc) at 64, 32 and 16 bits.
+#[test]
+fn mul_div_interval_by_lemmas_64_32_16() {
+    let mut obs = Vec::new();
+    mul_lemma_obligations::<64>(&mut obs);
+    mul_lemma_obligations::<32>(&mut obs);
+    mul_lemma_obligations::<16>(&mut obs);
+    interval_mul_obligations::<64>(&mut obs);
+    interval_mul_obligations::<32>(&mut obs);
+    interval_mul_obligations::<16>(&mut obs);
+    interval_div_nonconst_obligations::<64>(&mut obs);
+    run_group("mul/div interval", obs);
 }
