@@ -1775,3 +1775,24 @@ fn type_guards_match_the_interpreter() {
         }
     }
 }
+
+/// `guard_not_invalidated` never fails in Direct mode; in Hooks mode the runtime answers
+/// (the model fails it when the run configuration says the trace was invalidated).
+#[test]
+fn guard_not_invalidated_asks_the_runtime_in_hooks_mode() {
+    let mut b = TraceBuilder::new();
+    let i = b.input(Kind::Int);
+    b.guard(Opcode::GuardNotInvalidated, &[], &[i], 9);
+    b.finish_with(&[i]);
+    let t = b.finish().unwrap();
+    for invalidated in [false, true] {
+        let cfg = RunConfig {
+            invalidated,
+            ..RunConfig::default()
+        };
+        let out = model_run(&t, &[RtValue::Int(3)], &cfg, &hooks_opts()).unwrap();
+        assert_eq!(matches!(out, Outcome::GuardFailed { resume_key: 9, .. }), invalidated);
+    }
+    let direct = compile(&t, &opts()).unwrap().run(&[3], &mut SimpleHeap::new()).unwrap();
+    assert_eq!(direct, Exit::Finish { values: vec![3] });
+}
