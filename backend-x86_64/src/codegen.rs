@@ -46,7 +46,7 @@ use crate::runtime::{self, ArrayLayout};
 use crate::{CompileError, CompileOptions, ExitInfo, ExitSlot, VirtualInit, VirtualLayout};
 use dynasmrt::x64::X64Relocation;
 use dynasmrt::{dynasm, DynamicLabel, DynasmApi, DynasmLabelApi, VecAssembler};
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use trace_ir::descr::{DEFAULT_ARRAY_BASE, DEFAULT_ARRAY_LEN};
 use trace_ir::{
@@ -208,10 +208,13 @@ pub(crate) struct Gen<'t> {
     gpr_pool: Vec<Reg>,
     xmm_pool: Vec<Reg>,
     /// Use positions of each op's value, ascending and without repeats, flattened: the uses
-    /// of op `v` are `use_pos[use_start[v]..use_start[v + 1]]` (one backward-free counting
-    /// pass in `new`; no vector per op).
+    /// of op `v` are `use_pos[use_start[v]..use_start[v + 1]]` (built in `new` by one pass
+    /// over the trace and a counting sort; no vector per op).
     use_start: Vec<u32>,
     use_pos: Vec<u32>,
+    /// Per value, the index in `use_pos` of its first use not before the last position
+    /// the allocator asked about (positions only grow, so each use is passed once).
+    use_cur: Vec<u32>,
     /// The last use of each op's value, 0 if it has none (no op reads at position 0), so
     /// "`v` is live after position `p`" is `last_use[v] > p`. Same data as `use_pos`.
     last_use: Vec<u32>,
@@ -245,11 +248,38 @@ pub(crate) struct Gen<'t> {
     array_layouts: Vec<Box<ArrayLayout>>,
     /// Events for the symbolic checker (recorded when `CHECK`).
     events: RefCell<Vec<Event>>,
+    /// `(value, reading op)` pairs, `new`'s working memory (kept for reuse).
+    pairs: Vec<(u32, u32)>,
     /// Ops handed to the runtime (see the `hooks` module).
     hk: hooks::HookState,
 }
 
 type R<T> = Result<T, CompileError>;
+
+/// The working buffers of a compilation, handed to the next compilation on the same thread
+/// (cleared, capacity kept): compiling then allocates little beyond its output, and the heap
+/// does not shrink and grow again around every trace.
+#[derive(Default)]
+struct Scratch {
+    use_start: Vec<u32>,
+    use_pos: Vec<u32>,
+    use_cur: Vec<u32>,
+    last_use: Vec<u32>,
+    pairs: Vec<(u32, u32)>,
+    val_reg: Vec<Option<Reg>>,
+    val_slot: Vec<Option<u32>>,
+    slot_valid: Vec<bool>,
+    stubs: Vec<Stub>,
+    stub_words: Vec<Loc>,
+    pm_pending: Vec<(Loc, Loc)>,
+    pm_seq: Vec<(Loc, Loc)>,
+    call_moves: Vec<(Loc, Loc)>,
+    events: Vec<Event>,
+}
+
+thread_local! {
+    static SCRATCH: Cell<Scratch> = Cell::new(Scratch::default());
+}
 
 fn fits_i32(v: i64) -> bool {
     v >= i32::MIN as i64 && v <= i32::MAX as i64
@@ -280,10 +310,16 @@ fn values_read(t: &Trace, op: &Op, f: &mut impl FnMut(Value)) {
 impl<'t> Gen<'t> {
     pub(crate) fn new(t: &'t Trace, opts: &CompileOptions) -> R<Gen<'t>> {
         let n = t.ops.len();
-        // Liveness in two forward passes: count the uses of each value (an op reading a value
-        // twice counts once), then place them into one flat array.
-        let mut last_use = vec![0u32; n];
-        let mut use_start = vec![0u32; n + 1];
+        let mut sc = SCRATCH.with(Cell::take);
+        // Liveness in one pass over the trace: each (value, reading op) pair in order (an op
+        // reading a value twice gives one pair), counted per value; then a counting sort
+        // groups the pairs by value.
+        let (last_use, use_start, pairs) = (&mut sc.last_use, &mut sc.use_start, &mut sc.pairs);
+        last_use.clear();
+        last_use.resize(n, 0);
+        use_start.clear();
+        use_start.resize(n + 1, 0);
+        pairs.clear();
         let mut exit_len = 0;
         for (i, op) in t.ops.iter().enumerate() {
             let i = i as u32;
@@ -292,7 +328,8 @@ impl<'t> Gen<'t> {
                     let o = o.index();
                     if last_use[o] != i {
                         last_use[o] = i;
-                        use_start[o + 1] += 1;
+                        use_start[o] += 1;
+                        pairs.push((o as u32, i));
                     }
                 }
             });
@@ -311,24 +348,31 @@ impl<'t> Gen<'t> {
                 exit_len = exit_len.max(words);
             }
         }
-        for v in 0..n {
-            use_start[v + 1] += use_start[v];
+        // Counts to start offsets; `use_cur[v]` starts at the end of `v`'s range and moves
+        // down while the pairs are placed backwards, ending at its first use.
+        let mut sum = 0;
+        for c in use_start.iter_mut() {
+            let k = *c;
+            *c = sum;
+            sum += k;
         }
-        let mut use_pos = vec![0u32; use_start[n] as usize];
-        let mut fill: Vec<u32> = use_start[..n].to_vec();
-        for (i, op) in t.ops.iter().enumerate() {
-            let i = i as u32;
-            values_read(t, op, &mut |v| {
-                if let Some(o) = v.as_op() {
-                    let o = o.index();
-                    let f = fill[o] as usize;
-                    if f == use_start[o] as usize || use_pos[f - 1] != i {
-                        use_pos[f] = i;
-                        fill[o] += 1;
-                    }
-                }
-            });
+        sc.use_cur.clear();
+        sc.use_cur.extend_from_slice(&sc.use_start[1..]);
+        sc.use_pos.clear();
+        sc.use_pos.resize(sum as usize, 0);
+        for &(v, i) in sc.pairs.iter().rev() {
+            let c = &mut sc.use_cur[v as usize];
+            *c -= 1;
+            sc.use_pos[*c as usize] = i;
         }
+        sc.val_reg.clear();
+        sc.val_reg.resize(n, None);
+        sc.val_slot.clear();
+        sc.val_slot.resize(n, None);
+        sc.slot_valid.clear();
+        sc.stubs.clear();
+        sc.stub_words.clear();
+        sc.events.clear();
         let ni = opts.int_regs.clamp(3, GPR_ORDER.len());
         // With a restricted pool keep rax, rcx, rdx (needed by div, mul, shifts) in it.
         let gpr_pool: Vec<Reg> = if ni == GPR_ORDER.len() {
@@ -356,31 +400,33 @@ impl<'t> Gen<'t> {
             asm,
             gpr_pool,
             xmm_pool,
-            use_start,
-            use_pos,
-            last_use,
+            use_start: sc.use_start,
+            use_pos: sc.use_pos,
+            use_cur: sc.use_cur,
+            last_use: sc.last_use,
             owner: [None; 32],
-            val_reg: vec![None; n],
-            val_slot: vec![None; n],
-            slot_valid: Vec::new(),
+            val_reg: sc.val_reg,
+            val_slot: sc.val_slot,
+            slot_valid: sc.slot_valid,
             nslots: 0,
             pinned: 0,
             pos: 0,
             exit_len,
             exits: Vec::with_capacity(nguards + 2),
-            stubs: Vec::with_capacity(nguards + 2),
-            stub_words: Vec::new(),
+            stubs: sc.stubs,
+            stub_words: sc.stub_words,
             invalid: None,
-            pm_pending: Vec::new(),
-            pm_seq: Vec::new(),
-            call_moves: Vec::new(),
+            pm_pending: sc.pm_pending,
+            pm_seq: sc.pm_seq,
+            call_moves: sc.call_moves,
             labels: HashMap::new(),
             start: None,
             epilogue,
             fused: None,
             ranges: Vec::with_capacity(n),
             array_layouts: Vec::new(),
-            events: RefCell::new(Vec::new()),
+            events: RefCell::new(sc.events),
+            pairs: sc.pairs,
             hk: hooks::HookState::new(t, opts),
         })
     }
@@ -445,14 +491,15 @@ impl<'t> Gen<'t> {
     fn uses(&self, v: usize) -> &[u32] {
         &self.use_pos[self.use_start[v] as usize..self.use_start[v + 1] as usize]
     }
-    /// The first use of `v` at or after `from`, if any.
-    fn next_use(&self, v: usize, from: usize) -> Option<u32> {
-        if (self.last_use[v] as usize) < from {
-            return None;
+    /// The first use of `v` at or after the current op, if any (advancing `v`'s cursor).
+    fn next_use(&mut self, v: usize) -> Option<u32> {
+        let end = self.use_start[v + 1] as usize;
+        let mut c = self.use_cur[v] as usize;
+        while c < end && (self.use_pos[c] as usize) < self.pos {
+            c += 1;
         }
-        let u = self.uses(v);
-        let i = u.partition_point(|&p| (p as usize) < from);
-        u.get(i).copied()
+        self.use_cur[v] = c as u32;
+        self.use_pos[..end].get(c).copied()
     }
     /// Whether `v` is used at or after position `from`.
     fn used_from(&self, v: usize, from: usize) -> bool {
@@ -553,12 +600,17 @@ impl<'t> Gen<'t> {
         // The last candidate whose value is used furthest away (never again counts as
         // furthest).
         let mut victim: Option<(Reg, u32)> = None;
-        for &r in pool {
+        for k in 0..pool.len() {
+            let r = if kind == Kind::Float {
+                self.xmm_pool[k]
+            } else {
+                self.gpr_pool[k]
+            };
             if blocked & (1 << r) != 0 {
                 continue;
             }
             let v = self.owner[r as usize].unwrap() as usize;
-            let next = self.next_use(v, self.pos).unwrap_or(u32::MAX);
+            let next = self.next_use(v).unwrap_or(u32::MAX);
             if victim.is_none_or(|(_, best)| next >= best) {
                 victim = Some((r, next));
             }
@@ -903,8 +955,8 @@ impl<'t> Gen<'t> {
         }
 
         // Exit stubs.
-        let stubs = std::mem::take(&mut self.stubs);
-        for stub in &stubs {
+        let stubs_buf = std::mem::take(&mut self.stubs);
+        for stub in &stubs_buf {
             let l = stub.label;
             dynasm!(self.asm ; .arch x64 ; =>l);
             for w in stub.words.0..stub.words.1 {
@@ -932,6 +984,24 @@ impl<'t> Gen<'t> {
                 .map_err(|e| internal(format!("register allocation checker: {e}")))?;
         }
         let code = self.asm.finalize().map_err(|e| internal(format!("assembler: {e}")))?;
+        SCRATCH.with(|c| {
+            c.set(Scratch {
+                use_start: self.use_start,
+                use_pos: self.use_pos,
+                use_cur: self.use_cur,
+                last_use: self.last_use,
+                pairs: self.pairs,
+                val_reg: self.val_reg,
+                val_slot: self.val_slot,
+                slot_valid: self.slot_valid,
+                stubs: stubs_buf,
+                stub_words: self.stub_words,
+                pm_pending: self.pm_pending,
+                pm_seq: self.pm_seq,
+                call_moves: self.call_moves,
+                events: self.events.into_inner(),
+            })
+        });
         Ok(Generated {
             code,
             exits: self.exits,
