@@ -1904,3 +1904,32 @@ fn every_opcode_compiles_in_hooks_mode_and_runs_like_the_interpreter() {
     // Skipped: 3 inputs, label, jump, finish, 3 `_ovf` ops and their 2 guards.
     assert_eq!(covered, Opcode::ALL.len() - 11);
 }
+
+/// A runtime that panics inside a hook: native code must not unwind; the run ends with an
+/// invalid operation at the op instead.
+#[test]
+fn a_panicking_hook_is_an_invalid_exit() {
+    struct Panics;
+    impl Runtime for Panics {
+        fn alloc(&mut self, _: u64, _: u64) -> u64 {
+            0
+        }
+        fn alloc_array(&mut self, _: u64, _: u64) -> u64 {
+            0
+        }
+        fn exec(&mut self, _: &HookRequest<'_>) -> HookReply {
+            panic!("embedder bug (expected by this test)")
+        }
+    }
+    let mut b = TraceBuilder::new();
+    let (p, i) = (b.input(Kind::Ref), b.input(Kind::Int));
+    let f = int_field(&mut b, 8);
+    b.op_with_descr(Opcode::SetfieldGc, &[p, i], f);
+    b.finish_with(&[i]);
+    let t = b.finish().unwrap();
+    let c = compile(&t, &hooks_opts()).unwrap();
+    assert_eq!(
+        c.run(&[0x1000, 4], &mut Panics).unwrap(),
+        Exit::Invalid { op: OpRef::new(2) }
+    );
+}
