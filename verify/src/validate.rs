@@ -87,13 +87,13 @@
 //! - Counterexample values are named by op position (`i4` is op 4), as `print_trace` names
 //!   them, not by the names of a hand-written input file.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fmt;
 
 use trace_ir::descr::Descr;
 use trace_ir::eval::eval_pure;
 use trace_ir::{FailArg, GuardId, Kind, OpFlags, OpRef, Opcode, Trace, Value, ValueData, VirtualField, VirtualKind};
-use z3::ast::{Array, Ast, Bool, BV};
+use z3::ast::{Array, Ast, Bool, Dynamic, BV};
 use z3::{FuncDecl, Params, SatResult, Solver, Sort};
 
 use crate::semantics::{no_overflow, op_semantics};
@@ -107,6 +107,10 @@ pub struct Config {
     pub check_fail_args: bool,
     /// Whether the modelled heap is compared at exits, calls and labels (on by default).
     pub check_heap: bool,
+    /// Whether queries are first checked with multiplications and divisions abstracted as
+    /// uninterpreted functions (abstraction refinement, see the module documentation; on by
+    /// default). Off: every query uses the full bit-vector semantics directly.
+    pub abstract_heavy_ops: bool,
 }
 
 impl Default for Config {
@@ -115,6 +119,7 @@ impl Default for Config {
             timeout_ms: 2000,
             check_fail_args: true,
             check_heap: true,
+            abstract_heavy_ops: true,
         }
     }
 }
@@ -205,17 +210,52 @@ impl fmt::Display for Counterexample {
     }
 }
 
+/// What the Z3 queries of one [`validate_with_stats`] run cost.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Claims decided one by one (batches that were proven at once count as one check).
+    pub claims: usize,
+    /// Queries with multiplications and divisions abstracted (including batches).
+    pub abstract_queries: usize,
+    /// Queries with the full bit-vector semantics (refinements and retries).
+    pub concrete_queries: usize,
+    /// Claims whose abstract query failed and that were re-checked with the full semantics.
+    pub refined: usize,
+    /// Queries that ended without an answer (time limit).
+    pub timeouts: usize,
+    /// Wall-clock time spent in Z3's `check`.
+    pub solver_time: std::time::Duration,
+}
+
+impl Stats {
+    /// Add `other`'s counts to these.
+    pub fn add(&mut self, other: &Stats) {
+        self.claims += other.claims;
+        self.abstract_queries += other.abstract_queries;
+        self.concrete_queries += other.concrete_queries;
+        self.refined += other.refined;
+        self.timeouts += other.timeouts;
+        self.solver_time += other.solver_time;
+    }
+}
+
 /// Validate `optimized` against `original` (see the module documentation).
 pub fn validate(original: &Trace, optimized: &Trace, cfg: &Config) -> Verdict {
+    validate_with_stats(original, optimized, cfg).0
+}
+
+/// [`validate`], also returning what the Z3 queries cost.
+pub fn validate_with_stats(original: &Trace, optimized: &Trace, cfg: &Config) -> (Verdict, Stats) {
     let mut v = Validator::new(original, optimized, cfg);
-    match v.run() {
+    let verdict = match v.run() {
         Ok(()) => match v.unknown.take() {
             None => Verdict::Valid,
             Some(reason) => Verdict::Unknown { reason },
         },
         Err(Stop::Invalid(c)) => Verdict::Invalid { counterexample: c },
         Err(Stop::Unknown(reason)) => Verdict::Unknown { reason },
-    }
+    };
+    (verdict, v.stats)
 }
 
 // ------------------------------------------------------------------------------------------
@@ -574,6 +614,224 @@ fn uf_bool(name: &str, args: &[BV]) -> Bool {
     f.apply(&arg_refs).as_bool().expect("predicate returns a boolean")
 }
 
+// ------------------------------------------------------------------------------------------
+// Abstraction of multiplication and division
+
+/// Which semantics a query uses.
+#[derive(Clone, Copy, Debug)]
+enum Mode {
+    /// Heavy ops are uninterpreted ([`Abstraction`]).
+    Abstract,
+    /// The full bit-vector semantics; `light`: without the facts that involve heavy ops.
+    Concrete { light: bool },
+}
+
+/// The abstraction of the ops whose bit-blasted circuits are expensive ([`HEAVY_OPS`], see
+/// the module documentation): each such op with non-constant operands is an application of
+/// an uninterpreted function (one symbol per op, shared by both traces), and the overflow
+/// flag of `int_mul_ovf` an uninterpreted predicate of the same operands. The concrete
+/// meaning of every application is remembered, so a query can be re-checked with the full
+/// bit-vector semantics by substitution.
+struct Abstraction {
+    /// Whether heavy ops are abstracted at all ([`Config::abstract_heavy_ops`]).
+    enabled: bool,
+    /// The applications made so far (abstract term, concrete meaning), in creation order.
+    /// A concrete meaning contains no application: it is built from the concrete meanings
+    /// of the operands.
+    defs: Vec<(Dynamic, Dynamic)>,
+    /// The abstract terms already in `defs`.
+    known: HashSet<Dynamic>,
+    /// Cheap facts about the applications that hold in the full semantics (`x * 0 == 0`,
+    /// `x * 1 == x`, `x / 1 == x`, ...), assumed by abstract queries.
+    axioms: Vec<Bool>,
+}
+
+impl Abstraction {
+    fn new(enabled: bool) -> Abstraction {
+        Abstraction {
+            enabled,
+            defs: Vec::new(),
+            known: HashSet::new(),
+            axioms: Vec::new(),
+        }
+    }
+
+    /// `x` with every application replaced by its concrete meaning.
+    fn concrete<T: Ast + Clone>(&self, x: &T) -> T {
+        if self.defs.is_empty() {
+            return x.clone();
+        }
+        let pairs: Vec<(&Dynamic, &Dynamic)> = self.defs.iter().map(|(a, c)| (a, c)).collect();
+        x.substitute(&pairs)
+    }
+
+    /// Remember the concrete meaning of `app` (and its axioms), when it is new.
+    fn define(&mut self, app: Dynamic, concrete: impl FnOnce(&Self) -> Dynamic, axioms: impl FnOnce() -> Vec<Bool>) {
+        if self.known.contains(&app) {
+            return;
+        }
+        let c = concrete(self);
+        self.known.insert(app.clone());
+        self.defs.push((app, c));
+        self.axioms.extend(axioms());
+    }
+
+    /// The operands of a heavy op in canonical form: simplified (so that `x + 0` and `x`
+    /// give the same application) and, for the commutative ones, ordered.
+    fn operands(opc: Opcode, a: &BV, b: &BV) -> (BV, BV) {
+        let (a, b) = (a.simplify(), b.simplify());
+        if is_commutative(opc) && ast_hash(&a) > ast_hash(&b) {
+            (b, a)
+        } else {
+            (a, b)
+        }
+    }
+
+    /// Whether `opc(a, b)` is abstracted: a heavy op whose circuit is not cheap (a
+    /// multiplication by a constant, a division by a constant divisor stay concrete).
+    fn abstracts(&self, opc: Opcode, a: &BV, b: &BV) -> bool {
+        let num = |x: &BV| x.as_u64().is_some();
+        self.enabled
+            && HEAVY_OPS.contains(&opc)
+            && if is_commutative(opc) {
+                !num(a) && !num(b)
+            } else {
+                !num(b)
+            }
+    }
+
+    /// The value of heavy op `opc(args)` (and its `valid_if`), abstracted; `None` when the op
+    /// is not abstracted.
+    fn value(&mut self, opc: Opcode, args: &[BV]) -> Option<(BV, Bool)> {
+        if args.len() != 2 || !self.enabled || !HEAVY_OPS.contains(&opc) {
+            return None;
+        }
+        let (mut a, mut b) = Abstraction::operands(opc, &args[0], &args[1]);
+        let is_div = matches!(
+            opc,
+            Opcode::IntFloorDiv | Opcode::IntMod | Opcode::IntPyDiv | Opcode::IntPyMod
+        );
+        let valid = if is_div {
+            b.eq(&zero()).not()
+        } else {
+            Bool::from_bool(true)
+        };
+        if is_div && a.ast_eq(&b) {
+            // `x / x` and `x % x`: exact without a division circuit (1 and 0 where
+            // defined; at zero whatever the semantics gives).
+            let at_zero = op_semantics(opc, &[zero(), zero()]).ok()?.0.simplify();
+            let one = matches!(opc, Opcode::IntFloorDiv | Opcode::IntPyDiv);
+            let v = a.eq(&zero()).ite(&at_zero, &bv(one as u64));
+            return Some((v, valid));
+        }
+        if is_div && a.as_u64() == Some(0) {
+            return None;
+        }
+        if matches!(opc, Opcode::IntMul | Opcode::IntMulOvf) {
+            // (-x) * (-y) == x * y (wrapping).
+            if let (Some(x), Some(y)) = (negated(&a), negated(&b)) {
+                (a, b) = Abstraction::operands(opc, &x, &y);
+            }
+        }
+        if !self.abstracts(opc, &a, &b) {
+            return None;
+        }
+        // `int_mul_ovf` computes the same wrapped product as `int_mul`.
+        let symbol = if opc == Opcode::IntMulOvf { Opcode::IntMul } else { opc };
+        let app = uf_bv(&format!("abs:{}", symbol.name()), &[a.clone(), b.clone()]);
+        self.define(
+            Dynamic::from_ast(&app),
+            |abs| {
+                let (ca, cb) = (abs.concrete(&a), abs.concrete(&b));
+                let (v, _) = op_semantics(symbol, &[ca, cb]).expect("heavy ops have semantics");
+                Dynamic::from_ast(&v)
+            },
+            || heavy_axioms(symbol, &a, &b, &app),
+        );
+        Some((app, valid))
+    }
+
+    /// The "no overflow" flag of `int_mul_ovf(a, b)`, abstracted; `None` when not abstracted.
+    fn no_overflow(&mut self, opc: Opcode, a: &BV, b: &BV) -> Option<Bool> {
+        if opc != Opcode::IntMulOvf {
+            return None;
+        }
+        let (a, b) = Abstraction::operands(opc, a, b);
+        if !self.abstracts(opc, &a, &b) {
+            return None;
+        }
+        let app = uf_bool("abs:int_mul_ovf_ok", &[a.clone(), b.clone()]);
+        self.define(
+            Dynamic::from_ast(&app),
+            |abs| {
+                let (ca, cb) = (abs.concrete(&a), abs.concrete(&b));
+                Dynamic::from_ast(&no_overflow(opc, &ca, &cb).expect("int_mul_ovf has an overflow flag"))
+            },
+            || {
+                // Multiplying by 0 or 1 never overflows.
+                let trivial = [a.eq(&zero()), b.eq(&zero()), a.eq(&bv(1)), b.eq(&bv(1))];
+                vec![Bool::or(&trivial).implies(&app)]
+            },
+        );
+        Some(app)
+    }
+}
+
+/// Facts about `f = opc(a, b)` that hold in the full semantics and cost no circuit:
+/// multiplication by 0, 1 and -1, division of 0, division by 1 and -1.
+fn heavy_axioms(opc: Opcode, a: &BV, b: &BV, f: &BV) -> Vec<Bool> {
+    let (zero, one, minus_one) = (zero(), bv(1), bv(u64::MAX));
+    let when = |c: Bool, v: &BV| c.implies(&f.eq(v));
+    match opc {
+        Opcode::IntMul => vec![
+            when(Bool::or(&[a.eq(&zero), b.eq(&zero)]), &zero),
+            when(a.eq(&one), b),
+            when(b.eq(&one), a),
+            when(a.eq(&minus_one), &b.bvneg()),
+            when(b.eq(&minus_one), &a.bvneg()),
+        ],
+        Opcode::UintMulHigh => vec![when(
+            Bool::or(&[a.eq(&zero), b.eq(&zero), a.eq(&one), b.eq(&one)]),
+            &zero,
+        )],
+        Opcode::IntFloorDiv | Opcode::IntPyDiv => vec![
+            when(Bool::and(&[a.eq(&zero), b.eq(&zero).not()]), &zero),
+            when(b.eq(&one), a),
+            when(b.eq(&minus_one), &a.bvneg()),
+        ],
+        Opcode::IntMod | Opcode::IntPyMod => vec![
+            when(Bool::and(&[a.eq(&zero), b.eq(&zero).not()]), &zero),
+            when(Bool::or(&[b.eq(&one), b.eq(&minus_one)]), &zero),
+        ],
+        _ => Vec::new(),
+    }
+}
+
+/// `x` when `t` is `-x` (Z3's simplifier writes it `-1 * x`).
+fn negated(t: &BV) -> Option<BV> {
+    let decl = t.safe_decl().ok()?;
+    let kids = t.children();
+    match (decl.kind(), kids.as_slice()) {
+        (z3::DeclKind::Bneg, [x]) => x.as_bv(),
+        (z3::DeclKind::Bmul, [c, x]) | (z3::DeclKind::Bmul, [x, c]) if c.as_bv()?.as_u64() == Some(u64::MAX) => {
+            x.as_bv()
+        }
+        _ => None,
+    }
+}
+
+fn is_commutative(opc: Opcode) -> bool {
+    matches!(opc, Opcode::IntMul | Opcode::IntMulOvf | Opcode::UintMulHigh)
+}
+
+/// Z3's structural hash of a term (stable for equal terms).
+fn ast_hash(x: &BV) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    x.hash(&mut h);
+    h.finish()
+}
+
 /// What translating one op produced besides its value.
 struct Translated {
     /// A precondition of the op (`valid_if`), when not trivially true.
@@ -591,6 +849,11 @@ struct Validator<'t> {
     /// The path condition: guards passed, original ops defined, hints.
     /// Each with whether it involves a multiplication or division.
     facts: Vec<(Bool, bool)>,
+    /// The concrete meaning of `facts[i]` once computed (see [`Abstraction`]).
+    concrete_facts: Vec<Bool>,
+    abs: Abstraction,
+    /// Query statistics.
+    stats: Stats,
     /// Claims collected while a batch is open.
     batch: Option<Vec<(Bool, String, Option<(BV, BV)>)>>,
     cfg: Config,
@@ -620,6 +883,9 @@ impl<'t> Validator<'t> {
             o,
             p,
             facts: Vec::new(),
+            concrete_facts: Vec::new(),
+            abs: Abstraction::new(cfg.abstract_heavy_ops),
+            stats: Stats::default(),
             batch: None,
             cfg: cfg.clone(),
             unknown: None,
@@ -710,6 +976,7 @@ impl<'t> Validator<'t> {
                     )?;
                     let h = self.guard_heavy(true, ro);
                     self.assume(cond, h);
+                    self.learn_constant(true, ro);
                     self.guard_result(true, ro);
                     self.o.pos = ro.index() + 1;
                 }
@@ -797,7 +1064,8 @@ impl<'t> Validator<'t> {
 
     /// Check whether `facts ∧ ¬claim` is satisfiable, in a fresh solver (Z3's
     /// non-incremental mode preprocesses bit-vector problems much better than push/pop).
-    fn check(&self, claim: &Bool, light_only: bool) -> (SatResult, Option<z3::Model>, Option<String>) {
+    fn check(&mut self, claim: &Bool, mode: Mode) -> (SatResult, Option<z3::Model>, Option<String>) {
+        let started = std::time::Instant::now();
         let solver = Solver::new();
         let mut params = Params::new();
         // Once the verdict is Unknown, later queries can only still find a counterexample:
@@ -809,18 +1077,90 @@ impl<'t> Validator<'t> {
         };
         params.set_u32("timeout", ms);
         solver.set_params(&params);
-        for (f, heavy) in &self.facts {
-            if !(light_only && *heavy) {
-                solver.assert(f);
+        match mode {
+            Mode::Abstract => {
+                for f in &self.abs.axioms {
+                    solver.assert(f);
+                }
+                for (f, _) in &self.facts {
+                    solver.assert(f);
+                }
+                solver.assert(claim.not());
+            }
+            Mode::Concrete { light } => {
+                self.concretize_facts();
+                for ((_, heavy), c) in self.facts.iter().zip(&self.concrete_facts) {
+                    if !(light && *heavy) {
+                        solver.assert(c);
+                    }
+                }
+                solver.assert(self.abs.concrete(claim).not());
             }
         }
-        solver.assert(claim.not());
         let res = solver.check();
-        match res {
+        let out = match res {
             SatResult::Sat => (res, solver.get_model(), None),
             SatResult::Unknown => (res, None, solver.get_reason_unknown()),
             SatResult::Unsat => (res, None, None),
+        };
+        let st = &mut self.stats;
+        match mode {
+            Mode::Abstract => st.abstract_queries += 1,
+            Mode::Concrete { .. } => st.concrete_queries += 1,
         }
+        if res == SatResult::Unknown {
+            st.timeouts += 1;
+        }
+        st.solver_time += started.elapsed();
+        out
+    }
+
+    /// Compute the concrete meaning of the facts not yet translated.
+    fn concretize_facts(&mut self) {
+        for i in self.concrete_facts.len()..self.facts.len() {
+            let c = self.abs.concrete(&self.facts[i].0);
+            self.concrete_facts.push(c);
+        }
+    }
+
+    /// Whether the query `facts ∧ ¬claim` involves no abstracted op (its abstract and
+    /// concrete forms are the same).
+    fn query_is_concrete(&mut self, claim: &Bool) -> bool {
+        if self.abs.defs.is_empty() {
+            return true;
+        }
+        self.concretize_facts();
+        self.facts
+            .iter()
+            .zip(&self.concrete_facts)
+            .all(|((f, _), c)| f.ast_eq(c))
+            && self.abs.concrete(claim).ast_eq(claim)
+    }
+
+    /// Decide `facts ∧ ¬claim` by abstraction refinement: first with heavy ops abstracted
+    /// (unsatisfiable there means unsatisfiable with any meaning of them, so with the real
+    /// one); otherwise with the full bit-vector semantics, whose model is then a real
+    /// counterexample. A full query that times out is retried without the path facts that
+    /// involve multiplication or division (fewer assumptions only make a proof harder).
+    fn decide(&mut self, claim: &Bool) -> (SatResult, Option<z3::Model>, Option<String>) {
+        self.stats.claims += 1;
+        let abstract_result = self.check(claim, Mode::Abstract);
+        if abstract_result.0 == SatResult::Unsat {
+            return abstract_result;
+        }
+        let mut result = if self.query_is_concrete(claim) {
+            abstract_result
+        } else {
+            self.stats.refined += 1;
+            self.check(claim, Mode::Concrete { light: false })
+        };
+        if result.0 == SatResult::Unknown
+            && self.facts.iter().any(|(_, h)| *h)
+            && self.check(claim, Mode::Concrete { light: true }).0 == SatResult::Unsat
+        {
+            result = (SatResult::Unsat, None, None);
+        }
+        result
     }
 
     /// Prove `claim` under the path condition. On a counterexample stop with `Invalid`;
@@ -835,14 +1175,7 @@ impl<'t> Validator<'t> {
             batch.push((claim.clone(), what(), diff.map(|(a, b)| (a.clone(), b.clone()))));
             return Ok(());
         }
-        let (mut res, model, why) = self.check(claim, false);
-        if res == SatResult::Unknown && self.facts.iter().any(|(_, h)| *h) {
-            // Retry without the facts about multiplications and divisions: if the claim
-            // holds under fewer assumptions it holds under all of them.
-            if self.check(claim, true).0 == SatResult::Unsat {
-                res = SatResult::Unsat;
-            }
-        }
+        let (res, model, why) = self.decide(claim);
         match res {
             SatResult::Unsat => Ok(()),
             SatResult::Unknown => {
@@ -890,7 +1223,7 @@ impl<'t> Validator<'t> {
         }
         if batch.len() > 1 {
             let all: Vec<Bool> = batch.iter().map(|(c, _, _)| c.clone()).collect();
-            if self.check(&Bool::and(&all), false).0 == SatResult::Unsat {
+            if self.check(&Bool::and(&all), Mode::Abstract).0 == SatResult::Unsat {
                 return Ok(());
             }
         }
@@ -914,7 +1247,14 @@ impl<'t> Validator<'t> {
         let Some(model) = model else {
             return self.structural(message);
         };
-        let ev = |b: &BV| model.eval(b, true).and_then(|v| v.as_u64()).map(|v| v as i64);
+        // Values are evaluated in their concrete meaning (the model is one of the full
+        // semantics, where the abstraction's function symbols have no interpretation).
+        let ev = |b: &BV| {
+            model
+                .eval(&self.abs.concrete(b), true)
+                .and_then(|v| v.as_u64())
+                .map(|v| v as i64)
+        };
         let mut inputs = Vec::new();
         for i in 0..self.o.trace.num_inputs {
             if let Some(Sym::Bv(b)) = &self.o.vals[i] {
@@ -972,11 +1312,14 @@ impl<'t> Validator<'t> {
             let r = self.compare_exit(g, ro, rp).and_then(|()| self.flush());
             self.batch = None;
             self.facts.truncate(n);
+            self.concrete_facts.truncate(n);
             r?;
         }
         let (ho, hp) = (self.guard_heavy(true, ro), self.guard_heavy(false, rp));
         self.assume(co, ho);
         self.assume(cp, hp);
+        self.learn_constant(true, ro);
+        self.learn_constant(false, rp);
         self.guard_result(true, ro);
         self.guard_result(false, rp);
         Ok(())
@@ -1325,6 +1668,73 @@ impl<'t> Validator<'t> {
         })
     }
 
+    /// After a passed guard that pins an integer to a constant (`guard_value(x, C)`,
+    /// `guard_true(int_eq(x, C))`, `guard_false(int_ne(x, C))`, `guard_false(x)`,
+    /// `guard_true(x)` of a comparison), later ops of that side use the constant for `x`, as
+    /// the optimizer does. Sound: on the path past the guard `x` equals the constant. It keeps
+    /// terms small and multiplications and divisions by `x` cheap (by a constant).
+    fn learn_constant(&mut self, orig: bool, r: OpRef) {
+        let s = self.side(orig);
+        let trace = s.trace;
+        let op = trace.op(r);
+        let is_const = |v: Value| v.as_op().is_none();
+        let (x, c): (Value, Option<Value>) = match op.opcode {
+            Opcode::GuardValue => (op.args[0], Some(op.args[1])),
+            Opcode::GuardTrue | Opcode::GuardFalse => {
+                let x = op.args[0];
+                let Some(xr) = x.as_op() else { return };
+                let xop = trace.op(xr);
+                let (eq, ne) = (xop.opcode == Opcode::IntEq, xop.opcode == Opcode::IntNe);
+                let pinned = if (eq && op.opcode == Opcode::GuardTrue) || (ne && op.opcode == Opcode::GuardFalse) {
+                    match (is_const(xop.args[0]), is_const(xop.args[1])) {
+                        (false, true) => Some((xop.args[0], xop.args[1])),
+                        (true, false) => Some((xop.args[1], xop.args[0])),
+                        _ => None,
+                    }
+                } else {
+                    None
+                };
+                if let Some((y, c)) = pinned {
+                    self.pin(orig, y, c);
+                }
+                // The guarded value itself: 0 past guard_false, 1 past guard_true of a
+                // comparison.
+                let s = self.side(orig);
+                let boolean =
+                    xop.opcode.flags().contains(OpFlags::BOOL_RESULT) && xop.opcode.result_kind() == Kind::Int;
+                if op.opcode == Opcode::GuardFalse {
+                    if let Some(Sym::Bv(_)) = &s.vals[xr.index()] {
+                        s.vals[xr.index()] = Some(Sym::Bv(zero()));
+                    }
+                } else if boolean {
+                    if let Some(Sym::Bv(_)) = &s.vals[xr.index()] {
+                        s.vals[xr.index()] = Some(Sym::Bv(bv(1)));
+                    }
+                }
+                return;
+            }
+            _ => return,
+        };
+        if let Some(c) = c {
+            if is_const(c) {
+                self.pin(orig, x, c);
+            }
+        }
+    }
+
+    /// Use constant `c` for op `x` from now on (see [`Validator::learn_constant`]).
+    fn pin(&mut self, orig: bool, x: Value, c: Value) {
+        let s = self.side(orig);
+        let Some(xr) = x.as_op() else { return };
+        if s.trace.kind_of(x) != Kind::Int {
+            return;
+        }
+        let Ok(Sym::Bv(cv)) = s.value(c) else { return };
+        if let Some(Sym::Bv(_)) = &s.vals[xr.index()] {
+            s.vals[xr.index()] = Some(Sym::Bv(cv));
+        }
+    }
+
     /// Give a guard with a result (`guard_exception`) its value, shared by both sides
     /// (named after the guard id).
     fn guard_result(&mut self, orig: bool, r: OpRef) {
@@ -1424,7 +1834,13 @@ impl<'t> Validator<'t> {
             Opcode::IntAddOvf | Opcode::IntSubOvf | Opcode::IntMulOvf => {
                 let a = s.bv_of(op.args[0])?;
                 let b = s.bv_of(op.args[1])?;
-                let (res, no_ovf) = ovf_semantics(opc, &a, &b)?;
+                let (res, no_ovf) = match (
+                    self.abs.value(opc, &[a.clone(), b.clone()]),
+                    self.abs.no_overflow(opc, &a, &b),
+                ) {
+                    (Some((res, _)), Some(no_ovf)) => (res, no_ovf),
+                    _ => ovf_semantics(opc, &a, &b)?,
+                };
                 s.no_ovf = Some(no_ovf);
                 set(s, Sym::Bv(res));
             }
@@ -1480,7 +1896,8 @@ impl<'t> Validator<'t> {
                     s.vals[r.index()] = Some(Sym::Bv(v));
                     return Ok(t);
                 }
-                let (v, valid) = match op_semantics(opc, &args) {
+                let abstracted = self.abs.value(opc, &args);
+                let (v, valid) = match abstracted.map(Ok).unwrap_or_else(|| op_semantics(opc, &args)) {
                     Ok(x) => x,
                     Err(e) => return unsupported(format!("{opc}: no Z3 semantics ({e})")),
                 };
