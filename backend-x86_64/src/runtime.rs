@@ -28,13 +28,16 @@ use trace_ir::{Descr, GuardId, OpRef, Opcode};
 /// `trace_ir::interp::ModelHeap` implements this trait.
 ///
 /// # Invariants the implementation must keep
-/// - The returned address points to at least `size` bytes of **zeroed**, writable memory,
-///   8-byte aligned, that stays valid and does not move while the trace runs and as long as
-///   the embedder holds values derived from it (a moving GC is not supported).
+/// - An address returned by `alloc`/`alloc_array` points to at least `size` bytes of
+///   **zeroed**, writable memory, 8-byte aligned, that stays valid and does not move while
+///   the trace runs and as long as the embedder holds values derived from it (a moving GC is
+///   not supported). (In Hooks mode, addresses returned by `exec` for allocation ops are
+///   only ever handed back to the runtime, so they may be anything non-zero.)
 /// - The returned address is never 0; return 0 only to report that the allocation cannot be
 ///   served, which the trace reports as an [`crate::Exit::Invalid`] exit.
-/// - The methods must not unwind (a panic inside them aborts the process, since they are
-///   called from native code).
+/// - `alloc` and `alloc_array` must not unwind (a panic inside them aborts the process, since
+///   they are called from native code). A panic inside `exec` is caught and ends the run with
+///   [`crate::Exit::Invalid`] at the op.
 ///
 /// The backend itself writes the class word (offset 0) of instances and the length word (at
 /// the array descriptor's `len_offset`) of arrays; `class` and `len` are passed for the
