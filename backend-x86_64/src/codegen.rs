@@ -78,6 +78,9 @@ pub(crate) const GPR_ORDER: [Reg; 13] = [RBX, R12, R13, R14, R15, RSI, RDI, R8, 
 const CALLEE_SAVED: [Reg; 5] = [RBX, R12, R13, R14, R15];
 const INT_ARG_REGS: [Reg; 6] = [RDI, RSI, RDX, RCX, R8, R9];
 const CALLER_SAVED_GPR: [Reg; 8] = [RAX, RCX, RDX, RSI, RDI, R8, R9, R10];
+/// The registers a call clobbers (caller-saved GPRs and every XMM register) as a bit set.
+const CALL_CLOBBERED: u32 =
+    (1 << RAX) | (1 << RCX) | (1 << RDX) | (1 << RSI) | (1 << RDI) | (1 << R8) | (1 << R9) | (1 << R10) | 0xffff_0000;
 
 /// Whether code generation records events for the symbolic checker.
 const CHECK: bool = cfg!(any(test, feature = "checker"));
@@ -219,6 +222,8 @@ pub(crate) struct Gen<'t> {
     /// "`v` is live after position `p`" is `last_use[v] > p`. Same data as `use_pos`.
     last_use: Vec<u32>,
     owner: [Option<u32>; 32],
+    /// The registers that have an owner, as a bit set (kept in sync with `owner`).
+    occupied: u32,
     val_reg: Vec<Option<Reg>>,
     val_slot: Vec<Option<u32>>,
     slot_valid: Vec<bool>,
@@ -323,7 +328,9 @@ impl<'t> Gen<'t> {
         let mut exit_len = 0;
         for (i, op) in t.ops.iter().enumerate() {
             let i = i as u32;
+            let mut nread = 0;
             values_read(t, op, &mut |v| {
+                nread += 1;
                 if let Some(o) = v.as_op() {
                     let o = o.index();
                     if last_use[o] != i {
@@ -333,19 +340,13 @@ impl<'t> Gen<'t> {
                     }
                 }
             });
-            // Exit buffer size: the largest guard exit or finish.
+            // Exit buffer size: the largest guard exit or finish. A guard's exit words are the
+            // values it reads beyond its arguments (fail arguments, virtual fields).
             if matches!(op.opcode, Opcode::Finish | Opcode::Jump) {
                 exit_len = exit_len.max(op.args.len());
             }
-            if let Some(g) = op.guard {
-                let gd = t.guard(g);
-                let words = gd.fail_args.iter().filter(|f| matches!(f, FailArg::Value(_))).count()
-                    + gd.virtuals
-                        .iter()
-                        .flat_map(|v| &v.fields)
-                        .filter(|(_, f)| matches!(f, FailArg::Value(_)))
-                        .count();
-                exit_len = exit_len.max(words);
+            if op.guard.is_some() {
+                exit_len = exit_len.max(nread - op.args.len());
             }
         }
         // Counts to start offsets; `use_cur[v]` starts at the end of `v`'s range and moves
@@ -405,6 +406,7 @@ impl<'t> Gen<'t> {
             use_cur: sc.use_cur,
             last_use: sc.last_use,
             owner: [None; 32],
+            occupied: 0,
             val_reg: sc.val_reg,
             val_slot: sc.val_slot,
             slot_valid: sc.slot_valid,
@@ -522,10 +524,12 @@ impl<'t> Gen<'t> {
     }
     fn set_owner(&mut self, r: Reg, v: usize) {
         self.owner[r as usize] = Some(v as u32);
+        self.occupied |= 1 << r;
         self.val_reg[v] = Some(r);
     }
     fn release(&mut self, r: Reg) {
         if let Some(v) = self.owner[r as usize].take() {
+            self.occupied &= !(1 << r);
             self.val_reg[v as usize] = None;
         }
     }
@@ -561,7 +565,7 @@ impl<'t> Gen<'t> {
             let free = pool
                 .iter()
                 .copied()
-                .find(|&q| q != r && self.owner[q as usize].is_none() && !self.is_pinned(q) && avoid & (1 << q) == 0);
+                .find(|&q| q != r && (self.occupied | self.pinned | avoid) & (1 << q) == 0);
             match free {
                 Some(q) => {
                     self.record_use(Loc::Reg(r), v);
@@ -590,10 +594,8 @@ impl<'t> Gen<'t> {
             &self.gpr_pool
         };
         let blocked = self.pinned | avoid;
-        if let Some(&r) = pool
-            .iter()
-            .find(|&&r| blocked & (1 << r) == 0 && self.owner[r as usize].is_none())
-        {
+        let taken = blocked | self.occupied;
+        if let Some(&r) = pool.iter().find(|&&r| taken & (1 << r) == 0) {
             self.pin(r);
             return Ok(r);
         }
@@ -2010,7 +2012,11 @@ impl<'t> Gen<'t> {
     /// Spill or move every value that lives past the current op out of caller-saved
     /// registers (to free callee-saved registers when possible).
     fn save_live_caller_saved(&mut self) -> R<()> {
-        for r in CALLER_SAVED_GPR.into_iter().chain((0..16).map(|i| XMM0 + i)) {
+        // Occupied clobbered registers in ascending order (caller-saved GPRs, then XMMs).
+        let mut regs = self.occupied & CALL_CLOBBERED;
+        while regs != 0 {
+            let r = regs.trailing_zeros() as Reg;
+            regs &= regs - 1;
             let Some(v) = self.owner[r as usize] else { continue };
             let v = v as usize;
             if !self.live_after(v) {
@@ -2020,7 +2026,7 @@ impl<'t> Gen<'t> {
                 let free = CALLEE_SAVED
                     .iter()
                     .copied()
-                    .find(|&q| self.gpr_pool.contains(&q) && self.owner[q as usize].is_none() && !self.is_pinned(q));
+                    .find(|&q| (self.occupied | self.pinned) & (1 << q) == 0 && self.gpr_pool.contains(&q));
                 if let Some(q) = free {
                     self.mov(Loc::Reg(q), Loc::Reg(r));
                     self.release(r);
@@ -2125,8 +2131,15 @@ impl<'t> Gen<'t> {
         }
         // Every caller-saved register is clobbered: values living on are in slots or
         // callee-saved registers now.
-        for r in CALLER_SAVED_GPR.into_iter().chain((0..16).map(|i| XMM0 + i)) {
-            self.record(Event::Clobber { reg: r });
+        if CHECK {
+            for r in CALLER_SAVED_GPR.into_iter().chain((0..16).map(|i| XMM0 + i)) {
+                self.record(Event::Clobber { reg: r });
+            }
+        }
+        let mut regs = self.occupied & CALL_CLOBBERED;
+        while regs != 0 {
+            let r = regs.trailing_zeros() as Reg;
+            regs &= regs - 1;
             self.release(r);
         }
         match result {
