@@ -362,6 +362,46 @@ fn heap_writing_calls_change_escaped_and_external_objects() {
     }
 }
 
+/// Reference fields of an escaped allocated object change at a heap-writing call too: the
+/// callee may store any object there. p = new; q = new; setfield(p, q); call(p); r =
+/// getfield(p), and the "wrongly forwarded" r = q.
+#[test]
+fn heap_writing_calls_change_reference_fields_of_escaped_objects() {
+    let build = |forward: bool, effect: CallEffect| {
+        let mut b = TraceBuilder::new();
+        let sz = size(&mut b, 16);
+        let fp = field(&mut b, "fp", 8, Kind::Ref);
+        let cd = calldescr(&mut b, Kind::Void, &[Kind::Ref], effect);
+        let p = b.op_with_descr(Opcode::New, &[], sz);
+        let q = b.op_with_descr(Opcode::New, &[], sz);
+        b.op_with_descr(Opcode::SetfieldGc, &[p, q], fp);
+        let f = b.const_int(0x1234);
+        b.op_with_descr(Opcode::CallN, &[f, p], cd);
+        let r = if forward {
+            q
+        } else {
+            b.op_with_descr(Opcode::GetfieldGcR, &[p], fp)
+        };
+        b.finish_with(&[r]);
+        b.finish().unwrap()
+    };
+    let real = go(&build(false, CallEffect::CannotRaise), &[]);
+    let forwarded = go(&build(true, CallEffect::CannotRaise), &[]);
+    let Outcome::Finish(ref values) = real.outcome else {
+        panic!("expected a finish, got {:?}", real.outcome)
+    };
+    assert!(
+        matches!(values[..], [RtValue::Ref(a)] if a != 0 && !real.heap.objects.contains_key(&a)),
+        "the field now holds an external object: {values:?}"
+    );
+    assert!(outcomes_equivalent(&real, &forwarded).is_err());
+    // Deterministic: the same program gives the same reference.
+    assert_eq!(go(&build(false, CallEffect::CannotRaise), &[]).outcome, real.outcome);
+    // A call that cannot write the heap leaves the field alone: forwarding is right.
+    let real = go(&build(false, CallEffect::ElidableCannotRaise), &[]);
+    outcomes_equivalent(&real, &go(&build(true, CallEffect::ElidableCannotRaise), &[])).unwrap();
+}
+
 #[test]
 fn stores_into_external_objects_escape_and_are_compared() {
     // setfield(ext, new obj); call (writes heap); the object's fields change.

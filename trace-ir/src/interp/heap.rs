@@ -39,7 +39,9 @@
 //! each mutable integer or float field (written or not; an absent field counts as zero) that
 //! was not written since by a value (as [`derived_value`]) mixed from the field's current
 //! value, the slot and the call's epoch. The new value depends on the current value only, not
-//! on how it got there. Reference fields and string contents are left alone. The rule depends
+//! on how it got there. A mutable reference field becomes a derived external address mixed
+//! from the slot and the epoch alone (the current value may be an allocated object's address,
+//! which is not the same in an optimized run). String contents are left alone. The rule depends
 //! only on contents and epochs, never on addresses or on whether a zero was stored
 //! explicitly, so an optimized trace that materializes a virtual with fewer explicit stores
 //! (or drops a redundant write-back) behaves the same, while a heap cache that wrongly
@@ -182,7 +184,9 @@ impl HeapObject {
         for e in written.max(self.escape_epoch) + 1..=epoch {
             let h = hash_words(&[0xc10b, v.bits(), a, b, c, e]);
             v = match v {
-                RtValue::Ref(_) => v,
+                // an allocated object's address differs between runs of the same program
+                // (allocation removal), so a reference field's new value ignores it
+                RtValue::Ref(_) => derived_value(Kind::Ref, hash_words(&[0xc10c, a, b, c, e])),
                 other => derived_value(other.kind(), h),
             };
         }
