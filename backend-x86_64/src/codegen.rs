@@ -193,6 +193,8 @@ struct LabelInfo {
 pub(crate) struct Generated {
     pub code: Vec<u8>,
     pub exits: Vec<ExitInfo>,
+    /// The fail-argument slots of the guard exits (see `ExitInfo::Guard::fail`).
+    pub exit_slots: Vec<ExitSlot>,
     pub frame_words: usize,
     pub exit_len: usize,
     /// Code range of each op (op index, start, end), for the disassembly listing.
@@ -221,9 +223,16 @@ pub(crate) struct Gen<'t> {
     /// The last use of each op's value, 0 if it has none (no op reads at position 0), so
     /// "`v` is live after position `p`" is `last_use[v] > p`. Same data as `use_pos`.
     last_use: Vec<u32>,
+    /// The values whose last use is op `p`: `dies[dies_start[p]..dies_start[p + 1]]`
+    /// (released by `end_op` without looking at the op's operands again).
+    dies_start: Vec<u32>,
+    dies: Vec<u32>,
     owner: [Option<u32>; 32],
     /// The registers that have an owner, as a bit set (kept in sync with `owner`).
     occupied: u32,
+    /// Per register, 1 + the next use of its owner as last computed (0: not computed since
+    /// the owner changed; `u32::MAX`: never used again). Valid while it is above `pos`.
+    reg_next: [u32; 32],
     val_reg: Vec<Option<Reg>>,
     val_slot: Vec<Option<u32>>,
     slot_valid: Vec<bool>,
@@ -232,6 +241,8 @@ pub(crate) struct Gen<'t> {
     pos: usize,
     exit_len: usize,
     exits: Vec<ExitInfo>,
+    /// The fail-argument slots of all guard exits, back to back.
+    exit_slots: Vec<ExitSlot>,
     stubs: Vec<Stub>,
     /// The exit-buffer sources of all stubs, back to back (see [`Stub::words`]).
     stub_words: Vec<Loc>,
@@ -270,6 +281,8 @@ struct Scratch {
     use_pos: Vec<u32>,
     use_cur: Vec<u32>,
     last_use: Vec<u32>,
+    dies_start: Vec<u32>,
+    dies: Vec<u32>,
     pairs: Vec<(u32, u32)>,
     val_reg: Vec<Option<Reg>>,
     val_slot: Vec<Option<u32>>,
@@ -366,6 +379,29 @@ impl<'t> Gen<'t> {
             *c -= 1;
             sc.use_pos[*c as usize] = i;
         }
+        // The same counting sort by last use: inclusive prefix sums, then each value placed
+        // backwards, which leaves `dies_start[p]` at the first value dying at `p`.
+        sc.dies_start.clear();
+        sc.dies_start.resize(n + 1, 0);
+        for &p in &sc.last_use {
+            if p != 0 {
+                sc.dies_start[p as usize] += 1;
+            }
+        }
+        let mut sum = 0;
+        for c in sc.dies_start.iter_mut() {
+            sum += *c;
+            *c = sum;
+        }
+        sc.dies.clear();
+        sc.dies.resize(sum as usize, 0);
+        for v in (0..n).rev() {
+            let p = sc.last_use[v] as usize;
+            if p != 0 {
+                sc.dies_start[p] -= 1;
+                sc.dies[sc.dies_start[p] as usize] = v as u32;
+            }
+        }
         sc.val_reg.clear();
         sc.val_reg.resize(n, None);
         sc.val_slot.clear();
@@ -405,8 +441,11 @@ impl<'t> Gen<'t> {
             use_pos: sc.use_pos,
             use_cur: sc.use_cur,
             last_use: sc.last_use,
+            dies_start: sc.dies_start,
+            dies: sc.dies,
             owner: [None; 32],
             occupied: 0,
+            reg_next: [0; 32],
             val_reg: sc.val_reg,
             val_slot: sc.val_slot,
             slot_valid: sc.slot_valid,
@@ -415,6 +454,7 @@ impl<'t> Gen<'t> {
             pos: 0,
             exit_len,
             exits: Vec::with_capacity(nguards + 2),
+            exit_slots: Vec::with_capacity(4 * nguards),
             stubs: sc.stubs,
             stub_words: sc.stub_words,
             invalid: None,
@@ -525,6 +565,7 @@ impl<'t> Gen<'t> {
     fn set_owner(&mut self, r: Reg, v: usize) {
         self.owner[r as usize] = Some(v as u32);
         self.occupied |= 1 << r;
+        self.reg_next[r as usize] = 0;
         self.val_reg[v] = Some(r);
     }
     fn release(&mut self, r: Reg) {
@@ -611,8 +652,17 @@ impl<'t> Gen<'t> {
             if blocked & (1 << r) != 0 {
                 continue;
             }
-            let v = self.owner[r as usize].unwrap() as usize;
-            let next = self.next_use(v).unwrap_or(u32::MAX);
+            let cached = self.reg_next[r as usize];
+            let next = if cached == u32::MAX {
+                u32::MAX
+            } else if cached as usize > self.pos {
+                cached - 1
+            } else {
+                let v = self.owner[r as usize].unwrap() as usize;
+                let next = self.next_use(v).unwrap_or(u32::MAX);
+                self.reg_next[r as usize] = next.saturating_add(1);
+                next
+            };
             if victim.is_none_or(|(_, best)| next >= best) {
                 victim = Some((r, next));
             }
@@ -658,7 +708,6 @@ impl<'t> Gen<'t> {
 
     /// `v` in a register (pinned). Constants go to a temporary register without owner.
     fn load(&mut self, v: Value) -> R<Reg> {
-        let kind = self.t.kind_of(v);
         if let Some(o) = v.as_op() {
             if let Some(r) = self.val_reg[o.index()] {
                 self.record_use(Loc::Reg(r), o.index());
@@ -666,6 +715,7 @@ impl<'t> Gen<'t> {
                 return Ok(r);
             }
         }
+        let kind = self.t.kind_of(v);
         let src = self.loc(v)?;
         let r = self.alloc_reg(kind, 0)?;
         self.mov(Loc::Reg(r), src);
@@ -717,24 +767,20 @@ impl<'t> Gen<'t> {
 
     /// Release the registers of values that die at the current op.
     fn end_op(&mut self) {
-        let t = self.t;
         let pos = self.pos;
-        values_read(t, &t.ops[pos], &mut |v| {
-            if let Some(o) = v.as_op() {
-                self.release_if_dead(o.index());
-            }
-        });
-        self.release_if_dead(pos);
-        self.pinned = 0;
-    }
-
-    /// Release `v`'s register if `v` is not used after the current op.
-    fn release_if_dead(&mut self, v: usize) {
-        if !self.live_after(v) {
+        for k in self.dies_start[pos]..self.dies_start[pos + 1] {
+            let v = self.dies[k as usize] as usize;
             if let Some(r) = self.val_reg[v] {
                 self.release(r);
             }
         }
+        // A result nobody reads.
+        if self.last_use[pos] == 0 {
+            if let Some(r) = self.val_reg[pos] {
+                self.release(r);
+            }
+        }
+        self.pinned = 0;
     }
 
     // ------------------------------------------------------------------------------------
@@ -992,6 +1038,8 @@ impl<'t> Gen<'t> {
                 use_pos: self.use_pos,
                 use_cur: self.use_cur,
                 last_use: self.last_use,
+                dies_start: self.dies_start,
+                dies: self.dies,
                 pairs: self.pairs,
                 val_reg: self.val_reg,
                 val_slot: self.val_slot,
@@ -1007,6 +1055,7 @@ impl<'t> Gen<'t> {
         Ok(Generated {
             code,
             exits: self.exits,
+            exit_slots: self.exit_slots,
             frame_words: FRAME_HEADER + self.exit_len + self.nslots as usize,
             exit_len: self.exit_len,
             ranges: self.ranges,
@@ -1110,10 +1159,13 @@ impl<'t> Gen<'t> {
                 FailArg::Hole => ExitSlot::Hole,
             })
         };
-        let mut fail = Vec::with_capacity(gd.fail_args.len());
+        let mut slots = std::mem::take(&mut self.exit_slots);
+        let fail_start = slots.len() as u32;
         for fa in &gd.fail_args {
-            fail.push(slot_of(fa, &mut words, self)?);
+            slots.push(slot_of(fa, &mut words, self)?);
         }
+        let fail = (fail_start, slots.len() as u32);
+        self.exit_slots = slots;
         let mut virtuals = Vec::new();
         for vo in &gd.virtuals {
             let init = match vo.kind {

@@ -337,7 +337,9 @@ pub(crate) enum ExitInfo {
     Guard {
         guard: GuardId,
         resume_key: u64,
-        fail: Vec<ExitSlot>,
+        /// The fail arguments: `CompiledTrace::exit_slots[fail.0..fail.1]` (one vector for
+        /// all guards instead of one per guard).
+        fail: (u32, u32),
         virtuals: Vec<VirtualLayout>,
     },
     Invalid {
@@ -352,6 +354,8 @@ pub(crate) enum ExitInfo {
 pub struct CompiledTrace {
     code: ExecutableBuffer,
     exits: Vec<ExitInfo>,
+    /// The fail-argument slots of all guard exits, back to back.
+    exit_slots: Vec<ExitSlot>,
     frame_words: usize,
     exit_len: usize,
     num_inputs: usize,
@@ -386,6 +390,7 @@ pub fn compile(trace: &Trace, opts: &CompileOptions) -> Result<CompiledTrace, Co
     let ct = CompiledTrace {
         code,
         exits: g.exits,
+        exit_slots: g.exit_slots,
         frame_words: g.frame_words,
         exit_len: g.exit_len,
         num_inputs: trace.num_inputs,
@@ -457,6 +462,7 @@ impl CompiledTrace {
                 fail,
                 virtuals,
             } => {
+                let fail = &self.exit_slots[fail.0 as usize..fail.1 as usize];
                 if self.memory == MemoryAccess::Hooks {
                     let n = fail.iter().filter(|s| matches!(s, ExitSlot::Word(_))).count()
                         + virtuals
