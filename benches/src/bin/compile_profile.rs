@@ -3,7 +3,8 @@
 //! `perf record` sees nothing but compilation.
 //!
 //! `cargo build --release -p benches --bin compile_profile`, then
-//! `perf record -g target/release/compile_profile [LEN] [SECONDS]` (defaults: 1000 ops, 5 s).
+//! `perf record -g target/release/compile_profile [LEN] [SECONDS] [TRACES]` (defaults: 1000 ops, 5 s,
+//! the whole set).
 
 use backend_x86_64::{compile, CompileOptions};
 use std::hint::black_box;
@@ -26,7 +27,10 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let len: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(1000);
     let secs: f64 = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(5.0);
-    let traces = compile_set(len);
+    let mut traces = compile_set(len);
+    if let Some(k) = args.get(2).and_then(|a| a.parse().ok()) {
+        traces.truncate(k);
+    }
     let ops: usize = traces.iter().map(|t| t.num_real_ops()).sum();
     let opts = CompileOptions {
         log_asm: false,
