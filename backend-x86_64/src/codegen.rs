@@ -1134,7 +1134,10 @@ impl<'t> Gen<'t> {
             }
         }
         let label = self.asm.new_dynamic_label();
-        dynasm!(self.asm ; .arch x64 ; =>label);
+        // The loop starts on a 64-byte boundary (NOPs, run once on entry): a small loop body
+        // that straddles two 64-byte lines costs a second fetch line per iteration (measured on
+        // the sum example: 0.62 -> 0.31 ns per iteration).
+        dynasm!(self.asm ; .arch x64 ; .align 64 ; =>label);
         self.labels.insert(at, LabelInfo { label, params, keep });
         Ok(())
     }
@@ -1559,38 +1562,38 @@ impl<'t> Gen<'t> {
             // ---- heap ----------------------------------------------------------------------
             GetfieldGcI | GetfieldGcR | GetfieldGcF | GetfieldRawI | GetfieldRawR | GetfieldRawF => {
                 let f = self.field(op)?;
-                let disp = disp32(f.offset, at, opc)?;
                 let base = self.load(a(0))?;
                 self.null_check(base);
                 let d = self.alloc_reg(opc.result_kind(), 0)?;
+                let (base, disp) = self.mem_operand(base, f.offset);
                 self.load_mem(d, base, disp, f.size, f.signed);
                 self.def(d);
             }
             SetfieldGc | SetfieldRaw => {
                 let f = self.field(op)?;
-                let disp = disp32(f.offset, at, opc)?;
                 let base = self.load(a(0))?;
                 self.null_check(base);
                 let v = self.load(a(1))?;
+                // After loading `v` (a float constant goes through `r11`).
+                let (base, disp) = self.mem_operand(base, f.offset);
                 self.store_mem(base, disp, v, f.size);
             }
             ArraylenGc => {
                 let ad = self.array(op)?;
-                let disp = disp32(ad.len_offset, at, opc)?;
                 let base = self.load(a(0))?;
                 self.null_check(base);
                 let d = self.alloc_reg(Kind::Int, 0)?;
+                let (base, disp) = self.mem_operand(base, ad.len_offset);
                 self.load_mem(d, base, disp, 8, true);
                 self.def(d);
             }
             GetinteriorfieldGcI | GetinteriorfieldGcR | GetinteriorfieldGcF => {
                 let (item, f) = self.interior(op)?;
                 let (base, disp) = self.address(
-                    opc,
                     a(0),
                     a(1),
                     item,
-                    DEFAULT_ARRAY_BASE + f.offset,
+                    DEFAULT_ARRAY_BASE.wrapping_add(f.offset),
                     Some(DEFAULT_ARRAY_LEN),
                 )?;
                 let d = self.alloc_reg(opc.result_kind(), 0)?;
@@ -1601,11 +1604,10 @@ impl<'t> Gen<'t> {
                 let (item, f) = self.interior(op)?;
                 let v = self.load(a(2))?;
                 let (base, disp) = self.address(
-                    opc,
                     a(0),
                     a(1),
                     item,
-                    DEFAULT_ARRAY_BASE + f.offset,
+                    DEFAULT_ARRAY_BASE.wrapping_add(f.offset),
                     Some(DEFAULT_ARRAY_LEN),
                 )?;
                 self.store_mem(base, disp, v, f.size);
@@ -1923,58 +1925,99 @@ impl<'t> Gen<'t> {
             _ => (ad.item_size as i64, ad.base_offset),
         };
         let len_off = if raw { None } else { Some(ad.len_offset) };
-        self.address(opc, base, index, scale, base_off, len_off)
+        self.address(base, index, scale, base_off, len_off)
     }
 
     /// `base + index * scale + base_off` as a base register and displacement, after a null
-    /// check and (with `len_off`) a bounds check against the length word there.
-    fn address(
-        &mut self,
-        opc: Opcode,
-        base: Value,
-        index: Value,
-        scale: i64,
-        base_off: i64,
-        len_off: Option<i64>,
-    ) -> R<(Reg, i32)> {
+    /// check and (with `len_off`) a bounds check against the length word there. Address
+    /// arithmetic wraps (as the interpreter's raw accesses do); a variable index or a
+    /// displacement that does not fit 32 bits is folded into `r11`.
+    fn address(&mut self, base: Value, index: Value, scale: i64, base_off: i64, len_off: Option<i64>) -> R<(Reg, i32)> {
         let rb = self.load(base)?;
         self.null_check(rb);
         if let Some(len_off) = len_off {
             // Bounds check against the length word (unsigned: negative indices fail too).
-            let len_off = disp32(len_off, self.pos, opc)?;
             let inv = self.invalid_exit();
-            match self.opnd(index)? {
-                Opnd::Reg(r) => dynasm!(self.asm ; .arch x64 ; cmp Rq(r), QWORD [Rq(rb) + len_off] ; jae =>inv),
-                Opnd::Mem(m) => {
-                    dynasm!(self.asm ; .arch x64 ; mov r11, QWORD [rbp + m] ; cmp r11, QWORD [Rq(rb) + len_off] ; jae =>inv)
+            let opnd = self.opnd(index)?;
+            if fits_i32(len_off) {
+                let len_off = len_off as i32;
+                match opnd {
+                    Opnd::Reg(r) => dynasm!(self.asm ; .arch x64 ; cmp Rq(r), QWORD [Rq(rb) + len_off] ; jae =>inv),
+                    Opnd::Mem(m) => {
+                        dynasm!(self.asm ; .arch x64 ; mov r11, QWORD [rbp + m] ; cmp r11, QWORD [Rq(rb) + len_off] ; jae =>inv)
+                    }
+                    Opnd::Imm(i) => {
+                        dynasm!(self.asm ; .arch x64 ; mov r11, i ; cmp r11, QWORD [Rq(rb) + len_off] ; jae =>inv)
+                    }
                 }
-                Opnd::Imm(i) => {
-                    dynasm!(self.asm ; .arch x64 ; mov r11, i ; cmp r11, QWORD [Rq(rb) + len_off] ; jae =>inv)
+            } else {
+                // The length word into `r11` (through `[base + r11]`), then the index against it.
+                self.mov_imm_r11(len_off as u64);
+                dynasm!(self.asm ; .arch x64 ; mov r11, QWORD [Rq(rb) + r11]);
+                match opnd {
+                    Opnd::Reg(r) => dynasm!(self.asm ; .arch x64 ; cmp Rq(r), r11 ; jae =>inv),
+                    Opnd::Mem(m) => dynasm!(self.asm ; .arch x64 ; cmp QWORD [rbp + m], r11 ; jae =>inv),
+                    // length <= index (the immediate sign-extends like the index value).
+                    Opnd::Imm(i) => dynasm!(self.asm ; .arch x64 ; cmp r11, i ; jbe =>inv),
                 }
             }
         }
         if let Some(i) = self.t.const_int(index) {
-            if let Some(d) = i
-                .checked_mul(scale)
-                .and_then(|x| x.checked_add(base_off))
-                .filter(|&d| fits_i32(d))
-            {
-                return Ok((rb, d as i32));
-            }
+            let d = i.wrapping_mul(scale).wrapping_add(base_off);
+            return Ok(self.mem_operand(rb, d));
         }
         let ri = self.load(index)?;
+        let wide = !fits_i32(base_off);
+        if wide && !matches!(scale, 1 | 2 | 4 | 8) {
+            // No second scratch register: the offset waits in the frame's temporary word
+            // (free outside parallel moves).
+            self.mov_imm_r11(base_off as u64);
+            dynasm!(self.asm ; .arch x64 ; mov QWORD [rbp + TEMP_DISP], r11);
+        }
         match scale {
+            1 | 2 | 4 | 8 if wide => {
+                // r11 = base + base_off, then the scaled index.
+                self.mov_imm_r11(base_off as u64);
+                dynasm!(self.asm ; .arch x64 ; add r11, Rq(rb));
+                match scale {
+                    1 => dynasm!(self.asm ; .arch x64 ; lea r11, [r11 + Rq(ri) * 1]),
+                    2 => dynasm!(self.asm ; .arch x64 ; lea r11, [r11 + Rq(ri) * 2]),
+                    4 => dynasm!(self.asm ; .arch x64 ; lea r11, [r11 + Rq(ri) * 4]),
+                    _ => dynasm!(self.asm ; .arch x64 ; lea r11, [r11 + Rq(ri) * 8]),
+                }
+                return Ok((11, 0));
+            }
             1 => dynasm!(self.asm ; .arch x64 ; lea r11, [Rq(rb) + Rq(ri) * 1]),
             2 => dynasm!(self.asm ; .arch x64 ; lea r11, [Rq(rb) + Rq(ri) * 2]),
             4 => dynasm!(self.asm ; .arch x64 ; lea r11, [Rq(rb) + Rq(ri) * 4]),
             8 => dynasm!(self.asm ; .arch x64 ; lea r11, [Rq(rb) + Rq(ri) * 8]),
-            s => {
+            s if fits_i32(s) => {
                 let s = s as i32;
                 dynasm!(self.asm ; .arch x64 ; imul r11, Rq(ri), s ; add r11, Rq(rb))
             }
+            s => {
+                // A 64-bit item size (interior fields of huge structs): multiply in `r11`.
+                self.mov_imm_r11(s as u64);
+                dynasm!(self.asm ; .arch x64 ; imul r11, Rq(ri) ; add r11, Rq(rb))
+            }
         }
-        let off = disp32(base_off, self.pos, opc)?;
-        Ok((11, off))
+        if wide {
+            dynasm!(self.asm ; .arch x64 ; add r11, QWORD [rbp + TEMP_DISP]);
+            return Ok((11, 0));
+        }
+        Ok((11, base_off as i32))
+    }
+
+    /// `[base + off]` as a base register and 32-bit displacement: `base` itself when `off`
+    /// fits, else `r11 = base + off` (wrapping) with displacement 0. Emit it right before the
+    /// access: nothing may use `r11` in between.
+    fn mem_operand(&mut self, base: Reg, off: i64) -> (Reg, i32) {
+        if fits_i32(off) {
+            return (base, off as i32);
+        }
+        self.mov_imm_r11(off as u64);
+        dynasm!(self.asm ; .arch x64 ; add r11, Rq(base));
+        (11, 0)
     }
 
     /// Exit as invalid when `r` is null (heap accesses through null are invalid operations).
@@ -2092,12 +2135,34 @@ impl<'t> Gen<'t> {
         Ok(())
     }
 
+    /// Push one 8-byte stack argument (a float as its bits).
+    fn push_arg(&mut self, src: Loc) {
+        match src {
+            Loc::Reg(r) if is_xmm(r) => {
+                dynasm!(self.asm ; .arch x64 ; sub rsp, 8 ; movsd QWORD [rsp], Rx(x(r)))
+            }
+            Loc::Reg(r) => dynasm!(self.asm ; .arch x64 ; push Rq(r)),
+            Loc::Mem(m) => dynasm!(self.asm ; .arch x64 ; push QWORD [rbp + m]),
+            // `push imm32` sign-extends to 64 bits.
+            Loc::Imm(v) if fits_i32(v as i64) => {
+                let v = v as i64 as i32;
+                dynasm!(self.asm ; .arch x64 ; push v)
+            }
+            Loc::Imm(v) => {
+                self.mov_imm_r11(v);
+                dynasm!(self.asm ; .arch x64 ; push r11)
+            }
+        }
+    }
+
     fn call(&mut self, f: Loc, args: &[ArgSrc], result: Kind) -> R<()> {
         self.call_inner(Some(f), None, args, result, None)
     }
 
-    /// A System V call: live caller-saved values saved, arguments moved in parallel into
-    /// their registers (function address into `rax`), result in `rax`/`xmm0`.
+    /// A System V call: live caller-saved values saved, arguments beyond the 6 integer and
+    /// 8 float argument registers pushed (right to left, padded to keep `rsp` 16-byte
+    /// aligned, popped after the call), the others moved in parallel into their registers
+    /// (function address into `rax`), result in `rax`/`xmm0`.
     ///
     /// With `cond` (`cond_call`, `cond_call_value_*`): `cond_call` calls only when the
     /// condition is non-zero; `cond_call_value` returns the value when it is non-zero and
@@ -2128,6 +2193,11 @@ impl<'t> Gen<'t> {
         };
         let mut moves = std::mem::take(&mut self.call_moves);
         moves.clear();
+        // Arguments beyond the argument registers go on the stack (System V: the first
+        // stack argument at `[rsp]` at the call, 8 bytes each, `rsp` 16-byte aligned there;
+        // the body runs with `rsp` aligned, see the prologue). Their sources, in argument
+        // order; empty (no allocation) for calls with register arguments only.
+        let mut stack: Vec<Loc> = Vec::new();
         let (mut ni, mut nf) = (0, 0);
         for a in args {
             let (src, kind) = match *a {
@@ -2137,42 +2207,67 @@ impl<'t> Gen<'t> {
             };
             let dst = if kind == Kind::Float {
                 nf += 1;
-                if nf > 8 {
-                    return Err(CompileError::Unsupported {
-                        op: OpRef::new(self.pos),
-                        opcode: self.t.ops[self.pos].opcode,
-                    });
-                }
-                XMM0 + nf - 1
+                (nf <= 8).then(|| XMM0 + nf - 1)
             } else {
                 ni += 1;
-                if ni > 6 {
-                    return Err(CompileError::Unsupported {
-                        op: OpRef::new(self.pos),
-                        opcode: self.t.ops[self.pos].opcode,
-                    });
-                }
-                INT_ARG_REGS[ni as usize - 1]
+                (ni <= 6).then(|| INT_ARG_REGS[ni as usize - 1])
             };
-            moves.push((Loc::Reg(dst), src));
+            match dst {
+                Some(d) => moves.push((Loc::Reg(d), src)),
+                None => stack.push(src),
+            }
         }
         let fsrc = match (f, fv) {
             (Some(l), _) => l,
             (None, Some(v)) => self.loc(v)?,
             _ => unreachable!(),
         };
+        // Stack arguments first, pushed right to left, while every source still holds its
+        // value (the register moves below may overwrite them). Pushing touches no register
+        // or frame word the allocator tracks (only `rsp` and the scratch `r11`).
+        let stack_bytes = 8 * (stack.len() + stack.len() % 2) as i32;
+        if stack.len() % 2 == 1 {
+            dynasm!(self.asm ; .arch x64 ; sub rsp, 8);
+        }
+        for &src in stack.iter().rev() {
+            self.push_arg(src);
+        }
         moves.push((Loc::Reg(RAX), fsrc));
         self.parallel_move(&moves);
         if CHECK {
-            // The argument registers hold the argument values (moves[k] is args[k]'s).
-            for (a, &(d, _)) in args.iter().zip(&moves) {
-                if let ArgSrc::Value(v) = *a {
+            // The argument registers hold the argument values (register arguments are
+            // `moves[..]` in argument order).
+            let mut regs = moves.iter();
+            let (mut ni, mut nf) = (0, 0);
+            for a in args {
+                let kind = match *a {
+                    ArgSrc::Ctx => Kind::Int,
+                    ArgSrc::Loc(_, k) => k,
+                    ArgSrc::Value(v) => self.t.kind_of(v),
+                };
+                let in_reg = if kind == Kind::Float {
+                    nf += 1;
+                    nf <= 8
+                } else {
+                    ni += 1;
+                    ni <= 6
+                };
+                if !in_reg {
+                    continue;
+                }
+                let d = regs.next().map(|m| m.0);
+                if let (ArgSrc::Value(v), Some(d)) = (*a, d) {
                     self.expect(d, self.val(v));
                 }
             }
         }
         self.call_moves = moves;
         dynasm!(self.asm ; .arch x64 ; call rax);
+        if stack_bytes != 0 {
+            // The caller pops the stack arguments (`lea` keeps the flags, though nothing
+            // reads them after a call).
+            dynasm!(self.asm ; .arch x64 ; lea rsp, [rsp + stack_bytes]);
+        }
         if let Some(skip) = skip {
             if result == Kind::Void {
                 dynasm!(self.asm ; .arch x64 ; =>skip);
@@ -2212,17 +2307,6 @@ enum ArgSrc {
     Loc(Loc, Kind),
     /// A trace value (its location is looked up when the arguments are moved).
     Value(Value),
-}
-
-fn disp32(v: i64, at: usize, opc: Opcode) -> R<i32> {
-    if fits_i32(v) {
-        Ok(v as i32)
-    } else {
-        Err(CompileError::Unsupported {
-            op: OpRef::new(at),
-            opcode: opc,
-        })
-    }
 }
 
 fn internal(msg: String) -> CompileError {

@@ -69,9 +69,12 @@
 //! [`HookReply::Invalid`] for calls and `call_assembler` (the embedder knows its loops:
 //! it overrides `exec`).
 //!
-//! Not supported (a [`CompileError::Unsupported`]): in Direct mode, calls with more than 6
-//! integer or 8 float arguments and displacements that do not fit 32 bits. Hooks mode
-//! compiles every op of the opcode table.
+//! Every op of the opcode table compiles in both modes. In Direct mode calls follow the
+//! System V ABI for any number of arguments (the first 6 integer/pointer and 8 float
+//! arguments in registers, the rest pushed on the stack right to left, 8 bytes each, `rsp`
+//! 16-byte aligned at the call, popped by the caller), and field, array and interior offsets
+//! that do not fit a 32-bit displacement are added to the base in a scratch register
+//! (address arithmetic wraps, like the interpreter's raw accesses).
 //!
 //! # What the embedder guarantees
 //! In Direct mode native code works on real memory: a reference input, a pointer constant or
