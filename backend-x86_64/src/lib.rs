@@ -98,7 +98,11 @@
 //! external memory, exception state) is compared with `trace_ir::interp::outcomes_equivalent`.
 //! `tests/corpus_native.rs` does the same for every trace of the PyPy dev corpus, as logged
 //! and optimized (320 + 320 traces, all accepted). String, exception, `call_assembler` and
-//! type-guard ops have per-op tests in both modes. Every compilation in tests is also
+//! type-guard ops have per-op tests in both modes. Calls with stack arguments (7..12
+//! integer, 9..12 float and mixed, up to 24 arguments, plain and conditional) call real
+//! `extern "sysv64"` functions and are compared with the interpreter calling a model of
+//! them; offsets beyond 32 bits are exercised on real buffers through base pointers
+//! offset by as much. Every compilation in tests is also
 //! checked by the symbolic register-allocation checker (`checker` feature).
 //!
 //! The design of the register allocator and frame is described in the `codegen` module.

@@ -2183,10 +2183,24 @@ fn calls_with_stack_arguments_match_the_interpreter() {
     for (f, _, result) in &sigs {
         cfg.functions.insert(*f, host_model(*result));
     }
+    // Which forms of stack-argument push the generated code used, over all compilations.
+    let (mut from_slot, mut from_xmm, mut imm64) = (false, false, false);
     for (f, kinds, result) in &sigs {
         let t = stack_call_loop(*f, kinds, *result);
         for o in [opts(), medium.clone(), tight()] {
             let c = compile(&t, &o).unwrap_or_else(|e| panic!("{e}\n{}", trace_ir::text::print_trace(&t)));
+            let code = c.code();
+            // push QWORD [rbp + disp32]
+            from_slot |= code.windows(2).any(|w| w == [0xff, 0xb5]);
+            // movsd QWORD [rsp], xmmN (after sub rsp, 8; dynasm adds a REX prefix)
+            from_xmm |= code.windows(10).any(|w| {
+                let rex = (w[5] & 0xf0 == 0x40) as usize;
+                w[..5] == [0x48, 0x83, 0xec, 0x08, 0xf2] && w[5 + rex..7 + rex] == [0x0f, 0x11] && w[8 + rex] == 0x24
+            });
+            // mov r11, imm64 ; push r11
+            imm64 |= code
+                .windows(12)
+                .any(|w| w[..2] == [0x49, 0xbb] && w[10..] == [0x41, 0x53]);
             for (iters, x) in [(0i64, 5i64), (1, -9), (3, 1 << 40), (7, i64::MIN)] {
                 let mut inputs = vec![RtValue::Int(iters), RtValue::Int(x), RtValue::float(0.75)];
                 inputs.extend((0..4).map(|k| RtValue::Int(x.wrapping_mul(k + 3) ^ k)));
@@ -2199,6 +2213,10 @@ fn calls_with_stack_arguments_match_the_interpreter() {
             }
         }
     }
+    assert!(
+        from_slot && from_xmm && imm64,
+        "push forms used: slot {from_slot}, xmm {from_xmm}, imm64 {imm64}"
+    );
     assert!(
         !MISALIGNED.load(std::sync::atomic::Ordering::SeqCst),
         "a host function was called with a misaligned stack"
