@@ -1954,7 +1954,7 @@ struct Aligned16(#[allow(dead_code)] u64);
 #[inline(never)]
 fn check_aligned() {
     let a = std::hint::black_box(Aligned16(0));
-    if std::hint::black_box(&a as *const Aligned16 as usize) % 16 != 0 {
+    if !std::hint::black_box(&a as *const Aligned16 as usize).is_multiple_of(16) {
         MISALIGNED.store(true, std::sync::atomic::Ordering::SeqCst);
     }
 }
