@@ -1513,3 +1513,33 @@ fn checked_mul_by_power_of_two_is_found_as_a_shift() {
          finish(i1, i1, i1, i3)",
     );
 }
+
+#[test]
+fn constant_moves_off_the_loop_carried_chain() {
+    // The PyPy kernel's s' = (s + (x ^ 5) - 5) & M with x a multiple of 8: the xor adds 5
+    // without carries, so the new s is s + x (rule sub_add_xor_const, also through the passed
+    // int_add_ovf, which stays for its guard).
+    check(
+        "[i0, i1]
+         i2 = int_mul_ovf(i1, 8)
+         guard_no_overflow(descr=<Guard1>) [i0, i1]
+         i3 = int_and(i2, 255)
+         i4 = int_xor(i3, 5)
+         i5 = int_add_ovf(i0, i4)
+         guard_no_overflow(descr=<Guard2>) [i0, i1]
+         i6 = int_sub_ovf(i5, 5)
+         guard_no_overflow(descr=<Guard3>) [i0, i1]
+         i7 = int_and(i6, 2147483647)
+         finish(i7)",
+        "[i0, i1]
+         i2 = int_mul_ovf(i1, 8)
+         guard_no_overflow(descr=<Guard1>) [i0, i1]
+         i4 = int_and(i2, 255)
+         i5 = int_xor(i4, 5)
+         i6 = int_add_ovf(i0, i5)
+         guard_no_overflow(descr=<Guard2>) [i0, i1]
+         i8 = int_add(i0, i4)
+         i9 = int_and(i8, 2147483647)
+         finish(i9)",
+    );
+}
