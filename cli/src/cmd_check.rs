@@ -11,8 +11,9 @@
 //! read or parsed), 2 on a usage error.
 
 use crate::common::{json_str, read_file, Args, CliError, CliResult};
+use std::time::{Duration, Instant};
 use trace_ir::Trace;
-use verify::validate::{validate, Config, Verdict};
+use verify::validate::{validate_with_stats, Config, Stats, Verdict};
 
 /// One validated trace.
 struct Row {
@@ -20,6 +21,23 @@ struct Row {
     ops_in: usize,
     ops_out: usize,
     verdict: Verdict,
+    stats: Stats,
+    /// Wall-clock time of the validation (term building and Z3).
+    time: Duration,
+}
+
+/// Validate and time one pair.
+fn timed(name: String, o: &Trace, p: &Trace, cfg: &Config) -> Row {
+    let start = Instant::now();
+    let (verdict, stats) = validate_with_stats(o, p, cfg);
+    Row {
+        name,
+        ops_in: o.num_real_ops(),
+        ops_out: p.num_real_ops(),
+        verdict,
+        stats,
+        time: start.elapsed(),
+    }
 }
 
 fn parse(path: &str) -> Result<Vec<Trace>, CliError> {
@@ -29,7 +47,7 @@ fn parse(path: &str) -> Result<Vec<Trace>, CliError> {
 
 /// `tracejit check ...`.
 pub fn check(args: &[String]) -> CliResult {
-    let a = Args::parse(args, &["optimized", "timeout"], &["json"])?;
+    let a = Args::parse(args, &["optimized", "timeout", "jobs"], &["json", "stats"])?;
     let file = a.one_file()?;
     let mut cfg = Config::default();
     if let Some(t) = a.value("timeout") {
@@ -37,9 +55,16 @@ pub fn check(args: &[String]) -> CliResult {
             .parse()
             .map_err(|_| CliError::Usage(format!("--timeout: not a number: {t}")))?;
     }
+    let jobs = match a.value("jobs") {
+        Some(j) => j
+            .parse::<usize>()
+            .ok()
+            .filter(|&j| j > 0)
+            .ok_or_else(|| CliError::Usage(format!("--jobs: not a positive number: {j}")))?,
+        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    };
     let originals = parse(file)?;
-    let mut rows = Vec::new();
-    match a.value("optimized") {
+    let rows = match a.value("optimized") {
         Some(other) => {
             let optimized = parse(other)?;
             if optimized.len() != originals.len() {
@@ -49,41 +74,33 @@ pub fn check(args: &[String]) -> CliResult {
                     optimized.len()
                 )));
             }
-            for (i, (o, p)) in originals.iter().zip(&optimized).enumerate() {
-                rows.push(Row {
-                    name: trace_name(o, file, i),
-                    ops_in: o.num_real_ops(),
-                    ops_out: p.num_real_ops(),
-                    verdict: validate(o, p, &cfg),
-                });
-            }
+            let pairs: Vec<(usize, (&Trace, &Trace))> = originals.iter().zip(&optimized).enumerate().collect();
+            par_map(&pairs, jobs, |(i, (o, p))| timed(trace_name(o, file, *i), o, p, &cfg))
         }
         None => {
-            for (i, o) in originals.iter().enumerate() {
-                let name = trace_name(o, file, i);
+            let items: Vec<(usize, &Trace)> = originals.iter().enumerate().collect();
+            par_map(&items, jobs, |(i, o)| {
+                let name = trace_name(o, file, *i);
                 match optimizer::optimize(o, &optimizer::Options::default()) {
-                    Ok(out) => rows.push(Row {
-                        name,
-                        ops_in: o.num_real_ops(),
-                        ops_out: out.trace.num_real_ops(),
-                        verdict: validate(o, &out.trace, &cfg),
-                    }),
-                    Err(e) => rows.push(Row {
+                    Ok(out) => timed(name, o, &out.trace, &cfg),
+                    Err(e) => Row {
                         name,
                         ops_in: o.num_real_ops(),
                         ops_out: 0,
                         verdict: Verdict::Unknown {
                             reason: format!("the optimizer refused the trace: {e}"),
                         },
-                    }),
+                        stats: Stats::default(),
+                        time: Duration::ZERO,
+                    },
                 }
-            }
+            })
         }
-    }
+    };
     if a.has("json") {
         print_json(&rows);
     } else {
-        print_text(&rows);
+        print_text(&rows, a.has("stats"));
     }
     let invalid = rows.iter().filter(|r| r.verdict.is_invalid()).count();
     if invalid > 0 {
@@ -91,6 +108,30 @@ pub fn check(args: &[String]) -> CliResult {
     } else {
         Ok(())
     }
+}
+
+/// `f` of every item on `jobs` threads (each takes the next unclaimed item), in order.
+/// Z3's context is per thread, so each thread validates on its own.
+fn par_map<T: Sync, R: Send>(items: &[T], jobs: usize, f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+    let next = AtomicUsize::new(0);
+    let out: Mutex<Vec<Option<R>>> = Mutex::new((0..items.len()).map(|_| None).collect());
+    std::thread::scope(|s| {
+        for _ in 0..jobs.min(items.len()).max(1) {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(item) = items.get(i) else { break };
+                let r = f(item);
+                out.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(r);
+            });
+        }
+    });
+    out.into_inner()
+        .unwrap_or_else(|e| e.into_inner())
+        .into_iter()
+        .map(|r| r.expect("every item was processed"))
+        .collect()
 }
 
 fn trace_name(t: &Trace, file: &str, i: usize) -> String {
@@ -101,20 +142,42 @@ fn trace_name(t: &Trace, file: &str, i: usize) -> String {
     }
 }
 
-fn print_text(rows: &[Row]) {
+fn stats_text(s: &Stats, time: Duration) -> String {
+    format!(
+        "{:.2} s ({:.2} s in Z3), {} claims, {} abstract / {} concrete queries, {} timeouts",
+        time.as_secs_f64(),
+        s.solver_time.as_secs_f64(),
+        s.claims,
+        s.abstract_queries,
+        s.concrete_queries,
+        s.timeouts
+    )
+}
+
+fn print_text(rows: &[Row], stats: bool) {
     let (mut valid, mut invalid, mut unknown) = (0, 0, 0);
+    let mut total = Stats::default();
+    let mut time = Duration::ZERO;
     for r in rows {
         match &r.verdict {
             Verdict::Valid => valid += 1,
             Verdict::Invalid { .. } => invalid += 1,
             Verdict::Unknown { .. } => unknown += 1,
         }
+        total.add(&r.stats);
+        time += r.time;
         println!("{}: {} ops -> {} ops: {}", r.name, r.ops_in, r.ops_out, r.verdict);
+        if stats {
+            println!("  {}", stats_text(&r.stats, r.time));
+        }
     }
     println!(
         "{} trace(s): {valid} valid, {invalid} invalid, {unknown} unknown",
         rows.len()
     );
+    if stats {
+        println!("validation: {}", stats_text(&total, time));
+    }
 }
 
 fn print_json(rows: &[Row]) {

@@ -392,6 +392,8 @@ struct Side<'t> {
     arrays: HashMap<String, Array>,
     /// Keys written since the last epoch change.
     written: BTreeSet<String>,
+    /// The indices written into each array since it was last replaced by a fresh one.
+    written_at: HashMap<String, Vec<BV>>,
     /// Index width of each heap array.
     bits: HashMap<String, u32>,
     epoch: String,
@@ -421,6 +423,7 @@ impl<'t> Side<'t> {
             objs: Vec::new(),
             arrays: HashMap::new(),
             written: BTreeSet::new(),
+            written_at: HashMap::new(),
             bits: HashMap::new(),
             epoch: "0".into(),
             escapes: 0,
@@ -465,12 +468,14 @@ impl<'t> Side<'t> {
         let a = self.array(key, index.get_size());
         self.arrays.insert(key.to_string(), a.store(index, value));
         self.written.insert(key.to_string());
+        self.written_at.entry(key.to_string()).or_default().push(index.clone());
     }
 
     /// Forget the heap (after a call that may write it, or at a label).
     fn new_epoch(&mut self, epoch: String) {
         self.epoch = epoch;
         self.arrays.retain(|k, _| k.starts_with("imm:"));
+        self.written_at.retain(|k, _| k.starts_with("imm:"));
         self.written.clear();
     }
 
@@ -515,9 +520,13 @@ impl<'t> Side<'t> {
                 }
                 // Nor is it any pointer that existed before (its only references were
                 // tracked until now).
+                let mut seen = HashSet::new();
                 for (i, v) in self.vals.iter().enumerate() {
                     if let Some(Sym::Bv(b)) = v {
-                        if self.trace.ops[i].opcode.result_kind() == Kind::Ref && b.get_size() == 64 {
+                        if self.trace.ops[i].opcode.result_kind() == Kind::Ref
+                            && b.get_size() == 64
+                            && seen.insert(b.clone())
+                        {
                             self.esc_facts.push(addr.eq(b).not());
                         }
                     }
@@ -1066,7 +1075,6 @@ impl<'t> Validator<'t> {
     /// non-incremental mode preprocesses bit-vector problems much better than push/pop).
     fn check(&mut self, claim: &Bool, mode: Mode) -> (SatResult, Option<z3::Model>, Option<String>) {
         let started = std::time::Instant::now();
-        let solver = Solver::new();
         let mut params = Params::new();
         // Once the verdict is Unknown, later queries can only still find a counterexample:
         // give them less time.
@@ -1076,6 +1084,7 @@ impl<'t> Validator<'t> {
             self.cfg.timeout_ms
         };
         params.set_u32("timeout", ms);
+        let solver = Solver::new();
         solver.set_params(&params);
         match mode {
             Mode::Abstract => {
@@ -1098,6 +1107,14 @@ impl<'t> Validator<'t> {
             }
         }
         let res = solver.check();
+        if std::env::var("DUMP_SLOW").is_ok() && started.elapsed().as_millis() > 300 {
+            static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+            let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let _ = std::fs::write(
+                format!("/tmp/slow/q{n}_{:?}_{}ms.smt2", res, started.elapsed().as_millis()),
+                format!("{solver}"),
+            );
+        }
         let out = match res {
             SatResult::Sat => (res, solver.get_model(), None),
             SatResult::Unknown => (res, None, solver.get_reason_unknown()),
@@ -1545,7 +1562,20 @@ impl<'t> Validator<'t> {
             if a.ast_eq(&b) {
                 continue;
             }
-            let claim = a.eq(&b);
+            // Both arrays are stores into the same initial array, so they are equal exactly
+            // when they agree at every index either side wrote: a finite conjunction of
+            // reads instead of array extensionality, which Z3 finds much harder.
+            let mut seen = HashSet::new();
+            let mut same = Vec::new();
+            for side in [&self.o, &self.p] {
+                for i in side.written_at.get(&key).into_iter().flatten() {
+                    if seen.insert(i.clone()) {
+                        let (x, y) = (a.select(i).as_bv(), b.select(i).as_bv());
+                        same.push(x.expect("heap arrays hold bit-vectors").eq(&y.expect("bit-vectors")));
+                    }
+                }
+            }
+            let claim = if same.is_empty() { a.eq(&b) } else { Bool::and(&same) };
             self.prove(&claim, || format!("heap {key} differs {when}"), None)?;
         }
         Ok(())
