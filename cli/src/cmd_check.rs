@@ -1,11 +1,18 @@
 //! `tracejit check`: translation validation (Z3) of the optimizer's output, or of a given
 //! pair of traces.
 //!
-//! - `tracejit check FILE [--json] [--timeout MS]` optimizes every trace of FILE and
-//!   validates the result against the trace.
-//! - `tracejit check ORIGINAL --optimized OTHER [--json] [--timeout MS]` validates the k-th
-//!   trace of OTHER against the k-th trace of ORIGINAL (guards matched by their
-//!   `descr=<GuardN>` ids), so a wrong optimization written by hand is shown to be caught.
+//! - `tracejit check FILE [--json] [--timeout MS] [--jobs N] [--stats]` optimizes every
+//!   trace of FILE and validates the result against the trace.
+//! - `tracejit check ORIGINAL --optimized OTHER [--json] [--timeout MS] [--jobs N] [--stats]`
+//!   validates the k-th trace of OTHER against the k-th trace of ORIGINAL (guards matched by
+//!   their `descr=<GuardN>` ids), so a wrong optimization written by hand is shown to be
+//!   caught.
+//!
+//! `--timeout` is the time limit of each Z3 query (default 2000 ms); `--jobs` validates that
+//! many traces at once on separate threads (default: the number of cores); `--stats` prints
+//! per trace the validation time and its Z3 queries (abstract ones with multiplication and
+//! division uninterpreted, concrete ones with the full semantics, timeouts; see
+//! `verify::validate`), and the totals.
 //!
 //! Exit status: 0 when nothing is invalid, 1 when some trace is invalid (or a file cannot be
 //! read or parsed), 2 on a usage error.

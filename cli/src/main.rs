@@ -35,9 +35,11 @@ commands:
   mine FILE... [--json] [--limit N] [--seconds S] [--findings] [--no-opt]
                                   find missed optimizations in the optimized traces with
                                   Z3; patterns by count
-  check FILE [--json] [--timeout MS]
+  check FILE [--json] [--timeout MS] [--jobs N] [--stats]
                                   optimize every trace and validate the result with Z3
-  check ORIGINAL --optimized OTHER [--json]
+                                  (--timeout: per query, default 2000; --jobs: traces in
+                                  parallel, default all cores; --stats: time and queries)
+  check ORIGINAL --optimized OTHER [--json] [--timeout MS] [--jobs N] [--stats]
                                   validate a given pair of traces (guards by descr=<GuardN>)
   eval-pypy FILE... [--json] [--timeout MS] [--runs N]
                                   optimize PyPy's noopt traces, validate (interpreter and

@@ -1,7 +1,8 @@
 //! The Z3 semantics of every integer operation of the trace IR: one formula per op plus its
 //! `valid_if` precondition (seed 000's table), and the overflow flag of the `_ovf` ops (seed
 //! 004's encoding: the op overflows exactly when the sign-extended double-width result differs
-//! from the sign-extension of the wrapped result).
+//! from the sign-extension of the wrapped result; for `int_mul_ovf` an equivalent formula
+//! with a smaller circuit, [`mul_no_overflow`], proven equal to seed 004's at small widths).
 //!
 //! These are the meanings the rule proofs ([`crate::rules`]) and the translation validator
 //! reason about. They are cross-checked against `trace_ir::eval::eval_pure` /

@@ -69,19 +69,54 @@
 //! - Accesses with a non-constant index into a tracked array of constant length select
 //!   among its items (and require the index in range).
 //!
+//! - **Constants pinned by guards**: past a guard that fixes an integer to a constant
+//!   (`guard_value(x, C)`, `guard_true(int_eq(x, C))`, `guard_false(int_ne(x, C))`,
+//!   `guard_false(x)`, `guard_true(x)` of a comparison), later ops of that side use the
+//!   constant for `x`, as the optimizer does (sound: on that path `x` is the constant).
+//! - The heap is compared by reading both sides' arrays at every index either side wrote
+//!   (both are stores into the same initial array, so this is exactly array equality,
+//!   without asking Z3 for extensionality).
+//!
+//! # Queries: abstraction refinement
+//!
+//! Multiplication and division circuits (`int_mul`, `int_mul_ovf`, `uint_mul_high`,
+//! `int_floordiv`, `int_mod`, `int_pydiv`, `int_pymod`) are what makes Z3 slow on 64-bit
+//! vectors. With [`Config::abstract_heavy_ops`] (the default) each such op whose operands
+//! are not constants (a product with a constant, a quotient by a constant divisor stay
+//! concrete: they bit-blast cheaply) is translated as an application of an uninterpreted
+//! function, one symbol per op shared by both traces (`int_mul_ovf` shares `int_mul`'s),
+//! on operands simplified and, for commutative ops, ordered, so the same computation on both
+//! sides is the same term and congruence covers CSE; `(-x) * (-y)` is `x * y`, and `x / x`,
+//! `x % x` are exact without a circuit. The "no overflow" flag of `int_mul_ovf` is an
+//! uninterpreted predicate of the same operands. Cheap facts that hold in the full
+//! semantics are assumed with them (multiplication by 0, 1 and -1, division of 0, division by
+//! 1 and -1, no overflow when multiplying by 0 or 1).
+//!
+//! Each claim is first checked with this abstraction. A proof there is a proof for every
+//! meaning of the function symbols, hence for the real one. Only when the abstract query
+//! fails is the claim checked again with the full bit-vector semantics (every application
+//! replaced by its remembered concrete meaning, by substitution); that verdict is the
+//! result, and its model is a real counterexample (values printed in a counterexample are
+//! evaluated in their concrete meaning). A query without abstracted terms is checked once.
+//! [`validate_with_stats`] reports how many queries of each kind ran.
+//!
 //! Operations outside this model (string copies, exception save/restore, ...) make the
 //! verdict `Unknown` with the op's name as the reason; so does a Z3 timeout (each query
-//! gets [`Config::timeout_ms`]; a query that times out is retried without the path facts
-//! that involve multiplication or division, which is sound because fewer assumptions only
-//! make a proof harder). Each query runs in a fresh solver (non-incremental Z3 preprocesses
-//! bit-vector problems much better than push/pop); the claims of one exit are proven with
-//! one conjunction first.
+//! gets [`Config::timeout_ms`]; a full-semantics query that times out is retried without the
+//! path facts that involve multiplication or division, which is sound because fewer
+//! assumptions only make a proof harder). Each query runs in a fresh solver (non-incremental
+//! Z3 preprocesses bit-vector problems much better than push/pop; an incremental solver
+//! was tried on the PyPy traces and timed out more often); the claims of one exit are
+//! proven with one conjunction first.
 //!
 //! # Known limits
 //!
-//! - Z3 times out on some 64-bit multiplication and division circuits (a removed
-//!   `guard_no_overflow` after `int_mul_ovf`, `x // x` folded to 1): about 5-10% of random
-//!   15-20-op integer traces end `Unknown` with a 1 s limit.
+//! - Z3 still times out on some removed `guard_no_overflow`s whose proof needs the full
+//!   semantics (bounds reasoning through a 64-bit product): about 1% of random 15-20-op
+//!   traces end `Unknown` with a 1 s limit (5% before the abstraction and the pinned
+//!   constants).
+//! - Long PyPy traces (hundreds of heap writes to frames) make queries slow: each of a few
+//!   hundred claims asserts the whole path condition again in a fresh solver.
 //! - Escaped objects get addresses by escape order (`escN`); an optimizer that makes
 //!   objects escape in a different order than the original gets a spurious heap difference.
 //! - Counterexample values are named by op position (`i4` is op 4), as `print_trace` names
@@ -1107,14 +1142,6 @@ impl<'t> Validator<'t> {
             }
         }
         let res = solver.check();
-        if std::env::var("DUMP_SLOW").is_ok() && started.elapsed().as_millis() > 300 {
-            static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-            let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let _ = std::fs::write(
-                format!("/tmp/slow/q{n}_{:?}_{}ms.smt2", res, started.elapsed().as_millis()),
-                format!("{solver}"),
-            );
-        }
         let out = match res {
             SatResult::Sat => (res, solver.get_model(), None),
             SatResult::Unknown => (res, None, solver.get_reason_unknown()),
