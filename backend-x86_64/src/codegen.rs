@@ -800,13 +800,7 @@ impl<'t> Gen<'t> {
                 (true, false) => dynasm!(self.asm ; .arch x64 ; movq Rx(x(d)), Rq(s)),
                 (false, true) => dynasm!(self.asm ; .arch x64 ; movq Rq(d), Rx(x(s))),
             },
-            (Loc::Reg(d), Loc::Mem(m)) => {
-                if is_xmm(d) {
-                    dynasm!(self.asm ; .arch x64 ; movsd Rx(x(d)), QWORD [rbp + m])
-                } else {
-                    dynasm!(self.asm ; .arch x64 ; mov Rq(d), QWORD [rbp + m])
-                }
-            }
+            (Loc::Reg(d), Loc::Mem(m)) => self.load_frame(d, m),
             (Loc::Reg(d), Loc::Imm(v)) => {
                 if is_xmm(d) {
                     if v == 0 {
@@ -826,25 +820,45 @@ impl<'t> Gen<'t> {
                     dynasm!(self.asm ; .arch x64 ; mov Rq(d), QWORD v as i64)
                 }
             }
-            (Loc::Mem(m), Loc::Reg(s)) => {
-                if is_xmm(s) {
-                    dynasm!(self.asm ; .arch x64 ; movsd QWORD [rbp + m], Rx(x(s)))
-                } else {
-                    dynasm!(self.asm ; .arch x64 ; mov QWORD [rbp + m], Rq(s))
-                }
-            }
+            (Loc::Mem(m), Loc::Reg(s)) => self.store_frame(m, s),
             (Loc::Mem(m), Loc::Mem(s)) => {
-                dynasm!(self.asm ; .arch x64 ; mov r11, QWORD [rbp + s] ; mov QWORD [rbp + m], r11)
+                self.load_frame(11, s);
+                self.store_frame(m, 11);
             }
             (Loc::Mem(m), Loc::Imm(v)) => {
                 if fits_i32(v as i64) {
-                    dynasm!(self.asm ; .arch x64 ; mov QWORD [rbp + m], v as i64 as i32)
+                    let v = v as i64 as i32;
+                    match i8::try_from(m) {
+                        Ok(b) => dynasm!(self.asm ; .arch x64 ; mov QWORD [BYTE rbp + b], v),
+                        Err(_) => dynasm!(self.asm ; .arch x64 ; mov QWORD [rbp + m], v),
+                    }
                 } else {
                     self.mov_imm_r11(v);
-                    dynasm!(self.asm ; .arch x64 ; mov QWORD [rbp + m], r11)
+                    self.store_frame(m, 11);
                 }
             }
             (Loc::Imm(_), _) => unreachable!("move into an immediate"),
+        }
+    }
+
+    /// `d <- [rbp + m]`. Frame words within 127 bytes of `rbp` (header, exit buffer, the
+    /// first slots) take the 8-bit displacement form, 3 bytes shorter.
+    fn load_frame(&mut self, d: Reg, m: i32) {
+        match (is_xmm(d), i8::try_from(m)) {
+            (true, Ok(b)) => dynasm!(self.asm ; .arch x64 ; movsd Rx(x(d)), QWORD [BYTE rbp + b]),
+            (true, Err(_)) => dynasm!(self.asm ; .arch x64 ; movsd Rx(x(d)), QWORD [rbp + m]),
+            (false, Ok(b)) => dynasm!(self.asm ; .arch x64 ; mov Rq(d), QWORD [BYTE rbp + b]),
+            (false, Err(_)) => dynasm!(self.asm ; .arch x64 ; mov Rq(d), QWORD [rbp + m]),
+        }
+    }
+
+    /// `[rbp + m] <- s`, with the short displacement form when it fits.
+    fn store_frame(&mut self, m: i32, s: Reg) {
+        match (is_xmm(s), i8::try_from(m)) {
+            (true, Ok(b)) => dynasm!(self.asm ; .arch x64 ; movsd QWORD [BYTE rbp + b], Rx(x(s))),
+            (true, Err(_)) => dynasm!(self.asm ; .arch x64 ; movsd QWORD [rbp + m], Rx(x(s))),
+            (false, Ok(b)) => dynasm!(self.asm ; .arch x64 ; mov QWORD [BYTE rbp + b], Rq(s)),
+            (false, Err(_)) => dynasm!(self.asm ; .arch x64 ; mov QWORD [rbp + m], Rq(s)),
         }
     }
 
@@ -907,12 +921,19 @@ impl<'t> Gen<'t> {
 
     /// `op dst, src` for a two-operand integer ALU instruction.
     fn alu(&mut self, opc: Opcode, d: Reg, s: Opnd) {
+        // Displacements and immediates that fit 8 bits take the short forms.
         macro_rules! alu {
             ($ins:ident) => {
                 match s {
                     Opnd::Reg(s) => dynasm!(self.asm ; .arch x64 ; $ins Rq(d), Rq(s)),
-                    Opnd::Mem(m) => dynasm!(self.asm ; .arch x64 ; $ins Rq(d), QWORD [rbp + m]),
-                    Opnd::Imm(i) => dynasm!(self.asm ; .arch x64 ; $ins Rq(d), i),
+                    Opnd::Mem(m) => match i8::try_from(m) {
+                        Ok(b) => dynasm!(self.asm ; .arch x64 ; $ins Rq(d), QWORD [BYTE rbp + b]),
+                        Err(_) => dynasm!(self.asm ; .arch x64 ; $ins Rq(d), QWORD [rbp + m]),
+                    },
+                    Opnd::Imm(i) => match i8::try_from(i) {
+                        Ok(b) => dynasm!(self.asm ; .arch x64 ; $ins Rq(d), BYTE b),
+                        Err(_) => dynasm!(self.asm ; .arch x64 ; $ins Rq(d), i),
+                    },
                 }
             };
         }
