@@ -769,7 +769,9 @@ impl Abstraction {
             return Some((v, valid));
         }
         if is_div && a.as_u64() == Some(0) {
-            return None;
+            // `0 / y`, `0 % y`: 0 where defined, without a division circuit.
+            let at_zero = op_semantics(opc, &[zero(), zero()]).ok()?.0.simplify();
+            return Some((b.eq(&zero()).ite(&at_zero, &zero()), valid));
         }
         if matches!(opc, Opcode::IntMul | Opcode::IntMulOvf) {
             // (-x) * (-y) == x * y (wrapping).
@@ -1181,6 +1183,57 @@ impl<'t> Validator<'t> {
             && self.abs.concrete(claim).ast_eq(claim)
     }
 
+    /// Look for a real counterexample near the abstract one before a full-semantics query
+    /// (which may time out on multiplier circuits even when counterexamples abound): the
+    /// abstract model's input values, then special and pseudo-random ones, are substituted
+    /// into the concrete query and evaluated (other symbols as in the abstract model). When
+    /// one satisfies it, a solver with the inputs fixed to it returns the model.
+    fn probe(&mut self, claim: &Bool, model: &z3::Model) -> Option<(SatResult, Option<z3::Model>, Option<String>)> {
+        self.concretize_facts();
+        let mut parts: Vec<Bool> = self.concrete_facts.clone();
+        parts.push(self.abs.concrete(claim).not());
+        let query = Bool::and(&parts);
+        let inputs: Vec<BV> = (0..self.o.trace.num_inputs)
+            .filter_map(|i| match &self.o.vals[i] {
+                Some(Sym::Bv(b)) => Some(b.clone()),
+                _ => None,
+            })
+            .collect();
+        if inputs.is_empty() {
+            return None;
+        }
+        const SPECIAL: [u64; 8] = [0, 1, 2, u64::MAX, 3, 1 << 32, i64::MAX as u64, i64::MIN as u64];
+        let mut rng = trace_ir::rng::Rng::new(0x9e37_79b9 ^ self.stats.claims as u64);
+        for round in 0..24 {
+            let values: Vec<BV> = inputs
+                .iter()
+                .map(|x| match round {
+                    0 => model.eval(x, true).unwrap_or_else(zero),
+                    r if r < 8 => bv(SPECIAL[(r as usize + rng.below(4) as usize) % SPECIAL.len()]),
+                    _ => bv(rng.next_u64() >> rng.below(64)),
+                })
+                .collect();
+            let pairs: Vec<(&BV, &BV)> = inputs.iter().zip(&values).collect();
+            let ground = query.substitute(&pairs);
+            if model.eval(&ground, true).and_then(|b| b.as_bool()) != Some(true) {
+                continue;
+            }
+            let solver = Solver::new();
+            let mut params = Params::new();
+            params.set_u32("timeout", self.cfg.timeout_ms);
+            solver.set_params(&params);
+            solver.assert(&query);
+            for (x, v) in &pairs {
+                solver.assert(Ast::eq(*x, *v));
+            }
+            self.stats.concrete_queries += 1;
+            if solver.check() == SatResult::Sat {
+                return Some((SatResult::Sat, solver.get_model(), None));
+            }
+        }
+        None
+    }
+
     /// Decide `facts ∧ ¬claim` by abstraction refinement: first with heavy ops abstracted
     /// (unsatisfiable there means unsatisfiable with any meaning of them, so with the real
     /// one); otherwise with the full bit-vector semantics, whose model is then a real
@@ -1196,7 +1249,10 @@ impl<'t> Validator<'t> {
             abstract_result
         } else {
             self.stats.refined += 1;
-            self.check(claim, Mode::Concrete { light: false })
+            match abstract_result.1.as_ref().and_then(|m| self.probe(claim, m)) {
+                Some(found) => found,
+                None => self.check(claim, Mode::Concrete { light: false }),
+            }
         };
         if result.0 == SatResult::Unknown
             && self.facts.iter().any(|(_, h)| *h)

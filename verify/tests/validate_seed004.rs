@@ -465,3 +465,115 @@ fn regression_ovf_result_in_its_own_guard() {
         "[i0, i1, i2]\ni3 = int_sub_ovf(i1, 13)\nguard_no_overflow(descr=<Guard0>) [i3, i0, i0]\nguard_value(i3, -22, descr=<Guard1>) [i2]\nfinish(i3)\n",
     );
 }
+
+// --- multiplication and division under the abstraction (uninterpreted functions first,
+// full semantics when that fails): right folds stay valid, wrong ones are caught with real
+// counterexamples ----------------------------------------------------------------------
+
+#[test]
+fn div_of_itself_folds_to_one_and_zero() {
+    let orig = "
+[i0, i1]
+i2 = int_floordiv(i0, i0)
+i3 = int_pymod(i0, i0)
+i4 = int_pydiv(0, i1)
+finish(i2, i3, i4)
+";
+    let right = "
+[i0, i1]
+finish(1, 0, 0)
+";
+    assert_eq!(check(orig, right), Verdict::Valid);
+    let wrong = "
+[i0, i1]
+finish(0, 0, 0)
+";
+    let v = check(orig, wrong);
+    assert_invalid(&v, "output 0");
+    match &v {
+        Verdict::Invalid { counterexample } => assert_eq!(counterexample.differing, Some((1, 0))),
+        _ => unreachable!(),
+    }
+}
+
+#[test]
+fn commuted_product_is_the_same_value() {
+    let orig = "
+[i0, i1]
+i2 = int_mul(i0, i1)
+i3 = int_mul(i1, i0)
+i4 = int_sub(i2, i3)
+finish(i4)
+";
+    let right = "
+[i0, i1]
+finish(0)
+";
+    assert_eq!(check(orig, right), Verdict::Valid);
+}
+
+#[test]
+fn wrong_product_has_a_concrete_counterexample() {
+    let orig = "
+[i0, i1]
+i2 = int_mul(i0, i1)
+finish(i2)
+";
+    let wrong = "
+[i0, i1]
+i2 = int_mul(i0, i0)
+finish(i2)
+";
+    let v = check(orig, wrong);
+    assert_invalid(&v, "output 0");
+    let (a, b) = (input(&v, "i0"), input(&v, "i1"));
+    match &v {
+        Verdict::Invalid { counterexample } => {
+            // The printed values are the real products, not values of an uninterpreted
+            // function.
+            assert_eq!(counterexample.differing, Some((a.wrapping_mul(b), a.wrapping_mul(a))));
+            assert_ne!(a.wrapping_mul(b), a.wrapping_mul(a));
+        }
+        _ => unreachable!(),
+    }
+}
+
+#[test]
+fn removed_mul_overflow_guard_is_invalid() {
+    let orig = "
+[i0, i1]
+i2 = int_mul_ovf(i0, i1)
+guard_no_overflow(descr=<Guard0>) [i0, i1]
+finish(i2)
+";
+    let wrong = "
+[i0, i1]
+i2 = int_mul(i0, i1)
+finish(i2)
+";
+    let v = check(orig, wrong);
+    assert_invalid(&v, "Guard0");
+    let (a, b) = (input(&v, "i0"), input(&v, "i1"));
+    assert!(a.checked_mul(b).is_none(), "{a} * {b} does not overflow");
+    // With bounds that make overflow impossible the removal is right.
+    let bounded = "
+[i0, i1]
+i2 = uint_lt(i0, 1000)
+guard_true(i2, descr=<Guard1>) [i0, i1]
+i3 = uint_lt(i1, 1000)
+guard_true(i3, descr=<Guard2>) [i0, i1]
+i4 = int_mul_ovf(i0, i1)
+guard_no_overflow(descr=<Guard0>) [i0, i1]
+finish(i4)
+";
+    let bounded_right = "
+[i0, i1]
+i2 = uint_lt(i0, 1000)
+guard_true(i2, descr=<Guard1>) [i0, i1]
+i3 = uint_lt(i1, 1000)
+guard_true(i3, descr=<Guard2>) [i0, i1]
+i4 = int_mul(i0, i1)
+finish(i4)
+";
+    assert_eq!(check(bounded, bounded_right), Verdict::Valid);
+}
