@@ -52,9 +52,10 @@
 //!   query at 32 bits) and at 16 bits in one query. Not at 64 bits (the per-amount queries
 //!   already take ~1-2 s each at 32 bits). Plus the exhaustive 8-bit check. So
 //!   `IntBound::{shifts}` are proven by composition at 32 and 16 bits.
-//! - multiplication, knownbits: `uint_mul_high`, `floordiv`, `modulo`, `pydiv` at 64, 32, 16
-//!   bits, `pymod` at 32 and 16, `mul` constant folding at 64/32/16, `mul` and `mul_ovf`
-//!   soundness (and folding) at 8 bits only; plus the exhaustive 8-bit check.
+//! - multiplication/division, knownbits: `uint_mul_high`, `floordiv`, `modulo`, `pydiv` at
+//!   64, 32, 16 and 8 bits, `pymod` at 32, 16 and 8, `mul` constant folding at 64/32/16/8,
+//!   `mul` and `mul_ovf` soundness (and folding) at 8 bits only; plus the exhaustive 8-bit
+//!   check.
 //! - multiplication, interval (`mul`, `mul_ovf`, `uint_mul_high`): 64, 32 and 16 bits by
 //!   lemma instantiation (next section), group `mul/div interval`; directly at 8 bits.
 //! - remainder, interval (`modulo`, `pymod`): 16 bits by lemma instantiation (the remainder
@@ -70,6 +71,9 @@
 //!   divisions abstracted). Not at 16 bits or more: these need the monotonicity of
 //!   bit-vector division in the dividend, and neither it nor the defining identity
 //!   `sdiv(x, d) * d + srem(x, d) == x` finishes by bit-blasting even at 16 bits.
+//! - so, by composition, `IntBound::uint_mul_high` is proven at 64, 32 and 16 bits,
+//!   `IntBound::{modulo, pymod}` at 16 and 8, `IntBound::{mul, mul_ovf, floordiv, pydiv}`
+//!   and `backward_mul_ovf_const` at 8 bits (the weaker component decides).
 //! - exhaustive 8-bit checks (group `exhaustive 8-bit intervals`): the interval functions
 //!   `mul_ovf`, `mul`, `uint_mul_high`, `modulo`, `pymod` on ALL 1,082,146,816 pairs of
 //!   non-empty 8-bit intervals, `floordiv`/`pydiv` on all pairs with a constant divisor,
@@ -2247,12 +2251,19 @@ fn prove_abstract<const N: u32>(pre: &Bool, instances: &[Bool], goal: &Bool, sho
             SatResult::Unsat => {}
             SatResult::Sat => {
                 let model = solver.get_model().expect("model");
+                // with the real operators, is the model's input a counterexample?
+                let real = model
+                    .eval(&Bool::and(&[pre.clone(), g.not()]), true)
+                    .and_then(|b| b.as_bool())
+                    .unwrap_or(false);
                 let mut g = g.to_string();
                 g.truncate(300);
-                return Err(format!(
-                    "abstract counterexample at {N} bits to `{g}` (the lemma instances do not suffice):\n{}",
-                    describe(&model, shown)
-                ));
+                let what = if real {
+                    "counterexample (confirmed with the real operators)"
+                } else {
+                    "abstract counterexample (spurious with the real operators: the lemma instances do not suffice)"
+                };
+                return Err(format!("{what} at {N} bits to `{g}`:\n{}", describe(&model, shown)));
             }
             SatResult::Unknown => {
                 return Err(format!(
@@ -2890,4 +2901,64 @@ fn knownbits_shifts_32_split_on_amount() {
     let mut obs = Vec::new();
     knownbits_shift_split_obligations::<32>(&mut obs);
     run_group("knownbits shifts 32", obs);
+}
+
+// ------------------------------------------------------------------ mutation check (lemma proofs)
+
+/// A deliberately wrong `mul_ovf`: it forgets the corner `upper(a) * lower(b)`.
+fn mul_ovf_missing_corner<W: Word>(a: &Interval<W>, b: &Interval<W>) -> (Interval<W>, W::Bool) {
+    let p = [a.lower.mul(&b.lower), a.lower.mul(&b.upper), a.upper.mul(&b.upper)];
+    let ok = a
+        .lower
+        .smul_overflows(&b.lower)
+        .or(&a.lower.smul_overflows(&b.upper))
+        .or(&a.upper.smul_overflows(&b.upper))
+        .not();
+    let r = Interval::new(p[0].smin(&p[1]).smin(&p[2]), p[0].smax(&p[1]).smax(&p[2]));
+    (Interval::select(&ok, &r, &Interval::unbounded()), ok)
+}
+
+/// The lemma-instantiation harness can fail: the broken `mul_ovf` is rejected with a
+/// counterexample (with the same lemma instances that prove the real one).
+#[test]
+fn mutation_missing_corner_is_rejected_by_lemma_proof() {
+    let m = mul_lemmas::<16>();
+    let (a, b) = (sym::<16>("a"), sym::<16>("b"));
+    let (la, ua, x) = (&a.ib.range.lower.0, &a.ib.range.upper.0, &a.x.0);
+    let (lb, ub, y) = (&b.ib.range.lower.0, &b.ib.range.upper.0, &b.x.0);
+    let inst = vec![
+        m.mono1.at(&[la, x, y]),
+        m.mono1.at(&[x, ua, y]),
+        m.mono2.at(&[la, lb, y]),
+        m.mono2.at(&[la, y, ub]),
+        m.mono2.at(&[ua, lb, y]),
+        m.mono2.at(&[ua, y, ub]),
+        m.low.at(&[la, lb]),
+        m.low.at(&[la, ub]),
+        m.low.at(&[ua, lb]),
+        m.low.at(&[ua, ub]),
+        m.low.at(&[x, y]),
+    ];
+    let run = |f: fn(&IV<16>, &IV<16>) -> (IV<16>, Z3Bool)| {
+        let (res, ok) = f(&a.ib.range, &b.ib.range);
+        let fits = mul_fits(x, y);
+        let goal = and(&[
+            &fits.implies(&res.contains(&Z3Word(x.bvmul(y))).0),
+            &ok.0.implies(&fits),
+        ]);
+        prove_abstract::<16>(
+            &and(&[&a.ipre(), &b.ipre()]),
+            &inst,
+            &goal,
+            &[
+                iv_shown("a", &a.ib.range),
+                iv_shown("b", &b.ib.range),
+                iv_shown("result", &res),
+            ],
+        )
+    };
+    run(Interval::mul_ovf).expect("the real mul_ovf is proven");
+    let err = run(mul_ovf_missing_corner).expect_err("the broken mul_ovf must be rejected");
+    println!("broken mul_ovf rejected with {err}");
+    assert!(err.contains("counterexample"), "{err}");
 }
