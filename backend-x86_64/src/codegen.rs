@@ -258,6 +258,14 @@ pub(crate) struct Gen<'t> {
     epilogue: DynamicLabel,
     /// The op at `pos - 1` was a comparison fused into the guard at `pos`: its condition.
     fused: Option<Cond>,
+    /// The op at `pos - 1` was an `int_and` emitted as `test` only (no register): the flags
+    /// say whether its value is zero, for the `int_is_true`/`int_is_zero`/`int_ne 0`/`int_eq 0`
+    /// at `pos` (see [`Gen::and_test`]).
+    and_flags: Option<usize>,
+    /// The loop's `jump` (its position) and the fixed locations of its target label's
+    /// parameters, once that label is emitted: results whose last use is the jump are put
+    /// where it wants them when that register is free (see [`Gen::jump_hint`]).
+    loop_jump: Option<(usize, Vec<Loc>)>,
     ranges: Vec<(usize, usize, usize)>,
     /// Layouts whose addresses the code embeds (boxed so they never move).
     #[allow(clippy::vec_box)]
@@ -467,6 +475,8 @@ impl<'t> Gen<'t> {
             start: None,
             epilogue,
             fused: None,
+            and_flags: None,
+            loop_jump: None,
             ranges: Vec::with_capacity(n),
             array_layouts: Vec::new(),
             events: RefCell::new(sc.events),
@@ -754,9 +764,68 @@ impl<'t> Gen<'t> {
             }
         }
         let src = self.loc(v)?;
-        let r = self.alloc_reg(kind, 0)?;
+        let r = self.alloc_result(kind)?;
         self.mov(Loc::Reg(r), src);
         Ok(r)
+    }
+
+    /// A register for the result of the current op (pinned, no owner): the one the loop's
+    /// `jump` wants it in when that one is free, else any.
+    fn alloc_result(&mut self, kind: Kind) -> R<Reg> {
+        match self.jump_hint(kind) {
+            Some(r) => {
+                self.pin(r);
+                Ok(r)
+            }
+            None => self.alloc_reg(kind, 0),
+        }
+    }
+
+    /// When the last use of the current op's result is the loop's `jump` and the register
+    /// the jump moves it into (its target label's parameter) is free: that register. A
+    /// result computed there costs the jump no move (on a loop-carried value, a move less on
+    /// the critical path).
+    fn jump_hint(&self, kind: Kind) -> Option<Reg> {
+        let (jpos, params) = self.loop_jump.as_ref()?;
+        if self.last_use[self.pos] as usize != *jpos {
+            return None;
+        }
+        let me = Value::op(OpRef::new(self.pos));
+        let k = self.t.ops[*jpos].args.iter().position(|&a| a == me)?;
+        match params.get(k) {
+            Some(&Loc::Reg(r))
+                if is_xmm(r) == (kind == Kind::Float) && (self.occupied | self.pinned) & (1 << r) == 0 =>
+            {
+                Some(r)
+            }
+            _ => None,
+        }
+    }
+
+    /// The destination of a three-operand form reading `x` (`imul d, x, imm`, `mov e_d, e_x`,
+    /// `movzx d, x`): the register the loop's `jump` wants (see [`Gen::jump_hint`]), else
+    /// `x`'s register when `x` dies here, else a new one. Returns it (pinned, no owner) and
+    /// `x` as an operand (a register or a slot; `x` must not be a constant).
+    fn three_operand(&mut self, x: Value, kind: Kind) -> R<(Reg, Opnd)> {
+        let src = match self.loc(x)? {
+            Loc::Reg(r) => {
+                self.pin(r);
+                Opnd::Reg(r)
+            }
+            Loc::Mem(m) => Opnd::Mem(m),
+            Loc::Imm(_) => return Err(internal("three-operand form of a constant".into())),
+        };
+        if let Some(h) = self.jump_hint(kind) {
+            self.pin(h);
+            return Ok((h, src));
+        }
+        if let (Opnd::Reg(r), Some(o)) = (src, x.as_op()) {
+            if !self.live_after(o.index()) {
+                self.release(r);
+                return Ok((r, src));
+            }
+        }
+        Ok((self.alloc_reg(kind, 0)?, src))
     }
 
     /// The result of the current op is in `r`.
@@ -1161,6 +1230,13 @@ impl<'t> Gen<'t> {
         // that straddles two 64-byte lines costs a second fetch line per iteration (measured on
         // the sum example: 0.62 -> 0.31 ns per iteration).
         dynasm!(self.asm ; .arch x64 ; .align 64 ; =>label);
+        // The jump back to this label, for result register hints.
+        let last = t.ops.len() - 1;
+        if t.ops[last].opcode == Opcode::Jump
+            && matches!(jump_target(t, OpRef::new(last)), JumpTarget::Label(l) if l.index() == at)
+        {
+            self.loop_jump = Some((last, params.clone()));
+        }
         self.labels.insert(at, LabelInfo { label, params, keep });
         Ok(())
     }
@@ -1292,6 +1368,7 @@ impl<'t> Gen<'t> {
         let opc = op.opcode;
         let a = |i: usize| op.args[i];
         let fused = self.fused.take();
+        let and_flags = self.and_flags.take();
         if self.hk.routes(opc) {
             return self.hook_op(at);
         }
@@ -1302,20 +1379,92 @@ impl<'t> Gen<'t> {
                 if opc.is_commutative() && x.is_const() && !y.is_const() {
                     std::mem::swap(&mut x, &mut y);
                 }
-                // `lea` for add/sub of a constant into a different register.
+                // A commutative op overwrites the operand that dies here, not a copy of the
+                // one that lives on.
+                if opc.is_commutative() {
+                    if let (Some(xo), Some(yo)) = (x.as_op(), y.as_op()) {
+                        let (xo, yo) = (xo.index(), yo.index());
+                        if self.val_reg[xo].is_some()
+                            && self.val_reg[yo].is_some()
+                            && self.live_after(xo)
+                            && !self.live_after(yo)
+                        {
+                            std::mem::swap(&mut x, &mut y);
+                        }
+                    }
+                }
+                if opc == IntAnd && !x.is_const() {
+                    // Only tested for zero: `test`, no result.
+                    if self.and_test(at, x, y)? {
+                        return Ok(());
+                    }
+                    // Zero-extending moves for the masks of the low 8, 16 and 32 bits.
+                    if let Some(c @ (0xff | 0xffff | 0xffff_ffff)) = t.const_int(y) {
+                        let (d, s) = self.three_operand(x, Kind::Int)?;
+                        match (c, s) {
+                            (0xff, Opnd::Reg(r)) => dynasm!(self.asm ; .arch x64 ; movzx Rd(d), Rb(r)),
+                            (0xff, Opnd::Mem(m)) => dynasm!(self.asm ; .arch x64 ; movzx Rd(d), BYTE [rbp + m]),
+                            (0xffff, Opnd::Reg(r)) => dynasm!(self.asm ; .arch x64 ; movzx Rd(d), Rw(r)),
+                            (0xffff, Opnd::Mem(m)) => dynasm!(self.asm ; .arch x64 ; movzx Rd(d), WORD [rbp + m]),
+                            (_, Opnd::Reg(r)) => dynasm!(self.asm ; .arch x64 ; mov Rd(d), Rd(r)),
+                            (_, Opnd::Mem(m)) => dynasm!(self.asm ; .arch x64 ; mov Rd(d), DWORD [rbp + m]),
+                            (_, Opnd::Imm(_)) => unreachable!("three_operand gives a register or a slot"),
+                        }
+                        self.def(d);
+                        return Ok(());
+                    }
+                }
+                // `imul d, x, imm`: no copy of `x`.
+                if matches!(opc, IntMul | IntMulOvf) && !x.is_const() {
+                    if let Some(c) = t.const_int(y).filter(|&c| fits_i32(c)) {
+                        let (d, s) = self.three_operand(x, Kind::Int)?;
+                        match (i8::try_from(c), s) {
+                            (Ok(b), Opnd::Reg(r)) => dynasm!(self.asm ; .arch x64 ; imul Rq(d), Rq(r), BYTE b),
+                            (Ok(b), Opnd::Mem(m)) => {
+                                dynasm!(self.asm ; .arch x64 ; imul Rq(d), QWORD [rbp + m], BYTE b)
+                            }
+                            (Err(_), Opnd::Reg(r)) => {
+                                let c = c as i32;
+                                dynasm!(self.asm ; .arch x64 ; imul Rq(d), Rq(r), c)
+                            }
+                            (Err(_), Opnd::Mem(m)) => {
+                                let c = c as i32;
+                                dynasm!(self.asm ; .arch x64 ; imul Rq(d), QWORD [rbp + m], c)
+                            }
+                            (_, Opnd::Imm(_)) => unreachable!("three_operand gives a register or a slot"),
+                        }
+                        self.def(d);
+                        if opc.is_ovf() {
+                            self.fused = Some(Cond::O);
+                        }
+                        return Ok(());
+                    }
+                }
+                // `lea` for add/sub of a constant or add of two registers into a different
+                // register: when `x` lives on, or the loop's jump wants the result elsewhere.
                 if matches!(opc, IntAdd | IntSub) {
-                    if let (Some(xo), Some(c)) = (x.as_op(), t.const_int(y)) {
-                        let c = if opc == IntSub { c.checked_neg() } else { Some(c) };
-                        if let (Some(c), Some(rx)) = (c.filter(|&c| fits_i32(c)), self.val_reg[xo.index()]) {
-                            if self.live_after(xo.index()) {
-                                self.record_use(Loc::Reg(rx), xo.index());
+                    if let (Some(xo), Some(rx)) = (x.as_op(), x.as_op().and_then(|o| self.val_reg[o.index()])) {
+                        let xo = xo.index();
+                        let elsewhere = self.live_after(xo) || self.jump_hint(Kind::Int).is_some();
+                        if let Some(c) = t.const_int(y) {
+                            let c = if opc == IntSub { c.checked_neg() } else { Some(c) };
+                            if let Some(c) = c.filter(|&c| fits_i32(c) && elsewhere) {
+                                self.record_use(Loc::Reg(rx), xo);
                                 self.pin(rx);
-                                let d = self.alloc_reg(Kind::Int, 0)?;
+                                let d = self.alloc_result(Kind::Int)?;
                                 let c = c as i32;
                                 dynasm!(self.asm ; .arch x64 ; lea Rq(d), [Rq(rx) + c]);
                                 self.def(d);
                                 return Ok(());
                             }
+                        } else if let (IntAdd, Loc::Reg(ry), true) = (opc, self.loc(y)?, elsewhere) {
+                            self.record_use(Loc::Reg(rx), xo);
+                            self.pin(rx);
+                            self.pin(ry);
+                            let d = self.alloc_result(Kind::Int)?;
+                            dynasm!(self.asm ; .arch x64 ; lea Rq(d), [Rq(rx) + Rq(ry)]);
+                            self.def(d);
+                            return Ok(());
                         }
                     }
                 }
@@ -1371,6 +1520,13 @@ impl<'t> Gen<'t> {
             IntLt | IntLe | IntGt | IntGe | IntEq | IntNe | UintLt | UintLe | UintGt | UintGe | PtrEq | PtrNe
             | InstancePtrEq | InstancePtrNe => {
                 let mut c = Cond::of_cmp(opc).unwrap();
+                if let Some(p) = and_flags {
+                    // `int_ne(and, 0)` / `int_eq(and, 0)`: the `test` of the `int_and` at `p`
+                    // set the flags (see `and_test`).
+                    debug_assert!(op.args.contains(&Value::op(OpRef::new(p))));
+                    self.fused = Some(c);
+                    return Ok(());
+                }
                 let (mut x, mut y) = (a(0), a(1));
                 if x.is_const() && !y.is_const() {
                     std::mem::swap(&mut x, &mut y);
@@ -1382,6 +1538,11 @@ impl<'t> Gen<'t> {
             }
             IntIsTrue | IntIsZero => {
                 let c = if opc == IntIsTrue { Cond::Ne } else { Cond::E };
+                if let Some(p) = and_flags {
+                    debug_assert_eq!(a(0), Value::op(OpRef::new(p)));
+                    self.fused = Some(c);
+                    return Ok(());
+                }
                 let rx = self.load(a(0))?;
                 self.bool_result(at, |g| dynasm!(g.asm ; .arch x64 ; test Rq(rx), Rq(rx)), c)?;
             }
@@ -1758,6 +1919,50 @@ impl<'t> Gen<'t> {
             self.def(d);
         }
         Ok(())
+    }
+
+    /// `int_and(x, y)` at `at` whose value is only tested for zero: by a directly
+    /// following `guard_true`/`guard_false`, or by an `int_is_true`, `int_is_zero`,
+    /// `int_ne(_, 0)` or `int_eq(_, 0)` that is itself fused into the next guard. Then emit
+    /// `test x, y` (the flags `and` would set, without a result) and return true; the
+    /// comparison finds the flags through `and_flags`.
+    fn and_test(&mut self, at: usize, x: Value, y: Value) -> R<bool> {
+        use Opcode::*;
+        let t = self.t;
+        let me = Value::op(OpRef::new(at));
+        let direct = self.fusable(at);
+        let via = !direct
+            && self.uses(at) == [at as u32 + 1]
+            && t.ops.get(at + 1).is_some_and(|n| match n.opcode {
+                IntIsTrue | IntIsZero => n.args[0] == me,
+                IntNe | IntEq => {
+                    (n.args[0] == me && t.const_int(n.args[1]) == Some(0))
+                        || (n.args[1] == me && t.const_int(n.args[0]) == Some(0))
+                }
+                _ => false,
+            })
+            && self.fusable(at + 1);
+        if !direct && !via {
+            return Ok(false);
+        }
+        let rx = self.load(x)?;
+        match self.opnd(y)? {
+            Opnd::Reg(r) => dynasm!(self.asm ; .arch x64 ; test Rq(rx), Rq(r)),
+            Opnd::Mem(m) => dynasm!(self.asm ; .arch x64 ; test QWORD [rbp + m], Rq(rx)),
+            // The low byte alone when the mask has no other bits (`test r8, imm8`).
+            Opnd::Imm(i) if (0..=0xff).contains(&i) => {
+                let b = i as u8 as i8;
+                dynasm!(self.asm ; .arch x64 ; test Rb(rx), BYTE b)
+            }
+            Opnd::Imm(i) => dynasm!(self.asm ; .arch x64 ; test Rq(rx), i),
+        }
+        if direct {
+            // Non-zero is true.
+            self.fused = Some(Cond::Ne);
+        } else {
+            self.and_flags = Some(at);
+        }
+        Ok(true)
     }
 
     fn fopnd(&mut self, v: Value) -> R<Opnd> {

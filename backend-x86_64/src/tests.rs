@@ -2517,3 +2517,294 @@ fn wide_length_word_bounds_check() {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// Instruction selection: zero-extending masks, `test` for tested `and`s, three-operand
+// forms, results placed where the loop's jump wants them
+// ---------------------------------------------------------------------------------------
+
+/// Native run (with all registers and with 3) against the reference interpreter.
+fn same_as_interpreter(t: &Trace, inputs: &[i64]) {
+    let rt: Vec<RtValue> = inputs.iter().map(|&v| RtValue::Int(v)).collect();
+    let words: Vec<u64> = inputs.iter().map(|&v| v as u64).collect();
+    let int = interp::run(t, &rt, &RunConfig::default()).outcome;
+    for o in [opts(), tight()] {
+        let native = run_native(t, &words, &o);
+        same(t, &native, &int).unwrap_or_else(|e| panic!("inputs {inputs:?}, {} registers: {e}", o.int_regs));
+    }
+}
+
+const MASK_VALUES: &[i64] = &[0x1234_5678_9abc_def0, -0x80, -0x8000, 0x7f, 0x80, 0xffff, 0x1_0000];
+
+/// `int_and` with 0xff, 0xffff and 0xffffffff (zero-extending moves) and other masks, with
+/// `x` in its input slot or in a register, dying or living on, the mask on either side.
+#[test]
+fn and_masks_on_special_values() {
+    let masks = [0xff, 0xffff, 0xffff_ffff, 0xff_ffff, 0x7fff_ffff, 7, -8];
+    for &mask in &masks {
+        for &x in SPECIAL_INTS.iter().chain(MASK_VALUES) {
+            let want = (x & mask) as u64;
+            for (in_reg, lives, mask_first) in (0..8).map(|k| (k & 1 != 0, k & 2 != 0, k & 4 != 0)) {
+                let mut b = TraceBuilder::new();
+                let ix = b.input(Kind::Int);
+                let zero = b.input(Kind::Int);
+                // `x ^ 0` is computed into a register; the input itself stays in its slot.
+                let xv = if in_reg { b.op(Opcode::IntXor, &[ix, zero]) } else { ix };
+                let m = b.const_int(mask);
+                let r = if mask_first {
+                    b.op(Opcode::IntAnd, &[m, xv])
+                } else {
+                    b.op(Opcode::IntAnd, &[xv, m])
+                };
+                if lives {
+                    b.finish_with(&[r, xv]);
+                } else {
+                    b.finish_with(&[r]);
+                }
+                let t = b.finish().unwrap();
+                let mut values = vec![want];
+                if lives {
+                    values.push(x as u64);
+                }
+                for o in [opts(), tight()] {
+                    assert_eq!(
+                        run_native(&t, &[x as u64, 0], &o),
+                        Exit::Finish { values: values.clone() },
+                        "{x:#x} & {mask:#x}, in register {in_reg}, lives {lives}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// The `int_and` consumers that become a `test` fused with the guard: the guard itself,
+/// `int_is_true`, `int_is_zero`, `int_ne(_, 0)`, `int_eq(_, 0)` (0 on either side).
+const AND_CONSUMERS: usize = 7;
+
+/// `guard(consumer(x & y))` with `x` in the fail arguments, `y` an input or a constant.
+fn and_test_trace(consumer: usize, guard: Opcode, y: Option<i64>) -> Trace {
+    let mut b = TraceBuilder::new();
+    let ix = b.input(Kind::Int);
+    let iy = b.input(Kind::Int);
+    let yv = match y {
+        Some(c) => b.const_int(c),
+        None => iy,
+    };
+    let a = b.op(Opcode::IntAnd, &[ix, yv]);
+    let zero = b.const_int(0);
+    let c = match consumer {
+        0 => a,
+        1 => b.op(Opcode::IntIsTrue, &[a]),
+        2 => b.op(Opcode::IntIsZero, &[a]),
+        3 => b.op(Opcode::IntNe, &[a, zero]),
+        4 => b.op(Opcode::IntNe, &[zero, a]),
+        5 => b.op(Opcode::IntEq, &[a, zero]),
+        _ => b.op(Opcode::IntEq, &[zero, a]),
+    };
+    b.guard(guard, &[c], &[ix, iy], 9);
+    b.finish_with(&[ix]);
+    b.finish().unwrap()
+}
+
+#[test]
+fn and_tested_for_zero_on_special_values() {
+    let ys = [
+        None,
+        Some(7),
+        Some(0xff),
+        Some(0x80),
+        Some(0x100),
+        Some(-8),
+        Some(0x7fff_ffff),
+        Some(1 << 40),
+    ];
+    for consumer in 0..AND_CONSUMERS {
+        for guard in [Opcode::GuardTrue, Opcode::GuardFalse] {
+            for y in ys {
+                let t = and_test_trace(consumer, guard, y);
+                for &x in SPECIAL_INTS.iter().chain(MASK_VALUES) {
+                    same_as_interpreter(&t, &[x, y.unwrap_or(0xf0)]);
+                }
+            }
+        }
+    }
+}
+
+/// The tested `and` leaves no `setcc`, `and` or separate `test r, r`: `test dil/bl, 7`
+/// then the exit branch.
+#[test]
+fn and_tested_for_zero_is_a_test_fused_with_the_guard() {
+    for consumer in 0..AND_CONSUMERS {
+        let t = and_test_trace(consumer, Opcode::GuardFalse, Some(7));
+        let code = compile(&t, &opts()).unwrap().code().to_vec();
+        assert!(
+            !code.windows(2).any(|w| w[0] == 0x0f && (0x90..=0x9f).contains(&w[1])),
+            "consumer {consumer}: setcc in {code:02x?}"
+        );
+        // `test r8, imm8` is f6 /0 ib; then `jne/je rel32` (0f 85 / 0f 84).
+        assert!(
+            code.windows(5).any(|w| w[0] == 0xf6
+                && w[1] & 0xf8 == 0xc0
+                && w[2] == 7
+                && w[3] == 0x0f
+                && matches!(w[4], 0x84 | 0x85)),
+            "consumer {consumer}: {code:02x?}"
+        );
+    }
+}
+
+/// `imul d, x, imm` (8- and 32-bit immediates) with and without overflow guards, `x` dying
+/// or living on (in the guard's fail arguments), in a register or its slot.
+#[test]
+fn multiplication_by_constants_on_special_values() {
+    for c in [
+        3i64,
+        24,
+        -1,
+        127,
+        128,
+        -128,
+        16_777_619,
+        i32::MIN as i64,
+        i32::MAX as i64,
+    ] {
+        for ovf in [false, true] {
+            for (in_reg, lives) in [(false, false), (false, true), (true, false), (true, true)] {
+                let mut b = TraceBuilder::new();
+                let ix = b.input(Kind::Int);
+                let zero = b.input(Kind::Int);
+                let xv = if in_reg { b.op(Opcode::IntXor, &[ix, zero]) } else { ix };
+                let k = b.const_int(c);
+                let opc = if ovf { Opcode::IntMulOvf } else { Opcode::IntMul };
+                let r = b.op(opc, &[xv, k]);
+                if ovf {
+                    let fail: &[trace_ir::Value] = if lives { &[xv] } else { &[] };
+                    b.guard(Opcode::GuardNoOverflow, &[], fail, 3);
+                }
+                b.finish_with(&[r]);
+                let t = b.finish().unwrap();
+                for &x in SPECIAL_INTS.iter().chain(MASK_VALUES) {
+                    same_as_interpreter(&t, &[x, 0]);
+                }
+            }
+        }
+    }
+}
+
+/// Additions by `lea` of two registers and commutative ops overwriting the operand that dies:
+/// every combination of which operand lives on.
+#[test]
+fn commutative_ops_with_either_operand_living_on() {
+    for opc in [
+        Opcode::IntAdd,
+        Opcode::IntAddOvf,
+        Opcode::IntXor,
+        Opcode::IntMul,
+        Opcode::IntAnd,
+        Opcode::IntOr,
+    ] {
+        for keep in 0..4 {
+            let mut b = TraceBuilder::new();
+            let i0 = b.input(Kind::Int);
+            let i1 = b.input(Kind::Int);
+            let zero = b.const_int(0);
+            // Both operands in registers.
+            let x = b.op(Opcode::IntAdd, &[i0, zero]);
+            let y = b.op(Opcode::IntSub, &[i1, zero]);
+            let r = b.op(opc, &[x, y]);
+            if opc.is_ovf() {
+                b.guard(Opcode::GuardNoOverflow, &[], &[x, y], 4);
+            }
+            let mut out = vec![r];
+            if keep & 1 != 0 {
+                out.push(x);
+            }
+            if keep & 2 != 0 {
+                out.push(y);
+            }
+            b.finish_with(&out);
+            let t = b.finish().unwrap();
+            for &(p, q) in &[(3i64, 4i64), (i64::MAX, 1), (-1, i64::MIN), (0x1234_5678, -0x9abc)] {
+                same_as_interpreter(&t, &[p, q]);
+            }
+        }
+    }
+}
+
+/// FNV-1a steps in a loop: `h = ((h ^ k) * 16777619) & 0xffffffff` with `h` carried by the
+/// jump. The masked product is computed directly in `h`'s loop register (`mov r32, r32`,
+/// no move at the jump); the result matches a Rust computation.
+#[test]
+fn loop_carried_mask_lands_in_the_jump_register() {
+    let mut b = TraceBuilder::new();
+    let (h0, k0, n0) = (b.input(Kind::Int), b.input(Kind::Int), b.input(Kind::Int));
+    let p = b.label(&[h0, k0, n0]);
+    let zero = b.const_int(0);
+    let more = b.op(Opcode::IntGt, &[p[2], zero]);
+    b.guard(Opcode::GuardTrue, &[more], &[p[0], p[2]], 1);
+    let x = b.op(Opcode::IntXor, &[p[0], p[1]]);
+    let prime = b.const_int(16_777_619);
+    let m = b.op(Opcode::IntMulOvf, &[x, prime]);
+    b.guard(Opcode::GuardNoOverflow, &[], &[x, p[2]], 2);
+    let mask = b.const_int(0xffff_ffff);
+    let h = b.op(Opcode::IntAnd, &[m, mask]);
+    let one = b.const_int(1);
+    let k = b.op(Opcode::IntAdd, &[p[1], one]);
+    let n = b.op(Opcode::IntSub, &[p[2], one]);
+    b.jump(&[h, k, n]);
+    let t = b.finish().unwrap();
+    let (mut h, mut k) = (2_166_136_261i64, 5i64);
+    for _ in 0..1000 {
+        h = ((h ^ k) * 16_777_619) & 0xffff_ffff;
+        k += 1;
+    }
+    for o in [opts(), tight()] {
+        let c = compile(&t, &o).unwrap();
+        assert_eq!(
+            c.run(&[2_166_136_261, 5, 1000], &mut SimpleHeap::new()).unwrap(),
+            Exit::Guard {
+                guard: t.guards[0].id,
+                resume_key: 1,
+                values: vec![h as u64, 0]
+            }
+        );
+    }
+    same_as_interpreter(&t, &[2_166_136_261, 5, 1000]);
+    // With all registers the jump moves nothing: its code is the `jmp` alone (one line of
+    // the listing: `jmp ...` with the `disasm` feature, the 5 bytes `e9 ..` without), and the
+    // mask is one `mov r32, r32` (no REX.W: 89 /r or 8b /r, optionally after 41/44/45).
+    let c = compile(&t, &opts()).unwrap();
+    let listing = c.disassembly(&t);
+    let lines: Vec<&str> = listing.lines().collect();
+    let at = |what: &str| {
+        lines
+            .iter()
+            .position(|l| l.starts_with("; op") && l.contains(what))
+            .unwrap()
+    };
+    let code_of = |k: usize| -> Vec<&str> {
+        lines[k + 1..]
+            .iter()
+            .take_while(|l| !l.starts_with(';'))
+            .copied()
+            .collect()
+    };
+    let jump = code_of(at("= jump("));
+    assert!(
+        jump.len() == 1
+            && (jump[0].contains("jmp")
+                || jump[0].split_whitespace().skip(1).collect::<Vec<_>>().first() == Some(&"e9")),
+        "{listing}"
+    );
+    let mask = code_of(at("= int_and("));
+    assert_eq!(mask.len(), 1, "{listing}");
+    let words: Vec<&str> = mask[0].split_whitespace().skip(1).collect();
+    // `mov r15d,edi` (32-bit register names: eXX or rNd).
+    let reg32 = |r: &str| r.starts_with('e') || (r.starts_with('r') && r.ends_with('d'));
+    let text_form = words.first() == Some(&"mov") && words.get(1).is_some_and(|ops| ops.split(',').all(reg32));
+    let byte_form = matches!(words.first().copied(), Some("89" | "8b"))
+        || (matches!(words.first().copied(), Some("41" | "44" | "45"))
+            && matches!(words.get(1).copied(), Some("89" | "8b")));
+    assert!(text_form || byte_form, "{listing}");
+}
