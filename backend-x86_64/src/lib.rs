@@ -116,7 +116,6 @@ mod runtime;
 
 pub use runtime::{exec_in_memory, Allocation, ExitRequest, HookReply, HookRequest, Runtime, SimpleHeap};
 
-use dynasmrt::{mmap::MutableBuffer, ExecutableBuffer};
 use std::fmt;
 use trace_ir::interp::{Outcome, RtValue};
 use trace_ir::{FailArg, GuardId, Kind, OpRef, Opcode, Trace};
@@ -359,7 +358,7 @@ pub(crate) enum ExitInfo {
 /// It is `Send` and `Sync`: the code is immutable once compiled and every run uses its own
 /// frame.
 pub struct CompiledTrace {
-    code: ExecutableBuffer,
+    code: CodeMemory,
     exits: Vec<ExitInfo>,
     /// The fail-argument slots of all guard exits, back to back.
     exit_slots: Vec<ExitSlot>,
@@ -390,10 +389,7 @@ impl fmt::Debug for CompiledTrace {
 /// Compile `trace` to x86-64 code. The trace should satisfy `trace_ir::verify`.
 pub fn compile(trace: &Trace, opts: &CompileOptions) -> Result<CompiledTrace, CompileError> {
     let g = codegen::Gen::new(trace, opts)?.generate()?;
-    let mut buf = MutableBuffer::new(g.code.len().max(1)).map_err(|e| CompileError::Memory(e.to_string()))?;
-    buf.set_len(g.code.len());
-    buf[..g.code.len()].copy_from_slice(&g.code);
-    let code = buf.make_exec().map_err(|e| CompileError::Memory(e.to_string()))?;
+    let code = CodeMemory::new(&g.code)?;
     let ct = CompiledTrace {
         code,
         exits: g.exits,
@@ -448,8 +444,7 @@ impl CompiledTrace {
         // uses), memory reachable from the inputs, and the runtime through `ctx`, which
         // outlives the call.
         let code = unsafe {
-            let f: extern "sysv64" fn(*mut u64) -> u64 =
-                std::mem::transmute(self.code.ptr(dynasmrt::AssemblyOffset(0)));
+            let f: extern "sysv64" fn(*mut u64) -> u64 = std::mem::transmute(self.code.as_ptr());
             f(fp)
         };
         let words = &frame[codegen::FRAME_HEADER..slots];
@@ -520,7 +515,7 @@ impl CompiledTrace {
 
     /// The machine code.
     pub fn code(&self) -> &[u8] {
-        &self.code
+        self.code.bytes()
     }
 
     /// A listing of the code: each op of the trace followed by its instructions
@@ -528,7 +523,7 @@ impl CompiledTrace {
     pub fn disassembly(&self, trace: &Trace) -> String {
         use std::fmt::Write;
         let mut out = String::new();
-        let base = self.code.ptr(dynasmrt::AssemblyOffset(0)) as u64;
+        let base = self.code.as_ptr() as u64;
         let _ = writeln!(
             out,
             "; trace {} at {base:#x}, {} bytes",
@@ -538,7 +533,7 @@ impl CompiledTrace {
         let mut last = 0;
         let emit = |out: &mut String, from: usize, to: usize| {
             if from < to {
-                out.push_str(&disasm(&self.code[from..to], base + from as u64));
+                out.push_str(&disasm(&self.code.bytes()[from..to], base + from as u64));
             }
         };
         for &(op, start, end) in &self.ranges {
@@ -557,11 +552,53 @@ impl CompiledTrace {
     fn write_perf_map(&self, name: &str) {
         use std::io::Write;
         let path = format!("/tmp/perf-{}.map", std::process::id());
-        let base = self.code.ptr(dynasmrt::AssemblyOffset(0)) as u64;
+        let base = self.code.as_ptr() as u64;
         let name = if name.is_empty() { "trace" } else { name };
         if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
             let _ = writeln!(f, "{base:x} {:x} tracejit:{}", self.code.len(), name.replace('\n', " "));
         }
+    }
+}
+
+/// Executable memory holding one trace's code: a private anonymous mapping of exactly the
+/// code's size (rounded up to pages by the kernel), unmapped when dropped.
+///
+/// It is created writable with all its pages populated by the `mmap` call itself
+/// (`MAP_POPULATE`: one kernel entry instead of a page fault per 4 KiB page while the code
+/// is copied in), filled, then switched to read+execute. It is never writable and
+/// executable at the same time. This is what `dynasmrt`'s `MutableBuffer::make_exec` does,
+/// minus the page faults.
+struct CodeMemory {
+    map: memmap2::Mmap,
+    len: usize,
+}
+
+impl CodeMemory {
+    fn new(code: &[u8]) -> Result<CodeMemory, CompileError> {
+        let err = |e: std::io::Error| CompileError::Memory(e.to_string());
+        // Never empty: every trace has a prologue and an epilogue.
+        let mut map = memmap2::MmapOptions::new()
+            .len(code.len().max(1))
+            .populate()
+            .map_anon()
+            .map_err(err)?;
+        map[..code.len()].copy_from_slice(code);
+        Ok(CodeMemory {
+            map: map.make_exec().map_err(err)?,
+            len: code.len(),
+        })
+    }
+
+    fn as_ptr(&self) -> *const u8 {
+        self.map.as_ptr()
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn bytes(&self) -> &[u8] {
+        &self.map[..self.len]
     }
 }
 
