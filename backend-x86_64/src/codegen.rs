@@ -173,6 +173,21 @@ impl Cond {
     }
 }
 
+/// `x` was overwritten in place by `x = x + y` / `x - y` (an `_ovf` op, register `reg` holding
+/// the result of op `at`) although the fail arguments of the overflow guard right after it
+/// still name `x`: instead of copying `x` first on the hot path, that guard's exit stub
+/// recomputes it (wrapping) as `result - y` / `result + y`. `y` (an immediate, a register
+/// or a slot) is still in place at the exit: the overflow guard emits nothing but its jump.
+#[derive(Copy, Clone, Debug)]
+struct Undo {
+    val: usize,
+    reg: Reg,
+    at: usize,
+    inverse: Opcode,
+    y: Opnd,
+    y_val: Value,
+}
+
 /// A guard exit waiting for its stub.
 struct Stub {
     label: DynamicLabel,
@@ -266,6 +281,12 @@ pub(crate) struct Gen<'t> {
     /// parameters, once that label is emitted: results whose last use is the jump are put
     /// where it wants them when that register is free (see [`Gen::jump_hint`]).
     loop_jump: Option<(usize, Vec<Loc>)>,
+    /// The `_ovf` op at `pos - 1` overwrote an operand that only the exit of the overflow
+    /// guard at `pos` still reports (see [`Undo`]).
+    undo: Option<Undo>,
+    /// Exit-buffer words that a stub recomputes after copying: `(stub index, word index,
+    /// inverse op, other operand)`, in stub order.
+    undos: Vec<(u32, u32, Opcode, Opnd)>,
     ranges: Vec<(usize, usize, usize)>,
     /// Layouts whose addresses the code embeds (boxed so they never move).
     #[allow(clippy::vec_box)]
@@ -477,6 +498,8 @@ impl<'t> Gen<'t> {
             fused: None,
             and_flags: None,
             loop_jump: None,
+            undo: None,
+            undos: Vec::new(),
             ranges: Vec::with_capacity(n),
             array_layouts: Vec::new(),
             events: RefCell::new(sc.events),
@@ -1030,6 +1053,24 @@ impl<'t> Gen<'t> {
         }
     }
 
+    /// `[rbp + d] = [rbp + d] inverse y` in an exit stub (see [`Undo`]).
+    fn undo_word(&mut self, d: i32, inverse: Opcode, y: Opnd) {
+        let y = match y {
+            Opnd::Mem(m) => {
+                self.load_frame(11, m);
+                Opnd::Reg(11)
+            }
+            y => y,
+        };
+        match (inverse, y) {
+            (Opcode::IntAdd, Opnd::Reg(r)) => dynasm!(self.asm ; .arch x64 ; add QWORD [rbp + d], Rq(r)),
+            (Opcode::IntAdd, Opnd::Imm(i)) => dynasm!(self.asm ; .arch x64 ; add QWORD [rbp + d], i),
+            (_, Opnd::Reg(r)) => dynasm!(self.asm ; .arch x64 ; sub QWORD [rbp + d], Rq(r)),
+            (_, Opnd::Imm(i)) => dynasm!(self.asm ; .arch x64 ; sub QWORD [rbp + d], i),
+            (_, Opnd::Mem(_)) => unreachable!("loaded into r11"),
+        }
+    }
+
     /// The label of an exit stub that reports an invalid operation at the current op.
     fn invalid_exit(&mut self) -> DynamicLabel {
         if let Some((at, label)) = self.invalid {
@@ -1096,6 +1137,7 @@ impl<'t> Gen<'t> {
 
         // Exit stubs.
         let stubs_buf = std::mem::take(&mut self.stubs);
+        let (mut stub_index, mut undo_next) = (0usize, 0usize);
         for stub in &stubs_buf {
             let l = stub.label;
             dynasm!(self.asm ; .arch x64 ; =>l);
@@ -1104,6 +1146,16 @@ impl<'t> Gen<'t> {
                 let d = self.exit_disp((w - stub.words.0) as usize);
                 self.mov(Loc::Mem(d), src);
             }
+            // Operands overwritten in place, recomputed from the result (see `Undo`).
+            while let Some(&(k, w, inverse, y)) = self.undos.get(undo_next) {
+                if k as usize != stub_index {
+                    break;
+                }
+                let d = self.exit_disp(w as usize);
+                self.undo_word(d, inverse, y);
+                undo_next += 1;
+            }
+            stub_index += 1;
             let code = stub.code as i32;
             let e = self.epilogue;
             dynasm!(self.asm ; .arch x64 ; mov eax, code ; jmp =>e);
@@ -1251,10 +1303,24 @@ impl<'t> Gen<'t> {
         let gd = t.guard(g);
         let mut words = std::mem::take(&mut self.stub_words);
         let first = words.len();
-        let slot_of = |fa: &FailArg, words: &mut Vec<Loc>, me: &Self| -> R<ExitSlot> {
+        let undo = self.undo.take();
+        let stub_index = self.stubs.len() as u32;
+        let mut undos = std::mem::take(&mut self.undos);
+        let mut slot_of = |fa: &FailArg, words: &mut Vec<Loc>, me: &Self| -> R<ExitSlot> {
             Ok(match *fa {
                 FailArg::Value(v) => {
-                    words.push(me.loc(v)?);
+                    match undo {
+                        Some(u) if v.as_op().is_some_and(|o| o.index() == u.val) => {
+                            // The register holds the op's result; the stub recomputes `v`.
+                            me.record_use(Loc::Reg(u.reg), u.at);
+                            if let Opnd::Reg(r) = u.y {
+                                me.expect(Loc::Reg(r), me.val(u.y_val));
+                            }
+                            undos.push((stub_index, (words.len() - first) as u32, u.inverse, u.y));
+                            words.push(Loc::Reg(u.reg));
+                        }
+                        _ => words.push(me.loc(v)?),
+                    }
                     ExitSlot::Word(words.len() - 1 - first)
                 }
                 FailArg::Virtual(k) => ExitSlot::Virtual(k),
@@ -1320,6 +1386,7 @@ impl<'t> Gen<'t> {
             }
             virtuals.push(VirtualLayout { init, fields });
         }
+        self.undos = undos;
         let label = self.asm.new_dynamic_label();
         let code = self.exits.len() as u32;
         self.exits.push(ExitInfo::Guard {
@@ -1368,6 +1435,9 @@ impl<'t> Gen<'t> {
         let opc = op.opcode;
         let a = |i: usize| op.args[i];
         let fused = self.fused.take();
+        if self.undo.is_some_and(|u| u.at + 1 != at) {
+            self.undo = None;
+        }
         let and_flags = self.and_flags.take();
         if self.hk.routes(opc) {
             return self.hook_op(at);
@@ -1464,6 +1534,43 @@ impl<'t> Gen<'t> {
                             let d = self.alloc_result(Kind::Int)?;
                             dynasm!(self.asm ; .arch x64 ; lea Rq(d), [Rq(rx) + Rq(ry)]);
                             self.def(d);
+                            return Ok(());
+                        }
+                    }
+                }
+                // An `_ovf` add/sub overwrites an operand that only the overflow guard's exit
+                // still reports; the exit recomputes it (see `Undo`).
+                if matches!(opc, IntAddOvf | IntSubOvf) {
+                    if opc == IntAddOvf && !self.undoable(x) && self.undoable(y) {
+                        std::mem::swap(&mut x, &mut y);
+                    }
+                    if self.undoable(x) && x != y {
+                        let xo = x.as_op().unwrap().index();
+                        let y_opnd = match self.loc(y)? {
+                            Loc::Imm(b) if fits_i32(b as i64) => Some(Opnd::Imm(b as i64 as i32)),
+                            Loc::Imm(_) => None,
+                            Loc::Reg(r) => {
+                                self.pin(r);
+                                Some(Opnd::Reg(r))
+                            }
+                            Loc::Mem(m) => Some(Opnd::Mem(m)),
+                        };
+                        if let Some(s) = y_opnd {
+                            let rx = self.val_reg[xo].unwrap();
+                            self.record_use(Loc::Reg(rx), xo);
+                            self.release(rx);
+                            self.pin(rx);
+                            self.alu(opc, rx, s);
+                            self.def(rx);
+                            self.fused = Some(Cond::O);
+                            self.undo = Some(Undo {
+                                val: xo,
+                                reg: rx,
+                                at,
+                                inverse: if opc == IntAddOvf { IntSub } else { IntAdd },
+                                y: s,
+                                y_val: y,
+                            });
                             return Ok(());
                         }
                     }
@@ -1963,6 +2070,21 @@ impl<'t> Gen<'t> {
             self.and_flags = Some(at);
         }
         Ok(true)
+    }
+
+    /// Whether `v` is in a register and, after the current op (an `_ovf` op), is read only
+    /// by the overflow guard right after it, through its fail arguments or virtual fields
+    /// (so the op may overwrite it; see [`Undo`]).
+    fn undoable(&self, v: Value) -> bool {
+        let Some(o) = v.as_op() else { return false };
+        let o = o.index();
+        self.val_reg[o].is_some()
+            && self.last_use[o] as usize == self.pos + 1
+            && self
+                .t
+                .ops
+                .get(self.pos + 1)
+                .is_some_and(|g| matches!(g.opcode, Opcode::GuardNoOverflow | Opcode::GuardOverflow))
     }
 
     fn fopnd(&mut self, v: Value) -> R<Opnd> {

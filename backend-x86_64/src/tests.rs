@@ -2808,3 +2808,58 @@ fn loop_carried_mask_lands_in_the_jump_register() {
             && matches!(words.get(1).copied(), Some("89" | "8b")));
     assert!(text_form || byte_form, "{listing}");
 }
+
+/// `_ovf` add/sub that overwrite an operand only the overflow guard's exit still reports
+/// (the exit stub recomputes it from the result): operands in registers, a slot or a
+/// constant, either side, both guard kinds, on the overflow edges.
+#[test]
+fn overwritten_operands_are_recomputed_at_overflow_exits() {
+    let ys: [Option<i64>; 5] = [None, Some(16), Some(-1), Some(i32::MAX as i64), Some(i64::MIN)];
+    for opc in [Opcode::IntAddOvf, Opcode::IntSubOvf] {
+        for guard in [Opcode::GuardNoOverflow, Opcode::GuardOverflow] {
+            for y in ys {
+                for (y_in_reg, also_result, y_first) in (0..8).map(|k| (k & 1 != 0, k & 2 != 0, k & 4 != 0)) {
+                    let mut b = TraceBuilder::new();
+                    let ix = b.input(Kind::Int);
+                    let iy = b.input(Kind::Int);
+                    let zero = b.input(Kind::Int);
+                    let x = b.op(Opcode::IntXor, &[ix, zero]);
+                    let yv = match y {
+                        Some(c) => b.const_int(c),
+                        None if y_in_reg => b.op(Opcode::IntOr, &[iy, zero]),
+                        None => iy,
+                    };
+                    let (p, q) = if y_first { (yv, x) } else { (x, yv) };
+                    let r = b.op(opc, &[p, q]);
+                    let mut fail = vec![x, yv];
+                    if also_result {
+                        fail.push(r);
+                    }
+                    b.guard(guard, &[], &fail, 5);
+                    b.finish_with(&[r]);
+                    let t = b.finish().unwrap();
+                    for &xv in &[0i64, 1, -1, i64::MAX, i64::MIN, i64::MAX - 15, 1 << 62] {
+                        same_as_interpreter(&t, &[xv, y.unwrap_or(i64::MAX), 0]);
+                        same_as_interpreter(&t, &[xv, y.unwrap_or(-7), 0]);
+                    }
+                    // In place: the op is one instruction (no copy of `x` first): `add/sub r64,
+                    // imm8` (4 bytes: REX.W 83 /0 or /5 ib) in the hex listing, one line with
+                    // the `disasm` feature.
+                    if matches!(y, Some(16 | -1)) && !y_first {
+                        let listing = compile(&t, &opts()).unwrap().disassembly(&t);
+                        let lines: Vec<&str> = listing.lines().collect();
+                        let k = lines.iter().position(|l| l.contains("_ovf(")).unwrap();
+                        let code: Vec<&str> = lines[k + 1..]
+                            .iter()
+                            .take_while(|l| !l.starts_with(';'))
+                            .copied()
+                            .collect();
+                        let tokens: Vec<&str> = code[0].split_whitespace().skip(1).collect();
+                        let hex = tokens.iter().all(|w| w.len() == 2 && u8::from_str_radix(w, 16).is_ok());
+                        assert!(code.len() == 1 && (!hex || tokens.len() == 4), "{listing}");
+                    }
+                }
+            }
+        }
+    }
+}
