@@ -739,7 +739,9 @@ fn external_jump_and_float_nan_comparison() {
         }
     );
     outcomes_equivalent(&r, &go(&t, &[nan])).unwrap();
-    assert!(outcomes_equivalent(&r, &go(&t, &[RtValue::Float(0x7ff8_0000_0000_0002)])).is_err());
+    // NaN payloads are unspecified (see `nan_payloads_are_not_compared`); a number is not NaN.
+    outcomes_equivalent(&r, &go(&t, &[RtValue::Float(0x7ff8_0000_0000_0002)])).unwrap();
+    assert!(outcomes_equivalent(&r, &go(&t, &[RtValue::float(f64::INFINITY)])).is_err());
 }
 
 #[test]
@@ -947,4 +949,39 @@ fn cond_call_calls_on_nonzero_condition() {
         "non-zero condition: the call happens"
     );
     assert!(run(&t, &ints(&[0]), &cfg).calls.is_empty(), "zero condition: no call");
+}
+
+/// Fuzz finding (optimize_diff): `float_mul(NaN, f)` with `f` a NaN of another payload returns
+/// the first operand's NaN, the commuted product the other one. NaN payloads of arithmetic
+/// results are unspecified, so runs compare any two NaNs equal, and only NaNs.
+#[test]
+fn nan_payloads_are_not_compared() {
+    let build = |commuted: bool| {
+        let mut b = TraceBuilder::new();
+        let i = b.input(Kind::Int);
+        let f = b.op(Opcode::ConvertLonglongBytesToFloat, &[i]);
+        let nan = b.const_float(f64::NAN);
+        let m = if commuted {
+            b.op(Opcode::FloatMul, &[f, nan])
+        } else {
+            b.op(Opcode::FloatMul, &[nan, f])
+        };
+        b.finish_with(&[m]);
+        b.finish().unwrap()
+    };
+    let payload = RtValue::Int(-4); // 0xffff_ffff_ffff_fffc: a NaN with a payload
+    let (x, y) = (go(&build(false), &[payload]), go(&build(true), &[payload]));
+    let (Outcome::Finish(vx), Outcome::Finish(vy)) = (&x.outcome, &y.outcome) else {
+        panic!("expected finishes: {:?} {:?}", x.outcome, y.outcome)
+    };
+    assert!(vx[0].bits() != vy[0].bits(), "the payloads differ: {vx:?} {vy:?}");
+    outcomes_equivalent(&x, &y).unwrap();
+    // A NaN still differs from a number, and from infinity.
+    let number = go(&build(false), &[RtValue::Int(0x3ff0_0000_0000_0000)]); // 1.0 * NaN = NaN
+    outcomes_equivalent(&x, &number).unwrap();
+    let mut one = TraceBuilder::new();
+    let c = one.const_float(1.0);
+    one.finish_with(&[c]);
+    let one = go(&one.finish().unwrap(), &[]);
+    assert!(outcomes_equivalent(&x, &one).is_err());
 }

@@ -5,8 +5,11 @@
 //! [`outcomes_equivalent`] compares, in order:
 //! 1. the kind of outcome; for a guard failure the guard id and resume key; for an external
 //!    jump the target; for an invalid outcome only that both are invalid (reasons may differ);
-//! 2. the exit values, one by one: integers and floats by bits (so NaN equals a NaN with the
-//!    same bits), null only to null, an external reference only to the same address, and a
+//! 2. the exit values, one by one: integers by bits, floats by bits except that any two NaNs
+//!    are equal (the payload of a NaN an arithmetic op returns is unspecified, as in IEEE 754
+//!    and Rust: x86 and Rust propagate the first NaN operand, so `float_mul(a, b)` and the
+//!    commuted `float_mul(b, a)` that CSE and the rules may produce differ in it), null only
+//!    to null, an external reference only to the same address, and a
 //!    reference to an object allocated by the run (or rebuilt at the exit) only to an
 //!    allocated object of the other run with the same kind, length, class and fields
 //!    (each field as a read would see it at the end of the run, see
@@ -43,6 +46,9 @@ impl<'a> Cmp<'a> {
         match (va, vb) {
             (RtValue::Ref(x), RtValue::Ref(y)) => self.refs(what, x, y),
             _ if va.kind() == vb.kind() && va.bits() == vb.bits() => Ok(()),
+            (RtValue::Float(x), RtValue::Float(y)) if f64::from_bits(x).is_nan() && f64::from_bits(y).is_nan() => {
+                Ok(())
+            }
             _ => Err(format!("{what}: {va:?} != {vb:?}")),
         }
     }
