@@ -563,9 +563,9 @@ impl CompiledTrace {
 /// Executable memory holding one trace's code: a private anonymous mapping of exactly the
 /// code's size (rounded up to pages by the kernel), unmapped when dropped.
 ///
-/// It is created writable with all its pages populated by the `mmap` call itself
-/// (`MAP_POPULATE`: one kernel entry instead of a page fault per 4 KiB page while the code
-/// is copied in), filled, then switched to read+execute. It is never writable and
+/// It is created writable, with all its pages populated by the `mmap` call itself when the
+/// code is larger than two pages (`MAP_POPULATE`: one kernel entry instead of a page fault
+/// per 4 KiB page while the code is copied in), filled, then switched to read+execute. It is never writable and
 /// executable at the same time. This is what `dynasmrt`'s `MutableBuffer::make_exec` does,
 /// minus the page faults.
 struct CodeMemory {
@@ -573,15 +573,21 @@ struct CodeMemory {
     len: usize,
 }
 
+/// Code sizes (bytes) above which the mapping is populated by `mmap` itself.
+const POPULATE_FROM: usize = 8192;
+
 impl CodeMemory {
     fn new(code: &[u8]) -> Result<CodeMemory, CompileError> {
         let err = |e: std::io::Error| CompileError::Memory(e.to_string());
         // Never empty: every trace has a prologue and an epilogue.
-        let mut map = memmap2::MmapOptions::new()
-            .len(code.len().max(1))
-            .populate()
-            .map_anon()
-            .map_err(err)?;
+        let mut opts = memmap2::MmapOptions::new();
+        opts.len(code.len().max(1));
+        // Populating costs a fixed walk in the kernel; it pays from about three pages on
+        // (below that, one or two page faults are cheaper: 100-op traces were 1.5% slower).
+        if code.len() > POPULATE_FROM {
+            opts.populate();
+        }
+        let mut map = opts.map_anon().map_err(err)?;
         map[..code.len()].copy_from_slice(code);
         Ok(CodeMemory {
             map: map.make_exec().map_err(err)?,
