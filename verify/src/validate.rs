@@ -248,11 +248,13 @@ impl fmt::Display for Counterexample {
 /// What the Z3 queries of one [`validate_with_stats`] run cost.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Stats {
-    /// Claims decided one by one (batches that were proven at once count as one check).
+    /// Claims decided one by one (the claims of a batch proven with one conjunction count
+    /// only as that one abstract query).
     pub claims: usize,
     /// Queries with multiplications and divisions abstracted (including batches).
     pub abstract_queries: usize,
-    /// Queries with the full bit-vector semantics (refinements and retries).
+    /// Queries with the full bit-vector semantics (refinements, counterexample probes and
+    /// retries).
     pub concrete_queries: usize,
     /// Claims whose abstract query failed and that were re-checked with the full semantics.
     pub refined: usize,
