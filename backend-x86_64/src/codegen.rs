@@ -188,6 +188,21 @@ struct Undo {
     y_val: Value,
 }
 
+/// The loop body starts with a comparison fused into its guard (`cmp x, y; jcc exit`) that
+/// reads only the label's parameters and constants: the `jump` repeats the `cmp` after its
+/// parallel move and branches back to `body` (right after the guard) while the guard holds,
+/// else to the guard's stub (whose fail-argument locations are the label's fixed ones,
+/// which the parallel move has just filled). One branch per iteration instead of the
+/// `jmp` and the guard's branch.
+#[derive(Copy, Clone, Debug)]
+struct LoopTop {
+    x: Reg,
+    y: Opnd,
+    exit_if: Cond,
+    stub: DynamicLabel,
+    body: DynamicLabel,
+}
+
 /// A guard exit waiting for its stub.
 struct Stub {
     label: DynamicLabel,
@@ -284,6 +299,14 @@ pub(crate) struct Gen<'t> {
     /// The `_ovf` op at `pos - 1` overwrote an operand that only the exit of the overflow
     /// guard at `pos` still reports (see [`Undo`]).
     undo: Option<Undo>,
+    /// The first op of the loop body (after the loop label's parameters), once that label
+    /// is emitted.
+    loop_first: Option<usize>,
+    /// The comparison at this op was fused and emitted as a bare `cmp` (no loads):
+    /// `(op, x, y)`.
+    bare_cmp: Option<(usize, Reg, Opnd)>,
+    /// The loop is rotated (see [`LoopTop`]).
+    loop_top: Option<LoopTop>,
     /// Exit-buffer words that a stub recomputes after copying: `(stub index, word index,
     /// inverse op, other operand)`, in stub order.
     undos: Vec<(u32, u32, Opcode, Opnd)>,
@@ -499,6 +522,9 @@ impl<'t> Gen<'t> {
             and_flags: None,
             loop_jump: None,
             undo: None,
+            loop_first: None,
+            bare_cmp: None,
+            loop_top: None,
             undos: Vec::new(),
             ranges: Vec::with_capacity(n),
             array_layouts: Vec::new(),
@@ -1288,6 +1314,7 @@ impl<'t> Gen<'t> {
             && matches!(jump_target(t, OpRef::new(last)), JumpTarget::Label(l) if l.index() == at)
         {
             self.loop_jump = Some((last, params.clone()));
+            self.loop_first = Some(at + op.args.len() + 1);
         }
         self.labels.insert(at, LabelInfo { label, params, keep });
         Ok(())
@@ -1639,9 +1666,14 @@ impl<'t> Gen<'t> {
                     std::mem::swap(&mut x, &mut y);
                     c = c.swap();
                 }
+                let before = self.asm.offset().0;
                 let rx = self.load(x)?;
                 let s = self.opnd(y)?;
+                let bare = self.asm.offset().0 == before;
                 self.bool_result(at, |g| g.cmp(rx, s), c)?;
+                if bare && self.fused.is_some() && self.loop_first == Some(at) {
+                    self.bare_cmp = Some((at, rx, s));
+                }
             }
             IntIsTrue | IntIsZero => {
                 let c = if opc == IntIsTrue { Cond::Ne } else { Cond::E };
@@ -1756,7 +1788,25 @@ impl<'t> Gen<'t> {
             GuardTrue | GuardFalse => {
                 let exit_if_true = opc == GuardFalse;
                 match fused {
-                    Some(c) => self.guard_exit(if exit_if_true { c } else { c.negate() })?,
+                    Some(c) => {
+                        let exit_if = if exit_if_true { c } else { c.negate() };
+                        self.guard_exit(exit_if)?;
+                        if let Some((cmp_at, rx, s)) = self.bare_cmp.take().filter(|b| b.0 + 1 == at) {
+                            // The loop's first test: rotate (see `LoopTop`). The body starts on
+                            // a 64-byte boundary (the NOPs run once per entry).
+                            let _ = cmp_at;
+                            let stub = self.stubs.last().unwrap().label;
+                            let body = self.asm.new_dynamic_label();
+                            dynasm!(self.asm ; .arch x64 ; .align 64 ; =>body);
+                            self.loop_top = Some(LoopTop {
+                                x: rx,
+                                y: s,
+                                exit_if,
+                                stub,
+                                body,
+                            });
+                        }
+                    }
                     None => {
                         match self.opnd(a(0))? {
                             Opnd::Reg(r) => dynasm!(self.asm ; .arch x64 ; test Rq(r), Rq(r)),
@@ -2449,7 +2499,15 @@ impl<'t> Gen<'t> {
         for &(l, v) in &keep {
             self.expect(l, Val::Op(v));
         }
-        dynasm!(self.asm ; .arch x64 ; jmp =>label);
+        match self.loop_top {
+            Some(top) if self.loop_jump.as_ref().is_some_and(|j| j.0 == at) => {
+                self.cmp(top.x, top.y);
+                self.jcc(top.exit_if.negate(), top.body);
+                let stub = top.stub;
+                dynasm!(self.asm ; .arch x64 ; jmp =>stub);
+            }
+            _ => dynasm!(self.asm ; .arch x64 ; jmp =>label),
+        }
         self.record(Event::End);
         Ok(())
     }
