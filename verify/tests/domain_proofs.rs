@@ -47,7 +47,7 @@
 //!   (and directly at 16 bits as a cross-check).
 //! - shifts: interval `lshift`, `rshift`, `uint_rshift` at 32 and 16 bits; the bounded
 //!   knownbits shifts `IntBound` calls at 32 bits by a case split on the concrete shift
-//!   amount (group `knownbits shifts 32`: one query per amount `0..32`, and a query that
+//!   amount (groups `knownbits shifts 32`: one query per amount `0..32`, and a query that
 //!   these are all the valid amounts; the join over a symbolic amount does not finish in one
 //!   query at 32 bits) and at 16 bits in one query. Not at 64 bits (the per-amount queries
 //!   already take ~1-2 s each at 32 bits). Plus the exhaustive 8-bit check. So
@@ -2895,12 +2895,29 @@ fn knownbits_shift_split_obligations<const N: u32>(out: &mut Vec<Obligation>) {
 }
 
 /// The bounded knownbits shifts at 32 bits, one query per shift amount (the 32-way join over
-/// a symbolic amount does not finish in one query at 32 bits).
-#[test]
-fn knownbits_shifts_32_split_on_amount() {
+/// a symbolic amount does not finish in one query at 32 bits). One test per shift, so that the
+/// test harness runs them in parallel with the other groups.
+fn knownbits_shift_32(name: &str) {
     let mut obs = Vec::new();
     knownbits_shift_split_obligations::<32>(&mut obs);
-    run_group("knownbits shifts 32", obs);
+    obs.retain(|o| o.function == format!("KnownBits::{name}"));
+    assert_eq!(obs.len(), 1, "{name}");
+    run_group(&format!("knownbits shifts 32 ({name})"), obs);
+}
+
+#[test]
+fn knownbits_lshift_32_split_on_amount() {
+    knownbits_shift_32("lshift_bounded");
+}
+
+#[test]
+fn knownbits_rshift_32_split_on_amount() {
+    knownbits_shift_32("rshift_bounded");
+}
+
+#[test]
+fn knownbits_uint_rshift_32_split_on_amount() {
+    knownbits_shift_32("uint_rshift_bounded");
 }
 
 // ------------------------------------------------------------------ mutation check (lemma proofs)
