@@ -76,6 +76,27 @@
 //! that do not fit a 32-bit displacement are added to the base in a scratch register
 //! (address arithmetic wraps, like the interpreter's raw accesses).
 //!
+//! # Instruction selection
+//! Beyond one instruction per op, the code generator picks these forms (each has a per-op
+//! test against the interpreter):
+//! - a comparison whose boolean only feeds the next `guard_true`/`guard_false` is a `cmp`
+//!   fused with the guard's branch; an `int_and` only tested for zero (by the guard itself,
+//!   or through `int_is_true`, `int_is_zero`, `int_ne(_, 0)`, `int_eq(_, 0)`) is a `test`
+//!   (`test r8, imm8` for masks up to 0xff) fused the same way;
+//! - `int_and` with 0xff, 0xffff, 0xffffffff is a zero-extending `movzx`/`mov r32, r32`
+//!   into any register (no copy of the operand);
+//! - multiplication by a constant is `imul d, x, imm8/imm32`; `add`/`sub` of a constant and
+//!   `add` of two registers into a different register are `lea`; a commutative op overwrites
+//!   whichever operand dies;
+//! - `_ovf` ops are fused with their overflow guard (`jo`/`jno`); an `int_add_ovf`/
+//!   `int_sub_ovf` may overwrite an operand that only that guard's exit still reports: the
+//!   exit stub recomputes it from the result (wrapping), so the hot path has no copy;
+//! - a result whose last use is the loop's `jump` is computed in the register the jump
+//!   moves it to, when that register is free (the jump then moves nothing);
+//! - loop rotation: when the loop body starts with such a fused comparison of the label's
+//!   parameters and constants, the `jump` repeats the `cmp` and branches back past the guard
+//!   (one branch per iteration instead of two).
+//!
 //! # What the embedder guarantees
 //! In Direct mode native code works on real memory: a reference input, a pointer constant or
 //! an integer used as a raw address must point to memory laid out as the trace's
