@@ -582,6 +582,21 @@ impl<'t> Side<'t> {
                         }
                     }
                 }
+                // A fresh array's items are zero: with a constant length (the same on both
+                // sides, or the shapes and lengths would not compare equal) write the zeros
+                // of the items it does not hold, as the side that kept it tracked longer does.
+                if let (Some(akey), Some(n)) = (
+                    obj.shape.strip_prefix("array:"),
+                    obj.len.as_ref().and_then(|l| l.simplify().as_u64()),
+                ) {
+                    if n <= 64 {
+                        for i in 0..n {
+                            if !obj.fields.contains_key(&format!("item:{akey}#{i}")) {
+                                self.write(&format!("items:{akey}"), &addr.concat(&bv(i)), &zero());
+                            }
+                        }
+                    }
+                }
                 if let Some(len) = &obj.len {
                     let key = match obj.shape.as_str() {
                         "newstr" => "imm:len:strlen".to_string(),
@@ -2085,7 +2100,7 @@ impl<'t> Validator<'t> {
             Opcode::SetfieldGc => {
                 let key = field_key(trace, r);
                 let base = s.value(op.args[0])?;
-                let val = s.value(op.args[1])?;
+                let val = narrow_store(trace, r, s.value(op.args[1])?);
                 match s.tracked(&base) {
                     Some(id) => {
                         s.objs[id].fields.insert(key, val);
@@ -2106,7 +2121,7 @@ impl<'t> Validator<'t> {
             Opcode::SetfieldRaw => {
                 let key = format!("raw:{}", descr_key(trace, r));
                 let p = s.bv_of(op.args[0])?;
-                let v = s.bv_of(op.args[1])?;
+                let v = narrow_bv(trace, r, s.bv_of(op.args[1])?);
                 s.write(&key, &p, &v);
             }
             Opcode::GetarrayitemGcI
@@ -2146,7 +2161,7 @@ impl<'t> Validator<'t> {
                 let akey = descr_key(trace, r);
                 let base = s.value(op.args[0])?;
                 let idx = s.bv_of(op.args[1])?;
-                let val = s.value(op.args[2])?;
+                let val = narrow_store(trace, r, s.value(op.args[2])?);
                 match (s.tracked(&base), idx.simplify().as_u64()) {
                     (Some(id), Some(ix)) if ix <= u32::MAX as u64 => {
                         let key = format!("item:{akey}#{ix}");
@@ -2222,7 +2237,7 @@ impl<'t> Validator<'t> {
                 let key = format!("raw:{}:{}", opc == Opcode::RawStore, descr_key(trace, r));
                 let p = s.bv_of(op.args[0])?;
                 let i = s.bv_of(op.args[1])?;
-                let v = s.bv_of(op.args[2])?;
+                let v = narrow_bv(trace, r, s.bv_of(op.args[2])?);
                 s.write(&key, &p.concat(&i), &v);
             }
             Opcode::GetinteriorfieldGcI | Opcode::GetinteriorfieldGcR | Opcode::GetinteriorfieldGcF => {
@@ -2236,7 +2251,7 @@ impl<'t> Validator<'t> {
                 let key = format!("interior:{}", descr_key(trace, r));
                 let p = s.bv_of(op.args[0])?;
                 let i = s.bv_of(op.args[1])?;
-                let v = s.bv_of(op.args[2])?;
+                let v = narrow_bv(trace, r, s.bv_of(op.args[2])?);
                 s.write(&key, &p.concat(&i), &v);
             }
             Opcode::CallPureI
@@ -2330,6 +2345,32 @@ fn field_key_of(d: &Descr) -> String {
     }
 }
 
+/// A store through a narrow integer descriptor keeps only what memory holds (see
+/// [`narrow_bv`]), so two heaps that differ only in bits no read can see compare equal.
+fn narrow_store(trace: &Trace, r: OpRef, v: Sym) -> Sym {
+    match v {
+        Sym::Bv(b) => Sym::Bv(narrow_bv(trace, r, b)),
+        obj => obj,
+    }
+}
+
+/// A store of `v` through the narrow integer descriptor of op `r`: the low bytes, sign- or
+/// zero-extended, exactly what a later read through the same descriptor gives.
+fn narrow_bv(trace: &Trace, r: OpRef, v: BV) -> BV {
+    let op = trace.op(r);
+    let d = op.descr.map(|d| trace.descr(d));
+    let int_kind = match d {
+        Some(Descr::Field(f)) => f.kind == Kind::Int,
+        Some(Descr::Interior(i)) => i.field.kind == Kind::Int,
+        Some(Descr::Array(a)) => a.kind == Kind::Int,
+        _ => false,
+    };
+    if !int_kind {
+        return v;
+    }
+    narrow_to_descr(d, op.opcode, v)
+}
+
 /// Memory holds only `size` bytes of a narrow integer field or array item: a read gives
 /// the low bytes, sign- or zero-extended.
 fn narrow_read(trace: &Trace, r: OpRef, v: BV) -> BV {
@@ -2337,10 +2378,16 @@ fn narrow_read(trace: &Trace, r: OpRef, v: BV) -> BV {
     if op.opcode.result_kind() != Kind::Int {
         return v;
     }
-    let (size, signed) = match op.descr.map(|d| trace.descr(d)) {
+    narrow_to_descr(op.descr.map(|d| trace.descr(d)), op.opcode, v)
+}
+
+/// `v` as a narrow integer slot of descriptor `d` holds it (`arraylen_gc` reads the full
+/// length word, not an item).
+fn narrow_to_descr(d: Option<&Descr>, opcode: Opcode, v: BV) -> BV {
+    let (size, signed) = match d {
         Some(Descr::Field(f)) => (f.size, f.signed),
         Some(Descr::Interior(i)) => (i.field.size, i.field.signed),
-        Some(Descr::Array(a)) if op.opcode != Opcode::ArraylenGc => (a.item_size, a.signed),
+        Some(Descr::Array(a)) if opcode != Opcode::ArraylenGc => (a.item_size, a.signed),
         _ => return v,
     };
     if size == 0 || size >= 8 {
