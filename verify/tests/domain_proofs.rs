@@ -50,14 +50,15 @@
 //!   amount (groups `knownbits shifts 32`: one query per amount `0..32`, and a query that
 //!   these are all the valid amounts; the join over a symbolic amount does not finish in one
 //!   query at 32 bits) and at 16 bits in one query. Not at 64 bits (the per-amount queries
-//!   already take ~1-2 s each at 32 bits). Plus the exhaustive 8-bit check. So
-//!   `IntBound::{shifts}` are proven by composition at 32 and 16 bits.
+//!   already take 0.5-5 s each at 32 bits, 45-130 s per shift on the loaded machine). Plus
+//!   the exhaustive 8-bit check. So `IntBound::{shifts}` are proven by composition at 32 and
+//!   16 bits.
 //! - multiplication/division, knownbits: `uint_mul_high`, `floordiv`, `modulo`, `pydiv` at
 //!   64, 32, 16 and 8 bits, `pymod` at 32, 16 and 8, `mul` constant folding at 64/32/16/8,
 //!   `mul` and `mul_ovf` soundness (and folding) at 8 bits only; plus the exhaustive 8-bit
 //!   check.
-//! - multiplication, interval (`mul`, `mul_ovf`, `uint_mul_high`): 64, 32 and 16 bits by
-//!   lemma instantiation (next section), group `mul/div interval`; directly at 8 bits.
+//! - multiplication, interval (`mul`, `mul_ovf`, `uint_mul_high`): 64, 32, 16 and 8 bits by
+//!   lemma instantiation (next section), group `mul/div interval`.
 //! - remainder, interval (`modulo`, `pymod`): 16 bits by lemma instantiation (the remainder
 //!   bounds `|srem(x, y)| < |y|`, sign of `x`, `|srem| <= |x|`, and the `smod` bounds, proven
 //!   by bit-blasting with a case split on the signs); directly at 8 bits. Not at 32 bits:
