@@ -307,6 +307,17 @@ pub(crate) struct Gen<'t> {
     bare_cmp: Option<(usize, Reg, Opnd)>,
     /// The loop is rotated (see [`LoopTop`]).
     loop_top: Option<LoopTop>,
+    /// Per op, as a bit set: its value is known to be non-null (it passed a null check or
+    /// `guard_nonnull*`, or is a label parameter that always equals such a value), so heap
+    /// accesses through it need no null check of their own.
+    nonnull: Vec<u64>,
+    /// Known in-bounds accesses since memory last changed: `(array, index, length offset)`
+    /// with `index <u [array + length offset]` checked (by a bounds check or a passed guard
+    /// on `uint_lt(index, arraylen_gc(array))`). Forgotten at every op that may write memory
+    /// or call, and at labels.
+    in_bounds: Vec<(Val, Val, i64)>,
+    /// The `arraylen_gc` ops read since memory last changed.
+    lens: Vec<usize>,
     /// Exit-buffer words that a stub recomputes after copying: `(stub index, word index,
     /// inverse op, other operand)`, in stub order.
     undos: Vec<(u32, u32, Opcode, Opnd)>,
@@ -525,6 +536,9 @@ impl<'t> Gen<'t> {
             loop_first: None,
             bare_cmp: None,
             loop_top: None,
+            nonnull: vec![0; n.div_ceil(64)],
+            in_bounds: Vec::new(),
+            lens: Vec::new(),
             undos: Vec::new(),
             ranges: Vec::with_capacity(n),
             array_layouts: Vec::new(),
@@ -1316,6 +1330,18 @@ impl<'t> Gen<'t> {
             self.loop_jump = Some((last, params.clone()));
             self.loop_first = Some(at + op.args.len() + 1);
         }
+        // Memory may differ when the loop comes back.
+        self.in_bounds.clear();
+        self.lens.clear();
+        // Non-null parameters: those whose argument is, when every entry passes that same
+        // value (the loop's jump gives the parameter back unchanged, or nothing jumps here).
+        let looped = self.loop_first == Some(at + op.args.len() + 1);
+        for (k, &arg) in op.args.iter().enumerate() {
+            let param = Value::op(OpRef::new(at + 1 + k));
+            if self.known_nonnull(arg) && (!looped || t.ops[last].args.get(k) == Some(&param)) {
+                self.make_nonnull(param);
+            }
+        }
         self.labels.insert(at, LabelInfo { label, params, keep });
         Ok(())
     }
@@ -1462,6 +1488,13 @@ impl<'t> Gen<'t> {
         let opc = op.opcode;
         let a = |i: usize| op.args[i];
         let fused = self.fused.take();
+        if at > 0 && self.may_write(t.ops[at - 1].opcode) {
+            self.in_bounds.clear();
+            self.lens.clear();
+        }
+        if opc == ArraylenGc {
+            self.lens.push(at);
+        }
         if self.undo.is_some_and(|u| u.at + 1 != at) {
             self.undo = None;
         }
@@ -1791,6 +1824,7 @@ impl<'t> Gen<'t> {
                     Some(c) => {
                         let exit_if = if exit_if_true { c } else { c.negate() };
                         self.guard_exit(exit_if)?;
+                        self.learn_in_bounds(at - 1, opc == GuardTrue);
                         if let Some((cmp_at, rx, s)) = self.bare_cmp.take().filter(|b| b.0 + 1 == at) {
                             // The loop's first test: rotate (see `LoopTop`). The body starts on
                             // a 64-byte boundary (the NOPs run once per entry).
@@ -1848,6 +1882,9 @@ impl<'t> Gen<'t> {
                     Opnd::Imm(i) => dynasm!(self.asm ; .arch x64 ; mov r11d, i ; test r11, r11),
                 }
                 self.guard_exit(if opc == GuardNonnull { Cond::E } else { Cond::Ne })?;
+                if opc == GuardNonnull {
+                    self.make_nonnull(a(0));
+                }
             }
             GuardClass | GuardNonnullClass | GuardSubclass => {
                 // No class hierarchy is modelled (as in the interpreter): `guard_subclass`
@@ -1855,12 +1892,13 @@ impl<'t> Gen<'t> {
                 let r = self.load(a(0))?;
                 if opc != GuardNonnullClass {
                     // A class check on null is an invalid operation (as in the interpreter).
-                    self.null_check(r);
+                    self.null_check(a(0), r);
                 }
                 if opc == GuardNonnullClass {
                     dynasm!(self.asm ; .arch x64 ; test Rq(r), Rq(r));
                     // Both branches share one stub: nothing moves between them.
                     self.guard_exit(Cond::E)?;
+                    self.make_nonnull(a(0));
                 }
                 match self.loc(a(1))? {
                     Loc::Imm(v) if fits_i32(v as i64) => {
@@ -1904,7 +1942,7 @@ impl<'t> Gen<'t> {
             GetfieldGcI | GetfieldGcR | GetfieldGcF | GetfieldRawI | GetfieldRawR | GetfieldRawF => {
                 let f = self.field(op)?;
                 let base = self.load(a(0))?;
-                self.null_check(base);
+                self.null_check(a(0), base);
                 let d = self.alloc_reg(opc.result_kind(), 0)?;
                 let (base, disp) = self.mem_operand(base, f.offset);
                 self.load_mem(d, base, disp, f.size, f.signed);
@@ -1913,7 +1951,7 @@ impl<'t> Gen<'t> {
             SetfieldGc | SetfieldRaw => {
                 let f = self.field(op)?;
                 let base = self.load(a(0))?;
-                self.null_check(base);
+                self.null_check(a(0), base);
                 let v = self.load(a(1))?;
                 // After loading `v` (a float constant goes through `r11`).
                 let (base, disp) = self.mem_operand(base, f.offset);
@@ -1922,7 +1960,7 @@ impl<'t> Gen<'t> {
             ArraylenGc => {
                 let ad = self.array(op)?;
                 let base = self.load(a(0))?;
-                self.null_check(base);
+                self.null_check(a(0), base);
                 let d = self.alloc_reg(Kind::Int, 0)?;
                 let (base, disp) = self.mem_operand(base, ad.len_offset);
                 self.load_mem(d, base, disp, 8, true);
@@ -2334,7 +2372,18 @@ impl<'t> Gen<'t> {
     /// displacement that does not fit 32 bits is folded into `r11`.
     fn address(&mut self, base: Value, index: Value, scale: i64, base_off: i64, len_off: Option<i64>) -> R<(Reg, i32)> {
         let rb = self.load(base)?;
-        self.null_check(rb);
+        self.null_check(base, rb);
+        let fact = len_off.map(|l| (self.val(base), self.val(index), l));
+        let len_off = match fact {
+            Some(f) if self.in_bounds.contains(&f) => None,
+            Some(f) => {
+                if self.in_bounds.len() < 16 {
+                    self.in_bounds.push(f);
+                }
+                len_off
+            }
+            None => None,
+        };
         if let Some(len_off) = len_off {
             // Bounds check against the length word (unsigned: negative indices fail too).
             let inv = self.invalid_exit();
@@ -2420,10 +2469,65 @@ impl<'t> Gen<'t> {
         (11, 0)
     }
 
-    /// Exit as invalid when `r` is null (heap accesses through null are invalid operations).
-    fn null_check(&mut self, r: Reg) {
+    /// Exit as invalid when `v` (in `r`) is null (heap accesses through null are invalid
+    /// operations), unless `v` is known to be non-null.
+    fn null_check(&mut self, v: Value, r: Reg) {
+        if self.known_nonnull(v) {
+            return;
+        }
         let inv = self.invalid_exit();
         dynasm!(self.asm ; .arch x64 ; test Rq(r), Rq(r) ; jz =>inv);
+        self.make_nonnull(v);
+    }
+
+    /// Whether `v` is a non-zero constant or an op known to be non-null here (the trace is
+    /// straight-line code: a check passed earlier holds for the rest of the trace).
+    fn known_nonnull(&self, v: Value) -> bool {
+        match v.data() {
+            ValueData::Const(c) => self.t.consts.get(c).bits() != 0,
+            ValueData::Op(o) => self.nonnull[o.index() / 64] & (1 << (o.index() % 64)) != 0,
+        }
+    }
+    /// Whether an op may change memory (or call code that may): it ends what
+    /// `in_bounds` knows.
+    fn may_write(&self, opc: Opcode) -> bool {
+        use trace_ir::OpFlags;
+        let reads_only = opc.has(OpFlags::READS_HEAP) && !opc.has(OpFlags::WRITES_HEAP);
+        let quiet = opc.has(OpFlags::PURE) || opc.has(OpFlags::GUARD) || reads_only;
+        !quiet || opc.is_call() || opc.has(OpFlags::WRITES_HEAP) || opc.has(OpFlags::ALLOC) || self.hk.routes(opc)
+    }
+
+    /// After a guard on the comparison at `cmp` passed (`holds`: the comparison is true):
+    /// when that says `index <u arraylen_gc(array)` with the length read since memory last
+    /// changed, accesses of `array[index]` need no bounds check.
+    fn learn_in_bounds(&mut self, cmp: usize, holds: bool) {
+        use Opcode::*;
+        let t = self.t;
+        let Some(op) = t.ops.get(cmp) else { return };
+        let (index, len) = match (op.opcode, holds) {
+            (UintLt, true) | (UintGe, false) => (op.args[0], op.args[1]),
+            (UintGt, true) | (UintLe, false) => (op.args[1], op.args[0]),
+            _ => return,
+        };
+        let Some(l) = len.as_op().map(|o| o.index()) else {
+            return;
+        };
+        if !self.lens.contains(&l) || t.ops[l].opcode != ArraylenGc {
+            return;
+        }
+        let Some(ad) = t.ops[l].descr.and_then(|d| t.descr(d).as_array()) else {
+            return;
+        };
+        let fact = (self.val(t.ops[l].args[0]), self.val(index), ad.len_offset);
+        if self.in_bounds.len() < 16 && !self.in_bounds.contains(&fact) {
+            self.in_bounds.push(fact);
+        }
+    }
+
+    fn make_nonnull(&mut self, v: Value) {
+        if let Some(o) = v.as_op() {
+            self.nonnull[o.index() / 64] |= 1 << (o.index() % 64);
+        }
     }
 
     /// Load `size` bytes at `[base + disp]` into `d`, sign- or zero-extending.

@@ -2933,3 +2933,124 @@ fn rotated_loops_exit_with_the_right_values() {
         }
     }
 }
+
+/// `guard_true(uint_lt(i, arraylen_gc(p)))` then `getarrayitem_gc(p, i)`: the access needs
+/// neither a null check (the length read checked `p`) nor a bounds check (the guard did);
+/// with `i` out of bounds the guard exits, with `p` null the length read is invalid. A
+/// write of the length word in between (`setfield_gc` at its offset) makes the access check
+/// again: the shrunk length turns it into an invalid operation.
+#[test]
+fn accesses_after_a_passed_bounds_guard_skip_the_checks_but_keep_their_meaning() {
+    for write_len in [false, true] {
+        let mut b = TraceBuilder::new();
+        let p = b.input(Kind::Ref);
+        let i = b.input(Kind::Int);
+        let ad = b.descr(Descr::Array(ArrayDescr {
+            item_size: 8,
+            signed: true,
+            kind: Kind::Int,
+            base_offset: 16,
+            len_offset: 8,
+        }));
+        let n = b.op_with_descr(Opcode::ArraylenGc, &[p], ad);
+        let c = b.op(Opcode::UintLt, &[i, n]);
+        b.guard(Opcode::GuardTrue, &[c], &[p, i], 3);
+        if write_len {
+            let f = int_field(&mut b, 8);
+            let one = b.const_int(1);
+            b.op_with_descr(Opcode::SetfieldGc, &[p, one], f);
+        }
+        let r = b.op_with_descr(Opcode::GetarrayitemGcI, &[p, i], ad);
+        b.finish_with(&[r]);
+        let t = b.finish().unwrap();
+        for o in [opts(), tight()] {
+            let c = compile(&t, &o).unwrap();
+            for iv in [-1i64, 0, 1, 2, 3, 7] {
+                let mut buf = vec![0u64, 3, 100, 101, 102, 103];
+                let pv = buf.as_mut_ptr() as u64;
+                let got = c.run(&[pv, iv as u64], &mut SimpleHeap::new()).unwrap();
+                if !(0..3).contains(&iv) {
+                    assert!(
+                        matches!(&got, Exit::Guard { values, .. } if values == &[pv, iv as u64]),
+                        "index {iv}: {got:?}"
+                    );
+                } else if write_len && iv >= 1 {
+                    assert!(matches!(got, Exit::Invalid { .. }), "index {iv}: {got:?}");
+                } else {
+                    assert_eq!(
+                        got,
+                        Exit::Finish {
+                            values: vec![100 + iv as u64]
+                        },
+                        "index {iv}"
+                    );
+                }
+                buf[0] = 0;
+            }
+            assert!(matches!(
+                c.run(&[0, 0], &mut SimpleHeap::new()).unwrap(),
+                Exit::Invalid { .. }
+            ));
+            // The access's own code: no conditional branch (0f 8x / a jcc mnemonic) unless
+            // the length word was written.
+            let listing = c.disassembly(&t);
+            let lines: Vec<&str> = listing.lines().collect();
+            let k = lines.iter().position(|l| l.contains("= getarrayitem_gc_i(")).unwrap();
+            let code: Vec<&str> = lines[k + 1..]
+                .iter()
+                .take_while(|l| !l.starts_with(';'))
+                .copied()
+                .collect();
+            let tokens: Vec<&str> = code.iter().flat_map(|l| l.split_whitespace().skip(1)).collect();
+            let branches = tokens.windows(2).any(|w| w[0] == "0f" && w[1].starts_with('8'))
+                || code
+                    .iter()
+                    .any(|l| l.split_whitespace().nth(1).is_some_and(|m| m.starts_with('j')));
+            assert_eq!(branches, write_len, "{listing}");
+        }
+    }
+}
+
+/// Null checks are dropped once a value passed one (or `guard_nonnull`), and for a loop
+/// parameter the jump passes back unchanged; the loop still reads the right values.
+#[test]
+fn null_checks_once_per_value() {
+    let mut b = TraceBuilder::new();
+    let p0 = b.input(Kind::Ref);
+    let n0 = b.input(Kind::Int);
+    let s0 = b.input(Kind::Int);
+    b.guard(Opcode::GuardNonnull, &[p0], &[p0], 1);
+    let f = int_field(&mut b, 8);
+    let g = int_field(&mut b, 16);
+    let params = b.label(&[p0, n0, s0]);
+    let (p, n, s) = (params[0], params[1], params[2]);
+    let zero = b.const_int(0);
+    let more = b.op(Opcode::IntGt, &[n, zero]);
+    b.guard(Opcode::GuardTrue, &[more], &[p, n, s], 2);
+    let x = b.op_with_descr(Opcode::GetfieldGcI, &[p], f);
+    let y = b.op_with_descr(Opcode::GetfieldGcI, &[p], g);
+    let s1 = b.op(Opcode::IntAdd, &[s, x]);
+    let s2 = b.op(Opcode::IntAdd, &[s1, y]);
+    let one = b.const_int(1);
+    let n1 = b.op(Opcode::IntSub, &[n, one]);
+    b.jump(&[p, n1, s2]);
+    let t = b.finish().unwrap();
+    let mut obj = vec![0u64, 5, 7];
+    let pv = obj.as_mut_ptr() as u64;
+    for o in [opts(), tight()] {
+        let c = compile(&t, &o).unwrap();
+        assert!(matches!(
+            c.run(&[pv, 10, 1], &mut SimpleHeap::new()).unwrap(),
+            Exit::Guard { values, .. } if values == [pv, 0, 1 + 10 * 12]
+        ));
+        assert!(matches!(
+            c.run(&[0, 10, 1], &mut SimpleHeap::new()).unwrap(),
+            Exit::Guard { values, .. } if values == [0]
+        ));
+        // No `test r, r` (48/49/4d 85 with mod 11) anywhere in the loop body after the guard.
+        let listing = c.disassembly(&t);
+        let body = &listing[listing.find("= getfield_gc_i(").unwrap()..listing.find("= jump(").unwrap()];
+        assert!(!body.contains("test") && !body.contains(" 85 "), "{listing}");
+    }
+    obj[0] = 0;
+}
