@@ -228,7 +228,7 @@ pub(crate) struct Generated {
     pub frame_words: usize,
     pub exit_len: usize,
     /// Code range of each op (op index, start, end), for the disassembly listing.
-    pub ranges: Vec<(usize, usize, usize)>,
+    pub ranges: Vec<(u32, u32, u32)>,
     /// Boxed: the code embeds their addresses, which must not move when the vector grows.
     #[allow(clippy::vec_box)]
     pub array_layouts: Vec<Box<ArrayLayout>>,
@@ -321,7 +321,7 @@ pub(crate) struct Gen<'t> {
     /// Exit-buffer words that a stub recomputes after copying: `(stub index, word index,
     /// inverse op, other operand)`, in stub order.
     undos: Vec<(u32, u32, Opcode, Opnd)>,
-    ranges: Vec<(usize, usize, usize)>,
+    ranges: Vec<(u32, u32, u32)>,
     /// Layouts whose addresses the code embeds (boxed so they never move).
     #[allow(clippy::vec_box)]
     array_layouts: Vec<Box<ArrayLayout>>,
@@ -1172,7 +1172,8 @@ impl<'t> Gen<'t> {
                 i += 1;
             }
             self.end_op();
-            self.ranges.push((self.pos, begin, self.asm.offset().0));
+            self.ranges
+                .push((self.pos as u32, begin as u32, self.asm.offset().0 as u32));
         }
 
         // Exit stubs.
@@ -1374,7 +1375,7 @@ impl<'t> Gen<'t> {
                         }
                         _ => words.push(me.loc(v)?),
                     }
-                    ExitSlot::Word(words.len() - 1 - first)
+                    ExitSlot::Word((words.len() - 1 - first) as u32)
                 }
                 FailArg::Virtual(k) => ExitSlot::Virtual(k),
                 FailArg::Hole => ExitSlot::Hole,

@@ -333,7 +333,7 @@ impl std::error::Error for RunError {}
 /// Where a fail argument's value comes from in the exit buffer.
 #[derive(Clone, Debug)]
 pub(crate) enum ExitSlot {
-    Word(usize),
+    Word(u32),
     Virtual(u32),
     Hole,
 }
@@ -387,7 +387,8 @@ pub struct CompiledTrace {
     exit_len: usize,
     num_inputs: usize,
     input_kinds: Vec<Kind>,
-    ranges: Vec<(usize, usize, usize)>,
+    /// Code range of each op: (op index, start, end).
+    ranges: Vec<(u32, u32, u32)>,
     /// Array layouts referenced by address from the code; must live as long as `code`.
     #[allow(clippy::vec_box)]
     _array_layouts: Vec<Box<runtime::ArrayLayout>>,
@@ -510,7 +511,7 @@ impl CompiledTrace {
                 let values = fail
                     .iter()
                     .map(|s| match *s {
-                        ExitSlot::Word(w) => words[w],
+                        ExitSlot::Word(w) => words[w as usize],
                         ExitSlot::Virtual(k) => addrs[k as usize],
                         ExitSlot::Hole => 0,
                     })
@@ -558,6 +559,7 @@ impl CompiledTrace {
             }
         };
         for &(op, start, end) in &self.ranges {
+            let (op, start, end) = (op as usize, start as usize, end as usize);
             emit(&mut out, last, start);
             let o = &trace.ops[op];
             let args: Vec<String> = o.args.iter().map(|a| format!("{a:?}")).collect();
@@ -674,7 +676,7 @@ fn rebuild_virtuals(virtuals: &[VirtualLayout], words: &[u64], rt: &mut dyn Runt
         }
         for (offset, size, slot) in &v.fields {
             let val = match *slot {
-                ExitSlot::Word(w) => words[w],
+                ExitSlot::Word(w) => words[w as usize],
                 ExitSlot::Virtual(k) => addrs[k as usize],
                 ExitSlot::Hole => continue,
             };
