@@ -1871,7 +1871,10 @@ type I8 = Interval<u8>;
 enum Out8 {
     /// The inputs are invalid for the op (division by zero): no constraint.
     Invalid,
-    /// The `_ovf` op overflows (the flag "overflow impossible" must then be false).
+    /// The `_ovf` op overflows (the flag "overflow impossible" must then be false). No op in
+    /// the list uses it now: `mul_ovf`, the only `_ovf` op with an interval function checked
+    /// here, is proven by Z3 at every width; the harness keeps the case for the next one.
+    #[allow(dead_code)]
     Overflow,
     /// The result.
     Value(i8),
