@@ -1,7 +1,8 @@
 //! Translation validation of optimized random traces (integer, overflow, guards, heap,
 //! calls, floats, loops): no trace may be `Invalid`, and fewer than 2% may be `Unknown`.
 //!
-//! `Unknown` verdicts are Z3 timeouts (1 s per query here). Multiplications and divisions
+//! `Unknown` verdicts are Z3 timeouts (2 s per query here: the test must not depend on how
+//! loaded the machine is). Multiplications and divisions
 //! are first checked abstracted as uninterpreted functions, and a guard that pins a value
 //! to a constant makes later uses of it constant (see the module documentation of
 //! `verify::validate`); before those two, 5-10% of these traces ended `Unknown`.
@@ -22,7 +23,7 @@ struct Tally {
 
 fn run(cfg: &RandomConfig, seeds: std::ops::Range<u64>) -> Tally {
     let vcfg = Config {
-        timeout_ms: 1000,
+        timeout_ms: 2000,
         ..Config::default()
     };
     let mut tally = Tally::default();
@@ -114,8 +115,9 @@ fn random_traces_validate() {
         unknown * 100 < total * 2,
         "{unknown} unknown of {total} (limit: under 2%)"
     );
+    // Both halves are meaningful (the 2% limit could otherwise fall on one of them).
     assert!(
-        ints.valid >= 147 && mixed.valid >= 147,
+        ints.valid >= 144 && mixed.valid >= 144,
         "{} and {} valid",
         ints.valid,
         mixed.valid
