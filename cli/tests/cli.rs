@@ -172,7 +172,10 @@ fn run_native_code_agrees_with_the_interpreter() {
     assert!(out.contains("native: finish(-42)"), "{out}");
     // The same through the interpreter's memory model.
     let out = ok(&["run", &m, "--inputs", "6,-7", "--hooks"]);
-    assert!(out.contains("Hooks mode") && out.contains("native: finish(-42)"), "{out}");
+    assert!(
+        out.contains("Hooks mode") && out.contains("native: finish(-42)"),
+        "{out}"
+    );
     let random = ok(&["run", &m, "--random", "20", "--seed", "3"]);
     assert_eq!(random.matches("  same").count(), 20, "{random}");
     assert!(!random.contains("DIFFERENT"), "{random}");

@@ -37,7 +37,10 @@ fn main() {
         perf_map: false,
         ..CompileOptions::default()
     };
-    let code: usize = traces.iter().map(|t| compile(t, &opts).expect("compiles").code_size()).sum();
+    let code: usize = traces
+        .iter()
+        .map(|t| compile(t, &opts).expect("compiles").code_size())
+        .sum();
     let guards: usize = traces.iter().map(|t| t.guards.len()).sum();
     println!("{} bytes of code, {guards} guards", code);
     let c0 = thread_cpu_seconds();
