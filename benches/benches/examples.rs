@@ -4,12 +4,10 @@
 //! group counts trace ops (`cargo bench -p benches --bench examples -- compile`).
 
 use backend_x86_64::{compile, CompileOptions};
-use benches::{bench_n, optimized_traces, run_variant, Variant, EXAMPLES};
+use benches::{bench_n, compile_set, optimized_traces, run_variant, Variant, EXAMPLES};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use std::hint::black_box;
 use std::time::Duration;
-use trace_ir::random::{random_trace, RandomConfig};
-use trace_ir::Trace;
 
 fn examples(c: &mut Criterion) {
     for ex in EXAMPLES {
@@ -24,17 +22,6 @@ fn examples(c: &mut Criterion) {
         }
         g.finish();
     }
-}
-
-/// The compile benchmark's random traces of about `len` ops (keep in sync with
-/// `src/bin/compile_profile.rs`): heap ops, calls, floats and loops, different seeds.
-fn compile_set(len: usize) -> Vec<Trace> {
-    let count = (40_000 / len.max(1)).clamp(2, 40) as u64;
-    let cfg = RandomConfig {
-        length: len,
-        ..RandomConfig::default()
-    };
-    (0..count).map(|s| random_trace(&cfg, 1000 + s).0).collect()
 }
 
 /// Backend compile throughput in trace ops per second: the optimized example traces (one

@@ -7,7 +7,7 @@
 //! `TRACEJIT_BENCH_BASELINE=1` measures a trace copy plus one verifier pass instead (a
 //! calibration of the machine: the cheapest linear pass over a trace).
 
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use criterion::{criterion_group, BenchmarkId, Criterion, Throughput};
 use optimizer::{optimize, Options};
 use std::hint::black_box;
 use trace_ir::random::{random_trace, RandomConfig};

@@ -103,3 +103,17 @@ pub fn optimized_traces() -> Vec<(String, Trace)> {
     }
     v
 }
+
+/// The backend compile benchmark's set of random traces of about `len` ops (heap ops, calls,
+/// floats and loops; fixed seeds), shared by the criterion `compile` group and the
+/// `compile_profile` driver so both measure the same input.
+pub fn compile_set(len: usize) -> Vec<trace_ir::Trace> {
+    let count = (40_000 / len.max(1)).clamp(2, 40) as u64;
+    let cfg = trace_ir::random::RandomConfig {
+        length: len,
+        ..trace_ir::random::RandomConfig::default()
+    };
+    (0..count)
+        .map(|s| trace_ir::random::random_trace(&cfg, 1000 + s).0)
+        .collect()
+}

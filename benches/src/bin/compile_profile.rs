@@ -7,21 +7,9 @@
 //! the whole set).
 
 use backend_x86_64::{compile, CompileOptions};
+use benches::compile_set;
 use std::hint::black_box;
 use std::time::Instant;
-use trace_ir::random::{random_trace, RandomConfig};
-use trace_ir::Trace;
-
-/// The compile benchmark's set of about `len` ops (keep in sync with `benches/examples.rs`):
-/// random traces with heap ops, calls, floats and loops, different seeds.
-fn compile_set(len: usize) -> Vec<Trace> {
-    let count = (40_000 / len.max(1)).clamp(2, 40) as u64;
-    let cfg = RandomConfig {
-        length: len,
-        ..RandomConfig::default()
-    };
-    (0..count).map(|s| random_trace(&cfg, 1000 + s).0).collect()
-}
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
