@@ -680,17 +680,9 @@ fn rebuild_virtuals(virtuals: &[VirtualLayout], words: &[u64], rt: &mut dyn Runt
                 ExitSlot::Virtual(k) => addrs[k as usize],
                 ExitSlot::Hole => continue,
             };
-            let at = (p + offset) as *mut u8;
             // SAFETY: the runtime allocated the object with the size its descriptor gives and
             // the trace's descriptors place every field inside it.
-            unsafe {
-                match size {
-                    1 => at.write_unaligned(val as u8),
-                    2 => (at as *mut u16).write_unaligned(val as u16),
-                    4 => (at as *mut u32).write_unaligned(val as u32),
-                    _ => (at as *mut u64).write_unaligned(val),
-                }
-            }
+            unsafe { runtime::write_mem(p + offset, *size, val) }
         }
     }
     addrs

@@ -114,7 +114,7 @@ const MAX_STR_LEN: u64 = 1 << 24;
 ///
 /// # Safety
 /// `addr..addr + size` must be readable.
-unsafe fn read_mem(addr: u64, size: u8, signed: bool) -> u64 {
+pub(crate) unsafe fn read_mem(addr: u64, size: u8, signed: bool) -> u64 {
     let p = addr as *const u8;
     // SAFETY: the caller guarantees the bytes are readable; unaligned reads are allowed.
     unsafe {
@@ -134,7 +134,7 @@ unsafe fn read_mem(addr: u64, size: u8, signed: bool) -> u64 {
 ///
 /// # Safety
 /// `addr..addr + size` must be writable.
-unsafe fn write_mem(addr: u64, size: u8, v: u64) {
+pub(crate) unsafe fn write_mem(addr: u64, size: u8, v: u64) {
     let p = addr as *mut u8;
     // SAFETY: the caller guarantees the bytes are writable; unaligned writes are allowed.
     unsafe {

@@ -562,18 +562,7 @@ impl HeapCmp<'_> {
             if off + size as u64 > alloc.size + 64 {
                 return Err(format!("{what}: read at {off} outside {} bytes", alloc.size));
             }
-            let p = (n + off) as *const u8;
-            Ok(unsafe {
-                match (size, signed) {
-                    (1, true) => p.read() as i8 as i64 as u64,
-                    (1, false) => p.read() as u64,
-                    (2, true) => (p as *const i16).read_unaligned() as i64 as u64,
-                    (2, false) => (p as *const u16).read_unaligned() as u64,
-                    (4, true) => (p as *const i32).read_unaligned() as i64 as u64,
-                    (4, false) => (p as *const u32).read_unaligned() as u64,
-                    _ => (p as *const u64).read_unaligned(),
-                }
-            })
+            Ok(unsafe { crate::runtime::read_mem(n + off, size, signed) })
         };
         if obj.class != 0 && read(0, 8, false)? != obj.class {
             return Err(format!("{what}: class differs"));
