@@ -582,17 +582,25 @@ impl<'t> Side<'t> {
                         }
                     }
                 }
-                // A fresh array's items are zero: with a constant length (the same on both
-                // sides, or the shapes and lengths would not compare equal) write the zeros
-                // of the items it does not hold, as the side that kept it tracked longer does.
+                // A fresh array's items are zero. With a constant length, state it about the
+                // heap both sides start the epoch from (an assumption, not a write: the other
+                // side may know the same length only symbolically, or escape the array
+                // later, and must see the same zeros through its reads of that heap).
                 if let (Some(akey), Some(n)) = (
                     obj.shape.strip_prefix("array:"),
                     obj.len.as_ref().and_then(|l| l.simplify().as_u64()),
                 ) {
                     if n <= 64 {
+                        let key = format!("items:{akey}");
+                        let init = Array::new_const(
+                            format!("heap[{key}]@{}", self.epoch),
+                            &Sort::bitvector(128),
+                            &Sort::bitvector(64),
+                        );
                         for i in 0..n {
-                            if !obj.fields.contains_key(&format!("item:{akey}#{i}")) {
-                                self.write(&format!("items:{akey}"), &addr.concat(&bv(i)), &zero());
+                            let item = init.select(&addr.concat(&bv(i))).as_bv();
+                            if let Some(item) = item {
+                                self.esc_facts.push(item.eq(&zero()));
                             }
                         }
                     }
