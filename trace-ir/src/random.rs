@@ -402,8 +402,7 @@ impl<'c> Gen<'c> {
             let earlier_ref = inputs
                 .iter()
                 .copied()
-                .filter(|v| matches!(v, RtValue::Ref(a) if *a != 0))
-                .last();
+                .rfind(|v| matches!(v, RtValue::Ref(a) if *a != 0));
             let v = match k {
                 Kind::Int => RtValue::Int(special_int(&mut self.rng)),
                 // Aliasing inputs: two references to one external object.

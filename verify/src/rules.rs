@@ -442,7 +442,7 @@ fn solver(timeout_ms: u32) -> Solver {
     let s = if std::env::var_os("RULES_PLAIN_SOLVER").is_some() {
         Solver::new()
     } else {
-        Solver::new_for_logic("QF_BV").unwrap_or_else(Solver::new)
+        Solver::new_for_logic("QF_BV").unwrap_or_default()
     };
     let mut p = Params::new();
     p.set_u32("timeout", timeout_ms);

@@ -547,10 +547,9 @@ impl<'t> Side<'t> {
                 let addr = BV::new_const(format!("esc{}", self.escapes), 64);
                 // A fresh allocation is not null, differs from the other fresh ones and has
                 // the class its allocation gave it.
-                self.esc_facts.push(addr.eq(&zero()).not());
+                self.esc_facts.push(addr.eq(zero()).not());
                 for j in 0..self.escapes {
-                    self.esc_facts
-                        .push(addr.eq(&BV::new_const(format!("esc{j}"), 64)).not());
+                    self.esc_facts.push(addr.eq(BV::new_const(format!("esc{j}"), 64)).not());
                 }
                 if let Some(c) = &self.objs[*id].class {
                     self.esc_facts.push(class_of(&addr).eq(c));
@@ -598,9 +597,9 @@ impl<'t> Side<'t> {
                             &Sort::bitvector(64),
                         );
                         for i in 0..n {
-                            let item = init.select(&addr.concat(&bv(i))).as_bv();
+                            let item = init.select(&addr.concat(bv(i))).as_bv();
                             if let Some(item) = item {
-                                self.esc_facts.push(item.eq(&zero()));
+                                self.esc_facts.push(item.eq(zero()));
                             }
                         }
                     }
@@ -617,7 +616,7 @@ impl<'t> Side<'t> {
                     let vb = self.escape(val);
                     match obj.item_of.get(key) {
                         Some((akey, idx)) => {
-                            let ix = addr.concat(&bv(*idx as u64));
+                            let ix = addr.concat(bv(*idx as u64));
                             self.write(&format!("items:{akey}"), &ix, &vb);
                         }
                         None => self.write(key, &addr, &vb),
@@ -781,7 +780,7 @@ impl Abstraction {
             Opcode::IntFloorDiv | Opcode::IntMod | Opcode::IntPyDiv | Opcode::IntPyMod
         );
         let valid = if is_div {
-            b.eq(&zero()).not()
+            b.eq(zero()).not()
         } else {
             Bool::from_bool(true)
         };
@@ -790,13 +789,13 @@ impl Abstraction {
             // defined; at zero whatever the semantics gives).
             let at_zero = op_semantics(opc, &[zero(), zero()]).ok()?.0.simplify();
             let one = matches!(opc, Opcode::IntFloorDiv | Opcode::IntPyDiv);
-            let v = a.eq(&zero()).ite(&at_zero, &bv(one as u64));
+            let v = a.eq(zero()).ite(&at_zero, &bv(one as u64));
             return Some((v, valid));
         }
         if is_div && a.as_u64() == Some(0) {
             // `0 / y`, `0 % y`: 0 where defined, without a division circuit.
             let at_zero = op_semantics(opc, &[zero(), zero()]).ok()?.0.simplify();
-            return Some((b.eq(&zero()).ite(&at_zero, &zero()), valid));
+            return Some((b.eq(zero()).ite(&at_zero, &zero()), valid));
         }
         if matches!(opc, Opcode::IntMul | Opcode::IntMulOvf) {
             // (-x) * (-y) == x * y (wrapping).
@@ -840,7 +839,7 @@ impl Abstraction {
             },
             || {
                 // Multiplying by 0 or 1 never overflows.
-                let trivial = [a.eq(&zero()), b.eq(&zero()), a.eq(&bv(1)), b.eq(&bv(1))];
+                let trivial = [a.eq(zero()), b.eq(zero()), a.eq(bv(1)), b.eq(bv(1))];
                 vec![Bool::or(&trivial).implies(&app)]
             },
         );
@@ -852,7 +851,7 @@ impl Abstraction {
 /// multiplication by 0, 1 and -1, division of 0, division by 1 and -1.
 fn heavy_axioms(opc: Opcode, a: &BV, b: &BV, f: &BV) -> Vec<Bool> {
     let (zero, one, minus_one) = (zero(), bv(1), bv(u64::MAX));
-    let when = |c: Bool, v: &BV| c.implies(&f.eq(v));
+    let when = |c: Bool, v: &BV| c.implies(f.eq(v));
     match opc {
         Opcode::IntMul => vec![
             when(Bool::or(&[a.eq(&zero), b.eq(&zero)]), &zero),
@@ -1327,7 +1326,7 @@ impl<'t> Validator<'t> {
 
     fn drain_escape_facts(&mut self) {
         let mut new: Vec<Bool> = self.o.esc_facts.drain(..).collect();
-        new.extend(self.p.esc_facts.drain(..));
+        new.append(&mut self.p.esc_facts);
         for f in new {
             self.facts.push((f, false));
         }
@@ -1510,7 +1509,7 @@ impl<'t> Validator<'t> {
         if matches!(opo.opcode, Opcode::CondCallValueI | Opcode::CondCallValueR) {
             // The value if non-zero, else the call's result.
             let v = self.o.bv_of(opo.args[0])?;
-            res = v.eq(&zero()).ite(&res, &v);
+            res = v.eq(zero()).ite(&res, &v);
         }
         let res = Sym::Bv(res);
         for orig in [true, false] {
@@ -1679,7 +1678,7 @@ impl<'t> Validator<'t> {
                 for i in side.written_at.get(&key).into_iter().flatten() {
                     if seen.insert(i.clone()) {
                         let (x, y) = (a.select(i).as_bv(), b.select(i).as_bv());
-                        same.push(x.expect("heap arrays hold bit-vectors").eq(&y.expect("bit-vectors")));
+                        same.push(x.expect("heap arrays hold bit-vectors").eq(y.expect("bit-vectors")));
                     }
                 }
             }
@@ -1700,11 +1699,11 @@ impl<'t> Validator<'t> {
         Ok(match op.opcode {
             Opcode::GuardTrue => {
                 let x = arg(s, 0)?;
-                s.escape(&x).eq(&zero()).not()
+                s.escape(&x).eq(zero()).not()
             }
             Opcode::GuardFalse => {
                 let x = arg(s, 0)?;
-                s.escape(&x).eq(&zero())
+                s.escape(&x).eq(zero())
             }
             Opcode::GuardValue => {
                 let x = arg(s, 0)?;
@@ -1712,7 +1711,7 @@ impl<'t> Validator<'t> {
                 if s.tracked(&x).is_some() || s.tracked(&c).is_some() {
                     Bool::from_bool(matches!((&x, &c), (Sym::Obj(a), Sym::Obj(b)) if a == b))
                 } else {
-                    s.escape(&x).eq(&s.escape(&c))
+                    s.escape(&x).eq(s.escape(&c))
                 }
             }
             Opcode::GuardNoOverflow | Opcode::GuardOverflow => {
@@ -1733,7 +1732,7 @@ impl<'t> Validator<'t> {
                 let nonnull = if s.tracked(&x).is_some() {
                     Bool::from_bool(true)
                 } else {
-                    s.escape(&x).eq(&zero()).not()
+                    s.escape(&x).eq(zero()).not()
                 };
                 if op.opcode == Opcode::GuardNonnull {
                     nonnull
@@ -1755,7 +1754,7 @@ impl<'t> Validator<'t> {
                     ),
                     None => {
                         let p = s.escape(&x);
-                        let nonnull = p.eq(&zero()).not();
+                        let nonnull = p.eq(zero()).not();
                         if orig && op.opcode == Opcode::GuardClass {
                             // `guard_class` on null is undefined (see above).
                             self.facts.push((nonnull.clone(), false));
@@ -1775,13 +1774,13 @@ impl<'t> Validator<'t> {
                 if orig {
                     // The interpreter rejects these guards on null: the original is
                     // defined only where the pointer is not null.
-                    self.facts.push((p.eq(&zero()).not(), false));
+                    self.facts.push((p.eq(zero()).not(), false));
                 }
                 let s = self.side(orig);
                 match op.opcode {
                     Opcode::GuardGcType => {
                         let c = arg(s, 1)?;
-                        uf_bv("gc_type", &[p]).eq(&s.escape(&c))
+                        uf_bv("gc_type", &[p]).eq(s.escape(&c))
                     }
                     Opcode::GuardSubclass => {
                         let c = arg(s, 1)?;
@@ -1986,7 +1985,7 @@ impl<'t> Validator<'t> {
                 let a = s.value(op.args[0])?;
                 let b = s.value(op.args[1])?;
                 let eq = match (s.tracked(&a), s.tracked(&b)) {
-                    (None, None) => s.escape(&a).eq(&s.escape(&b)),
+                    (None, None) => s.escape(&a).eq(s.escape(&b)),
                     (Some(x), Some(y)) => Bool::from_bool(x == y),
                     _ => Bool::from_bool(false),
                 };
@@ -2153,9 +2152,9 @@ impl<'t> Validator<'t> {
                         let n = items.len() as u64;
                         let mut v = zero();
                         for (i, item) in items.iter().enumerate().rev() {
-                            v = idx.eq(&bv(i as u64)).ite(item, &v);
+                            v = idx.eq(bv(i as u64)).ite(item, &v);
                         }
-                        t.valid = Some(idx.bvult(&bv(n)));
+                        t.valid = Some(idx.bvult(bv(n)));
                         Sym::Bv(v)
                     }
                     _ => {
@@ -2179,10 +2178,10 @@ impl<'t> Validator<'t> {
                     (Some(id), None) if matches!(val, Sym::Bv(_)) && s.items(id, &akey).is_some() => {
                         let items = s.items(id, &akey).unwrap_or_default();
                         let Sym::Bv(vb) = &val else { unreachable!() };
-                        t.valid = Some(idx.bvult(&bv(items.len() as u64)));
+                        t.valid = Some(idx.bvult(bv(items.len() as u64)));
                         for (i, old) in items.iter().enumerate() {
                             let key = format!("item:{akey}#{i}");
-                            let new = idx.eq(&bv(i as u64)).ite(vb, old);
+                            let new = idx.eq(bv(i as u64)).ite(vb, old);
                             s.objs[id].item_of.insert(key.clone(), (akey.clone(), i as u32));
                             s.objs[id].fields.insert(key, Sym::Bv(new));
                         }
@@ -2206,7 +2205,7 @@ impl<'t> Validator<'t> {
                         };
                         let v = s.read(&key, &p);
                         // Lengths are never negative.
-                        t.fact = Some(v.bvsge(&zero()));
+                        t.fact = Some(v.bvsge(zero()));
                         v
                     }
                 };
@@ -2298,7 +2297,7 @@ impl<'t> Validator<'t> {
                 if s.tracked(&x).is_none() {
                     let p = s.escape(&x);
                     if orig {
-                        t.fact = Some(p.eq(&zero()).not());
+                        t.fact = Some(p.eq(zero()).not());
                     }
                 }
             }
