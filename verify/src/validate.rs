@@ -47,6 +47,14 @@
 //!   non-constant index. Escaping gives it the address `escN` (N counts escapes on each
 //!   side, so the N-th escaping object of both traces gets the same address) and writes its
 //!   fields into the heap model.
+//! - **Comparing objects** (fail arguments, `finish`/`jump`/`label` operands): two tracked
+//!   objects are equal when their shapes, lengths and fields are; an object one side escaped
+//!   (in the current heap epoch, and only on that side) equals an object the other side
+//!   still tracks when its contents in the heap do (the escape was the validator's
+//!   conservative choice, e.g. an item store at a non-constant index, and nothing compared
+//!   can hold its address, or that reference differs). The objects matched at one sync
+//!   point form a one-to-one pairing, so one object passed twice is not equal to two equal
+//!   copies.
 //! - **The heap** (memory of objects the trace did not allocate, or that escaped) is one
 //!   SMT array per field descriptor (per array descriptor for array items, indexed by the
 //!   concatenation of base and index; per raw descriptor for raw memory). Both sides start
@@ -324,6 +332,31 @@ struct LocalObj {
     dead: bool,
 }
 
+/// Objects of the original (by id) matched with objects of the optimized trace while
+/// comparing values: a matching in both directions, so that aliasing differs visibly.
+#[derive(Clone, Default)]
+struct Pairs {
+    fwd: HashMap<usize, usize>,
+    bwd: HashMap<usize, usize>,
+}
+
+impl Pairs {
+    /// Whether `a` (original) and `b` (optimized) are matched: `Some(true)` if with each
+    /// other, `Some(false)` if either with another object, `None` if neither is matched.
+    fn known(&self, a: usize, b: usize) -> Option<bool> {
+        match (self.fwd.get(&a), self.bwd.get(&b)) {
+            (None, None) => None,
+            (Some(&b2), _) => Some(b2 == b),
+            (None, Some(_)) => Some(false),
+        }
+    }
+
+    fn insert(&mut self, a: usize, b: usize) {
+        self.fwd.insert(a, b);
+        self.bwd.insert(b, a);
+    }
+}
+
 enum Stop {
     Invalid(Counterexample),
     Unknown(String),
@@ -435,6 +468,8 @@ struct Side<'t> {
     bits: HashMap<String, u32>,
     epoch: String,
     escapes: usize,
+    /// Object id -> the heap epoch in which it escaped.
+    escaped_in: HashMap<usize, String>,
     /// The field keys either trace reads with `getfield_gc_*`.
     read_keys: std::rc::Rc<Vec<String>>,
     /// Facts about escaped objects' addresses, not yet added to the path condition.
@@ -464,6 +499,7 @@ impl<'t> Side<'t> {
             bits: HashMap::new(),
             epoch: "0".into(),
             escapes: 0,
+            escaped_in: HashMap::new(),
             esc_facts: Vec::new(),
             read_keys: std::rc::Rc::new(Vec::new()),
             calls: 0,
@@ -574,6 +610,7 @@ impl<'t> Side<'t> {
                 }
                 self.escapes += 1;
                 self.objs[*id].addr = Some(addr.clone());
+                self.escaped_in.insert(*id, self.epoch.clone());
                 let obj = self.objs[*id].clone();
                 // A fresh object's fields are zero: write zeros for every field either trace
                 // reads (before the fields it has). Array items that were never written are
@@ -1468,13 +1505,14 @@ impl<'t> Validator<'t> {
             }
             let mut memo_o = HashMap::new();
             let mut memo_p = HashMap::new();
+            let mut pairs = Pairs::default();
             for (i, (fo, fp)) in go.fail_args.iter().zip(&gp.fail_args).enumerate() {
                 if matches!(fo, FailArg::Hole) || matches!(fp, FailArg::Hole) {
                     continue;
                 }
                 let so = self.fail_arg(true, &go, fo, &mut memo_o)?;
                 let sp = self.fail_arg(false, &gp, fp, &mut memo_p)?;
-                self.prove_equal(&so, &sp, &|| {
+                self.prove_equal(&so, &sp, &mut pairs, &|| {
                     format!("guard {g}: fail argument {i} differs when the guard fails")
                 })?;
             }
@@ -1549,10 +1587,11 @@ impl<'t> Validator<'t> {
             ));
         }
         self.open_batch();
+        let mut pairs = Pairs::default();
         for i in 0..ao.len() {
             let so = self.o.value(ao[i])?;
             let sp = self.p.value(ap[i])?;
-            self.prove_equal(&so, &sp, &|| format!("label {k}: operand {i} differs"))?;
+            self.prove_equal(&so, &sp, &mut pairs, &|| format!("label {k}: operand {i} differs"))?;
         }
         if self.cfg.check_heap {
             self.prove_heap_equal(&format!("at label {k}"))?;
@@ -1597,11 +1636,12 @@ impl<'t> Validator<'t> {
             ))));
         }
         self.open_batch();
+        let mut pairs = Pairs::default();
         for i in 0..opo.args.len() {
             let so = self.o.value(opo.args[i])?;
             let sp = self.p.value(opp.args[i])?;
             let name = opo.opcode;
-            self.prove_equal(&so, &sp, &|| format!("{name}: output {i} differs"))?;
+            self.prove_equal(&so, &sp, &mut pairs, &|| format!("{name}: output {i} differs"))?;
         }
         if self.cfg.check_heap {
             self.prove_heap_equal(&format!("at {}", opo.opcode))?;
@@ -1611,7 +1651,9 @@ impl<'t> Validator<'t> {
     }
 
     /// Prove two values equal: bit-vectors by equality, tracked objects field by field.
-    fn prove_equal(&mut self, so: &Sym, sp: &Sym, what: &dyn Fn() -> String) -> R<()> {
+    /// `pairs` relates the objects already matched at this sync point (shared by all its
+    /// values, so one object on one side cannot stand for two different ones on the other).
+    fn prove_equal(&mut self, so: &Sym, sp: &Sym, pairs: &mut Pairs, what: &dyn Fn() -> String) -> R<()> {
         match (self.o.tracked(so), self.p.tracked(sp)) {
             (None, None) => {
                 let a = self.o.escape(so);
@@ -1619,15 +1661,14 @@ impl<'t> Validator<'t> {
                 self.prove(&a.eq(&b), what, Some((&a, &b)))
             }
             _ => {
-                let mut pairs = HashMap::new();
-                let claim = self.obj_equal(so, sp, &mut pairs);
+                let claim = self.obj_equal(so, sp, pairs);
                 self.prove(&claim, what, None)
             }
         }
     }
 
     /// The condition under which two values (possibly tracked objects) are equal.
-    fn obj_equal(&mut self, so: &Sym, sp: &Sym, pairs: &mut HashMap<usize, usize>) -> Bool {
+    fn obj_equal(&mut self, so: &Sym, sp: &Sym, pairs: &mut Pairs) -> Bool {
         match (self.o.tracked(so), self.p.tracked(sp)) {
             (None, None) => {
                 let a = self.o.escape(so);
@@ -1635,8 +1676,8 @@ impl<'t> Validator<'t> {
                 a.eq(&b)
             }
             (Some(a), Some(b)) => {
-                if let Some(&b2) = pairs.get(&a) {
-                    return Bool::from_bool(b2 == b);
+                if let Some(known) = pairs.known(a, b) {
+                    return Bool::from_bool(known);
                 }
                 pairs.insert(a, b);
                 let (oa, ob) = (self.o.objs[a].clone(), self.p.objs[b].clone());
@@ -1655,9 +1696,112 @@ impl<'t> Validator<'t> {
                 }
                 Bool::and(&conj)
             }
-            // A fresh object is different from every pre-existing pointer.
-            _ => Bool::from_bool(false),
+            // A tracked object on one side, a pointer on the other: equal only if the pointer
+            // is a fresh object the other side has not escaped (so nothing compared holds its
+            // address on the tracked side) with the same contents.
+            (None, Some(b)) => self.escaped_vs_tracked(true, so, b, pairs),
+            (Some(a), None) => self.escaped_vs_tracked(false, sp, a, pairs),
         }
+    }
+
+    /// `x` on side `orig` (a pointer) against the object `t` tracked on the other side: the
+    /// disjunction, over this side's fresh objects escaped only here with `t`'s shape, of
+    /// "`x` is its address and its contents equal `t`'s". With a single syntactic match the
+    /// pairing is kept in `pairs`; otherwise each alternative pairs on a copy.
+    fn escaped_vs_tracked(&mut self, orig: bool, x: &Sym, t: usize, pairs: &mut Pairs) -> Bool {
+        let xv = self.side(orig).escape(x).simplify();
+        let (mine, other) = if orig { (&self.o, &self.p) } else { (&self.p, &self.o) };
+        let one_sided: Vec<BV> = (other.escapes..mine.escapes)
+            .map(|k| BV::new_const(format!("esc{k}"), 64))
+            .collect();
+        let shape = &other.objs[t].shape;
+        let candidates: Vec<(usize, BV)> = mine
+            .objs
+            .iter()
+            .enumerate()
+            .filter_map(|(id, o)| {
+                let addr = o.addr.as_ref()?;
+                (o.shape == *shape
+                    && !o.dead
+                    && mine.escaped_in.get(&id) == Some(&mine.epoch)
+                    && one_sided.iter().any(|e| e.ast_eq(addr)))
+                .then(|| (id, addr.clone()))
+            })
+            .collect();
+        let pair = |pairs: &Pairs, c: usize| if orig { pairs.known(c, t) } else { pairs.known(t, c) };
+        if let Some((c, _)) = candidates.iter().find(|(_, a)| a.ast_eq(&xv)) {
+            return match pair(pairs, *c) {
+                Some(known) => Bool::from_bool(known),
+                None => self.escaped_contents_equal(orig, *c, t, pairs),
+            };
+        }
+        let mut alternatives = Vec::new();
+        for (c, addr) in candidates {
+            let same = match pair(pairs, c) {
+                Some(known) => Bool::from_bool(known),
+                None => self.escaped_contents_equal(orig, c, t, &mut pairs.clone()),
+            };
+            alternatives.push(Bool::and(&[xv.eq(&addr), same]));
+        }
+        Bool::or(&alternatives)
+    }
+
+    /// Object `c`, escaped on side `orig` (its contents in that side's heap), against object
+    /// `t` tracked on the other side: same shape, length and fields (pairs them first).
+    fn escaped_contents_equal(&mut self, orig: bool, c: usize, t: usize, pairs: &mut Pairs) -> Bool {
+        if orig {
+            pairs.insert(c, t);
+        } else {
+            pairs.insert(t, c);
+        }
+        let (mine, other) = if orig { (&mut self.o, &self.p) } else { (&mut self.p, &self.o) };
+        let (esc, tr) = (mine.objs[c].clone(), other.objs[t].clone());
+        let addr = esc.addr.clone().expect("escaped objects have an address");
+        let mut conj = Vec::new();
+        if let (Some(x), Some(y)) = (&esc.len, &tr.len) {
+            conj.push(x.eq(y));
+        }
+        // (field key, this side's value read from its heap, the tracked side's value)
+        let mut fields: Vec<(BV, Sym)> = Vec::new();
+        if let Some(akey) = esc.shape.strip_prefix("array:") {
+            // Arrays: every item of a constant length up to 64 (their zeros were stated as
+            // the array escaped).
+            let Some(n) = esc.len.as_ref().and_then(|l| l.simplify().as_u64()).filter(|&n| n <= 64) else {
+                return Bool::from_bool(false);
+            };
+            for i in 0..n {
+                let v = mine.read(&format!("items:{akey}"), &addr.concat(bv(i)));
+                let w = tr.fields.get(&format!("item:{akey}#{i}")).cloned();
+                fields.push((v, w.unwrap_or(Sym::Bv(zero()))));
+            }
+        } else {
+            let written: Vec<String> = mine
+                .written
+                .iter()
+                .filter(|k| !k.starts_with("items:") && !k.starts_with("imm:") && !k.starts_with("raw:"))
+                .cloned()
+                .collect();
+            let keys: BTreeSet<String> = esc.fields.keys().chain(tr.fields.keys()).cloned().chain(written).collect();
+            for key in keys {
+                if !esc.fields.contains_key(&key) {
+                    // A field the object did not have as it escaped (in this epoch) was zero.
+                    if let Some(init) = mine.initial(&key, 64).select(&addr).as_bv() {
+                        mine.esc_facts.push(init.eq(zero()));
+                    }
+                }
+                let v = mine.read(&key, &addr);
+                fields.push((v, tr.fields.get(&key).cloned().unwrap_or(Sym::Bv(zero()))));
+            }
+        }
+        for (v, w) in fields {
+            let v = Sym::Bv(v);
+            conj.push(if orig {
+                self.obj_equal(&v, &w, pairs)
+            } else {
+                self.obj_equal(&w, &v, pairs)
+            });
+        }
+        Bool::and(&conj)
     }
 
     fn prove_heap_equal(&mut self, when: &str) -> R<()> {
