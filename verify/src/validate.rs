@@ -1754,7 +1754,11 @@ impl<'t> Validator<'t> {
         } else {
             pairs.insert(t, c);
         }
-        let (mine, other) = if orig { (&mut self.o, &self.p) } else { (&mut self.p, &self.o) };
+        let (mine, other) = if orig {
+            (&mut self.o, &self.p)
+        } else {
+            (&mut self.p, &self.o)
+        };
         let (esc, tr) = (mine.objs[c].clone(), other.objs[t].clone());
         let addr = esc.addr.clone().expect("escaped objects have an address");
         let mut conj = Vec::new();
@@ -1766,7 +1770,12 @@ impl<'t> Validator<'t> {
         if let Some(akey) = esc.shape.strip_prefix("array:") {
             // Arrays: every item of a constant length up to 64 (their zeros were stated as
             // the array escaped).
-            let Some(n) = esc.len.as_ref().and_then(|l| l.simplify().as_u64()).filter(|&n| n <= 64) else {
+            let Some(n) = esc
+                .len
+                .as_ref()
+                .and_then(|l| l.simplify().as_u64())
+                .filter(|&n| n <= 64)
+            else {
                 return Bool::from_bool(false);
             };
             for i in 0..n {
@@ -1781,7 +1790,13 @@ impl<'t> Validator<'t> {
                 .filter(|k| !k.starts_with("items:") && !k.starts_with("imm:") && !k.starts_with("raw:"))
                 .cloned()
                 .collect();
-            let keys: BTreeSet<String> = esc.fields.keys().chain(tr.fields.keys()).cloned().chain(written).collect();
+            let keys: BTreeSet<String> = esc
+                .fields
+                .keys()
+                .chain(tr.fields.keys())
+                .cloned()
+                .chain(written)
+                .collect();
             for key in keys {
                 if !esc.fields.contains_key(&key) {
                     // A field the object did not have as it escaped (in this epoch) was zero.

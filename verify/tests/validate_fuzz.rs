@@ -214,7 +214,11 @@ guard_false(i7, descr=<Guard2>) []
 guard_value(i20, 24, descr=<Guard7>) [p5{}]
 finish()
 ",
-            if stored { "setfield_gc(p1, p5, descr=<FieldP T.inst_p 24>)\n" } else { "" },
+            if stored {
+                "setfield_gc(p1, p5, descr=<FieldP T.inst_p 24>)\n"
+            } else {
+                ""
+            },
             if twice { ", p5" } else { "" },
         ))
     };
