@@ -54,9 +54,12 @@
 //!   the exhaustive 8-bit check. So `IntBound::{shifts}` are proven by composition at 32 and
 //!   16 bits.
 //! - multiplication/division, knownbits: `uint_mul_high`, `floordiv`, `modulo`, `pydiv` at
-//!   64, 32, 16 and 8 bits, `pymod` at 32, 16 and 8, `mul` constant folding at 64/32/16/8,
-//!   `mul` and `mul_ovf` soundness (and folding) at 8 bits only; plus the exhaustive 8-bit
-//!   check.
+//!   64, 32, 16 and 8 bits, `pymod` at 32, 16 and 8, `mul` constant folding at 64/32/16/8;
+//!   `mul` and `mul_ovf` soundness at 64, 32 and 16 bits by lemma instantiation (group `mul
+//!   knownbits`: "the low bits of a product depend only on the operands' low bits" and
+//!   "trailing zeros add up", each proven by a case split on a mask or power of two, after
+//!   which the product circuit collapses by constant propagation) and directly at 8 bits; plus
+//!   the exhaustive 8-bit check.
 //! - multiplication, interval (`mul`, `mul_ovf`, `uint_mul_high`): 64, 32, 16 and 8 bits by
 //!   lemma instantiation (next section), group `mul/div interval`.
 //! - remainder, interval (`modulo`, `pymod`): 16 bits by lemma instantiation (the remainder
@@ -72,9 +75,9 @@
 //!   divisions abstracted). Not at 16 bits or more: these need the monotonicity of
 //!   bit-vector division in the dividend, and neither it nor the defining identity
 //!   `sdiv(x, d) * d + srem(x, d) == x` finishes by bit-blasting even at 16 bits.
-//! - so, by composition, `IntBound::uint_mul_high` is proven at 64, 32 and 16 bits,
-//!   `IntBound::{modulo, pymod}` at 16 and 8, `IntBound::{mul, mul_ovf, floordiv, pydiv}`
-//!   and `backward_mul_ovf_const` at 8 bits (the weaker component decides).
+//! - so, by composition, `IntBound::{mul, mul_ovf, uint_mul_high}` are proven at 64, 32 and
+//!   16 bits, `IntBound::{modulo, pymod}` at 16 and 8, `IntBound::{floordiv, pydiv}` and
+//!   `backward_mul_ovf_const` at 8 bits (the weaker component decides).
 //! - exhaustive 8-bit checks (group `exhaustive 8-bit intervals`): the interval functions
 //!   `modulo`, `pymod` on ALL 1,082,146,816 pairs of non-empty 8-bit intervals (`mul_ovf`,
 //!   `mul`, `uint_mul_high` passed the same check and are left out of it since they are
@@ -1330,8 +1333,9 @@ fn intbound_lemmas_and_queries() {
 
 /// The knownbits multiplication/division functions: at 64 (except `pymod`, ~18 s), 32 and
 /// 16 bits, split on "both operands constant"; except the soundness of `mul`/`mul_ovf` (the
-/// low-bits-of-a-product argument, which bit-blasting does not finish beyond 8 bits), proven
-/// at 8 bits, where the Z3 proof covers every input; and all of them at 8 bits (so that the
+/// low-bits-of-a-product argument, which direct bit-blasting does not finish beyond 8 bits:
+/// proven by lemmas in `mul_knownbits_by_lemmas_64_32_16`), proven directly at 8 bits; and
+/// all of them at 8 bits (so that the
 /// `IntBound` division functions compose at 8 bits with the interval ones). The interval
 /// functions are in `mul_div_interval_by_lemmas_64_32_16`.
 #[test]
@@ -2717,6 +2721,188 @@ fn backward_mul_ovf_const_reduction<const N: u32>(out: &mut Vec<Obligation>) {
             )
         },
     );
+}
+
+/// Proves `domain => conclusion` (a lemma's body) by a case split on the value of its
+/// variable `var`: the body with `var` fixed to each of `values` (bit-blasted: the constant
+/// propagates through the product circuit, which then collapses), and `domain =>` `var` is one
+/// of `values` (so the cases cover every assignment on which the body is not trivially true).
+fn prove_lemma_by_values<const N: u32>(var: &BV, domain: &Bool, conclusion: &Bool, values: &[BV]) -> Result<(), String> {
+    for v in values {
+        prove::<N>(&var.eq(v), &domain.implies(conclusion), &[])
+            .map_err(|e| format!("case {var} = {}: {e}", v.simplify()))?;
+    }
+    let any = Bool::or(&values.iter().map(|v| var.eq(v)).collect::<Vec<_>>());
+    prove::<N>(domain, &any, &[]).map_err(|e| format!("the cases do not cover the domain: {e}"))
+}
+
+/// The knownbits multiplication lemmas at width `N`, each `(lemma, split variable, domain,
+/// conclusion, case values)`.
+struct KbMulLemmas {
+    /// `m` a low mask (`m & (m+1) == 0`) `=> (x*y) & m == ((x&m) * (y&m)) & m`: the low bits
+    /// of a product depend only on the operands' low bits. Split on `m = 2^k - 1`, `k` in
+    /// `0..=N`.
+    low: Lemma,
+    /// `p`, `q` zero or powers of two, `x & (p-1) == 0`, `y & (q-1) == 0` `=>
+    /// (x*y) & (p*q - 1) == 0`: trailing zeros add up (`p == 0`: `x == 0`). Split on `p` in
+    /// `{0, 2^0, ..., 2^(N-1)}`.
+    tz: Lemma,
+}
+
+fn low_mask(m: &BV) -> Bool {
+    m.bvand(m.bvadd(BV::from_u64(1, m.get_size()))).eq(BV::from_u64(0, m.get_size()))
+}
+
+fn pow2_or_zero(p: &BV) -> Bool {
+    p.bvand(p.bvsub(BV::from_u64(1, p.get_size()))).eq(BV::from_u64(0, p.get_size()))
+}
+
+/// `(lemma, split variable, domain, conclusion, values)` of each knownbits product lemma.
+type SplitLemma = (Lemma, BV, Bool, Bool, Vec<BV>);
+
+fn kb_mul_lemma_parts<const N: u32>() -> [SplitLemma; 2] {
+    let one = BV::from_u64(1, N);
+    let zero = BV::from_u64(0, N);
+    let low = {
+        let v = lvars(&format!("kblow{N}"), &["x", "y", "m"], N);
+        let (x, y, m) = (&v[0], &v[1], &v[2]);
+        let domain = low_mask(m);
+        let conclusion = x.bvmul(y).bvand(m).eq(x.bvand(m).bvmul(y.bvand(m)).bvand(m));
+        let values = (0..=N).map(|k| pow2(k, N).bvsub(&one).simplify()).collect();
+        let l = lemma("low bits of a product", v.clone(), domain.implies(&conclusion));
+        (l, m.clone(), domain, conclusion, values)
+    };
+    let tz = {
+        let v = lvars(&format!("kbtz{N}"), &["x", "y", "p", "q"], N);
+        let (x, y, p, q) = (&v[0], &v[1], &v[2], &v[3]);
+        let domain = pow2_or_zero(p);
+        let conclusion = Bool::and(&[
+            pow2_or_zero(q),
+            x.bvand(p.bvsub(&one)).eq(&zero),
+            y.bvand(q.bvsub(&one)).eq(&zero),
+        ])
+        .implies(x.bvmul(y).bvand(p.bvmul(q).bvsub(&one)).eq(&zero));
+        let values = std::iter::once(zero.clone()).chain((0..N).map(|k| pow2(k, N))).collect();
+        let l = lemma("trailing zeros of a product", v.clone(), domain.implies(&conclusion));
+        (l, p.clone(), domain, conclusion, values)
+    };
+    [low, tz]
+}
+
+/// `KnownBits::mul` and `mul_ovf` at width `N`, by lemma instantiation: the two lemmas (each by
+/// a case split, see [`KbMulLemmas`]), then the generic code on [`Z3Word`] with its products
+/// abstracted and instances of the lemmas for the terms it computes (the exact low bits, below
+/// the lowest unknown bit of either operand, and the trailing zeros `2^tz(a) * 2^tz(b)`).
+fn knownbits_mul_obligations<const N: u32>(out: &mut Vec<Obligation>) {
+    for i in 0..2 {
+        let name = kb_mul_lemma_parts::<N>()[i].0.name.clone();
+        ob(out, format!("lemma {name}"), "valid (case split)", N, move || {
+            let [low, tz] = kb_mul_lemma_parts::<N>();
+            let (_, var, domain, conclusion, values) = if i == 0 { low } else { tz };
+            prove_lemma_by_values::<N>(&var, &domain, &conclusion, &values)
+        });
+    }
+    let fns: [(&'static str, KBin<N>); 2] = [("mul", KnownBits::mul), ("mul_ovf", KnownBits::mul_ovf)];
+    for (name, f) in fns {
+        ob(
+            out,
+            format!("KnownBits::{name}"),
+            "sound (wrapping result), well-formed (by lemmas)",
+            N,
+            move || prove_kb_mul_by_lemmas::<N>(f),
+        );
+    }
+    ob(out, "KnownBits::mul_ovf".into(), "constants fold", N, || {
+        let (x, y) = (Z3Word::<N>::var("x"), Z3Word::<N>::var("y"));
+        let res = KnownBits::mul_ovf(&KnownBits::from_constant(x.clone()), &KnownBits::from_constant(y.clone()));
+        prove::<N>(
+            &t(),
+            &res.is_constant().and(&res.constant_value().equals(&Z3Word(x.0.bvmul(&y.0)))).0,
+            &[kb_shown("result", &res)],
+        )
+    });
+}
+
+/// Soundness of a knownbits product function `f` from instances of the [`KbMulLemmas`].
+fn prove_kb_mul_by_lemmas<const N: u32>(f: KBin<N>) -> Result<(), String> {
+    let [(low, ..), (tz, ..)] = kb_mul_lemma_parts::<N>();
+    let m = KbMulLemmas { low, tz };
+    let (a, b) = (sym::<N>("a"), sym::<N>("b"));
+    let (ka, kb) = (&a.ib.bits, &b.ib.bits);
+    let (x, y) = (&a.x.0, &b.x.0);
+    let res = f(ka, kb);
+    // the terms `KnownBits::mul` computes: the mask of exactly known low bits and the lowest
+    // possibly-set bit of each operand
+    let exact = ka.unknowns.or(&kb.unknowns).lowest_bit().sub(&Z3Word::one()).0;
+    let pa = ka.ones.or(&ka.unknowns).lowest_bit().0;
+    let pb = kb.ones.or(&kb.unknowns).lowest_bit().0;
+    let (oa, ob_) = (&ka.ones.0, &kb.ones.0);
+    let inst = vec![
+        m.low.at(&[x, y, &exact]),
+        m.low.at(&[oa, ob_, &exact]),
+        m.tz.at(&[x, y, &pa, &pb]),
+        m.tz.at(&[oa, ob_, &pa, &pb]),
+    ];
+    let r = Z3Word(x.bvmul(y));
+    prove_abstract::<N>(
+        &and(&[&a.kpre(), &b.kpre()]),
+        &inst,
+        &res.contains(&r).and(&res.is_well_formed()).0,
+        &[
+            kb_shown("a", ka),
+            Shown::Value("x".into(), x.clone()),
+            kb_shown("b", kb),
+            Shown::Value("y".into(), y.clone()),
+            kb_shown("abstract result", &res),
+        ],
+    )
+}
+
+/// A deliberately wrong knownbits product: it claims one more exactly known low bit than the
+/// operands determine (the bit at the lowest unknown position).
+fn mul_one_bit_too_exact<W: Word>(a: &KnownBits<W>, b: &KnownBits<W>) -> KnownBits<W> {
+    let r = a.mul(b);
+    let lowest = a.unknowns.or(&b.unknowns).lowest_bit();
+    let ones = r.ones.or(&a.ones.mul(&b.ones).and(&lowest));
+    KnownBits::new(ones.and(&lowest.not().and(&r.unknowns).not()), r.unknowns.and(&lowest.not()))
+}
+
+/// The product proof by lemmas can fail: a product claiming one bit too many is rejected (and
+/// the direct 8-bit proof confirms it is wrong), and a wrong lemma (trailing zeros
+/// of `x*y` below `2*p*q`) is rejected in one of its cases.
+#[test]
+fn mutation_kb_mul_by_lemmas_rejects_wrong_claims() {
+    prove_kb_mul_by_lemmas::<64>(KnownBits::mul).expect("the real mul is sound");
+    let err = prove_kb_mul_by_lemmas::<64>(mul_one_bit_too_exact).expect_err("the broken mul must be rejected");
+    println!("broken mul rejected with {err}");
+    assert!(err.contains("counterexample"), "{err}");
+    // and it is really wrong: the direct 8-bit proof finds a real counterexample
+    let err = prove_kb_binop::<8>(mul_one_bit_too_exact, |x, y| x.bvmul(y)).expect_err("wrong at 8 bits");
+    assert!(err.contains("counterexample"), "{err}");
+    let [_, (_, var, domain, _, values)] = kb_mul_lemma_parts::<32>();
+    let v = lvars("kbtz32", &["x", "y", "p", "q"], 32);
+    let (x, y, p, q) = (&v[0], &v[1], &v[2], &v[3]);
+    let (one, zero) = (BV::from_u64(1, 32), BV::from_u64(0, 32));
+    let wrong = Bool::and(&[
+        pow2_or_zero(q),
+        x.bvand(p.bvsub(&one)).eq(&zero),
+        y.bvand(q.bvsub(&one)).eq(&zero),
+    ])
+    .implies(x.bvmul(y).bvand(p.bvmul(q).bvshl(&one).bvsub(&one)).eq(&zero));
+    let err = prove_lemma_by_values::<32>(&var, &domain, &wrong, &values).expect_err("a wrong lemma must be rejected");
+    println!("wrong lemma rejected with {err}");
+    assert!(err.contains("counterexample"), "{err}");
+}
+
+/// The knownbits product functions `mul`, `mul_ovf` by lemmas at 64, 32 and 16 bits (at 8 bits
+/// they are also proven directly, in `mul_div_knownbits_64_32_16_8`).
+#[test]
+fn mul_knownbits_by_lemmas_64_32_16() {
+    let mut obs = Vec::new();
+    knownbits_mul_obligations::<64>(&mut obs);
+    knownbits_mul_obligations::<32>(&mut obs);
+    knownbits_mul_obligations::<16>(&mut obs);
+    run_group("mul knownbits", obs);
 }
 
 /// The interval multiplication/division functions (the lemmas, then the functions; see the
