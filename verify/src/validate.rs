@@ -44,9 +44,15 @@
 //!   escaped: their fields are not in the heap model, and a fresh object is different from
 //!   every pre-existing pointer. An object escapes when it is stored into memory that is
 //!   not itself a tracked object, passed to a call, cast to an integer or indexed with a
-//!   non-constant index. Escaping gives it the address `escN` (N counts escapes on each
-//!   side, so the N-th escaping object of both traces gets the same address) and writes its
-//!   fields into the heap model.
+//!   non-constant index. Escaping gives it a fresh address and writes its fields into the
+//!   heap model. Addresses are matched between the traces by a naming: the `k`-th object of
+//!   a shape (and constant length) to escape gets the same address on both sides. Fresh
+//!   objects are interchangeable, so the traces are equivalent if they are under any one
+//!   naming; when the first naming gives `Invalid` and objects escaped, the validator tries
+//!   the shape without the length (one side may know a length only symbolically), then
+//!   plain escape order, and answers `Valid` if one of them proves the traces equal.
+//!   An object only one side escaped keeps its contents over a call that may write the heap:
+//!   the call cannot reach it (the heaps and the call's arguments were proven equal).
 //! - **Comparing objects** (fail arguments, `finish`/`jump`/`label` operands): two tracked
 //!   objects are equal when their shapes, lengths and fields are; an object one side escaped
 //!   (in the current heap epoch, and only on that side) equals an object the other side
@@ -125,8 +131,9 @@
 //!   constants).
 //! - Long PyPy traces (hundreds of heap writes to frames) make queries slow: each of a few
 //!   hundred claims asserts the whole path condition again in a fresh solver.
-//! - Escaped objects get addresses by escape order (`escN`); an optimizer that makes
-//!   objects escape in a different order than the original gets a spurious heap difference.
+//! - Escaped objects are matched by the order in which objects of one shape escape; an
+//!   optimizer that makes two objects of the same shape and length escape in the opposite
+//!   order than the original gets a spurious difference (no naming matches them up).
 //! - Counterexample values are named by op position (`i4` is op 4), as `print_trace` names
 //!   them, not by the names of a hand-written input file.
 
@@ -291,16 +298,44 @@ pub fn validate(original: &Trace, optimized: &Trace, cfg: &Config) -> Verdict {
 
 /// [`validate`], also returning what the Z3 queries cost.
 pub fn validate_with_stats(original: &Trace, optimized: &Trace, cfg: &Config) -> (Verdict, Stats) {
-    let mut v = Validator::new(original, optimized, cfg);
-    let verdict = match v.run() {
-        Ok(()) => match v.unknown.take() {
-            None => Verdict::Valid,
-            Some(reason) => Verdict::Unknown { reason },
-        },
-        Err(Stop::Invalid(c)) => Verdict::Invalid { counterexample: c },
-        Err(Stop::Unknown(reason)) => Verdict::Unknown { reason },
-    };
-    (verdict, v.stats)
+    let mut stats = Stats::default();
+    let mut first = None;
+    for naming in [Naming::ShapeAndLength, Naming::Shape, Naming::Order] {
+        let mut v = Validator::new(original, optimized, cfg);
+        v.o.naming = naming;
+        v.p.naming = naming;
+        let verdict = match v.run() {
+            Ok(()) => match v.unknown.take() {
+                None => Verdict::Valid,
+                Some(reason) => Verdict::Unknown { reason },
+            },
+            Err(Stop::Invalid(c)) => Verdict::Invalid { counterexample: c },
+            Err(Stop::Unknown(reason)) => Verdict::Unknown { reason },
+        };
+        stats.add(&v.stats);
+        let escaped = !v.o.esc_addrs.is_empty() || !v.p.esc_addrs.is_empty();
+        if verdict.is_valid() || !verdict.is_invalid() && first.is_none() || !escaped {
+            return (verdict, stats);
+        }
+        // Invalid (or, on a later naming, not decided): the other namings of escaped objects
+        // may still match them up; the first verdict stands unless one proves the traces equal.
+        first.get_or_insert(verdict);
+    }
+    (first.expect("at least one naming ran"), stats)
+}
+
+/// How escaped fresh objects are named on both sides (see [`esc_addr`]). The traces are
+/// equivalent if they are under any one naming, since fresh objects are interchangeable; the
+/// validator tries these in order until one proves the traces equal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Naming {
+    /// The `k`-th object of each shape and constant length to escape.
+    ShapeAndLength,
+    /// The `k`-th object of each shape to escape (arrays whose length one side knows only
+    /// symbolically).
+    Shape,
+    /// The `k`-th object to escape.
+    Order,
 }
 
 // ------------------------------------------------------------------------------------------
@@ -355,6 +390,15 @@ impl Pairs {
         self.fwd.insert(a, b);
         self.bwd.insert(b, a);
     }
+}
+
+/// One field or item of an escaped object: its name in [`LocalObj::fields`], where the heap
+/// model keeps it, and its current value.
+struct Content {
+    name: String,
+    key: String,
+    index: BV,
+    value: BV,
 }
 
 enum Stop {
@@ -467,9 +511,18 @@ struct Side<'t> {
     /// Index width of each heap array.
     bits: HashMap<String, u32>,
     epoch: String,
-    escapes: usize,
-    /// Object id -> the heap epoch in which it escaped.
+    /// Escapes so far, per object shape (the `k`-th object of a shape to escape on each side
+    /// gets the address [`esc_addr`]`(shape, k)`).
+    escapes: BTreeMap<String, usize>,
+    /// Every address this side gave an escaping object.
+    esc_addrs: Vec<BV>,
+    /// How escaping objects are named.
+    naming: Naming,
+    /// Object id -> the heap epoch in which it escaped, or into which its contents were
+    /// carried over a heap-writing call ([`Side::new_epoch_after_call`]).
     escaped_in: HashMap<usize, String>,
+    /// Object id -> the fields carried into the current epoch (structs).
+    carried: HashMap<usize, BTreeSet<String>>,
     /// The field keys either trace reads with `getfield_gc_*`.
     read_keys: std::rc::Rc<Vec<String>>,
     /// Facts about escaped objects' addresses, not yet added to the path condition.
@@ -498,8 +551,11 @@ impl<'t> Side<'t> {
             written_at: HashMap::new(),
             bits: HashMap::new(),
             epoch: "0".into(),
-            escapes: 0,
+            escapes: BTreeMap::new(),
+            esc_addrs: Vec::new(),
+            naming: Naming::ShapeAndLength,
             escaped_in: HashMap::new(),
+            carried: HashMap::new(),
             esc_facts: Vec::new(),
             read_keys: std::rc::Rc::new(Vec::new()),
             calls: 0,
@@ -555,6 +611,7 @@ impl<'t> Side<'t> {
         self.arrays.retain(|k, _| k.starts_with("imm:"));
         self.written_at.retain(|k, _| k.starts_with("imm:"));
         self.written.clear();
+        self.carried.clear();
     }
 
     fn value(&self, v: Value) -> R<Sym> {
@@ -585,13 +642,22 @@ impl<'t> Side<'t> {
                 if let Some(a) = &self.objs[*id].addr {
                     return a.clone();
                 }
-                let addr = BV::new_const(format!("esc{}", self.escapes), 64);
+                let obj = &self.objs[*id];
+                let shape = match (self.naming, obj.len.as_ref().and_then(|l| l.simplify().as_u64())) {
+                    (Naming::ShapeAndLength, Some(n)) => format!("{}/{n}", obj.shape),
+                    (Naming::ShapeAndLength | Naming::Shape, _) => obj.shape.clone(),
+                    (Naming::Order, _) => String::new(),
+                };
+                let k = self.escapes.entry(shape.clone()).or_insert(0);
+                let addr = esc_addr(&shape, *k);
+                *k += 1;
                 // A fresh allocation is not null, differs from the other fresh ones and has
                 // the class its allocation gave it.
                 self.esc_facts.push(addr.eq(zero()).not());
-                for j in 0..self.escapes {
-                    self.esc_facts.push(addr.eq(BV::new_const(format!("esc{j}"), 64)).not());
+                for other in &self.esc_addrs {
+                    self.esc_facts.push(addr.eq(other).not());
                 }
+                self.esc_addrs.push(addr.clone());
                 if let Some(c) = &self.objs[*id].class {
                     self.esc_facts.push(class_of(&addr).eq(c));
                 }
@@ -608,7 +674,6 @@ impl<'t> Side<'t> {
                         }
                     }
                 }
-                self.escapes += 1;
                 self.objs[*id].addr = Some(addr.clone());
                 self.escaped_in.insert(*id, self.epoch.clone());
                 let obj = self.objs[*id].clone();
@@ -670,6 +735,92 @@ impl<'t> Side<'t> {
         }
     }
 
+    /// The contents of escaped object `id` as this side's heap holds them now: every item of
+    /// an array of constant length up to 64, or for a struct the fields it had as it escaped,
+    /// the fields either trace reads, the fields written since (this epoch or carried over
+    /// heap-writing calls) and `extra`. A field the object never had is zero: stated about the
+    /// heap this epoch started from. `None` for other shapes or lengths.
+    fn escaped_contents(&mut self, id: usize, extra: &[String]) -> Option<Vec<Content>> {
+        let obj = self.objs[id].clone();
+        let addr = obj.addr.clone()?;
+        let mut out = Vec::new();
+        if let Some(akey) = obj.shape.strip_prefix("array:") {
+            let n = obj.len.as_ref()?.simplify().as_u64().filter(|&n| n <= 64)?;
+            for i in 0..n {
+                let (key, index) = (format!("items:{akey}"), addr.concat(bv(i)));
+                let value = self.read(&key, &index);
+                out.push(Content {
+                    name: format!("item:{akey}#{i}"),
+                    key,
+                    index,
+                    value,
+                });
+            }
+            return Some(out);
+        }
+        if obj.len.is_some() {
+            return None;
+        }
+        let carried = self.carried.get(&id).cloned().unwrap_or_default();
+        let plain = |k: &&String| !k.starts_with("items:") && !k.starts_with("imm:") && !k.starts_with("raw:");
+        let keys: BTreeSet<String> = obj
+            .fields
+            .keys()
+            .chain(self.read_keys.iter())
+            .chain(self.written.iter().filter(plain))
+            .chain(carried.iter())
+            .chain(extra.iter())
+            .cloned()
+            .collect();
+        for key in keys {
+            if !obj.fields.contains_key(&key) && !carried.contains(&key) {
+                if let Some(init) = self.initial(&key, 64).select(&addr).as_bv() {
+                    self.esc_facts.push(init.eq(zero()));
+                }
+            }
+            let value = self.read(&key, &addr);
+            out.push(Content {
+                name: key.clone(),
+                key,
+                index: addr.clone(),
+                value,
+            });
+        }
+        Some(out)
+    }
+
+    /// Start a new heap epoch after a call that may write the heap, keeping the contents of
+    /// the objects only this side has escaped (`one_sided`, see [`one_sided`]): the call
+    /// cannot reach them, since the heaps and the call's arguments were proven equal before it
+    /// and nothing compared holds their addresses.
+    fn new_epoch_after_call(&mut self, epoch: String, one_sided: &[BV]) {
+        let mut keep = Vec::new();
+        for id in 0..self.objs.len() {
+            let current = self.escaped_in.get(&id) == Some(&self.epoch);
+            let Some(addr) = self.objs[id].addr.clone() else {
+                continue;
+            };
+            if !current || !one_sided.iter().any(|e| e.ast_eq(&addr)) {
+                continue;
+            }
+            if let Some(contents) = self.escaped_contents(id, &[]) {
+                keep.push((id, contents));
+            }
+        }
+        self.new_epoch(epoch);
+        for (id, contents) in keep {
+            let mut keys = BTreeSet::new();
+            for f in contents {
+                self.write(&f.key, &f.index, &f.value);
+                keys.insert(f.name);
+            }
+            if self.objs[id].len.is_none() {
+                self.carried.insert(id, keys);
+            }
+            self.escaped_in.insert(id, self.epoch.clone());
+        }
+    }
+
     /// The items of tracked array `id` (constant length up to 64, no tracked objects in it),
     /// for accesses with a non-constant index.
     fn items(&self, id: usize, akey: &str) -> Option<Vec<BV>> {
@@ -700,6 +851,25 @@ impl<'t> Side<'t> {
             _ => None,
         }
     }
+}
+
+/// The address of the `k`-th object of `shape` to escape on a side (`shape` as the [`Naming`]
+/// has it: with a constant array length, without, or empty). Numbering per shape (not overall)
+/// keeps the addresses of both traces matched when the optimizer makes objects of different
+/// shapes escape in another order.
+fn esc_addr(shape: &str, k: usize) -> BV {
+    BV::new_const(format!("esc{k}:{shape}"), 64)
+}
+
+/// The addresses `mine` gave objects that `other` has no object of at that address yet (the
+/// `k`-th escape of a shape, for `k` at or above `other`'s count of that shape).
+fn one_sided(mine: &Side, other: &Side) -> Vec<BV> {
+    let mut out = Vec::new();
+    for (shape, &n) in &mine.escapes {
+        let from = other.escapes.get(shape).copied().unwrap_or(0);
+        out.extend((from..n).map(|k| esc_addr(shape, k)));
+    }
+    out
 }
 
 fn class_of(p: &BV) -> BV {
@@ -1556,8 +1726,10 @@ impl<'t> Validator<'t> {
             res = v.eq(zero()).ite(&res, &v);
         }
         let res = Sym::Bv(res);
+        let only = (one_sided(&self.o, &self.p), one_sided(&self.p, &self.o));
         for orig in [true, false] {
             let r = if orig { ro } else { rp };
+            let only_here = if orig { &only.0 } else { &only.1 };
             let s = self.side(orig);
             s.vals[r.index()] = Some(res.clone());
             s.calls += 1;
@@ -1570,7 +1742,7 @@ impl<'t> Validator<'t> {
                 s.not_forced = Bool::new_const(format!("not_forced{k}"));
             }
             if may_write {
-                s.new_epoch(format!("call{k}"));
+                s.new_epoch_after_call(format!("call{k}"), only_here);
             }
         }
         Ok(())
@@ -1711,9 +1883,7 @@ impl<'t> Validator<'t> {
     fn escaped_vs_tracked(&mut self, orig: bool, x: &Sym, t: usize, pairs: &mut Pairs) -> Bool {
         let xv = self.side(orig).escape(x).simplify();
         let (mine, other) = if orig { (&self.o, &self.p) } else { (&self.p, &self.o) };
-        let one_sided: Vec<BV> = (other.escapes..mine.escapes)
-            .map(|k| BV::new_const(format!("esc{k}"), 64))
-            .collect();
+        let one_sided = one_sided(mine, other);
         let shape = &other.objs[t].shape;
         let candidates: Vec<(usize, BV)> = mine
             .objs
@@ -1760,54 +1930,22 @@ impl<'t> Validator<'t> {
             (&mut self.p, &self.o)
         };
         let (esc, tr) = (mine.objs[c].clone(), other.objs[t].clone());
-        let addr = esc.addr.clone().expect("escaped objects have an address");
         let mut conj = Vec::new();
         if let (Some(x), Some(y)) = (&esc.len, &tr.len) {
             conj.push(x.eq(y));
         }
-        // (field key, this side's value read from its heap, the tracked side's value)
-        let mut fields: Vec<(BV, Sym)> = Vec::new();
-        if let Some(akey) = esc.shape.strip_prefix("array:") {
-            // Arrays: every item of a constant length up to 64 (their zeros were stated as
-            // the array escaped).
-            let Some(n) = esc
-                .len
-                .as_ref()
-                .and_then(|l| l.simplify().as_u64())
-                .filter(|&n| n <= 64)
-            else {
-                return Bool::from_bool(false);
-            };
-            for i in 0..n {
-                let v = mine.read(&format!("items:{akey}"), &addr.concat(bv(i)));
-                let w = tr.fields.get(&format!("item:{akey}#{i}")).cloned();
-                fields.push((v, w.unwrap_or(Sym::Bv(zero()))));
-            }
-        } else {
-            let written: Vec<String> = mine
-                .written
-                .iter()
-                .filter(|k| !k.starts_with("items:") && !k.starts_with("imm:") && !k.starts_with("raw:"))
-                .cloned()
-                .collect();
-            let keys: BTreeSet<String> = esc
-                .fields
-                .keys()
-                .chain(tr.fields.keys())
-                .cloned()
-                .chain(written)
-                .collect();
-            for key in keys {
-                if !esc.fields.contains_key(&key) {
-                    // A field the object did not have as it escaped (in this epoch) was zero.
-                    if let Some(init) = mine.initial(&key, 64).select(&addr).as_bv() {
-                        mine.esc_facts.push(init.eq(zero()));
-                    }
-                }
-                let v = mine.read(&key, &addr);
-                fields.push((v, tr.fields.get(&key).cloned().unwrap_or(Sym::Bv(zero()))));
-            }
-        }
+        let extra: Vec<String> = tr.fields.keys().cloned().collect();
+        let Some(contents) = mine.escaped_contents(c, &extra) else {
+            return Bool::from_bool(false);
+        };
+        // (this side's value read from its heap, the tracked side's value)
+        let fields: Vec<(BV, Sym)> = contents
+            .into_iter()
+            .map(|f| {
+                let w = tr.fields.get(&f.name).cloned().unwrap_or(Sym::Bv(zero()));
+                (f.value, w)
+            })
+            .collect();
         for (v, w) in fields {
             let v = Sym::Bv(v);
             conj.push(if orig {
@@ -1825,8 +1963,8 @@ impl<'t> Validator<'t> {
         // smaller count): on the other side the object is still tracked, or does not exist.
         // Its contents are not part of the heap comparison; if anything compared can reach
         // it, that reference itself differs (an address on one side, not on the other).
-        let (lo, hi) = (self.o.escapes.min(self.p.escapes), self.o.escapes.max(self.p.escapes));
-        let one_sided: Vec<BV> = (lo..hi).map(|k| BV::new_const(format!("esc{k}"), 64)).collect();
+        let mut one_sided = one_sided(&self.o, &self.p);
+        one_sided.extend(self::one_sided(&self.p, &self.o));
         let on_one_side = |i: &BV| {
             let n = i.get_size();
             let a = if n > 64 {

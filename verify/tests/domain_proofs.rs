@@ -2727,7 +2727,12 @@ fn backward_mul_ovf_const_reduction<const N: u32>(out: &mut Vec<Obligation>) {
 /// variable `var`: the body with `var` fixed to each of `values` (bit-blasted: the constant
 /// propagates through the product circuit, which then collapses), and `domain =>` `var` is one
 /// of `values` (so the cases cover every assignment on which the body is not trivially true).
-fn prove_lemma_by_values<const N: u32>(var: &BV, domain: &Bool, conclusion: &Bool, values: &[BV]) -> Result<(), String> {
+fn prove_lemma_by_values<const N: u32>(
+    var: &BV,
+    domain: &Bool,
+    conclusion: &Bool,
+    values: &[BV],
+) -> Result<(), String> {
     for v in values {
         prove::<N>(&var.eq(v), &domain.implies(conclusion), &[])
             .map_err(|e| format!("case {var} = {}: {e}", v.simplify()))?;
@@ -2750,11 +2755,13 @@ struct KbMulLemmas {
 }
 
 fn low_mask(m: &BV) -> Bool {
-    m.bvand(m.bvadd(BV::from_u64(1, m.get_size()))).eq(BV::from_u64(0, m.get_size()))
+    m.bvand(m.bvadd(BV::from_u64(1, m.get_size())))
+        .eq(BV::from_u64(0, m.get_size()))
 }
 
 fn pow2_or_zero(p: &BV) -> Bool {
-    p.bvand(p.bvsub(BV::from_u64(1, p.get_size()))).eq(BV::from_u64(0, p.get_size()))
+    p.bvand(p.bvsub(BV::from_u64(1, p.get_size())))
+        .eq(BV::from_u64(0, p.get_size()))
 }
 
 /// `(lemma, split variable, domain, conclusion, values)` of each knownbits product lemma.
@@ -2782,7 +2789,9 @@ fn kb_mul_lemma_parts<const N: u32>() -> [SplitLemma; 2] {
             y.bvand(q.bvsub(&one)).eq(&zero),
         ])
         .implies(x.bvmul(y).bvand(p.bvmul(q).bvsub(&one)).eq(&zero));
-        let values = std::iter::once(zero.clone()).chain((0..N).map(|k| pow2(k, N))).collect();
+        let values = std::iter::once(zero.clone())
+            .chain((0..N).map(|k| pow2(k, N)))
+            .collect();
         let l = lemma("trailing zeros of a product", v.clone(), domain.implies(&conclusion));
         (l, p.clone(), domain, conclusion, values)
     };
@@ -2814,10 +2823,15 @@ fn knownbits_mul_obligations<const N: u32>(out: &mut Vec<Obligation>) {
     }
     ob(out, "KnownBits::mul_ovf".into(), "constants fold", N, || {
         let (x, y) = (Z3Word::<N>::var("x"), Z3Word::<N>::var("y"));
-        let res = KnownBits::mul_ovf(&KnownBits::from_constant(x.clone()), &KnownBits::from_constant(y.clone()));
+        let res = KnownBits::mul_ovf(
+            &KnownBits::from_constant(x.clone()),
+            &KnownBits::from_constant(y.clone()),
+        );
         prove::<N>(
             &t(),
-            &res.is_constant().and(&res.constant_value().equals(&Z3Word(x.0.bvmul(&y.0)))).0,
+            &res.is_constant()
+                .and(&res.constant_value().equals(&Z3Word(x.0.bvmul(&y.0))))
+                .0,
             &[kb_shown("result", &res)],
         )
     });
@@ -2864,7 +2878,10 @@ fn mul_one_bit_too_exact<W: Word>(a: &KnownBits<W>, b: &KnownBits<W>) -> KnownBi
     let r = a.mul(b);
     let lowest = a.unknowns.or(&b.unknowns).lowest_bit();
     let ones = r.ones.or(&a.ones.mul(&b.ones).and(&lowest));
-    KnownBits::new(ones.and(&lowest.not().and(&r.unknowns).not()), r.unknowns.and(&lowest.not()))
+    KnownBits::new(
+        ones.and(&lowest.not().and(&r.unknowns).not()),
+        r.unknowns.and(&lowest.not()),
+    )
 }
 
 /// The product proof by lemmas can fail: a product claiming one bit too many is rejected (and
