@@ -62,22 +62,19 @@
 //!   the exhaustive 8-bit check.
 //! - multiplication, interval (`mul`, `mul_ovf`, `uint_mul_high`): 64, 32, 16 and 8 bits by
 //!   lemma instantiation (next section), group `mul/div interval`.
-//! - remainder, interval (`modulo`, `pymod`): 16 bits by lemma instantiation (the remainder
-//!   bounds `|srem(x, y)| < |y|`, sign of `x`, `|srem| <= |x|`, and the `smod` bounds, proven
-//!   by bit-blasting with a case split on the signs); directly at 8 bits. Not at 32 bits:
-//!   the remainder lemma is a statement about a division circuit, and bit-blasting does not
-//!   finish it (even `urem(x, y) <u y` times out at 32 bits); given the lemma, the functions
-//!   themselves do prove at 32 bits.
-//! - division, interval (`floordiv`, `pydiv`, `backward_mul_ovf_const`): directly at 8 bits
-//!   only, plus the exhaustive 8-bit check. For a non-constant divisor, `floordiv`/`pydiv`
-//!   return the full range (proven at 64 bits); `backward_mul_ovf_const` is `a` unless `b` is
-//!   a constant `> 0`, and otherwise `a ∩` its result for an unbounded `a` (proven at 64 bits,
-//!   divisions abstracted). Not at 16 bits or more: these need the monotonicity of
-//!   bit-vector division in the dividend, and neither it nor the defining identity
-//!   `sdiv(x, d) * d + srem(x, d) == x` finishes by bit-blasting even at 16 bits.
-//! - so, by composition, `IntBound::{mul, mul_ovf, uint_mul_high}` are proven at 64, 32 and
-//!   16 bits, `IntBound::{modulo, pymod}` at 16 and 8, `IntBound::{floordiv, pydiv}` and
-//!   `backward_mul_ovf_const` at 8 bits (the weaker component decides).
+//! - remainder, interval (`modulo`, `pymod`): by lemma instantiation from the remainder
+//!   bounds (`|srem(x, y)| < |y|`, sign of `x`, `|srem| <= |x|`, and the `smod` bounds),
+//!   which are proven by bit-blasting with a case split on the signs at 16 bits, and from the
+//!   division definition (next point) at 32 and 64 bits (group `div lemmas`); directly at 8.
+//! - division, interval (`floordiv`, `pydiv`, `backward_mul_ovf_const`): 64, 32 and 16 bits
+//!   from the division lemmas (group `div lemmas`, section "Division by its definition"
+//!   below), directly at 8 bits, plus the exhaustive 8-bit check. For a non-constant divisor,
+//!   `floordiv`/`pydiv` return the full range (proven at 64 bits); `backward_mul_ovf_const`
+//!   is `a` unless `b` is a constant `> 0`, and otherwise `a ∩` its result for an unbounded
+//!   `a` (proven at 64 bits, divisions abstracted).
+//! - so, by composition, `IntBound::{mul, mul_ovf, uint_mul_high, floordiv, pydiv}` and
+//!   `backward_mul_ovf_const` are proven at 64, 32 and 16 bits, `IntBound::{modulo, pymod}`
+//!   at 32 (knownbits `pymod` is not proven at 64: ~18 s), 16 and 8.
 //! - exhaustive 8-bit checks (group `exhaustive 8-bit intervals`): the interval functions
 //!   `modulo`, `pymod` on ALL 1,082,146,816 pairs of non-empty 8-bit intervals (`mul_ovf`,
 //!   `mul`, `uint_mul_high` passed the same check and are left out of it since they are
@@ -85,6 +82,25 @@
 //!   `backward_mul_ovf_const` for all constant `b > 0` and all `res` (with an unbounded `a`, see
 //!   above): the exact min/max of the concrete results over each box comes from a recurrence,
 //!   so each pair costs one transfer call. And `exhaustive_intbound_8bit` as described above.
+//!
+//! # Division by its definition (group `div lemmas`)
+//!
+//! Bit-blasted dividers do not finish: not the monotonicity of `sdiv` in the dividend, not
+//! the identity `sdiv(x, d) * d + srem(x, d) == x`, not even `urem(x, y) <u y` at 32 bits.
+//! So above 8 bits division is taken by its definition, which is SMT-LIB's definition of
+//! `bvsdiv`/`bvsrem`: for `d != 0` (and not `MIN / -1`, whose quotient `MIN` is a separate,
+//! bit-blasted lemma) `x == sdiv(x, d) * d + srem(x, d)` exactly (at `2N` bits), the
+//! remainder has the sign of `x` or is 0, and `|srem(x, d)| < |d|`. That lemma is proven of
+//! Z3's own operators by bit-blasting at 8 bits (where every domain function is also proven
+//! directly and checked exhaustively); at 16, 32 and 64 bits it is the one assumption of
+//! these proofs. From instances of it, of the product lemmas of the next section and of ring
+//! identities, with quotients, remainders and products abstracted as uninterpreted
+//! functions, Z3 proves: `py_div(x, d)` is floor division (`p*d <= x < p*d + d` for `d > 0`,
+//! mirrored for `d < 0`) and the largest such `p` (`z*d <= x => z <= p`); `sdiv(x, d)` is
+//! the same toward zero (the floor for `x >= 0`, the ceiling, smallest, for `x < 0`); `sdiv`
+//! and `py_div` are monotone in the dividend for `d > 0` and antitone for `d < -1`; the
+//! remainder bounds; `smod` from `srem` (bit-blasted, at every width). The interval
+//! functions are then proven from instances of those.
 //!
 //! # Products by lemma instantiation (group `mul/div interval`)
 //!
@@ -2174,48 +2190,55 @@ fn prove_ring_identity(identity: &Bool) -> Result<(), String> {
 /// The operators [`abstract_products`] replaces.
 const ABSTRACTED: [&str; 4] = ["bvmul", "bvsrem", "bvsmod", "bvsdiv"];
 
-/// Replaces every multiplication (and signed remainder) node of `f` by an application of an
-/// uninterpreted function (one per operator and bit width). Sound for proving: a
-/// counterexample with the real operators is also a model of the abstract formula (congruence
-/// is all the solver may assume of the functions). These nodes must not be nested (checked).
+/// Replaces every multiplication, division and remainder node of `f` by an application of an
+/// uninterpreted function (one per operator and bit width), innermost first (a product of a
+/// quotient becomes a function of a function). Sound for proving: a counterexample with the
+/// real operators is also a model of the abstract formula (congruence is all the solver may
+/// assume of the functions).
 fn abstract_products(f: &Bool) -> Bool {
-    fn collect(e: &z3::ast::Dynamic, seen: &mut std::collections::HashSet<z3::ast::Dynamic>, out: &mut Vec<BV>) {
+    use std::collections::{HashMap, HashSet};
+    use z3::ast::Dynamic;
+    fn is_abstracted(e: &Dynamic) -> bool {
+        e.is_app() && ABSTRACTED.contains(&e.decl().name().as_str())
+    }
+    /// The outermost abstracted nodes of `e` (not looking inside them).
+    fn outermost(e: &Dynamic, seen: &mut HashSet<Dynamic>, out: &mut Vec<Dynamic>) {
         if !seen.insert(e.clone()) {
             return;
         }
-        if e.is_app() && ABSTRACTED.contains(&e.decl().name().as_str()) {
-            let b = e.as_bv().expect("a bit-vector operator");
-            for c in e.children() {
-                let mut inner = Vec::new();
-                collect(&c, &mut std::collections::HashSet::new(), &mut inner);
-                assert!(inner.is_empty(), "nested product in {b}");
-            }
-            out.push(b);
+        if is_abstracted(e) {
+            out.push(e.clone());
             return;
         }
         for c in e.children() {
-            collect(&c, seen, out);
+            outermost(&c, seen, out);
         }
     }
-    let mut prods = Vec::new();
-    collect(
-        &z3::ast::Dynamic::from_ast(f),
-        &mut std::collections::HashSet::new(),
-        &mut prods,
-    );
-    let apps: Vec<BV> = prods
-        .iter()
-        .map(|p| {
-            let w = p.get_size();
-            let sort = z3::Sort::bitvector(w);
-            let op = p.decl().name();
-            let mul = z3::FuncDecl::new(format!("abstract_{op}{w}"), &[&sort, &sort], &sort);
-            let ch = p.children();
-            mul.apply(&[&ch[0], &ch[1]]).as_bv().expect("bv")
-        })
-        .collect();
-    let subst: Vec<(&BV, &BV)> = prods.iter().zip(apps.iter()).collect();
-    let r = f.substitute(&subst);
+    /// `e` with its abstracted nodes replaced.
+    fn abstract_term(e: &Dynamic, memo: &mut HashMap<Dynamic, Dynamic>) -> Dynamic {
+        let mut nodes = Vec::new();
+        outermost(e, &mut HashSet::new(), &mut nodes);
+        let apps: Vec<Dynamic> = nodes.iter().map(|n| abstract_node(n, memo)).collect();
+        let subst: Vec<(&Dynamic, &Dynamic)> = nodes.iter().zip(apps.iter()).collect();
+        e.substitute(&subst)
+    }
+    /// The function application standing for abstracted node `n`.
+    fn abstract_node(n: &Dynamic, memo: &mut HashMap<Dynamic, Dynamic>) -> Dynamic {
+        if let Some(a) = memo.get(n) {
+            return a.clone();
+        }
+        let ch: Vec<Dynamic> = n.children().iter().map(|c| abstract_term(c, memo)).collect();
+        let w = n.as_bv().expect("a bit-vector operator").get_size();
+        let sort = z3::Sort::bitvector(w);
+        let op = n.decl().name();
+        let fun = z3::FuncDecl::new(format!("abstract_{op}{w}"), &[&sort, &sort], &sort);
+        let app = fun.apply(&[&ch[0], &ch[1]]);
+        memo.insert(n.clone(), app.clone());
+        app
+    }
+    let r = abstract_term(&Dynamic::from_ast(f), &mut HashMap::new())
+        .as_bool()
+        .expect("a formula");
     let text = r.to_string();
     for op in ABSTRACTED {
         assert!(!text.contains(&format!("({op} ")), "an `{op}` node was not abstracted");
@@ -2946,6 +2969,587 @@ fn mul_div_interval_by_lemmas_64_32_16() {
     run_group("mul/div interval", obs);
 }
 
+// ------------------------------------------------------------------ division by its definition
+
+/// The division lemmas at width `N`. Bit-blasted dividers do not finish beyond about 12 bits
+/// (not even `urem(x, y) <u y` at 32), so division is taken by its definition: SMT-LIB
+/// defines `bvsdiv`/`bvsrem` as the quotient truncated toward zero and the remainder with the
+/// sign of the dividend, i.e. [`DivLemmas::def`]. That lemma is checked against Z3's own
+/// operators by bit-blasting at 8 bits (the exhaustive 8-bit checks cover the domain
+/// functions there as well); at 16, 32 and 64 bits it is the definition, assumed. Everything
+/// else is proven from instances of it, of the product lemmas ([`MulLemmas`]) and of ring
+/// identities, with quotients, remainders and products abstracted ([`abstract_products`]):
+/// the floor-division characterisation `p*d <= x < p*d + d` of `py_div`, its Galois
+/// connection `z*d <= x => z <= p`, and from those the monotonicity the interval functions
+/// rely on.
+struct DivLemmas {
+    /// `d != 0`, not `MIN / -1` `=>` `sext(x) == sprod(sdiv(x, d), d) + sext(srem(x, d))`,
+    /// the remainder has the sign of `x` (or is 0) and `|srem(x, d)| < |d|` (compared at
+    /// `2N` bits).
+    def: Lemma,
+    /// `sdiv(MIN, -1) == MIN`, `srem(MIN, -1) == 0`: the one quotient that does not fit.
+    ovf: Lemma,
+    /// `d != 0 => smod(x, d)` (Python `%`) is `srem(x, d)`, plus `d` when that is non-zero
+    /// and its sign differs from `d`'s.
+    smod: Lemma,
+    /// Ring identities at `2N` bits: `1*g == g`, `0*g == 0`, `(-1)*g == -g`, `g*1 == g`,
+    /// `g*(-1) == -g`.
+    unit: Lemma,
+    /// `d > 0 => p*d <= x < p*d + d` for `p = py_div(x, d)` (floor division).
+    floor_pos: Lemma,
+    /// `d < 0`, not `MIN / -1` `=> p*d >= x > p*d + d` for `p = py_div(x, d)`.
+    floor_neg: Lemma,
+    /// `d > 0`, `p*d <= x < p*d + d`, `z*d <= x => z <= p` (`p`, `z` variables).
+    galois_pos: Lemma,
+    /// `d < 0`, `p*d >= x > p*d + d`, `z*d >= x => z <= p`.
+    galois_neg: Lemma,
+    /// `d > 0`, `q = sdiv(x, d)`: `q*d <= x < q*d + d` for `x >= 0`, `q*d >= x > q*d - d`
+    /// for `x < 0` (truncation toward zero).
+    trunc_pos: Lemma,
+    /// `d < 0`, not `MIN / -1`: `q*d <= x < q*d - d` for `x >= 0`, `q*d >= x > q*d + d` for
+    /// `x < 0`.
+    trunc_neg: Lemma,
+    /// `d > 0`, `p*d >= x > p*d - d`, `z*d >= x => z >= p`.
+    galois_ceil_pos: Lemma,
+    /// `d < 0`, `p*d <= x < p*d - d`, `z*d <= x => z >= p`.
+    galois_ceil_neg: Lemma,
+    /// `d > 0`, `x <= y => sdiv(x, d) <= sdiv(y, d)`.
+    mono: Lemma,
+    /// `d < -1`, `x <= y => sdiv(x, d) >= sdiv(y, d)`.
+    anti: Lemma,
+    /// `d > 0`, `x <= y => py_div(x, d) <= py_div(y, d)`.
+    pymono: Lemma,
+    /// `d < -1`, `x <= y => py_div(x, d) >= py_div(y, d)`.
+    pyanti: Lemma,
+}
+
+fn py_div_bv<const N: u32>(x: &BV, d: &BV) -> BV {
+    optimizer::domain::knownbits::py_div(&Z3Word::<N>(x.clone()), &Z3Word::<N>(d.clone())).0
+}
+
+fn div_lemmas<const N: u32>() -> DivLemmas {
+    let w = 2 * N;
+    let c = |v: i64| BV::from_i64(v, N);
+    let (z, m1) = (c(0), c(-1));
+    let min = BV::from_u64(1, N).bvshl(BV::from_u64(u64::from(N - 1), N)).simplify();
+    let not_ovf = |x: &BV, d: &BV| Bool::and(&[x.eq(&min), d.eq(&m1)]).not();
+    let def = {
+        let v = lvars(&format!("divdef{N}"), &["x", "d"], N);
+        let (x, d) = (&v[0], &v[1]);
+        let (q, r) = (x.bvsdiv(d), x.bvsrem(d));
+        let (sr, sd) = (r.sign_ext(N), d.sign_ext(N));
+        let z2 = BV::from_u64(0, w);
+        let body = Bool::and(&[d.eq(&z).not(), not_ovf(x, d)]).implies(Bool::and(&[
+            x.sign_ext(N).eq(sprod(&q, d).bvadd(&sr)),
+            x.bvsge(&z).implies(r.bvsge(&z)),
+            x.bvslt(&z).implies(r.bvsle(&z)),
+            sd.bvsgt(&z2)
+                .implies(Bool::and(&[sd.bvneg().bvslt(&sr), sr.bvslt(&sd)])),
+            sd.bvslt(&z2)
+                .implies(Bool::and(&[sd.bvslt(&sr), sr.bvslt(&sd.bvneg())])),
+        ]));
+        lemma("division definition", v, body)
+    };
+    let ovf = lemma(
+        "MIN / -1",
+        vec![],
+        Bool::and(&[min.bvsdiv(&m1).eq(&min), min.bvsrem(&m1).eq(&z)]),
+    );
+    let smod = {
+        let v = lvars(&format!("divsmod{N}"), &["x", "d"], N);
+        let (x, d) = (&v[0], &v[1]);
+        let r = x.bvsrem(d);
+        let adjust = Bool::and(&[r.eq(&z).not(), r.bvslt(&z).eq(d.bvslt(&z)).not()]);
+        let body = d.eq(&z).not().implies(x.bvsmod(d).eq(adjust.ite(&r.bvadd(d), &r)));
+        lemma("smod from srem", v, body)
+    };
+    let unit = {
+        let v = lvars(&format!("divunit{N}"), &["g"], w);
+        let g = &v[0];
+        let k = |x: i64| BV::from_i64(x, w);
+        let body = Bool::and(&[
+            k(1).bvmul(g).eq(g),
+            k(0).bvmul(g).eq(k(0)),
+            k(-1).bvmul(g).eq(g.bvneg()),
+            g.bvmul(k(1)).eq(g),
+            g.bvmul(k(-1)).eq(g.bvneg()),
+        ]);
+        lemma("products with 0, 1, -1", v, body)
+    };
+    // floor characterisations of p = py_div(x, d)
+    let floor = |name: &str, pos: bool| {
+        let v = lvars(&format!("{name}{N}"), &["x", "d"], N);
+        let (x, d) = (&v[0], &v[1]);
+        let p = py_div_bv::<N>(x, d);
+        let (pd, sx, sd) = (sprod(&p, d), x.sign_ext(N), d.sign_ext(N));
+        let body = if pos {
+            d.bvsgt(&z)
+                .implies(Bool::and(&[pd.bvsle(&sx), sx.bvslt(&pd.bvadd(&sd))]))
+        } else {
+            Bool::and(&[d.bvslt(&z), not_ovf(x, d)]).implies(Bool::and(&[pd.bvsge(&sx), sx.bvsgt(&pd.bvadd(&sd))]))
+        };
+        lemma(name, v, body)
+    };
+    let galois = |name: &str, pos: bool| {
+        let v = lvars(&format!("{name}{N}"), &["p", "x", "d", "z"], N);
+        let (p, x, d, zz) = (&v[0], &v[1], &v[2], &v[3]);
+        let (pd, zd, sx, sd) = (sprod(p, d), sprod(zz, d), x.sign_ext(N), d.sign_ext(N));
+        let body = if pos {
+            Bool::and(&[d.bvsgt(&z), pd.bvsle(&sx), sx.bvslt(&pd.bvadd(&sd)), zd.bvsle(&sx)]).implies(zz.bvsle(p))
+        } else {
+            Bool::and(&[d.bvslt(&z), pd.bvsge(&sx), sx.bvsgt(&pd.bvadd(&sd)), zd.bvsge(&sx)]).implies(zz.bvsle(p))
+        };
+        lemma(name, v, body)
+    };
+    let trunc = |name: &str, pos: bool| {
+        let v = lvars(&format!("{name}{N}"), &["x", "d"], N);
+        let (x, d) = (&v[0], &v[1]);
+        let q = x.bvsdiv(d);
+        let (qd, sx, sd) = (sprod(&q, d), x.sign_ext(N), d.sign_ext(N));
+        // the remainder's side of the product: toward zero from x
+        let (nonneg, neg) = if pos {
+            (
+                Bool::and(&[qd.bvsle(&sx), sx.bvslt(&qd.bvadd(&sd))]),
+                Bool::and(&[qd.bvsge(&sx), sx.bvsgt(&qd.bvsub(&sd))]),
+            )
+        } else {
+            (
+                Bool::and(&[qd.bvsle(&sx), sx.bvslt(&qd.bvsub(&sd))]),
+                Bool::and(&[qd.bvsge(&sx), sx.bvsgt(&qd.bvadd(&sd))]),
+            )
+        };
+        let cond = if pos {
+            d.bvsgt(&z)
+        } else {
+            Bool::and(&[d.bvslt(&z), not_ovf(x, d)])
+        };
+        let body = cond.implies(Bool::and(&[x.bvsge(&z).implies(&nonneg), x.bvslt(&z).implies(&neg)]));
+        lemma(name, v, body)
+    };
+    let galois_ceil = |name: &str, pos: bool| {
+        let v = lvars(&format!("{name}{N}"), &["p", "x", "d", "z"], N);
+        let (p, x, d, zz) = (&v[0], &v[1], &v[2], &v[3]);
+        let (pd, zd, sx, sd) = (sprod(p, d), sprod(zz, d), x.sign_ext(N), d.sign_ext(N));
+        let body = if pos {
+            Bool::and(&[d.bvsgt(&z), pd.bvsge(&sx), sx.bvsgt(&pd.bvsub(&sd)), zd.bvsge(&sx)]).implies(zz.bvsge(p))
+        } else {
+            Bool::and(&[d.bvslt(&z), pd.bvsle(&sx), sx.bvslt(&pd.bvsub(&sd)), zd.bvsle(&sx)]).implies(zz.bvsge(p))
+        };
+        lemma(name, v, body)
+    };
+    let order = |name: &str, f: fn(&BV, &BV) -> BV, pos: bool| {
+        let v = lvars(&format!("{name}{N}"), &["x", "y", "d"], N);
+        let (x, y, d) = (&v[0], &v[1], &v[2]);
+        let (qx, qy) = (f(x, d), f(y, d));
+        let body = if pos {
+            Bool::and(&[d.bvsgt(&z), x.bvsle(y)]).implies(qx.bvsle(&qy))
+        } else {
+            Bool::and(&[d.bvslt(&m1), x.bvsle(y)]).implies(qx.bvsge(&qy))
+        };
+        lemma(name, v, body)
+    };
+    DivLemmas {
+        def,
+        ovf,
+        smod,
+        unit,
+        floor_pos: floor("floor division, d > 0", true),
+        floor_neg: floor("floor division, d < 0", false),
+        galois_pos: galois("floor division is the largest, d > 0", true),
+        galois_neg: galois("floor division is the largest, d < 0", false),
+        trunc_pos: trunc("truncated division, d > 0", true),
+        trunc_neg: trunc("truncated division, d < 0", false),
+        galois_ceil_pos: galois_ceil("truncated division of x < 0 is the smallest, d > 0", true),
+        galois_ceil_neg: galois_ceil("truncated division of x >= 0 is the smallest, d < 0", false),
+        mono: order("sdiv monotone, d > 0", |x, d| x.bvsdiv(d), true),
+        anti: order("sdiv antitone, d < -1", |x, d| x.bvsdiv(d), false),
+        pymono: order("py_div monotone, d > 0", py_div_bv::<N>, true),
+        pyanti: order("py_div antitone, d < -1", py_div_bv::<N>, false),
+    }
+}
+
+impl DivLemmas {
+    /// Facts about the products of `q`, `q + 1`, `q - 1` with `d` (`N`-bit terms).
+    fn prod_facts(&self, m: &MulLemmas, q: &BV, d: &BV) -> Vec<Bool> {
+        let n = q.get_size();
+        let (one, m1) = (BV::from_i64(1, n), BV::from_i64(-1, n));
+        let (qp, qm) = (q.bvadd(&one), q.bvsub(&one));
+        let sd = d.sign_ext(n);
+        vec![
+            m.mono2.at(&[q, &one, d]),
+            m.mono2.at(&[q, d, &m1]),
+            self.unit.at(&[&q.sign_ext(n)]),
+            self.unit.at(&[&sd]),
+            m.bound.at(&[q, d]),
+            m.bound.at(&[&qp, d]),
+            m.bound.at(&[&qm, d]),
+            m.dist1.at(&[&qp.sign_ext(n), &q.sign_ext(n), &sd]),
+            m.dist1.at(&[&q.sign_ext(n), &qm.sign_ext(n), &sd]),
+        ]
+    }
+
+    /// Instances proving [`DivLemmas::floor_pos`]/[`DivLemmas::floor_neg`] for `(x, d)`.
+    fn floor_proof(&self, m: &MulLemmas, x: &BV, d: &BV) -> Vec<Bool> {
+        let mut out = vec![self.def.at(&[x, d])];
+        out.extend(self.prod_facts(m, &x.bvsdiv(d), d));
+        out
+    }
+
+    /// Instances proving the Galois lemmas for `(p, x, d, z)`: `z` beyond `p` by one step is
+    /// `p + 1` (`up`) or `p - 1`, whose product with `d` is `p*d ± d`.
+    fn galois_proof(&self, m: &MulLemmas, p: &BV, d: &BV, zz: &BV, up: bool) -> Vec<Bool> {
+        let n = p.get_size();
+        let (one, m1) = (BV::from_i64(1, n), BV::from_i64(-1, n));
+        let pp = if up { p.bvadd(&one) } else { p.bvsub(&one) };
+        let sd = d.sign_ext(n);
+        let (far, near) = if up { (&pp, p) } else { (p, &pp) };
+        vec![
+            if up {
+                m.mono1.at(&[&pp, zz, d])
+            } else {
+                m.mono1.at(&[zz, &pp, d])
+            },
+            m.bound.at(&[p, d]),
+            m.bound.at(&[&pp, d]),
+            self.unit.at(&[&sd]),
+            self.unit.at(&[&zz.sign_ext(n)]),
+            m.dist1.at(&[&far.sign_ext(n), &near.sign_ext(n), &sd]),
+            m.mono2.at(&[zz, &one, d]),
+            m.mono2.at(&[zz, d, &m1]),
+        ]
+    }
+
+    /// Instances proving [`DivLemmas::mono`] (`pos`) or [`DivLemmas::anti`] for `(x, y, d)`:
+    /// the truncation lemmas for both quotients and, by the signs of `x` and `y`, the Galois
+    /// lemma of the side toward zero (both `>= 0`: floor side, both `< 0`: ceiling side) or
+    /// the sign of each quotient (a product with a quotient of the wrong sign overshoots).
+    fn order_proof(&self, m: &MulLemmas, x: &BV, y: &BV, d: &BV, pos: bool) -> Vec<Bool> {
+        let n = x.get_size();
+        let (one, m1) = (BV::from_i64(1, n), BV::from_i64(-1, n));
+        let (qx, qy) = (x.bvsdiv(d), y.bvsdiv(d));
+        let sd = d.sign_ext(n);
+        if pos {
+            vec![
+                self.trunc_pos.at(&[x, d]),
+                self.trunc_pos.at(&[y, d]),
+                self.galois_pos.at(&[&qy, y, d, &qx]),
+                self.galois_ceil_pos.at(&[&qx, x, d, &qy]),
+                m.mono1.at(&[&one, &qx, d]),
+                m.mono1.at(&[&qy, &m1, d]),
+                self.unit.at(&[&sd]),
+            ]
+        } else {
+            vec![
+                self.trunc_neg.at(&[x, d]),
+                self.trunc_neg.at(&[y, d]),
+                self.galois_ceil_neg.at(&[&qy, y, d, &qx]),
+                self.galois_neg.at(&[&qx, x, d, &qy]),
+                m.mono1.at(&[&one, &qx, d]),
+                m.mono1.at(&[&qy, &m1, d]),
+                m.mono1.at(&[&qx, &m1, d]),
+                m.mono1.at(&[&one, &qy, d]),
+                self.unit.at(&[&sd]),
+            ]
+        }
+    }
+
+    /// Instances proving [`DivLemmas::pymono`] (`pos`) or [`DivLemmas::pyanti`] for
+    /// `(x, y, d)`: `py_div(x)*d <= x <= y` and the Galois lemma for `y` (for `d < 0`:
+    /// `py_div(y)*d >= y >= x` and the Galois lemma for `x`).
+    fn py_order_proof<const N: u32>(&self, x: &BV, y: &BV, d: &BV, pos: bool) -> Vec<Bool> {
+        let (px, py) = (py_div_bv::<N>(x, d), py_div_bv::<N>(y, d));
+        if pos {
+            vec![
+                self.floor_pos.at(&[x, d]),
+                self.floor_pos.at(&[y, d]),
+                self.galois_pos.at(&[&py, y, d, &px]),
+            ]
+        } else {
+            vec![
+                self.floor_neg.at(&[x, d]),
+                self.floor_neg.at(&[y, d]),
+                self.galois_neg.at(&[&px, x, d, &py]),
+            ]
+        }
+    }
+}
+
+impl DivLemmas {
+    /// Instances proving the remainder bounds ([`RemLemmas`]) for `(x, y)`: the definition
+    /// (sign and size of the remainder), `MIN / -1`, `smod` from `srem`, and the products of
+    /// the quotient that show `|srem(x, y)| <= |x|`.
+    fn rem_proof(&self, m: &MulLemmas, x: &BV, y: &BV) -> Vec<Bool> {
+        let n = x.get_size();
+        let (z, one, m1) = (BV::from_i64(0, n), BV::from_i64(1, n), BV::from_i64(-1, n));
+        let q = x.bvsdiv(y);
+        let mut out = vec![self.def.at(&[x, y]), self.ovf.at(&[]), self.smod.at(&[x, y])];
+        out.extend(self.prod_facts(m, &q, y));
+        for (a, b) in [(&q, &m1), (&one, &q), (&z, &q), (&q, &z)] {
+            out.push(m.mono1.at(&[a, b, y]));
+        }
+        out
+    }
+}
+
+/// The interval division functions at width `N` from the division lemmas: `floordiv` and
+/// `pydiv` (monotone for a constant divisor `> 0`, antitone below `-1`, negation for `-1`)
+/// and `backward_mul_ovf_const` (the Galois connection of floor division).
+fn interval_div_obligations<const N: u32>(out: &mut Vec<Obligation>) {
+    let fns: Vec<(&'static str, IBin<N>)> = vec![("floordiv", Interval::floordiv), ("pydiv", Interval::pydiv)];
+    for (name, f) in fns {
+        ob(
+            out,
+            format!("Interval::{name}"),
+            "sound (from the division lemmas)",
+            N,
+            move || prove_interval_div::<N>(name, f),
+        );
+    }
+    ob(
+        out,
+        "Interval::backward_mul_ovf_const".into(),
+        "keeps members (from the division lemmas)",
+        N,
+        || prove_backward_mul_ovf_const::<N>(Interval::backward_mul_ovf_const),
+    );
+}
+
+/// Soundness of the interval division function `f` for the op `name` (`floordiv`, `pydiv`).
+fn prove_interval_div<const N: u32>(name: &str, f: IBin<N>) -> Result<(), String> {
+    let row = binops::<N>()
+        .into_iter()
+        .find(|r| r.name == name)
+        .expect("an op of the table");
+    let dl = div_lemmas::<N>();
+    let (a, b) = (sym::<N>("a"), sym::<N>("b"));
+    let (x, y) = (&a.x.0, &b.x.0);
+    let (lo, hi, d) = (&a.ib.range.lower.0, &a.ib.range.upper.0, &b.ib.range.lower.0);
+    let (r, valid) = (row.sem)(x, y);
+    let res = f(&a.ib.range, &b.ib.range);
+    let (up, down) = if name == "floordiv" {
+        (&dl.mono, &dl.anti)
+    } else {
+        (&dl.pymono, &dl.pyanti)
+    };
+    let q = x.bvsdiv(d);
+    let inst = vec![
+        up.at(&[lo, x, d]),
+        up.at(&[x, hi, d]),
+        down.at(&[lo, x, d]),
+        down.at(&[x, hi, d]),
+        // d == -1: the quotient is -x (the definition, and MIN / -1)
+        dl.def.at(&[x, d]),
+        dl.ovf.at(&[]),
+        dl.unit.at(&[&q.sign_ext(N)]),
+    ];
+    prove_abstract::<N>(
+        &and(&[&a.ipre(), &b.ipre(), &valid]),
+        &inst,
+        &res.contains(&Z3Word(r)).0,
+        &[
+            iv_shown("a", &a.ib.range),
+            Shown::Value("x".into(), x.clone()),
+            iv_shown("b", &b.ib.range),
+            Shown::Value("y".into(), y.clone()),
+            iv_shown("abstract result", &res),
+        ],
+    )
+}
+
+type BackwardFn<const N: u32> = fn(&IV<N>, &IV<N>, &IV<N>) -> IV<N>;
+
+/// `f` (`backward_mul_ovf_const`) keeps every `x` with `x * y == r` (no overflow) for `r` in
+/// `res`.
+fn prove_backward_mul_ovf_const<const N: u32>(f: BackwardFn<N>) -> Result<(), String> {
+    let (dl, ml) = (div_lemmas::<N>(), mul_lemmas::<N>());
+    let (a, b, r) = (sym::<N>("a"), sym::<N>("b"), sym::<N>("res"));
+    let (x, y) = (&a.x.0, &b.x.0);
+    let na = f(&a.ib.range, &b.ib.range, &r.ib.range);
+    let pre = and(&[&a.ipre(), &b.ipre(), &r.ipre(), &r.x.0.eq(x.bvmul(y)), &mul_fits(x, y)]);
+    let (l, u, d) = (&r.ib.range.lower.0, &r.ib.range.upper.0, &b.ib.range.lower.0);
+    let one = BV::from_i64(1, N);
+    let nl = l.bvneg();
+    let (pu, pnl, pl) = (py_div_bv::<N>(u, d), py_div_bv::<N>(&nl, d), py_div_bv::<N>(l, d));
+    let plm = pl.bvsub(&one);
+    let sd = d.sign_ext(N);
+    let inst = vec![
+        ml.low.at(&[x, d]),
+        // x <= py_div(u, d)
+        dl.floor_pos.at(&[u, d]),
+        dl.galois_pos.at(&[&pu, u, d, x]),
+        // x >= -py_div(-l, d), l != MIN: -x <= py_div(-l, d)
+        dl.floor_pos.at(&[&nl, d]),
+        dl.galois_pos.at(&[&pnl, &nl, d, &x.bvneg()]),
+        ml.neg1.at(&[&x.sign_ext(N), &sd]),
+        ml.mono2.at(&[x, &one, d]),
+        dl.unit.at(&[&x.sign_ext(N)]),
+        dl.unit.at(&[&sd]),
+        // l == MIN: x >= py_div(MIN, d), else x*d <= (p-1)*d = p*d - d < MIN
+        dl.floor_pos.at(&[l, d]),
+        ml.mono1.at(&[x, &plm, d]),
+        ml.dist1.at(&[&pl.sign_ext(N), &plm.sign_ext(N), &sd]),
+        ml.bound.at(&[&plm, d]),
+        ml.bound.at(&[x, d]),
+    ];
+    prove_abstract::<N>(
+        &pre,
+        &inst,
+        &na.contains(&a.x).0,
+        &[
+            iv_shown("a", &a.ib.range),
+            iv_shown("b", &b.ib.range),
+            iv_shown("res", &r.ib.range),
+            Shown::Value("x".into(), x.clone()),
+            Shown::Value("y".into(), y.clone()),
+        ],
+    )
+}
+
+/// A deliberately wrong `floordiv`: one less at the top.
+fn floordiv_one_too_low<W: Word>(a: &Interval<W>, b: &Interval<W>) -> Interval<W> {
+    let r = a.floordiv(b);
+    Interval::new(r.lower.clone(), r.upper.sub(&W::one()))
+}
+
+/// A deliberately wrong `backward_mul_ovf_const`: one less at the top.
+fn backward_one_too_low<W: Word>(a: &Interval<W>, b: &Interval<W>, res: &Interval<W>) -> Interval<W> {
+    let r = Interval::backward_mul_ovf_const(a, b, res);
+    Interval::new(r.lower.clone(), r.upper.sub(&W::one()))
+}
+
+/// The division proofs can fail: with the lemma instances in place (the definition assumed at
+/// 64 bits), a `floordiv` or `backward_mul_ovf_const` one too low at the top is rejected, and
+/// so is "`sdiv` is monotone" claimed for a negative divisor.
+#[test]
+fn mutation_division_proofs_reject_wrong_claims() {
+    prove_interval_div::<64>("floordiv", Interval::floordiv).expect("the real floordiv is sound");
+    let err = prove_interval_div::<64>("floordiv", floordiv_one_too_low).expect_err("broken floordiv");
+    println!("broken floordiv rejected with {err}");
+    assert!(err.contains("counterexample"), "{err}");
+    prove_backward_mul_ovf_const::<64>(Interval::backward_mul_ovf_const).expect("the real one is sound");
+    let err = prove_backward_mul_ovf_const::<64>(backward_one_too_low).expect_err("broken backward");
+    println!("broken backward_mul_ovf_const rejected with {err}");
+    assert!(err.contains("counterexample"), "{err}");
+    let (dl, ml) = (div_lemmas::<16>(), mul_lemmas::<16>());
+    let v = &dl.mono.vars;
+    let (x, y, d) = (&v[0], &v[1], &v[2]);
+    let z = BV::from_u64(0, 16);
+    let wrong = lemma(
+        "sdiv monotone, d < 0 (wrong)",
+        v.clone(),
+        Bool::and(&[d.bvslt(&z), x.bvsle(y)]).implies(x.bvsdiv(d).bvsle(y.bvsdiv(d))),
+    );
+    let err = prove_lemma::<16>(&wrong, By::Instances(dl.order_proof(&ml, x, y, d, true))).expect_err("wrong lemma");
+    assert!(err.contains("counterexample"), "{err}");
+}
+
+/// The division lemma obligations at width `N`, in proof order (the definition itself is
+/// checked against Z3's operators at 8 bits only; see [`DivLemmas`]).
+fn div_lemma_obligations<const N: u32>(out: &mut Vec<Obligation>) {
+    let l = div_lemmas::<N>();
+    let list: [(&Lemma, &'static str); 15] = [
+        (&l.ovf, "valid (bit-blasted, constants)"),
+        (&l.smod, "valid (bit-blasted)"),
+        (&l.unit, "valid (ring identities)"),
+        (&l.floor_pos, "valid (from the definition)"),
+        (&l.floor_neg, "valid (from the definition)"),
+        (&l.galois_pos, "valid (from product lemmas)"),
+        (&l.galois_neg, "valid (from product lemmas)"),
+        (&l.mono, "valid (from the truncation lemmas)"),
+        (&l.anti, "valid (from the truncation lemmas)"),
+        (&l.pymono, "valid (from the floor lemmas)"),
+        (&l.pyanti, "valid (from the floor lemmas)"),
+        (&l.trunc_pos, "valid (from the definition)"),
+        (&l.trunc_neg, "valid (from the definition)"),
+        (&l.galois_ceil_pos, "valid (from product lemmas)"),
+        (&l.galois_ceil_neg, "valid (from product lemmas)"),
+    ];
+    for (i, (lemma, property)) in list.into_iter().enumerate() {
+        ob(out, format!("lemma {}", lemma.name), property, N, move || {
+            prove_div_lemma::<N>(i)
+        });
+    }
+    if N == 8 {
+        ob(
+            out,
+            format!("lemma {}", l.def.name),
+            "Z3's bvsdiv/bvsrem meet it (bit-blasted)",
+            N,
+            || {
+                let l = div_lemmas::<N>();
+                let d = &l.def.vars[1];
+                prove_cases::<N>(&t(), &[d.bvslt(BV::from_u64(0, N))], &l.def.body, &[])
+            },
+        );
+    }
+}
+
+/// Proves lemma `i` of the list in [`div_lemma_obligations`].
+fn prove_div_lemma<const N: u32>(i: usize) -> Result<(), String> {
+    let (l, m) = (div_lemmas::<N>(), mul_lemmas::<N>());
+    let v2 = |lm: &Lemma| (lm.vars[0].clone(), lm.vars[1].clone());
+    match i {
+        0 => prove_lemma::<N>(&l.ovf, By::BitBlast),
+        1 => {
+            // one query per sign of the divisor
+            let d = &l.smod.vars[1];
+            prove_cases::<N>(&t(), &[d.bvslt(BV::from_u64(0, N))], &l.smod.body, &[])
+        }
+        2 => prove_lemma::<N>(&l.unit, By::Ring),
+        3 | 4 => {
+            let lm = if i == 3 { &l.floor_pos } else { &l.floor_neg };
+            let (x, d) = v2(lm);
+            prove_lemma::<N>(lm, By::Instances(l.floor_proof(&m, &x, &d)))
+        }
+        5 | 6 => {
+            let lm = if i == 5 { &l.galois_pos } else { &l.galois_neg };
+            let v = &lm.vars;
+            prove_lemma::<N>(lm, By::Instances(l.galois_proof(&m, &v[0], &v[2], &v[3], true)))
+        }
+        7 | 8 => {
+            let lm = if i == 7 { &l.mono } else { &l.anti };
+            let v = &lm.vars;
+            prove_lemma::<N>(lm, By::Instances(l.order_proof(&m, &v[0], &v[1], &v[2], i == 7)))
+        }
+        9 | 10 => {
+            let lm = if i == 9 { &l.pymono } else { &l.pyanti };
+            let v = &lm.vars;
+            prove_lemma::<N>(lm, By::Instances(l.py_order_proof::<N>(&v[0], &v[1], &v[2], i == 9)))
+        }
+        11 | 12 => {
+            let lm = if i == 11 { &l.trunc_pos } else { &l.trunc_neg };
+            let (x, d) = v2(lm);
+            prove_lemma::<N>(lm, By::Instances(vec![l.def.at(&[&x, &d])]))
+        }
+        13 | 14 => {
+            let lm = if i == 13 {
+                &l.galois_ceil_pos
+            } else {
+                &l.galois_ceil_neg
+            };
+            let v = &lm.vars;
+            prove_lemma::<N>(lm, By::Instances(l.galois_proof(&m, &v[0], &v[2], &v[3], false)))
+        }
+        _ => unreachable!("division lemma {i}"),
+    }
+}
+
+/// The division lemmas at 64, 32, 16 and 8 bits (the definition checked at 8).
+#[test]
+fn div_lemmas_64_32_16_8() {
+    let mut obs = Vec::new();
+    div_lemma_obligations::<64>(&mut obs);
+    div_lemma_obligations::<32>(&mut obs);
+    div_lemma_obligations::<16>(&mut obs);
+    div_lemma_obligations::<8>(&mut obs);
+    interval_div_obligations::<64>(&mut obs);
+    interval_div_obligations::<32>(&mut obs);
+    interval_div_obligations::<16>(&mut obs);
+    interval_rem_obligations::<64>(&mut obs);
+    interval_rem_obligations::<32>(&mut obs);
+    run_group("div lemmas", obs);
+}
+
 /// The remainder lemmas at width `N`, proven by bit-blasting with a case split on the signs.
 struct RemLemmas {
     /// `y != 0 =>` `srem(x, y)` has the sign of `x` (or is 0), `|srem| <= |x|`, `|srem| < |y|`.
@@ -2992,14 +3596,24 @@ fn interval_rem_obligations<const N: u32>(out: &mut Vec<Obligation>) {
         ob(
             out,
             format!("lemma {name}"),
-            "valid (case split on signs)",
+            if N <= 16 {
+                "valid (bit-blasted, case split on signs)"
+            } else {
+                "valid (from the division definition)"
+            },
             N,
             move || {
                 let m = rem_lemmas::<N>();
                 let l = pick(&m);
                 let (x, y) = (&l.vars[0], &l.vars[1]);
                 let z = BV::from_u64(0, N);
-                prove_cases::<N>(&t(), &[x.bvslt(&z), y.bvslt(&z)], &l.body, &[])
+                if N <= 16 {
+                    prove_cases::<N>(&t(), &[x.bvslt(&z), y.bvslt(&z)], &l.body, &[])
+                } else {
+                    // beyond 16 bits from the division definition (see `DivLemmas`)
+                    let (dl, ml) = (div_lemmas::<N>(), mul_lemmas::<N>());
+                    prove_lemma::<N>(l, By::Instances(dl.rem_proof(&ml, x, y)))
+                }
             },
         );
     }
