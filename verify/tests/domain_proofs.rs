@@ -45,14 +45,14 @@
 //!   constant and query lemmas of `IntBound` (also at 32, 16 and 8 bits); the interval
 //!   `backward_add/sub(_ovf)` by composition of the proven `add/sub(_ovf)` and `intersect`
 //!   (and directly at 16 bits as a cross-check).
-//! - shifts: interval `lshift`, `rshift`, `uint_rshift` at 32 and 16 bits; the bounded
+//! - shifts: interval `lshift`, `rshift`, `uint_rshift` at 32, 16 and 8 bits; the bounded
 //!   knownbits shifts `IntBound` calls at 32 bits by a case split on the concrete shift
 //!   amount (groups `knownbits shifts 32`: one query per amount `0..32`, and a query that
 //!   these are all the valid amounts; the join over a symbolic amount does not finish in one
-//!   query at 32 bits) and at 16 bits in one query. Not at 64 bits (the per-amount queries
-//!   already take 0.5-5 s each at 32 bits, 45-130 s per shift on the loaded machine). Plus
-//!   the exhaustive 8-bit check. So `IntBound::{shifts}` are proven by composition at 32 and
-//!   16 bits.
+//!   query at 32 bits) and at 16 and 8 bits in one query (at 8 bits a proof is an exhaustive
+//!   check). Not at 64 bits (the per-amount queries already take 0.5-5 s each at 32 bits,
+//!   45-130 s per shift on the loaded machine). Plus the exhaustive 8-bit `IntBound` check.
+//!   So `IntBound::{shifts}` are proven by composition at 32, 16 and 8 bits.
 //! - multiplication/division, knownbits: `uint_mul_high`, `floordiv`, `modulo`, `pydiv` at
 //!   64, 32, 16 and 8 bits, `pymod` at 32, 16 and 8, `mul` constant folding at 64/32/16/8;
 //!   `mul` and `mul_ovf` soundness at 64, 32 and 16 bits by lemma instantiation (group `mul
@@ -1372,13 +1372,16 @@ fn mul_div_knownbits_64_32_16_8() {
 }
 
 #[test]
-fn shift_components_32_16() {
+fn shift_components_32_16_8() {
     let mut obs = Vec::new();
     interval_obligations::<32>(Shift, &mut obs);
     interval_obligations::<16>(Shift, &mut obs);
     knownbits_obligations::<16>(Shift, &mut obs);
     interval_backward_obligations::<16>(&mut obs);
-    run_group("shifts 32/16", obs);
+    // and at 8 bits, where a proof covers every input as an exhaustive check would
+    interval_obligations::<8>(Shift, &mut obs);
+    knownbits_obligations::<8>(Shift, &mut obs);
+    run_group("shifts 32/16/8", obs);
 }
 
 // ------------------------------------------------------------------ exhaustive 8-bit check
