@@ -569,7 +569,7 @@ impl HeapCmp<'_> {
         }
         let obj_len = match obj.kind {
             trace_ir::interp::ObjKind::Struct { .. } => None,
-            trace_ir::interp::ObjKind::Array { len }
+            trace_ir::interp::ObjKind::Array { len, .. }
             | trace_ir::interp::ObjKind::Str { len }
             | trace_ir::interp::ObjKind::Unicode { len } => Some(len),
         };

@@ -588,6 +588,39 @@ fn invalid_operations_are_reported_not_panicking() {
             ints(&[-1]),
             "allocation length",
         ),
+        // An allocated array accessed with another array descriptor than its allocation's
+        // (the optimizer's heap cache keeps descriptors apart, as PyPy's does).
+        (
+            one_op_trace(|b, x| {
+                let (ap, ai) = (array(b, Kind::Ref), array(b, Kind::Int));
+                let two = b.const_int(2);
+                let a = b.op_with_descr(Opcode::NewArrayClear, &[two], ap);
+                b.op_with_descr(Opcode::GetarrayitemGcI, &[a, x], ai)
+            }),
+            ints(&[0]),
+            "accessed as",
+        ),
+        (
+            one_op_trace(|b, x| {
+                let (ap, ai) = (array(b, Kind::Ref), array(b, Kind::Int));
+                let two = b.const_int(2);
+                let a = b.op_with_descr(Opcode::NewArrayClear, &[two], ap);
+                b.op_with_descr(Opcode::SetarrayitemGc, &[a, x, x], ai);
+                x
+            }),
+            ints(&[0]),
+            "accessed as",
+        ),
+        (
+            one_op_trace(|b, _| {
+                let (ap, ai) = (array(b, Kind::Ref), array(b, Kind::Int));
+                let two = b.const_int(2);
+                let a = b.op_with_descr(Opcode::NewArrayClear, &[two], ap);
+                b.op_with_descr(Opcode::ArraylenGc, &[a], ai)
+            }),
+            ints(&[0]),
+            "another descriptor",
+        ),
     ];
     for (t, inputs, what) in cases {
         match go(&t, &inputs).outcome {

@@ -48,6 +48,7 @@
 //! forwards a mutable field across such a call produces a different value.
 
 use super::RtValue;
+use crate::descr::ArrayDescr;
 use crate::opcode::Kind;
 use crate::rng::hash_words;
 use std::collections::{BTreeMap, HashMap};
@@ -124,6 +125,10 @@ pub enum ObjKind {
     Array {
         /// Number of items.
         len: u64,
+        /// The array descriptor of the allocation: the only one its items and length may be
+        /// accessed with (the optimizer's heap cache keeps apart what different descriptors
+        /// access, as PyPy's does, so mixing them is an invalid operation).
+        descr: ArrayDescr,
     },
     /// `newstr`.
     Str {
@@ -160,7 +165,7 @@ impl HeapObject {
     pub fn length(&self) -> Option<u64> {
         match self.kind {
             ObjKind::Struct { .. } => None,
-            ObjKind::Array { len } | ObjKind::Str { len } | ObjKind::Unicode { len } => Some(len),
+            ObjKind::Array { len, .. } | ObjKind::Str { len } | ObjKind::Unicode { len } => Some(len),
         }
     }
 

@@ -60,8 +60,9 @@
 //!
 //! See [`heap`] for the memory model (allocated vs external objects, derived values of
 //! unwritten memory, escape, the effect of heap-writing calls). A field access through null,
-//! an out-of-bounds index into an allocated array or string, or a negative or huge allocation
-//! size is an [`Outcome::Invalid`]. Raw memory (`*_raw`, `raw_load`, `raw_store`) is external
+//! an out-of-bounds index into an allocated array or string, an allocated array accessed with
+//! another array descriptor than the one it was allocated with, or a negative or huge
+//! allocation size is an [`Outcome::Invalid`]. Raw memory (`*_raw`, `raw_load`, `raw_store`) is external
 //! memory addressed by integer: `getfield_raw` at `addr + offset`, `getarrayitem_raw` at
 //! `addr + index * item_size`, `raw_load` at `addr + offset`.
 //!
@@ -535,6 +536,16 @@ impl<'a> Machine<'a> {
         }
     }
 
+    /// An allocated array is accessed with the array descriptor it was allocated with.
+    fn same_array_descr(&self, at: OpRef, addr: u64, ad: &ArrayDescr) -> Result<(), Stop> {
+        match self.st.heap.objects.get(&addr).map(|o| &o.kind) {
+            Some(ObjKind::Array { descr, .. }) if descr != ad => {
+                Err(invalid(at, format!("array allocated as {descr:?} accessed as {ad:?}")))
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// Bounds check against an allocated array or string.
     fn index(&self, at: OpRef, addr: u64, i: i64) -> Result<u64, Stop> {
         if let Some(obj) = self.st.heap.objects.get(&addr) {
@@ -647,10 +658,16 @@ impl<'a> Machine<'a> {
                 (ObjKind::Struct { size: sd.size }, class)
             }
             VirtualKind::Array { descr: d, len, .. } => {
-                descr(d)?
+                let ad = descr(d)?
                     .as_array()
                     .ok_or_else(|| invalid(at, "array virtual needs an array descriptor"))?;
-                (ObjKind::Array { len: len as u64 }, 0)
+                (
+                    ObjKind::Array {
+                        len: len as u64,
+                        descr: ad.clone(),
+                    },
+                    0,
+                )
             }
         };
         let addr = self.st.heap.alloc(kind, class, true);
@@ -753,9 +770,9 @@ impl<'a> Machine<'a> {
                 self.set(at, RtValue::Ref(a));
             }
             NewArray | NewArrayClear => {
-                self.array_descr(at)?;
+                let descr = self.array_descr(at)?.clone();
                 let len = self.alloc_len(at, self.int_arg(at, 0)?)?;
-                let a = self.st.heap.alloc(ObjKind::Array { len }, 0, false);
+                let a = self.st.heap.alloc(ObjKind::Array { len, descr }, 0, false);
                 self.set(at, RtValue::Ref(a));
             }
             Newstr | Newunicode => {
@@ -805,6 +822,7 @@ impl<'a> Machine<'a> {
             | GetarrayitemGcPureF => {
                 let ad = self.array_descr(at)?;
                 let p = self.nonnull(at, 0)?;
+                self.same_array_descr(at, p, ad)?;
                 let i = self.index(at, p, self.int_arg(at, 1)?)?;
                 let pure = matches!(opc, GetarrayitemGcPureI | GetarrayitemGcPureR | GetarrayitemGcPureF);
                 self.note_read(at, p, Slot::Item(i), pure);
@@ -814,6 +832,7 @@ impl<'a> Machine<'a> {
             SetarrayitemGc => {
                 let ad = self.array_descr(at)?;
                 let p = self.nonnull(at, 0)?;
+                self.same_array_descr(at, p, ad)?;
                 let i = self.index(at, p, self.int_arg(at, 1)?)?;
                 let v = narrow(self.arg(at, 2)?, ad.item_size, ad.signed);
                 self.st.heap.write(p, Slot::Item(i), v, false);
@@ -870,9 +889,23 @@ impl<'a> Machine<'a> {
                 let p = self.nonnull(at, 0)?;
                 let len = match self.st.heap.objects.get(&p) {
                     Some(obj) => match (opc, &obj.kind) {
-                        (ArraylenGc, ObjKind::Array { len })
-                        | (Strlen, ObjKind::Str { len })
-                        | (Unicodelen, ObjKind::Unicode { len }) => *len as i64,
+                        (ArraylenGc, ObjKind::Array { len, descr })
+                            if self
+                                .trace
+                                .op(at)
+                                .descr
+                                .and_then(|d| self.trace.descr(d).as_array())
+                                .is_none_or(|ad| ad == descr) =>
+                        {
+                            *len as i64
+                        }
+                        (ArraylenGc, ObjKind::Array { .. }) => {
+                            return Err(invalid(
+                                at,
+                                "arraylen_gc with another descriptor than the array's allocation",
+                            ))
+                        }
+                        (Strlen, ObjKind::Str { len }) | (Unicodelen, ObjKind::Unicode { len }) => *len as i64,
                         _ => return Err(invalid(at, format!("{opc} of an object of another kind"))),
                     },
                     None => match self.st.heap.read(p, Slot::Len, Kind::Int, true) {
