@@ -6,7 +6,7 @@
 //! Both traces are executed symbolically over the same symbolic inputs (matched by
 //! position; both must have the same number of inputs). The two executions are aligned at
 //! their **sync points**:
-//! - guards, matched by their stable [`GuardId`](trace_ir::GuardId);
+//! - guards, matched by their stable [`GuardId`];
 //! - calls that are not elidable (`call_*` whose effect is not elidable, `call_may_force_*`,
 //!   `call_assembler_*`), matched by their order;
 //! - `label`s, matched by their order;
