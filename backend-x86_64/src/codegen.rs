@@ -242,6 +242,9 @@ pub(crate) struct Gen<'t> {
     asm: VecAssembler<X64Relocation>,
     gpr_pool: Vec<Reg>,
     xmm_pool: Vec<Reg>,
+    /// The registers of `gpr_pool` and of `xmm_pool` as bit sets.
+    gpr_mask: u32,
+    xmm_mask: u32,
     /// Use positions of each op's value, ascending and without repeats, flattened: the uses
     /// of op `v` are `use_pos[use_start[v]..use_start[v + 1]]` (built in `new` by one pass
     /// over the trace and a counting sort; no vector per op).
@@ -503,9 +506,12 @@ impl<'t> Gen<'t> {
         let nslots: usize = t.guards.iter().map(|g| g.fail_args.len() + 2 * g.virtuals.len()).sum();
         let mut asm = VecAssembler::new_with_capacity(0, 64 + 56 * n, 0, 0, nexits + 8, 0, 4 * nguards + n / 2 + 8);
         let epilogue = asm.new_dynamic_label();
+        let mask = |pool: &[Reg]| pool.iter().fold(0u32, |m, &r| m | 1 << r);
         Ok(Gen {
             t,
             asm,
+            gpr_mask: mask(&gpr_pool),
+            xmm_mask: mask(&xmm_pool),
             gpr_pool,
             xmm_pool,
             use_start: sc.use_start,
@@ -710,16 +716,19 @@ impl<'t> Gen<'t> {
     /// `avoid`), spilling the value used furthest in the future if none is free. The
     /// register is pinned and has no owner.
     fn alloc_reg(&mut self, kind: Kind, avoid: u32) -> R<Reg> {
-        let pool: &[Reg] = if kind == Kind::Float {
-            &self.xmm_pool
+        let (pool, mask): (&[Reg], u32) = if kind == Kind::Float {
+            (&self.xmm_pool, self.xmm_mask)
         } else {
-            &self.gpr_pool
+            (&self.gpr_pool, self.gpr_mask)
         };
         let blocked = self.pinned | avoid;
         let taken = blocked | self.occupied;
-        if let Some(&r) = pool.iter().find(|&&r| taken & (1 << r) == 0) {
-            self.pin(r);
-            return Ok(r);
+        // A free register, the first in pool order (the mask skips the scan when none is).
+        if mask & !taken != 0 {
+            if let Some(&r) = pool.iter().find(|&&r| taken & (1 << r) == 0) {
+                self.pin(r);
+                return Ok(r);
+            }
         }
         // The last candidate whose value is used furthest away (never again counts as
         // furthest).
