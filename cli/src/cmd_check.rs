@@ -17,7 +17,7 @@
 //! Exit status: 0 when nothing is invalid, 1 when some trace is invalid (or a file cannot be
 //! read or parsed), 2 on a usage error.
 
-use crate::common::{json_str, read_file, Args, CliError, CliResult};
+use crate::common::{json_str, load_traces, Args, CliError, CliResult};
 use std::time::{Duration, Instant};
 use trace_ir::Trace;
 use verify::validate::{validate_with_stats, Config, Stats, Verdict};
@@ -47,11 +47,6 @@ fn timed(name: String, o: &Trace, p: &Trace, cfg: &Config) -> Row {
     }
 }
 
-fn parse(path: &str) -> Result<Vec<Trace>, CliError> {
-    let text = read_file(path)?;
-    trace_ir::parse_file(&text).map_err(|e| CliError::Failed(format!("{path}: {e}")))
-}
-
 /// `tracejit check ...`.
 pub fn check(args: &[String]) -> CliResult {
     let a = Args::parse(args, &["optimized", "timeout", "jobs"], &["json", "stats"])?;
@@ -70,10 +65,10 @@ pub fn check(args: &[String]) -> CliResult {
             .ok_or_else(|| CliError::Usage(format!("--jobs: not a positive number: {j}")))?,
         None => std::thread::available_parallelism().map_or(1, |n| n.get()),
     };
-    let originals = parse(file)?;
+    let originals = load_traces(file)?;
     let rows = match a.value("optimized") {
         Some(other) => {
-            let optimized = parse(other)?;
+            let optimized = load_traces(other)?;
             if optimized.len() != originals.len() {
                 return Err(CliError::Failed(format!(
                     "{file} has {} trace(s), {other} has {}",

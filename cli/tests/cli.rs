@@ -239,7 +239,11 @@ fn mine_takes_several_files_and_limits_the_table() {
 fn malformed_file_fails_with_file_line_column() {
     let d = temp_dir("bad");
     let f = write(&d, "bad.txt", BAD);
+    let good = write(&d, "good.txt", "[i0]\nfinish(i0)\n");
     for cmd in [
+        vec!["check", &f],
+        vec!["check", &good, "--optimized", &f],
+        vec!["eval-pypy", &f],
         vec!["parse", &f],
         vec!["print", &f],
         vec!["mine", &f],
