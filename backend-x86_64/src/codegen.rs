@@ -2874,13 +2874,9 @@ mod liveness_tests {
                     }
                 });
             }
-            for v in 0..n {
-                assert_eq!(g.uses(v), &want[v][..], "seed {seed}: uses of op{v}");
-                assert_eq!(
-                    g.last_use[v],
-                    want[v].last().copied().unwrap_or(0),
-                    "seed {seed}: op{v}"
-                );
+            for (v, w) in want.iter().enumerate() {
+                assert_eq!(g.uses(v), &w[..], "seed {seed}: uses of op{v}");
+                assert_eq!(g.last_use[v], w.last().copied().unwrap_or(0), "seed {seed}: op{v}");
             }
             for p in 0..n {
                 let dying: Vec<u32> = g.dies[g.dies_start[p] as usize..g.dies_start[p + 1] as usize].to_vec();

@@ -96,7 +96,9 @@ fn cpu_throughput(name: &str, traces: &[Trace], secs: f64) {
         for t in traces {
             if baseline {
                 // calibration: one copy and one verifier pass over the trace
-                black_box(trace_ir::verify(black_box(&t.clone())).unwrap());
+                let copy = black_box(t.clone());
+                trace_ir::verify(&copy).unwrap();
+                black_box(&copy);
             } else {
                 black_box(optimize(black_box(t), &opts).unwrap());
             }

@@ -275,7 +275,7 @@ mod tests {
                 let args: Vec<i64> = if op.fixed_arity() == 1 { vec![a] } else { vec![a, b] };
                 let (z, ok) = z3_eval(op, &args);
                 let z = z.expect("ground result");
-                if let Some(_) = op.ovf_to_wrapping() {
+                if op.ovf_to_wrapping().is_some() {
                     let (r, ovf) = eval_ovf(op, a, b).unwrap();
                     assert_eq!(z, r, "{op}({a}, {b})");
                     assert!(ok);

@@ -208,7 +208,7 @@ pub fn synthesize(ops: &[Opcode]) -> Vec<Found> {
                 }
             }
             for &u in UNARY_OPS {
-                let Ok((ru, _)) = op_semantics(u, &[x.clone()]) else {
+                let Ok((ru, _)) = op_semantics(u, std::slice::from_ref(&x)) else {
                     continue;
                 };
                 for v in find_consts(&x, &[&c], &valid, &r.eq(&ru)) {

@@ -333,7 +333,7 @@ fn prove_split_with<const N: u32>(
     split_goal(goal, &mut parts);
     for g in &parts {
         let solver = make();
-        solver.assert(&Bool::and(&[pre.clone(), g.not()]).simplify());
+        solver.assert(Bool::and(&[pre.clone(), g.not()]).simplify());
         match solver.check() {
             SatResult::Unsat => {}
             SatResult::Sat => {
@@ -1750,7 +1750,7 @@ fn random_kb(s: &mut u64) -> KnownBits<u64> {
         u64::MAX - 7,
     ];
     let r = xorshift(s);
-    let x = if r % 3 == 0 {
+    let x = if r.is_multiple_of(3) {
         specials[(r >> 8) as usize % specials.len()]
     } else {
         xorshift(s)
@@ -3048,8 +3048,7 @@ fn div_lemmas<const N: u32>() -> DivLemmas {
             x.bvslt(&z).implies(r.bvsle(&z)),
             sd.bvsgt(&z2)
                 .implies(Bool::and(&[sd.bvneg().bvslt(&sr), sr.bvslt(&sd)])),
-            sd.bvslt(&z2)
-                .implies(Bool::and(&[sd.bvslt(&sr), sr.bvslt(&sd.bvneg())])),
+            sd.bvslt(&z2).implies(Bool::and(&[sd.bvslt(&sr), sr.bvslt(sd.bvneg())])),
         ]));
         lemma("division definition", v, body)
     };
@@ -3087,9 +3086,9 @@ fn div_lemmas<const N: u32>() -> DivLemmas {
         let (pd, sx, sd) = (sprod(&p, d), x.sign_ext(N), d.sign_ext(N));
         let body = if pos {
             d.bvsgt(&z)
-                .implies(Bool::and(&[pd.bvsle(&sx), sx.bvslt(&pd.bvadd(&sd))]))
+                .implies(Bool::and(&[pd.bvsle(&sx), sx.bvslt(pd.bvadd(&sd))]))
         } else {
-            Bool::and(&[d.bvslt(&z), not_ovf(x, d)]).implies(Bool::and(&[pd.bvsge(&sx), sx.bvsgt(&pd.bvadd(&sd))]))
+            Bool::and(&[d.bvslt(&z), not_ovf(x, d)]).implies(Bool::and(&[pd.bvsge(&sx), sx.bvsgt(pd.bvadd(&sd))]))
         };
         lemma(name, v, body)
     };
@@ -3098,9 +3097,9 @@ fn div_lemmas<const N: u32>() -> DivLemmas {
         let (p, x, d, zz) = (&v[0], &v[1], &v[2], &v[3]);
         let (pd, zd, sx, sd) = (sprod(p, d), sprod(zz, d), x.sign_ext(N), d.sign_ext(N));
         let body = if pos {
-            Bool::and(&[d.bvsgt(&z), pd.bvsle(&sx), sx.bvslt(&pd.bvadd(&sd)), zd.bvsle(&sx)]).implies(zz.bvsle(p))
+            Bool::and(&[d.bvsgt(&z), pd.bvsle(&sx), sx.bvslt(pd.bvadd(&sd)), zd.bvsle(&sx)]).implies(zz.bvsle(p))
         } else {
-            Bool::and(&[d.bvslt(&z), pd.bvsge(&sx), sx.bvsgt(&pd.bvadd(&sd)), zd.bvsge(&sx)]).implies(zz.bvsle(p))
+            Bool::and(&[d.bvslt(&z), pd.bvsge(&sx), sx.bvsgt(pd.bvadd(&sd)), zd.bvsge(&sx)]).implies(zz.bvsle(p))
         };
         lemma(name, v, body)
     };
@@ -3112,13 +3111,13 @@ fn div_lemmas<const N: u32>() -> DivLemmas {
         // the remainder's side of the product: toward zero from x
         let (nonneg, neg) = if pos {
             (
-                Bool::and(&[qd.bvsle(&sx), sx.bvslt(&qd.bvadd(&sd))]),
-                Bool::and(&[qd.bvsge(&sx), sx.bvsgt(&qd.bvsub(&sd))]),
+                Bool::and(&[qd.bvsle(&sx), sx.bvslt(qd.bvadd(&sd))]),
+                Bool::and(&[qd.bvsge(&sx), sx.bvsgt(qd.bvsub(&sd))]),
             )
         } else {
             (
-                Bool::and(&[qd.bvsle(&sx), sx.bvslt(&qd.bvsub(&sd))]),
-                Bool::and(&[qd.bvsge(&sx), sx.bvsgt(&qd.bvadd(&sd))]),
+                Bool::and(&[qd.bvsle(&sx), sx.bvslt(qd.bvsub(&sd))]),
+                Bool::and(&[qd.bvsge(&sx), sx.bvsgt(qd.bvadd(&sd))]),
             )
         };
         let cond = if pos {
@@ -3134,9 +3133,9 @@ fn div_lemmas<const N: u32>() -> DivLemmas {
         let (p, x, d, zz) = (&v[0], &v[1], &v[2], &v[3]);
         let (pd, zd, sx, sd) = (sprod(p, d), sprod(zz, d), x.sign_ext(N), d.sign_ext(N));
         let body = if pos {
-            Bool::and(&[d.bvsgt(&z), pd.bvsge(&sx), sx.bvsgt(&pd.bvsub(&sd)), zd.bvsge(&sx)]).implies(zz.bvsge(p))
+            Bool::and(&[d.bvsgt(&z), pd.bvsge(&sx), sx.bvsgt(pd.bvsub(&sd)), zd.bvsge(&sx)]).implies(zz.bvsge(p))
         } else {
-            Bool::and(&[d.bvslt(&z), pd.bvsle(&sx), sx.bvslt(&pd.bvsub(&sd)), zd.bvsle(&sx)]).implies(zz.bvsge(p))
+            Bool::and(&[d.bvslt(&z), pd.bvsle(&sx), sx.bvslt(pd.bvsub(&sd)), zd.bvsle(&sx)]).implies(zz.bvsge(p))
         };
         lemma(name, v, body)
     };
@@ -3571,15 +3570,15 @@ fn rem_lemmas<const N: u32>() -> RemLemmas {
         x.bvsge(&z).implies(Bool::and(&[z.bvsle(&r), r.bvsle(x)])),
         x.bvslt(&z).implies(Bool::and(&[x.bvsle(&r), r.bvsle(&z)])),
         y.bvsgt(&z)
-            .implies(Bool::and(&[y.bvneg().bvslt(&r), r.bvsle(&y.bvsub(&one))])),
+            .implies(Bool::and(&[y.bvneg().bvslt(&r), r.bvsle(y.bvsub(&one))])),
         y.bvslt(&z)
-            .implies(Bool::and(&[y.bvslt(&r), r.bvsle(&y.bvadd(&one).bvneg())])),
+            .implies(Bool::and(&[y.bvslt(&r), r.bvsle(y.bvadd(&one).bvneg())])),
     ]));
     let w = lvars(&format!("smod{N}"), &["x", "y"], N);
     let (x, y) = (&w[0], &w[1]);
     let m = x.bvsmod(y);
     let smod = y.eq(&z).not().implies(Bool::and(&[
-        y.bvsgt(&z).implies(Bool::and(&[z.bvsle(&m), m.bvsle(&y.bvsub(&one))])),
+        y.bvsgt(&z).implies(Bool::and(&[z.bvsle(&m), m.bvsle(y.bvsub(&one))])),
         y.bvslt(&z).implies(Bool::and(&[y.bvadd(&one).bvsle(&m), m.bvsle(&z)])),
     ]));
     RemLemmas {

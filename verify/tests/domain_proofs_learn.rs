@@ -56,7 +56,7 @@ fn prove(what: &str, pre: &Bool, goal: &Bool) -> Result<(), String> {
     let mut p = Params::new();
     p.set_u32("timeout", TIMEOUT_MS);
     solver.set_params(&p);
-    solver.assert(&Bool::and(&[pre.clone(), goal.not()]).simplify());
+    solver.assert(Bool::and(&[pre.clone(), goal.not()]).simplify());
     let r = solver.check();
     eprintln!("  {what}: {:?} in {:.2} s", r, t.elapsed().as_secs_f64());
     match r {

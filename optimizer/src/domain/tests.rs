@@ -497,7 +497,7 @@ fn exhaustive_8bit_binops() {
     for unknowns in 0u16..256 {
         if unknowns.count_ones() <= 2 {
             for ones in 0u16..256 {
-                if ones & unknowns == 0 && (ones % 7 == 0 || ones < 9 || ones > 250) {
+                if ones & unknowns == 0 && (ones % 7 == 0 || !(9..=250).contains(&ones)) {
                     kbs.push(I8b::from_knownbits(KnownBits::new(ones as u8, unknowns as u8)));
                 }
             }
