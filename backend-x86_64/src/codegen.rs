@@ -730,18 +730,13 @@ impl<'t> Gen<'t> {
                 return Ok(r);
             }
         }
-        // The last candidate whose value is used furthest away (never again counts as
-        // furthest).
+        // The candidate whose value is used furthest away (never again counts as furthest;
+        // of equals, the highest-numbered register).
         let mut victim: Option<(Reg, u32)> = None;
-        for k in 0..pool.len() {
-            let r = if kind == Kind::Float {
-                self.xmm_pool[k]
-            } else {
-                self.gpr_pool[k]
-            };
-            if blocked & (1 << r) != 0 {
-                continue;
-            }
+        let mut candidates = mask & !blocked;
+        while candidates != 0 {
+            let r = candidates.trailing_zeros() as Reg;
+            candidates &= candidates - 1;
             let cached = self.reg_next[r as usize];
             let next = if cached == u32::MAX {
                 u32::MAX
