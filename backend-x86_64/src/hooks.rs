@@ -33,41 +33,66 @@ use super::{values_read, ArgSrc, Cond, Gen, Loc, FRAME_HEADER, R};
 use crate::runtime::{self, HookOp, HOOK_GUARD_FAILS, HOOK_INVALID};
 use crate::{CompileOptions, MemoryAccess};
 use dynasmrt::{dynasm, DynasmApi, DynasmLabelApi};
+use std::sync::OnceLock;
 use trace_ir::{Kind, OpFlags, OpRef, Opcode, Trace};
 
 /// Per-compilation state of the hook calls.
 pub(crate) struct HookState {
     /// Hooks mode (every memory, call and exception op goes to the runtime).
     pub(crate) all: bool,
-    /// Direct mode, and the trace sets or reads the exception state: exception ops (and
-    /// `guard_no_exception`) are served by the per-run state of the trampoline.
-    direct_exceptions: bool,
     /// The operand block: first spill slot and number of words.
     area: Option<(u32, u32)>,
     /// The ops the code hands over (boxed: the code embeds their addresses).
     #[allow(clippy::vec_box)]
     pub(crate) ops: Vec<Box<HookOp>>,
+    /// [`Self::routes`] as a bit set over opcodes, one of three tables made once. In Direct
+    /// mode, when the trace sets or reads the exception state, exception ops (and
+    /// `guard_no_exception`) are served by the per-run state of the trampoline.
+    routed: &'static [u64],
+}
+
+/// The ops routed to the runtime in each mode as bit sets over opcodes: Direct mode,
+/// Direct mode of a trace with exception ops, Hooks mode.
+fn routing_tables() -> &'static [Vec<u64>; 3] {
+    static TABLES: OnceLock<[Vec<u64>; 3]> = OnceLock::new();
+    TABLES.get_or_init(|| {
+        let table = |routed: fn(Opcode) -> bool| {
+            let mut bits = vec![0u64; Opcode::ALL.len().div_ceil(64)];
+            for &opc in Opcode::ALL {
+                if routed(opc) {
+                    bits[opc as usize / 64] |= 1 << (opc as usize % 64);
+                }
+            }
+            bits
+        };
+        [
+            table(hooked_in_direct_mode),
+            table(|opc| hooked_in_direct_mode(opc) || sets_or_reads_exception(opc) || opc == Opcode::GuardNoException),
+            table(hooked_in_hooks_mode),
+        ]
+    })
 }
 
 impl HookState {
     pub(crate) fn new(t: &Trace, opts: &CompileOptions) -> HookState {
         let all = opts.memory == MemoryAccess::Hooks;
+        let direct_exceptions = !all && t.ops.iter().any(|o| sets_or_reads_exception(o.opcode));
+        let [direct, direct_exc, hooks] = routing_tables();
         HookState {
             all,
-            direct_exceptions: !all && t.ops.iter().any(|o| sets_or_reads_exception(o.opcode)),
             area: None,
             ops: Vec::new(),
+            routed: match (all, direct_exceptions) {
+                (true, _) => hooks,
+                (false, true) => direct_exc,
+                (false, false) => direct,
+            },
         }
     }
 
     /// Whether the op goes to the runtime in this compilation.
     pub(crate) fn routes(&self, opc: Opcode) -> bool {
-        if self.all {
-            hooked_in_hooks_mode(opc)
-        } else {
-            hooked_in_direct_mode(opc)
-                || (self.direct_exceptions && (sets_or_reads_exception(opc) || opc == Opcode::GuardNoException))
-        }
+        self.routed[opc as usize / 64] & (1 << (opc as usize % 64)) != 0
     }
 }
 
