@@ -963,10 +963,12 @@ impl<'t> Gen<'t> {
                 }
             }
             (Loc::Mem(m), Loc::Reg(s)) => self.store_frame(m, s),
-            (Loc::Mem(m), Loc::Mem(s)) => {
-                self.load_frame(11, s);
-                self.store_frame(m, 11);
-            }
+            (Loc::Mem(m), Loc::Mem(s)) => match (i8::try_from(s), i8::try_from(m)) {
+                (Ok(s), Ok(m)) => dynasm!(self.asm ; .arch x64 ; mov r11, [BYTE rbp + s] ; mov [BYTE rbp + m], r11),
+                (Ok(s), Err(_)) => dynasm!(self.asm ; .arch x64 ; mov r11, [BYTE rbp + s] ; mov [rbp + m], r11),
+                (Err(_), Ok(m)) => dynasm!(self.asm ; .arch x64 ; mov r11, [rbp + s] ; mov [BYTE rbp + m], r11),
+                (Err(_), Err(_)) => dynasm!(self.asm ; .arch x64 ; mov r11, [rbp + s] ; mov [rbp + m], r11),
+            },
             (Loc::Mem(m), Loc::Imm(v)) => {
                 if fits_i32(v as i64) {
                     let v = v as i64 as i32;
