@@ -496,15 +496,16 @@ impl<'t> Gen<'t> {
         let nf = opts.float_regs.clamp(2, 15);
         let xmm_pool: Vec<Reg> = (0..nf as u8).map(|i| XMM0 + i).collect();
         // Capacities from the trace size, so the buffers rarely grow: about 35 bytes of code
-        // per op on average, stubs included, up to 56 in traces with many guards; one or
-        // two label references per guard and per call.
+        // per op on average, stubs included (more would cost page faults on large traces:
+        // the allocator then maps the buffer afresh each time); one or two label
+        // references per guard and per call.
         // Exits: one per guard plus the invalid-operation exits (at most one per op that
         // can be invalid, a fraction of the ops); exit slots: one per fail argument, more
         // for virtual objects' fields.
         let nguards = t.guards.len();
         let nexits = nguards + n / 8 + 2;
         let nslots: usize = t.guards.iter().map(|g| g.fail_args.len() + 2 * g.virtuals.len()).sum();
-        let mut asm = VecAssembler::new_with_capacity(0, 64 + 56 * n, 0, 0, nexits + 8, 0, 4 * nguards + n / 2 + 8);
+        let mut asm = VecAssembler::new_with_capacity(0, 64 + 40 * n, 0, 0, nexits + 8, 0, 4 * nguards + n / 2 + 8);
         let epilogue = asm.new_dynamic_label();
         let mask = |pool: &[Reg]| pool.iter().fold(0u32, |m, &r| m | 1 << r);
         Ok(Gen {
