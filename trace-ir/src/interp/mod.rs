@@ -539,9 +539,10 @@ impl<'a> Machine<'a> {
     /// An allocated array is accessed with the array descriptor it was allocated with.
     fn same_array_descr(&self, at: OpRef, addr: u64, ad: &ArrayDescr) -> Result<(), Stop> {
         match self.st.heap.objects.get(&addr).map(|o| &o.kind) {
-            Some(ObjKind::Array { descr, .. }) if descr != ad => {
-                Err(invalid(at, format!("array allocated as {descr:?} accessed as {ad:?}")))
-            }
+            Some(ObjKind::Array { descr, .. }) if descr != ad => Err(invalid(
+                at,
+                format!("array allocated as {descr:?} accessed as {ad:?}, another descriptor"),
+            )),
             _ => Ok(()),
         }
     }
@@ -887,25 +888,14 @@ impl<'a> Machine<'a> {
             }
             ArraylenGc | Strlen | Unicodelen => {
                 let p = self.nonnull(at, 0)?;
+                if let Some(ad) = self.trace.op(at).descr.and_then(|d| self.trace.descr(d).as_array()) {
+                    self.same_array_descr(at, p, ad)?;
+                }
                 let len = match self.st.heap.objects.get(&p) {
                     Some(obj) => match (opc, &obj.kind) {
-                        (ArraylenGc, ObjKind::Array { len, descr })
-                            if self
-                                .trace
-                                .op(at)
-                                .descr
-                                .and_then(|d| self.trace.descr(d).as_array())
-                                .is_none_or(|ad| ad == descr) =>
-                        {
-                            *len as i64
-                        }
-                        (ArraylenGc, ObjKind::Array { .. }) => {
-                            return Err(invalid(
-                                at,
-                                "arraylen_gc with another descriptor than the array's allocation",
-                            ))
-                        }
-                        (Strlen, ObjKind::Str { len }) | (Unicodelen, ObjKind::Unicode { len }) => *len as i64,
+                        (ArraylenGc, ObjKind::Array { len, .. })
+                        | (Strlen, ObjKind::Str { len })
+                        | (Unicodelen, ObjKind::Unicode { len }) => *len as i64,
                         _ => return Err(invalid(at, format!("{opc} of an object of another kind"))),
                     },
                     None => match self.st.heap.read(p, Slot::Len, Kind::Int, true) {
