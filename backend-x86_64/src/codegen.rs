@@ -495,13 +495,13 @@ impl<'t> Gen<'t> {
         };
         let nf = opts.float_regs.clamp(2, 15);
         let xmm_pool: Vec<Reg> = (0..nf as u8).map(|i| XMM0 + i).collect();
-        // Capacities from the trace size, so the buffers rarely grow: about 35 bytes of code
-        // per op on average, stubs included (more would cost page faults on large traces:
-        // the allocator then maps the buffer afresh each time); one or two label
-        // references per guard and per call.
-        // Exits: one per guard plus the invalid-operation exits (at most one per op that
-        // can be invalid, a fraction of the ops); exit slots: one per fail argument, more
-        // for virtual objects' fields.
+        // Capacities from the trace, so the buffers rarely grow:
+        // - code: about 35 bytes per op on average, stubs included (more would cost page
+        //   faults on large traces: the allocator then maps the buffer afresh each time);
+        // - label references: one or two per guard and per call;
+        // - exits: one per guard plus the invalid-operation exits (at most one per op that
+        //   can be invalid, a fraction of the ops);
+        // - exit slots: one per fail argument, more for virtual objects' fields.
         let nguards = t.guards.len();
         let nexits = nguards + n / 8 + 2;
         let nslots: usize = t.guards.iter().map(|g| g.fail_args.len() + 2 * g.virtuals.len()).sum();
