@@ -300,7 +300,12 @@ pub fn validate(original: &Trace, optimized: &Trace, cfg: &Config) -> Verdict {
 pub fn validate_with_stats(original: &Trace, optimized: &Trace, cfg: &Config) -> (Verdict, Stats) {
     let mut stats = Stats::default();
     let mut first = None;
+    // What escaped in the last run (the same objects escape under every naming).
+    let mut shapes = BTreeSet::new();
     for naming in [Naming::ShapeAndLength, Naming::Shape, Naming::Order] {
+        if first.is_some() && !naming.differs(&shapes) {
+            continue;
+        }
         let mut v = Validator::new(original, optimized, cfg);
         v.o.naming = naming;
         v.p.naming = naming;
@@ -313,7 +318,8 @@ pub fn validate_with_stats(original: &Trace, optimized: &Trace, cfg: &Config) ->
             Err(Stop::Unknown(reason)) => Verdict::Unknown { reason },
         };
         stats.add(&v.stats);
-        let escaped = !v.o.esc_addrs.is_empty() || !v.p.esc_addrs.is_empty();
+        shapes = v.o.esc_shapes.union(&v.p.esc_shapes).cloned().collect();
+        let escaped = !shapes.is_empty();
         if verdict.is_valid() || !verdict.is_invalid() && first.is_none() || !escaped {
             return (verdict, stats);
         }
@@ -336,6 +342,19 @@ enum Naming {
     Shape,
     /// The `k`-th object to escape.
     Order,
+}
+
+impl Naming {
+    /// Whether this naming can match escaped objects (of these shapes, each with whether its
+    /// length was constant) differently from the naming tried before it. Namings that only
+    /// rename the addresses consistently on both sides give the same verdict.
+    fn differs(self, shapes: &BTreeSet<(String, bool)>) -> bool {
+        match self {
+            Naming::ShapeAndLength => true,
+            Naming::Shape => shapes.iter().any(|(_, constant_len)| *constant_len),
+            Naming::Order => shapes.iter().map(|(shape, _)| shape).collect::<BTreeSet<_>>().len() > 1,
+        }
+    }
 }
 
 // ------------------------------------------------------------------------------------------
@@ -516,6 +535,8 @@ struct Side<'t> {
     escapes: BTreeMap<String, usize>,
     /// Every address this side gave an escaping object.
     esc_addrs: Vec<BV>,
+    /// The shapes of the objects that escaped, each with whether its length was a constant.
+    esc_shapes: BTreeSet<(String, bool)>,
     /// How escaping objects are named.
     naming: Naming,
     /// Object id -> the heap epoch in which it escaped, or into which its contents were
@@ -553,6 +574,7 @@ impl<'t> Side<'t> {
             epoch: "0".into(),
             escapes: BTreeMap::new(),
             esc_addrs: Vec::new(),
+            esc_shapes: BTreeSet::new(),
             naming: Naming::ShapeAndLength,
             escaped_in: HashMap::new(),
             carried: HashMap::new(),
@@ -643,7 +665,9 @@ impl<'t> Side<'t> {
                     return a.clone();
                 }
                 let obj = &self.objs[*id];
-                let shape = match (self.naming, obj.len.as_ref().and_then(|l| l.simplify().as_u64())) {
+                let len = obj.len.as_ref().and_then(|l| l.simplify().as_u64());
+                self.esc_shapes.insert((obj.shape.clone(), len.is_some()));
+                let shape = match (self.naming, len) {
                     (Naming::ShapeAndLength, Some(n)) => format!("{}/{n}", obj.shape),
                     (Naming::ShapeAndLength | Naming::Shape, _) => obj.shape.clone(),
                     (Naming::Order, _) => String::new(),
