@@ -4,6 +4,11 @@
 use trace_ir::rng::Rng;
 use verify::fuzzing::{check_native_diff, check_optimize_diff, check_parse, check_validate};
 
+/// A trace from its text (the regression cases are written by hand, so they parse).
+fn parse(text: &str) -> trace_ir::Trace {
+    trace_ir::text::parse_trace(text).unwrap()
+}
+
 fn cases(n: usize, seed: u64, max_len: usize) -> Vec<Vec<u8>> {
     let mut rng = Rng::new(seed);
     (0..n)
@@ -130,7 +135,6 @@ fn fuzz_findings_stay_fixed() {
 #[test]
 fn one_sided_escape_is_visible_through_references() {
     use verify::validate::{validate, Config, Verdict};
-    let parse = |t: &str| trace_ir::text::parse_trace(t).unwrap();
     let original = parse(
         "[p1, i0]
 p2 = new_array_clear(4, descr=<ArrayP 8>)
@@ -168,7 +172,7 @@ finish(i0)
 #[test]
 fn fresh_byte_array_stored_late_is_valid() {
     use verify::validate::{validate, Config, Verdict};
-    let original = trace_ir::text::parse_trace(
+    let original = parse(
         "[i0, p4, i5]
 p7 = new_array(4, descr=<ArrayU 1>)
 setfield_gc(p4, p7, descr=<FieldP T.inst_p 24>)
@@ -176,10 +180,9 @@ i10 = int_and(i5, 3)
 setarrayitem_gc(p7, i10, i0, descr=<ArrayU 1>)
 finish(i0)
 ",
-    )
-    .unwrap();
+    );
     let optimized = |stored: &str| {
-        trace_ir::text::parse_trace(&format!(
+        parse(&format!(
             "[i0, p4, i5]
 p6 = new_array(4, descr=<ArrayU 1>)
 i7 = int_and(i5, 3)
@@ -189,7 +192,6 @@ setfield_gc(p4, p6, descr=<FieldP T.inst_p 24>)
 finish(i0)
 "
         ))
-        .unwrap()
     };
     let cfg = Config::default();
     // Only the low byte is stored: adding 256 changes nothing a read can see.
@@ -206,7 +208,7 @@ finish(i0)
 #[test]
 fn fresh_array_of_symbolic_vs_constant_length_is_valid() {
     use verify::validate::{validate, Config, Verdict};
-    let original = trace_ir::text::parse_trace(
+    let original = parse(
         "[i0, p1, p5]
 i2 = uint_rshift(i0, 63)
 i3 = int_lt(i2, 2)
@@ -216,10 +218,9 @@ setfield_gc(p1, p4, descr=<FieldP T.inst_p 24>)
 setarrayitem_gc(p4, 0, p5, descr=<ArrayP 8>)
 finish(i0)
 ",
-    )
-    .unwrap();
+    );
     let optimized = |item: &str| {
-        trace_ir::text::parse_trace(&format!(
+        parse(&format!(
             "[i0, p1, p5]
 p4 = new_array_clear(2, descr=<ArrayP 8>)
 setarrayitem_gc(p4, {item}, p5, descr=<ArrayP 8>)
@@ -227,7 +228,6 @@ setfield_gc(p1, p4, descr=<FieldP T.inst_p 24>)
 finish(i0)
 "
         ))
-        .unwrap()
     };
     let cfg = Config::default();
     let same = validate(&original, &optimized("0"), &cfg);
@@ -245,7 +245,6 @@ finish(i0)
 #[test]
 fn escaped_and_virtual_objects_compare_by_contents() {
     use verify::validate::{validate, Config, Verdict};
-    let parse = |t: &str| trace_ir::text::parse_trace(t).unwrap();
     let original = |twice: bool, stored: bool| {
         parse(&format!(
             "[i0, p1]
@@ -297,7 +296,6 @@ finish()
 #[test]
 fn escaped_and_virtual_structs_compare_by_fields() {
     use verify::validate::{validate, Config, Verdict};
-    let parse = |t: &str| trace_ir::text::parse_trace(t).unwrap();
     let original = parse(
         "[i0, p1]
 p5 = new_with_vtable(descr=<SizeDescr 48 vtable=4096>)
@@ -329,7 +327,6 @@ finish()
 #[test]
 fn escape_order_of_arrays_does_not_matter() {
     use verify::validate::{validate, Config, Verdict};
-    let parse = |t: &str| trace_ir::text::parse_trace(t).unwrap();
     let original = parse(
         "[p0, i1]
 p4 = new_array(2, descr=<ArrayP 8>)
@@ -366,7 +363,6 @@ finish(p8)
 #[test]
 fn one_sided_escaped_object_survives_heap_writing_calls() {
     use verify::validate::{validate, Config, Verdict};
-    let parse = |t: &str| trace_ir::text::parse_trace(t).unwrap();
     let original = parse(
         "[i0, i1]
 p2 = new_array_clear(4, descr=<ArrayP 8>)
