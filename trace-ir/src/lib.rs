@@ -1,6 +1,6 @@
 //! The trace IR of tracejit: opcodes, values, descriptors, guards and traces; union-find
 //! forwarding; a builder; a text format that also reads PyPy's JIT logs; a verifier; the
-//! reference interpreter; and a random trace generator.
+//! reference interpreter; a random trace generator; and loop peeling.
 #![deny(missing_docs)]
 
 pub mod builder;
@@ -10,6 +10,7 @@ pub mod eval;
 pub mod fxhash;
 pub mod interp;
 pub mod opcode;
+pub mod peel;
 pub mod random;
 pub mod rng;
 pub mod text;
@@ -21,8 +22,9 @@ pub use builder::TraceBuilder;
 pub use descr::{ArrayDescr, CallDescr, CallEffect, Descr, FieldDescr, InteriorDescr, SizeDescr};
 pub use entity::{ConstRef, DescrRef, GuardId, GuardRef, OpRef, Value, ValueData};
 pub use eval::{eval_ovf, eval_pure, EvalError};
-pub use interp::{outcomes_equivalent, run, Outcome, RtValue, RunConfig, RunResult};
+pub use interp::{outcomes_equivalent, outcomes_equivalent_by_resume_key, run, Outcome, RtValue, RunConfig, RunResult};
 pub use opcode::{DescrKind, Kind, OpFlags, OpInfo, Opcode};
+pub use peel::{invariant_params, is_peelable, peel_loop, peeled_guard_copies};
 pub use random::{random_trace, RandomConfig};
 pub use text::{parse_file, parse_trace, print_trace, traces_equivalent, ParseError};
 pub use trace::{Const, ConstPool, FailArg, GuardData, Op, Trace, TraceInfo, VirtualField, VirtualKind, VirtualObject};

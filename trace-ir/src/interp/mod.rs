@@ -90,7 +90,7 @@ pub mod guided;
 pub mod heap;
 pub mod model;
 
-pub use compare::outcomes_equivalent;
+pub use compare::{outcomes_equivalent, outcomes_equivalent_by_resume_key};
 pub use heap::{Heap, HeapObject, ObjKind, Slot};
 pub use model::ModelHeap;
 

@@ -1,0 +1,256 @@
+//! Loop peeling: the loop's first iteration copied in front of it, as PyPy's `unroll` does,
+//! so an optimizer sees the body twice: once as a preamble whose guards establish facts
+//! about the loop-invariant values, once as the loop that can rely on them.
+//!
+//! ```text
+//!  before:  inputs  preamble  label(a) [q]  body(q)  jump(j(q))
+//!  after:   inputs  preamble  label(a) [q]  body(q)  label(j(q)) [q']  body'(q')  jump(j'(q'))
+//! ```
+//! `body'` is `body` with the parameters `q` renamed to `q'` and every op to its copy. The
+//! first label keeps its parameters but loses its descriptor (the new label takes it, so a
+//! `jump` naming its target still reaches the loop header); nothing jumps to it any more. A
+//! loop without a label (its `jump` goes to the trace start) peels the same way, the inputs
+//! playing the parameters. Guards of the copy get fresh [`GuardId`]s after the trace's
+//! largest and keep their resume key: an exit of the copy resumes the interpreter where the
+//! original guard would, and the ids stay unique (the verifier's rule).
+//!
+//! The peeled trace computes what the original computes: the second iteration of the
+//! original is the first of the copy, and every later one runs the copy again.
+
+use crate::entity::{GuardId, GuardRef, OpRef, Value, ValueData};
+use crate::opcode::Opcode;
+use crate::trace::{FailArg, GuardData, Op, Trace};
+use crate::verify::{jump_target, JumpTarget};
+
+/// The loop's header: the first parameter and their number.
+fn header(t: &Trace) -> Option<(Option<OpRef>, usize, usize)> {
+    let jump = t.ops.len().checked_sub(1)?;
+    if t.ops[jump].opcode != Opcode::Jump {
+        return None;
+    }
+    match jump_target(t, OpRef::new(jump)) {
+        JumpTarget::Label(l) if Some(l) == t.last_label() => {
+            let n = t.op(l).args.len();
+            Some((Some(l), l.index() + 1, n))
+        }
+        JumpTarget::Start if t.last_label().is_none() => Some((None, 0, t.num_inputs)),
+        _ => None,
+    }
+}
+
+/// The loop header of `t` (the label its final `jump` goes back to) and, per parameter of
+/// it, whether the jump passes that parameter back unchanged: such a parameter is
+/// loop-invariant, it holds the label's operand in every iteration. `None` when `t` does not
+/// end with a jump to one of its labels.
+pub fn invariant_params(t: &Trace) -> Option<(OpRef, Vec<bool>)> {
+    let last = t.ops.len().checked_sub(1)?;
+    let jump = &t.ops[last];
+    if jump.opcode != Opcode::Jump {
+        return None;
+    }
+    let JumpTarget::Label(l) = jump_target(t, OpRef::new(last)) else {
+        return None;
+    };
+    let same = t
+        .label_params(l)
+        .enumerate()
+        .map(|(k, p)| jump.args.get(k) == Some(&Value::op(p)))
+        .collect();
+    Some((l, same))
+}
+
+/// The guards [`peel_loop`] copies, as `(original id, id of the copy)` pairs in trace order
+/// (empty when `t` is not peelable). An embedder that treats some guards specially (a
+/// loop's normal exit, say) extends that to their copies with this.
+pub fn peeled_guard_copies(t: &Trace) -> Vec<(GuardId, GuardId)> {
+    let Some((_, first_param, nparams)) = header(t) else {
+        return Vec::new();
+    };
+    let first = t.max_guard_id().map_or(0, |g| g.0 + 1);
+    t.ops[first_param + nparams..]
+        .iter()
+        .filter_map(|op| op.guard)
+        .enumerate()
+        .map(|(k, g)| (t.guard(g).id, GuardId(first + k as u32)))
+        .collect()
+}
+
+/// Whether [`peel_loop`] would peel `t`: it ends with a `jump` back to its last label (or,
+/// without labels, to its start).
+pub fn is_peelable(t: &Trace) -> bool {
+    header(t).is_some()
+}
+
+/// `t` with its loop's first iteration peeled off (see the module doc), or `None` when `t`
+/// is not a loop that jumps back to its last label or start (a `finish`, a jump to another
+/// loop). The result satisfies [`crate::verify()`] when `t` does.
+pub fn peel_loop(t: &Trace) -> Option<Trace> {
+    let (label, first_param, nparams) = header(t)?;
+    let jump = t.ops.len() - 1;
+    let body = first_param + nparams..jump;
+    let mut out = t.clone();
+    let jump_op = out.ops.pop().expect("the trace ends with its jump");
+    // New position of each parameter and body op of the original (identity elsewhere).
+    let mut rename: Vec<u32> = (0..t.ops.len() as u32).collect();
+    let descr = label.and_then(|l| out.ops[l.index()].descr.take());
+    out.ops.push(Op {
+        opcode: Opcode::Label,
+        descr,
+        guard: None,
+        args: jump_op.args.clone(),
+    });
+    for p in first_param..first_param + nparams {
+        rename[p] = out.ops.len() as u32;
+        out.ops.push(Op::new(t.ops[p].opcode, &[]));
+    }
+    let map = |rename: &[u32], v: Value| match v.data() {
+        ValueData::Op(o) => Value::op(OpRef::new(rename[o.index()] as usize)),
+        ValueData::Const(_) => v,
+    };
+    let map_fa = |rename: &[u32], fa: FailArg| match fa {
+        FailArg::Value(v) => FailArg::Value(map(rename, v)),
+        other => other,
+    };
+    let mut next_id = t.max_guard_id().map_or(0, |g| g.0 + 1);
+    for i in body.chain(jump..jump + 1) {
+        let op = &t.ops[i];
+        let mut copy = Op {
+            opcode: op.opcode,
+            descr: op.descr,
+            guard: None,
+            args: op.args.iter().map(|&a| map(&rename, a)).collect(),
+        };
+        if let Some(g) = op.guard {
+            let gd = t.guard(g);
+            let mut virtuals = gd.virtuals.clone();
+            for vo in &mut virtuals {
+                for f in &mut vo.fields {
+                    f.1 = map_fa(&rename, f.1);
+                }
+            }
+            out.guards.push(GuardData {
+                id: GuardId(next_id),
+                resume_key: gd.resume_key,
+                fail_args: gd.fail_args.iter().map(|&fa| map_fa(&rename, fa)).collect(),
+                virtuals,
+            });
+            next_id += 1;
+            copy.guard = Some(GuardRef::new(out.guards.len() - 1));
+        }
+        rename[i] = out.ops.len() as u32;
+        out.ops.push(copy);
+    }
+    debug_assert_eq!(
+        jump_target(&out, OpRef::new(out.ops.len() - 1)),
+        JumpTarget::Label(OpRef::new(jump))
+    );
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::interp::{run, Outcome, RunConfig};
+    use crate::random::{random_trace, RandomConfig};
+    use crate::text::{parse_trace, print_trace};
+
+    #[test]
+    fn peels_a_labelled_loop() {
+        let t = parse_trace(
+            "[i0, i1]\n\
+             label(i0, i1, descr=TargetToken(7))\n\
+             i2 = int_lt(i0, i1)\n\
+             guard_true(i2, descr=<Guard3 key=40>) [i0]\n\
+             i3 = int_add(i0, 1)\n\
+             jump(i3, i1, descr=TargetToken(7))\n",
+        )
+        .unwrap();
+        let p = peel_loop(&t).unwrap();
+        crate::verify(&p).unwrap();
+        let text = print_trace(&p);
+        let want = "[i0, i1]\n\
+             label(i0, i1) -> [i3, i4]\n\
+             i5 = int_lt(i3, i4)\n\
+             guard_true(i5, descr=<Guard3 key=40>) [i3]\n\
+             i7 = int_add(i3, 1)\n\
+             label(i7, i4, descr=TargetToken(7)) -> [i9, i10]\n\
+             i11 = int_lt(i9, i10)\n\
+             guard_true(i11, descr=<Guard4 key=40>) [i9]\n\
+             i13 = int_add(i9, 1)\n\
+             jump(i13, i10, descr=TargetToken(7))\n";
+        if let Err(e) = crate::traces_equivalent(&p, &parse_trace(want).unwrap()) {
+            panic!("{e}; got\n{text}");
+        }
+    }
+
+    #[test]
+    fn finds_loop_invariant_parameters() {
+        let t = parse_trace("[i0, i1]\nlabel(i0, i1)\ni2 = int_add(i0, i1)\njump(i2, i1)\n").unwrap();
+        assert_eq!(invariant_params(&t), Some((OpRef::new(2), vec![false, true])));
+        let swapped = parse_trace("[i0, i1]\nlabel(i0, i1)\njump(i1, i0)\n").unwrap();
+        assert_eq!(invariant_params(&swapped), Some((OpRef::new(2), vec![false, false])));
+        let no_label = parse_trace("[i0]\njump(i0)\n").unwrap();
+        assert_eq!(invariant_params(&no_label), None);
+    }
+
+    #[test]
+    fn peels_a_loop_without_label() {
+        let t = parse_trace("[i0]\ni1 = int_sub(i0, 1)\nguard_true(i1, descr=<Guard0>) [i1]\njump(i1)\n").unwrap();
+        let p = peel_loop(&t).unwrap();
+        crate::verify(&p).unwrap();
+        assert_eq!(p.ops.iter().filter(|o| o.opcode == Opcode::Label).count(), 1);
+        assert_eq!(p.guards.len(), 2);
+        assert_eq!(p.guards[1].id, GuardId(1));
+        assert_eq!(p.guards[1].resume_key, p.guards[0].resume_key);
+        assert_eq!(peeled_guard_copies(&t), vec![(GuardId(0), GuardId(1))]);
+    }
+
+    #[test]
+    fn does_not_peel_what_is_not_a_loop() {
+        let fin = parse_trace("[i0]\ni1 = int_add(i0, 1)\nfinish(i1)\n").unwrap();
+        assert!(peel_loop(&fin).is_none() && !is_peelable(&fin));
+        let ext = parse_trace("[i0]\nlabel(i0)\ni1 = int_add(i0, 1)\njump(i1, descr=<Loop3>)\n").unwrap();
+        assert!(peel_loop(&ext).is_none());
+        // A jump to an earlier label than the last one.
+        let early = parse_trace(
+            "[i0]\nlabel(i0, descr=TargetToken(1))\ni1 = int_add(i0, 1)\nlabel(i1, descr=TargetToken(2))\n\
+             i2 = int_add(i1, 1)\njump(i2, descr=TargetToken(1))\n",
+        )
+        .unwrap();
+        assert!(peel_loop(&early).is_none());
+    }
+
+    /// The peeled trace runs like the original on random traces (loops, heap, calls): the same
+    /// outcome, an exit of a copied guard reporting the original guard's resume key.
+    #[test]
+    fn peeled_random_traces_run_like_the_original() {
+        let cfg = RandomConfig::default();
+        let (mut peeled, mut compared) = (0, 0);
+        for seed in 0..1500 {
+            let (t, inputs) = random_trace(&cfg, seed);
+            let Some(p) = peel_loop(&t) else { continue };
+            crate::verify(&p).unwrap_or_else(|e| panic!("seed {seed}: {e}\n{}", print_trace(&p)));
+            peeled += 1;
+            let key = |tr: &Trace, id: GuardId| tr.guards.iter().find(|g| g.id == id).map(|g| g.resume_key);
+            for (o, c) in peeled_guard_copies(&t) {
+                assert!(
+                    key(&t, o).is_some() && key(&t, o) == key(&p, c),
+                    "seed {seed}: {o} -> {c}"
+                );
+            }
+            assert_eq!(peeled_guard_copies(&t).len(), p.guards.len() - t.guards.len());
+            let rc = RunConfig::default();
+            let (a, b) = (run(&t, &inputs, &rc), run(&p, &inputs, &rc));
+            // The peeled trace runs one more body before the limit (its first iteration is
+            // not a jump).
+            if [&a, &b].iter().any(|r| matches!(r.outcome, Outcome::IterationLimit)) {
+                continue;
+            }
+            if let Err(e) = crate::outcomes_equivalent_by_resume_key(&a, &b) {
+                panic!("seed {seed}: {e}\n{}\n{}", print_trace(&t), print_trace(&p));
+            }
+            compared += 1;
+        }
+        assert!(peeled > 300 && compared > 300, "{peeled} loops, {compared} compared");
+    }
+}
