@@ -55,6 +55,13 @@ pub struct Options {
     pub heapcache: bool,
     /// The final sweep that drops unused pure ops.
     pub dce: bool,
+    /// Peel the loop's first iteration before optimizing ([`trace_ir::peel_loop`], as PyPy's
+    /// unroll does), so the loop body runs knowing what the first iteration's guards
+    /// established about loop-invariant values (`label` parameters the `jump` passes back
+    /// unchanged). Off by default: the output then has one more `label`, and guards of the
+    /// copied body have fresh ids (same resume keys); validate it against the peeled input
+    /// (`verify::validate` peels the original itself when the label counts say so).
+    pub peel: bool,
 }
 
 impl Default for Options {
@@ -69,6 +76,7 @@ impl Default for Options {
             virtuals: true,
             heapcache: true,
             dce: true,
+            peel: false,
         }
     }
 }
@@ -86,6 +94,7 @@ impl Options {
             virtuals: false,
             heapcache: false,
             dce: false,
+            peel: false,
         }
     }
     /// The part names, as used by `--no-<part>` on the command line.
@@ -291,7 +300,8 @@ impl fmt::Display for OptError {
 impl std::error::Error for OptError {}
 
 /// Optimize `trace` with the parts enabled in `opts`. The input is never mutated; the output
-/// is verified in debug and test builds.
+/// is verified in debug and test builds. With [`Options::peel`] the pass runs on the peeled
+/// trace (when `trace` is a loop), and [`Stats`] counts the ops of that.
 pub fn optimize(trace: &Trace, opts: &Options) -> Result<Optimized, OptError> {
     pass::run(trace, opts)
 }

@@ -231,6 +231,8 @@ pub(crate) struct Pass<'a> {
     virtuals: Vec<Virtual>,
     descr_facts: Vec<DescrFacts>,
     stats: Stats,
+    /// Per parameter of the loop header: assumed loop-invariant (see [`run`]).
+    invariant: &'a [bool],
     /// Removed input ops by [`Reason`] (moved into `stats` at the end).
     removed_counts: [usize; 16],
     depth: u32,
@@ -260,8 +262,33 @@ pub(crate) fn run(input: &Trace, opts: &Options) -> Result<Optimized, OptError> 
     } else {
         precheck(input)?;
     }
+    let Some(peeled) = opts.peel.then(|| trace_ir::peel_loop(input)).flatten() else {
+        return run_once(input, opts, &[]);
+    };
+    // Which loop parameters are invariant shows only in the output (the recorded jump passes
+    // values read back from boxes, forwarded to the parameters by the pass), so a first run
+    // finds them and a second one uses what the peeled iteration established about them.
+    // The second output is kept only if its jump still passes them back unchanged; the
+    // translation validator relies on exactly that.
+    let first = run_once(&peeled, opts, &[])?;
+    let invariant = trace_ir::invariant_params(&first.trace)
+        .map(|(_, v)| v)
+        .unwrap_or_default();
+    if !invariant.contains(&true) {
+        return Ok(first);
+    }
+    let second = run_once(&peeled, opts, &invariant)?;
+    let still = trace_ir::invariant_params(&second.trace)
+        .is_some_and(|(_, v)| v.len() == invariant.len() && v.iter().zip(&invariant).all(|(&now, &was)| now || !was));
+    Ok(if still { second } else { first })
+}
+
+/// One pass over `input`; `invariant` marks the parameters of the loop header (the label the
+/// final jump goes back to) that get their operand's facts (see `Pass::import_facts`).
+fn run_once(input: &Trace, opts: &Options, invariant: &[bool]) -> Result<Optimized, OptError> {
     let scratch = SCRATCH.with(|c| c.take()).unwrap_or_default();
     let mut p = Pass::new(input, opts, scratch);
+    p.invariant = invariant;
     p.run()?;
     p.finish()
 }
@@ -417,6 +444,7 @@ impl<'a> Pass<'a> {
         Pass {
             input,
             opts,
+            invariant: &[],
             ops: std::mem::take(&mut s.ops),
             info: std::mem::take(&mut s.info),
             order: std::mem::take(&mut s.order),
@@ -1637,22 +1665,71 @@ impl<'a> Pass<'a> {
         for &a in &args {
             self.force(a);
         }
+        let args: SmallVec<[Value; 3]> = args.iter().map(|&a| self.find(a)).collect();
         self.emit(Op {
             opcode: Opcode::Label,
             descr: op.descr,
             guard: None,
-            args,
+            args: args.clone(),
         });
+        let invariant = self.invariant_params(i);
         for k in 0..op.args.len() {
             let p = i + 1 + k;
             let v = self.emit(Op::new(t.ops[p].opcode, &[]));
             self.map[p] = v;
+            if invariant.get(k).copied().unwrap_or(false) {
+                self.import_facts(v, args[k]);
+            }
         }
         self.heap.clear();
         self.cse.clear();
         self.ovf_cse.clear();
         self.exc_clear = false;
         self.not_invalidated = false;
+    }
+
+    /// Per parameter of the label at input position `i`: whether it is assumed
+    /// loop-invariant (only the loop header's, the label the final `jump` goes back to).
+    fn invariant_params(&self, i: usize) -> &'a [bool] {
+        let t = self.input;
+        let header = t.ops.len().checked_sub(1).is_some_and(|last| {
+            trace_ir::jump_target(t, OpRef::new(last)) == trace_ir::JumpTarget::Label(OpRef::new(i))
+        });
+        if header && t.ops.last().map(|o| o.opcode) == Some(Opcode::Jump) {
+            self.invariant
+        } else {
+            &[]
+        }
+    }
+
+    /// Give the loop-invariant label parameter `param` what is known about the operand `arg`
+    /// it always equals: its integer bounds, class and non-nullness. Not for an allocation of
+    /// this trace: the parameter would have to be that very object rather than one distinct
+    /// from it (the freshness flag), and the translation validator tracks such objects
+    /// field by field only up to the label.
+    fn import_facts(&mut self, param: Value, arg: Value) {
+        let Some(p) = param.as_op() else { return };
+        if arg.as_op().is_some_and(|o| self.info[o.index()].flags & F_FRESH != 0) {
+            return;
+        }
+        if self.opts.intbounds {
+            self.info[p.index()].bound = self.bound_of(arg);
+        }
+        match arg.data() {
+            ValueData::Op(o) => {
+                let (class, nonnull) = (self.info[o.index()].class, self.info[o.index()].flags & F_NONNULL);
+                let info = &mut self.info[p.index()];
+                info.class = class;
+                info.flags |= nonnull;
+            }
+            ValueData::Const(c) => {
+                if let Const::Ref(a) = self.consts.get(c) {
+                    if a != 0 {
+                        self.info[p.index()].flags |= F_NONNULL;
+                    }
+                }
+            }
+        }
     }
 
     // ------------------------------------------------------------------ calls

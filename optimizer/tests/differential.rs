@@ -75,6 +75,27 @@ fn random_heap_heavy_traces() {
 }
 
 #[test]
+fn random_traces_peeled() {
+    // Loops peeled before optimizing: the copied body's guards report by resume key.
+    let opts = Options {
+        peel: true,
+        ..Options::default()
+    };
+    let (c, s) = differential(&RandomConfig::default(), &opts, 60_000..61_500, 3);
+    assert!(c > 4 * s, "compared {c}, skipped {s}");
+    let (c, s) = differential(
+        &RandomConfig {
+            length: 40,
+            ..RandomConfig::integers_only()
+        },
+        &opts,
+        61_500..62_500,
+        3,
+    );
+    assert!(c > 4 * s, "compared {c}, skipped {s}");
+}
+
+#[test]
 fn random_traces_each_part_off() {
     // any combination must be correct: switch each part off in turn
     for part in Options::PARTS {

@@ -1283,6 +1283,97 @@ fn label_parameters_start_without_knowledge() {
     );
 }
 
+/// With peeling, the first iteration's guard on a loop-invariant value (`base & 7 == 0`,
+/// after `(base + 24 * i) & 7` became `base & 7`) holds in the loop body: the copy is gone.
+/// A guard on the loop-carried `i` stays. The copied guards get the next free ids and keep
+/// their original's resume key.
+#[test]
+fn peeling_removes_a_loop_invariant_guard() {
+    let peel = Options {
+        peel: true,
+        ..Options::default()
+    };
+    check_with(
+        "[i0, i1, i2]
+         label(i0, i1, i2, descr=TargetToken(1))
+         i3 = int_lt(i2, i0)
+         guard_true(i3, descr=<Guard1>) [i2]
+         i4 = int_mul(i2, 24)
+         i5 = int_add(i1, i4)
+         i6 = int_and(i5, 7)
+         i7 = int_is_true(i6)
+         guard_false(i7, descr=<Guard2>) [i2]
+         i8 = int_add(i2, 1)
+         jump(i0, i1, i8, descr=TargetToken(1))",
+        "[i0, i1, i2]
+         label(i0, i1, i2) -> [i3, i4, i5]
+         i6 = int_lt(i5, i3)
+         guard_true(i6, descr=<Guard1>) [i5]
+         i7 = int_and(i4, 7)
+         i8 = int_is_true(i7)
+         guard_false(i8, descr=<Guard2>) [i5]
+         i9 = int_add(i5, 1)
+         label(i3, i4, i9, descr=TargetToken(1)) -> [i10, i11, i12]
+         i13 = int_lt(i12, i10)
+         guard_true(i13, descr=<Guard3 key=1>) [i12]
+         i14 = int_add(i12, 1)
+         jump(i10, i11, i14, descr=TargetToken(1))",
+        &peel,
+    );
+    // Without peeling the guard stays in the loop.
+    let out = check_with(
+        "[i0, i1]
+         label(i0, i1, descr=TargetToken(1))
+         i2 = int_and(i0, 7)
+         i3 = int_is_true(i2)
+         guard_false(i3, descr=<Guard1>) [i1]
+         i4 = int_add(i1, 1)
+         jump(i0, i4, descr=TargetToken(1))",
+        "[i0, i1]
+         label(i0, i1, descr=TargetToken(1))
+         i2 = int_and(i0, 7)
+         i3 = int_is_true(i2)
+         guard_false(i3, descr=<Guard1>) [i1]
+         i4 = int_add(i1, 1)
+         jump(i0, i4, descr=TargetToken(1))",
+        &Options::default(),
+    );
+    assert_eq!(out.stats.removed(optimizer::Reason::GuardKnown), 0);
+}
+
+/// A parameter the jump does not pass back unchanged is not invariant: what the peeled
+/// iteration learnt about it does not carry into the loop.
+#[test]
+fn peeling_keeps_guards_on_loop_carried_values() {
+    let peel = Options {
+        peel: true,
+        ..Options::default()
+    };
+    let out = check_with(
+        "[i0, i1]
+         label(i0, i1)
+         i2 = int_and(i0, 7)
+         i3 = int_is_true(i2)
+         guard_false(i3, descr=<Guard1>) [i1]
+         i4 = int_add(i0, 1)
+         jump(i4, i1)",
+        "[i0, i1]
+         label(i0, i1) -> [i2, i3]
+         i4 = int_and(i2, 7)
+         i5 = int_is_true(i4)
+         guard_false(i5, descr=<Guard1>) [i3]
+         i6 = int_add(i2, 1)
+         label(i6, i3) -> [i7, i8]
+         i9 = int_and(i7, 7)
+         i10 = int_is_true(i9)
+         guard_false(i10, descr=<Guard2 key=1>) [i8]
+         i11 = int_add(i7, 1)
+         jump(i11, i8)",
+        &peel,
+    );
+    assert_eq!(out.stats.removed(optimizer::Reason::GuardKnown), 0);
+}
+
 #[test]
 fn virtuals_reaching_a_label_are_materialized() {
     let out = check(
