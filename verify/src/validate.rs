@@ -70,7 +70,13 @@
 //!   arrays that calls do not replace. Object classes are an uninterpreted function.
 //! - **Loops**: one iteration is validated. At the k-th `label` of each side the label
 //!   operands are proven equal; the label parameters then become fresh symbols shared by
-//!   position, and the heap becomes fresh arrays. Tracked objects of the preamble that are
+//!   position, and the heap becomes fresh arrays. A parameter of the loop header that the
+//!   optimized trace's final `jump` passes back unchanged is loop-invariant: on both sides it
+//!   keeps its operand's value instead (sound by induction over the iterations: the jump's
+//!   operands are proven equal, so the original passes that value back too). When the
+//!   optimized trace has one label more than the original, the optimizer peeled the loop,
+//!   and the original is peeled the same way ([`trace_ir::peel_loop`]) before the
+//!   comparison. Tracked objects of the preamble that are
 //!   not passed through the label may not be used after it (`Unknown` if they are).
 //! - Exceptions: every call that can raise has a shared symbolic "raised" flag and value.
 //!   Quasi-immutable invalidation and frame forcing are shared symbols.
@@ -298,6 +304,13 @@ pub fn validate(original: &Trace, optimized: &Trace, cfg: &Config) -> Verdict {
 
 /// [`validate`], also returning what the Z3 queries cost.
 pub fn validate_with_stats(original: &Trace, optimized: &Trace, cfg: &Config) -> (Verdict, Stats) {
+    // An optimizer that peeled the loop (`optimizer::Options::peel`) optimized the peeled
+    // original: one label more.
+    let labels = |t: &Trace| t.ops.iter().filter(|o| o.opcode == Opcode::Label).count();
+    let peeled = (labels(optimized) == labels(original) + 1)
+        .then(|| trace_ir::peel_loop(original))
+        .flatten();
+    let original = peeled.as_ref().unwrap_or(original);
     let mut stats = Stats::default();
     let mut first = None;
     // What escaped in the last run (the same objects escape under every naming).
@@ -1793,6 +1806,22 @@ impl<'t> Validator<'t> {
             self.prove_heap_equal(&format!("at label {k}"))?;
         }
         self.flush()?;
+        // A parameter of the loop header that the optimized trace's final jump passes back
+        // unchanged equals its operand in every iteration, on both sides: by induction, the
+        // jump's operands being proven equal (so the original's jump passes that value back
+        // too). The others become fresh symbols.
+        let header = |t: &Trace, l: OpRef| trace_ir::invariant_params(t).filter(|(h, _)| *h == l).map(|(_, v)| v);
+        let same = match (header(ot, ro), header(pt, rp)) {
+            (Some(_), Some(v)) => v,
+            _ => Vec::new(),
+        };
+        let mut invariant = Vec::with_capacity(ao.len());
+        for (j, &a) in ao.iter().enumerate() {
+            invariant.push(match self.o.value(a)? {
+                Sym::Bv(b) if same.get(j) == Some(&true) => Some(b),
+                _ => None,
+            });
+        }
         for orig in [true, false] {
             let r = if orig { ro } else { rp };
             let s = self.side(orig);
@@ -1806,7 +1835,11 @@ impl<'t> Validator<'t> {
             s.no_ovf = None;
             for (j, param) in s.trace.label_params(r).enumerate() {
                 let kind = s.trace.op(param).opcode.result_kind();
-                s.vals[param.index()] = Some(Sym::Bv(BV::new_const(format!("L{k}_{}{j}", kind.prefix()), 64)));
+                let sym = match &invariant[j] {
+                    Some(b) => b.clone(),
+                    None => BV::new_const(format!("L{k}_{}{j}", kind.prefix()), 64),
+                };
+                s.vals[param.index()] = Some(Sym::Bv(sym));
             }
         }
         // `run` then continues right after the label; `translate` keeps the parameters'

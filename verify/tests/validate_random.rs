@@ -22,6 +22,10 @@ struct Tally {
 }
 
 fn run(cfg: &RandomConfig, seeds: std::ops::Range<u64>) -> Tally {
+    run_with(cfg, seeds, &Options::default())
+}
+
+fn run_with(cfg: &RandomConfig, seeds: std::ops::Range<u64>, opts: &Options) -> Tally {
     let vcfg = Config {
         timeout_ms: 2000,
         ..Config::default()
@@ -29,7 +33,7 @@ fn run(cfg: &RandomConfig, seeds: std::ops::Range<u64>) -> Tally {
     let mut tally = Tally::default();
     for seed in seeds {
         let (trace, _) = random_trace(cfg, seed);
-        let out = match optimize(&trace, &Options::default()) {
+        let out = match optimize(&trace, opts) {
             Ok(o) => o,
             Err(e) => panic!(
                 "seed {seed}: optimizer refused a random trace: {e}\n{}",
@@ -122,4 +126,62 @@ fn random_traces_validate() {
         ints.valid,
         mixed.valid
     );
+}
+
+/// Loops optimized with peeling (`Options::peel`): the validator peels the original the same
+/// way. No trace may be `Invalid`, fewer than 3% `Unknown`, and most must be loops.
+#[test]
+fn random_peeled_loops_validate() {
+    let opts = Options {
+        peel: true,
+        ..Options::default()
+    };
+    let cfg = RandomConfig {
+        length: 20,
+        ..RandomConfig::default()
+    };
+    let t = run_with(&cfg, 500..650, &opts);
+    check("peeled", &t);
+    let loops = (500..650u64)
+        .filter(|&s| trace_ir::is_peelable(&random_trace(&cfg, s).0))
+        .count();
+    assert!(loops >= 40, "only {loops} loops");
+    assert!(
+        t.unknown.len() * 100 < t.total * 3,
+        "{} unknown of {}",
+        t.unknown.len(),
+        t.total
+    );
+}
+
+fn verdict(original: &str, optimized: &str) -> Verdict {
+    let o = trace_ir::parse_trace(original).unwrap();
+    let p = trace_ir::parse_trace(optimized).unwrap();
+    verify::validate::validate(&o, &p, &Config::default())
+}
+
+/// A peeled loop whose body drops the copy of a guard on a loop-invariant parameter is
+/// valid; dropping one on a loop-carried parameter, or passing a parameter back unchanged
+/// so that it looks invariant when the original changes it, is caught.
+#[test]
+fn peeled_loop_invariants_are_checked() {
+    let invariant = "[i0, i1]\nlabel(i0, i1)\ni2 = int_and(i1, 7)\ni3 = int_is_true(i2)\n\
+        guard_false(i3, descr=<Guard1>) [i0]\ni4 = int_add(i0, 1)\njump(i4, i1)\n";
+    let good = "[i0, i1]\nlabel(i0, i1) -> [i2, i3]\ni4 = int_and(i3, 7)\ni5 = int_is_true(i4)\n\
+        guard_false(i5, descr=<Guard1>) [i2]\ni6 = int_add(i2, 1)\nlabel(i6, i3) -> [i7, i8]\n\
+        i9 = int_add(i7, 1)\njump(i9, i8)\n";
+    assert!(verdict(invariant, good).is_valid(), "{:?}", verdict(invariant, good));
+    // The guard's copy tests the loop-carried i0: it can fail in a later iteration.
+    let carried = "[i0, i1]\nlabel(i0, i1)\ni2 = int_and(i0, 7)\ni3 = int_is_true(i2)\n\
+        guard_false(i3, descr=<Guard1>) [i1]\ni4 = int_add(i0, 1)\njump(i4, i1)\n";
+    let wrong = "[i0, i1]\nlabel(i0, i1) -> [i2, i3]\ni4 = int_and(i2, 7)\ni5 = int_is_true(i4)\n\
+        guard_false(i5, descr=<Guard1>) [i3]\ni6 = int_add(i2, 1)\nlabel(i6, i3) -> [i7, i8]\n\
+        i9 = int_add(i7, 1)\njump(i9, i8)\n";
+    assert!(verdict(carried, wrong).is_invalid(), "{:?}", verdict(carried, wrong));
+    // The optimized jump passes i7 back unchanged (so the validator treats it as
+    // invariant), but the original increments it: the jump operands differ.
+    let fake = "[i0, i1]\nlabel(i0, i1) -> [i2, i3]\ni4 = int_and(i2, 7)\ni5 = int_is_true(i4)\n\
+        guard_false(i5, descr=<Guard1>) [i3]\ni6 = int_add(i2, 1)\nlabel(i6, i3) -> [i7, i8]\n\
+        jump(i7, i8)\n";
+    assert!(verdict(carried, fake).is_invalid(), "{:?}", verdict(carried, fake));
 }
