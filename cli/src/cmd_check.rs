@@ -1,8 +1,9 @@
 //! `tracejit check`: translation validation (Z3) of the optimizer's output, or of a given
 //! pair of traces.
 //!
-//! - `tracejit check FILE [--json] [--timeout MS] [--jobs N] [--stats]` optimizes every
-//!   trace of FILE and validates the result against the trace.
+//! - `tracejit check FILE [--json] [--timeout MS] [--jobs N] [--stats] [--peel]` optimizes
+//!   every trace of FILE (with `--peel`: peeling loops first, `Options::peel`) and validates
+//!   the result against the trace.
 //! - `tracejit check ORIGINAL --optimized OTHER [--json] [--timeout MS] [--jobs N] [--stats]`
 //!   validates the k-th trace of OTHER against the k-th trace of ORIGINAL (guards matched by
 //!   their `descr=<GuardN>` ids), so a wrong optimization written by hand is shown to be
@@ -49,7 +50,11 @@ fn timed(name: String, o: &Trace, p: &Trace, cfg: &Config) -> Row {
 
 /// `tracejit check ...`.
 pub fn check(args: &[String]) -> CliResult {
-    let a = Args::parse(args, &["optimized", "timeout", "jobs"], &["json", "stats"])?;
+    let a = Args::parse(args, &["optimized", "timeout", "jobs"], &["json", "stats", "peel"])?;
+    let opts = optimizer::Options {
+        peel: a.has("peel"),
+        ..optimizer::Options::default()
+    };
     let file = a.one_file()?;
     let mut cfg = Config::default();
     if let Some(t) = a.value("timeout") {
@@ -83,7 +88,7 @@ pub fn check(args: &[String]) -> CliResult {
             let items: Vec<(usize, &Trace)> = originals.iter().enumerate().collect();
             par_map(&items, jobs, |(i, o)| {
                 let name = trace_name(o, file, *i);
-                match optimizer::optimize(o, &optimizer::Options::default()) {
+                match optimizer::optimize(o, &opts) {
                     Ok(out) => timed(name, o, &out.trace, &cfg),
                     Err(e) => Row {
                         name,

@@ -1,5 +1,6 @@
-//! `tracejit opt FILE [--stats] [--json] [--no-<part>...]`: optimize every trace of a file and
-//! print the optimized traces (or, with `--json`, one JSON object per trace), with statistics.
+//! `tracejit opt FILE [--stats] [--json] [--peel] [--no-<part>...]`: optimize every trace of a
+//! file and print the optimized traces (or, with `--json`, one JSON object per trace), with
+//! statistics. `--peel` peels each loop's first iteration first (`Options::peel`).
 //!
 //! When the file is a PyPy log with both unoptimized (`jit-log-noopt`) and PyPy-optimized
 //! sections, only the unoptimized traces are optimized, and each is shown with PyPy's op count
@@ -41,16 +42,19 @@ macro_rules! outln {
     };
 }
 
-/// `tracejit opt FILE [--stats] [--json] [--no-<part>...]`.
+/// `tracejit opt FILE [--stats] [--json] [--peel] [--no-<part>...]`.
 pub fn opt(args: &[String]) -> CliResult {
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let no_parts: Vec<String> = Options::PARTS.iter().map(|p| format!("no-{p}")).collect();
-    let mut switches: Vec<&str> = vec!["stats", "json"];
+    let mut switches: Vec<&str> = vec!["stats", "json", "peel"];
     switches.extend(no_parts.iter().map(|s| s.as_str()));
     let a = Args::parse(args, &[], &switches)?;
     let path = a.one_file()?;
-    let mut opts = Options::default();
+    let mut opts = Options {
+        peel: a.has("peel"),
+        ..Options::default()
+    };
     for p in Options::PARTS {
         if a.has(&format!("no-{p}")) {
             opts.set(p, false);

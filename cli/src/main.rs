@@ -24,9 +24,10 @@ commands:
   interp FILE [--inputs 1,2,3 | --random N --seed S] [--guided] [--max-iterations N] [--json]
                                   run every trace in the reference interpreter (--guided:
                                   choose inputs and memory so guards hold, to run further)
-  opt FILE [--stats] [--json] [--no-<part>...]
+  opt FILE [--stats] [--json] [--peel] [--no-<part>...]
                                   optimize every trace (parts: fold intbounds rules cse
-                                  guards ovf virtuals heapcache dce); PyPy's counts alongside
+                                  guards ovf virtuals heapcache dce; --peel: peel each
+                                  loop's first iteration first); PyPy's counts alongside
   run FILE [--inputs 1,2.5,0 | --random N --seed S] [--opt] [--hooks]
                                   compile every trace to x86-64, run it natively and
                                   print its exit next to the interpreter's; traces that
@@ -35,10 +36,11 @@ commands:
   mine FILE... [--json] [--limit N] [--seconds S] [--findings] [--no-opt]
                                   find missed optimizations in the optimized traces with
                                   Z3; patterns by count
-  check FILE [--json] [--timeout MS] [--jobs N] [--stats]
+  check FILE [--json] [--timeout MS] [--jobs N] [--stats] [--peel]
                                   optimize every trace and validate the result with Z3
                                   (--timeout: per query, default 2000; --jobs: traces in
-                                  parallel, default all cores; --stats: time and queries)
+                                  parallel, default all cores; --stats: time and queries;
+                                  --peel: optimize with loop peeling)
   check ORIGINAL --optimized OTHER [--json] [--timeout MS] [--jobs N] [--stats]
                                   validate a given pair of traces (guards by descr=<GuardN>)
   eval-pypy FILE... [--json] [--timeout MS] [--runs N]

@@ -225,7 +225,8 @@ pub struct RunOutput {
 struct CompiledLoop {
     code: Box<dyn LoopCode>,
     entry_slots: Vec<Slot>,
-    failures: HashMap<GuardId, u32>,
+    /// Exits per resume key (a guard and its copy in the peeled loop body count together).
+    failures: HashMap<u64, u32>,
     loop_exit_guards: HashSet<GuardId>,
 }
 
@@ -489,9 +490,22 @@ impl<'p> Vm<'p> {
             );
         }
         ts.recorded = recorded.clone();
+        // The loop's normal exits, and their copies in the peeled loop body.
+        let mut loop_exit_guards: HashSet<GuardId> = rec.loop_exit_guards.into_iter().collect();
+        if self.config.mode == Mode::JitOptimized {
+            for (o, c) in trace_ir::peeled_guard_copies(&recorded) {
+                if loop_exit_guards.contains(&o) {
+                    loop_exit_guards.insert(c);
+                }
+            }
+        }
         let trace = if self.config.mode == Mode::JitOptimized {
             let t0 = Instant::now();
-            let opt = match optimizer::optimize(&recorded, &optimizer::Options::default()) {
+            let opts = optimizer::Options {
+                peel: true,
+                ..optimizer::Options::default()
+            };
+            let opt = match optimizer::optimize(&recorded, &opts) {
                 Ok(o) => o,
                 Err(e) => {
                     self.abort_recording(id, &format!("optimizer refused the trace: {e:?}"));
@@ -538,7 +552,7 @@ impl<'p> Vm<'p> {
             code,
             entry_slots: rec.entry_slots,
             failures: HashMap::new(),
-            loop_exit_guards: rec.loop_exit_guards.into_iter().collect(),
+            loop_exit_guards,
         });
     }
 
@@ -583,7 +597,7 @@ impl<'p> Vm<'p> {
         let l = &mut self.loops[id];
         let compiled = l.compiled.as_mut().expect("compiled");
         if !compiled.loop_exit_guards.contains(&exit.guard) {
-            let n = compiled.failures.entry(exit.guard).or_insert(0);
+            let n = compiled.failures.entry(exit.resume_key).or_insert(0);
             *n += 1;
             if *n >= self.config.retrace_threshold && l.retraces < self.config.max_retraces {
                 l.retraces += 1;
