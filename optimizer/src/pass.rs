@@ -231,8 +231,9 @@ pub(crate) struct Pass<'a> {
     virtuals: Vec<Virtual>,
     descr_facts: Vec<DescrFacts>,
     stats: Stats,
-    /// Per parameter of the loop header: assumed loop-invariant (see [`run`]).
-    invariant: &'a [bool],
+    /// The loop header's input position and, per parameter, whether it is assumed
+    /// loop-invariant (see [`run`]); `None` without such assumptions.
+    invariant: Option<(usize, &'a [bool])>,
     /// Removed input ops by [`Reason`] (moved into `stats` at the end).
     removed_counts: [usize; 16],
     depth: u32,
@@ -288,7 +289,9 @@ pub(crate) fn run(input: &Trace, opts: &Options) -> Result<Optimized, OptError> 
 fn run_once(input: &Trace, opts: &Options, invariant: &[bool]) -> Result<Optimized, OptError> {
     let scratch = SCRATCH.with(|c| c.take()).unwrap_or_default();
     let mut p = Pass::new(input, opts, scratch);
-    p.invariant = invariant;
+    if invariant.contains(&true) {
+        p.invariant = trace_ir::invariant_params(input).map(|(header, _)| (header.index(), invariant));
+    }
     p.run()?;
     p.finish()
 }
@@ -444,7 +447,7 @@ impl<'a> Pass<'a> {
         Pass {
             input,
             opts,
-            invariant: &[],
+            invariant: None,
             ops: std::mem::take(&mut s.ops),
             info: std::mem::take(&mut s.info),
             order: std::mem::take(&mut s.order),
@@ -1665,20 +1668,24 @@ impl<'a> Pass<'a> {
         for &a in &args {
             self.force(a);
         }
-        let args: SmallVec<[Value; 3]> = args.iter().map(|&a| self.find(a)).collect();
-        self.emit(Op {
+        let label = self.emit(Op {
             opcode: Opcode::Label,
             descr: op.descr,
             guard: None,
-            args: args.clone(),
+            args,
         });
-        let invariant = self.invariant_params(i);
+        let invariant = match self.invariant {
+            Some((header, inv)) if header == i => inv,
+            _ => &[],
+        };
         for k in 0..op.args.len() {
             let p = i + 1 + k;
             let v = self.emit(Op::new(t.ops[p].opcode, &[]));
             self.map[p] = v;
-            if invariant.get(k).copied().unwrap_or(false) {
-                self.import_facts(v, args[k]);
+            if invariant.get(k) == Some(&true) {
+                let label = label.as_op().expect("an emitted op");
+                let arg = self.find(self.ops[label.index()].args[k]);
+                self.import_facts(v, arg);
             }
         }
         self.heap.clear();
@@ -1686,20 +1693,6 @@ impl<'a> Pass<'a> {
         self.ovf_cse.clear();
         self.exc_clear = false;
         self.not_invalidated = false;
-    }
-
-    /// Per parameter of the label at input position `i`: whether it is assumed
-    /// loop-invariant (only the loop header's, the label the final `jump` goes back to).
-    fn invariant_params(&self, i: usize) -> &'a [bool] {
-        let t = self.input;
-        let header = t.ops.len().checked_sub(1).is_some_and(|last| {
-            trace_ir::jump_target(t, OpRef::new(last)) == trace_ir::JumpTarget::Label(OpRef::new(i))
-        });
-        if header && t.ops.last().map(|o| o.opcode) == Some(Opcode::Jump) {
-            self.invariant
-        } else {
-            &[]
-        }
     }
 
     /// Give the loop-invariant label parameter `param` what is known about the operand `arg`

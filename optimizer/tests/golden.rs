@@ -1283,16 +1283,20 @@ fn label_parameters_start_without_knowledge() {
     );
 }
 
+/// All parts on, and loop peeling.
+fn peel() -> Options {
+    Options {
+        peel: true,
+        ..Options::default()
+    }
+}
+
 /// With peeling, the first iteration's guard on a loop-invariant value (`base & 7 == 0`,
 /// after `(base + 24 * i) & 7` became `base & 7`) holds in the loop body: the copy is gone.
 /// A guard on the loop-carried `i` stays. The copied guards get the next free ids and keep
 /// their original's resume key.
 #[test]
 fn peeling_removes_a_loop_invariant_guard() {
-    let peel = Options {
-        peel: true,
-        ..Options::default()
-    };
     check_with(
         "[i0, i1, i2]
          label(i0, i1, i2, descr=TargetToken(1))
@@ -1318,7 +1322,7 @@ fn peeling_removes_a_loop_invariant_guard() {
          guard_true(i13, descr=<Guard3 key=1>) [i12]
          i14 = int_add(i12, 1)
          jump(i10, i11, i14, descr=TargetToken(1))",
-        &peel,
+        &peel(),
     );
     // Without peeling the guard stays in the loop.
     let out = check_with(
@@ -1345,10 +1349,6 @@ fn peeling_removes_a_loop_invariant_guard() {
 /// iteration learnt about it does not carry into the loop.
 #[test]
 fn peeling_keeps_guards_on_loop_carried_values() {
-    let peel = Options {
-        peel: true,
-        ..Options::default()
-    };
     let out = check_with(
         "[i0, i1]
          label(i0, i1)
@@ -1369,7 +1369,7 @@ fn peeling_keeps_guards_on_loop_carried_values() {
          guard_false(i10, descr=<Guard2 key=1>) [i8]
          i11 = int_add(i7, 1)
          jump(i11, i8)",
-        &peel,
+        &peel(),
     );
     assert_eq!(out.stats.removed(optimizer::Reason::GuardKnown), 0);
 }

@@ -75,6 +75,14 @@ pub fn peeled_guard_copies(t: &Trace) -> Vec<(GuardId, GuardId)> {
         .collect()
 }
 
+/// Whether `other` has the shape of a trace derived from `original` peeled with
+/// [`peel_loop`] (its optimization, say): `original` is a loop `peel_loop` peels and `other`
+/// has exactly one `label` more.
+pub fn is_peeled_form(original: &Trace, other: &Trace) -> bool {
+    let labels = |t: &Trace| t.ops.iter().filter(|o| o.opcode == Opcode::Label).count();
+    labels(other) == labels(original) + 1 && is_peelable(original)
+}
+
 /// Whether [`peel_loop`] would peel `t`: it ends with a `jump` back to its last label (or,
 /// without labels, to its start).
 pub fn is_peelable(t: &Trace) -> bool {
@@ -99,9 +107,12 @@ pub fn peel_loop(t: &Trace) -> Option<Trace> {
         guard: None,
         args: jump_op.args.clone(),
     });
-    for p in first_param..first_param + nparams {
-        rename[p] = out.ops.len() as u32;
-        out.ops.push(Op::new(t.ops[p].opcode, &[]));
+    for (slot, param) in rename[first_param..first_param + nparams]
+        .iter_mut()
+        .zip(&t.ops[first_param..first_param + nparams])
+    {
+        *slot = out.ops.len() as u32;
+        out.ops.push(Op::new(param.opcode, &[]));
     }
     let map = |rename: &[u32], v: Value| match v.data() {
         ValueData::Op(o) => Value::op(OpRef::new(rename[o.index()] as usize)),
@@ -167,6 +178,7 @@ mod tests {
         .unwrap();
         let p = peel_loop(&t).unwrap();
         crate::verify(&p).unwrap();
+        assert!(is_peeled_form(&t, &p) && !is_peeled_form(&p, &t) && !is_peeled_form(&t, &t));
         let text = print_trace(&p);
         let want = "[i0, i1]\n\
              label(i0, i1) -> [i3, i4]\n\

@@ -306,8 +306,7 @@ pub fn validate(original: &Trace, optimized: &Trace, cfg: &Config) -> Verdict {
 pub fn validate_with_stats(original: &Trace, optimized: &Trace, cfg: &Config) -> (Verdict, Stats) {
     // An optimizer that peeled the loop (`optimizer::Options::peel`) optimized the peeled
     // original: one label more.
-    let labels = |t: &Trace| t.ops.iter().filter(|o| o.opcode == Opcode::Label).count();
-    let peeled = (labels(optimized) == labels(original) + 1)
+    let peeled = trace_ir::is_peeled_form(original, optimized)
         .then(|| trace_ir::peel_loop(original))
         .flatten();
     let original = peeled.as_ref().unwrap_or(original);
@@ -1797,10 +1796,12 @@ impl<'t> Validator<'t> {
         }
         self.open_batch();
         let mut pairs = Pairs::default();
+        let mut operands = Vec::with_capacity(ao.len());
         for i in 0..ao.len() {
             let so = self.o.value(ao[i])?;
             let sp = self.p.value(ap[i])?;
             self.prove_equal(&so, &sp, &mut pairs, &|| format!("label {k}: operand {i} differs"))?;
+            operands.push(so);
         }
         if self.cfg.check_heap {
             self.prove_heap_equal(&format!("at label {k}"))?;
@@ -1815,13 +1816,14 @@ impl<'t> Validator<'t> {
             (Some(_), Some(v)) => v,
             _ => Vec::new(),
         };
-        let mut invariant = Vec::with_capacity(ao.len());
-        for (j, &a) in ao.iter().enumerate() {
-            invariant.push(match self.o.value(a)? {
+        let invariant: Vec<Option<BV>> = operands
+            .into_iter()
+            .enumerate()
+            .map(|(j, so)| match so {
                 Sym::Bv(b) if same.get(j) == Some(&true) => Some(b),
                 _ => None,
-            });
-        }
+            })
+            .collect();
         for orig in [true, false] {
             let r = if orig { ro } else { rp };
             let s = self.side(orig);

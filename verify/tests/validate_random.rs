@@ -174,14 +174,13 @@ fn peeled_loop_invariants_are_checked() {
     // The guard's copy tests the loop-carried i0: it can fail in a later iteration.
     let carried = "[i0, i1]\nlabel(i0, i1)\ni2 = int_and(i0, 7)\ni3 = int_is_true(i2)\n\
         guard_false(i3, descr=<Guard1>) [i1]\ni4 = int_add(i0, 1)\njump(i4, i1)\n";
-    let wrong = "[i0, i1]\nlabel(i0, i1) -> [i2, i3]\ni4 = int_and(i2, 7)\ni5 = int_is_true(i4)\n\
-        guard_false(i5, descr=<Guard1>) [i3]\ni6 = int_add(i2, 1)\nlabel(i6, i3) -> [i7, i8]\n\
-        i9 = int_add(i7, 1)\njump(i9, i8)\n";
-    assert!(verdict(carried, wrong).is_invalid(), "{:?}", verdict(carried, wrong));
+    // The optimized trace up to its loop: the peeled iteration tests the loop-carried i0.
+    let head = "[i0, i1]\nlabel(i0, i1) -> [i2, i3]\ni4 = int_and(i2, 7)\ni5 = int_is_true(i4)\n\
+        guard_false(i5, descr=<Guard1>) [i3]\ni6 = int_add(i2, 1)\nlabel(i6, i3) -> [i7, i8]\n";
+    let wrong = format!("{head}i9 = int_add(i7, 1)\njump(i9, i8)\n");
+    assert!(verdict(carried, &wrong).is_invalid(), "{:?}", verdict(carried, &wrong));
     // The optimized jump passes i7 back unchanged (so the validator treats it as
     // invariant), but the original increments it: the jump operands differ.
-    let fake = "[i0, i1]\nlabel(i0, i1) -> [i2, i3]\ni4 = int_and(i2, 7)\ni5 = int_is_true(i4)\n\
-        guard_false(i5, descr=<Guard1>) [i3]\ni6 = int_add(i2, 1)\nlabel(i6, i3) -> [i7, i8]\n\
-        jump(i7, i8)\n";
-    assert!(verdict(carried, fake).is_invalid(), "{:?}", verdict(carried, fake));
+    let fake = format!("{head}jump(i7, i8)\n");
+    assert!(verdict(carried, &fake).is_invalid(), "{:?}", verdict(carried, &fake));
 }

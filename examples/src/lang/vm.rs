@@ -490,15 +490,7 @@ impl<'p> Vm<'p> {
             );
         }
         ts.recorded = recorded.clone();
-        // The loop's normal exits, and their copies in the peeled loop body.
         let mut loop_exit_guards: HashSet<GuardId> = rec.loop_exit_guards.into_iter().collect();
-        if self.config.mode == Mode::JitOptimized {
-            for (o, c) in trace_ir::peeled_guard_copies(&recorded) {
-                if loop_exit_guards.contains(&o) {
-                    loop_exit_guards.insert(c);
-                }
-            }
-        }
         let trace = if self.config.mode == Mode::JitOptimized {
             let t0 = Instant::now();
             let opts = optimizer::Options {
@@ -513,6 +505,12 @@ impl<'p> Vm<'p> {
                 }
             };
             ts.optimize_time = t0.elapsed();
+            // The loop's normal exits have copies in the peeled loop body.
+            for (o, c) in trace_ir::peeled_guard_copies(&recorded) {
+                if loop_exit_guards.contains(&o) {
+                    loop_exit_guards.insert(c);
+                }
+            }
             ts.virtuals_removed = opt.stats.virtuals_removed;
             if log.opt {
                 eprintln!(

@@ -113,8 +113,7 @@ pub fn same_behaviour(original: &Trace, optimized: &Trace, inputs: &[RtValue]) -
     let b = run(optimized, inputs, &cfg);
     // A peeled optimization (`Options::peel`, one label more) reports its body's copied
     // guards by resume key and runs one body more before the iteration limit.
-    let labels = |t: &Trace| t.ops.iter().filter(|o| o.opcode == trace_ir::Opcode::Label).count();
-    let peeled = labels(optimized) > labels(original);
+    let peeled = trace_ir::is_peeled_form(original, optimized);
     if peeled && [&a, &b].iter().any(|r| matches!(r.outcome, Outcome::IterationLimit)) {
         return Ok(false);
     }
