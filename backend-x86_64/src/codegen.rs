@@ -30,9 +30,12 @@
 //! straight-line allocation is valid for every iteration.
 //!
 //! Guards snapshot the locations of their fail arguments (and of the fields of virtual
-//! objects in their resume data) right before their conditional jump; the exit stub, emitted
-//! after the loop body, copies those locations into the exit buffer and returns the exit
-//! code.
+//! objects in their resume data) right before their conditional jump. The exit stub, emitted
+//! after the loop body, copies the ones in registers (and immediates) into the exit buffer
+//! and returns the exit code; the ones in spill slots it leaves there, and the exit reads
+//! them from the frame (slots are never reused and nothing runs between the branch and the
+//! return, so a slot still holds what it held at the guard). A PyPy trace carries most of
+//! its fail arguments in slots: its stubs shrink to a few stores.
 
 // dynasm's expansion converts dynamic register numbers with `.into()`, even from `u8`.
 #![allow(clippy::useless_conversion)]
@@ -1386,9 +1389,13 @@ impl<'t> Gen<'t> {
                             undos.push((stub_index, (words.len() - first) as u32, u.inverse, u.y));
                             words.push(Loc::Reg(u.reg));
                         }
-                        _ => words.push(me.loc(v)?),
+                        _ => match me.loc(v)? {
+                            // A spilled value stays where it is: the exit reads its slot.
+                            Loc::Mem(d) => return Ok(ExitSlot::Frame((d / 8) as u32)),
+                            l => words.push(l),
+                        },
                     }
-                    ExitSlot::Word((words.len() - 1 - first) as u32)
+                    ExitSlot::Frame((FRAME_HEADER + words.len() - 1 - first) as u32)
                 }
                 FailArg::Virtual(k) => ExitSlot::Virtual(k),
                 FailArg::Hole => ExitSlot::Hole,

@@ -330,11 +330,17 @@ impl fmt::Display for RunError {
 
 impl std::error::Error for RunError {}
 
-/// Where a fail argument's value comes from in the exit buffer.
+/// Where a fail argument's value is when its guard's exit returns.
 #[derive(Clone, Debug)]
 pub(crate) enum ExitSlot {
-    Word(u32),
+    /// Frame word `i`: a word of the exit buffer that the stub filled from a register (or
+    /// an immediate), or the spill slot that held the value at the guard (slots are never
+    /// reused and nothing runs between the guard's branch and the return, so the stub
+    /// copies nothing for it).
+    Frame(u32),
+    /// The virtual object at this index of the exit's `virtuals`.
     Virtual(u32),
+    /// No value.
     Hole,
 }
 
@@ -488,16 +494,20 @@ impl CompiledTrace {
             } => {
                 let fail = &self.exit_slots[fail.0 as usize..fail.1 as usize];
                 if self.memory == MemoryAccess::Hooks {
-                    let n = fail.iter().filter(|s| matches!(s, ExitSlot::Word(_))).count()
-                        + virtuals
-                            .iter()
-                            .flat_map(|v| &v.fields)
-                            .filter(|f| matches!(f.2, ExitSlot::Word(_)))
-                            .count();
+                    // The values of the `FailArg::Value` entries in order: fail arguments,
+                    // then the fields of each virtual object.
+                    let words: Vec<u64> = fail
+                        .iter()
+                        .chain(virtuals.iter().flat_map(|v| v.fields.iter().map(|f| &f.2)))
+                        .filter_map(|s| match *s {
+                            ExitSlot::Frame(i) => Some(frame[i as usize]),
+                            _ => None,
+                        })
+                        .collect();
                     let req = ExitRequest {
                         guard: *guard,
                         resume_key: *resume_key,
-                        words: &words[..n.min(words.len())],
+                        words: &words,
                     };
                     if let Some(values) = rt.guard_exit(&req) {
                         return Ok(Exit::Guard {
@@ -507,11 +517,11 @@ impl CompiledTrace {
                         });
                     }
                 }
-                let addrs = rebuild_virtuals(virtuals, words, rt);
+                let addrs = rebuild_virtuals(virtuals, &frame, rt);
                 let values = fail
                     .iter()
                     .map(|s| match *s {
-                        ExitSlot::Word(w) => words[w as usize],
+                        ExitSlot::Frame(i) => frame[i as usize],
                         ExitSlot::Virtual(k) => addrs[k as usize],
                         ExitSlot::Hole => 0,
                     })
@@ -583,43 +593,104 @@ impl CompiledTrace {
     }
 }
 
-/// Executable memory holding one trace's code: a private anonymous mapping of exactly the
-/// code's size (rounded up to pages by the kernel), unmapped when dropped.
+/// Executable memory holding one trace's code: a private anonymous mapping of its own
+/// (whole pages no other trace shares), returned to a process-wide code cache when dropped.
 ///
-/// It is created writable, with all its pages populated by the `mmap` call itself when the
-/// code is larger than two pages (`MAP_POPULATE`: one kernel entry instead of a page fault
-/// per 4 KiB page while the code is copied in), filled, then switched to read+execute. It is never writable and
-/// executable at the same time. This is what `dynasmrt`'s `MutableBuffer::make_exec` does,
-/// minus the page faults.
+/// A fresh mapping is created writable, with all its pages populated by the `mmap` call
+/// itself when the code is larger than two pages (`MAP_POPULATE`: one kernel entry instead
+/// of a page fault per 4 KiB page while the code is copied in), filled, then switched to
+/// read+execute. It is never writable and executable at the same time. This is what
+/// `dynasmrt`'s `MutableBuffer::make_exec` does, minus the page faults.
+///
+/// The code cache ([`CODE_CACHE`]) keeps the mappings of dropped traces, as PyPy's and
+/// LuaJIT's machine-code managers keep theirs: the next trace of a similar size takes one,
+/// switches it back to read+write (nothing can run it any more: its trace is gone, and the
+/// pages are its alone), copies its code in and switches it to read+execute. That is two
+/// `mprotect` calls instead of `mmap` (with its page population), `mprotect` and `munmap`.
 struct CodeMemory {
-    map: memmap2::Mmap,
+    /// Always `Some` but while being dropped.
+    map: Option<memmap2::Mmap>,
     len: usize,
 }
 
-/// Code sizes (bytes) above which the mapping is populated by `mmap` itself.
+/// Code sizes (bytes) above which a fresh mapping is populated by `mmap` itself.
 const POPULATE_FROM: usize = 8192;
+
+/// The mappings of dropped traces, read+execute, waiting for reuse by [`CodeMemory::new`].
+static CODE_CACHE: std::sync::Mutex<CodeCache> = std::sync::Mutex::new(CodeCache {
+    maps: Vec::new(),
+    bytes: 0,
+});
+
+/// The code cache's contents: at most [`CodeCache::MAX_MAPS`] mappings and
+/// [`CodeCache::MAX_BYTES`] bytes; a dropped trace's mapping beyond that is unmapped.
+struct CodeCache {
+    maps: Vec<memmap2::Mmap>,
+    bytes: usize,
+}
+
+impl CodeCache {
+    const MAX_MAPS: usize = 64;
+    const MAX_BYTES: usize = 16 << 20;
+
+    /// The smallest cached mapping that holds `len` bytes without wasting more than half of
+    /// itself, taken out of the cache.
+    fn take(&mut self, len: usize) -> Option<memmap2::Mmap> {
+        let fits = |m: &memmap2::Mmap| m.len() >= len && m.len() <= 2 * len.max(4096);
+        let (i, _) = self
+            .maps
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| fits(m))
+            .min_by_key(|(_, m)| m.len())?;
+        let m = self.maps.swap_remove(i);
+        self.bytes -= m.len();
+        Some(m)
+    }
+
+    /// Keep `map` for reuse if there is room (else it is unmapped here).
+    fn give(&mut self, map: memmap2::Mmap) {
+        if self.maps.len() < Self::MAX_MAPS && self.bytes + map.len() <= Self::MAX_BYTES {
+            self.bytes += map.len();
+            self.maps.push(map);
+        }
+    }
+}
 
 impl CodeMemory {
     fn new(code: &[u8]) -> Result<CodeMemory, CompileError> {
         let err = |e: std::io::Error| CompileError::Memory(e.to_string());
         // Never empty: every trace has a prologue and an epilogue.
-        let mut opts = memmap2::MmapOptions::new();
-        opts.len(code.len().max(1));
-        // Populating costs a fixed walk in the kernel; it pays from about three pages on
-        // (below that, one or two page faults are cheaper: 100-op traces were 1.5% slower).
-        if code.len() > POPULATE_FROM {
-            opts.populate();
-        }
-        let mut map = opts.map_anon().map_err(err)?;
+        let len = code.len().max(1);
+        let cached = CODE_CACHE.lock().ok().and_then(|mut c| c.take(len));
+        let mut map = match cached.map(memmap2::Mmap::make_mut) {
+            Some(Ok(m)) => m,
+            // A cached mapping that cannot be made writable is dropped (unmapped).
+            Some(Err(_)) | None => {
+                let mut opts = memmap2::MmapOptions::new();
+                opts.len(len);
+                // Populating costs a fixed walk in the kernel; it pays from about three pages
+                // on (below that, one or two page faults are cheaper: 100-op traces were 1.5%
+                // slower).
+                if code.len() > POPULATE_FROM {
+                    opts.populate();
+                }
+                opts.map_anon().map_err(err)?
+            }
+        };
         map[..code.len()].copy_from_slice(code);
         Ok(CodeMemory {
-            map: map.make_exec().map_err(err)?,
+            map: Some(map.make_exec().map_err(err)?),
             len: code.len(),
         })
     }
 
+    fn map(&self) -> &memmap2::Mmap {
+        self.map.as_ref().expect("code memory is mapped until dropped")
+    }
+
     fn as_ptr(&self) -> *const u8 {
-        self.map.as_ptr()
+        self.map().as_ptr()
     }
 
     fn len(&self) -> usize {
@@ -627,7 +698,15 @@ impl CodeMemory {
     }
 
     fn bytes(&self) -> &[u8] {
-        &self.map[..self.len]
+        &self.map()[..self.len]
+    }
+}
+
+impl Drop for CodeMemory {
+    fn drop(&mut self) {
+        if let (Some(map), Ok(mut cache)) = (self.map.take(), CODE_CACHE.lock()) {
+            cache.give(map);
+        }
     }
 }
 
@@ -653,9 +732,9 @@ fn disasm(bytes: &[u8], ip: u64) -> String {
     format!("  {ip:016x}  {}\n", hex.join(" "))
 }
 
-/// Allocate every virtual object of an exit, then write their fields (so objects may refer
-/// to each other, cycles included). Returns their addresses.
-fn rebuild_virtuals(virtuals: &[VirtualLayout], words: &[u64], rt: &mut dyn Runtime) -> Vec<u64> {
+/// Allocate every virtual object of an exit, then write their fields (read from the exit's
+/// `frame`; so objects may refer to each other, cycles included). Returns their addresses.
+fn rebuild_virtuals(virtuals: &[VirtualLayout], frame: &[u64], rt: &mut dyn Runtime) -> Vec<u64> {
     let addrs: Vec<u64> = virtuals
         .iter()
         .map(|v| match &v.init {
@@ -676,7 +755,7 @@ fn rebuild_virtuals(virtuals: &[VirtualLayout], words: &[u64], rt: &mut dyn Runt
         }
         for (offset, size, slot) in &v.fields {
             let val = match *slot {
-                ExitSlot::Word(w) => words[w as usize],
+                ExitSlot::Frame(i) => frame[i as usize],
                 ExitSlot::Virtual(k) => addrs[k as usize],
                 ExitSlot::Hole => continue,
             };
