@@ -333,11 +333,13 @@ impl std::error::Error for RunError {}
 /// Where a fail argument's value is when its guard's exit returns.
 #[derive(Clone, Debug)]
 pub(crate) enum ExitSlot {
-    /// Frame word `i`: a word of the exit buffer that the stub filled from a register (or
-    /// an immediate), or the spill slot that held the value at the guard (slots are never
+    /// Frame word `i`: a word of the exit buffer that the stub filled from a register, or
+    /// the spill slot that held the value at the guard (slots are never
     /// reused and nothing runs between the guard's branch and the return, so the stub
     /// copies nothing for it).
     Frame(u32),
+    /// A constant (its bits).
+    Const(u64),
     /// The virtual object at this index of the exit's `virtuals`.
     Virtual(u32),
     /// No value.
@@ -501,7 +503,8 @@ impl CompiledTrace {
                         .chain(virtuals.iter().flat_map(|v| v.fields.iter().map(|f| &f.2)))
                         .filter_map(|s| match *s {
                             ExitSlot::Frame(i) => Some(frame[i as usize]),
-                            _ => None,
+                            ExitSlot::Const(bits) => Some(bits),
+                            ExitSlot::Virtual(_) | ExitSlot::Hole => None,
                         })
                         .collect();
                     let req = ExitRequest {
@@ -522,6 +525,7 @@ impl CompiledTrace {
                     .iter()
                     .map(|s| match *s {
                         ExitSlot::Frame(i) => frame[i as usize],
+                        ExitSlot::Const(bits) => bits,
                         ExitSlot::Virtual(k) => addrs[k as usize],
                         ExitSlot::Hole => 0,
                     })
@@ -756,6 +760,7 @@ fn rebuild_virtuals(virtuals: &[VirtualLayout], frame: &[u64], rt: &mut dyn Runt
         for (offset, size, slot) in &v.fields {
             let val = match *slot {
                 ExitSlot::Frame(i) => frame[i as usize],
+                ExitSlot::Const(bits) => bits,
                 ExitSlot::Virtual(k) => addrs[k as usize],
                 ExitSlot::Hole => continue,
             };

@@ -310,6 +310,14 @@ fn jump_permutes_its_arguments() {
                 .outcome;
                 same(&t, &native, &int).unwrap();
             }
+            // With every carried value in a register, the cycle goes through `r11`, not
+            // through the frame's temporary word at `[rbp+8]`.
+            if o.int_regs == opts().int_regs && cfg!(feature = "disasm") {
+                let t = rotation_loop(k, 0);
+                let listing = compile(&t, &o).unwrap().disassembly(&t);
+                let jump = &listing[listing.find("= jump(").unwrap()..];
+                assert!(jump.contains("r11") && !jump.contains("[rbp+8]"), "{jump}");
+            }
         }
     }
 }
@@ -3106,4 +3114,42 @@ fn null_checks_once_per_value() {
         assert!(!body.contains("test") && !body.contains(" 85 "), "{listing}");
     }
     obj[0] = 0;
+}
+
+/// The loop body starts on a 64-byte boundary whatever the length of the code before it,
+/// padded with a few multi-byte NOPs that run once on entry: loops behind entry code of
+/// every length modulo 9 (the longest NOP) run like the interpreter.
+#[test]
+fn loop_bodies_are_aligned_with_multi_byte_nops() {
+    for extra in 0..24 {
+        let mut b = TraceBuilder::new();
+        let i0 = b.input(Kind::Int);
+        let n = b.input(Kind::Int);
+        // Entry code of varying length: a chain of additions folded into the start value.
+        let mut v = i0;
+        for k in 0..extra {
+            let c = b.const_int(k as i64 + 1);
+            v = b.op(if k % 2 == 0 { Opcode::IntAdd } else { Opcode::IntXor }, &[v, c]);
+        }
+        let p = b.label(&[v, n]);
+        let lt = b.op(Opcode::IntLt, &[p[0], p[1]]);
+        b.guard(Opcode::GuardTrue, &[lt], &[p[0]], 1);
+        let one = b.const_int(1);
+        let i = b.op(Opcode::IntAdd, &[p[0], one]);
+        b.jump(&[i, p[1]]);
+        let t = b.finish().unwrap();
+        same_as_interpreter(&t, &[0, 50]);
+        let c = compile(&t, &opts()).unwrap();
+        let label = t.ops.iter().position(|o| o.opcode == Opcode::Label).unwrap();
+        let body_start = c.ranges.iter().find(|r| r.0 as usize > label).unwrap().1;
+        assert_eq!(body_start % 64, 0, "loop body at {body_start}");
+        assert_eq!(c.code.as_ptr() as usize % 64, 0, "code mapping is page-aligned");
+        if cfg!(feature = "disasm") {
+            let listing = c.disassembly(&t);
+            let label_part = &listing[listing.find("= label(").unwrap()..];
+            let label_part = &label_part[..label_part[1..].find("; op").unwrap()];
+            let nops = label_part.matches("nop").count();
+            assert!(nops <= 8, "{nops} NOPs pad the loop:\n{label_part}");
+        }
+    }
 }
