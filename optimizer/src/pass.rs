@@ -201,6 +201,10 @@ thread_local! {
     static SCRATCH: std::cell::Cell<Option<Box<Scratch>>> = const { std::cell::Cell::new(None) };
 }
 
+/// One frame of `materialize`'s explicit stack: the object, its recorded fields, the index
+/// of the next field to write, and its kind.
+type MaterializeFrame = (Value, Vec<(VirtualField, Value)>, usize, VirtualKind);
+
 pub(crate) struct Pass<'a> {
     input: &'a Trace,
     opts: &'a Options,
@@ -1852,7 +1856,7 @@ impl<'a> Pass<'a> {
         }
         // An explicit stack instead of recursion, so long chains of virtuals cannot overflow
         // the thread's stack. Each frame: the object, its recorded fields, the next field.
-        let mut stack: Vec<(Value, Vec<(VirtualField, Value)>, usize, VirtualKind)> = Vec::new();
+        let mut stack: Vec<MaterializeFrame> = Vec::new();
         self.start_materializing(v, &mut stack);
         while let Some(top) = stack.last_mut() {
             let (obj, next, kind) = (top.0, top.2, top.3);
@@ -1900,11 +1904,7 @@ impl<'a> Pass<'a> {
     }
 
     /// Emit the allocation of the virtual `v`, mark it non-virtual and push its fields.
-    fn start_materializing(
-        &mut self,
-        v: Value,
-        stack: &mut Vec<(Value, Vec<(VirtualField, Value)>, usize, VirtualKind)>,
-    ) {
+    fn start_materializing(&mut self, v: Value, stack: &mut Vec<MaterializeFrame>) {
         let id = self.virt_of(v).expect("only virtuals are materialized");
         let o = v.as_op().unwrap();
         self.info[o.index()].virt = NO_VIRT;

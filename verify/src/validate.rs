@@ -1162,6 +1162,10 @@ struct Translated {
 // ------------------------------------------------------------------------------------------
 // The validator
 
+/// A claim of an open batch: the condition to prove, what it means, and the pair of values
+/// it compares (for the counterexample), if any.
+type Claim = (Bool, String, Option<(BV, BV)>);
+
 struct Validator<'t> {
     o: Side<'t>,
     p: Side<'t>,
@@ -1174,7 +1178,7 @@ struct Validator<'t> {
     /// Query statistics.
     stats: Stats,
     /// Claims collected while a batch is open.
-    batch: Option<Vec<(Bool, String, Option<(BV, BV)>)>>,
+    batch: Option<Vec<Claim>>,
     cfg: Config,
     unknown: Option<String>,
     float_uf: bool,

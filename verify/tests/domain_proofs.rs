@@ -788,7 +788,8 @@ fn knownbits_obligations<const N: u32>(class: Class, out: &mut Vec<Obligation>) 
     }
     // the bounded shifts that IntBound calls (amount range from the interval)
     type Shift<const N: u32> = fn(&KB<N>, &KB<N>, &Z<N>, &Z<N>) -> KB<N>;
-    let shifts: Vec<(&'static str, Shift<N>, fn(&BV, &BV) -> BV)> = vec![
+    type Case<const N: u32> = (&'static str, Shift<N>, fn(&BV, &BV) -> BV);
+    let shifts: Vec<Case<N>> = vec![
         ("lshift_bounded", KnownBits::lshift_bounded, |x, y| x.bvshl(y)),
         ("rshift_bounded", KnownBits::rshift_bounded, |x, y| x.bvashr(y)),
         ("uint_rshift_bounded", KnownBits::uint_rshift_bounded, |x, y| {
@@ -1556,7 +1557,8 @@ fn exhaustive_intbound_8bit() {
     }
     // overflow ops
     type Ovf8 = fn(&I8B, &I8B) -> (I8B, bool);
-    let ovf: Vec<(&str, Ovf8, fn(i8, i8) -> Option<i8>)> = vec![
+    type OvfCase = (&'static str, Ovf8, fn(i8, i8) -> Option<i8>);
+    let ovf: Vec<OvfCase> = vec![
         ("add_ovf", I8B::add_ovf, |x, y| x.checked_add(y)),
         ("sub_ovf", I8B::sub_ovf, |x, y| x.checked_sub(y)),
         ("mul_ovf", I8B::mul_ovf, |x, y| x.checked_mul(y)),
@@ -1587,7 +1589,8 @@ fn exhaustive_intbound_8bit() {
     }
     // unary ops
     type Un8 = fn(&I8B) -> I8B;
-    let un: Vec<(&str, Un8, fn(u8) -> u8)> = vec![
+    type UnCase = (&'static str, Un8, fn(u8) -> u8);
+    let un: Vec<UnCase> = vec![
         ("neg", I8B::neg, |x| x.wrapping_neg()),
         ("invert", I8B::invert, |x| !x),
         ("is_true", I8B::is_true, |x| b8(x != 0)),
@@ -1631,9 +1634,8 @@ fn exhaustive_intbound_8bit() {
                 for &y in mb {
                     checks += 1;
                     for (c, t, na, nb) in &learned {
-                        if cmp8(*c, x, y) == *t
-                            && !(na.contains(&x) && nb.contains(&y) && !na.is_empty() && !nb.is_empty())
-                        {
+                        let kept = na.contains(&x) && nb.contains(&y) && !na.is_empty() && !nb.is_empty();
+                        if cmp8(*c, x, y) == *t && !kept {
                             report(
                                 &mut problems,
                                 format!("learn_cmp({c:?}, {t}): {a:?} {b:?} x={x} y={y} lost"),
@@ -1675,7 +1677,8 @@ fn exhaustive_intbound_8bit() {
     }
     // backward functions of op results: triples (a, b, res) over a subset
     type Back8 = fn(&I8B, &I8B, &I8B) -> (I8B, I8B);
-    let backs: Vec<(&str, Back8, fn(u8, u8) -> Option<u8>)> = vec![
+    type BackCase = (&'static str, Back8, fn(u8, u8) -> Option<u8>);
+    let backs: Vec<BackCase> = vec![
         ("backward_add", I8B::backward_add, |x, y| Some(x.wrapping_add(y))),
         ("backward_sub", I8B::backward_sub, |x, y| Some(x.wrapping_sub(y))),
         ("backward_add_ovf", I8B::backward_add_ovf, |x, y| {
@@ -1808,7 +1811,8 @@ fn find_better_bit(
 #[test]
 fn precision_search_finds_nothing() {
     type KOp = fn(&KnownBits<u64>, &KnownBits<u64>) -> KnownBits<u64>;
-    let ops: Vec<(&str, KOp, fn(&BV, &BV) -> BV)> = vec![
+    type KCase = (&'static str, KOp, fn(&BV, &BV) -> BV);
+    let ops: Vec<KCase> = vec![
         ("and", KnownBits::and, |x, y| x.bvand(y)),
         ("or", KnownBits::or, |x, y| x.bvor(y)),
         ("xor", KnownBits::xor, |x, y| x.bvxor(y)),
@@ -3620,7 +3624,8 @@ fn interval_rem_obligations<const N: u32>(out: &mut Vec<Obligation>) {
         );
     }
     type Rem<const N: u32> = fn(&IV<N>, &IV<N>) -> IV<N>;
-    let fns: Vec<(&'static str, Rem<N>, fn(&BV, &BV) -> BV, Pick)> = vec![
+    type RemCase<const N: u32> = (&'static str, Rem<N>, fn(&BV, &BV) -> BV, Pick);
+    let fns: Vec<RemCase<N>> = vec![
         ("mod", Interval::modulo, |x, y| x.bvsrem(y), |m| &m.rem),
         ("pymod", Interval::pymod, |x, y| x.bvsmod(y), |m| &m.smod),
     ];
@@ -3651,7 +3656,8 @@ fn interval_rem_obligations<const N: u32>(out: &mut Vec<Obligation>) {
 /// shift amount: one query per amount `0..N` (every valid amount is one of them).
 fn knownbits_shift_split_obligations<const N: u32>(out: &mut Vec<Obligation>) {
     type Shift<const N: u32> = fn(&KB<N>, &KB<N>, &Z<N>, &Z<N>) -> KB<N>;
-    let shifts: Vec<(&'static str, Shift<N>, fn(&BV, &BV) -> BV)> = vec![
+    type Case<const N: u32> = (&'static str, Shift<N>, fn(&BV, &BV) -> BV);
+    let shifts: Vec<Case<N>> = vec![
         ("lshift_bounded", KnownBits::lshift_bounded, |x, y| x.bvshl(y)),
         ("rshift_bounded", KnownBits::rshift_bounded, |x, y| x.bvashr(y)),
         ("uint_rshift_bounded", KnownBits::uint_rshift_bounded, |x, y| {

@@ -14,7 +14,10 @@ fn kb(s: &str) -> KB {
 // ---------------------------------------------------------------- concrete semantics
 
 /// Concrete semantics of the binary ops (`None`: invalid, e.g. division by zero).
-fn concrete_binops() -> Vec<(&'static str, fn(&IB, &IB) -> IB, fn(i64, i64) -> Option<i64>)> {
+/// A binary op: its name, its abstract transfer function and its concrete semantics.
+type BinCase = (&'static str, fn(&IB, &IB) -> IB, fn(i64, i64) -> Option<i64>);
+
+fn concrete_binops() -> Vec<BinCase> {
     fn b(x: bool) -> Option<i64> {
         Some(x as i64)
     }
@@ -88,7 +91,10 @@ fn concrete_binops() -> Vec<(&'static str, fn(&IB, &IB) -> IB, fn(i64, i64) -> O
     ]
 }
 
-fn concrete_unops() -> Vec<(&'static str, fn(&IB) -> IB, fn(i64) -> i64)> {
+/// A unary op: its name, its abstract transfer function and its concrete semantics.
+type UnCase = (&'static str, fn(&IB) -> IB, fn(i64) -> i64);
+
+fn concrete_unops() -> Vec<UnCase> {
     vec![
         ("neg", IB::neg, |x| x.wrapping_neg()),
         ("invert", IB::invert, |x| !x),
@@ -214,7 +220,8 @@ proptest! {
     #[test]
     fn prop_ovf_sound((a, x) in member(), (b, y) in member()) {
         let (xi, yi) = (x as i64, y as i64);
-        let cases: [(&str, fn(&IB, &IB) -> (IB, bool), Option<i64>); 3] = [
+        type OvfCase = (&'static str, fn(&IB, &IB) -> (IB, bool), Option<i64>);
+        let cases: [OvfCase; 3] = [
             ("add_ovf", IB::add_ovf, xi.checked_add(yi)),
             ("sub_ovf", IB::sub_ovf, xi.checked_sub(yi)),
             ("mul_ovf", IB::mul_ovf, xi.checked_mul(yi)),
@@ -470,7 +477,8 @@ fn intbound_ovf_removal() {
 #[test]
 fn exhaustive_8bit_binops() {
     type I8b = IntBound<u8>;
-    let ops: Vec<(&str, fn(&I8b, &I8b) -> I8b, fn(u8, u8) -> Option<u8>)> = vec![
+    type Case = (&'static str, fn(&I8b, &I8b) -> I8b, fn(u8, u8) -> Option<u8>);
+    let ops: Vec<Case> = vec![
         ("add", I8b::add, |x, y| Some(x.wrapping_add(y))),
         ("sub", I8b::sub, |x, y| Some(x.wrapping_sub(y))),
         ("mul", I8b::mul, |x, y| Some(x.wrapping_mul(y))),
