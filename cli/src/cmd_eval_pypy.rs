@@ -1,4 +1,4 @@
-//! `tracejit eval-pypy FILE... [--json] [--timeout MS] [--runs N]`: optimize every trace
+//! `tracejit eval-pypy FILE... [--json] [--timeout MS] [--runs N] [--peel]`: optimize every trace
 //! PyPy logged unoptimized (`jit-log-noopt`), validate our output (the reference interpreter
 //! on guided random inputs, and Z3 where the ops are modelled), and compare our op counts
 //! with PyPy's optimized version of the same trace (the `jit-log-opt-*` section that follows
@@ -10,10 +10,13 @@
 //! calls), `call` (all call families), `other` (labels, jumps, finish, floats, hints).
 //! PyPy's loop traces hold a preamble and a peeled body, so PyPy's total counts the loop
 //! twice while ours counts it once; the `pypy body` column is the fairer comparison for
-//! loops.
+//! loops. With `--peel` we peel loops too (`optimizer::Options::peel`): our total then holds
+//! a preamble and a body like PyPy's, and exits are compared by resume key (the copied
+//! guards have ids of their own).
 
 use crate::common::{json_str, Args, CliError, CliResult};
 use trace_ir::interp::guided::guided_inputs;
+use trace_ir::interp::outcomes_equivalent_by_resume_key;
 use trace_ir::random::random_inputs;
 use trace_ir::rng::{mix64, Rng};
 use trace_ir::{outcomes_equivalent, run, Kind, OpFlags, Opcode, RunConfig, Trace};
@@ -116,7 +119,7 @@ impl Row {
     }
 }
 
-fn eval_file(path: &str, cfg: &Config, runs: u64) -> Result<Row, CliError> {
+fn eval_file(path: &str, cfg: &Config, runs: u64, options: &optimizer::Options) -> Result<Row, CliError> {
     let traces = crate::common::load_traces(path)?;
     let mut row = Row {
         name: path.rsplit('/').next().unwrap_or(path).to_string(),
@@ -134,7 +137,7 @@ fn eval_file(path: &str, cfg: &Config, runs: u64) -> Result<Row, CliError> {
         row.traces += 1;
         let ops_in = Counts::of(t, 0);
         row.ops_in.add(&ops_in);
-        let out = match optimizer::optimize(t, &optimizer::Options::default()) {
+        let out = match optimizer::optimize(t, options) {
             Ok(o) => o.trace,
             Err(e) => {
                 row.opt_errors += 1;
@@ -163,6 +166,7 @@ fn eval_file(path: &str, cfg: &Config, runs: u64) -> Result<Row, CliError> {
             Verdict::Unknown { .. } => row.z3[2] += 1,
         }
         // The reference interpreter on guided random inputs.
+        let peeled = trace_ir::is_peeled_form(t, &out);
         let mut rng = Rng::new(mix64(i as u64 ^ 0x5eed));
         for _ in 0..runs {
             let start = random_inputs(&mut rng, t);
@@ -170,7 +174,12 @@ fn eval_file(path: &str, cfg: &Config, runs: u64) -> Result<Row, CliError> {
             let a = run(t, &inputs, &gcfg);
             let b = run(&out, &inputs, &gcfg);
             row.interp_runs += 1;
-            if let Err(e) = outcomes_equivalent(&a, &b) {
+            let same = if peeled {
+                outcomes_equivalent_by_resume_key(&a, &b)
+            } else {
+                outcomes_equivalent(&a, &b)
+            };
+            if let Err(e) = same {
                 row.interp_diff += 1;
                 row.notes.push(format!("{}: interpreter differs: {e}", t.info.name));
             }
@@ -179,9 +188,13 @@ fn eval_file(path: &str, cfg: &Config, runs: u64) -> Result<Row, CliError> {
     Ok(row)
 }
 
-/// `tracejit eval-pypy FILE... [--json] [--timeout MS] [--runs N]`.
+/// `tracejit eval-pypy FILE... [--json] [--timeout MS] [--runs N] [--peel]`.
 pub fn eval_pypy(args: &[String]) -> CliResult {
-    let a = Args::parse(args, &["timeout", "runs"], &["json"])?;
+    let a = Args::parse(args, &["timeout", "runs"], &["json", "peel"])?;
+    let options = optimizer::Options {
+        peel: a.has("peel"),
+        ..optimizer::Options::default()
+    };
     if a.positional.is_empty() {
         return Err(CliError::Usage("missing FILE".into()));
     }
@@ -202,7 +215,7 @@ pub fn eval_pypy(args: &[String]) -> CliResult {
     };
     let mut rows = Vec::new();
     for f in &a.positional {
-        rows.push(eval_file(f, &cfg, runs)?);
+        rows.push(eval_file(f, &cfg, runs, &options)?);
     }
     let mut total = Row {
         name: "TOTAL".into(),

@@ -2,7 +2,8 @@
 //! `verify::fuzzing` on N random traces, without libFuzzer.
 //!
 //! Every trace is checked with the interpreter before and after optimization; `--z3` adds
-//! translation validation, `--native` the native-code differential (integer traces). A
+//! translation validation, `--native` the native-code differential (integer traces). Every
+//! other group of four traces is optimized with loop peeling (`optimizer::Options::peel`). A
 //! failing trace is minimized (ops deleted while the failure persists) and saved under
 //! `--out` (default `fuzz-failures/`) as `<check>-<seed>.trace`, with the failure as a
 //! comment. The last line is exactly `N passed, N failed`.
@@ -51,14 +52,21 @@ pub fn fuzz(args: &[String]) -> CliResult {
                 RandomConfig::default()
             };
             let (trace, inputs) = random_trace(&cfg, s);
-            if let Some(msg) = trace_failure(check, &trace, &inputs) {
+            let options = optimizer::Options {
+                peel: i % 8 >= 4,
+                ..optimizer::Options::default()
+            };
+            if let Some(msg) = trace_failure(check, &trace, &inputs, &options) {
                 ok = false;
-                let small = minimize(check, &trace, &inputs);
-                let msg_small = trace_failure(check, &small, &inputs).unwrap_or_else(|| msg.clone());
+                let small = minimize(check, &trace, &inputs, &options);
+                let msg_small = trace_failure(check, &small, &inputs, &options).unwrap_or_else(|| msg.clone());
                 std::fs::create_dir_all(&out).map_err(|e| CliError::Failed(format!("{out}: {e}")))?;
                 let name = format!("{}-{s:016x}.trace", check_name(check));
                 let path = format!("{out}/{name}");
                 let mut text = String::new();
+                if options.peel {
+                    text.push_str("# optimized with loop peeling (`tracejit opt --peel`)\n");
+                }
                 for line in msg_small.lines() {
                     text.push_str(&format!("# {line}\n"));
                 }

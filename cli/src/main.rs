@@ -43,7 +43,7 @@ commands:
                                   --peel: optimize with loop peeling)
   check ORIGINAL --optimized OTHER [--json] [--timeout MS] [--jobs N] [--stats]
                                   validate a given pair of traces (guards by descr=<GuardN>)
-  eval-pypy FILE... [--json] [--timeout MS] [--runs N]
+  eval-pypy FILE... [--json] [--timeout MS] [--runs N] [--peel]
                                   optimize PyPy's noopt traces, validate (interpreter and
                                   Z3) and compare op counts with PyPy's optimized traces
   fuzz --count N --seed S [--z3] [--native] [--out DIR]

@@ -317,6 +317,31 @@ fn corpus_run_one_section_natively() {
     }
 }
 
+/// `eval-pypy` on one corpus file, with and without peeling: every trace validates (no Z3
+/// counterexample, no interpreter difference), and the peeled loops add a preamble to our
+/// op count.
+#[test]
+fn corpus_eval_pypy_with_and_without_peeling() {
+    let f = corpus("fannkuch.pypylog");
+    // TOTAL  traces  in  ours  pypy  pypy-bd  ours/pypy  z3  interp
+    let total = |out: &str| -> Vec<String> {
+        let line = out
+            .lines()
+            .find(|l| l.starts_with("TOTAL"))
+            .unwrap_or_else(|| panic!("{out}"));
+        line.split_whitespace().map(str::to_string).collect()
+    };
+    let plain = total(&ok(&["eval-pypy", &f]));
+    let peeled = total(&ok(&["eval-pypy", "--peel", &f]));
+    for t in [&plain, &peeled] {
+        assert_eq!(t[1], "21", "{t:?}");
+        assert_eq!(t[7].split('/').nth(1), Some("0"), "no trace invalid: {t:?}");
+        assert!(t[8].starts_with("0/"), "no interpreter difference: {t:?}");
+    }
+    let ours = |t: &[String]| t[3].parse::<usize>().unwrap();
+    assert!(ours(&peeled) > ours(&plain), "plain {plain:?}, peeled {peeled:?}");
+}
+
 #[test]
 fn corpus_mine_within_its_budget() {
     let f = corpus("fannkuch.pypylog");

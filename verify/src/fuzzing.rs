@@ -11,7 +11,8 @@
 //! | [`check_validate`] | translation validation of the optimized trace is not `Invalid` |
 //!
 //! A random trace is derived from the fuzz bytes: the first bytes choose the generator's
-//! knobs (length, loops, weights), a hash of all bytes is the generator's seed. Panics inside
+//! knobs (length, loops, weights) and the optimizer's options (loop peeling for loops), a
+//! hash of all bytes is the generator's seed. Panics inside
 //! a check are caught and reported as failures, so `tracejit fuzz` can go on and minimize.
 //!
 //! [`minimize`] shrinks a failing trace by deleting ops (one at a time, last first) while
@@ -20,6 +21,7 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use backend_x86_64::{compile, CompileOptions, Exit, SimpleHeap};
+use trace_ir::interp::outcomes_equivalent_by_resume_key;
 pub use trace_ir::random::random_inputs;
 use trace_ir::random::{random_trace, RandomConfig};
 use trace_ir::rng::{hash_words, Rng};
@@ -53,6 +55,16 @@ fn guarded(f: impl FnOnce() -> Result<(), String>) -> Result<(), String> {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(r) => r,
         Err(e) => Err(format!("panic: {}", panic_message(e))),
+    }
+}
+
+/// The optimizer options the fuzz bytes stand for: loops are peeled when the second byte's
+/// second bit is set (its first bit chooses loops, see [`trace_params`]).
+pub fn optimizer_options(bytes: &[u8]) -> optimizer::Options {
+    let b1 = bytes.get(1).copied().unwrap_or(0);
+    optimizer::Options {
+        peel: b1 & 3 == 3,
+        ..optimizer::Options::default()
     }
 }
 
@@ -105,12 +117,14 @@ pub fn check_parse(bytes: &[u8]) -> Result<(), String> {
     })
 }
 
-/// The failure of `check` on `trace` (with its example `inputs`), if any. This is what
-/// [`minimize`] keeps failing.
-pub fn trace_failure(check: Check, trace: &Trace, inputs: &[RtValue]) -> Option<String> {
+/// The failure of `check` on `trace` (with its example `inputs`) optimized with `options`, if
+/// any. This is what [`minimize`] keeps failing.
+pub fn trace_failure(check: Check, trace: &Trace, inputs: &[RtValue], options: &optimizer::Options) -> Option<String> {
     guarded(|| {
-        let out =
-            optimizer::optimize(trace, &optimizer::Options::default()).map_err(|e| format!("optimizer error: {e}"))?;
+        let out = optimizer::optimize(trace, options).map_err(|e| format!("optimizer error: {e}"))?;
+        // A peeled loop's copied guards have ids of their own and the resume keys of the
+        // guards they copy: exits are compared by resume key then.
+        let peeled = trace_ir::is_peeled_form(trace, &out.trace);
         match check {
             Check::OptimizeDiff => {
                 let cfg = RunConfig::default();
@@ -125,7 +139,12 @@ pub fn trace_failure(check: Check, trace: &Trace, inputs: &[RtValue]) -> Option<
                     if matches!(a.outcome, Outcome::Invalid { .. }) {
                         continue;
                     }
-                    outcomes_equivalent(&a, &b).map_err(|e| format!("interpreter before/after optimization: {e}"))?;
+                    let same = if peeled {
+                        outcomes_equivalent_by_resume_key(&a, &b)
+                    } else {
+                        outcomes_equivalent(&a, &b)
+                    };
+                    same.map_err(|e| format!("interpreter before/after optimization: {e}"))?;
                 }
                 Ok(())
             }
@@ -191,19 +210,19 @@ fn bytes_trace(bytes: &[u8], integers_only: bool) -> (Trace, Vec<RtValue>) {
 /// `optimize_diff` target.
 pub fn check_optimize_diff(bytes: &[u8]) -> Result<(), String> {
     let (t, inputs) = guarded_trace(bytes, false)?;
-    trace_failure(Check::OptimizeDiff, &t, &inputs).map_or(Ok(()), Err)
+    trace_failure(Check::OptimizeDiff, &t, &inputs, &optimizer_options(bytes)).map_or(Ok(()), Err)
 }
 
 /// `native_diff` target (integer traces, with and without loops).
 pub fn check_native_diff(bytes: &[u8]) -> Result<(), String> {
     let (t, inputs) = guarded_trace(bytes, true)?;
-    trace_failure(Check::NativeDiff, &t, &inputs).map_or(Ok(()), Err)
+    trace_failure(Check::NativeDiff, &t, &inputs, &optimizer_options(bytes)).map_or(Ok(()), Err)
 }
 
 /// `validate` target.
 pub fn check_validate(bytes: &[u8]) -> Result<(), String> {
     let (t, inputs) = guarded_trace(bytes, false)?;
-    trace_failure(Check::Validate, &t, &inputs).map_or(Ok(()), Err)
+    trace_failure(Check::Validate, &t, &inputs, &optimizer_options(bytes)).map_or(Ok(()), Err)
 }
 
 fn guarded_trace(bytes: &[u8], integers_only: bool) -> Result<(Trace, Vec<RtValue>), String> {
@@ -254,8 +273,9 @@ fn remove_op(t: &Trace, k: usize) -> Option<Trace> {
 }
 
 /// Shrink a failing trace: delete ops, last first, while the trace stays well-formed and
-/// `check` still fails on it (with the same inputs); repeat until nothing can be deleted.
-pub fn minimize(check: Check, trace: &Trace, inputs: &[RtValue]) -> Trace {
+/// `check` still fails on it (with the same inputs and `options`); repeat until nothing can
+/// be deleted.
+pub fn minimize(check: Check, trace: &Trace, inputs: &[RtValue], options: &optimizer::Options) -> Trace {
     let mut cur = trace.clone();
     loop {
         let mut progress = false;
@@ -266,7 +286,7 @@ pub fn minimize(check: Check, trace: &Trace, inputs: &[RtValue]) -> Trace {
                 continue;
             }
             if let Some(smaller) = remove_op(&cur, k) {
-                if trace_failure(check, &smaller, inputs).is_some() {
+                if trace_failure(check, &smaller, inputs, options).is_some() {
                     cur = smaller;
                     progress = true;
                 }

@@ -46,6 +46,23 @@ fn optimize_diff_smoke() {
     }
 }
 
+/// A quarter of the fuzz inputs that make loops have them peeled by the optimizer (the
+/// second byte's two low bits), so the targets check peeled loops too.
+#[test]
+fn fuzz_inputs_cover_peeled_loops() {
+    let mut peeled = 0;
+    for c in cases(300, 2, 64) {
+        let options = verify::fuzzing::optimizer_options(&c);
+        let (cfg, seed) = verify::fuzzing::trace_params(&c, false);
+        let (t, _) = trace_ir::random::random_trace(&cfg, seed);
+        let out = optimizer::optimize(&t, &options).unwrap();
+        if options.peel && trace_ir::is_peeled_form(&t, &out.trace) {
+            peeled += 1;
+        }
+    }
+    assert!(peeled >= 20, "only {peeled} of 300 fuzz cases optimized a peeled loop");
+}
+
 #[test]
 fn native_diff_smoke() {
     for (i, c) in cases(150, 3, 64).iter().enumerate() {
