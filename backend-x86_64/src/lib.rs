@@ -382,7 +382,8 @@ pub(crate) enum ExitInfo {
     },
 }
 
-/// A compiled trace: executable code (freed on drop) and what its exits mean.
+/// A compiled trace: executable code (returned to the code cache on drop, see
+/// `CodeMemory`) and what its exits mean.
 ///
 /// It is `Send` and `Sync`: the code is immutable once compiled and every run uses its own
 /// frame.
