@@ -235,9 +235,9 @@ pub(crate) struct Pass<'a> {
     virtuals: Vec<Virtual>,
     descr_facts: Vec<DescrFacts>,
     stats: Stats,
-    /// The loop header's input position and, per parameter, whether it is assumed
-    /// loop-invariant (see [`run`]); `None` without such assumptions.
-    invariant: Option<(usize, &'a [bool])>,
+    /// The loop header's input position and what is assumed about its parameters (see
+    /// [`run`]); `None` without such assumptions.
+    invariant: Option<(usize, &'a HeaderFacts)>,
     /// Removed input ops by [`Reason`] (moved into `stats` at the end).
     removed_counts: [usize; 16],
     depth: u32,
@@ -268,33 +268,63 @@ pub(crate) fn run(input: &Trace, opts: &Options) -> Result<Optimized, OptError> 
         precheck(input)?;
     }
     let Some(peeled) = opts.peel.then(|| trace_ir::peel_loop(input)).flatten() else {
-        return run_once(input, opts, &[]);
+        return run_once(input, opts, &HeaderFacts::default());
     };
     // Which loop parameters are invariant shows only in the output (the recorded jump passes
     // values read back from boxes, forwarded to the parameters by the pass), so a first run
     // finds them and a second one uses what the peeled iteration established about them.
     // The second output is kept only if its jump still passes them back unchanged; the
     // translation validator relies on exactly that.
-    let first = run_once(&peeled, opts, &[])?;
-    let invariant = trace_ir::invariant_params(&first.trace)
-        .map(|(_, v)| v)
-        .unwrap_or_default();
-    if !invariant.contains(&true) {
+    //
+    // The same goes for parameters the jump masks (`trace_ir::masked_params`: the back edge
+    // brings `x & C` with `C = 2^k - 1`): with an entry operand in `[0, C]` the parameter is
+    // in `[0, C]` in every iteration, and the second run assumes so. The second output is
+    // kept only if its jump still masks them with the same constants (the validator checks
+    // the assumption by that same shape).
+    let first = run_once(&peeled, opts, &HeaderFacts::default())?;
+    let facts = HeaderFacts {
+        invariant: trace_ir::invariant_params(&first.trace)
+            .map(|(_, v)| v)
+            .unwrap_or_default(),
+        masks: trace_ir::masked_params(&first.trace)
+            .map(|(_, v)| v)
+            .unwrap_or_default(),
+    };
+    if facts.is_empty() {
         return Ok(first);
     }
-    let second = run_once(&peeled, opts, &invariant)?;
-    let still = trace_ir::invariant_params(&second.trace)
-        .is_some_and(|(_, v)| v.len() == invariant.len() && v.iter().zip(&invariant).all(|(&now, &was)| now || !was));
-    Ok(if still { second } else { first })
+    let second = run_once(&peeled, opts, &facts)?;
+    let still_invariant = trace_ir::invariant_params(&second.trace).is_some_and(|(_, v)| {
+        v.len() == facts.invariant.len() && v.iter().zip(&facts.invariant).all(|(&now, &was)| now || !was)
+    });
+    let still_masked = trace_ir::masked_params(&second.trace).is_some_and(|(_, v)| {
+        v.len() == facts.masks.len() && v.iter().zip(&facts.masks).all(|(now, was)| was.is_none() || now == was)
+    });
+    Ok(if still_invariant && still_masked { second } else { first })
 }
 
-/// One pass over `input`; `invariant` marks the parameters of the loop header (the label the
-/// final jump goes back to) that get their operand's facts (see `Pass::import_facts`).
-fn run_once(input: &Trace, opts: &Options, invariant: &[bool]) -> Result<Optimized, OptError> {
+/// What the second run over a peeled loop assumes about its header's parameters: which are
+/// loop-invariant (they get their operand's facts, see `Pass::import_facts`) and which are
+/// masked by the back edge (`[0, C]` when their entry operand is in it too).
+#[derive(Default)]
+pub(crate) struct HeaderFacts {
+    invariant: Vec<bool>,
+    masks: Vec<Option<u64>>,
+}
+
+impl HeaderFacts {
+    fn is_empty(&self) -> bool {
+        !self.invariant.contains(&true) && self.masks.iter().all(Option::is_none)
+    }
+}
+
+/// One pass over `input`, assuming `facts` about the parameters of the loop header (the
+/// label the final jump goes back to).
+fn run_once(input: &Trace, opts: &Options, facts: &HeaderFacts) -> Result<Optimized, OptError> {
     let scratch = SCRATCH.with(|c| c.take()).unwrap_or_default();
     let mut p = Pass::new(input, opts, scratch);
-    if invariant.contains(&true) {
-        p.invariant = trace_ir::invariant_params(input).map(|(header, _)| (header.index(), invariant));
+    if !facts.is_empty() {
+        p.invariant = trace_ir::invariant_params(input).map(|(header, _)| (header.index(), facts));
     }
     p.run()?;
     p.finish()
@@ -1678,18 +1708,21 @@ impl<'a> Pass<'a> {
             guard: None,
             args,
         });
-        let invariant = match self.invariant {
-            Some((header, inv)) if header == i => inv,
-            _ => &[],
+        let facts = match self.invariant {
+            Some((header, facts)) if header == i => Some(facts),
+            _ => None,
         };
         for k in 0..op.args.len() {
             let p = i + 1 + k;
             let v = self.emit(Op::new(t.ops[p].opcode, &[]));
             self.map[p] = v;
-            if invariant.get(k) == Some(&true) {
-                let label = label.as_op().expect("an emitted op");
-                let arg = self.find(self.ops[label.index()].args[k]);
+            let Some(facts) = facts else { continue };
+            let label = label.as_op().expect("an emitted op");
+            let arg = self.find(self.ops[label.index()].args[k]);
+            if facts.invariant.get(k) == Some(&true) {
                 self.import_facts(v, arg);
+            } else if let Some(&Some(mask)) = facts.masks.get(k) {
+                self.assume_masked(v, arg, mask);
             }
         }
         self.heap.clear();
@@ -1697,6 +1730,19 @@ impl<'a> Pass<'a> {
         self.ovf_cse.clear();
         self.exc_clear = false;
         self.not_invalidated = false;
+    }
+
+    /// Give the label parameter `param`, whose back edge brings `x & mask` (a low mask), the
+    /// range `[0, mask]` when its entry operand `arg` is known to be in it: then every value
+    /// it takes is (see [`run`]).
+    fn assume_masked(&mut self, param: Value, arg: Value, mask: u64) {
+        let (Some(p), true) = (param.as_op(), self.opts.intbounds) else {
+            return;
+        };
+        let entry = self.bound_of(arg);
+        if entry.lower_i64() >= 0 && entry.upper_i64() as u64 <= mask {
+            self.info[p.index()].bound = IntBound::from_range_i64(0, mask as i64);
+        }
     }
 
     /// Give the loop-invariant label parameter `param` what is known about the operand `arg`

@@ -1336,6 +1336,55 @@ fn peeling_removes_a_loop_invariant_guard() {
     assert_eq!(out.stats.removed(optimizer::Reason::GuardKnown), 0);
 }
 
+/// A loop-carried accumulator masked on the back edge (`s = (s + x) & 0xffffff`) is in
+/// `[0, 0xffffff]` at the loop header once the peeled iteration has masked it on entry: the
+/// body adds a byte to it without an overflow check. The peeled iteration keeps its check
+/// (`s` is arbitrary on entry).
+#[test]
+fn peeling_drops_the_overflow_check_of_a_masked_accumulator() {
+    check_with(
+        "[i0, i1]
+         label(i0, i1, descr=TargetToken(1))
+         i2 = int_and(i1, 255)
+         i3 = int_add_ovf(i0, i2)
+         guard_no_overflow(descr=<Guard1>) [i0]
+         i4 = int_and(i3, 16777215)
+         jump(i4, i1, descr=TargetToken(1))",
+        "[i0, i1]
+         label(i0, i1) -> [i2, i3]
+         i4 = int_and(i3, 255)
+         i5 = int_add_ovf(i2, i4)
+         guard_no_overflow(descr=<Guard1>) [i2]
+         i6 = int_and(i5, 16777215)
+         label(i6, i3, descr=TargetToken(1)) -> [i7, i8]
+         i9 = int_and(i8, 255)
+         i10 = int_add(i7, i9)
+         i11 = int_and(i10, 16777215)
+         jump(i11, i8, descr=TargetToken(1))",
+        &peel(),
+    );
+    // A mask wider than the sum can stay below keeps the check: `x` may be any integer.
+    check_with(
+        "[i0, i1]
+         label(i0, i1, descr=TargetToken(1))
+         i3 = int_add_ovf(i0, i1)
+         guard_no_overflow(descr=<Guard1>) [i0]
+         i4 = int_and(i3, 16777215)
+         jump(i4, i1, descr=TargetToken(1))",
+        "[i0, i1]
+         label(i0, i1) -> [i2, i3]
+         i5 = int_add_ovf(i2, i3)
+         guard_no_overflow(descr=<Guard1>) [i2]
+         i6 = int_and(i5, 16777215)
+         label(i6, i3, descr=TargetToken(1)) -> [i7, i8]
+         i10 = int_add_ovf(i7, i8)
+         guard_no_overflow(descr=<Guard2 key=1>) [i7]
+         i11 = int_and(i10, 16777215)
+         jump(i11, i8, descr=TargetToken(1))",
+        &peel(),
+    );
+}
+
 /// A parameter the jump does not pass back unchanged is not invariant: what the peeled
 /// iteration learnt about it does not carry into the loop.
 #[test]

@@ -24,7 +24,7 @@ pub use entity::{ConstRef, DescrRef, GuardId, GuardRef, OpRef, Value, ValueData}
 pub use eval::{eval_ovf, eval_pure, EvalError};
 pub use interp::{outcomes_equivalent, outcomes_equivalent_by_resume_key, run, Outcome, RtValue, RunConfig, RunResult};
 pub use opcode::{DescrKind, Kind, OpFlags, OpInfo, Opcode};
-pub use peel::{invariant_params, is_peelable, is_peeled_form, peel_loop, peeled_guard_copies};
+pub use peel::{invariant_params, is_peelable, is_peeled_form, masked_params, peel_loop, peeled_guard_copies};
 pub use random::{random_trace, RandomConfig};
 pub use text::{parse_file, parse_trace, print_trace, traces_equivalent, ParseError};
 pub use trace::{Const, ConstPool, FailArg, GuardData, Op, Trace, TraceInfo, VirtualField, VirtualKind, VirtualObject};

@@ -59,6 +59,30 @@ pub fn invariant_params(t: &Trace) -> Option<(OpRef, Vec<bool>)> {
     Some((l, same))
 }
 
+/// The loop header of `t` (as in [`invariant_params`]) and, per parameter of it, the low
+/// mask `C` (`2^k - 1`, `0 <= k <= 63`) when the final `jump` passes `int_and(x, C)` (or
+/// `int_and(C, x)`) for that parameter: every value the back edge brings it is then in
+/// `[0, C]`. With an entry operand in `[0, C]` too, the parameter is in `[0, C]` in every
+/// iteration (the masked accumulator of `s = (s + x) & 0xffffff`); the optimizer assumes
+/// that at the loop header of a peeled loop and the translation validator checks it by the
+/// same definition.
+pub fn masked_params(t: &Trace) -> Option<(OpRef, Vec<Option<u64>>)> {
+    let (header, _) = invariant_params(t)?;
+    let jump = t.ops.last()?;
+    let mask_of = |v: Value| -> Option<u64> {
+        let op = t.op(v.as_op()?);
+        if op.opcode != Opcode::IntAnd {
+            return None;
+        }
+        let c = op.args.iter().find_map(|&a| t.const_int(a))?;
+        (c >= 0 && (c as u64 & (c as u64).wrapping_add(1)) == 0).then_some(c as u64)
+    };
+    let masks = (0..t.op(header).args.len())
+        .map(|k| jump.args.get(k).copied().and_then(mask_of))
+        .collect();
+    Some((header, masks))
+}
+
 /// The guards [`peel_loop`] copies, as `(original id, id of the copy)` pairs in trace order
 /// (empty when `t` is not peelable). An embedder that treats some guards specially (a
 /// loop's normal exit, say) extends that to their copies with this.
@@ -203,6 +227,26 @@ mod tests {
         assert_eq!(invariant_params(&swapped), Some((OpRef::new(2), vec![false, false])));
         let no_label = parse_trace("[i0]\njump(i0)\n").unwrap();
         assert_eq!(invariant_params(&no_label), None);
+    }
+
+    #[test]
+    fn finds_masked_loop_parameters() {
+        let t = parse_trace(
+            "[i0, i1, i2]\nlabel(i0, i1, i2)\ni3 = int_add(i0, i1)\ni4 = int_and(i3, 16777215)\n\
+             i5 = int_and(255, i1)\ni6 = int_and(i2, 12)\njump(i4, i5, i6)\n",
+        )
+        .unwrap();
+        // 12 is not a low mask.
+        assert_eq!(
+            masked_params(&t),
+            Some((OpRef::new(3), vec![Some(0xff_ffff), Some(0xff), None]))
+        );
+        let negative = parse_trace("[i0]\nlabel(i0)\ni1 = int_and(i0, -1)\njump(i1)\n").unwrap();
+        assert_eq!(masked_params(&negative), Some((OpRef::new(1), vec![None])));
+        let zero = parse_trace("[i0]\nlabel(i0)\ni1 = int_and(i0, 0)\njump(i1)\n").unwrap();
+        assert_eq!(masked_params(&zero), Some((OpRef::new(1), vec![Some(0)])));
+        let finish = parse_trace("[i0]\ni1 = int_and(i0, 255)\nfinish(i1)\n").unwrap();
+        assert_eq!(masked_params(&finish), None);
     }
 
     #[test]

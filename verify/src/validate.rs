@@ -1820,6 +1820,25 @@ impl<'t> Validator<'t> {
             (Some(_), Some(v)) => v,
             _ => Vec::new(),
         };
+        // A parameter the optimized jump masks (`trace_ir::masked_params`: the back edge
+        // brings `x & C`, `C = 2^k - 1`) is in `[0, C]` in every iteration when its operand
+        // here is: by induction, the jump's operand is in it by its shape, and the original's
+        // is proven equal to it. The optimizer assumes exactly that (and only keeps a peeled
+        // loop whose jump masks what it assumed masked). An operand not proven in `[0, C]`
+        // gives no assumption.
+        let masks = match (header(ot, ro), trace_ir::masked_params(pt).filter(|(h, _)| *h == rp)) {
+            (Some(_), Some((_, m))) => m,
+            _ => Vec::new(),
+        };
+        let mut masked: Vec<Option<u64>> = vec![None; operands.len()];
+        for (j, so) in operands.iter().enumerate() {
+            if let (Some(&Some(c)), Sym::Bv(b), false) = (masks.get(j), so, same.get(j) == Some(&true)) {
+                let within = b.bvule(&BV::from_u64(c, 64));
+                if self.decide(&within).0 == SatResult::Unsat {
+                    masked[j] = Some(c);
+                }
+            }
+        }
         let invariant: Vec<Option<BV>> = operands
             .into_iter()
             .enumerate()
@@ -1828,6 +1847,7 @@ impl<'t> Validator<'t> {
                 _ => None,
             })
             .collect();
+        let mut assumptions = Vec::new();
         for orig in [true, false] {
             let r = if orig { ro } else { rp };
             let s = self.side(orig);
@@ -1845,8 +1865,15 @@ impl<'t> Validator<'t> {
                     Some(b) => b.clone(),
                     None => BV::new_const(format!("L{k}_{}{j}", kind.prefix()), 64),
                 };
+                if let (Some(c), true) = (masked[j], orig) {
+                    assumptions.push(sym.bvule(&BV::from_u64(c, 64)));
+                }
                 s.vals[param.index()] = Some(Sym::Bv(sym));
             }
+        }
+        // Both sides share the parameters' symbols: one assumption each.
+        for a in assumptions {
+            self.assume(a, false);
         }
         // `run` then continues right after the label; `translate` keeps the parameters'
         // values set here.
