@@ -1833,7 +1833,7 @@ impl<'t> Validator<'t> {
         let mut masked: Vec<Option<u64>> = vec![None; operands.len()];
         for (j, so) in operands.iter().enumerate() {
             if let (Some(&Some(c)), Sym::Bv(b), false) = (masks.get(j), so, same.get(j) == Some(&true)) {
-                let within = b.bvule(&BV::from_u64(c, 64));
+                let within = b.bvule(BV::from_u64(c, 64));
                 if self.decide(&within).0 == SatResult::Unsat {
                     masked[j] = Some(c);
                 }
@@ -1866,7 +1866,7 @@ impl<'t> Validator<'t> {
                     None => BV::new_const(format!("L{k}_{}{j}", kind.prefix()), 64),
                 };
                 if let (Some(c), true) = (masked[j], orig) {
-                    assumptions.push(sym.bvule(&BV::from_u64(c, 64)));
+                    assumptions.push(sym.bvule(BV::from_u64(c, 64)));
                 }
                 s.vals[param.index()] = Some(Sym::Bv(sym));
             }
