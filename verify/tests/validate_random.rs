@@ -195,16 +195,10 @@ fn masked_loop_parameters_are_checked() {
     // Unmasked accumulator: `s + x` can overflow in a later iteration.
     let unmasked = "[i0, i1]\nlabel(i0, i1)\ni2 = int_and(i1, 255)\ni3 = int_add_ovf(i0, i2)\n\
         guard_no_overflow(descr=<Guard1>) [i0]\njump(i3, i1)\n";
-    let wrong = format!(
-        "[i0, i1]\nlabel(i0, i1) -> [i2, i3]\ni4 = int_and(i3, 255)\ni5 = int_add_ovf(i2, i4)\n\
+    let wrong = "[i0, i1]\nlabel(i0, i1) -> [i2, i3]\ni4 = int_and(i3, 255)\ni5 = int_add_ovf(i2, i4)\n\
          guard_no_overflow(descr=<Guard1>) [i2]\nlabel(i5, i3) -> [i7, i8]\n\
-         i9 = int_and(i8, 255)\ni10 = int_add(i7, i9)\njump(i10, i8)\n"
-    );
-    assert!(
-        verdict(unmasked, &wrong).is_invalid(),
-        "{:?}",
-        verdict(unmasked, &wrong)
-    );
+         i9 = int_and(i8, 255)\ni10 = int_add(i7, i9)\njump(i10, i8)\n";
+    assert!(verdict(unmasked, wrong).is_invalid(), "{:?}", verdict(unmasked, wrong));
     // Not peeled: the loop is entered with an arbitrary `s`, so the first iteration's check
     // cannot go.
     let unpeeled = "[i0, i1]\nlabel(i0, i1)\ni2 = int_and(i1, 255)\ni3 = int_add(i0, i2)\n\
