@@ -154,6 +154,85 @@ fn random_peeled_loops_validate() {
     );
 }
 
+/// Random integer loops whose jump masks every loop-carried integer operand with a low
+/// mask (`x & 0xffff`, or `x & 0x7fffffff` on odd seeds), optimized with peeling so the
+/// optimizer assumes the masked ranges at the loop header: none may be `Invalid`, the
+/// interpreter must agree before and after optimization on random inputs (exits compared by
+/// resume key), and the masks must reach enough optimized loops to matter.
+#[test]
+fn random_masked_loops_validate_and_run() {
+    let opts = Options {
+        peel: true,
+        ..Options::default()
+    };
+    let cfg = RandomConfig {
+        length: 20,
+        loops: true,
+        ..RandomConfig::integers_only()
+    };
+    let vcfg = Config {
+        timeout_ms: 2000,
+        ..Config::default()
+    };
+    let (mut masked_loops, mut invalid, mut unknown) = (0, Vec::new(), 0);
+    for seed in 700..820u64 {
+        let (mut t, _) = random_trace(&cfg, seed);
+        let Some((header, invariant)) = trace_ir::invariant_params(&t) else {
+            continue;
+        };
+        let mask = if seed % 2 == 0 { 0xffff } else { 0x7fff_ffff };
+        let c = t.make_const_int(mask);
+        let jump = t.ops.pop().unwrap();
+        let mut args = jump.args.clone();
+        for (k, a) in args.iter_mut().enumerate() {
+            let param = t.label_params(header).nth(k).unwrap();
+            if !invariant[k] && t.op(param).opcode.result_kind() == trace_ir::Kind::Int {
+                t.ops.push(trace_ir::Op::new(trace_ir::Opcode::IntAnd, &[*a, c]));
+                *a = trace_ir::Value::op(trace_ir::OpRef::new(t.ops.len() - 1));
+            }
+        }
+        t.ops.push(trace_ir::Op { args, ..jump });
+        trace_ir::verify(&t).unwrap_or_else(|e| panic!("seed {seed}: {e}\n{}", print_trace(&t)));
+        let out = optimize(&t, &opts).unwrap().trace;
+        if trace_ir::masked_params(&out).is_some_and(|(_, m)| m.iter().any(Option::is_some))
+            && trace_ir::is_peeled_form(&t, &out)
+        {
+            masked_loops += 1;
+        }
+        match validate_with_stats(&t, &out, &vcfg).0 {
+            Verdict::Invalid { counterexample } => invalid.push(format!(
+                "seed {seed}: {counterexample}\noriginal:\n{}\noptimized:\n{}",
+                print_trace(&t),
+                print_trace(&out)
+            )),
+            Verdict::Unknown { .. } => unknown += 1,
+            Verdict::Valid => {}
+        }
+        let mut rng = trace_ir::rng::Rng::new(seed);
+        for _ in 0..4 {
+            let inputs = trace_ir::random::random_inputs(&mut rng, &t);
+            let rc = trace_ir::RunConfig::default();
+            let (a, b) = (trace_ir::run(&t, &inputs, &rc), trace_ir::run(&out, &inputs, &rc));
+            if matches!(a.outcome, trace_ir::Outcome::Invalid { .. }) {
+                continue;
+            }
+            trace_ir::interp::outcomes_equivalent_by_resume_key(&a, &b).unwrap_or_else(|e| {
+                panic!(
+                    "seed {seed}: {e}\noriginal:\n{}\noptimized:\n{}",
+                    print_trace(&t),
+                    print_trace(&out)
+                )
+            });
+        }
+    }
+    eprintln!("masked loops: {masked_loops} optimized with masks, {unknown} unknown");
+    assert!(invalid.is_empty(), "{}", invalid.join("\n\n"));
+    assert!(
+        masked_loops >= 30,
+        "only {masked_loops} optimized loops kept a masked parameter"
+    );
+}
+
 fn verdict(original: &str, optimized: &str) -> Verdict {
     let o = trace_ir::parse_trace(original).unwrap();
     let p = trace_ir::parse_trace(optimized).unwrap();
