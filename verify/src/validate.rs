@@ -1824,8 +1824,9 @@ impl<'t> Validator<'t> {
         // brings `x & C`, `C = 2^k - 1`) is in `[0, C]` in every iteration when its operand
         // here is: by induction, the jump's operand is in it by its shape, and the original's
         // is proven equal to it. The optimizer assumes exactly that (and only keeps a peeled
-        // loop whose jump masks what it assumed masked). An operand not proven in `[0, C]`
-        // gives no assumption.
+        // loop whose jump masks what it assumed masked). An operand shown not to be in
+        // `[0, C]` gives no assumption; one Z3 cannot decide gives it, but the verdict can
+        // then be `Unknown` at best (so a time-out never turns into a false `Invalid`).
         let masks = match (header(ot, ro), trace_ir::masked_params(pt).filter(|(h, _)| *h == rp)) {
             (Some(_), Some((_, m))) => m,
             _ => Vec::new(),
@@ -1834,8 +1835,15 @@ impl<'t> Validator<'t> {
         for (j, so) in operands.iter().enumerate() {
             if let (Some(&Some(c)), Sym::Bv(b), false) = (masks.get(j), so, same.get(j) == Some(&true)) {
                 let within = b.bvule(BV::from_u64(c, 64));
-                if self.decide(&within).0 == SatResult::Unsat {
-                    masked[j] = Some(c);
+                match self.decide(&within).0 {
+                    SatResult::Unsat => masked[j] = Some(c),
+                    SatResult::Unknown => {
+                        if self.unknown.is_none() {
+                            self.unknown = Some(format!("Z3 gave up proving label {k}: operand {j} in [0, {c:#x}]"));
+                        }
+                        masked[j] = Some(c);
+                    }
+                    SatResult::Sat => {}
                 }
             }
         }
