@@ -237,7 +237,7 @@ pub(crate) struct Pass<'a> {
     stats: Stats,
     /// The loop header's input position and what is assumed about its parameters (see
     /// [`run`]); `None` without such assumptions.
-    invariant: Option<(usize, &'a HeaderFacts)>,
+    header_facts: Option<(usize, &'a HeaderFacts)>,
     /// Removed input ops by [`Reason`] (moved into `stats` at the end).
     removed_counts: [usize; 16],
     depth: u32,
@@ -282,25 +282,16 @@ pub(crate) fn run(input: &Trace, opts: &Options) -> Result<Optimized, OptError> 
     // kept only if its jump still masks them with the same constants (the validator checks
     // the assumption by that same shape).
     let first = run_once(&peeled, opts, &HeaderFacts::default())?;
-    let facts = HeaderFacts {
-        invariant: trace_ir::invariant_params(&first.trace)
-            .map(|(_, v)| v)
-            .unwrap_or_default(),
-        masks: trace_ir::masked_params(&first.trace)
-            .map(|(_, v)| v)
-            .unwrap_or_default(),
-    };
+    let facts = HeaderFacts::of(&first.trace);
     if facts.is_empty() {
         return Ok(first);
     }
     let second = run_once(&peeled, opts, &facts)?;
-    let still_invariant = trace_ir::invariant_params(&second.trace).is_some_and(|(_, v)| {
-        v.len() == facts.invariant.len() && v.iter().zip(&facts.invariant).all(|(&now, &was)| now || !was)
-    });
-    let still_masked = trace_ir::masked_params(&second.trace).is_some_and(|(_, v)| {
-        v.len() == facts.masks.len() && v.iter().zip(&facts.masks).all(|(now, was)| was.is_none() || now == was)
-    });
-    Ok(if still_invariant && still_masked { second } else { first })
+    Ok(if facts.hold_in(&HeaderFacts::of(&second.trace)) {
+        second
+    } else {
+        first
+    })
 }
 
 /// What the second run over a peeled loop assumes about its header's parameters: which are
@@ -313,8 +304,33 @@ pub(crate) struct HeaderFacts {
 }
 
 impl HeaderFacts {
+    /// What the shape of `t`'s loop (its final jump) says about its header's parameters.
+    fn of(t: &Trace) -> HeaderFacts {
+        HeaderFacts {
+            invariant: trace_ir::invariant_params(t).map(|(_, v)| v).unwrap_or_default(),
+            masks: trace_ir::masked_params(t).map(|(_, v)| v).unwrap_or_default(),
+        }
+    }
+
     fn is_empty(&self) -> bool {
         !self.invariant.contains(&true) && self.masks.iter().all(Option::is_none)
+    }
+
+    /// Whether everything assumed here still holds by the shape of `later` (the output of
+    /// the run that assumed it): the same parameters invariant, the same masks.
+    fn hold_in(&self, later: &HeaderFacts) -> bool {
+        later.invariant.len() == self.invariant.len()
+            && later.masks.len() == self.masks.len()
+            && self
+                .invariant
+                .iter()
+                .zip(&later.invariant)
+                .all(|(&was, &now)| now || !was)
+            && self
+                .masks
+                .iter()
+                .zip(&later.masks)
+                .all(|(was, now)| was.is_none() || now == was)
     }
 }
 
@@ -324,7 +340,7 @@ fn run_once(input: &Trace, opts: &Options, facts: &HeaderFacts) -> Result<Optimi
     let scratch = SCRATCH.with(|c| c.take()).unwrap_or_default();
     let mut p = Pass::new(input, opts, scratch);
     if !facts.is_empty() {
-        p.invariant = trace_ir::invariant_params(input).map(|(header, _)| (header.index(), facts));
+        p.header_facts = trace_ir::invariant_params(input).map(|(header, _)| (header.index(), facts));
     }
     p.run()?;
     p.finish()
@@ -481,7 +497,7 @@ impl<'a> Pass<'a> {
         Pass {
             input,
             opts,
-            invariant: None,
+            header_facts: None,
             ops: std::mem::take(&mut s.ops),
             info: std::mem::take(&mut s.info),
             order: std::mem::take(&mut s.order),
@@ -1708,7 +1724,7 @@ impl<'a> Pass<'a> {
             guard: None,
             args,
         });
-        let facts = match self.invariant {
+        let facts = match self.header_facts {
             Some((header, facts)) if header == i => Some(facts),
             _ => None,
         };
