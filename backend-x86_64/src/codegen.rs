@@ -374,6 +374,19 @@ fn fits_i32(v: i64) -> bool {
     v >= i32::MIN as i64 && v <= i32::MAX as i64
 }
 
+/// Whether [`Gen::mov`] of `src` into `dst` goes through the scratch register `r11`:
+/// frame to frame, a 64-bit immediate into a slot, a non-zero immediate into an XMM
+/// register. (Kept beside `mov`'s cases: `parallel_move` breaks cycles through `r11` only
+/// when no move of its set uses it.)
+fn mov_uses_r11(dst: Loc, src: Loc) -> bool {
+    match (dst, src) {
+        (Loc::Mem(_), Loc::Mem(_)) => true,
+        (Loc::Mem(_), Loc::Imm(v)) => !fits_i32(v as i64),
+        (Loc::Reg(r), Loc::Imm(v)) => is_xmm(r) && v != 0,
+        _ => false,
+    }
+}
+
 /// Every value an op reads, including guard fail arguments and virtual fields.
 fn values_read(t: &Trace, op: &Op, f: &mut impl FnMut(Value)) {
     for &a in &op.args {
@@ -935,7 +948,8 @@ impl<'t> Gen<'t> {
     // Moves
     // ------------------------------------------------------------------------------------
 
-    /// One move between any two locations (`Mem <- Mem` goes through `r11`).
+    /// One move between any two locations (`Mem <- Mem` goes through `r11`, see
+    /// [`mov_uses_r11`]).
     fn mov(&mut self, dst: Loc, src: Loc) {
         self.record(Event::Move { dst, src });
         match (dst, src) {
@@ -1045,13 +1059,7 @@ impl<'t> Gen<'t> {
     /// a 64-bit immediate into a slot or an XMM register), then through the frame's
     /// parallel-move temporary.
     fn parallel_move(&mut self, moves: &[(Loc, Loc)]) {
-        let needs_r11 = |&(d, s): &(Loc, Loc)| match (d, s) {
-            (Loc::Mem(_), Loc::Mem(_)) => true,
-            (Loc::Mem(_), Loc::Imm(v)) => !fits_i32(v as i64),
-            (Loc::Reg(r), Loc::Imm(v)) => is_xmm(r) && v != 0,
-            _ => false,
-        };
-        let temp = if moves.iter().any(needs_r11) {
+        let temp = if moves.iter().any(|&(d, s)| mov_uses_r11(d, s)) {
             Loc::Mem(TEMP_DISP)
         } else {
             Loc::Reg(11)

@@ -346,6 +346,18 @@ pub(crate) enum ExitSlot {
     Hole,
 }
 
+impl ExitSlot {
+    /// The word this slot names in the exit's `frame`, if it names one (not a virtual
+    /// object or a hole).
+    fn word(&self, frame: &[u64]) -> Option<u64> {
+        match *self {
+            ExitSlot::Frame(i) => Some(frame[i as usize]),
+            ExitSlot::Const(bits) => Some(bits),
+            ExitSlot::Virtual(_) | ExitSlot::Hole => None,
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub(crate) enum VirtualInit {
     Struct { size: u64, class: u64 },
@@ -502,11 +514,7 @@ impl CompiledTrace {
                     let words: Vec<u64> = fail
                         .iter()
                         .chain(virtuals.iter().flat_map(|v| v.fields.iter().map(|f| &f.2)))
-                        .filter_map(|s| match *s {
-                            ExitSlot::Frame(i) => Some(frame[i as usize]),
-                            ExitSlot::Const(bits) => Some(bits),
-                            ExitSlot::Virtual(_) | ExitSlot::Hole => None,
-                        })
+                        .filter_map(|s| s.word(&frame))
                         .collect();
                     let req = ExitRequest {
                         guard: *guard,
@@ -525,10 +533,8 @@ impl CompiledTrace {
                 let values = fail
                     .iter()
                     .map(|s| match *s {
-                        ExitSlot::Frame(i) => frame[i as usize],
-                        ExitSlot::Const(bits) => bits,
                         ExitSlot::Virtual(k) => addrs[k as usize],
-                        ExitSlot::Hole => 0,
+                        ref s => s.word(&frame).unwrap_or(0),
                     })
                     .collect();
                 Exit::Guard {
@@ -760,10 +766,9 @@ fn rebuild_virtuals(virtuals: &[VirtualLayout], frame: &[u64], rt: &mut dyn Runt
         }
         for (offset, size, slot) in &v.fields {
             let val = match *slot {
-                ExitSlot::Frame(i) => frame[i as usize],
-                ExitSlot::Const(bits) => bits,
                 ExitSlot::Virtual(k) => addrs[k as usize],
                 ExitSlot::Hole => continue,
+                ref s => s.word(frame).expect("a frame word or a constant"),
             };
             // SAFETY: the runtime allocated the object with the size its descriptor gives and
             // the trace's descriptors place every field inside it.
