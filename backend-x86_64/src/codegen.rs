@@ -248,6 +248,9 @@ pub(crate) struct Gen<'t> {
     /// The registers of `gpr_pool` and of `xmm_pool` as bit sets.
     gpr_mask: u32,
     xmm_mask: u32,
+    /// The pools' preference orders as bit sets (see [`pool_runs`]).
+    gpr_runs: [u32; 4],
+    xmm_runs: [u32; 4],
     /// Use positions of each op's value, ascending and without repeats, flattened: the uses
     /// of op `v` are `use_pos[use_start[v]..use_start[v + 1]]` (built in `new` by one pass
     /// over the trace and a counting sort; no vector per op).
@@ -409,83 +412,173 @@ fn values_read(t: &Trace, op: &Op, f: &mut impl FnMut(Value)) {
     }
 }
 
+/// The allocatable registers in order of preference: general-purpose and XMM, as many as
+/// `opts` allows (at least 3 and 2).
+fn pools(opts: &CompileOptions) -> (Vec<Reg>, Vec<Reg>) {
+    let ni = opts.int_regs.clamp(3, GPR_ORDER.len());
+    // With a restricted pool keep rax, rcx, rdx (needed by div, mul, shifts) in it.
+    let gpr_pool: Vec<Reg> = if ni == GPR_ORDER.len() {
+        GPR_ORDER.to_vec()
+    } else {
+        let mut p = vec![RAX, RCX, RDX];
+        p.extend(
+            GPR_ORDER
+                .iter()
+                .copied()
+                .filter(|r| ![RAX, RCX, RDX].contains(r))
+                .take(ni - 3),
+        );
+        p
+    };
+    let nf = opts.float_regs.clamp(2, 15);
+    let xmm_pool: Vec<Reg> = (0..nf as u8).map(|i| XMM0 + i).collect();
+    (gpr_pool, xmm_pool)
+}
+
+/// A register pool's preference order as bit sets: its maximal runs of ascending register
+/// numbers, in pool order (`GPR_ORDER` has three: `rbx r12..r15`, `rsi rdi r8..r10`,
+/// `rax rcx rdx`). The first free register in pool order is then the lowest free register
+/// of the first run that has one ([`first_free`]): a few bit operations instead of a scan.
+fn pool_runs(pool: &[Reg]) -> [u32; 4] {
+    let mut runs = [0u32; 4];
+    let mut k = 0;
+    for (i, &r) in pool.iter().enumerate() {
+        if i > 0 && r < pool[i - 1] {
+            k += 1;
+        }
+        runs[k] |= 1 << r;
+    }
+    runs
+}
+
+/// The first register of the set `free` in the pool order that `runs` describes
+/// ([`pool_runs`]), if any.
+fn first_free(runs: &[u32; 4], free: u32) -> Option<Reg> {
+    let [a, b, c, d] = runs.map(|m| m & free);
+    let pick = if a != 0 {
+        a
+    } else if b != 0 {
+        b
+    } else if c != 0 {
+        c
+    } else {
+        d
+    };
+    (pick != 0).then(|| pick.trailing_zeros() as Reg)
+}
+
+/// Liveness tables of `t` into the scratch buffers (`last_use`, `use_start`, `use_pos`,
+/// `use_cur`, `dies_start`, `dies`; see [`Gen`]), and the exit buffer size: the largest
+/// `finish`/`jump` or guard exit (a guard's exit words are the values it reads beyond its
+/// arguments: fail arguments, virtual fields).
+///
+/// One pass over the trace records each (value, reading op) pair in order (an op reading a
+/// value twice gives one pair), counted per value; a counting sort then groups the pairs by
+/// value. Written without data-dependent branches, since operands mix constants and op
+/// results (and fail arguments values and holes) at random: index `n` stands for every
+/// constant and non-value, and a pair is always written and kept by advancing the count
+/// only when it is new. Plain slices, so the hot loop keeps its pointers in registers.
+fn liveness(t: &Trace, sc: &mut Scratch) -> usize {
+    let n = t.ops.len();
+    sc.last_use.clear();
+    sc.last_use.resize(n + 1, 0);
+    sc.use_start.clear();
+    sc.use_start.resize(n + 2, 0);
+    let mut npairs = 0;
+    let mut exit_len = 0;
+    for (i, op) in t.ops.iter().enumerate() {
+        let i = i as u32;
+        let gd = op.guard.map(|g| t.guard(g));
+        // Room for every value the op reads (only the length matters: every pair read back
+        // is written first).
+        let words = gd.map_or(0, |g| {
+            g.fail_args.len() + g.virtuals.iter().map(|v| v.fields.len()).sum::<usize>()
+        });
+        let need = npairs + op.args.len() + words;
+        if need > sc.pairs.len() {
+            sc.pairs.resize(need.max(2 * sc.pairs.len()).max(1024), (0, 0));
+        }
+        let (last_use, count, pairs) = (&mut sc.last_use[..], &mut sc.use_start[..], &mut sc.pairs[..]);
+        let mut read = |o: usize| {
+            let fresh = last_use[o] != i;
+            last_use[o] = i;
+            count[o] += fresh as u32;
+            pairs[npairs] = (o as u32, i);
+            npairs += fresh as usize;
+        };
+        for &a in &op.args {
+            read(a.op_index_or(n));
+        }
+        if matches!(op.opcode, Opcode::Finish | Opcode::Jump) {
+            exit_len = exit_len.max(op.args.len());
+        }
+        if let Some(gd) = gd {
+            let mut nwords = 0;
+            let mut fail_arg = |fa: &FailArg| {
+                let (o, is_value) = match *fa {
+                    FailArg::Value(v) => (v.op_index_or(n), 1),
+                    _ => (n, 0),
+                };
+                nwords += is_value;
+                read(o);
+            };
+            gd.fail_args.iter().for_each(&mut fail_arg);
+            for vo in &gd.virtuals {
+                vo.fields.iter().for_each(|(_, fa)| fail_arg(fa));
+            }
+            exit_len = exit_len.max(nwords);
+        }
+    }
+    // Counts to start offsets; `use_cur[v]` starts at the end of `v`'s range and moves down
+    // while the pairs are placed backwards, ending at its first use.
+    let mut sum = 0;
+    for c in sc.use_start.iter_mut() {
+        let k = *c;
+        *c = sum;
+        sum += k;
+    }
+    sc.use_cur.clear();
+    sc.use_cur.extend_from_slice(&sc.use_start[1..]);
+    sc.use_pos.clear();
+    sc.use_pos.resize(sum as usize, 0);
+    let (cur, pos) = (&mut sc.use_cur[..], &mut sc.use_pos[..]);
+    for &(v, i) in sc.pairs[..npairs].iter().rev() {
+        let c = &mut cur[v as usize];
+        *c -= 1;
+        pos[*c as usize] = i;
+    }
+    // The same counting sort by last use: inclusive prefix sums, then each value placed
+    // backwards, which leaves `dies_start[p]` at the first value dying at `p`. Values never
+    // used (last use 0) fill bucket 0, which is then made empty.
+    sc.dies_start.clear();
+    sc.dies_start.resize(n + 1, 0);
+    sc.dies.clear();
+    sc.dies.resize(n, 0);
+    let (last_use, start, dies) = (&sc.last_use[..n], &mut sc.dies_start[..], &mut sc.dies[..]);
+    for &p in last_use {
+        start[p as usize] += 1;
+    }
+    let mut sum = 0;
+    for c in start.iter_mut() {
+        sum += *c;
+        *c = sum;
+    }
+    for (v, &p) in last_use.iter().enumerate().rev() {
+        let s = &mut start[p as usize];
+        *s -= 1;
+        dies[*s as usize] = v as u32;
+    }
+    if n > 0 {
+        start[0] = start[1];
+    }
+    exit_len
+}
+
 impl<'t> Gen<'t> {
     pub(crate) fn new(t: &'t Trace, opts: &CompileOptions) -> R<Gen<'t>> {
         let n = t.ops.len();
         let mut sc = SCRATCH.with(Cell::take);
-        // Liveness in one pass over the trace: each (value, reading op) pair in order (an op
-        // reading a value twice gives one pair), counted per value; then a counting sort
-        // groups the pairs by value.
-        let (last_use, use_start, pairs) = (&mut sc.last_use, &mut sc.use_start, &mut sc.pairs);
-        last_use.clear();
-        last_use.resize(n, 0);
-        use_start.clear();
-        use_start.resize(n + 1, 0);
-        pairs.clear();
-        let mut exit_len = 0;
-        for (i, op) in t.ops.iter().enumerate() {
-            let i = i as u32;
-            let mut nread = 0;
-            values_read(t, op, &mut |v| {
-                nread += 1;
-                if let Some(o) = v.as_op() {
-                    let o = o.index();
-                    if last_use[o] != i {
-                        last_use[o] = i;
-                        use_start[o] += 1;
-                        pairs.push((o as u32, i));
-                    }
-                }
-            });
-            // Exit buffer size: the largest guard exit or finish. A guard's exit words are the
-            // values it reads beyond its arguments (fail arguments, virtual fields).
-            if matches!(op.opcode, Opcode::Finish | Opcode::Jump) {
-                exit_len = exit_len.max(op.args.len());
-            }
-            if op.guard.is_some() {
-                exit_len = exit_len.max(nread - op.args.len());
-            }
-        }
-        // Counts to start offsets; `use_cur[v]` starts at the end of `v`'s range and moves
-        // down while the pairs are placed backwards, ending at its first use.
-        let mut sum = 0;
-        for c in use_start.iter_mut() {
-            let k = *c;
-            *c = sum;
-            sum += k;
-        }
-        sc.use_cur.clear();
-        sc.use_cur.extend_from_slice(&sc.use_start[1..]);
-        sc.use_pos.clear();
-        sc.use_pos.resize(sum as usize, 0);
-        for &(v, i) in sc.pairs.iter().rev() {
-            let c = &mut sc.use_cur[v as usize];
-            *c -= 1;
-            sc.use_pos[*c as usize] = i;
-        }
-        // The same counting sort by last use: inclusive prefix sums, then each value placed
-        // backwards, which leaves `dies_start[p]` at the first value dying at `p`.
-        sc.dies_start.clear();
-        sc.dies_start.resize(n + 1, 0);
-        for &p in &sc.last_use {
-            if p != 0 {
-                sc.dies_start[p as usize] += 1;
-            }
-        }
-        let mut sum = 0;
-        for c in sc.dies_start.iter_mut() {
-            sum += *c;
-            *c = sum;
-        }
-        sc.dies.clear();
-        sc.dies.resize(sum as usize, 0);
-        for v in (0..n).rev() {
-            let p = sc.last_use[v] as usize;
-            if p != 0 {
-                sc.dies_start[p] -= 1;
-                sc.dies[sc.dies_start[p] as usize] = v as u32;
-            }
-        }
+        let exit_len = liveness(t, &mut sc);
         sc.val_reg.clear();
         sc.val_reg.resize(n, None);
         sc.val_slot.clear();
@@ -494,23 +587,7 @@ impl<'t> Gen<'t> {
         sc.stubs.clear();
         sc.stub_words.clear();
         sc.events.clear();
-        let ni = opts.int_regs.clamp(3, GPR_ORDER.len());
-        // With a restricted pool keep rax, rcx, rdx (needed by div, mul, shifts) in it.
-        let gpr_pool: Vec<Reg> = if ni == GPR_ORDER.len() {
-            GPR_ORDER.to_vec()
-        } else {
-            let mut p = vec![RAX, RCX, RDX];
-            p.extend(
-                GPR_ORDER
-                    .iter()
-                    .copied()
-                    .filter(|r| ![RAX, RCX, RDX].contains(r))
-                    .take(ni - 3),
-            );
-            p
-        };
-        let nf = opts.float_regs.clamp(2, 15);
-        let xmm_pool: Vec<Reg> = (0..nf as u8).map(|i| XMM0 + i).collect();
+        let (gpr_pool, xmm_pool) = pools(opts);
         // Capacities from the trace, so the buffers rarely grow:
         // - code: about 35 bytes per op on average, stubs included (more would cost page
         //   faults on large traces: the allocator then maps the buffer afresh each time);
@@ -529,6 +606,8 @@ impl<'t> Gen<'t> {
             asm,
             gpr_mask: mask(&gpr_pool),
             xmm_mask: mask(&xmm_pool),
+            gpr_runs: pool_runs(&gpr_pool),
+            xmm_runs: pool_runs(&xmm_pool),
             gpr_pool,
             xmm_pool,
             use_start: sc.use_start,
@@ -706,12 +785,12 @@ impl<'t> Gen<'t> {
         let Some(v) = self.owner[r as usize] else { return Ok(()) };
         let v = v as usize;
         if self.used_from(v, self.pos) {
-            let pool = if is_xmm(r) { &self.xmm_pool } else { &self.gpr_pool };
-            let free = pool
-                .iter()
-                .copied()
-                .find(|&q| q != r && (self.occupied | self.pinned | avoid) & (1 << q) == 0);
-            match free {
+            let (runs, mask) = if is_xmm(r) {
+                (&self.xmm_runs, self.xmm_mask)
+            } else {
+                (&self.gpr_runs, self.gpr_mask)
+            };
+            match first_free(runs, mask & !(self.occupied | self.pinned | avoid | 1 << r)) {
                 Some(q) => {
                     self.record_use(Loc::Reg(r), v);
                     self.mov(Loc::Reg(q), Loc::Reg(r));
@@ -733,43 +812,37 @@ impl<'t> Gen<'t> {
     /// `avoid`), spilling the value used furthest in the future if none is free. The
     /// register is pinned and has no owner.
     fn alloc_reg(&mut self, kind: Kind, avoid: u32) -> R<Reg> {
-        let (pool, mask): (&[Reg], u32) = if kind == Kind::Float {
-            (&self.xmm_pool, self.xmm_mask)
+        let (runs, mask) = if kind == Kind::Float {
+            (&self.xmm_runs, self.xmm_mask)
         } else {
-            (&self.gpr_pool, self.gpr_mask)
+            (&self.gpr_runs, self.gpr_mask)
         };
         let blocked = self.pinned | avoid;
-        let taken = blocked | self.occupied;
-        // A free register, the first in pool order (the mask skips the scan when none is).
-        if mask & !taken != 0 {
-            if let Some(&r) = pool.iter().find(|&&r| taken & (1 << r) == 0) {
-                self.pin(r);
-                return Ok(r);
-            }
+        // A free register, the first in pool order.
+        if let Some(r) = first_free(runs, mask & !(blocked | self.occupied)) {
+            self.pin(r);
+            return Ok(r);
         }
         // The candidate whose value is used furthest away (never again counts as furthest;
-        // of equals, the highest-numbered register).
-        let mut victim: Option<(Reg, u32)> = None;
+        // of equals, the highest-numbered register): the largest `(next use, register)`.
         let mut candidates = mask & !blocked;
+        if candidates == 0 {
+            return Err(internal(format!("out of registers at op{}", self.pos)));
+        }
+        let mut best = 0u64;
         while candidates != 0 {
             let r = candidates.trailing_zeros() as Reg;
             candidates &= candidates - 1;
-            let cached = self.reg_next[r as usize];
-            let next = if cached == u32::MAX {
-                u32::MAX
-            } else if cached as usize > self.pos {
-                cached - 1
-            } else {
+            // `reg_next` caches next use + 1 (`u32::MAX`: never), valid while beyond `pos`.
+            let mut cached = self.reg_next[r as usize];
+            if cached as usize <= self.pos {
                 let v = self.owner[r as usize].unwrap() as usize;
-                let next = self.next_use(v).unwrap_or(u32::MAX);
-                self.reg_next[r as usize] = next.saturating_add(1);
-                next
-            };
-            if victim.is_none_or(|(_, best)| next >= best) {
-                victim = Some((r, next));
+                cached = self.next_use(v).map_or(u32::MAX, |u| u.saturating_add(1));
+                self.reg_next[r as usize] = cached;
             }
+            best = best.max((cached as u64) << 8 | r as u64);
         }
-        let (victim, _) = victim.ok_or_else(|| internal(format!("out of registers at op{}", self.pos)))?;
+        let victim = best as u8;
         let v = self.owner[victim as usize].unwrap() as usize;
         if self.used_from(v, self.pos) {
             self.ensure_slot(v)?;
@@ -2901,6 +2974,35 @@ fn bad(msg: &str) -> CompileError {
 mod liveness_tests {
     use super::*;
     use trace_ir::random::{random_trace, RandomConfig};
+
+    /// `first_free` over `pool_runs` finds what a scan of the pool in order finds, for every
+    /// pool size the options allow and random sets of free registers.
+    #[test]
+    fn first_free_is_the_first_free_register_in_pool_order() {
+        let mut rng = trace_ir::rng::Rng::new(7);
+        for (ni, nf) in (0..16).flat_map(|i| (0..17).map(move |f| (i, f))) {
+            let opts = CompileOptions {
+                int_regs: ni,
+                float_regs: nf,
+                ..CompileOptions::default()
+            };
+            let (gprs, xmms) = pools(&opts);
+            for pool in [&gprs, &xmms] {
+                let runs = pool_runs(pool);
+                for k in 0..200 {
+                    // Sparse and dense free sets.
+                    let bits = rng.next_u64() as u32;
+                    let free = if k % 2 == 0 {
+                        bits
+                    } else {
+                        bits & (rng.next_u64() as u32) & (rng.next_u64() as u32)
+                    };
+                    let want = pool.iter().copied().find(|&r| free & (1 << r) != 0);
+                    assert_eq!(first_free(&runs, free), want, "pool {pool:?}, free {free:#x}");
+                }
+            }
+        }
+    }
 
     /// The flat liveness tables (`uses`, `last_use`, `dies`, the next-use cursors) agree
     /// with a direct scan of the trace, also when the per-thread buffers are reused by

@@ -134,6 +134,16 @@ impl Value {
     pub fn is_const(self) -> bool {
         self.0 & CONST_BIT != 0
     }
+    /// The op index of an op result, `none` for a constant. A select rather than a branch:
+    /// for hot loops over operands, where constants and op results mix unpredictably.
+    #[inline]
+    pub fn op_index_or(self, none: usize) -> usize {
+        if self.0 & CONST_BIT != 0 {
+            none
+        } else {
+            self.0 as usize
+        }
+    }
 }
 
 impl From<OpRef> for Value {
