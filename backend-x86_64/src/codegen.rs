@@ -1310,7 +1310,17 @@ impl<'t> Gen<'t> {
                 .push((self.pos as u32, begin as u32, self.asm.offset().0 as u32));
         }
 
-        // Exit stubs.
+        // The epilogue, then the exit stubs: each jumps back to it, a displacement known
+        // when the jump is emitted (no label, no relocation to resolve at the end).
+        let e = self.epilogue;
+        let e_off = self.asm.offset().0;
+        dynasm!(self.asm
+            ; .arch x64
+            ; =>e
+            ; add rsp, 8
+            ; pop r15 ; pop r14 ; pop r13 ; pop r12 ; pop rbx ; pop rbp
+            ; ret
+        );
         let stubs_buf = std::mem::take(&mut self.stubs);
         let (mut stub_index, mut undo_next) = (0usize, 0usize);
         for stub in &stubs_buf {
@@ -1332,17 +1342,14 @@ impl<'t> Gen<'t> {
             }
             stub_index += 1;
             let code = stub.code as i32;
-            let e = self.epilogue;
-            dynasm!(self.asm ; .arch x64 ; mov eax, code ; jmp =>e);
+            dynasm!(self.asm ; .arch x64 ; mov eax, code);
+            // `jmp rel32` back to the epilogue, encoded here: E9 and the displacement from
+            // the end of the instruction.
+            let rel = e_off as i64 - (self.asm.offset().0 as i64 + 5);
+            self.asm.push(0xe9);
+            self.asm
+                .push_i32(i32::try_from(rel).map_err(|_| internal("exit stub out of jump range".into()))?);
         }
-        let e = self.epilogue;
-        dynasm!(self.asm
-            ; .arch x64
-            ; =>e
-            ; add rsp, 8
-            ; pop r15 ; pop r14 ; pop r13 ; pop r12 ; pop rbx ; pop rbp
-            ; ret
-        );
         if CHECK {
             let inputs: Vec<(Loc, u32)> = (0..t.num_inputs)
                 .map(|i| (Loc::Mem(self.slot_disp(i as u32)), i as u32))
@@ -2632,11 +2639,13 @@ impl<'t> Gen<'t> {
     }
     /// Whether an op may change memory (or call code that may): it ends what
     /// `in_bounds` knows.
+    /// (Bit operations without short-circuits: asked at every op, of a random op mix.)
     fn may_write(&self, opc: Opcode) -> bool {
         use trace_ir::OpFlags;
-        let reads_only = opc.has(OpFlags::READS_HEAP) && !opc.has(OpFlags::WRITES_HEAP);
-        let quiet = opc.has(OpFlags::PURE) || opc.has(OpFlags::GUARD) || reads_only;
-        !quiet || opc.is_call() || opc.has(OpFlags::WRITES_HEAP) || opc.has(OpFlags::ALLOC) || self.hk.routes(opc)
+        let f = opc.flags();
+        let reads_only = f.contains(OpFlags::READS_HEAP) & !f.contains(OpFlags::WRITES_HEAP);
+        let quiet = f.intersects(OpFlags::PURE | OpFlags::GUARD) | reads_only;
+        !quiet | f.intersects(OpFlags::CALL | OpFlags::WRITES_HEAP | OpFlags::ALLOC) | self.hk.routes(opc)
     }
 
     /// After a guard on the comparison at `cmp` passed (`holds`: the comparison is true):

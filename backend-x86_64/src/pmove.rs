@@ -38,6 +38,38 @@ pub fn sequentialize_into(moves: &[(Loc, Loc)], temp: Loc, pending: &mut Vec<(Lo
     pending.extend(moves.iter().copied().filter(|(d, s)| d != s));
     debug_assert!(pending.iter().all(|&(d, s)| d != temp && s != temp));
     debug_assert!(pending.iter().all(|&(d, _)| !matches!(d, Loc::Imm(_))));
+    // Common case (call arguments, most jumps): no move reads another's destination, so
+    // the moves can go in any order.
+    let key = |l: Loc| match l {
+        Loc::Reg(r) => r as u64,
+        Loc::Mem(d) => 1 << 32 | d as u32 as u64,
+        Loc::Imm(_) => u64::MAX,
+    };
+    let mut dsts = 0u64;
+    let mut conflict = false;
+    for &(d, _) in pending.iter() {
+        if let Loc::Reg(r) = d {
+            dsts |= 1 << r;
+        } else {
+            dsts = u64::MAX;
+        }
+    }
+    if dsts != u64::MAX {
+        // Register destinations only: a bit set of them answers "is this source one".
+        for &(_, s) in pending.iter() {
+            conflict |= matches!(s, Loc::Reg(r) if dsts & (1 << r) != 0);
+        }
+    } else {
+        for &(d, _) in pending.iter() {
+            for &(_, s) in pending.iter() {
+                conflict |= key(s) == key(d);
+            }
+        }
+    }
+    if !conflict {
+        out.extend_from_slice(pending);
+        return;
+    }
     while !pending.is_empty() {
         let ready = (0..pending.len()).find(|&i| {
             let d = pending[i].0;
