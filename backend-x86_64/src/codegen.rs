@@ -452,19 +452,15 @@ fn pool_runs(pool: &[Reg]) -> [u32; 4] {
 }
 
 /// The first register of the set `free` in the pool order that `runs` describes
-/// ([`pool_runs`]), if any.
+/// ([`pool_runs`]), if any. Without branches (which run has one is unpredictable): the runs'
+/// free registers side by side in 32-bit lanes, the lowest set bit is in the first non-empty
+/// run, and its lane position is the register.
 fn first_free(runs: &[u32; 4], free: u32) -> Option<Reg> {
-    let [a, b, c, d] = runs.map(|m| m & free);
-    let pick = if a != 0 {
-        a
-    } else if b != 0 {
-        b
-    } else if c != 0 {
-        c
-    } else {
-        d
-    };
-    (pick != 0).then(|| pick.trailing_zeros() as Reg)
+    let lanes = runs
+        .iter()
+        .enumerate()
+        .fold(0u128, |acc, (k, &m)| acc | ((m & free) as u128) << (32 * k));
+    (lanes != 0).then(|| (lanes.trailing_zeros() % 32) as Reg)
 }
 
 /// Liveness tables of `t` into the scratch buffers (`last_use`, `use_start`, `use_pos`,
