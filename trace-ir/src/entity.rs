@@ -185,6 +185,8 @@ mod tests {
             assert_eq!(Value::constant(ConstRef::new(i)).as_const(), Some(ConstRef::new(i)));
             assert!(Value::constant(ConstRef::new(i)).is_const());
             assert!(!Value::op(OpRef::new(i)).is_const());
+            assert_eq!(Value::op(OpRef::new(i)).op_index_or(usize::MAX), i);
+            assert_eq!(Value::constant(ConstRef::new(i)).op_index_or(usize::MAX), usize::MAX);
         }
     }
 }
