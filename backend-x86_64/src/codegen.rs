@@ -390,26 +390,34 @@ fn mov_uses_r11(dst: Loc, src: Loc) -> bool {
     }
 }
 
-/// Every value an op reads, including guard fail arguments and virtual fields.
-fn values_read(t: &Trace, op: &Op, f: &mut impl FnMut(Value)) {
+/// Everything an op reads, in order: its arguments (as `FailArg::Value`), then its guard's
+/// fail arguments and the fields of its virtual objects (values, holes and virtual
+/// references alike).
+fn reads(t: &Trace, op: &Op, f: &mut impl FnMut(FailArg)) {
     for &a in &op.args {
-        f(a);
+        f(FailArg::Value(a));
     }
     if let Some(g) = op.guard {
         let gd = t.guard(g);
-        for fa in &gd.fail_args {
-            if let FailArg::Value(v) = fa {
-                f(*v);
-            }
+        for &fa in &gd.fail_args {
+            f(fa);
         }
         for vo in &gd.virtuals {
-            for (_, fa) in &vo.fields {
-                if let FailArg::Value(v) = fa {
-                    f(*v);
-                }
+            for &(_, fa) in &vo.fields {
+                f(fa);
             }
         }
     }
+}
+
+/// Every value an op reads, including guard fail arguments and virtual fields (see
+/// [`reads`]).
+fn values_read(t: &Trace, op: &Op, f: &mut impl FnMut(Value)) {
+    reads(t, op, &mut |fa| {
+        if let FailArg::Value(v) = fa {
+            f(v)
+        }
+    });
 }
 
 /// The allocatable registers in order of preference: general-purpose and XMM, as many as
@@ -484,10 +492,10 @@ fn liveness(t: &Trace, sc: &mut Scratch) -> usize {
     let mut exit_len = 0;
     for (i, op) in t.ops.iter().enumerate() {
         let i = i as u32;
-        let gd = op.guard.map(|g| t.guard(g));
-        // Room for every value the op reads (only the length matters: every pair read back
+        // Room for everything the op reads (only the length matters: every pair read back
         // is written first).
-        let words = gd.map_or(0, |g| {
+        let words = op.guard.map_or(0, |g| {
+            let g = t.guard(g);
             g.fail_args.len() + g.virtuals.iter().map(|v| v.fields.len()).sum::<usize>()
         });
         let need = npairs + op.args.len() + words;
@@ -495,34 +503,24 @@ fn liveness(t: &Trace, sc: &mut Scratch) -> usize {
             sc.pairs.resize(need.max(2 * sc.pairs.len()).max(1024), (0, 0));
         }
         let (last_use, count, pairs) = (&mut sc.last_use[..], &mut sc.use_start[..], &mut sc.pairs[..]);
-        let mut read = |o: usize| {
+        let mut nvalues = 0;
+        reads(t, op, &mut |fa| {
+            let (o, is_value) = match fa {
+                FailArg::Value(v) => (v.op_index_or(n), 1),
+                _ => (n, 0),
+            };
+            nvalues += is_value;
             let fresh = last_use[o] != i;
             last_use[o] = i;
             count[o] += fresh as u32;
             pairs[npairs] = (o as u32, i);
             npairs += fresh as usize;
-        };
-        for &a in &op.args {
-            read(a.op_index_or(n));
-        }
+        });
         if matches!(op.opcode, Opcode::Finish | Opcode::Jump) {
             exit_len = exit_len.max(op.args.len());
         }
-        if let Some(gd) = gd {
-            let mut nwords = 0;
-            let mut fail_arg = |fa: &FailArg| {
-                let (o, is_value) = match *fa {
-                    FailArg::Value(v) => (v.op_index_or(n), 1),
-                    _ => (n, 0),
-                };
-                nwords += is_value;
-                read(o);
-            };
-            gd.fail_args.iter().for_each(&mut fail_arg);
-            for vo in &gd.virtuals {
-                vo.fields.iter().for_each(|(_, fa)| fail_arg(fa));
-            }
-            exit_len = exit_len.max(nwords);
+        if op.guard.is_some() {
+            exit_len = exit_len.max(nvalues - op.args.len());
         }
     }
     // Counts to start offsets; `use_cur[v]` starts at the end of `v`'s range and moves down
