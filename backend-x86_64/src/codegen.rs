@@ -210,7 +210,7 @@ struct LoopTop {
 struct Stub {
     label: DynamicLabel,
     code: u32,
-    /// Where each exit-buffer word comes from: `Gen::stub_words[words.0..words.1]`.
+    /// The registers each exit-buffer word comes from: `Gen::stub_words[words.0..words.1]`.
     words: (u32, u32),
 }
 
@@ -283,8 +283,9 @@ pub(crate) struct Gen<'t> {
     /// The fail-argument slots of all guard exits, back to back.
     exit_slots: Vec<ExitSlot>,
     stubs: Vec<Stub>,
-    /// The exit-buffer sources of all stubs, back to back (see [`Stub::words`]).
-    stub_words: Vec<Loc>,
+    /// The exit-buffer sources of all stubs, back to back (see [`Stub::words`]): registers
+    /// only (constants and spilled values are read from the exit's description and the frame).
+    stub_words: Vec<Reg>,
     /// The invalid-operation exit of the current op, if one was made (all invalid exits of
     /// one op share a stub: they report the same op).
     invalid: Option<(usize, DynamicLabel)>,
@@ -362,7 +363,7 @@ struct Scratch {
     val_slot: Vec<Option<u32>>,
     slot_valid: Vec<bool>,
     stubs: Vec<Stub>,
-    stub_words: Vec<Loc>,
+    stub_words: Vec<Reg>,
     pm_pending: Vec<(Loc, Loc)>,
     pm_seq: Vec<(Loc, Loc)>,
     call_moves: Vec<(Loc, Loc)>,
@@ -767,7 +768,7 @@ impl<'t> Gen<'t> {
                 .ok_or_else(|| internal(format!("value op{v} lost: neither in a register nor in a slot")))?;
             self.record_use(Loc::Reg(r), v);
             let d = self.slot_disp(s);
-            self.mov(Loc::Mem(d), Loc::Reg(r));
+            self.store(d, r);
             self.slot_valid[s as usize] = true;
         }
         Ok(())
@@ -1113,6 +1114,16 @@ impl<'t> Gen<'t> {
         }
     }
 
+    /// `[rbp + m] <- r`: [`Gen::mov`] of a register into the frame, without its dispatch
+    /// (spills, exit stubs).
+    fn store(&mut self, m: i32, r: Reg) {
+        self.record(Event::Move {
+            dst: Loc::Mem(m),
+            src: Loc::Reg(r),
+        });
+        self.store_frame(m, r);
+    }
+
     fn mov_imm_r11(&mut self, v: u64) {
         if fits_i32(v as i64) {
             dynasm!(self.asm ; .arch x64 ; mov r11, v as i64 as i32)
@@ -1321,9 +1332,9 @@ impl<'t> Gen<'t> {
             let l = stub.label;
             dynasm!(self.asm ; .arch x64 ; =>l);
             for w in stub.words.0..stub.words.1 {
-                let src = self.stub_words[w as usize];
+                let r = self.stub_words[w as usize];
                 let d = self.exit_disp((w - stub.words.0) as usize);
-                self.mov(Loc::Mem(d), src);
+                self.store(d, r);
             }
             // Operands overwritten in place, recomputed from the result (see `Undo`).
             while let Some(&(k, w, inverse, y)) = self.undos.get(undo_next) {
@@ -1496,7 +1507,7 @@ impl<'t> Gen<'t> {
         let undo = self.undo.take();
         let stub_index = self.stubs.len() as u32;
         let mut undos = std::mem::take(&mut self.undos);
-        let mut slot_of = |fa: &FailArg, words: &mut Vec<Loc>, me: &Self| -> R<ExitSlot> {
+        let mut slot_of = |fa: &FailArg, words: &mut Vec<Reg>, me: &Self| -> R<ExitSlot> {
             Ok(match *fa {
                 FailArg::Value(v) => {
                     match undo {
@@ -1507,13 +1518,13 @@ impl<'t> Gen<'t> {
                                 me.expect(Loc::Reg(r), me.val(u.y_val));
                             }
                             undos.push((stub_index, (words.len() - first) as u32, u.inverse, u.y));
-                            words.push(Loc::Reg(u.reg));
+                            words.push(u.reg);
                         }
                         _ => match me.loc(v)? {
                             // A spilled value stays where it is: the exit reads its slot.
                             Loc::Mem(d) => return Ok(ExitSlot::Frame((d / 8) as u32)),
                             Loc::Imm(bits) => return Ok(ExitSlot::Const(bits)),
-                            l => words.push(l),
+                            Loc::Reg(r) => words.push(r),
                         },
                     }
                     ExitSlot::Frame((FRAME_HEADER + words.len() - 1 - first) as u32)
