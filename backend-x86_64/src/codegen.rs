@@ -339,7 +339,10 @@ pub(crate) struct Gen<'t> {
     hk: hooks::HookState,
 }
 
-type R<T> = Result<T, CompileError>;
+/// Results inside code generation: the error boxed, so a result fits in registers (most
+/// helpers return `R<()>` or `R<Loc>`; a 32-byte `CompileError` would go through memory at
+/// every call).
+type R<T> = Result<T, Box<CompileError>>;
 
 /// The working buffers of a compilation, handed to the next compilation on the same thread
 /// (cleared, capacity kept): compiling then allocates little beyond its output, and the heap
@@ -2206,10 +2209,10 @@ impl<'t> Gen<'t> {
             Jump => self.jump(at)?,
             Finish => self.leave(&op.args, ExitInfo::Finish { n: op.args.len() })?,
             _ => {
-                return Err(CompileError::Unsupported {
+                return Err(Box::new(CompileError::Unsupported {
                     op: OpRef::new(at),
                     opcode: opc,
-                })
+                }))
             }
         }
         Ok(())
@@ -2952,11 +2955,11 @@ enum ArgSrc {
     Value(Value),
 }
 
-fn internal(msg: String) -> CompileError {
-    CompileError::Internal(msg)
+fn internal(msg: String) -> Box<CompileError> {
+    Box::new(CompileError::Internal(msg))
 }
-fn bad(msg: &str) -> CompileError {
-    CompileError::BadTrace(msg.to_string())
+fn bad(msg: &str) -> Box<CompileError> {
+    Box::new(CompileError::BadTrace(msg.to_string()))
 }
 
 #[cfg(test)]

@@ -431,7 +431,9 @@ impl fmt::Debug for CompiledTrace {
 
 /// Compile `trace` to x86-64 code. The trace should satisfy `trace_ir::verify`.
 pub fn compile(trace: &Trace, opts: &CompileOptions) -> Result<CompiledTrace, CompileError> {
-    let g = codegen::Gen::new(trace, opts)?.generate()?;
+    let g = codegen::Gen::new(trace, opts)
+        .and_then(codegen::Gen::generate)
+        .map_err(|e| *e)?;
     let code = CodeMemory::new(&g.code)?;
     let ct = CompiledTrace {
         code,

@@ -152,7 +152,8 @@ macro_rules! define_opcodes {
         }
 
         /// The opcode table, indexed by `Opcode as usize`.
-        pub static OPCODE_TABLE: &[OpInfo] = &[
+        pub static OPCODE_TABLE: &[OpInfo] = TABLE;
+        const TABLE: &[OpInfo] = &[
             $( OpInfo {
                 name: $name,
                 args: $args,
@@ -355,6 +356,28 @@ define_opcodes! {
 const _: () = assert!(Opcode::InputI as u16 == 0);
 const _: () = assert!(Opcode::InputF as u16 == Opcode::InputI as u16 + 2);
 
+/// The flags and result kinds of the table, each in a dense array of its own: asked for
+/// every op by the optimizer and the backend, they then take a few cache lines instead of
+/// the table's 56-byte rows.
+static FLAGS: [OpFlags; TABLE.len()] = {
+    let mut a = [OpFlags::empty(); TABLE.len()];
+    let mut i = 0;
+    while i < a.len() {
+        a[i] = TABLE[i].flags;
+        i += 1;
+    }
+    a
+};
+static RESULT: [Kind; TABLE.len()] = {
+    let mut a = [Kind::Void; TABLE.len()];
+    let mut i = 0;
+    while i < a.len() {
+        a[i] = TABLE[i].result;
+        i += 1;
+    }
+    a
+};
+
 impl Opcode {
     /// The table row of this opcode.
     #[inline]
@@ -369,12 +392,12 @@ impl Opcode {
     /// The op's flags.
     #[inline]
     pub fn flags(self) -> OpFlags {
-        self.info().flags
+        FLAGS[self as usize]
     }
     /// The kind of the op's result (`Void` when it has none).
     #[inline]
     pub fn result_kind(self) -> Kind {
-        self.info().result
+        RESULT[self as usize]
     }
     /// The kind of the descriptor this op takes.
     #[inline]
@@ -517,6 +540,8 @@ mod tests {
         for (i, &op) in Opcode::ALL.iter().enumerate() {
             assert_eq!(op as usize, i);
             assert_eq!(OPCODE_TABLE[i].name, op.name());
+            assert_eq!(OPCODE_TABLE[i].flags, op.flags());
+            assert_eq!(OPCODE_TABLE[i].result, op.result_kind());
         }
     }
 
