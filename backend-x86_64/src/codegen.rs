@@ -485,7 +485,7 @@ const NEVER: u32 = u32::MAX;
 /// value twice is handled by a select. The backward pass is one flat loop (no loop per op,
 /// whose exits would be mispredicted).
 fn liveness(t: &Trace, sc: &mut Scratch) -> usize {
-    const PREFETCH_AHEAD: usize = 2;
+    const PREFETCH_AHEAD: usize = 8;
     let n = t.ops.len();
     sc.last_use.clear();
     sc.last_use.resize(n + 1, 0);
