@@ -127,6 +127,24 @@ enum Cond {
 }
 
 impl Cond {
+    /// The condition's encoding (the low nibble of `jcc`, `setcc`, `cmovcc`).
+    fn code(self) -> u8 {
+        use Cond::*;
+        match self {
+            O => 0x0,
+            No => 0x1,
+            B => 0x2,
+            Ae => 0x3,
+            E => 0x4,
+            Ne => 0x5,
+            Be => 0x6,
+            A => 0x7,
+            L => 0xc,
+            Ge => 0xd,
+            Le => 0xe,
+            G => 0xf,
+        }
+    }
     fn negate(self) -> Cond {
         use Cond::*;
         match self {
@@ -203,13 +221,19 @@ struct LoopTop {
     x: Reg,
     y: Opnd,
     exit_if: Cond,
-    stub: DynamicLabel,
+    /// The guard's stub (an index into `Gen::stubs`).
+    stub: u32,
     body: DynamicLabel,
 }
 
 /// A guard exit waiting for its stub.
 struct Stub {
-    label: DynamicLabel,
+    /// The label of an invalid-operation exit (dynasm code jumps to it). Guard exits have
+    /// none: their jumps are hand-encoded and fixed up once the stubs are placed (see
+    /// `Gen::stub_jumps`), without the assembler's label and relocation per guard.
+    label: Option<DynamicLabel>,
+    /// Where the stub starts in the code, once placed.
+    at: u32,
     code: u32,
     /// The registers each exit-buffer word comes from: `Gen::stub_words[words.0..words.1]`.
     words: (u32, u32),
@@ -282,6 +306,9 @@ pub(crate) struct Gen<'t> {
     /// The exit-buffer sources of all stubs, back to back (see [`Stub::words`]): registers
     /// only (constants and spilled values are read from the exit's description and the frame).
     stub_words: Vec<Reg>,
+    /// The jumps to guard stubs: the code offset of each jump's 32-bit displacement and the
+    /// stub it goes to.
+    stub_jumps: Vec<(u32, u32)>,
     /// The invalid-operation exit of the current op, if one was made (all invalid exits of
     /// one op share a stub: they report the same op).
     invalid: Option<(usize, DynamicLabel)>,
@@ -361,6 +388,7 @@ struct Scratch {
     slot_valid: Vec<bool>,
     stubs: Vec<Stub>,
     stub_words: Vec<Reg>,
+    stub_jumps: Vec<(u32, u32)>,
     pm_pending: Vec<(Loc, Loc)>,
     pm_seq: Vec<(Loc, Loc)>,
     call_moves: Vec<(Loc, Loc)>,
@@ -572,6 +600,7 @@ impl<'t> Gen<'t> {
         sc.slot_valid.clear();
         sc.stubs.clear();
         sc.stub_words.clear();
+        sc.stub_jumps.clear();
         sc.events.clear();
         let (gpr_pool, xmm_pool) = pools(opts);
         // Capacities from the trace, so the buffers rarely grow:
@@ -613,6 +642,7 @@ impl<'t> Gen<'t> {
             exit_slots: Vec::with_capacity(nslots),
             stubs: sc.stubs,
             stub_words: sc.stub_words,
+            stub_jumps: sc.stub_jumps,
             invalid: None,
             pm_pending: sc.pm_pending,
             pm_seq: sc.pm_seq,
@@ -1152,6 +1182,23 @@ impl<'t> Gen<'t> {
         }
     }
 
+    /// `jcc rel32` to guard stub `s`, hand-encoded (`0F 80+cc`); the displacement is filled
+    /// in when the stubs are placed (see [`Gen::stub_jumps`]).
+    fn jcc_stub(&mut self, c: Cond, s: u32) {
+        self.asm.push(0x0f);
+        self.asm.push(0x80 | c.code());
+        self.stub_jump(s);
+    }
+    /// `jmp rel32` to guard stub `s` (`E9`), fixed up as [`Gen::jcc_stub`].
+    fn jmp_stub(&mut self, s: u32) {
+        self.asm.push(0xe9);
+        self.stub_jump(s);
+    }
+    fn stub_jump(&mut self, s: u32) {
+        self.stub_jumps.push((self.asm.offset().0 as u32, s));
+        self.asm.push_i32(0);
+    }
+
     /// `r11b = cond`.
     fn setcc_r11(&mut self, c: Cond) {
         match c {
@@ -1243,7 +1290,8 @@ impl<'t> Gen<'t> {
             op: OpRef::new(self.pos),
         });
         self.stubs.push(Stub {
-            label,
+            label: Some(label),
+            at: 0,
             code,
             words: (0, 0),
         });
@@ -1306,11 +1354,13 @@ impl<'t> Gen<'t> {
             ; pop r15 ; pop r14 ; pop r13 ; pop r12 ; pop rbx ; pop rbp
             ; ret
         );
-        let stubs_buf = std::mem::take(&mut self.stubs);
+        let mut stubs_buf = std::mem::take(&mut self.stubs);
         let (mut stub_index, mut undo_next) = (0usize, 0usize);
-        for stub in &stubs_buf {
-            let l = stub.label;
-            dynasm!(self.asm ; .arch x64 ; =>l);
+        for stub in &mut stubs_buf {
+            stub.at = self.asm.offset().0 as u32;
+            if let Some(l) = stub.label {
+                dynasm!(self.asm ; .arch x64 ; =>l);
+            }
             for w in stub.words.0..stub.words.1 {
                 let r = self.stub_words[w as usize];
                 let d = self.exit_disp((w - stub.words.0) as usize);
@@ -1342,7 +1392,13 @@ impl<'t> Gen<'t> {
             crate::checker::check(&self.events.borrow(), &inputs)
                 .map_err(|e| internal(format!("register allocation checker: {e}")))?;
         }
-        let code = self.asm.finalize().map_err(|e| internal(format!("assembler: {e}")))?;
+        let mut code = self.asm.finalize().map_err(|e| internal(format!("assembler: {e}")))?;
+        for &(at, stub) in &self.stub_jumps {
+            let (at, to) = (at as usize, stubs_buf[stub as usize].at as i64);
+            let rel =
+                i32::try_from(to - (at as i64 + 4)).map_err(|_| internal("guard stub out of jump range".into()))?;
+            code[at..at + 4].copy_from_slice(&rel.to_le_bytes());
+        }
         SCRATCH.with(|c| {
             c.set(Scratch {
                 last_use: self.last_use,
@@ -1355,6 +1411,7 @@ impl<'t> Gen<'t> {
                 slot_valid: self.slot_valid,
                 stubs: stubs_buf,
                 stub_words: self.stub_words,
+                stub_jumps: self.stub_jumps,
                 pm_pending: self.pm_pending,
                 pm_seq: self.pm_seq,
                 call_moves: self.call_moves,
@@ -1571,7 +1628,6 @@ impl<'t> Gen<'t> {
             virtuals.push(VirtualLayout { init, fields });
         }
         self.undos = undos;
-        let label = self.asm.new_dynamic_label();
         let code = self.exits.len() as u32;
         self.exits.push(ExitInfo::Guard {
             guard: gd.id,
@@ -1580,12 +1636,13 @@ impl<'t> Gen<'t> {
             virtuals,
         });
         self.stubs.push(Stub {
-            label,
+            label: None,
+            at: 0,
             code,
             words: (first as u32, words.len() as u32),
         });
         self.stub_words = words;
-        self.jcc(exit_if, label);
+        self.jcc_stub(exit_if, stub_index);
         Ok(())
     }
 
@@ -1960,7 +2017,7 @@ impl<'t> Gen<'t> {
                             // The loop's first test: rotate (see `LoopTop`). The body starts on
                             // a 64-byte boundary (the NOPs run once per entry).
                             let _ = cmp_at;
-                            let stub = self.stubs.last().unwrap().label;
+                            let stub = self.stubs.len() as u32 - 1;
                             let body = self.asm.new_dynamic_label();
                             self.align_with_nops(64);
                             dynasm!(self.asm ; .arch x64 ; =>body);
@@ -2043,8 +2100,7 @@ impl<'t> Gen<'t> {
                     }
                 }
                 if opc == GuardNonnullClass {
-                    let stub = self.stubs.last().unwrap().label;
-                    self.jcc(Cond::Ne, stub);
+                    self.jcc_stub(Cond::Ne, self.stubs.len() as u32 - 1);
                 } else {
                     self.guard_exit(Cond::Ne)?;
                 }
@@ -2741,8 +2797,7 @@ impl<'t> Gen<'t> {
             Some(top) if self.loop_jump.as_ref().is_some_and(|j| j.0 == at) => {
                 self.cmp(top.x, top.y);
                 self.jcc(top.exit_if.negate(), top.body);
-                let stub = top.stub;
-                dynasm!(self.asm ; .arch x64 ; jmp =>stub);
+                self.jmp_stub(top.stub);
             }
             _ => dynasm!(self.asm ; .arch x64 ; jmp =>label),
         }
