@@ -226,13 +226,11 @@ struct LoopTop {
     body: DynamicLabel,
 }
 
-/// A guard exit waiting for its stub.
+/// A guard or invalid-operation exit waiting for its stub.
 struct Stub {
-    /// The label of an invalid-operation exit (dynasm code jumps to it). Guard exits have
-    /// none: their jumps are hand-encoded and fixed up once the stubs are placed (see
-    /// `Gen::stub_jumps`), without the assembler's label and relocation per guard.
-    label: Option<DynamicLabel>,
-    /// Where the stub starts in the code, once placed.
+    /// Where the stub starts in the code, once placed. Jumps to stubs are hand-encoded and
+    /// fixed up then (see `Gen::stub_jumps`), without the assembler's label and relocation
+    /// per exit.
     at: u32,
     code: u32,
     /// The registers each exit-buffer word comes from: `Gen::stub_words[words.0..words.1]`.
@@ -311,7 +309,7 @@ pub(crate) struct Gen<'t> {
     stub_jumps: Vec<(u32, u32)>,
     /// The invalid-operation exit of the current op, if one was made (all invalid exits of
     /// one op share a stub: they report the same op).
-    invalid: Option<(usize, DynamicLabel)>,
+    invalid: Option<(usize, u32)>,
     /// Scratch buffers of `parallel_move` and `call_inner`, reused across ops.
     pm_pending: Vec<(Loc, Loc)>,
     pm_seq: Vec<(Loc, Loc)>,
@@ -1278,25 +1276,24 @@ impl<'t> Gen<'t> {
     }
 
     /// The label of an exit stub that reports an invalid operation at the current op.
-    fn invalid_exit(&mut self) -> DynamicLabel {
-        if let Some((at, label)) = self.invalid {
+    fn invalid_exit(&mut self) -> u32 {
+        if let Some((at, stub)) = self.invalid {
             if at == self.pos {
-                return label;
+                return stub;
             }
         }
-        let label = self.asm.new_dynamic_label();
+        let stub = self.stubs.len() as u32;
         let code = self.exits.len() as u32;
         self.exits.push(ExitInfo::Invalid {
             op: OpRef::new(self.pos),
         });
         self.stubs.push(Stub {
-            label: Some(label),
             at: 0,
             code,
             words: (0, 0),
         });
-        self.invalid = Some((self.pos, label));
-        label
+        self.invalid = Some((self.pos, stub));
+        stub
     }
 
     // ------------------------------------------------------------------------------------
@@ -1358,9 +1355,6 @@ impl<'t> Gen<'t> {
         let (mut stub_index, mut undo_next) = (0usize, 0usize);
         for stub in &mut stubs_buf {
             stub.at = self.asm.offset().0 as u32;
-            if let Some(l) = stub.label {
-                dynasm!(self.asm ; .arch x64 ; =>l);
-            }
             for w in stub.words.0..stub.words.1 {
                 let r = self.stub_words[w as usize];
                 let d = self.exit_disp((w - stub.words.0) as usize);
@@ -1636,7 +1630,6 @@ impl<'t> Gen<'t> {
             virtuals,
         });
         self.stubs.push(Stub {
-            label: None,
             at: 0,
             code,
             words: (first as u32, words.len() as u32),
@@ -2217,7 +2210,8 @@ impl<'t> Gen<'t> {
                     Kind::Ref,
                 )?;
                 let inv = self.invalid_exit();
-                dynasm!(self.asm ; .arch x64 ; test rax, rax ; jz =>inv);
+                dynasm!(self.asm ; .arch x64 ; test rax, rax);
+                self.jcc_stub(Cond::E, inv);
             }
             NewArray | NewArrayClear => {
                 let ad = self.array(op)?;
@@ -2235,7 +2229,8 @@ impl<'t> Gen<'t> {
                     Kind::Ref,
                 )?;
                 let inv = self.invalid_exit();
-                dynasm!(self.asm ; .arch x64 ; test rax, rax ; jz =>inv);
+                dynasm!(self.asm ; .arch x64 ; test rax, rax);
+                self.jcc_stub(Cond::E, inv);
             }
             CallI | CallR | CallF | CallN | CallPureI | CallPureR | CallPureF | CallPureN | CallLoopinvariantI
             | CallLoopinvariantR | CallLoopinvariantF | CallLoopinvariantN | CallMayForceI | CallMayForceR
@@ -2386,7 +2381,7 @@ impl<'t> Gen<'t> {
                 }
             } else {
                 let inv = self.invalid_exit();
-                dynasm!(self.asm ; .arch x64 ; jmp =>inv);
+                self.jmp_stub(inv);
             }
             self.def(d);
             return Ok(());
@@ -2395,7 +2390,8 @@ impl<'t> Gen<'t> {
         let s = self.loc(amount)?;
         self.mov(Loc::Reg(RCX), s);
         let inv = self.invalid_exit();
-        dynasm!(self.asm ; .arch x64 ; cmp rcx, 63 ; ja =>inv);
+        dynasm!(self.asm ; .arch x64 ; cmp rcx, 63);
+        self.jcc_stub(Cond::A, inv);
         let d = self.copy_to_new(v, Kind::Int)?;
         match opc {
             Opcode::IntLshift => dynasm!(self.asm ; .arch x64 ; shl Rq(d), cl),
@@ -2418,10 +2414,10 @@ impl<'t> Gen<'t> {
         let inv = self.invalid_exit();
         let minus_one = self.asm.new_dynamic_label();
         let done = self.asm.new_dynamic_label();
+        dynasm!(self.asm ; .arch x64 ; test r11, r11);
+        self.jcc_stub(Cond::E, inv);
         dynasm!(self.asm
             ; .arch x64
-            ; test r11, r11
-            ; jz =>inv
             ; cmp r11, -1
             ; je =>minus_one
             ; cqo
@@ -2486,7 +2482,7 @@ impl<'t> Gen<'t> {
                 8 => {}
                 _ => {
                     let inv = self.invalid_exit();
-                    dynasm!(self.asm ; .arch x64 ; jmp =>inv);
+                    self.jmp_stub(inv);
                 }
             }
             self.def(d);
@@ -2503,7 +2499,11 @@ impl<'t> Gen<'t> {
             ; cmp rcx, 1 ; je =>ok
             ; cmp rcx, 2 ; je =>ok
             ; cmp rcx, 4 ; je =>ok
-            ; cmp rcx, 8 ; jne =>inv
+            ; cmp rcx, 8
+        );
+        self.jcc_stub(Cond::Ne, inv);
+        dynasm!(self.asm
+            ; .arch x64
             ; =>ok
             ; shl ecx, 3
             ; neg ecx
@@ -2579,24 +2579,33 @@ impl<'t> Gen<'t> {
             if fits_i32(len_off) {
                 let len_off = len_off as i32;
                 match opnd {
-                    Opnd::Reg(r) => dynasm!(self.asm ; .arch x64 ; cmp Rq(r), QWORD [Rq(rb) + len_off] ; jae =>inv),
+                    Opnd::Reg(r) => dynasm!(self.asm ; .arch x64 ; cmp Rq(r), QWORD [Rq(rb) + len_off]),
                     Opnd::Mem(m) => {
-                        dynasm!(self.asm ; .arch x64 ; mov r11, QWORD [rbp + m] ; cmp r11, QWORD [Rq(rb) + len_off] ; jae =>inv)
+                        dynasm!(self.asm ; .arch x64 ; mov r11, QWORD [rbp + m] ; cmp r11, QWORD [Rq(rb) + len_off])
                     }
-                    Opnd::Imm(i) => {
-                        dynasm!(self.asm ; .arch x64 ; mov r11, i ; cmp r11, QWORD [Rq(rb) + len_off] ; jae =>inv)
-                    }
+                    Opnd::Imm(i) => dynasm!(self.asm ; .arch x64 ; mov r11, i ; cmp r11, QWORD [Rq(rb) + len_off]),
                 }
+                self.jcc_stub(Cond::Ae, inv);
             } else {
                 // The length word into `r11` (through `[base + r11]`), then the index against it.
                 self.mov_imm_r11(len_off as u64);
                 dynasm!(self.asm ; .arch x64 ; mov r11, QWORD [Rq(rb) + r11]);
-                match opnd {
-                    Opnd::Reg(r) => dynasm!(self.asm ; .arch x64 ; cmp Rq(r), r11 ; jae =>inv),
-                    Opnd::Mem(m) => dynasm!(self.asm ; .arch x64 ; cmp QWORD [rbp + m], r11 ; jae =>inv),
+                let c = match opnd {
+                    Opnd::Reg(r) => {
+                        dynasm!(self.asm ; .arch x64 ; cmp Rq(r), r11);
+                        Cond::Ae
+                    }
+                    Opnd::Mem(m) => {
+                        dynasm!(self.asm ; .arch x64 ; cmp QWORD [rbp + m], r11);
+                        Cond::Ae
+                    }
                     // length <= index (the immediate sign-extends like the index value).
-                    Opnd::Imm(i) => dynasm!(self.asm ; .arch x64 ; cmp r11, i ; jbe =>inv),
-                }
+                    Opnd::Imm(i) => {
+                        dynasm!(self.asm ; .arch x64 ; cmp r11, i);
+                        Cond::Be
+                    }
+                };
+                self.jcc_stub(c, inv);
             }
         }
         if let Some(i) = self.t.const_int(index) {
@@ -2664,7 +2673,8 @@ impl<'t> Gen<'t> {
             return;
         }
         let inv = self.invalid_exit();
-        dynasm!(self.asm ; .arch x64 ; test Rq(r), Rq(r) ; jz =>inv);
+        dynasm!(self.asm ; .arch x64 ; test Rq(r), Rq(r));
+        self.jcc_stub(Cond::E, inv);
         self.make_nonnull(v);
     }
 

@@ -32,7 +32,7 @@
 use super::{values_read, ArgSrc, Cond, Gen, Loc, FRAME_HEADER, R};
 use crate::runtime::{self, HookOp, HOOK_GUARD_FAILS, HOOK_INVALID};
 use crate::{CompileOptions, MemoryAccess};
-use dynasmrt::{dynasm, DynasmApi, DynasmLabelApi};
+use dynasmrt::{dynasm, DynasmApi};
 use std::sync::OnceLock;
 use trace_ir::{Kind, OpFlags, OpRef, Opcode, Trace};
 
@@ -207,7 +207,8 @@ impl Gen<'_> {
         )?;
         let inv = self.invalid_exit();
         let (invalid, fails) = (HOOK_INVALID as i32, HOOK_GUARD_FAILS as i32);
-        dynasm!(self.asm ; .arch x64 ; cmp eax, invalid ; je =>inv);
+        dynasm!(self.asm ; .arch x64 ; cmp eax, invalid);
+        self.jcc_stub(Cond::E, inv);
         if guard {
             dynasm!(self.asm ; .arch x64 ; cmp eax, fails);
             self.guard_exit(Cond::E)?;
