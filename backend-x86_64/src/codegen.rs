@@ -314,6 +314,8 @@ pub(crate) struct Gen<'t> {
     pm_pending: Vec<(Loc, Loc)>,
     pm_seq: Vec<(Loc, Loc)>,
     call_moves: Vec<(Loc, Loc)>,
+    /// The arguments of the current call op (reused across ops).
+    call_args: Vec<ArgSrc>,
     labels: HashMap<usize, LabelInfo>,
     start: Option<LabelInfo>,
     epilogue: DynamicLabel,
@@ -645,6 +647,7 @@ impl<'t> Gen<'t> {
             pm_pending: sc.pm_pending,
             pm_seq: sc.pm_seq,
             call_moves: sc.call_moves,
+            call_args: Vec::new(),
             labels: HashMap::new(),
             start: None,
             epilogue,
@@ -2237,7 +2240,8 @@ impl<'t> Gen<'t> {
             | CallMayForceF | CallMayForceN => {
                 let cd = op.descr.and_then(|d| t.descr(d).as_call());
                 let nargs = op.args.len() - 1;
-                let mut args = Vec::with_capacity(nargs);
+                let mut args = std::mem::take(&mut self.call_args);
+                args.clear();
                 for k in 0..nargs {
                     let v = a(k + 1);
                     let kind = match cd.and_then(|c| c.args.get(k)) {
@@ -2250,11 +2254,15 @@ impl<'t> Gen<'t> {
                     args.push(ArgSrc::Value(v));
                 }
                 self.call_inner(None, Some(a(0)), &args, opc.result_kind(), None)?;
+                self.call_args = args;
             }
             CondCallN | CondCallValueI | CondCallValueR => {
                 let nargs = op.args.len() - 2;
-                let args: Vec<ArgSrc> = (0..nargs).map(|k| ArgSrc::Value(a(k + 2))).collect();
+                let mut args = std::mem::take(&mut self.call_args);
+                args.clear();
+                args.extend((0..nargs).map(|k| ArgSrc::Value(a(k + 2))));
                 self.call_inner(None, Some(a(1)), &args, opc.result_kind(), Some(a(0)))?;
+                self.call_args = args;
             }
 
             Jump => self.jump(at)?,
@@ -2517,22 +2525,23 @@ impl<'t> Gen<'t> {
         Ok(())
     }
 
-    fn field(&self, op: &Op) -> R<FieldDescr> {
+    fn field(&self, op: &Op) -> R<&'t FieldDescr> {
+        let t = self.t;
         op.descr
-            .and_then(|d| self.t.descr(d).as_field())
-            .cloned()
+            .and_then(|d| t.descr(d).as_field())
             .ok_or_else(|| bad("field access without a field descriptor"))
     }
-    fn interior(&self, op: &Op) -> R<(i64, FieldDescr)> {
-        match op.descr.map(|d| self.t.descr(d)) {
-            Some(trace_ir::Descr::Interior(i)) => Ok((i.item_size, i.field.clone())),
+    fn interior(&self, op: &Op) -> R<(i64, &'t FieldDescr)> {
+        let t = self.t;
+        match op.descr.map(|d| t.descr(d)) {
+            Some(trace_ir::Descr::Interior(i)) => Ok((i.item_size, &i.field)),
             _ => Err(bad("interior field access without an interior descriptor")),
         }
     }
-    fn array(&self, op: &Op) -> R<trace_ir::ArrayDescr> {
+    fn array(&self, op: &Op) -> R<&'t trace_ir::ArrayDescr> {
+        let t = self.t;
         op.descr
-            .and_then(|d| self.t.descr(d).as_array())
-            .cloned()
+            .and_then(|d| t.descr(d).as_array())
             .ok_or_else(|| bad("array access without an array descriptor"))
     }
 
