@@ -1670,7 +1670,9 @@ impl<'t> Gen<'t> {
         let t = self.t;
         let op = &t.ops[at];
         let opc = op.opcode;
-        let a = |i: usize| op.args[i];
+        // The operands as a plain slice: one look at the small vector's inline/heap state.
+        let args: &[Value] = &op.args;
+        let a = |i: usize| args[i];
         let fused = self.fused.take();
         if at > 0 && self.may_write(t.ops[at - 1].opcode) {
             self.in_bounds.clear();
