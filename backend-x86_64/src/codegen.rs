@@ -2214,7 +2214,7 @@ impl<'t> Gen<'t> {
             GetarrayitemGcI | GetarrayitemGcR | GetarrayitemGcF | GetarrayitemGcPureI | GetarrayitemGcPureR
             | GetarrayitemGcPureF | GetarrayitemRawI | GetarrayitemRawF | RawLoadI | RawLoadF => {
                 let ad = self.array(op)?;
-                let (base, disp) = self.item_address(opc, a(0), a(1), &ad)?;
+                let (base, disp) = self.item_address(opc, a(0), a(1), ad)?;
                 let d = self.alloc_reg(opc.result_kind(), 0)?;
                 self.load_mem(d, base, disp, ad.item_size, ad.signed);
                 self.def(d);
@@ -2222,7 +2222,7 @@ impl<'t> Gen<'t> {
             SetarrayitemGc | SetarrayitemRaw | RawStore => {
                 let ad = self.array(op)?;
                 let v = self.load(a(2))?;
-                let (base, disp) = self.item_address(opc, a(0), a(1), &ad)?;
+                let (base, disp) = self.item_address(opc, a(0), a(1), ad)?;
                 self.store_mem(base, disp, v, ad.item_size);
             }
 
