@@ -1586,12 +1586,7 @@ impl<'t> Gen<'t> {
                             undos.push((stub_index, (words.len() - first) as u32, u.inverse, u.y));
                             words.push(u.reg);
                         }
-                        _ => match me.loc(v)? {
-                            // A spilled value stays where it is: the exit reads its slot.
-                            Loc::Mem(d) => return Ok(ExitSlot::Frame((d / 8) as u32)),
-                            Loc::Imm(bits) => return Ok(ExitSlot::Const(bits)),
-                            Loc::Reg(r) => words.push(r),
-                        },
+                        _ => return me.exit_slot(v, words, first),
                     }
                     ExitSlot::Frame((FRAME_HEADER + words.len() - 1 - first) as u32)
                 }
@@ -1602,7 +1597,12 @@ impl<'t> Gen<'t> {
         let mut slots = std::mem::take(&mut self.exit_slots);
         let fail_start = slots.len() as u32;
         for fa in &gd.fail_args {
-            slots.push(slot_of(fa, &mut words, self)?);
+            // Most fail arguments are plain values with nothing to undo: straight to their slot.
+            let slot = match *fa {
+                FailArg::Value(v) if undo.is_none() => self.exit_slot(v, &mut words, first)?,
+                _ => slot_of(fa, &mut words, self)?,
+            };
+            slots.push(slot);
         }
         let fail = (fail_start, slots.len() as u32);
         self.exit_slots = slots;
@@ -1674,6 +1674,21 @@ impl<'t> Gen<'t> {
         self.stub_words = words;
         self.jcc_stub(exit_if, stub_index);
         Ok(())
+    }
+
+    /// Where an exit finds value `v`: its spill slot (a spilled value stays where it is),
+    /// its constant, or (held in a register) the next exit-buffer word of the stub, whose
+    /// words start at `words[first]`.
+    #[inline]
+    fn exit_slot(&self, v: Value, words: &mut Vec<Reg>, first: usize) -> R<ExitSlot> {
+        Ok(match self.loc(v)? {
+            Loc::Mem(d) => ExitSlot::Frame((d / 8) as u32),
+            Loc::Imm(bits) => ExitSlot::Const(bits),
+            Loc::Reg(r) => {
+                words.push(r);
+                ExitSlot::Frame((FRAME_HEADER + words.len() - 1 - first) as u32)
+            }
+        })
     }
 
     /// Whether the boolean result of the op at `at` is only consumed by a directly following
