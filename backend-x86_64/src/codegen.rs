@@ -1108,29 +1108,26 @@ impl<'t> Gen<'t> {
     /// first slots) take the 8-bit displacement form, 3 bytes shorter. Hand-encoded (see
     /// [`Gen::frame_insn`]): the allocator's most frequent instructions.
     fn load_frame(&mut self, d: Reg, m: i32) {
-        if is_xmm(d) {
-            // movsd xmm, [rbp + m]: F2 (REX.R) 0F 10 /r
-            match x(d) >= 8 {
-                true => self.frame_insn(&[0xf2, 0x44, 0x0f, 0x10], x(d), m),
-                false => self.frame_insn(&[0xf2, 0x0f, 0x10], x(d), m),
-            }
-        } else {
-            // mov r64, [rbp + m]: REX.W(R) 8B /r
-            self.frame_insn(&[0x48 | (d >> 3) << 2, 0x8b], d, m);
-        }
+        // mov r64, [rbp + m] (8B /r); movsd xmm, [rbp + m] (F2 0F 10 /r)
+        self.frame_move(d, m, 0x8b, 0x10);
     }
 
     /// `[rbp + m] <- s`, with the short displacement form when it fits.
     fn store_frame(&mut self, m: i32, s: Reg) {
-        if is_xmm(s) {
-            // movsd [rbp + m], xmm: F2 (REX.R) 0F 11 /r
-            match x(s) >= 8 {
-                true => self.frame_insn(&[0xf2, 0x44, 0x0f, 0x11], x(s), m),
-                false => self.frame_insn(&[0xf2, 0x0f, 0x11], x(s), m),
+        // mov [rbp + m], r64 (89 /r); movsd [rbp + m], xmm (F2 0F 11 /r)
+        self.frame_move(s, m, 0x89, 0x11);
+    }
+
+    /// A 64-bit move between register `r` and `[rbp + m]`: `mov` with opcode `gpr_op`
+    /// (REX.W, REX.R for r8-r15) or `movsd` with `0F xmm_op` (F2, REX.R for xmm8-xmm15 only).
+    fn frame_move(&mut self, r: Reg, m: i32, gpr_op: u8, xmm_op: u8) {
+        if is_xmm(r) {
+            match x(r) >= 8 {
+                true => self.frame_insn(&[0xf2, 0x44, 0x0f, xmm_op], x(r), m),
+                false => self.frame_insn(&[0xf2, 0x0f, xmm_op], x(r), m),
             }
         } else {
-            // mov [rbp + m], r64: REX.W(R) 89 /r
-            self.frame_insn(&[0x48 | (s >> 3) << 2, 0x89], s, m);
+            self.frame_insn(&[0x48 | (r >> 3) << 2, gpr_op], r, m);
         }
     }
 
