@@ -1222,12 +1222,17 @@ impl<'t> Gen<'t> {
     fn jmp_stub(&mut self, s: u32) {
         self.stub_jump(&[0xe9], s);
     }
-    /// `opcode` and a zero displacement to be fixed up, in one append.
+    /// `opcode` and a zero displacement to be fixed up.
     fn stub_jump(&mut self, opcode: &[u8], s: u32) {
         let at = self.asm.offset().0 + opcode.len();
         self.stub_jumps.push((at as u32, s));
+        self.rel32_insn(opcode, 0);
+    }
+    /// A jump (`opcode`, at most two bytes) with 32-bit displacement `rel`, in one append.
+    fn rel32_insn(&mut self, opcode: &[u8], rel: i32) {
         let mut bytes = [0u8; 6];
         bytes[..opcode.len()].copy_from_slice(opcode);
+        bytes[opcode.len()..opcode.len() + 4].copy_from_slice(&rel.to_le_bytes());
         self.asm.extend(&bytes[..opcode.len() + 4]);
     }
 
@@ -1406,12 +1411,9 @@ impl<'t> Gen<'t> {
             stub_index += 1;
             let code = stub.code as i32;
             dynasm!(self.asm ; .arch x64 ; mov eax, code);
-            // `jmp rel32` back to the epilogue, encoded here: E9 and the displacement from
-            // the end of the instruction.
-            let rel = e_off as i64 - (self.asm.offset().0 as i64 + 5);
-            self.asm.push(0xe9);
-            self.asm
-                .push_i32(i32::try_from(rel).map_err(|_| internal("exit stub out of jump range".into()))?);
+            // `jmp rel32` back to the epilogue, whose offset is known.
+            let rel = rel32(self.asm.offset().0 + 5, e_off)?;
+            self.rel32_insn(&[0xe9], rel);
         }
         if CHECK {
             let inputs: Vec<(Loc, u32)> = (0..t.num_inputs)
@@ -1422,9 +1424,8 @@ impl<'t> Gen<'t> {
         }
         let mut code = self.asm.finalize().map_err(|e| internal(format!("assembler: {e}")))?;
         for &(at, stub) in &self.stub_jumps {
-            let (at, to) = (at as usize, stubs_buf[stub as usize].at as i64);
-            let rel =
-                i32::try_from(to - (at as i64 + 4)).map_err(|_| internal("guard stub out of jump range".into()))?;
+            let at = at as usize;
+            let rel = rel32(at + 4, stubs_buf[stub as usize].at as usize)?;
             code[at..at + 4].copy_from_slice(&rel.to_le_bytes());
         }
         SCRATCH.with(|c| {
@@ -3075,6 +3076,12 @@ enum ArgSrc {
     Loc(Loc, Kind),
     /// A trace value (its location is looked up when the arguments are moved).
     Value(Value),
+}
+
+/// The displacement of a jump whose instruction ends at code offset `end` to offset `to`.
+#[inline]
+fn rel32(end: usize, to: usize) -> R<i32> {
+    i32::try_from(to as i64 - end as i64).map_err(|_| internal("jump out of 32-bit range".into()))
 }
 
 fn internal(msg: String) -> Box<CompileError> {

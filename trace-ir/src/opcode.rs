@@ -356,23 +356,14 @@ define_opcodes! {
 const _: () = assert!(Opcode::InputI as u16 == 0);
 const _: () = assert!(Opcode::InputF as u16 == Opcode::InputI as u16 + 2);
 
-/// The flags and result kinds of the table, each in a dense array of its own: asked for
-/// every op by the optimizer and the backend, they then take a few cache lines instead of
-/// the table's 56-byte rows.
-static FLAGS: [OpFlags; TABLE.len()] = {
-    let mut a = [OpFlags::empty(); TABLE.len()];
+/// The flags and result kind of each row of the table, in one dense array: asked for every
+/// op by the optimizer and the backend, they then take a few cache lines instead of the
+/// table's 56-byte rows.
+static HOT: [(OpFlags, Kind); TABLE.len()] = {
+    let mut a = [(OpFlags::empty(), Kind::Void); TABLE.len()];
     let mut i = 0;
     while i < a.len() {
-        a[i] = TABLE[i].flags;
-        i += 1;
-    }
-    a
-};
-static RESULT: [Kind; TABLE.len()] = {
-    let mut a = [Kind::Void; TABLE.len()];
-    let mut i = 0;
-    while i < a.len() {
-        a[i] = TABLE[i].result;
+        a[i] = (TABLE[i].flags, TABLE[i].result);
         i += 1;
     }
     a
@@ -392,12 +383,12 @@ impl Opcode {
     /// The op's flags.
     #[inline]
     pub fn flags(self) -> OpFlags {
-        FLAGS[self as usize]
+        HOT[self as usize].0
     }
     /// The kind of the op's result (`Void` when it has none).
     #[inline]
     pub fn result_kind(self) -> Kind {
-        RESULT[self as usize]
+        HOT[self as usize].1
     }
     /// The kind of the descriptor this op takes.
     #[inline]
