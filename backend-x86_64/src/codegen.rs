@@ -44,11 +44,11 @@ use crate::checker::{Event, Val};
 // Ops handed to the runtime (Hooks mode); a child module so it can extend `Gen`.
 #[path = "hooks.rs"]
 mod hooks;
+use crate::asm::CodeBuf;
 use crate::pmove::{sequentialize_into, Loc};
 use crate::runtime::{self, ArrayLayout};
 use crate::{CompileError, CompileOptions, ExitInfo, ExitSlot, VirtualInit, VirtualLayout};
-use dynasmrt::x64::X64Relocation;
-use dynasmrt::{dynasm, DynamicLabel, DynasmApi, DynasmLabelApi, VecAssembler};
+use dynasmrt::{dynasm, DynamicLabel, DynasmApi, DynasmLabelApi};
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::hint::select_unpredictable;
@@ -265,7 +265,7 @@ pub(crate) struct Generated {
 
 pub(crate) struct Gen<'t> {
     t: &'t Trace,
-    asm: VecAssembler<X64Relocation>,
+    asm: CodeBuf,
     gpr_pool: Vec<Reg>,
     xmm_pool: Vec<Reg>,
     /// The registers of `gpr_pool` and of `xmm_pool` as bit sets.
@@ -613,7 +613,7 @@ impl<'t> Gen<'t> {
         let nguards = t.guards.len();
         let nexits = nguards + n / 8 + 2;
         let nslots: usize = t.guards.iter().map(|g| g.fail_args.len() + 2 * g.virtuals.len()).sum();
-        let mut asm = VecAssembler::new_with_capacity(0, 64 + 40 * n, 0, 0, nexits + 8, 0, 4 * nguards + n / 2 + 8);
+        let mut asm = CodeBuf::with_capacity(64 + 40 * n, nexits + 8, 4 * nguards + n / 2 + 8);
         let epilogue = asm.new_dynamic_label();
         let mask = |pool: &[Reg]| pool.iter().fold(0u32, |m, &r| m | 1 << r);
         Ok(Gen {
@@ -1123,36 +1123,27 @@ impl<'t> Gen<'t> {
     fn frame_move(&mut self, r: Reg, m: i32, gpr_op: u8, xmm_op: u8) {
         if is_xmm(r) {
             match x(r) >= 8 {
-                true => self.frame_insn(&[0xf2, 0x44, 0x0f, xmm_op], x(r), m),
-                false => self.frame_insn(&[0xf2, 0x0f, xmm_op], x(r), m),
+                true => self.frame_insn(u32::from_le_bytes([0xf2, 0x44, 0x0f, xmm_op]), 4, x(r), m),
+                false => self.frame_insn(u32::from_le_bytes([0xf2, 0x0f, xmm_op, 0]), 3, x(r), m),
             }
         } else {
-            self.frame_insn(&[0x48 | (r >> 3) << 2, gpr_op], r, m);
+            self.frame_insn(u32::from_le_bytes([0x48 | (r >> 3) << 2, gpr_op, 0, 0]), 2, r, m);
         }
     }
 
-    /// An instruction whose memory operand is `[rbp + m]`: `head` (prefixes, REX, opcode),
-    /// the ModRM byte for register field `reg` (its low 3 bits; REX.R is in `head`) with
-    /// base `rbp` and an 8- or 32-bit displacement, then the displacement. One append
-    /// instead of dynasm's push per byte; the encodings are the ones dynasm produced (the
-    /// code bytes of the compile benchmark's traces are unchanged).
-    fn frame_insn(&mut self, head: &[u8], reg: u8, m: i32) {
-        let mut b = [0u8; 12];
-        let mut k = head.len();
-        b[..k].copy_from_slice(head);
-        match i8::try_from(m) {
-            Ok(d) => {
-                b[k] = 0x45 | (reg & 7) << 3;
-                b[k + 1] = d as u8;
-                k += 2;
-            }
-            Err(_) => {
-                b[k] = 0x85 | (reg & 7) << 3;
-                b[k + 1..k + 5].copy_from_slice(&m.to_le_bytes());
-                k += 5;
-            }
-        }
-        self.asm.extend(&b[..k]);
+    /// An instruction whose memory operand is `[rbp + m]`: the `head_len` bytes of `head`
+    /// (prefixes, REX, opcode; little-endian), the ModRM byte for register field `reg` (its
+    /// low 3 bits; REX.R is in `head`) with base `rbp` and an 8- or 32-bit displacement, then
+    /// the displacement. One append instead of dynasm's push per byte; the encodings are the
+    /// ones dynasm produced (the code bytes of the compile benchmark's traces are unchanged).
+    #[inline]
+    fn frame_insn(&mut self, head: u32, head_len: usize, reg: u8, m: i32) {
+        let (modrm, len) = match i8::try_from(m) {
+            Ok(d) => ((0x45 | (reg & 7) << 3) as u64 | (d as u8 as u64) << 8, 2),
+            Err(_) => ((0x85 | (reg & 7) << 3) as u64 | (m as u32 as u64) << 8, 5),
+        };
+        self.asm
+            .put(head as u128 | (modrm as u128) << (8 * head_len), head_len + len);
     }
 
     /// `[rbp + m] <- r`: [`Gen::mov`] of a register into the frame, without its dispatch
@@ -1230,10 +1221,12 @@ impl<'t> Gen<'t> {
     }
     /// A jump (`opcode`, at most two bytes) with 32-bit displacement `rel`, in one append.
     fn rel32_insn(&mut self, opcode: &[u8], rel: i32) {
-        let mut bytes = [0u8; 6];
-        bytes[..opcode.len()].copy_from_slice(opcode);
-        bytes[opcode.len()..opcode.len() + 4].copy_from_slice(&rel.to_le_bytes());
-        self.asm.extend(&bytes[..opcode.len() + 4]);
+        let (head, n) = match *opcode {
+            [a] => (a as u128, 1),
+            [a, b] => (a as u128 | (b as u128) << 8, 2),
+            _ => unreachable!("jump opcodes are one or two bytes"),
+        };
+        self.asm.put(head | (rel as u32 as u128) << (8 * n), n + 4);
     }
 
     /// `r11b = cond`.

@@ -130,13 +130,16 @@
 #![deny(missing_docs)]
 
 #[cfg_attr(not(any(test, feature = "checker")), allow(dead_code))]
+mod asm;
 mod checker;
 mod codegen;
+mod codemem;
 pub mod pmove;
 mod runtime;
 
 pub use runtime::{exec_in_memory, Allocation, ExitRequest, HookReply, HookRequest, Runtime, SimpleHeap};
 
+use codemem::CodeMemory;
 use std::fmt;
 use trace_ir::interp::{Outcome, RtValue};
 use trace_ir::{FailArg, GuardId, Kind, OpRef, Opcode, Trace};
@@ -434,7 +437,7 @@ pub fn compile(trace: &Trace, opts: &CompileOptions) -> Result<CompiledTrace, Co
     let g = codegen::Gen::new(trace, opts)
         .and_then(codegen::Gen::generate)
         .map_err(|e| *e)?;
-    let code = CodeMemory::new(&g.code)?;
+    let code = CodeMemory::new(&g.code).map_err(|e| CompileError::Memory(e.to_string()))?;
     let ct = CompiledTrace {
         code,
         exits: g.exits,
@@ -602,123 +605,6 @@ impl CompiledTrace {
         let name = if name.is_empty() { "trace" } else { name };
         if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
             let _ = writeln!(f, "{base:x} {:x} tracejit:{}", self.code.len(), name.replace('\n', " "));
-        }
-    }
-}
-
-/// Executable memory holding one trace's code: a private anonymous mapping of its own
-/// (whole pages no other trace shares), returned to a process-wide code cache when dropped.
-///
-/// A fresh mapping is created writable, with all its pages populated by the `mmap` call
-/// itself when the code is larger than two pages (`MAP_POPULATE`: one kernel entry instead
-/// of a page fault per 4 KiB page while the code is copied in), filled, then switched to
-/// read+execute. It is never writable and executable at the same time. This is what
-/// `dynasmrt`'s `MutableBuffer::make_exec` does, minus the page faults.
-///
-/// The code cache ([`CODE_CACHE`]) keeps the mappings of dropped traces, as PyPy's and
-/// LuaJIT's machine-code managers keep theirs: the next trace of a similar size takes one,
-/// switches it back to read+write (nothing can run it any more: its trace is gone, and the
-/// pages are its alone), copies its code in and switches it to read+execute. That is two
-/// `mprotect` calls instead of `mmap` (with its page population), `mprotect` and `munmap`.
-struct CodeMemory {
-    /// Always `Some` but while being dropped.
-    map: Option<memmap2::Mmap>,
-    len: usize,
-}
-
-/// Code sizes (bytes) above which a fresh mapping is populated by `mmap` itself.
-const POPULATE_FROM: usize = 8192;
-
-/// The mappings of dropped traces, read+execute, waiting for reuse by [`CodeMemory::new`].
-static CODE_CACHE: std::sync::Mutex<CodeCache> = std::sync::Mutex::new(CodeCache {
-    maps: Vec::new(),
-    bytes: 0,
-});
-
-/// The code cache's contents: at most [`CodeCache::MAX_MAPS`] mappings and
-/// [`CodeCache::MAX_BYTES`] bytes; a dropped trace's mapping beyond that is unmapped.
-struct CodeCache {
-    maps: Vec<memmap2::Mmap>,
-    bytes: usize,
-}
-
-impl CodeCache {
-    const MAX_MAPS: usize = 64;
-    const MAX_BYTES: usize = 16 << 20;
-
-    /// The smallest cached mapping that holds `len` bytes without wasting more than half of
-    /// itself, taken out of the cache.
-    fn take(&mut self, len: usize) -> Option<memmap2::Mmap> {
-        let fits = |m: &memmap2::Mmap| m.len() >= len && m.len() <= 2 * len.max(4096);
-        let (i, _) = self
-            .maps
-            .iter()
-            .enumerate()
-            .filter(|(_, m)| fits(m))
-            .min_by_key(|(_, m)| m.len())?;
-        let m = self.maps.swap_remove(i);
-        self.bytes -= m.len();
-        Some(m)
-    }
-
-    /// Keep `map` for reuse if there is room (else it is unmapped here).
-    fn give(&mut self, map: memmap2::Mmap) {
-        if self.maps.len() < Self::MAX_MAPS && self.bytes + map.len() <= Self::MAX_BYTES {
-            self.bytes += map.len();
-            self.maps.push(map);
-        }
-    }
-}
-
-impl CodeMemory {
-    fn new(code: &[u8]) -> Result<CodeMemory, CompileError> {
-        let err = |e: std::io::Error| CompileError::Memory(e.to_string());
-        // Never empty: every trace has a prologue and an epilogue.
-        let len = code.len().max(1);
-        let cached = CODE_CACHE.lock().ok().and_then(|mut c| c.take(len));
-        let mut map = match cached.map(memmap2::Mmap::make_mut) {
-            Some(Ok(m)) => m,
-            // A cached mapping that cannot be made writable is dropped (unmapped).
-            Some(Err(_)) | None => {
-                let mut opts = memmap2::MmapOptions::new();
-                opts.len(len);
-                // Populating costs a fixed walk in the kernel; it pays from about three pages
-                // on (below that, one or two page faults are cheaper: 100-op traces were 1.5%
-                // slower).
-                if code.len() > POPULATE_FROM {
-                    opts.populate();
-                }
-                opts.map_anon().map_err(err)?
-            }
-        };
-        map[..code.len()].copy_from_slice(code);
-        Ok(CodeMemory {
-            map: Some(map.make_exec().map_err(err)?),
-            len: code.len(),
-        })
-    }
-
-    fn map(&self) -> &memmap2::Mmap {
-        self.map.as_ref().expect("code memory is mapped until dropped")
-    }
-
-    fn as_ptr(&self) -> *const u8 {
-        self.map().as_ptr()
-    }
-
-    fn len(&self) -> usize {
-        self.len
-    }
-
-    fn bytes(&self) -> &[u8] {
-        &self.map()[..self.len]
-    }
-}
-
-impl Drop for CodeMemory {
-    fn drop(&mut self) {
-        if let (Some(map), Ok(mut cache)) = (self.map.take(), CODE_CACHE.lock()) {
-            cache.give(map);
         }
     }
 }

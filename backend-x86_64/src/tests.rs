@@ -438,51 +438,6 @@ fn compiled_trace_is_send_and_sync_and_drops() {
     assert_eq!(h.join().unwrap(), Exit::Finish { values: vec![5] });
 }
 
-/// The code cache keeps dropped mappings up to its limits and hands out the smallest one
-/// that holds the code without wasting more than half of itself.
-#[test]
-fn code_cache_reuses_fitting_mappings_within_its_limits() {
-    const PAGE: usize = 4096;
-    let map = |len: usize| {
-        memmap2::MmapOptions::new()
-            .len(len)
-            .map_anon()
-            .unwrap()
-            .make_exec()
-            .unwrap()
-    };
-    let mut cache = CodeCache {
-        maps: Vec::new(),
-        bytes: 0,
-    };
-    cache.give(map(3 * PAGE));
-    cache.give(map(16 * PAGE));
-    cache.give(map(5 * PAGE));
-    assert_eq!(cache.bytes, 24 * PAGE);
-    assert!(cache.take(17 * PAGE).is_none(), "nothing holds 17 pages");
-    assert!(cache.take(100).is_none(), "3 pages waste more than half on 100 bytes");
-    assert_eq!(
-        cache.take(2 * PAGE + 1).map(|m| m.len()),
-        Some(3 * PAGE),
-        "the smallest that fits"
-    );
-    assert!(cache.take(2 * PAGE + 1).is_none(), "5 pages waste more than half");
-    assert_eq!(cache.take(3 * PAGE).map(|m| m.len()), Some(5 * PAGE));
-    assert_eq!(cache.take(9 * PAGE).map(|m| m.len()), Some(16 * PAGE));
-    assert_eq!((cache.maps.len(), cache.bytes), (0, 0));
-    for _ in 0..CodeCache::MAX_MAPS + 5 {
-        cache.give(map(PAGE));
-    }
-    assert_eq!(cache.maps.len(), CodeCache::MAX_MAPS, "at most MAX_MAPS mappings");
-    let mut big = CodeCache {
-        maps: Vec::new(),
-        bytes: 0,
-    };
-    big.give(map(CodeCache::MAX_BYTES / 2));
-    big.give(map(CodeCache::MAX_BYTES / 2 + PAGE));
-    assert_eq!(big.bytes, CodeCache::MAX_BYTES / 2, "at most MAX_BYTES bytes");
-}
-
 /// Code compiled into a recycled mapping runs like code in a fresh one: traces compiled
 /// and dropped in turn, each run after the previous one's mapping went back to the cache.
 #[test]

@@ -1,0 +1,155 @@
+//! The code buffer `dynasm!` assembles into: dynasmrt's `VecAssembler` (bytes, dynamic
+//! labels, relocations resolved at the end) plus [`CodeBuf::put`], which appends a whole
+//! hand-encoded instruction with one store.
+//!
+//! Why not `VecAssembler` itself: dynasm appends an instruction's run-time bytes one `push`
+//! at a time, and each push reloads the vector's length (a byte store may alias anything),
+//! a store-to-load chain through memory for every byte. The code generator's most frequent
+//! instructions are encoded by hand into a 16-byte word and appended at once.
+
+use dynasmrt::components::{LabelRegistry, PatchLoc, RelocRegistry};
+use dynasmrt::x64::X64Relocation;
+use dynasmrt::{AssemblyOffset, DynamicLabel, DynasmApi, DynasmError, DynasmLabelApi, LabelKind, TargetKind};
+
+/// Bytes of spare capacity [`CodeBuf::put`] needs (it stores a whole 16-byte word).
+const PUT_WIDTH: usize = 16;
+
+/// An x86-64 code buffer with dynamic labels (the only labels the code generator uses).
+pub(crate) struct CodeBuf {
+    ops: Vec<u8>,
+    labels: LabelRegistry,
+    relocs: RelocRegistry<X64Relocation>,
+    error: Option<DynasmError>,
+}
+
+impl CodeBuf {
+    /// An empty buffer with room for `bytes` of code, `labels` dynamic labels and `refs`
+    /// references to them.
+    pub(crate) fn with_capacity(bytes: usize, labels: usize, refs: usize) -> CodeBuf {
+        CodeBuf {
+            ops: Vec::with_capacity(bytes),
+            labels: LabelRegistry::with_capacity(0, 0, labels),
+            relocs: RelocRegistry::with_capacity(0, refs),
+            error: None,
+        }
+    }
+
+    /// A new dynamic label.
+    pub(crate) fn new_dynamic_label(&mut self) -> DynamicLabel {
+        self.labels.new_dynamic_label()
+    }
+
+    /// Append the first `len` (at most 16) bytes of `insn` (little-endian: byte 0 first).
+    #[inline(always)]
+    pub(crate) fn put(&mut self, insn: u128, len: usize) {
+        debug_assert!(len <= PUT_WIDTH);
+        if self.ops.capacity() - self.ops.len() < PUT_WIDTH {
+            self.ops.reserve(PUT_WIDTH);
+        }
+        let at = self.ops.len();
+        // SAFETY: at least `PUT_WIDTH` bytes of capacity follow `at` (reserved above), so
+        // the unaligned 16-byte store stays inside the allocation; the length grows by
+        // `len <= PUT_WIDTH`, covering only bytes just written.
+        unsafe {
+            self.ops
+                .as_mut_ptr()
+                .add(at)
+                .cast::<u128>()
+                .write_unaligned(insn.to_le());
+            self.ops.set_len(at + len);
+        }
+    }
+
+    /// The code, with every label reference resolved.
+    pub(crate) fn finalize(mut self) -> Result<Vec<u8>, DynasmError> {
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        if self.relocs.take_statics().next().is_some() {
+            return Err(DynasmError::UnknownLabel(LabelKind::Local("static label")));
+        }
+        for (loc, id) in self.relocs.take_dynamics() {
+            let target = self.labels.resolve_dynamic(id)?;
+            let buf = &mut self.ops[loc.range(0)];
+            if loc.patch(buf, 0, target.0).is_err() {
+                return Err(DynasmError::ImpossibleRelocation(TargetKind::Dynamic(id)));
+            }
+        }
+        Ok(self.ops)
+    }
+}
+
+impl Extend<u8> for CodeBuf {
+    fn extend<T: IntoIterator<Item = u8>>(&mut self, iter: T) {
+        self.ops.extend(iter)
+    }
+}
+
+impl<'a> Extend<&'a u8> for CodeBuf {
+    fn extend<T: IntoIterator<Item = &'a u8>>(&mut self, iter: T) {
+        self.ops.extend(iter)
+    }
+}
+
+impl DynasmApi for CodeBuf {
+    #[inline]
+    fn offset(&self) -> AssemblyOffset {
+        AssemblyOffset(self.ops.len())
+    }
+    #[inline]
+    fn push(&mut self, byte: u8) {
+        self.ops.push(byte);
+    }
+    fn align(&mut self, alignment: usize, with: u8) {
+        while !self.ops.len().is_multiple_of(alignment) {
+            self.ops.push(with);
+        }
+    }
+}
+
+impl DynasmLabelApi for CodeBuf {
+    type Relocation = X64Relocation;
+
+    fn local_label(&mut self, _name: &'static str) {
+        self.error = Some(DynasmError::UnknownLabel(LabelKind::Local(
+            "local labels are not supported",
+        )));
+    }
+    fn global_label(&mut self, _name: &'static str) {
+        self.error = Some(DynasmError::UnknownLabel(LabelKind::Local(
+            "global labels are not supported",
+        )));
+    }
+    fn dynamic_label(&mut self, id: DynamicLabel) {
+        let offset = self.offset();
+        if let Err(e) = self.labels.define_dynamic(id, offset) {
+            self.error = Some(e)
+        }
+    }
+    fn forward_relocation(&mut self, _: &'static str, _: isize, _: u8, _: u8, _: X64Relocation) {
+        self.local_label("");
+    }
+    fn backward_relocation(&mut self, _: &'static str, _: isize, _: u8, _: u8, _: X64Relocation) {
+        self.local_label("");
+    }
+    fn global_relocation(&mut self, _: &'static str, _: isize, _: u8, _: u8, _: X64Relocation) {
+        self.local_label("");
+    }
+    fn dynamic_relocation(
+        &mut self,
+        id: DynamicLabel,
+        target_offset: isize,
+        field_offset: u8,
+        ref_offset: u8,
+        kind: X64Relocation,
+    ) {
+        let location = self.offset();
+        self.relocs.add_dynamic(
+            id,
+            PatchLoc::new(location, target_offset, field_offset, ref_offset, kind),
+        );
+    }
+    fn value_relocation(&mut self, _: usize, _: u8, _: u8, _: X64Relocation) {
+        self.local_label("");
+    }
+}
