@@ -75,6 +75,8 @@ const R13: Reg = 13;
 const R14: Reg = 14;
 const R15: Reg = 15;
 const XMM0: Reg = 16;
+/// "No register": one past the last register, an index of the dummy owner entry.
+const NO_REG: Reg = 32;
 
 /// Allocatable general-purpose registers in order of preference (callee-saved first, so
 /// values survive calls). `rsp`, `rbp` (frame) and `r11` (scratch) are reserved.
@@ -285,12 +287,14 @@ pub(crate) struct Gen<'t> {
     /// of [`reads`]: `(value, the value's next use after p)` (`NEVER`: `p` is its last).
     reads_start: Vec<u32>,
     reads: Vec<(u32, u32)>,
-    /// The value each register holds; entry 32 is a dummy that `end_op` writes instead of
+    /// The value each register holds; entry `NO_REG` is a dummy that `end_op` writes instead of
     /// branching.
-    owner: [Option<u32>; 33],
+    owner: [Option<u32>; NO_REG as usize + 1],
     /// The registers that have an owner, as a bit set (kept in sync with `owner`).
     occupied: u32,
-    val_reg: Vec<Option<Reg>>,
+    /// The register holding each value, [`NO_REG`] if none (the dummy owner slot, so
+    /// `end_op` releases it without a branch); read through [`Gen::reg_of`].
+    val_reg: Vec<Reg>,
     val_slot: Vec<Option<u32>>,
     slot_valid: Vec<bool>,
     nslots: u32,
@@ -383,7 +387,7 @@ struct Scratch {
     after: Vec<u32>,
     reads_start: Vec<u32>,
     reads: Vec<(u32, u32)>,
-    val_reg: Vec<Option<Reg>>,
+    val_reg: Vec<Reg>,
     val_slot: Vec<Option<u32>>,
     slot_valid: Vec<bool>,
     stubs: Vec<Stub>,
@@ -594,7 +598,7 @@ impl<'t> Gen<'t> {
         let mut sc = SCRATCH.with(Cell::take);
         let exit_len = liveness(t, &mut sc);
         sc.val_reg.clear();
-        sc.val_reg.resize(n + 1, None);
+        sc.val_reg.resize(n + 1, NO_REG);
         sc.val_slot.clear();
         sc.val_slot.resize(n, None);
         sc.slot_valid.clear();
@@ -629,7 +633,7 @@ impl<'t> Gen<'t> {
             next_use: sc.next_use,
             reads_start: sc.reads_start,
             reads: sc.reads,
-            owner: [None; 33],
+            owner: [None; NO_REG as usize + 1],
             occupied: 0,
             val_reg: sc.val_reg,
             val_slot: sc.val_slot,
@@ -753,13 +757,20 @@ impl<'t> Gen<'t> {
     fn set_owner(&mut self, r: Reg, v: usize) {
         self.owner[r as usize] = Some(v as u32);
         self.occupied |= 1 << r;
-        self.val_reg[v] = Some(r);
+        self.val_reg[v] = r;
     }
     fn release(&mut self, r: Reg) {
         if let Some(v) = self.owner[r as usize].take() {
             self.occupied &= !(1 << r);
-            self.val_reg[v as usize] = None;
+            self.val_reg[v as usize] = NO_REG;
         }
+    }
+
+    /// The register holding value `v`, if any.
+    #[inline]
+    fn reg_of(&self, v: usize) -> Option<Reg> {
+        let r = self.val_reg[v];
+        (r != NO_REG).then_some(r)
     }
 
     /// Store `v` into its slot (allocating one) unless the slot already holds it.
@@ -773,7 +784,8 @@ impl<'t> Gen<'t> {
             }
         };
         if !self.slot_valid[s as usize] {
-            let r = self.val_reg[v]
+            let r = self
+                .reg_of(v)
                 .ok_or_else(|| internal(format!("value op{v} lost: neither in a register nor in a slot")))?;
             self.record_use(Loc::Reg(r), v);
             let d = self.slot_disp(s);
@@ -863,7 +875,7 @@ impl<'t> Gen<'t> {
             ValueData::Const(c) => Ok(Loc::Imm(self.t.consts.get(c).bits())),
             ValueData::Op(o) => {
                 let i = o.index();
-                if let Some(r) = self.val_reg[i] {
+                if let Some(r) = self.reg_of(i) {
                     self.record_use(Loc::Reg(r), i);
                     return Ok(Loc::Reg(r));
                 }
@@ -882,7 +894,7 @@ impl<'t> Gen<'t> {
     /// `v` in a register (pinned). Constants go to a temporary register without owner.
     fn load(&mut self, v: Value) -> R<Reg> {
         if let Some(o) = v.as_op() {
-            if let Some(r) = self.val_reg[o.index()] {
+            if let Some(r) = self.reg_of(o.index()) {
                 self.record_use(Loc::Reg(r), o.index());
                 self.pin(r);
                 return Ok(r);
@@ -915,7 +927,7 @@ impl<'t> Gen<'t> {
     /// when `v` dies at this op, else a new one.
     fn copy_to_new(&mut self, v: Value, kind: Kind) -> R<Reg> {
         if let Some(o) = v.as_op() {
-            if let Some(r) = self.val_reg[o.index()] {
+            if let Some(r) = self.reg_of(o.index()) {
                 if !self.live_after(o.index()) {
                     self.record_use(Loc::Reg(r), o.index());
                     self.release(r);
@@ -1002,15 +1014,15 @@ impl<'t> Gen<'t> {
     fn end_op(&mut self) {
         let pos = self.pos;
         // Without branches (which values die is unpredictable): a value that stays live,
-        // or has no register, releases the dummy register 32.
+        // or has no register, releases the dummy register `NO_REG`.
         let (next_use, val_reg, owner) = (&mut self.next_use[..], &mut self.val_reg[..], &mut self.owner);
         let mut occupied = self.occupied as u64;
         let mut kill = |v: usize, dies: bool| {
             let reg = val_reg[v];
-            let r = select_unpredictable(dies, reg.map_or(32, |r| r as usize), 32);
+            let r = select_unpredictable(dies, reg, NO_REG) as usize;
             owner[r] = None;
             occupied &= !(1 << r);
-            val_reg[v] = select_unpredictable(dies, None, reg);
+            val_reg[v] = select_unpredictable(dies, NO_REG, reg);
         };
         for &(v, next) in &self.reads[self.reads_start[pos] as usize..self.reads_start[pos + 1] as usize] {
             next_use[v as usize] = next;
@@ -1018,7 +1030,7 @@ impl<'t> Gen<'t> {
         }
         // A result nobody reads.
         kill(pos, self.last_use[pos] == 0);
-        owner[32] = None;
+        owner[NO_REG as usize] = None;
         self.occupied = occupied as u32;
         self.pinned = 0;
     }
@@ -1460,7 +1472,7 @@ impl<'t> Gen<'t> {
         let last_param = at + op.args.len();
         let mut keep = Vec::new();
         for v in 0..at {
-            if self.used_from(v, last_param + 1) && (self.val_reg[v].is_some() || self.val_slot[v].is_some()) {
+            if self.used_from(v, last_param + 1) && (self.reg_of(v).is_some() || self.val_slot[v].is_some()) {
                 self.ensure_slot(v)?;
                 keep.push((Loc::Mem(self.slot_disp(self.val_slot[v].unwrap())), v as u32));
             }
@@ -1740,8 +1752,8 @@ impl<'t> Gen<'t> {
                 if opc.is_commutative() {
                     if let (Some(xo), Some(yo)) = (x.as_op(), y.as_op()) {
                         let (xo, yo) = (xo.index(), yo.index());
-                        if self.val_reg[xo].is_some()
-                            && self.val_reg[yo].is_some()
+                        if self.reg_of(xo).is_some()
+                            && self.reg_of(yo).is_some()
                             && self.live_after(xo)
                             && !self.live_after(yo)
                         {
@@ -1799,7 +1811,7 @@ impl<'t> Gen<'t> {
                 // `lea` for add/sub of a constant or add of two registers into a different
                 // register: when `x` lives on, or the loop's jump wants the result elsewhere.
                 if matches!(opc, IntAdd | IntSub) {
-                    if let (Some(xo), Some(rx)) = (x.as_op(), x.as_op().and_then(|o| self.val_reg[o.index()])) {
+                    if let (Some(xo), Some(rx)) = (x.as_op(), x.as_op().and_then(|o| self.reg_of(o.index()))) {
                         let xo = xo.index();
                         let elsewhere = self.live_after(xo) || self.jump_hint(Kind::Int).is_some();
                         if let Some(c) = t.const_int(y) {
@@ -1842,7 +1854,7 @@ impl<'t> Gen<'t> {
                             Loc::Mem(m) => Some(Opnd::Mem(m)),
                         };
                         if let Some(s) = y_opnd {
-                            let rx = self.val_reg[xo].unwrap();
+                            let rx = self.reg_of(xo).unwrap();
                             self.record_use(Loc::Reg(rx), xo);
                             self.release(rx);
                             self.pin(rx);
@@ -2399,7 +2411,7 @@ impl<'t> Gen<'t> {
     fn undoable(&self, v: Value) -> bool {
         let Some(o) = v.as_op() else { return false };
         let o = o.index();
-        self.val_reg[o].is_some()
+        self.reg_of(o).is_some()
             && self.last_use[o] as usize == self.pos + 1
             && self
                 .t

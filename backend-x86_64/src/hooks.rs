@@ -184,7 +184,10 @@ impl Gen<'_> {
                 }
             });
             for v in read {
-                if self.val_reg[v].is_some_and(|r| super::is_xmm(r) || super::CALLER_SAVED_GPR.contains(&r)) {
+                if self
+                    .reg_of(v)
+                    .is_some_and(|r| super::is_xmm(r) || super::CALLER_SAVED_GPR.contains(&r))
+                {
                     self.ensure_slot(v)?;
                 }
             }
