@@ -60,6 +60,13 @@ impl CodeBuf {
         }
     }
 
+    /// The bytes so far, leaving the buffer empty (labels and their references are kept:
+    /// for tests that compare encodings of instructions without labels).
+    #[cfg(test)]
+    pub(crate) fn take(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.ops)
+    }
+
     /// The code, with every label reference resolved.
     pub(crate) fn finalize(mut self) -> Result<Vec<u8>, DynasmError> {
         if let Some(e) = self.error.take() {
