@@ -784,9 +784,7 @@ impl<'t> Gen<'t> {
             }
         };
         if !self.slot_valid[s as usize] {
-            let r = self
-                .reg_of(v)
-                .ok_or_else(|| internal(format!("value op{v} lost: neither in a register nor in a slot")))?;
+            let r = self.reg_of(v).ok_or_else(|| lost_value(v, self.pos))?;
             self.record_use(Loc::Reg(r), v);
             let d = self.slot_disp(s);
             self.store(d, r);
@@ -843,7 +841,7 @@ impl<'t> Gen<'t> {
         // of equals, the highest-numbered register): the largest `(next use, register)`.
         let mut candidates = mask & !blocked;
         if candidates == 0 {
-            return Err(internal(format!("out of registers at op{}", self.pos)));
+            return Err(out_of_registers(self.pos));
         }
         let mut best = 0u64;
         while candidates != 0 {
@@ -885,7 +883,7 @@ impl<'t> Gen<'t> {
                         self.record_use(l, i);
                         Ok(l)
                     }
-                    _ => Err(internal(format!("value {o} used at op{} has no location", self.pos))),
+                    _ => Err(lost_value(i, self.pos)),
                 }
             }
         }
@@ -3089,9 +3087,24 @@ fn rel32(end: usize, to: usize) -> R<i32> {
     i32::try_from(to as i64 - end as i64).map_err(|_| internal("jump out of 32-bit range".into()))
 }
 
+#[cold]
 fn internal(msg: String) -> Box<CompileError> {
     Box::new(CompileError::Internal(msg))
 }
+/// An allocator bug: the value of op `v`, read at op `pos`, is neither in a register nor
+/// in a slot. (Errors of the hot paths are built out of line, from plain arguments, so
+/// those paths need no stack frame for formatting.)
+#[cold]
+#[inline(never)]
+fn lost_value(v: usize, pos: usize) -> Box<CompileError> {
+    internal(format!("value op{v} used at op{pos} has no location"))
+}
+#[cold]
+#[inline(never)]
+fn out_of_registers(pos: usize) -> Box<CompileError> {
+    internal(format!("out of registers at op{pos}"))
+}
+#[cold]
 fn bad(msg: &str) -> Box<CompileError> {
     Box::new(CompileError::BadTrace(msg.to_string()))
 }
