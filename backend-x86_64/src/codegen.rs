@@ -1044,7 +1044,7 @@ impl<'t> Gen<'t> {
         match (dst, src) {
             _ if dst == src => {}
             (Loc::Reg(d), Loc::Reg(s)) => match (is_xmm(d), is_xmm(s)) {
-                (false, false) => dynasm!(self.asm ; .arch x64 ; mov Rq(d), Rq(s)),
+                (false, false) => self.mov_gpr(d, s),
                 (true, true) => dynasm!(self.asm ; .arch x64 ; movaps Rx(x(d)), Rx(x(s))),
                 (true, false) => dynasm!(self.asm ; .arch x64 ; movq Rx(x(d)), Rq(s)),
                 (false, true) => dynasm!(self.asm ; .arch x64 ; movq Rq(d), Rx(x(s))),
@@ -1058,15 +1058,9 @@ impl<'t> Gen<'t> {
                         self.mov_imm_r11(v);
                         dynasm!(self.asm ; .arch x64 ; movq Rx(x(d)), r11)
                     }
-                } else if v == 0 {
-                    // Not `xor`: moves must not disturb the flags (fused guards).
-                    dynasm!(self.asm ; .arch x64 ; mov Rd(d), 0)
-                } else if v <= u32::MAX as u64 {
-                    dynasm!(self.asm ; .arch x64 ; mov Rd(d), v as u32 as i32)
-                } else if fits_i32(v as i64) {
-                    dynasm!(self.asm ; .arch x64 ; mov Rq(d), v as i64 as i32)
                 } else {
-                    dynasm!(self.asm ; .arch x64 ; mov Rq(d), QWORD v as i64)
+                    // Zero too: not `xor`, moves must not disturb the flags (fused guards).
+                    self.mov_gpr_imm(d, v)
                 }
             }
             (Loc::Mem(m), Loc::Reg(s)) => self.store_frame(m, s),
@@ -1154,6 +1148,44 @@ impl<'t> Gen<'t> {
         };
         self.asm
             .put(head as u128 | (modrm as u128) << (8 * head_len), head_len + len);
+    }
+
+    /// `mov d, s` between general-purpose registers (`REX.W 89 /r`), hand-encoded as
+    /// dynasm encodes it (`encoding_tests`): after the frame moves, the most frequent
+    /// instruction.
+    #[inline]
+    fn mov_gpr(&mut self, d: Reg, s: Reg) {
+        let rex = 0x48 | (s >> 3) << 2 | d >> 3;
+        let modrm = 0xc0 | (s & 7) << 3 | (d & 7);
+        self.asm.put(u32::from_le_bytes([rex, 0x89, modrm, 0]) as u128, 3);
+    }
+
+    /// General-purpose register `d` <- the 64-bit constant `v`, in the shortest form:
+    /// `mov r32, imm32` (`B8+r`, zero-extending) up to `u32::MAX`, `mov r64, simm32`
+    /// (`REX.W C7 /0`) for small negative values, else `mov r64, imm64` (`REX.W B8+r`).
+    /// Hand-encoded as dynasm encodes them (`encoding_tests`), but for the REX prefix dynasm
+    /// puts on every `mov r32, imm32` with a register chosen at run time: here only when
+    /// the register needs it.
+    #[inline]
+    fn mov_gpr_imm(&mut self, d: Reg, v: u64) {
+        let (lo, b) = (d & 7, d >> 3);
+        if v <= u32::MAX as u64 {
+            // An optional REX.B, then B8+r and the immediate.
+            let (head, n) = if b != 0 {
+                (0x41 | (0xb8 | lo as u32) << 8, 2)
+            } else {
+                (0xb8 | lo as u32, 1)
+            };
+            self.asm.put(head as u128 | (v as u128) << (8 * n), n + 4);
+        } else if fits_i32(v as i64) {
+            let head = u32::from_le_bytes([0x48 | b, 0xc7, 0xc0 | lo, 0]);
+            self.asm.put(head as u128 | (v as u32 as u128) << 24, 7);
+        } else {
+            self.asm.put(
+                u16::from_le_bytes([0x48 | b, 0xb8 | lo]) as u128 | (v as u128) << 16,
+                10,
+            );
+        }
     }
 
     /// `[rbp + m] <- r`: [`Gen::mov`] of a register into the frame, without its dispatch
@@ -3221,6 +3253,57 @@ mod encoding_tests {
             out.push(text);
         }
         out
+    }
+
+    /// The hand-encoded register moves are the bytes dynasm assembles for them, and the
+    /// constant loads decode to the instructions it assembles (one byte shorter for
+    /// `mov r32, imm32` into the first eight registers), for every pair of general-purpose
+    /// registers and constants at every boundary of the three forms.
+    #[test]
+    fn hand_encoded_register_moves_are_dynasm_bytes() {
+        let (t, _) = random_trace(&RandomConfig::default(), 1);
+        let mut g = Gen::new(&t, &CompileOptions::default()).unwrap();
+        for d in 0..16u8 {
+            for s in 0..16u8 {
+                g.mov_gpr(d, s);
+                let hand = g.asm.take();
+                dynasm!(g.asm ; .arch x64 ; mov Rq(d), Rq(s));
+                assert_eq!(hand, g.asm.take(), "mov {d}, {s}");
+            }
+            let imms = [
+                0u64,
+                1,
+                0x7f,
+                0x80,
+                0x7fff_ffff,
+                0x8000_0000,
+                u32::MAX as u64,
+                1 << 32,
+                -1i64 as u64,
+                i32::MIN as i64 as u64,
+                i32::MIN as i64 as u64 - 1,
+                0x1234_5678_9abc_def0,
+                u64::MAX - 0x8000_0000,
+            ];
+            for v in imms {
+                g.mov_gpr_imm(d, v);
+                let hand = g.asm.take();
+                if v <= u32::MAX as u64 {
+                    dynasm!(g.asm ; .arch x64 ; mov Rd(d), v as u32 as i32);
+                } else if fits_i32(v as i64) {
+                    dynasm!(g.asm ; .arch x64 ; mov Rq(d), v as i64 as i32);
+                } else {
+                    dynasm!(g.asm ; .arch x64 ; mov Rq(d), QWORD v as i64);
+                }
+                let reference = g.asm.take();
+                // dynasm puts a REX prefix on every `mov r32, imm32` with a register chosen at
+                // run time; the hand encoding only when the register needs one (r8d-r15d).
+                let (h, r) = (decode(&hand), decode(&reference));
+                assert_eq!(h.len(), 1, "{hand:02x?}");
+                assert_eq!(h, r, "mov {d}, {v:#x}: {hand:02x?} vs {reference:02x?}");
+                assert_eq!(hand.len() + usize::from(v <= u32::MAX as u64 && d < 8), reference.len());
+            }
+        }
     }
 
     /// The hand-encoded frame loads and stores decode to the instructions dynasm assembles
