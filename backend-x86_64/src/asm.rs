@@ -2,10 +2,11 @@
 //! labels, relocations resolved at the end) plus [`CodeBuf::put`], which appends a whole
 //! hand-encoded instruction with one store.
 //!
-//! Why not `VecAssembler` itself: dynasm appends an instruction's run-time bytes one `push`
-//! at a time, and each push reloads the vector's length (a byte store may alias anything),
-//! a store-to-load chain through memory for every byte. The code generator's most frequent
-//! instructions are encoded by hand into a 16-byte word and appended at once.
+//! Why not `VecAssembler` itself: it only appends a byte (`push`) or a slice (`extend`), and
+//! a hand-encoded instruction's length is known at run time only, so `extend` became a
+//! `memcpy` call per instruction (2.4% of compile time for the frame moves alone). Here the
+//! code generator's most frequent instructions are encoded into a 16-byte word and appended
+//! with one store.
 
 use dynasmrt::components::{LabelRegistry, PatchLoc, RelocRegistry};
 use dynasmrt::x64::X64Relocation;
@@ -61,8 +62,8 @@ impl CodeBuf {
     }
 
     /// The bytes so far, leaving the buffer empty (labels and their references are kept:
-    /// for tests that compare encodings of instructions without labels).
-    #[cfg(test)]
+    /// for the tests that compare encodings of instructions without labels).
+    #[cfg(all(test, feature = "disasm"))]
     pub(crate) fn take(&mut self) -> Vec<u8> {
         std::mem::take(&mut self.ops)
     }
@@ -83,6 +84,16 @@ impl CodeBuf {
             }
         }
         Ok(self.ops)
+    }
+}
+
+impl CodeBuf {
+    /// A static label or a relocation other than to a dynamic label: reported by
+    /// [`CodeBuf::finalize`] (the code generator uses dynamic labels only).
+    fn unsupported(&mut self) {
+        self.error = Some(DynasmError::UnknownLabel(LabelKind::Local(
+            "only dynamic labels are supported",
+        )));
     }
 }
 
@@ -118,14 +129,10 @@ impl DynasmLabelApi for CodeBuf {
     type Relocation = X64Relocation;
 
     fn local_label(&mut self, _name: &'static str) {
-        self.error = Some(DynasmError::UnknownLabel(LabelKind::Local(
-            "local labels are not supported",
-        )));
+        self.unsupported();
     }
     fn global_label(&mut self, _name: &'static str) {
-        self.error = Some(DynasmError::UnknownLabel(LabelKind::Local(
-            "global labels are not supported",
-        )));
+        self.unsupported();
     }
     fn dynamic_label(&mut self, id: DynamicLabel) {
         let offset = self.offset();
@@ -134,13 +141,13 @@ impl DynasmLabelApi for CodeBuf {
         }
     }
     fn forward_relocation(&mut self, _: &'static str, _: isize, _: u8, _: u8, _: X64Relocation) {
-        self.local_label("");
+        self.unsupported();
     }
     fn backward_relocation(&mut self, _: &'static str, _: isize, _: u8, _: u8, _: X64Relocation) {
-        self.local_label("");
+        self.unsupported();
     }
     fn global_relocation(&mut self, _: &'static str, _: isize, _: u8, _: u8, _: X64Relocation) {
-        self.local_label("");
+        self.unsupported();
     }
     fn dynamic_relocation(
         &mut self,
@@ -157,6 +164,6 @@ impl DynasmLabelApi for CodeBuf {
         );
     }
     fn value_relocation(&mut self, _: usize, _: u8, _: u8, _: X64Relocation) {
-        self.local_label("");
+        self.unsupported();
     }
 }

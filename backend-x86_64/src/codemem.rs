@@ -177,15 +177,11 @@ impl CodeMemory {
     /// `code` in executable memory.
     pub(crate) fn new(code: &[u8]) -> io::Result<CodeMemory> {
         let cached = CODE_CACHE.lock().ok().and_then(|mut c| c.take(code.len()));
-        let mut pages = match cached {
-            Some(mut m) => {
-                // SAFETY: a cached mapping belonged to a dropped trace: nothing runs it.
-                match unsafe { m.make_writable() } {
-                    Ok(()) => m,
-                    // One that cannot be made writable is dropped (unmapped).
-                    Err(_) => Pages::map(code.len(), code.len() > POPULATE_FROM)?,
-                }
-            }
+        // SAFETY: a cached mapping belonged to a dropped trace: nothing runs it. One that
+        // cannot be made writable is dropped (unmapped) here.
+        let reused = cached.and_then(|mut m| unsafe { m.make_writable() }.ok().map(|()| m));
+        let mut pages = match reused {
+            Some(m) => m,
             None => Pages::map(code.len(), code.len() > POPULATE_FROM)?,
         };
         // SAFETY: the code pages are read+write and `pages.len() >= code.len()` (a fresh
