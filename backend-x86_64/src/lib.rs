@@ -26,9 +26,15 @@
 //! # Semantics at the edges
 //! - Partial operations never trap: a shift amount outside `0..64`, a zero divisor, an
 //!   `int_signext` width outside {1, 2, 4, 8}, a `new_array` length outside
-//!   `0..=2^24` or a failed allocation end the run with [`Exit::Invalid`] naming the op (the
-//!   reference interpreter's "invalid operation" outcome). `MININT / -1` wraps to `MININT`
-//!   with remainder 0.
+//!   `0..=2^24`, an allocation larger than the memory model's limit
+//!   ([`trace_ir::descr::MAX_ALLOC_BYTES`]) or a failed allocation end the run with
+//!   [`Exit::Invalid`] naming the op (the reference interpreter's "invalid operation"
+//!   outcome; a [`Runtime`] may refuse smaller allocations too). `MININT / -1` wraps to
+//!   `MININT` with remainder 0.
+//! - The memory model (`docs/memory-model.md`) is the interpreter's: native code reads and
+//!   writes bytes, so byte views of one object alias as [`trace_ir::Aliasing::Bytes`] says;
+//!   the promises of [`trace_ir::Aliasing::TypeBased`] and of hints are the trace's to keep
+//!   (native code does not check them).
 //! - A loop that never leaves runs forever, like the embedder's own loop would: there is no
 //!   iteration limit in native code.
 //! - `guard_not_invalidated`, `guard_not_forced`, `guard_not_forced_2` and
@@ -306,6 +312,7 @@ impl Exit {
             Exit::Invalid { op } => Outcome::Invalid {
                 op: Some(*op),
                 reason: "invalid operation in native code".into(),
+                promise: false,
             },
         }
     }

@@ -4,7 +4,7 @@
 //! (`impl Runtime for trace_ir::interp::ModelHeap`), and the `extern "sysv64"` trampolines the
 //! generated code calls.
 
-use trace_ir::descr::{DEFAULT_ARRAY_BASE, DEFAULT_ARRAY_LEN};
+use trace_ir::descr::{DEFAULT_ARRAY_BASE, DEFAULT_ARRAY_LEN, MAX_ALLOC_BYTES};
 use trace_ir::interp::{ModelHeap, Outcome};
 use trace_ir::{Descr, GuardId, OpRef, Opcode};
 
@@ -433,7 +433,9 @@ pub struct Allocation {
 pub struct SimpleHeap {
     /// The allocations, in order.
     pub allocations: Vec<Allocation>,
-    /// Largest allocation accepted, in bytes (larger requests return 0). Default 1 MiB.
+    /// Largest allocation accepted, in bytes (larger requests return 0). Default: the
+    /// memory model's limit, [`trace_ir::descr::MAX_ALLOC_BYTES`] (the reference interpreter
+    /// refuses the same allocations).
     pub max_size: Option<u64>,
     /// Zeroed bytes added after every object (default 64), so that a trace whose field
     /// descriptors reach past its size descriptor (the interpreter's model reads zeros
@@ -447,7 +449,7 @@ impl SimpleHeap {
         SimpleHeap::default()
     }
     fn take(&mut self, size: u64, class: u64, len: Option<u64>) -> u64 {
-        if size > self.max_size.unwrap_or(1 << 20) {
+        if size > self.max_size.unwrap_or(MAX_ALLOC_BYTES) {
             return 0;
         }
         let total = size + self.slack.unwrap_or(64);
@@ -635,6 +637,9 @@ pub(crate) extern "sysv64" fn tramp_new(ctx: *mut RtCtx<'_>, size: u64, class: u
     // SAFETY: native code passes the context pointer that `CompiledTrace::run` stored in the
     // frame; it points to a live `RtCtx` for the duration of the run.
     let ctx = unsafe { &mut *ctx };
+    if size > MAX_ALLOC_BYTES {
+        return 0;
+    }
     let p = ctx.rt.alloc(size, class);
     if p != 0 && class != 0 {
         // SAFETY: the runtime guarantees `size` (>= 8 for instances) writable, aligned bytes.
@@ -660,6 +665,9 @@ fn new_array_in<R: Runtime + ?Sized>(rt: &mut R, len: u64, layout: &ArrayLayout)
         return 0;
     }
     let size = (layout.base_offset + len * layout.item_size).max(layout.len_offset + 8);
+    if size > MAX_ALLOC_BYTES {
+        return 0;
+    }
     let p = rt.alloc_array(size, len);
     if p != 0 {
         // SAFETY: the runtime returned `size` writable aligned bytes, and `len_offset + 8 <= size`.

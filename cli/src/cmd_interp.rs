@@ -216,8 +216,8 @@ fn json_outcome(o: &Outcome) -> String {
             target.map_or("null".to_string(), |t| t.to_string()),
             json_values(values)
         ),
-        Outcome::Invalid { op, reason } => format!(
-            "{{\"kind\":\"invalid\",\"op\":{},\"reason\":{}}}",
+        Outcome::Invalid { op, reason, promise } => format!(
+            "{{\"kind\":\"invalid\",\"op\":{},\"reason\":{},\"broken_promise\":{promise}}}",
             op.map_or("null".to_string(), |o| o.index().to_string()),
             json_str(reason)
         ),

@@ -34,6 +34,12 @@ impl TraceBuilder {
     pub fn new() -> TraceBuilder {
         TraceBuilder::default()
     }
+    /// Choose how accesses through different descriptors alias ([`crate::Aliasing`]; the
+    /// default is [`crate::Aliasing::Bytes`]).
+    pub fn aliasing(&mut self, aliasing: crate::Aliasing) -> &mut Self {
+        self.trace.aliasing = aliasing;
+        self
+    }
     /// Add a trace input of `kind`. Inputs must be added before any other op.
     pub fn input(&mut self, kind: Kind) -> Value {
         let opcode = Opcode::input_for(kind).expect("an input cannot be void");

@@ -49,6 +49,26 @@ pub struct ArrayDescr {
     pub len_offset: i64,
 }
 
+impl ArrayDescr {
+    /// The bytes an array of `len` items takes (header included): its items end at
+    /// `base_offset + len * item_size`, and the length word at `len_offset` is inside too.
+    /// `None` when that does not fit 64 bits.
+    pub fn alloc_size(&self, len: u64) -> Option<u64> {
+        let items = len.checked_mul(self.item_size as u64)?;
+        let end = (self.base_offset.max(0) as u64).checked_add(items)?;
+        Some(end.max(self.len_offset.max(0) as u64 + 8))
+    }
+}
+
+/// The largest allocation, in bytes (header included), that a trace may ask for: a larger
+/// `new`, `new_array*`, `newstr` or `newunicode` is an invalid operation in the interpreter,
+/// and the backend's runtime refuses it the same way.
+pub const MAX_ALLOC_BYTES: u64 = 1 << 24;
+/// Offset of a string's length word (`newstr`, `newunicode`).
+pub const STR_LEN_OFFSET: i64 = 8;
+/// Offset of a string's first character.
+pub const STR_CHARS_OFFSET: i64 = 16;
+
 /// Default [`ArrayDescr::base_offset`].
 pub const DEFAULT_ARRAY_BASE: i64 = 16;
 /// Default [`ArrayDescr::len_offset`].
@@ -174,6 +194,16 @@ impl Descr {
         match self {
             Descr::Field(f) => Some(f),
             Descr::Interior(i) => Some(&i.field),
+            _ => None,
+        }
+    }
+    /// The kind of the values a field, array or interior descriptor holds (what its loads
+    /// return and its stores take); `None` for other descriptors.
+    pub fn value_kind(&self) -> Option<Kind> {
+        match self {
+            Descr::Field(f) => Some(f.kind),
+            Descr::Interior(i) => Some(i.field.kind),
+            Descr::Array(a) => Some(a.kind),
             _ => None,
         }
     }

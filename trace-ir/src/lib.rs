@@ -1,6 +1,12 @@
 //! The trace IR of tracejit: opcodes, values, descriptors, guards and traces; union-find
 //! forwarding; a builder; a text format that also reads PyPy's JIT logs; a verifier; the
 //! reference interpreter; a random trace generator; and loop peeling.
+//!
+//! What memory and values mean — bytes and views, the aliasing of descriptors
+//! ([`Aliasing`]), kinds, immutability, hints as promises, NaN payloads, allocation limits —
+//! is one model that the interpreter, the optimizer, the validator and the backend obey:
+//! `docs/memory-model.md` in the repository. The interpreter ([`interp`]) is its executable
+//! form.
 #![deny(missing_docs)]
 
 pub mod builder;
@@ -27,7 +33,9 @@ pub use opcode::{DescrKind, Kind, OpFlags, OpInfo, Opcode};
 pub use peel::{invariant_params, is_peelable, is_peeled_form, masked_params, peel_loop, peeled_guard_copies};
 pub use random::{random_trace, RandomConfig};
 pub use text::{parse_file, parse_trace, print_trace, traces_equivalent, ParseError};
-pub use trace::{Const, ConstPool, FailArg, GuardData, Op, Trace, TraceInfo, VirtualField, VirtualKind, VirtualObject};
+pub use trace::{
+    Aliasing, Const, ConstPool, FailArg, GuardData, Op, Trace, TraceInfo, VirtualField, VirtualKind, VirtualObject,
+};
 pub use unionfind::UnionFind;
 pub use verify::{jump_target, verify, JumpTarget, VerifyError};
 

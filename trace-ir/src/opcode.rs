@@ -228,9 +228,9 @@ define_opcodes! {
     CastIntToPtr = "cast_int_to_ptr", "i" -> "r", None, [PURE], "A pointer from an address.";
 
     // --- floats ----------------------------------------------------------------------
-    FloatAdd = "float_add", "ff" -> "f", None, [PURE | COMMUTATIVE], "IEEE addition.";
+    FloatAdd = "float_add", "ff" -> "f", None, [PURE], "IEEE addition (not commutative in its bits: a NaN result carries the first NaN operand's payload).";
     FloatSub = "float_sub", "ff" -> "f", None, [PURE], "IEEE subtraction.";
-    FloatMul = "float_mul", "ff" -> "f", None, [PURE | COMMUTATIVE], "IEEE multiplication.";
+    FloatMul = "float_mul", "ff" -> "f", None, [PURE], "IEEE multiplication (not commutative in its bits: a NaN result carries the first NaN operand's payload).";
     FloatTrueDiv = "float_truediv", "ff" -> "f", None, [PURE], "IEEE division.";
     FloatNeg = "float_neg", "f" -> "f", None, [PURE], "Sign flip.";
     FloatAbs = "float_abs", "f" -> "f", None, [PURE], "Absolute value.";

@@ -97,6 +97,10 @@ impl ConstPool {
     pub fn name(&self, c: ConstRef) -> Option<&str> {
         self.names[c.index()].as_deref()
     }
+    /// The constants, in pool order.
+    pub fn iter(&self) -> impl Iterator<Item = Const> + '_ {
+        self.consts.iter().copied()
+    }
     /// Number of constants.
     pub fn len(&self) -> usize {
         self.consts.len()
@@ -220,6 +224,40 @@ pub struct TraceInfo {
     pub header: Option<String>,
 }
 
+/// How accesses to one object through different descriptors relate: the trace's (or the
+/// embedder's) choice of memory model, which every part obeys (`docs/memory-model.md`).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Aliasing {
+    /// Descriptors are views of byte-addressed memory: two accesses to one object alias when
+    /// their bytes overlap, whatever their descriptors (an emulator's byte and word views of
+    /// one buffer). The default: nothing is assumed that the bytes do not say.
+    #[default]
+    Bytes,
+    /// PyPy's type-based rule: accesses through different descriptors never alias. Once a
+    /// byte of an object is written through a descriptor, accessing it through another one is
+    /// an invalid operation (a broken promise). Text form `aliasing type-based`; the PyPy-log
+    /// reader gives it to every trace it reads.
+    TypeBased,
+}
+
+impl Aliasing {
+    /// The name in the text format (`bytes`, `type-based`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Aliasing::Bytes => "bytes",
+            Aliasing::TypeBased => "type-based",
+        }
+    }
+    /// The model named `name` in the text format.
+    pub fn from_name(name: &str) -> Option<Aliasing> {
+        match name {
+            "bytes" => Some(Aliasing::Bytes),
+            "type-based" => Some(Aliasing::TypeBased),
+            _ => None,
+        }
+    }
+}
+
 /// A trace.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Trace {
@@ -235,6 +273,8 @@ pub struct Trace {
     pub guards: Vec<GuardData>,
     /// Source information.
     pub info: TraceInfo,
+    /// How accesses through different descriptors alias (see [`Aliasing`]).
+    pub aliasing: Aliasing,
 }
 
 impl Trace {

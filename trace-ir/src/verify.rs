@@ -6,8 +6,9 @@
 //! 2. every operand is defined before it is used (SSA), is not the result of a void op, and
 //!    every constant exists in the pool;
 //! 3. arity and operand kinds agree with the opcode table (`guard_value`'s two operands have
-//!    one kind; `setfield` stores a value of the field's kind);
-//! 4. an op has a descriptor exactly when the table asks for one, of the right kind;
+//!    one kind); a load returns, and a store takes, a value of its descriptor's kind;
+//! 4. an op has a descriptor exactly when the table asks for one, of the right kind; the
+//!    descriptor table holds no two equal descriptors (a descriptor's identity is its index);
 //! 5. guards, and only guards, carry resume data; guard ids are unique; fail arguments are
 //!    defined before the guard; virtual references are in range;
 //! 6. an `_ovf` op is immediately followed by `guard_no_overflow` or `guard_overflow`, and
@@ -17,7 +18,7 @@
 
 use crate::descr::Descr;
 use crate::entity::{OpRef, Value, ValueData};
-use crate::opcode::{DescrKind, Kind, Opcode};
+use crate::opcode::{DescrKind, Kind, OpFlags, Opcode};
 use crate::trace::{FailArg, Trace};
 use std::collections::HashSet;
 use std::fmt;
@@ -123,6 +124,12 @@ pub fn verify(trace: &Trace) -> Result<(), VerifyError> {
             return err(Some(r), "trace inputs must come first".into());
         }
     }
+    let mut seen = HashSet::new();
+    for (i, d) in trace.descrs.iter().enumerate() {
+        if !seen.insert(d) {
+            return err(None, format!("descriptor {i} repeats an earlier one: {d:?}"));
+        }
+    }
     let mut guard_ids = HashSet::new();
     let mut pending_params = 0usize; // label parameters still expected
     let mut label_at: Option<OpRef> = None;
@@ -200,11 +207,31 @@ pub fn verify(trace: &Trace) -> Result<(), VerifyError> {
                 }
             }
         }
-        if matches!(opc, Opcode::SetfieldGc | Opcode::SetfieldRaw) {
-            if let Some(f) = op.descr.and_then(|d| trace.descr(d).as_field()) {
-                if f.kind != kinds[1] {
-                    return err(Some(r), format!("storing a {:?} into a {:?} field", kinds[1], f.kind));
-                }
+        // Loads and stores move values of their descriptor's kind: no op reinterprets the
+        // bits of a slot as another kind (two descriptors viewing the same bytes may).
+        if let Some(dk) = op
+            .descr
+            .and_then(|d| trace.descrs.get(d.index()))
+            .and_then(Descr::value_kind)
+        {
+            if opc.has(OpFlags::READS_HEAP) && opc != Opcode::ArraylenGc && opc.result_kind() != dk {
+                return err(
+                    Some(r),
+                    format!(
+                        "{opc} loads a {:?} through a descriptor of {:?} values",
+                        opc.result_kind(),
+                        dk
+                    ),
+                );
+            }
+            if opc.has(OpFlags::WRITES_HEAP) && kinds.last() != Some(&dk) {
+                return err(
+                    Some(r),
+                    format!(
+                        "{opc} stores a {:?} through a descriptor of {dk:?} values",
+                        kinds.last()
+                    ),
+                );
             }
         }
         // Guards and resume data.

@@ -5,31 +5,28 @@
 //! [`outcomes_equivalent`] compares, in order:
 //! 1. the kind of outcome; for a guard failure the guard id and resume key; for an external
 //!    jump the target; for an invalid outcome only that both are invalid (reasons may differ);
-//! 2. the exit values, one by one: integers by bits, floats by bits except that any two NaNs
-//!    are equal (the payload of a NaN an arithmetic op returns is unspecified, as in IEEE 754
-//!    and Rust: x86 and Rust propagate the first NaN operand, so `float_mul(a, b)` and the
-//!    commuted `float_mul(b, a)` that CSE and the rules may produce differ in it), null only
-//!    to null, an external reference only to the same address, and a
-//!    reference to an object allocated by the run (or rebuilt at the exit) only to an
-//!    allocated object of the other run with the same kind, length, class and fields
-//!    (each field as a read would see it at the end of the run, see
-//!    [`super::heap::HeapObject::effective`]; absent fields count as zero), compared
-//!    recursively. The correspondence between
-//!    allocated objects must be one-to-one across the whole comparison: two references to one
-//!    object in one run must be two references to one object in the other. Cycles are
-//!    handled (a pair already in the correspondence is taken as equal);
+//! 2. the exit values, one by one: integers and floats by bits (NaN payloads included: the
+//!    IR's float semantics is exact, see `trace_ir::eval`), null only to null, an external
+//!    reference only to the same address, and a reference to an object allocated by the run
+//!    (or rebuilt at the exit) only to an allocated object of the other run with the same
+//!    kind, length and class whose bytes read the same: every view either run wrote (each
+//!    as a read would see it at the end of the run, see [`super::heap::HeapObject::read`];
+//!    unwritten bytes are zero), compared recursively. The correspondence between allocated
+//!    objects must be one-to-one across the whole comparison: two references to one object in
+//!    one run must be two references to one object in the other. Cycles are handled (a pair
+//!    already in the correspondence is taken as equal);
 //! 3. the sequence of heap-writing calls (function and canonical arguments);
 //! 4. the heap epoch (number of heap-writing calls);
-//! 5. the observable state of every external object either run wrote: for each slot either
-//!    run wrote and still remembers, the value a read would return in each run (the written
-//!    value, or the value derived from the address, slot and epoch), compared as in 2;
-//!    and the same for raw memory;
+//! 5. the observable state of every external object either run wrote: for each view either
+//!    run wrote, the value a read would return in each run (the written bytes, or the value
+//!    derived from the address, offset and epoch), compared as in 2; and the same for raw
+//!    memory;
 //! 6. the pending exception state (class by value, exception object as in 2).
 //!
 //! Not compared: objects allocated by a run that are unreachable from the compared values,
 //! external objects' decided classes, iteration and step counts.
 
-use super::heap::{Heap, Slot};
+use super::heap::{Heap, View};
 use super::{Outcome, RtValue, RunResult};
 use crate::opcode::Kind;
 use std::collections::{BTreeSet, HashMap};
@@ -46,9 +43,6 @@ impl<'a> Cmp<'a> {
         match (va, vb) {
             (RtValue::Ref(x), RtValue::Ref(y)) => self.refs(what, x, y),
             _ if va.kind() == vb.kind() && va.bits() == vb.bits() => Ok(()),
-            (RtValue::Float(x), RtValue::Float(y)) if f64::from_bits(x).is_nan() && f64::from_bits(y).is_nan() => {
-                Ok(())
-            }
             _ => Err(format!("{what}: {va:?} != {vb:?}")),
         }
     }
@@ -87,14 +81,16 @@ impl<'a> Cmp<'a> {
                         oa.class, ob.class
                     ));
                 }
-                let slots: BTreeSet<Slot> = oa.fields.keys().chain(ob.fields.keys()).copied().collect();
-                for s in slots {
-                    let cell = oa.fields.get(&s).or_else(|| ob.fields.get(&s));
-                    let kind = cell.map_or(Kind::Int, |c| c.value.kind());
-                    let immutable = cell.is_some_and(|c| c.immutable);
-                    let fa = oa.effective(s, kind, self.a.epoch, immutable);
-                    let fb = ob.effective(s, kind, self.b.epoch, immutable);
-                    self.value(&format!("{what}.{s:?}"), fa, fb)?;
+                let views: BTreeSet<(View, Kind)> = oa
+                    .cells
+                    .iter()
+                    .chain(&ob.cells)
+                    .map(|(&s, c)| (View::new(s, c.size), c.value.kind()))
+                    .collect();
+                for (view, kind) in views {
+                    let fa = oa.read(view, kind, self.a.epoch, false);
+                    let fb = ob.read(view, kind, self.b.epoch, false);
+                    self.value(&format!("{what}@{}..{}", view.offset, view.end()), fa, fb)?;
                 }
                 Ok(())
             }
@@ -171,37 +167,36 @@ fn compare(a: &RunResult, b: &RunResult, same_ids: bool) -> Result<(), String> {
     if a.heap.epoch != b.heap.epoch {
         return Err(format!("heap epochs differ: {} vs {}", a.heap.epoch, b.heap.epoch));
     }
-    // External objects.
+    // External objects and raw memory.
     let mut addrs: Vec<u64> = a.heap.external.keys().chain(b.heap.external.keys()).copied().collect();
     addrs.sort_unstable();
     addrs.dedup();
     for addr in addrs {
-        let wa = a.heap.external.get(&addr).map(|e| &e.written);
-        let wb = b.heap.external.get(&addr).map(|e| &e.written);
-        let slots: BTreeSet<(Slot, bool)> = wa
-            .into_iter()
-            .chain(wb)
-            .flat_map(|w| w.iter().map(|(s, c)| (*s, c.immutable)))
+        let cells = |h: &Heap| h.external.get(&addr).map(|e| e.cells.clone()).unwrap_or_default();
+        let (ca, cb) = (cells(&a.heap), cells(&b.heap));
+        let views: BTreeSet<(View, Kind)> = ca
+            .iter()
+            .chain(&cb)
+            .map(|(&s, c)| (View::new(s, c.size), c.value.kind()))
             .collect();
-        for (slot, immutable) in slots {
-            let kind = wa
-                .and_then(|w| w.get(&slot))
-                .or_else(|| wb.and_then(|w| w.get(&slot)))
-                .map_or(Kind::Int, |c| c.value.kind());
-            let va = a.heap.clone_read(addr, slot, kind, immutable);
-            let vb = b.heap.clone_read(addr, slot, kind, immutable);
-            c.value(&format!("external 0x{addr:x}.{slot:?}"), va, vb)?;
+        for (view, kind) in views {
+            let va = a.heap.read(addr, view, kind, false);
+            let vb = b.heap.read(addr, view, kind, false);
+            c.value(&format!("external 0x{addr:x}@{}..{}", view.offset, view.end()), va, vb)?;
         }
     }
-    let raw: BTreeSet<(u64, Kind)> = a
+    let raw: BTreeSet<(i64, u8, Kind)> = a
         .heap
         .raw
         .iter()
         .chain(b.heap.raw.iter())
-        .map(|(&k, v)| (k, v.kind()))
+        .map(|(&k, c)| (k, c.size, c.value.kind()))
         .collect();
-    for (addr, kind) in raw {
-        let (va, vb) = (a.heap.read_raw(addr, kind), b.heap.read_raw(addr, kind));
+    for (addr, size, kind) in raw {
+        let (va, vb) = (
+            a.heap.read_raw(addr as u64, size, kind),
+            b.heap.read_raw(addr as u64, size, kind),
+        );
         c.value(&format!("raw 0x{addr:x}"), va, vb)?;
     }
     match (a.exception, b.exception) {
@@ -210,24 +205,4 @@ fn compare(a: &RunResult, b: &RunResult, same_ids: bool) -> Result<(), String> {
         (x, y) => return Err(format!("pending exceptions differ: {x:?} vs {y:?}")),
     }
     Ok(())
-}
-
-impl Heap {
-    /// The value a read of `slot` of the external object at `addr` would return now, without
-    /// recording anything.
-    pub fn clone_read(&self, addr: u64, slot: Slot, kind: Kind, immutable: bool) -> RtValue {
-        let mut h = self.clone_shallow_external(addr);
-        h.read(addr, slot, kind, immutable)
-    }
-
-    fn clone_shallow_external(&self, addr: u64) -> Heap {
-        let mut h = Heap {
-            epoch: self.epoch,
-            ..Heap::default()
-        };
-        if let Some(e) = self.external.get(&addr) {
-            h.external.insert(addr, e.clone());
-        }
-        h
-    }
 }

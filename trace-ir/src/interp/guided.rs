@@ -16,7 +16,7 @@
 //! nothing or after `max_rounds`, and returns the assignment whose run executed the most ops.
 
 use super::heap::external_address;
-use super::{run_recording, Outcome, RtValue, RunConfig, Slot};
+use super::{run_recording, Outcome, RtValue, RunConfig};
 use crate::entity::{OpRef, Value, ValueData};
 use crate::eval::eval_pure;
 use crate::opcode::{Kind, OpFlags, Opcode};
@@ -82,7 +82,7 @@ pub fn guided_inputs(
 struct Ctx<'a> {
     trace: &'a Trace,
     vals: &'a [RtValue],
-    prov: &'a HashMap<usize, (u64, Slot)>,
+    prov: &'a HashMap<usize, (u64, i64)>,
 }
 
 impl Ctx<'_> {

@@ -1,28 +1,47 @@
 //! The interpreter's heap model: objects the trace allocated (with exact contents), the
 //! remembered writes to external objects and raw memory, the heap epoch, and the
-//! deterministic values read from memory nobody wrote.
+//! deterministic values read from memory nobody wrote. `docs/memory-model.md` states the
+//! model every part of tracejit obeys; this module is its executable form.
 //!
 //! # Addresses
 //!
 //! - Objects allocated by the run (by `new*` ops or rebuilt at a guard exit) get addresses
-//!   `ALLOC_BASE + k * ALLOC_STRIDE` in allocation order. Any other non-null address is
-//!   **external**: an input, a `ConstPtr`, a call result, a value read from external memory.
+//!   `ALLOC_BASE + k * ALLOC_STRIDE` in allocation order, skipping any address the trace
+//!   names as a pointer constant (a fresh object is never equal to a reference that existed
+//!   before it). Any other non-null address is **external**: an
+//!   input, a `ConstPtr`, a call result, a value read from external memory.
 //! - Deterministic external addresses ([`external_address`]) live in
 //!   `0x5000_0000_0000..0x6000_0000_0000`; [`crate::trace::symbol_address`] (named constants)
 //!   hashes into `0x4000_0000_0000..0x8000_0000_0000`; allocated objects start at
-//!   `0x1000_0000_0000` and stay far below both, so an allocated object is never mistaken for
-//!   an external one (two hashed external addresses could collide, improbably).
+//!   `0x1000_0000_1000` (not a power of two nor next to one, so the special integers of
+//!   random traces do not name one) and stay far below both.
+//!
+//! # Bytes and cells
+//!
+//! Every object is a range of bytes addressed by offset from its start (raw memory by
+//! absolute address). An access is a [`View`]: a byte offset and a width, computed from the
+//! descriptor (a field's offset; an array item `base + index * item_size`; an interior field
+//! `16 + index * item_size + offset`; string characters from offset 16). What the run wrote
+//! is kept as [`Cell`]s, each the value of one write, which never overlap: a write that
+//! covers part of an older cell keeps the older cell's other bytes as integer cells. A read
+//! whose view is exactly one cell returns that cell's value; a read that overlaps several
+//! cells, or cells and unwritten bytes, assembles its bytes (little-endian) from them and
+//! from the view's value of unwritten memory. Each cell remembers the descriptor that wrote
+//! it, for the type-based aliasing rule ([`crate::Aliasing::TypeBased`], checked by the
+//! interpreter before the access).
 //!
 //! # Reads of memory nobody wrote
 //!
-//! A field (array item, string character, raw word) of an external object that this run has
-//! not written reads as a value derived from `(address, slot, epoch)` by
-//! [`derived_value`]: integers in `0..128`, floats finite in `0..1000`, references
-//! non-null external addresses. Immutable fields (`FieldDescr::immutable`,
-//! `getarrayitem_gc_pure_*`), array and string lengths (in `0..64`) and string contents of
-//! external objects use epoch 0, so they never change. [`Heap::preset`] (from
-//! `RunConfig::preset`, filled by the guided input search) overrides the derived value of
-//! chosen slots of initial memory. Unwritten fields of allocated objects read as zero / null.
+//! A view of an external object that this run has not written reads as a value derived from
+//! `(address, offset, epoch)` by [`derived_value`]: integers in `0..128`, floats finite in
+//! `0..1000`, references non-null external addresses. The value depends on where the view
+//! starts and on the kind read, not on the descriptor: two views of unwritten bytes that start
+//! elsewhere or read another kind are not related (the model's initial memory is chosen per
+//! view, and no part of tracejit relates such views). Immutable reads (pure fields,
+//! `getarrayitem_gc_pure_*`, lengths, string contents of external objects) use epoch 0, so
+//! they never change. [`Heap::preset`] (from `RunConfig::preset`, filled by the guided input
+//! search) overrides the derived value of chosen views of initial memory. Unwritten bytes of
+//! allocated objects are zero.
 //!
 //! # Escape and calls that may write the heap
 //!
@@ -32,20 +51,24 @@
 //! it). Escape is decided at calls, not at stores, because only a call lets the outside world
 //! look: a reference stored into an external object and overwritten before any call was
 //! never seen, so an optimized trace that reorders or drops such stores behaves the same.
-//! A call that may write the heap ([`Heap::clobber`]) bumps the epoch and forgets every
-//! non-immutable write to external objects and raw memory (so the next read derives a fresh
-//! value from the new epoch). For an escaped allocated object the effect is computed lazily
-//! ([`HeapObject::effective`]): every heap-writing call after the object escaped replaces
-//! each mutable integer or float field (written or not; an absent field counts as zero) that
-//! was not written since by a value (as [`derived_value`]) mixed from the field's current
-//! value, the slot and the call's epoch. The new value depends on the current value only, not
-//! on how it got there. A mutable reference field becomes a derived external address mixed
-//! from the slot and the epoch alone (the current value may be an allocated object's address,
-//! which is not the same in an optimized run). String contents are left alone. The rule depends
-//! only on contents and epochs, never on addresses or on whether a zero was stored
-//! explicitly, so an optimized trace that materializes a virtual with fewer explicit stores
-//! (or drops a redundant write-back) behaves the same, while a heap cache that wrongly
-//! forwards a mutable field across such a call produces a different value.
+//!
+//! A call that may write the heap ([`Heap::clobber`]) bumps the epoch. Mutable cells of
+//! external objects written before it become **stale**: a mutable read no longer sees them
+//! (it reads the value derived from the new epoch), while an immutable read still does. That
+//! is the meaning of immutability in the model: calls never change what an immutable read sees
+//! (the last value the trace wrote there, or the value at entry); the trace's own writes do.
+//! Raw memory is forgotten entirely. For an escaped allocated object the effect is computed
+//! lazily ([`HeapObject::read`]): every heap-writing call after the object escaped replaces
+//! each mutable integer or float cell (written or not; unwritten bytes count as zero) that was
+//! not written since by a value (as [`derived_value`]) mixed from the cell's current value,
+//! its offset and width, and the call's epoch. A mutable reference cell becomes a derived
+//! external address mixed from its offset and the epoch alone (the current value may be an
+//! allocated object's address, which is not the same in an optimized run). Immutable reads
+//! and string contents are left alone. The rule depends only on contents and epochs, never on
+//! addresses or on whether a zero was stored explicitly, so an optimized trace that
+//! materializes a virtual with fewer explicit stores (or drops a redundant write-back) behaves
+//! the same, while a heap cache that wrongly forwards a mutable field across such a call
+//! produces a different value.
 
 use super::RtValue;
 use crate::descr::ArrayDescr;
@@ -54,11 +77,16 @@ use crate::rng::hash_words;
 use std::collections::{BTreeMap, HashMap};
 
 /// Address of the first object allocated by a run.
-pub const ALLOC_BASE: u64 = 0x1000_0000_0000;
+pub const ALLOC_BASE: u64 = 0x1000_0000_1000;
 /// Distance between consecutive allocated objects.
 pub const ALLOC_STRIDE: u64 = 0x1_0000;
 /// The reference `force_token` returns.
 pub const FORCE_TOKEN: u64 = 0x3000_0000_0000;
+/// The writer of an instance's class word (written by `new_with_vtable`, never by a
+/// descriptor: it cannot be written).
+pub const WRITER_CLASS: u32 = u32::MAX - 1;
+/// The writer of string characters (string ops take no descriptor).
+pub const WRITER_STRING: u32 = u32::MAX - 2;
 
 /// A deterministic, 8-byte aligned, non-null external address derived from `h`.
 pub fn external_address(h: u64) -> u64 {
@@ -67,8 +95,8 @@ pub fn external_address(h: u64) -> u64 {
 
 /// The value of kind `kind` derived from the hash `h` (see the module documentation):
 /// integers in `0..128` (unchanged by every narrow field's sign or zero extension, so a
-/// derived value reads the same through any field size), finite floats in `0..1000`,
-/// non-null external references.
+/// derived value reads the same through any width), finite floats in `0..1000`, non-null
+/// external references.
 pub fn derived_value(kind: Kind, h: u64) -> RtValue {
     match kind {
         Kind::Float => RtValue::float((h % 1_000_000) as f64 / 1000.0),
@@ -77,40 +105,113 @@ pub fn derived_value(kind: Kind, h: u64) -> RtValue {
     }
 }
 
-/// Where a value lives inside an object.
+/// Where an access lands: `size` bytes at byte `offset` from the object's start (for raw
+/// memory, at the absolute address `offset`).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Slot {
-    /// A struct field, by byte offset.
-    Field(i64),
-    /// An array item or string character, by index.
-    Item(u64),
-    /// A field of an array-of-structs item: (index, byte offset in the item).
-    Interior(u64, i64),
-    /// The length of an external array or string (never written).
-    Len,
+pub struct View {
+    /// Byte offset from the object's start (raw memory: the address).
+    pub offset: i64,
+    /// Width in bytes (1 to 8).
+    pub size: u8,
 }
 
-impl Slot {
-    /// The slot as words for hashing.
-    pub(crate) fn words(self) -> [u64; 3] {
-        match self {
-            Slot::Field(o) => [1, o as u64, 0],
-            Slot::Item(i) => [2, i, 0],
-            Slot::Interior(i, o) => [3, i, o as u64],
-            Slot::Len => [4, 0, 0],
-        }
+impl View {
+    /// `size` bytes at `offset`.
+    pub fn new(offset: i64, size: u8) -> View {
+        View { offset, size }
+    }
+    /// One past the last byte.
+    pub fn end(self) -> i64 {
+        self.offset.wrapping_add(self.size as i64)
+    }
+    /// Whether the two views share a byte.
+    pub fn overlaps(self, other: View) -> bool {
+        self.offset < other.end() && other.offset < self.end()
     }
 }
 
-/// A stored value and whether its field is immutable (survives heap-writing calls).
+/// The value of one write.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct Cell {
-    /// The value.
+    /// Width in bytes (1 to 8).
+    pub size: u8,
+    /// The value as written (narrow integers already sign- or zero-extended by the writing
+    /// view).
     pub value: RtValue,
-    /// Whether the field is immutable.
+    /// Whether it was written through an immutable descriptor (heap-writing calls never change
+    /// it).
     pub immutable: bool,
     /// The heap epoch when it was written.
     pub epoch: u64,
+    /// The descriptor that wrote it (its index in the trace), or [`WRITER_CLASS`] /
+    /// [`WRITER_STRING`].
+    pub writer: u32,
+    /// Whether it is an object's class word or an array's or string's length word, written
+    /// by the allocation: no write may change it.
+    pub header: bool,
+}
+
+/// The bytes a run wrote into one object (or raw memory): non-overlapping cells by start
+/// offset.
+pub type Cells = BTreeMap<i64, Cell>;
+
+/// The cells of `cells` that share a byte with `view`, in order.
+pub fn overlapping(cells: &Cells, view: View) -> impl Iterator<Item = (i64, &Cell)> {
+    cells
+        .range(view.offset.saturating_sub(7)..view.end().max(view.offset))
+        .filter(move |(&s, c)| View::new(s, c.size).overlaps(view))
+        .map(|(&s, c)| (s, c))
+}
+
+/// The low `n` bytes of `bits`.
+fn low_bytes(bits: u64, n: u32) -> u64 {
+    if n >= 8 {
+        bits
+    } else {
+        bits & ((1u64 << (8 * n)) - 1)
+    }
+}
+
+/// Insert `cell` at `offset`, cutting the bytes it covers out of older cells (their other
+/// bytes stay as integer cells with the older cell's attributes).
+pub fn write_cell(cells: &mut Cells, offset: i64, cell: Cell) {
+    let view = View::new(offset, cell.size);
+    let hit: Vec<i64> = overlapping(cells, view).map(|(s, _)| s).collect();
+    for s in hit {
+        let old = cells.remove(&s).expect("listed above");
+        let bits = old.value.bits();
+        let old_end = s + old.size as i64;
+        // bytes before the new cell, and after it
+        for (lo, hi) in [(s, offset.min(old_end)), (view.end().max(s), old_end)] {
+            if lo < hi {
+                let piece = low_bytes(bits >> (8 * (lo - s)), (hi - lo) as u32);
+                cells.insert(
+                    lo,
+                    Cell {
+                        size: (hi - lo) as u8,
+                        value: RtValue::Int(piece as i64),
+                        ..old
+                    },
+                );
+            }
+        }
+    }
+    cells.insert(offset, cell);
+}
+
+/// The `view.size` bytes of `view` assembled from `base` (the view's value where nothing
+/// overrides it) and `pieces` (start, width, bits) that override bytes.
+fn assemble(view: View, base: u64, pieces: &[(i64, u8, u64)]) -> u64 {
+    let mut out = 0u64;
+    for k in 0..view.size as i64 {
+        let at = view.offset + k;
+        let byte = pieces
+            .iter()
+            .find(|(s, n, _)| at >= *s && at < s + *n as i64)
+            .map_or((base >> (8 * k)) & 0xff, |(s, _, bits)| (bits >> (8 * (at - s))) & 0xff);
+        out |= byte << (8 * k);
+    }
+    out
 }
 
 /// What an allocated object is.
@@ -125,9 +226,7 @@ pub enum ObjKind {
     Array {
         /// Number of items.
         len: u64,
-        /// The array descriptor of the allocation: the only one its items and length may be
-        /// accessed with (the optimizer's heap cache keeps apart what different descriptors
-        /// access, as PyPy's does, so mixing them is an invalid operation).
+        /// The array descriptor of the allocation: its layout gives the items' bytes.
         descr: ArrayDescr,
     },
     /// `newstr`.
@@ -148,16 +247,28 @@ pub struct HeapObject {
     /// What it is.
     pub kind: ObjKind,
     /// Its class (vtable): the size descriptor's vtable or a class derived from it for
-    /// `new_with_vtable`; 0 for everything else.
+    /// `new_with_vtable` (also its class word, a cell at offset 0); 0 for everything else.
     pub class: u64,
-    /// The fields written so far (absent fields are zero / null).
-    pub fields: BTreeMap<Slot, Cell>,
+    /// The bytes written so far (unwritten bytes are zero).
+    pub cells: Cells,
     /// Whether the outside world can see it (see the module documentation).
     pub escaped: bool,
     /// The heap epoch when it escaped (meaningful when `escaped`).
     pub escape_epoch: u64,
     /// Whether a guard exit rebuilt it from a virtual description.
     pub rebuilt: bool,
+}
+
+/// One heap-writing call's effect on a mutable value of an escaped object (see the module
+/// documentation).
+fn transform(v: RtValue, view: View, epoch: u64) -> RtValue {
+    let (a, b) = (view.offset as u64, view.size as u64);
+    match v {
+        // an allocated object's address differs between runs of the same program
+        // (allocation removal), so a reference's new value ignores it
+        RtValue::Ref(_) => derived_value(Kind::Ref, hash_words(&[0xc10c, a, b, epoch])),
+        other => derived_value(other.kind(), hash_words(&[0xc10b, other.bits(), a, b, epoch])),
+    }
 }
 
 impl HeapObject {
@@ -169,41 +280,49 @@ impl HeapObject {
         }
     }
 
-    /// The value a read of `slot` returns when the heap epoch is `epoch`: the stored value
-    /// (zero of `kind` when absent), transformed once per heap-writing call made after the
-    /// last write and after the escape (see the module documentation). The field is
-    /// immutable (never transformed) when its cell says so or `immutable` is set (the reading
-    /// descriptor is immutable).
-    pub fn effective(&self, slot: Slot, kind: Kind, epoch: u64, immutable: bool) -> RtValue {
-        let (value, immutable, written) = match self.fields.get(&slot) {
-            Some(c) => (c.value.with_kind(kind), c.immutable || immutable, c.epoch),
-            None => (RtValue::zero(kind), immutable, 0),
-        };
-        if !self.escaped || immutable || matches!(self.kind, ObjKind::Str { .. } | ObjKind::Unicode { .. }) {
-            return value;
+    fn is_string(&self) -> bool {
+        matches!(self.kind, ObjKind::Str { .. } | ObjKind::Unicode { .. })
+    }
+
+    /// `v`, last written (or, unwritten, zero) at `written`, as the heap-writing calls up to
+    /// `epoch` left it.
+    fn after_calls(&self, v: RtValue, view: View, written: u64, epoch: u64, immutable: bool) -> RtValue {
+        if !self.escaped || immutable || self.is_string() {
+            return v;
         }
-        // Each heap-writing call since the last write (or the escape) maps the current value
-        // to a new one; the map depends only on that value, the slot and the call's epoch.
-        let [a, b, c] = slot.words();
-        let mut v = value;
-        for e in written.max(self.escape_epoch) + 1..=epoch {
-            let h = hash_words(&[0xc10b, v.bits(), a, b, c, e]);
-            v = match v {
-                // an allocated object's address differs between runs of the same program
-                // (allocation removal), so a reference field's new value ignores it
-                RtValue::Ref(_) => derived_value(Kind::Ref, hash_words(&[0xc10c, a, b, c, e])),
-                other => derived_value(other.kind(), h),
-            };
+        (written.max(self.escape_epoch) + 1..=epoch).fold(v, |v, e| transform(v, view, e))
+    }
+
+    /// The value a read of `view` as `kind` returns when the heap epoch is `epoch`: the
+    /// written bytes (zero where unwritten), transformed once per heap-writing call made after
+    /// the last write and after the escape (see the module documentation). `pure` reads (and
+    /// cells written through immutable descriptors) are never transformed.
+    pub fn read(&self, view: View, kind: Kind, epoch: u64, pure: bool) -> RtValue {
+        let mut cells = overlapping(&self.cells, view).peekable();
+        match cells.peek() {
+            None => self.after_calls(RtValue::zero(kind), view, 0, epoch, pure),
+            Some(&(s, c)) if s == view.offset && c.size == view.size => {
+                self.after_calls(c.value.with_kind(kind), view, c.epoch, epoch, pure || c.immutable)
+            }
+            Some(_) => {
+                let pieces: Vec<(i64, u8, u64)> = cells
+                    .map(|(s, c)| {
+                        let v = self.after_calls(c.value, View::new(s, c.size), c.epoch, epoch, pure || c.immutable);
+                        (s, c.size, v.bits())
+                    })
+                    .collect();
+                let base = self.after_calls(RtValue::zero(kind), view, 0, epoch, pure).bits();
+                RtValue::from_bits(kind, assemble(view, base, &pieces))
+            }
         }
-        v
     }
 }
 
 /// What the run knows about an external object.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ExternalObject {
-    /// Writes this run made that are still valid (a heap-writing call forgets the mutable ones).
-    pub written: BTreeMap<Slot, Cell>,
+    /// Writes this run made (mutable ones go stale at the next heap-writing call).
+    pub cells: Cells,
     /// The class decided by the first class check (see `ClassPolicy`).
     pub class: Option<u64>,
     /// The GC type id decided by the first `guard_gc_type`.
@@ -217,16 +336,18 @@ pub struct Heap {
     pub objects: HashMap<u64, HeapObject>,
     /// External objects the run touched, by address.
     pub external: HashMap<u64, ExternalObject>,
-    /// Raw-memory words written by the run and still valid, by address.
-    pub raw: BTreeMap<u64, RtValue>,
+    /// Raw memory the run wrote since the last heap-writing call, by address.
+    pub raw: Cells,
     /// Number of heap-writing calls so far.
     pub epoch: u64,
     /// Number of objects allocated so far.
     pub allocated: u64,
-    /// Initial contents of external memory (from `RunConfig::preset`): an unwritten slot
-    /// listed here reads as this value instead of a derived one, while no heap-writing call
-    /// has happened (or always, for immutable reads).
-    pub preset: HashMap<(u64, Slot), RtValue>,
+    /// Initial contents of external memory (from `RunConfig::preset`): an unwritten view
+    /// `(address, offset)` listed here reads as this value instead of a derived one, while no
+    /// heap-writing call has happened (or always, for immutable reads).
+    pub preset: HashMap<(u64, i64), RtValue>,
+    /// Addresses a fresh object must not get: the trace's pointer constants.
+    pub taken: std::collections::HashSet<u64>,
 }
 
 impl Heap {
@@ -237,14 +358,33 @@ impl Heap {
 
     /// Allocate a new object; returns its address.
     pub fn alloc(&mut self, kind: ObjKind, class: u64, rebuilt: bool) -> u64 {
-        let addr = ALLOC_BASE + self.allocated * ALLOC_STRIDE;
-        self.allocated += 1;
+        let addr = loop {
+            let a = ALLOC_BASE + self.allocated * ALLOC_STRIDE;
+            self.allocated += 1;
+            if !self.taken.contains(&a) {
+                break a;
+            }
+        };
+        let mut cells = Cells::new();
+        if class != 0 {
+            cells.insert(
+                0,
+                Cell {
+                    size: 8,
+                    value: RtValue::Int(class as i64),
+                    immutable: true,
+                    epoch: self.epoch,
+                    writer: WRITER_CLASS,
+                    header: true,
+                },
+            );
+        }
         self.objects.insert(
             addr,
             HeapObject {
                 kind,
                 class,
-                fields: BTreeMap::new(),
+                cells,
                 escaped: false,
                 escape_epoch: 0,
                 rebuilt,
@@ -253,102 +393,59 @@ impl Heap {
         addr
     }
 
-    /// Mark the allocated object at `addr` (if it is one) and everything reachable from it
-    /// as escaped.
-    pub fn escape(&mut self, addr: u64) {
-        let epoch = self.epoch;
-        let mut work = vec![addr];
-        while let Some(a) = work.pop() {
-            let Some(obj) = self.objects.get_mut(&a) else { continue };
-            if obj.escaped {
-                continue;
-            }
-            obj.escaped = true;
-            obj.escape_epoch = epoch;
-            for cell in obj.fields.values() {
-                if let RtValue::Ref(r) = cell.value {
-                    work.push(r);
-                }
-            }
+    /// The cells of the object at `addr` (allocated or external; `None` for an external
+    /// object the run never touched).
+    pub fn cells_of(&self, addr: u64) -> Option<&Cells> {
+        match self.objects.get(&addr) {
+            Some(o) => Some(&o.cells),
+            None => self.external.get(&addr).map(|e| &e.cells),
+        }
+    }
+
+    /// The writer of a cell of `addr` overlapping `view` other than `writer`, if any (the
+    /// type-based rule's check).
+    pub fn other_writer(&self, addr: u64, view: View, writer: u32) -> Option<u32> {
+        let cells = self.cells_of(addr)?;
+        overlapping(cells, view).map(|(_, c)| c.writer).find(|&w| w != writer)
+    }
+
+    /// Whether this run wrote any byte of `view` of the object at `addr`.
+    pub fn written(&self, addr: u64, view: View) -> bool {
+        self.cells_of(addr)
+            .is_some_and(|c| overlapping(c, view).next().is_some())
+    }
+
+    /// Whether a write of `view` into `addr` would change a class or length word.
+    pub fn writes_header(&self, addr: u64, view: View) -> bool {
+        self.cells_of(addr)
+            .is_some_and(|cells| overlapping(cells, view).any(|(_, c)| c.header))
+    }
+
+    /// Write the header word `view` (a length) of the object at `addr`, as its allocation
+    /// does.
+    pub fn write_header(&mut self, addr: u64, view: View, value: u64, writer: u32) {
+        if let Some(obj) = self.objects.get_mut(&addr) {
+            let cell = Cell {
+                size: view.size,
+                value: RtValue::Int(value as i64),
+                immutable: true,
+                epoch: self.epoch,
+                writer,
+                header: true,
+            };
+            write_cell(&mut obj.cells, view.offset, cell);
         }
     }
 
     /// Escape `v` if it is a reference.
     pub fn escape_value(&mut self, v: RtValue) {
         if let RtValue::Ref(r) = v {
-            self.escape(r);
+            self.escape_from(vec![r]);
         }
     }
 
-    /// Read `slot` of the object at `addr` as a value of `kind` (no null or bounds checks:
-    /// the caller does them). `immutable` reads of external objects ignore the epoch.
-    pub fn read(&mut self, addr: u64, slot: Slot, kind: Kind, immutable: bool) -> RtValue {
-        if let Some(obj) = self.objects.get(&addr) {
-            return obj.effective(slot, kind, self.epoch, immutable);
-        }
-        let ext = self.external.entry(addr).or_default();
-        if let Some(c) = ext.written.get(&slot) {
-            return c.value.with_kind(kind);
-        }
-        let epoch = if immutable { 0 } else { self.epoch };
-        if epoch == 0 {
-            if let Some(v) = self.preset.get(&(addr, slot)) {
-                return v.with_kind(kind);
-            }
-        }
-        let [a, b, c] = slot.words();
-        derived_value(kind, hash_words(&[0x0b1ec7, addr, a, b, c, epoch]))
-    }
-
-    /// Whether a read of `slot` of `addr` now would come from the initial contents of
-    /// external memory (an external object, slot unwritten, before any heap-writing call or
-    /// through an immutable descriptor): then [`Heap::preset`] can choose its value.
-    pub fn reads_initial_memory(&self, addr: u64, slot: Slot, immutable: bool) -> bool {
-        !self.objects.contains_key(&addr)
-            && (immutable || self.epoch == 0)
-            && !self.external.get(&addr).is_some_and(|e| e.written.contains_key(&slot))
-    }
-
-    /// Write `slot` of the object at `addr` (no null or bounds checks). Whether a stored
-    /// reference escapes is decided at the next call ([`Heap::escape_at_call`]).
-    pub fn write(&mut self, addr: u64, slot: Slot, value: RtValue, immutable: bool) {
-        let cell = Cell {
-            value,
-            immutable,
-            epoch: self.epoch,
-        };
-        if let Some(obj) = self.objects.get_mut(&addr) {
-            obj.fields.insert(slot, cell);
-        } else {
-            self.external.entry(addr).or_default().written.insert(slot, cell);
-        }
-    }
-
-    /// A call is about to happen with these arguments: every allocated object reachable from
-    /// them, from external objects, from raw memory or from an already escaped object escapes
-    /// now (and stays escaped).
-    pub fn escape_at_call(&mut self, args: &[RtValue]) {
-        let mut work: Vec<u64> = args
-            .iter()
-            .filter_map(|v| if let RtValue::Ref(r) = v { Some(*r) } else { None })
-            .collect();
-        for ext in self.external.values() {
-            work.extend(
-                ext.written
-                    .values()
-                    .filter_map(|c| if let RtValue::Ref(r) = c.value { Some(r) } else { None }),
-            );
-        }
-        work.extend(
-            self.raw
-                .values()
-                .filter_map(|v| if let RtValue::Ref(r) = v { Some(*r) } else { None }),
-        );
-        for (&a, obj) in &self.objects {
-            if obj.escaped {
-                work.push(a);
-            }
-        }
+    /// Mark the allocated objects at `work` and everything reachable from them as escaped.
+    fn escape_from(&mut self, mut work: Vec<u64>) {
         let epoch = self.epoch;
         let mut seen = std::collections::HashSet::new();
         while let Some(a) = work.pop() {
@@ -360,33 +457,207 @@ impl Heap {
                 obj.escaped = true;
                 obj.escape_epoch = epoch;
             }
-            for cell in obj.fields.values() {
-                if let RtValue::Ref(r) = cell.value {
-                    work.push(r);
-                }
+            work.extend(obj.cells.values().filter_map(|c| match c.value {
+                RtValue::Ref(r) => Some(r),
+                _ => None,
+            }));
+        }
+    }
+
+    /// Whether a cell of an external object is what a read sees now (immutable reads see
+    /// stale cells too).
+    fn visible(&self, c: &Cell, pure: bool) -> bool {
+        pure || c.immutable || c.epoch == self.epoch
+    }
+
+    /// The value a view of unwritten external memory reads (see the module documentation).
+    fn unwritten(&self, addr: u64, view: View, kind: Kind, pure: bool) -> RtValue {
+        let epoch = if pure { 0 } else { self.epoch };
+        if epoch == 0 {
+            if let Some(v) = self.preset.get(&(addr, view.offset)) {
+                return v.with_kind(kind);
+            }
+        }
+        derived_value(kind, hash_words(&[0x0b1ec7, addr, view.offset as u64, epoch]))
+    }
+
+    /// Read `view` of the object at `addr` as a value of `kind` (no null, bounds or aliasing
+    /// checks: the caller does them). `pure` reads see the object as immutable.
+    pub fn read(&self, addr: u64, view: View, kind: Kind, pure: bool) -> RtValue {
+        if let Some(obj) = self.objects.get(&addr) {
+            return obj.read(view, kind, self.epoch, pure);
+        }
+        let pieces: Vec<(i64, u8, RtValue)> = match self.external.get(&addr) {
+            Some(ext) => overlapping(&ext.cells, view)
+                .filter(|(_, c)| self.visible(c, pure))
+                .map(|(s, c)| (s, c.size, c.value))
+                .collect(),
+            None => Vec::new(),
+        };
+        match pieces.as_slice() {
+            [] => self.unwritten(addr, view, kind, pure),
+            [(s, n, v)] if *s == view.offset && *n == view.size => v.with_kind(kind),
+            _ => {
+                let pieces: Vec<(i64, u8, u64)> = pieces.iter().map(|&(s, n, v)| (s, n, v.bits())).collect();
+                let base = self.unwritten(addr, view, kind, pure).bits();
+                RtValue::from_bits(kind, assemble(view, base, &pieces))
             }
         }
     }
 
-    /// Read a raw-memory word at `addr` as a value of `kind`.
-    pub fn read_raw(&self, addr: u64, kind: Kind) -> RtValue {
-        match self.raw.get(&addr) {
-            Some(v) => v.with_kind(kind),
-            None => derived_value(kind, hash_words(&[0x4a3, addr, self.epoch])),
+    /// Whether a read of `view` of `addr` now would come from the initial contents of
+    /// external memory alone (an external object, nothing it overlaps written and visible,
+    /// before any heap-writing call or through an immutable descriptor): then [`Heap::preset`]
+    /// can choose its value.
+    pub fn reads_initial_memory(&self, addr: u64, view: View, pure: bool) -> bool {
+        !self.objects.contains_key(&addr)
+            && (pure || self.epoch == 0)
+            && !self
+                .external
+                .get(&addr)
+                .is_some_and(|e| overlapping(&e.cells, view).any(|(_, c)| self.visible(c, pure)))
+    }
+
+    /// Write `view` of the object at `addr` (no null, bounds or aliasing checks). Whether a
+    /// stored reference escapes is decided at the next call ([`Heap::escape_at_call`]).
+    pub fn write(&mut self, addr: u64, view: View, value: RtValue, immutable: bool, writer: u32) {
+        let cell = Cell {
+            size: view.size,
+            value,
+            immutable,
+            epoch: self.epoch,
+            writer,
+            header: false,
+        };
+        let cells = match self.objects.get_mut(&addr) {
+            Some(obj) => &mut obj.cells,
+            None => &mut self.external.entry(addr).or_default().cells,
+        };
+        write_cell(cells, view.offset, cell);
+    }
+
+    /// A call is about to happen with these arguments: every allocated object reachable from
+    /// them, from external objects, from raw memory or from an already escaped object escapes
+    /// now (and stays escaped).
+    pub fn escape_at_call(&mut self, args: &[RtValue]) {
+        let refs = |c: &Cell| match c.value {
+            RtValue::Ref(r) => Some(r),
+            _ => None,
+        };
+        let mut work: Vec<u64> = args
+            .iter()
+            .filter_map(|v| if let RtValue::Ref(r) = v { Some(*r) } else { None })
+            .collect();
+        for ext in self.external.values() {
+            work.extend(ext.cells.values().filter_map(refs));
+        }
+        work.extend(self.raw.values().filter_map(refs));
+        work.extend(self.objects.iter().filter(|(_, o)| o.escaped).map(|(&a, _)| a));
+        self.escape_from(work);
+    }
+
+    /// Read raw memory at `addr` (`size` bytes) as a value of `kind`.
+    pub fn read_raw(&self, addr: u64, size: u8, kind: Kind) -> RtValue {
+        let view = View::new(addr as i64, size);
+        let derived = || derived_value(kind, hash_words(&[0x4a3, addr, self.epoch]));
+        let pieces: Vec<(i64, u8, u64)> = overlapping(&self.raw, view)
+            .map(|(s, c)| (s, c.size, c.value.bits()))
+            .collect();
+        match pieces.as_slice() {
+            [] => derived(),
+            [(s, n, _)] if *s == view.offset && *n == size => self.raw[s].value.with_kind(kind),
+            _ => RtValue::from_bits(kind, assemble(view, derived().bits(), &pieces)),
         }
     }
 
-    /// Write a raw-memory word at `addr` (a stored reference escapes at the next call).
-    pub fn write_raw(&mut self, addr: u64, value: RtValue) {
-        self.raw.insert(addr, value);
+    /// Write `size` bytes of raw memory at `addr` (a stored reference escapes at the next
+    /// call).
+    pub fn write_raw(&mut self, addr: u64, size: u8, value: RtValue) {
+        let cell = Cell {
+            size,
+            value,
+            immutable: false,
+            epoch: self.epoch,
+            writer: 0,
+            header: false,
+        };
+        write_cell(&mut self.raw, addr as i64, cell);
     }
 
     /// The effect of a call that may write the heap (see the module documentation).
     pub fn clobber(&mut self) {
         self.epoch += 1;
-        for ext in self.external.values_mut() {
-            ext.written.retain(|_, c| c.immutable);
-        }
         self.raw.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn int(size: u8, v: i64, writer: u32) -> Cell {
+        Cell {
+            size,
+            value: RtValue::Int(v),
+            immutable: false,
+            epoch: 0,
+            writer,
+            header: false,
+        }
+    }
+
+    /// A byte written into the middle of a word keeps the word's other bytes as cells of
+    /// their own; reads assemble the bytes little-endian.
+    #[test]
+    fn writes_cut_older_cells_and_reads_assemble_bytes() {
+        let mut cells = Cells::new();
+        write_cell(&mut cells, 8, int(8, 0x1122_3344_5566_7788, 1));
+        write_cell(&mut cells, 10, int(1, 0xaa, 2));
+        let layout: Vec<(i64, u8, u64, u32)> = cells
+            .iter()
+            .map(|(&s, c)| (s, c.size, c.value.bits(), c.writer))
+            .collect();
+        assert_eq!(
+            layout,
+            vec![(8, 2, 0x7788, 1), (10, 1, 0xaa, 2), (11, 5, 0x11_2233_4455, 1)]
+        );
+        let obj = HeapObject {
+            kind: ObjKind::Struct { size: 24 },
+            class: 0,
+            cells,
+            escaped: false,
+            escape_epoch: 0,
+            rebuilt: false,
+        };
+        assert_eq!(
+            obj.read(View::new(8, 8), Kind::Int, 0, false).bits(),
+            0x1122_3344_55aa_7788
+        );
+        assert_eq!(obj.read(View::new(9, 2), Kind::Int, 0, false).bits(), 0xaa77);
+        // bytes 16.. were never written: zero
+        assert_eq!(obj.read(View::new(14, 4), Kind::Int, 0, false).bits(), 0x1122);
+    }
+
+    /// A mutable write to an external object goes stale at a heap-writing call for mutable
+    /// reads, while immutable reads still see it.
+    #[test]
+    fn calls_stale_mutable_cells_for_mutable_reads_only() {
+        let mut h = Heap::default();
+        let a = external_address(7);
+        h.write(a, View::new(16, 8), RtValue::Int(5), false, 0);
+        assert_eq!(h.read(a, View::new(16, 8), Kind::Int, false), RtValue::Int(5));
+        h.clobber();
+        assert_ne!(h.read(a, View::new(16, 8), Kind::Int, false), RtValue::Int(5));
+        assert_eq!(h.read(a, View::new(16, 8), Kind::Int, true), RtValue::Int(5));
+    }
+
+    /// Raw memory is byte-addressed: a byte store changes one byte of a word.
+    #[test]
+    fn raw_memory_is_byte_addressed() {
+        let mut h = Heap::default();
+        h.write_raw(0x1000, 8, RtValue::Int(0x1234));
+        h.write_raw(0x1001, 1, RtValue::Int(0));
+        assert_eq!(h.read_raw(0x1000, 8, Kind::Int), RtValue::Int(0x34));
+        assert_eq!(h.read_raw(0x1000, 1, Kind::Int), RtValue::Int(0x34));
     }
 }

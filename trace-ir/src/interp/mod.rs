@@ -58,11 +58,15 @@
 //!
 //! # Heap and calls
 //!
-//! See [`heap`] for the memory model (allocated vs external objects, derived values of
-//! unwritten memory, escape, the effect of heap-writing calls). A field access through null,
-//! an out-of-bounds index into an allocated array or string, an allocated array accessed with
-//! another array descriptor than the one it was allocated with, or a negative or huge
-//! allocation size is an [`Outcome::Invalid`]. Raw memory (`*_raw`, `raw_load`, `raw_store`) is external
+//! This is the executable form of the memory model, `docs/memory-model.md`; see [`heap`] for
+//! its data (bytes and cells, allocated vs external objects, derived values of unwritten
+//! memory, escape, the effect of heap-writing calls). A field access through null, an index
+//! outside an allocated array's items or a string, or a negative or too large allocation
+//! (over [`crate::descr::MAX_ALLOC_BYTES`]) is an [`Outcome::Invalid`]; so is a broken promise
+//! (`promise: true`): under [`crate::Aliasing::TypeBased`] an access to bytes another
+//! descriptor wrote, a write to a class or length word, a write to an immutable field of an
+//! object the trace did not allocate, an immutable read of external bytes the trace wrote, an
+//! `assert_not_none` of null or a `record_exact_class` naming another class. Raw memory (`*_raw`, `raw_load`, `raw_store`) is external
 //! memory addressed by integer: `getfield_raw` at `addr + offset`, `getarrayitem_raw` at
 //! `addr + index * item_size`, `raw_load` at `addr + offset`.
 //!
@@ -82,8 +86,9 @@
 //! The exception state is `Option<(class, value)>`: `save_exc_class` reads the class (0 if
 //! none), `save_exception` reads the value (null if none) and clears the state,
 //! `restore_exception(cls, v)` sets it (clears it when both are 0), `guard_exception(cls)`
-//! returns the value and clears it. Hints do nothing; `force_token` returns a fixed
-//! reference; `virtual_ref(p, i)` returns `p`.
+//! returns the value and clears it. Hints other than `assert_not_none` and
+//! `record_exact_class` (promises, checked: see above) do nothing; `force_token` returns a
+//! fixed reference; `virtual_ref(p, i)` returns `p`.
 
 pub mod compare;
 pub mod guided;
@@ -91,10 +96,13 @@ pub mod heap;
 pub mod model;
 
 pub use compare::{outcomes_equivalent, outcomes_equivalent_by_resume_key};
-pub use heap::{Heap, HeapObject, ObjKind, Slot};
+pub use heap::{Cell, Heap, HeapObject, ObjKind, View};
 pub use model::ModelHeap;
 
-use crate::descr::{ArrayDescr, CallEffect, Descr, FieldDescr, SizeDescr};
+use crate::descr::{
+    ArrayDescr, CallEffect, Descr, FieldDescr, SizeDescr, DEFAULT_ARRAY_BASE, MAX_ALLOC_BYTES, STR_CHARS_OFFSET,
+    STR_LEN_OFFSET,
+};
 use crate::entity::{GuardId, OpRef, Value, ValueData};
 use crate::eval::{eval_ovf, eval_pure};
 use crate::opcode::{Kind, Opcode};
@@ -201,9 +209,9 @@ pub struct RunConfig {
     pub functions: HashMap<u64, HostFn>,
     /// How external objects get their class.
     pub class_policy: ClassPolicy,
-    /// Initial contents of external memory: `(address, slot) -> value` (see
+    /// Initial contents of external memory: `(address, byte offset) -> value` (see
     /// [`heap::Heap::preset`]); [`guided::guided_inputs`] fills it in.
-    pub preset: HashMap<(u64, Slot), RtValue>,
+    pub preset: HashMap<(u64, i64), RtValue>,
 }
 
 impl Default for RunConfig {
@@ -253,12 +261,19 @@ pub enum Outcome {
         /// The jump's operands.
         values: Vec<RtValue>,
     },
-    /// An operation with undefined behaviour was reached (or the trace is malformed).
+    /// An operation with undefined behaviour was reached (or the trace is malformed): the
+    /// run has no defined outcome, and any behaviour of another implementation (an optimized
+    /// trace, native code) is allowed from there.
     Invalid {
         /// The op, when the problem is at one.
         op: Option<OpRef>,
         /// What was wrong.
         reason: String,
+        /// Whether the op broke a promise of the memory model (the type-based aliasing rule,
+        /// a hint, an immutable word written) rather than reaching an operation native code
+        /// checks too (a null or out-of-bounds access, a division by zero, ...): native code
+        /// does not detect broken promises.
+        promise: bool,
     },
     /// The loop ran `max_iterations` times without leaving.
     IterationLimit,
@@ -292,8 +307,10 @@ impl fmt::Display for Outcome {
                 Some(t) => write!(f, "jump to Loop{t} ({})", list(values)),
                 None => write!(f, "jump out ({})", list(values)),
             },
-            Outcome::Invalid { op: Some(op), reason } => write!(f, "invalid at {op}: {reason}"),
-            Outcome::Invalid { op: None, reason } => write!(f, "invalid: {reason}"),
+            Outcome::Invalid {
+                op: Some(op), reason, ..
+            } => write!(f, "invalid at {op}: {reason}"),
+            Outcome::Invalid { op: None, reason, .. } => write!(f, "invalid: {reason}"),
             Outcome::IterationLimit => f.write_str("iteration limit reached"),
         }
     }
@@ -325,8 +342,6 @@ pub struct RunResult {
     pub steps: u64,
 }
 
-/// Largest array or string length an allocation may ask for.
-pub const MAX_ALLOC_LEN: i64 = 1 << 24;
 /// Largest length `copystrcontent`/`copyunicodecontent` may copy (external strings have no
 /// known length, so this bounds the work).
 pub const MAX_COPY_LEN: i64 = 1 << 20;
@@ -369,6 +384,16 @@ fn invalid(op: OpRef, reason: impl Into<String>) -> Stop {
     Outcome::Invalid {
         op: Some(op),
         reason: reason.into(),
+        promise: false,
+    }
+}
+
+/// The op at `op` broke a promise of the memory model (see [`Outcome::Invalid`]).
+fn broken(op: OpRef, reason: impl Into<String>) -> Stop {
+    Outcome::Invalid {
+        op: Some(op),
+        reason: reason.into(),
+        promise: true,
     }
 }
 
@@ -383,8 +408,27 @@ pub(crate) struct State {
     pub(crate) exception: Option<(i64, u64)>,
     pub(crate) iterations: u64,
     pub(crate) steps: u64,
-    /// When `Some`: for each op that read initial external memory, the slot it read.
-    pub(crate) provenance: Option<HashMap<usize, (u64, Slot)>>,
+    /// When `Some`: for each op that read initial external memory, the view it read
+    /// (address, byte offset).
+    pub(crate) provenance: Option<HashMap<usize, (u64, i64)>>,
+}
+
+impl State {
+    /// The state at the start of a run of `trace` under `cfg`.
+    pub(crate) fn new(trace: &Trace, cfg: &RunConfig) -> State {
+        let mut st = State {
+            vals: vec![RtValue::Int(0); trace.ops.len()],
+            ..State::default()
+        };
+        st.heap.preset = cfg.preset.clone();
+        st.heap.taken = trace
+            .consts
+            .iter()
+            .filter(|c| c.kind() == Kind::Ref)
+            .map(|c| c.bits())
+            .collect();
+        st
+    }
 }
 
 struct Machine<'a> {
@@ -420,12 +464,8 @@ pub(crate) fn run_recording(
     inputs: &[RtValue],
     cfg: &RunConfig,
     record: bool,
-) -> (RunResult, Vec<RtValue>, HashMap<usize, (u64, Slot)>) {
-    let mut st = State {
-        vals: vec![RtValue::Int(0); trace.ops.len()],
-        ..State::default()
-    };
-    st.heap.preset = cfg.preset.clone();
+) -> (RunResult, Vec<RtValue>, HashMap<usize, (u64, i64)>) {
+    let mut st = State::new(trace, cfg);
     if record {
         st.provenance = Some(HashMap::new());
     }
@@ -455,6 +495,7 @@ impl<'a> Machine<'a> {
             return Outcome::Invalid {
                 op: None,
                 reason: format!("the trace has {} inputs, {} values given", t.num_inputs, inputs.len()),
+                promise: false,
             };
         }
         for (i, &v) in inputs.iter().enumerate() {
@@ -466,6 +507,7 @@ impl<'a> Machine<'a> {
                 return Outcome::Invalid {
                     op: None,
                     reason: "execution ran past the last op".into(),
+                    promise: false,
                 };
             }
             match self.step(pc) {
@@ -536,15 +578,113 @@ impl<'a> Machine<'a> {
         }
     }
 
-    /// An allocated array is accessed with the array descriptor it was allocated with.
-    fn same_array_descr(&self, at: OpRef, addr: u64, ad: &ArrayDescr) -> Result<(), Stop> {
-        match self.st.heap.objects.get(&addr).map(|o| &o.kind) {
-            Some(ObjKind::Array { descr, .. }) if descr != ad => Err(invalid(
-                at,
-                format!("array allocated as {descr:?} accessed as {ad:?}, another descriptor"),
-            )),
-            _ => Ok(()),
+    /// The writer identity of the op's descriptor (its index in the trace).
+    fn writer(&self, at: OpRef) -> u32 {
+        self.trace.op(at).descr.map_or(u32::MAX, |d| d.index() as u32)
+    }
+
+    /// The memory model's checks of an access to `view` of the object at `addr` by `writer`:
+    /// under type-based aliasing, bytes written through another descriptor are not accessed;
+    /// a write never changes an instance's class word or an array's or string's length word.
+    fn check_access(&self, at: OpRef, addr: u64, view: View, writer: u32, write: bool) -> Result<(), Stop> {
+        let heap = &self.st.heap;
+        if self.trace.aliasing == crate::trace::Aliasing::TypeBased {
+            if let Some(other) = heap.other_writer(addr, view, writer) {
+                let name = |w: u32| match w {
+                    heap::WRITER_CLASS => "the class word".to_string(),
+                    heap::WRITER_STRING => "a string op".to_string(),
+                    w => format!("descriptor {w}"),
+                };
+                return Err(broken(
+                    at,
+                    format!(
+                        "bytes {}..{} were written through {}: type-based aliasing forbids accessing them through {}",
+                        view.offset,
+                        view.end(),
+                        name(other),
+                        name(writer)
+                    ),
+                ));
+            }
         }
+        if write {
+            if heap.writes_header(addr, view) {
+                return Err(broken(at, "a write to a class or length word (these never change)"));
+            }
+        }
+        Ok(())
+    }
+
+    /// The bytes of item `i` of the array at `addr` accessed through `ad`. For an allocated
+    /// array the index is below its length (what its length word says, the check native code
+    /// makes too), and the view lies within its items: when another descriptor's items are
+    /// wider than the allocation's, that is a promise native code does not check. An external
+    /// array's index is non-negative.
+    fn item_view(&self, at: OpRef, addr: u64, i: i64, ad: &ArrayDescr) -> Result<View, Stop> {
+        if i < 0 {
+            return Err(invalid(at, format!("negative index {i}")));
+        }
+        let offset = (i as i128) * ad.item_size as i128 + ad.base_offset as i128;
+        let Ok(offset) = i64::try_from(offset) else {
+            return Err(invalid(at, format!("index {i} out of the address space")));
+        };
+        let view = View::new(offset, ad.item_size);
+        if let Some(obj) = self.st.heap.objects.get(&addr) {
+            let ObjKind::Array { len, descr } = &obj.kind else {
+                return Err(invalid(at, "indexing an object that is not an array"));
+            };
+            if i as u64 >= *len {
+                return Err(invalid(at, format!("index {i} out of bounds for length {len}")));
+            }
+            let start = descr.base_offset;
+            let end = start + (*len as i64) * descr.item_size as i64;
+            if view.offset < start || view.end() > end {
+                return Err(broken(
+                    at,
+                    format!(
+                        "item {i} of {} bytes lies outside the {len} items of {} bytes the array was allocated with",
+                        ad.item_size, descr.item_size
+                    ),
+                ));
+            }
+        }
+        Ok(view)
+    }
+
+    /// The bytes of field `fd` of item `i` of the array of structs at `addr` (the default
+    /// array layout: items from offset 16).
+    fn interior_view(&self, at: OpRef, addr: u64, i: i64, item_size: i64, fd: &FieldDescr) -> Result<View, Stop> {
+        let i = self.index(at, addr, i)?;
+        let offset = (i as i128) * item_size as i128 + DEFAULT_ARRAY_BASE as i128 + fd.offset as i128;
+        i64::try_from(offset)
+            .map(|o| View::new(o, fd.size))
+            .map_err(|_| invalid(at, format!("index {i} out of the address space")))
+    }
+
+    /// The bytes of character `i` of the string at `addr` (`width` bytes a character).
+    fn char_view(&self, at: OpRef, addr: u64, i: i64, width: u8) -> Result<View, Stop> {
+        let i = self.index(at, addr, i)?;
+        let offset = (i as i128) * width as i128 + STR_CHARS_OFFSET as i128;
+        i64::try_from(offset)
+            .map(|o| View::new(o, width))
+            .map_err(|_| invalid(at, format!("index {i} out of the address space")))
+    }
+
+    /// The length of the array or string at `addr`, read through its length word at
+    /// `len_offset` (`writer` is the reading descriptor).
+    fn length(&mut self, at: OpRef, addr: u64, len_offset: i64, writer: u32) -> Result<i64, Stop> {
+        let view = View::new(len_offset, 8);
+        self.check_access(at, addr, view, writer, false)?;
+        if let Some(obj) = self.st.heap.objects.get(&addr) {
+            return match obj.length() {
+                Some(_) => Ok(obj.read(view, Kind::Int, self.st.heap.epoch, true).bits() as i64),
+                None => Err(invalid(at, "the length of an object that is not an array or string")),
+            };
+        }
+        if self.st.heap.written(addr, view) {
+            return Err(broken(at, "the length word of an array or string was written"));
+        }
+        Ok((self.st.heap.read(addr, view, Kind::Int, true).bits() % 64) as i64)
     }
 
     /// Bounds check against an allocated array or string.
@@ -562,14 +702,41 @@ impl<'a> Machine<'a> {
         Ok(i as u64)
     }
 
-    fn alloc_len(&self, at: OpRef, n: i64) -> Result<u64, Stop> {
-        if !(0..=MAX_ALLOC_LEN).contains(&n) {
-            return Err(invalid(
-                at,
-                format!("allocation length {n} outside 0..={MAX_ALLOC_LEN}"),
-            ));
+    /// Check an allocation of `bytes` bytes (`None`: beyond 64 bits) for `n` items.
+    fn alloc_size(&self, at: OpRef, n: i64, bytes: Option<u64>) -> Result<u64, Stop> {
+        if n < 0 {
+            return Err(invalid(at, format!("negative allocation length {n}")));
         }
-        Ok(n as u64)
+        match bytes {
+            Some(b) if b <= MAX_ALLOC_BYTES => Ok(n as u64),
+            _ => Err(invalid(
+                at,
+                format!("an allocation of {n} items is larger than {MAX_ALLOC_BYTES} bytes"),
+            )),
+        }
+    }
+
+    /// Allocate an array of `len` items laid out by `descr` (index `writer`): its length word
+    /// is written at once.
+    fn alloc_array(&mut self, len: u64, descr: ArrayDescr, writer: u32, rebuilt: bool) -> u64 {
+        let len_view = View::new(descr.len_offset, 8);
+        let a = self.st.heap.alloc(ObjKind::Array { len, descr }, 0, rebuilt);
+        self.st.heap.write_header(a, len_view, len, writer);
+        a
+    }
+
+    /// Allocate a string of `len` characters.
+    fn alloc_string(&mut self, len: u64, unicode: bool) -> u64 {
+        let kind = if unicode {
+            ObjKind::Unicode { len }
+        } else {
+            ObjKind::Str { len }
+        };
+        let a = self.st.heap.alloc(kind, 0, false);
+        self.st
+            .heap
+            .write_header(a, View::new(STR_LEN_OFFSET, 8), len, heap::WRITER_STRING);
+        a
     }
 
     /// The class of the object at `addr` for a class check against `want` (deciding it for
@@ -646,7 +813,7 @@ impl<'a> Machine<'a> {
                 Err(invalid(at, "virtual with a missing descriptor"))
             }
         };
-        let (kind, class) = match v.kind {
+        let (addr, items) = match v.kind {
             VirtualKind::Struct { opcode, descr: d } => {
                 let sd = descr(d)?
                     .as_size()
@@ -656,38 +823,39 @@ impl<'a> Machine<'a> {
                 } else {
                     0
                 };
-                (ObjKind::Struct { size: sd.size }, class)
+                (self.st.heap.alloc(ObjKind::Struct { size: sd.size }, class, true), None)
             }
             VirtualKind::Array { descr: d, len, .. } => {
                 let ad = descr(d)?
                     .as_array()
                     .ok_or_else(|| invalid(at, "array virtual needs an array descriptor"))?;
                 (
-                    ObjKind::Array {
-                        len: len as u64,
-                        descr: ad.clone(),
-                    },
-                    0,
+                    self.alloc_array(len as u64, ad.clone(), d.index() as u32, true),
+                    Some((ad, d.index() as u32)),
                 )
             }
         };
-        let addr = self.st.heap.alloc(kind, class, true);
         memo.insert(i, addr);
         for (field, fa) in &v.fields {
             if *fa == FailArg::Hole {
                 continue;
             }
             let value = self.fail_value(at, gd, fa, memo)?;
-            let (slot, immutable, value) = match *field {
-                VirtualField::Field(d) => {
+            let (view, immutable, value, writer) = match (*field, items) {
+                (VirtualField::Field(d), _) => {
                     let fd = descr(d)?
                         .as_field()
                         .ok_or_else(|| invalid(at, "virtual field needs a field descriptor"))?;
-                    (Slot::Field(fd.offset), fd.immutable, narrow(value, fd.size, fd.signed))
+                    let view = View::new(fd.offset, fd.size);
+                    (view, fd.immutable, narrow(value, fd.size, fd.signed), d.index() as u32)
                 }
-                VirtualField::Item(k) => (Slot::Item(k as u64), false, value),
+                (VirtualField::Item(k), Some((ad, writer))) => {
+                    let view = self.item_view(at, addr, k as i64, ad)?;
+                    (view, false, narrow(value, ad.item_size, ad.signed), writer)
+                }
+                (VirtualField::Item(_), None) => return Err(invalid(at, "an item of a struct virtual")),
             };
-            self.st.heap.write(addr, slot, value, immutable);
+            self.st.heap.write(addr, view, value, immutable, writer);
         }
         Ok(addr)
     }
@@ -767,41 +935,40 @@ impl<'a> Machine<'a> {
             New | NewWithVtable => {
                 let sd = self.size_descr(at)?;
                 let class = if opc == NewWithVtable { default_class(sd) } else { 0 };
+                let bytes = u64::try_from(sd.size.max(if class != 0 { 8 } else { 0 })).ok();
+                self.alloc_size(at, 0, bytes)?;
                 let a = self.st.heap.alloc(ObjKind::Struct { size: sd.size }, class, false);
                 self.set(at, RtValue::Ref(a));
             }
             NewArray | NewArrayClear => {
                 let descr = self.array_descr(at)?.clone();
-                let len = self.alloc_len(at, self.int_arg(at, 0)?)?;
-                let a = self.st.heap.alloc(ObjKind::Array { len, descr }, 0, false);
+                let n = self.int_arg(at, 0)?;
+                let len = self.alloc_size(at, n, descr.alloc_size(n.max(0) as u64))?;
+                let a = self.alloc_array(len, descr, self.writer(at), false);
                 self.set(at, RtValue::Ref(a));
             }
             Newstr | Newunicode => {
-                let len = self.alloc_len(at, self.int_arg(at, 0)?)?;
-                let kind = if opc == Newstr {
-                    ObjKind::Str { len }
-                } else {
-                    ObjKind::Unicode { len }
-                };
-                let a = self.st.heap.alloc(kind, 0, false);
+                let n = self.int_arg(at, 0)?;
+                let width = if opc == Newstr { 1 } else { 4 };
+                let bytes = (n.max(0) as u64)
+                    .checked_mul(width)
+                    .and_then(|b| b.checked_add(STR_CHARS_OFFSET as u64));
+                let len = self.alloc_size(at, n, bytes)?;
+                let a = self.alloc_string(len, opc == Newunicode);
                 self.set(at, RtValue::Ref(a));
             }
             // --- struct fields ---
             GetfieldGcI | GetfieldGcR | GetfieldGcF => {
                 let fd = self.field_descr(at)?;
                 let p = self.nonnull(at, 0)?;
-                self.note_read(at, p, Slot::Field(fd.offset), fd.immutable);
-                let v = self
-                    .st
-                    .heap
-                    .read(p, Slot::Field(fd.offset), opc.result_kind(), fd.immutable);
-                self.set(at, narrow(v, fd.size, fd.signed));
+                let view = View::new(fd.offset, fd.size);
+                self.load(at, p, view, fd.immutable, fd.signed)?;
             }
             SetfieldGc => {
                 let fd = self.field_descr(at)?;
                 let p = self.nonnull(at, 0)?;
                 let v = narrow(self.arg(at, 1)?, fd.size, fd.signed);
-                self.st.heap.write(p, Slot::Field(fd.offset), v, fd.immutable);
+                self.store(at, p, View::new(fd.offset, fd.size), v, fd.immutable)?;
             }
             GetfieldRawI | GetfieldRawR | GetfieldRawF => {
                 let fd = self.field_descr(at)?;
@@ -809,41 +976,37 @@ impl<'a> Machine<'a> {
                 let v = self
                     .st
                     .heap
-                    .read_raw(a.wrapping_add(fd.offset as u64), opc.result_kind());
+                    .read_raw(a.wrapping_add(fd.offset as u64), fd.size, opc.result_kind());
                 self.set(at, narrow(v, fd.size, fd.signed));
             }
             SetfieldRaw => {
                 let fd = self.field_descr(at)?;
                 let a = self.nonnull(at, 0)?;
                 let v = narrow(self.arg(at, 1)?, fd.size, fd.signed);
-                self.st.heap.write_raw(a.wrapping_add(fd.offset as u64), v);
+                self.st.heap.write_raw(a.wrapping_add(fd.offset as u64), fd.size, v);
             }
             // --- arrays ---
             GetarrayitemGcI | GetarrayitemGcR | GetarrayitemGcF | GetarrayitemGcPureI | GetarrayitemGcPureR
             | GetarrayitemGcPureF => {
                 let ad = self.array_descr(at)?;
                 let p = self.nonnull(at, 0)?;
-                self.same_array_descr(at, p, ad)?;
-                let i = self.index(at, p, self.int_arg(at, 1)?)?;
+                let view = self.item_view(at, p, self.int_arg(at, 1)?, ad)?;
                 let pure = matches!(opc, GetarrayitemGcPureI | GetarrayitemGcPureR | GetarrayitemGcPureF);
-                self.note_read(at, p, Slot::Item(i), pure);
-                let v = self.st.heap.read(p, Slot::Item(i), opc.result_kind(), pure);
-                self.set(at, narrow(v, ad.item_size, ad.signed));
+                self.load(at, p, view, pure, ad.signed)?;
             }
             SetarrayitemGc => {
                 let ad = self.array_descr(at)?;
                 let p = self.nonnull(at, 0)?;
-                self.same_array_descr(at, p, ad)?;
-                let i = self.index(at, p, self.int_arg(at, 1)?)?;
+                let view = self.item_view(at, p, self.int_arg(at, 1)?, ad)?;
                 let v = narrow(self.arg(at, 2)?, ad.item_size, ad.signed);
-                self.st.heap.write(p, Slot::Item(i), v, false);
+                self.store(at, p, view, v, false)?;
             }
             GetarrayitemRawI | GetarrayitemRawF => {
                 let ad = self.array_descr(at)?;
                 let a = self.nonnull(at, 0)?;
                 let i = self.int_arg(at, 1)?;
                 let addr = a.wrapping_add((i as u64).wrapping_mul(ad.item_size as u64));
-                let v = self.st.heap.read_raw(addr, opc.result_kind());
+                let v = self.st.heap.read_raw(addr, ad.item_size, opc.result_kind());
                 self.set(at, narrow(v, ad.item_size, ad.signed));
             }
             SetarrayitemRaw => {
@@ -852,13 +1015,13 @@ impl<'a> Machine<'a> {
                 let i = self.int_arg(at, 1)?;
                 let addr = a.wrapping_add((i as u64).wrapping_mul(ad.item_size as u64));
                 let v = narrow(self.arg(at, 2)?, ad.item_size, ad.signed);
-                self.st.heap.write_raw(addr, v);
+                self.st.heap.write_raw(addr, ad.item_size, v);
             }
             RawLoadI | RawLoadF => {
                 let ad = self.array_descr(at)?;
                 let a = self.nonnull(at, 0)?;
                 let addr = a.wrapping_add(self.int_arg(at, 1)? as u64);
-                let v = self.st.heap.read_raw(addr, opc.result_kind());
+                let v = self.st.heap.read_raw(addr, ad.item_size, opc.result_kind());
                 self.set(at, narrow(v, ad.item_size, ad.signed));
             }
             RawStore => {
@@ -866,77 +1029,72 @@ impl<'a> Machine<'a> {
                 let a = self.nonnull(at, 0)?;
                 let addr = a.wrapping_add(self.int_arg(at, 1)? as u64);
                 let v = narrow(self.arg(at, 2)?, ad.item_size, ad.signed);
-                self.st.heap.write_raw(addr, v);
+                self.st.heap.write_raw(addr, ad.item_size, v);
             }
             GetinteriorfieldGcI | GetinteriorfieldGcR | GetinteriorfieldGcF => {
-                let fd = self.field_descr(at)?;
+                let (item, fd) = self.interior_descr(at)?;
                 let p = self.nonnull(at, 0)?;
-                let i = self.index(at, p, self.int_arg(at, 1)?)?;
-                self.note_read(at, p, Slot::Interior(i, fd.offset), fd.immutable);
-                let v = self
-                    .st
-                    .heap
-                    .read(p, Slot::Interior(i, fd.offset), opc.result_kind(), fd.immutable);
-                self.set(at, narrow(v, fd.size, fd.signed));
+                let view = self.interior_view(at, p, self.int_arg(at, 1)?, item, fd)?;
+                self.load(at, p, view, fd.immutable, fd.signed)?;
             }
             SetinteriorfieldGc => {
-                let fd = self.field_descr(at)?;
+                let (item, fd) = self.interior_descr(at)?;
                 let p = self.nonnull(at, 0)?;
-                let i = self.index(at, p, self.int_arg(at, 1)?)?;
+                let view = self.interior_view(at, p, self.int_arg(at, 1)?, item, fd)?;
                 let v = narrow(self.arg(at, 2)?, fd.size, fd.signed);
-                self.st.heap.write(p, Slot::Interior(i, fd.offset), v, fd.immutable);
+                self.store(at, p, view, v, fd.immutable)?;
             }
             ArraylenGc | Strlen | Unicodelen => {
                 let p = self.nonnull(at, 0)?;
-                if let Some(ad) = self.trace.op(at).descr.and_then(|d| self.trace.descr(d).as_array()) {
-                    self.same_array_descr(at, p, ad)?;
+                if let Some(obj) = self.st.heap.objects.get(&p) {
+                    let same_kind = matches!(
+                        (opc, &obj.kind),
+                        (ArraylenGc, ObjKind::Array { .. })
+                            | (Strlen, ObjKind::Str { .. })
+                            | (Unicodelen, ObjKind::Unicode { .. })
+                    );
+                    if !same_kind {
+                        return Err(invalid(at, format!("{opc} of an object of another kind")));
+                    }
                 }
-                let len = match self.st.heap.objects.get(&p) {
-                    Some(obj) => match (opc, &obj.kind) {
-                        (ArraylenGc, ObjKind::Array { len, .. })
-                        | (Strlen, ObjKind::Str { len })
-                        | (Unicodelen, ObjKind::Unicode { len }) => *len as i64,
-                        _ => return Err(invalid(at, format!("{opc} of an object of another kind"))),
-                    },
-                    None => match self.st.heap.read(p, Slot::Len, Kind::Int, true) {
-                        RtValue::Int(n) => n % 64,
-                        _ => 0,
-                    },
+                let (len_offset, writer) = match opc {
+                    ArraylenGc => (self.array_descr(at)?.len_offset, self.writer(at)),
+                    _ => (STR_LEN_OFFSET, heap::WRITER_STRING),
                 };
+                let len = self.length(at, p, len_offset, writer)?;
                 self.set(at, RtValue::Int(len));
             }
             Strgetitem | Unicodegetitem => {
                 let p = self.nonnull(at, 0)?;
-                let i = self.index(at, p, self.int_arg(at, 1)?)?;
-                let v = self.st.heap.read(p, Slot::Item(i), Kind::Int, true);
-                let v = if opc == Strgetitem {
-                    narrow(v, 1, false)
-                } else {
-                    narrow(v, 4, false)
-                };
-                self.set(at, v);
+                let width = if opc == Strgetitem { 1 } else { 4 };
+                let view = self.char_view(at, p, self.int_arg(at, 1)?, width)?;
+                self.check_access(at, p, view, heap::WRITER_STRING, false)?;
+                let v = self.st.heap.read(p, view, Kind::Int, true);
+                self.set(at, narrow(v, width, false));
             }
             Strsetitem | Unicodesetitem => {
                 let p = self.nonnull(at, 0)?;
-                let i = self.index(at, p, self.int_arg(at, 1)?)?;
-                let v = self.arg(at, 2)?;
-                let v = if opc == Strsetitem {
-                    narrow(v, 1, false)
-                } else {
-                    narrow(v, 4, false)
-                };
-                self.st.heap.write(p, Slot::Item(i), v, false);
+                let width = if opc == Strsetitem { 1 } else { 4 };
+                let view = self.char_view(at, p, self.int_arg(at, 1)?, width)?;
+                self.check_access(at, p, view, heap::WRITER_STRING, true)?;
+                let v = narrow(self.arg(at, 2)?, width, false);
+                self.st.heap.write(p, view, v, false, heap::WRITER_STRING);
             }
             Strhash | Unicodehash => {
                 let p = self.nonnull(at, 0)?;
+                let width = if opc == Strhash { 1 } else { 4 };
+                let epoch = self.st.heap.epoch;
                 let h = match self.st.heap.objects.get(&p) {
                     Some(obj) => {
                         let len = obj.length().unwrap_or(0);
                         let mut words = vec![0x57a, len];
-                        words.extend((0..len).map(|k| obj.fields.get(&Slot::Item(k)).map_or(0, |c| c.value.bits())));
+                        words.extend((0..len).map(|k| {
+                            let view = View::new(STR_CHARS_OFFSET + (k * width) as i64, width as u8);
+                            obj.read(view, Kind::Int, epoch, true).bits()
+                        }));
                         hash_words(&words) as i64
                     }
-                    None => self.st.heap.read(p, Slot::Field(-1), Kind::Int, true).bits() as i64,
+                    None => self.st.heap.read(p, View::new(-8, 8), Kind::Int, true).bits() as i64,
                 };
                 self.set(at, RtValue::Int(h));
             }
@@ -952,18 +1110,17 @@ impl<'a> Machine<'a> {
                     self.index(at, src, ss.wrapping_add(n - 1))?;
                     self.index(at, dst, ds)?;
                     self.index(at, dst, ds.wrapping_add(n - 1))?;
-                    let size = if opc == Copystrcontent { 1 } else { 4 };
-                    let items: Vec<RtValue> = (0..n)
-                        .map(|k| {
-                            narrow(
-                                self.st.heap.read(src, Slot::Item((ss + k) as u64), Kind::Int, true),
-                                size,
-                                false,
-                            )
-                        })
-                        .collect();
+                    let width = if opc == Copystrcontent { 1 } else { 4 };
+                    let mut items = Vec::with_capacity(n as usize);
+                    for k in 0..n {
+                        let view = self.char_view(at, src, ss + k, width)?;
+                        let v = self.st.heap.read(src, view, Kind::Int, true);
+                        items.push(narrow(v, width, false));
+                    }
                     for (k, v) in items.into_iter().enumerate() {
-                        self.st.heap.write(dst, Slot::Item(ds as u64 + k as u64), v, false);
+                        let view = self.char_view(at, dst, ds + k as i64, width)?;
+                        self.check_access(at, dst, view, heap::WRITER_STRING, true)?;
+                        self.st.heap.write(dst, view, v, false, heap::WRITER_STRING);
                     }
                 }
             }
@@ -985,8 +1142,29 @@ impl<'a> Machine<'a> {
                 let (c, v) = (self.int_arg(at, 0)?, self.arg(at, 1)?.bits());
                 self.st.exception = if c == 0 && v == 0 { None } else { Some((c, v)) };
             }
+            // Hints are promises: breaking one is an invalid operation, so every part may rely
+            // on what it states.
+            AssertNotNone => {
+                if self.arg(at, 0)?.bits() == 0 {
+                    return Err(broken(at, "assert_not_none of null"));
+                }
+            }
+            RecordExactClass => {
+                let p = self.arg(at, 0)?.bits();
+                let want = self.arg(at, 1)?.bits();
+                if p == 0 {
+                    return Err(broken(at, "record_exact_class of null"));
+                }
+                let class = self.class_of(p, want, false);
+                if class != want {
+                    return Err(broken(
+                        at,
+                        format!("record_exact_class names class 0x{want:x}; the object's is 0x{class:x}"),
+                    ));
+                }
+            }
             QuasiimmutField | VirtualRefFinish | EnterPortalFrame | LeavePortalFrame | Keepalive
-            | RecordKnownResult | RecordExactClass | AssertNotNone => {}
+            | RecordKnownResult => {}
             // Handled above by flag; listed so the match stays exhaustive over the table.
             InputI | InputR | InputF => {}
             _ => {
@@ -996,11 +1174,53 @@ impl<'a> Machine<'a> {
         Ok(pc + 1)
     }
 
-    fn note_read(&mut self, at: OpRef, addr: u64, slot: Slot, immutable: bool) {
-        let initial = self.st.provenance.is_some() && self.st.heap.reads_initial_memory(addr, slot, immutable);
+    /// The interior descriptor's item size and field.
+    fn interior_descr(&self, at: OpRef) -> Result<(i64, &'a FieldDescr), Stop> {
+        match self.descr(at)? {
+            Descr::Interior(d) => Ok((d.item_size, &d.field)),
+            _ => Err(invalid(at, "expected an interior field descriptor")),
+        }
+    }
+
+    /// A load of `view` of the object at `addr` through the op's descriptor: the memory
+    /// model's checks, then the read (`pure`: an immutable read), sign- or zero-extended.
+    fn load(&mut self, at: OpRef, addr: u64, view: View, pure: bool, signed: bool) -> Result<(), Stop> {
+        self.check_access(at, addr, view, self.writer(at), false)?;
+        if pure && !self.st.heap.is_allocated(addr) && self.st.heap.written(addr, view) {
+            return Err(broken(
+                at,
+                "an immutable read of bytes this trace wrote into an object it did not allocate",
+            ));
+        }
+        self.note_read(at, addr, view, pure);
+        let v = self
+            .st
+            .heap
+            .read(addr, view, self.trace.op(at).opcode.result_kind(), pure);
+        self.set(at, narrow(v, view.size, signed));
+        Ok(())
+    }
+
+    /// A store of `v` (already narrowed) to `view` of the object at `addr` through the op's
+    /// descriptor.
+    fn store(&mut self, at: OpRef, addr: u64, view: View, v: RtValue, immutable: bool) -> Result<(), Stop> {
+        let writer = self.writer(at);
+        self.check_access(at, addr, view, writer, true)?;
+        if immutable && !self.st.heap.is_allocated(addr) {
+            return Err(broken(
+                at,
+                "a write to an immutable field of an object the trace did not allocate",
+            ));
+        }
+        self.st.heap.write(addr, view, v, immutable, writer);
+        Ok(())
+    }
+
+    fn note_read(&mut self, at: OpRef, addr: u64, view: View, immutable: bool) {
+        let initial = self.st.provenance.is_some() && self.st.heap.reads_initial_memory(addr, view, immutable);
         if let Some(p) = self.st.provenance.as_mut() {
             if initial {
-                p.insert(at.index(), (addr, slot));
+                p.insert(at.index(), (addr, view.offset));
             } else {
                 p.remove(&at.index());
             }

@@ -51,15 +51,10 @@ impl<'t> ModelHeap<'t> {
     /// A fresh state for a run of `trace` under `cfg` (its functions, class policy and preset
     /// memory apply as in [`super::run`]).
     pub fn new(trace: &'t Trace, cfg: &RunConfig) -> ModelHeap<'t> {
-        let mut st = State {
-            vals: vec![RtValue::Int(0); trace.ops.len()],
-            ..State::default()
-        };
-        st.heap.preset = cfg.preset.clone();
         ModelHeap {
             trace,
             cfg: cfg.clone(),
-            st,
+            st: State::new(trace, cfg),
         }
     }
 
@@ -82,6 +77,7 @@ impl<'t> ModelHeap<'t> {
         Outcome::Invalid {
             op: Some(op),
             reason: reason.to_string(),
+            promise: false,
         }
     }
 
@@ -172,6 +168,7 @@ impl<'t> ModelHeap<'t> {
             return Outcome::Invalid {
                 op: None,
                 reason: format!("no guard {guard} in the trace"),
+                promise: false,
             };
         };
         let Some(g) = t.ops[at].guard else {
@@ -275,6 +272,7 @@ mod tests {
         m.into_result(Outcome::Invalid {
             op: None,
             reason: "ran past the end".into(),
+            promise: false,
         })
     }
 

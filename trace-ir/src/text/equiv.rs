@@ -84,6 +84,9 @@ fn same_virtual(a: &Trace, va: &VirtualObject, b: &Trace, vb: &VirtualObject) ->
 /// Source information ([`crate::TraceInfo`]) is ignored. The error names the first
 /// difference.
 pub fn traces_equivalent(a: &Trace, b: &Trace) -> Result<(), String> {
+    if a.aliasing != b.aliasing {
+        return Err(format!("aliasing {} vs {}", a.aliasing.name(), b.aliasing.name()));
+    }
     if a.num_inputs != b.num_inputs {
         return Err(format!("{} inputs vs {}", a.num_inputs, b.num_inputs));
     }

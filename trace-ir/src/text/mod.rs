@@ -57,6 +57,9 @@
 //!   refers to the parameters by the same names, as PyPy's logs do). With constant or
 //!   repeated operands, or when the body still uses an operand directly, the parameters are
 //!   named explicitly: `label(i3, 5, descr=TargetToken(1)) -> [i10, i11]`.
+//! - **Aliasing**: a first line `aliasing type-based` (or `aliasing bytes`, the default)
+//!   sets [`crate::Aliasing`], the trace's memory model; the printer writes it when it is not
+//!   the default. Traces read from PyPy-log sections are type-based.
 //! - Ignored: blank lines, `#` comment lines, `+123:` offsets, `debug_merge_point(...)`,
 //!   `--end of the loop--`. The trace ends at its `jump` or `finish`.
 //!

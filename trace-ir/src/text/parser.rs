@@ -159,6 +159,16 @@ impl TraceParser {
             return Err(cur.error("text after the end of the trace (its final jump or finish)"));
         }
         if !self.started {
+            if cur.looking_at("aliasing") && cur.rest()["aliasing".len()..].starts_with(char::is_whitespace) {
+                cur.eat_str("aliasing");
+                cur.skip_ws();
+                let pos = cur.pos();
+                let name = cur.rest().trim_end();
+                self.trace.aliasing = crate::trace::Aliasing::from_name(name).ok_or_else(|| {
+                    cur.error_at(pos, format!("unknown aliasing model `{name}` (bytes or type-based)"))
+                })?;
+                return Ok(Status::More);
+            }
             self.started = true;
             if cur.peek() == Some('[') {
                 self.inputs_line(&mut cur)?;

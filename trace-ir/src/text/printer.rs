@@ -225,6 +225,9 @@ impl<'t> Printer<'t> {
     fn print(&self) -> String {
         let t = self.trace;
         let mut out = String::new();
+        if t.aliasing != crate::trace::Aliasing::default() {
+            let _ = writeln!(out, "aliasing {}", t.aliasing.name());
+        }
         out.push('[');
         for i in 0..t.num_inputs.min(t.ops.len()) {
             if i > 0 {

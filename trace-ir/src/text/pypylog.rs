@@ -178,6 +178,9 @@ pub fn parse_file(text: &str) -> Result<Vec<Trace>, ParseError> {
                 section: Some(cat.to_string()),
                 header,
             };
+            // PyPy's optimizer relies on its type-based rule: different descriptors never
+            // alias (its GC types guarantee it).
+            t.aliasing = crate::trace::Aliasing::TypeBased;
             out.push(t);
         }
         i = end + 1;
