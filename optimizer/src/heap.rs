@@ -4,13 +4,19 @@
 //! Every entry states "the field (or array item with a constant index) of this object holds
 //! this value right now": it is only created from a read (the value read) or from a write of a
 //! value that the field stores exactly (full-width fields, or narrow integer fields when the
-//! value provably fits). Entries are keyed by descriptor; a write through a descriptor kills
-//! the entries of every object that may be the same object (two different allocations of this
-//! trace never are), for that descriptor and for every descriptor whose bytes overlap it. A
-//! call that may write the heap, a barrier op, any other heap write and a `label` clear the
-//! mutable entries. Immutable fields (`FieldDescr::immutable`) and `getarrayitem_gc_pure`
-//! items survive calls (the interpreter's model: immutable slots never change), but not writes.
+//! value provably fits). Entries are keyed by descriptor; a write kills the entries of every
+//! location that may share a byte with it ([`crate::alias::Layout::may_overlap`]: under
+//! type-based aliasing only its own descriptor's, under byte views every overlapping field or
+//! item of any descriptor) on every object that may be the same object (two different
+//! allocations of this trace never are). A call that may write the heap, a barrier op, any
+//! other heap write and a `label` clear the mutable entries. Immutable fields
+//! (`FieldDescr::immutable`) survive calls (the interpreter's model: calls never change what
+//! an immutable read sees), but not writes. Immutable item reads (`getarrayitem_gc_pure_*`)
+//! have a cache of their own: they see an item as calls leave it, so they are never answered
+//! from, nor feed, the mutable items' entries (a mutable read after a call may see another
+//! value than an immutable one of the same item).
 
+use crate::alias::{Index, Layout, Loc};
 use smallvec::SmallVec;
 use trace_ir::fxhash::FxHashMap;
 use trace_ir::{DescrRef, Value};
@@ -59,22 +65,25 @@ impl HeapCache {
         }
     }
 
-    /// A write of field `d` of `obj`: kill entries of `d` and of the descriptors in `overlap`
-    /// for every object that may alias `obj`.
-    pub fn write_field(
-        &mut self,
-        d: DescrRef,
-        overlap: &[DescrRef],
-        obj: Value,
-        may_alias: impl Fn(Value, Value) -> bool,
-    ) {
-        if let Some(e) = self.fields.get_mut(&d) {
-            e.retain(|e| !may_alias(e.0, obj));
-        }
-        for &o in overlap {
-            if let Some(e) = self.fields.get_mut(&o) {
-                e.retain(|e| !may_alias(e.0, obj));
+    /// A write of `loc` of `obj`: kill the entries of every location that may share a byte
+    /// with it, on every object that may alias `obj`.
+    pub fn write(&mut self, loc: Loc, obj: Value, layout: &Layout, may_alias: impl Fn(Value, Value) -> bool) {
+        let others = layout.overlapping(loc.descr);
+        for d in std::iter::once(loc.descr).chain(others.iter().copied()) {
+            if let Some(e) = self.fields.get_mut(&d) {
+                if layout.may_overlap(loc, Loc::field(d)) {
+                    e.retain(|e| !may_alias(e.0, obj));
+                }
             }
+        }
+        if loc.index != Index::Field || !others.is_empty() {
+            for (&(d, k), e) in self.items.iter_mut() {
+                if layout.may_overlap(loc, Loc::item(d, Some(k))) {
+                    e.retain(|e| !may_alias(e.0, obj));
+                }
+            }
+            self.pure_items
+                .retain(|&(d, _, _), _| d != loc.descr && !others.contains(&d));
         }
     }
 
@@ -90,32 +99,6 @@ impl HeapCache {
             slot.1 = val;
         } else {
             e.push((obj, val));
-        }
-    }
-
-    /// A write of item `idx` (`None`: not a constant) of `obj` through descriptor `d`. Items of
-    /// other array descriptors are forgotten entirely (their layouts may overlap).
-    pub fn write_item(&mut self, d: DescrRef, idx: Option<i64>, obj: Value, may_alias: impl Fn(Value, Value) -> bool) {
-        self.pure_items.clear();
-        match idx {
-            Some(k) => {
-                self.items.retain(|&(dd, kk), e| {
-                    if dd != d {
-                        return false;
-                    }
-                    if kk == k {
-                        e.retain(|e| !may_alias(e.0, obj));
-                    }
-                    true
-                });
-            }
-            None => self.items.retain(|&(dd, _), e| {
-                if dd != d {
-                    return false;
-                }
-                e.retain(|e| !may_alias(e.0, obj));
-                true
-            }),
         }
     }
 

@@ -19,6 +19,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod alias;
 pub mod domain;
 mod fold;
 mod heap;

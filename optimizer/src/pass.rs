@@ -30,9 +30,10 @@
 //!    through wrapping `int_add`/`int_mul` results as if they could not wrap: seed 004);
 //! 7. allocation removal (virtual objects, materialized at escapes, described in resume data);
 //! 8. the heap cache ([`crate::heap`]); writes to non-virtual objects are delayed until
-//!    something could observe them (a read of a possibly aliasing slot, a guard, a call or any
-//!    other op with effects, the end of the trace), so a write overwritten before that is
-//!    never emitted (`Reason::DeadStore`);
+//!    something could observe them (a read of a location that may share a byte with them
+//!    under the trace's memory model, [`crate::alias`]; a guard, a call or any other op with
+//!    effects; the end of the trace), so a write overwritten before that is never emitted
+//!    (`Reason::DeadStore`);
 //! 9. a final backward sweep removing unused pure ops and heap reads.
 //!
 //! Hints that do nothing when executed are dropped: `quasiimmut_field` (its
@@ -44,11 +45,16 @@
 //!
 //! - learn backwards through wrapping `int_mul`/`int_lshift` results, or through `_ovf` ops
 //!   whose overflow guard did not pass (seed 004's miscompilations);
-//! - forward narrow (`size < 8`) integer slots unless the value provably fits, or remove a
-//!   rewrite of a narrow slot (the interpreter's model of unwritten narrow slots);
-//! - track virtual fields whose byte ranges overlap another recorded field (PyPy logs do not
-//!   give field sizes, so byte fields of frames at offsets 80 and 81 both read as 8 bytes:
-//!   such objects are materialized);
+//! - forward narrow (`size < 8`) integer slots unless the value provably fits;
+//! - relate two different descriptors' views of the same bytes: under byte views
+//!   ([`trace_ir::Aliasing::Bytes`]) a write is observed by every overlapping view, so it is
+//!   never removed as a redundant write-back (the interpreter chooses unwritten memory per
+//!   view), and a value is forwarded only to a read through the descriptor that wrote it
+//!   (no bit reinterpretation between kinds or widths);
+//! - answer an immutable item read (`getarrayitem_gc_pure_*`) from a mutable one or the other
+//!   way round (after a call the two may see different values of one item);
+//! - track virtual fields whose byte ranges overlap another recorded field (such objects
+//!   are materialized);
 //! - keep writes pending across guards (resume data has no pending writes).
 //!
 //! # Loops
@@ -59,6 +65,7 @@
 //! and invalidation flags are reset. Knowledge about values defined before the label stays
 //! valid (they do not change between iterations).
 
+use crate::alias::{Layout, Loc};
 use crate::domain::{Cmp, IntBound};
 use crate::fold::{fold_ovf, fold_pure};
 use crate::heap::HeapCache;
@@ -116,9 +123,10 @@ struct Virtual {
 /// A write to a non-virtual object that is not emitted yet (see `Pass::pending`).
 #[derive(Clone, Copy, Debug)]
 struct PendingWrite {
-    descr: DescrRef,
-    /// `Some(index)` for an array item with a constant index, `None` for a struct field.
-    item: Option<Value>,
+    /// Where: a field, or an array item at a constant index (`index` holds it).
+    loc: Loc,
+    /// The index operand of an array item write.
+    index: Option<Value>,
     obj: Value,
     val: Value,
 }
@@ -166,8 +174,6 @@ struct DescrFacts {
     kind: Option<Kind>,
     immutable: bool,
     is_field: bool,
-    /// Other field descriptors whose bytes overlap this one.
-    overlap: SmallVec<[DescrRef; 2]>,
 }
 
 /// The working tables of the pass, kept per thread between runs: optimizing many traces then
@@ -192,6 +198,7 @@ struct Scratch {
     pending: Vec<PendingWrite>,
     virtuals: Vec<Virtual>,
     descr_facts: Vec<DescrFacts>,
+    layout: Layout,
 }
 
 /// Tables of traces up to this many ops are kept for the next run (larger ones are freed).
@@ -234,6 +241,8 @@ pub(crate) struct Pass<'a> {
     pending: Vec<PendingWrite>,
     virtuals: Vec<Virtual>,
     descr_facts: Vec<DescrFacts>,
+    /// The descriptors' bytes and which may overlap under the trace's memory model.
+    layout: Layout,
     stats: Stats,
     /// The loop header's input position and what is assumed about its parameters (see
     /// [`run`]); `None` without such assumptions.
@@ -461,7 +470,6 @@ impl<'a> Pass<'a> {
                 kind: Some(f.kind),
                 immutable: f.immutable,
                 is_field: true,
-                overlap: SmallVec::new(),
             },
             Descr::Array(a) => DescrFacts {
                 size: a.item_size.max(1),
@@ -471,29 +479,8 @@ impl<'a> Pass<'a> {
             },
             _ => DescrFacts::default(),
         }));
-        // overlapping field descriptors: sort by offset, compare each with the following ones
-        // that start before it ends
-        let mut fields: Vec<(i64, i64, usize)> = (0..descr_facts.len())
-            .filter(|&i| descr_facts[i].is_field)
-            .map(|i| {
-                (
-                    descr_facts[i].offset,
-                    descr_facts[i].offset + descr_facts[i].size as i64,
-                    i,
-                )
-            })
-            .collect();
-        fields.sort_unstable();
-        for a in 0..fields.len() {
-            let (_, end, i) = fields[a];
-            for &(start, _, j) in &fields[a + 1..] {
-                if start >= end {
-                    break;
-                }
-                descr_facts[i].overlap.push(DescrRef::new(j));
-                descr_facts[j].overlap.push(DescrRef::new(i));
-            }
-        }
+        let mut layout = std::mem::take(&mut s.layout);
+        layout.reset(input);
         Pass {
             input,
             opts,
@@ -513,6 +500,7 @@ impl<'a> Pass<'a> {
             pending,
             virtuals,
             descr_facts,
+            layout,
             stats: Stats {
                 ops_in: input.num_real_ops(),
                 ..Default::default()
@@ -1995,15 +1983,6 @@ impl<'a> Pass<'a> {
         !b.is_empty() && b.lower_i64() >= lo && b.upper_i64() <= hi
     }
 
-    /// Whether slots of descriptor `d` hold a whole word. Redundant-write removal is limited to
-    /// these: the interpreter's model gives unwritten narrow slots of external objects a
-    /// full-width value that only reads truncate, so rewriting the read value is observable
-    /// there.
-    fn full_width(&self, d: DescrRef) -> bool {
-        let f = &self.descr_facts[d.index()];
-        f.kind != Some(Kind::Int) || f.size >= 8
-    }
-
     /// The abstract value of a value read through descriptor `d` (narrow integer slots).
     fn read_bound(&self, d: DescrRef) -> Option<IntBound<u64>> {
         let f = &self.descr_facts[d.index()];
@@ -2032,9 +2011,10 @@ impl<'a> Pass<'a> {
         if opcode == Opcode::NewWithVtable && f.offset < 8 {
             return false;
         }
+        let overlapping = self.layout.overlapping(d);
         !vo.fields
             .iter()
-            .any(|(vf, _)| matches!(vf, VirtualField::Field(o) if f.overlap.contains(o)))
+            .any(|(vf, _)| matches!(vf, VirtualField::Field(o) if overlapping.contains(o)))
     }
 
     fn getfield(&mut self, op: &Op, args: &[Value]) -> Value {
@@ -2066,7 +2046,7 @@ impl<'a> Pass<'a> {
                 return self.find(val);
             }
         }
-        let v = self.emit_load(op.opcode, d, args, false, obj);
+        let v = self.emit_load(op.opcode, Loc::field(d), args, obj);
         if self.opts.heapcache {
             self.heap.remember_field(d, obj, v);
         }
@@ -2075,8 +2055,9 @@ impl<'a> Pass<'a> {
 
     /// Emit a heap load that the heap cache could not forward: delayed writes it may observe
     /// are flushed first, and the result gets the bound the descriptor's size and sign give.
-    fn emit_load(&mut self, opcode: Opcode, d: DescrRef, args: &[Value], is_array: bool, obj: Value) -> Value {
-        self.flush_conflicting(d, is_array, obj, None);
+    fn emit_load(&mut self, opcode: Opcode, loc: Loc, args: &[Value], obj: Value) -> Value {
+        let d = loc.descr;
+        self.flush_conflicting(loc, obj, None);
         let v = self.emit(Op {
             opcode,
             descr: Some(d),
@@ -2102,16 +2083,16 @@ impl<'a> Pass<'a> {
     }
 
     fn emit_write(&mut self, w: PendingWrite) {
-        let op = match w.item {
+        let op = match w.index {
             None => Op {
                 opcode: Opcode::SetfieldGc,
-                descr: Some(w.descr),
+                descr: Some(w.loc.descr),
                 guard: None,
                 args: SmallVec::from_slice(&[w.obj, w.val]),
             },
             Some(idx) => Op {
                 opcode: Opcode::SetarrayitemGc,
-                descr: Some(w.descr),
+                descr: Some(w.loc.descr),
                 guard: None,
                 args: SmallVec::from_slice(&[w.obj, idx, w.val]),
             },
@@ -2119,19 +2100,16 @@ impl<'a> Pass<'a> {
         self.emit(op);
     }
 
-    /// Emit the delayed writes that an access to slot `d` (an item if `item`) of `obj` may
-    /// observe or must stay ordered with; `except` is a write that the access replaces.
-    fn flush_conflicting(&mut self, d: DescrRef, item: bool, obj: Value, except: Option<usize>) {
+    /// Emit the delayed writes that an access to `loc` of `obj` may observe or must stay
+    /// ordered with (any that may share a byte with it, under the trace's memory model);
+    /// `except` is a write that the access replaces.
+    fn flush_conflicting(&mut self, loc: Loc, obj: Value, except: Option<usize>) {
         if self.pending.is_empty() {
             return;
         }
-        let overlap = &self.descr_facts[d.index()].overlap;
-        let info = &self.info;
+        let (info, layout) = (&self.info, &self.layout);
         let conflicts = |k: usize, w: &PendingWrite| {
-            Some(k) != except
-                && w.item.is_some() == item
-                && (w.descr == d || (!item && overlap.contains(&w.descr)))
-                && Self::may_alias(info, w.obj, obj)
+            Some(k) != except && layout.may_overlap(w.loc, loc) && Self::may_alias(info, w.obj, obj)
         };
         if !self.pending.iter().enumerate().any(|(k, w)| conflicts(k, w)) {
             return;
@@ -2159,10 +2137,7 @@ impl<'a> Pass<'a> {
             self.emit_write(w);
             return;
         }
-        let mut same = self
-            .pending
-            .iter()
-            .position(|p| p.descr == w.descr && p.obj == w.obj && p.item == w.item);
+        let mut same = self.pending.iter().position(|p| p.loc == w.loc && p.obj == w.obj);
         if let Some(k) = same {
             // Storing a reference makes the object escape (the interpreter's model: escape is
             // sticky, and later heap-writing calls may change escaped objects), so a
@@ -2174,12 +2149,8 @@ impl<'a> Pass<'a> {
                 same = None;
             }
         }
-        self.flush_conflicting(w.descr, w.item.is_some(), w.obj, same);
-        match self
-            .pending
-            .iter_mut()
-            .find(|p| p.descr == w.descr && p.obj == w.obj && p.item == w.item)
-        {
+        self.flush_conflicting(w.loc, w.obj, same);
+        match self.pending.iter_mut().find(|p| p.loc == w.loc && p.obj == w.obj) {
             Some(p) => {
                 p.val = w.val;
                 self.removed(Reason::DeadStore);
@@ -2207,20 +2178,19 @@ impl<'a> Pass<'a> {
         self.force(obj);
         self.force(val);
         let fits = self.fits(d, val);
-        if self.opts.heapcache && self.full_width(d) && self.heap.field(d, obj) == Some(val) {
+        if self.opts.heapcache && self.layout.alone(d) && self.heap.field(d, obj) == Some(val) {
             self.removed(Reason::RedundantWrite);
             return;
         }
+        let loc = Loc::field(d);
         self.delay_write(PendingWrite {
-            descr: d,
-            item: None,
+            loc,
+            index: None,
             obj,
             val,
         });
-        let overlap = self.descr_facts[d.index()].overlap.clone();
-        let info = &self.info;
-        self.heap
-            .write_field(d, &overlap, obj, |a, b| Self::may_alias(info, a, b));
+        let (info, layout) = (&self.info, &self.layout);
+        self.heap.write(loc, obj, layout, |a, b| Self::may_alias(info, a, b));
         if self.opts.heapcache && fits {
             self.heap.remember_field(d, obj, val);
         }
@@ -2265,29 +2235,24 @@ impl<'a> Pass<'a> {
         }
         let cidx = self.const_i64(idx);
         if self.opts.heapcache {
-            let hit = match cidx {
-                Some(k) => self.heap.item(d, k, arr),
-                None => None,
+            // Immutable reads see an item as calls leave it, mutable ones as calls change it:
+            // each kind is answered only from its own entries.
+            let hit = match (pure_read, cidx) {
+                (true, _) => self.heap.pure_item(d, arr, idx),
+                (false, Some(k)) => self.heap.item(d, k, arr),
+                (false, None) => None,
             };
-            let hit = hit.or_else(|| {
-                if pure_read {
-                    self.heap.pure_item(d, arr, idx)
-                } else {
-                    None
-                }
-            });
             if let Some(val) = hit {
                 self.removed(Reason::HeapCache);
                 return self.find(val);
             }
         }
-        let v = self.emit_load(op.opcode, d, args, true, arr);
+        let v = self.emit_load(op.opcode, Loc::item(d, cidx), args, arr);
         if self.opts.heapcache {
-            if let Some(k) = cidx {
-                self.heap.remember_item(d, k, arr, v);
-            }
-            if pure_read {
-                self.heap.remember_pure_item(d, arr, idx, v);
+            match (pure_read, cidx) {
+                (true, _) => self.heap.remember_pure_item(d, arr, idx, v),
+                (false, Some(k)) => self.heap.remember_item(d, k, arr, v),
+                (false, None) => {}
             }
         }
         v
@@ -2312,7 +2277,7 @@ impl<'a> Pass<'a> {
         self.force(val);
         let cidx = self.const_i64(idx);
         let fits = self.fits(d, val);
-        if self.opts.heapcache && self.full_width(d) {
+        if self.opts.heapcache && self.layout.alone(d) {
             if let Some(k) = cidx {
                 if self.heap.item(d, k, arr) == Some(val) {
                     self.removed(Reason::RedundantWrite);
@@ -2320,15 +2285,16 @@ impl<'a> Pass<'a> {
                 }
             }
         }
+        let loc = Loc::item(d, cidx);
         if cidx.is_some() {
             self.delay_write(PendingWrite {
-                descr: d,
-                item: Some(idx),
+                loc,
+                index: Some(idx),
                 obj: arr,
                 val,
             });
         } else {
-            self.flush_conflicting(d, true, arr, None);
+            self.flush_conflicting(loc, arr, None);
             self.emit(Op {
                 opcode: Opcode::SetarrayitemGc,
                 descr: Some(d),
@@ -2336,8 +2302,8 @@ impl<'a> Pass<'a> {
                 args: SmallVec::from_slice(&[arr, idx, val]),
             });
         }
-        let info = &self.info;
-        self.heap.write_item(d, cidx, arr, |a, b| Self::may_alias(info, a, b));
+        let (info, layout) = (&self.info, &self.layout);
+        self.heap.write(loc, arr, layout, |a, b| Self::may_alias(info, a, b));
         if self.opts.heapcache && fits {
             if let Some(k) = cidx {
                 self.heap.remember_item(d, k, arr, val);
@@ -2348,9 +2314,13 @@ impl<'a> Pass<'a> {
     fn arraylen(&mut self, op: &Op, args: &[Value]) -> Value {
         let arr = args[0];
         if let Some(id) = self.virt_of(arr) {
-            if let VirtualKind::Array { len, .. } = self.virtuals[id as usize].kind {
-                self.removed(Reason::VirtualAccess);
-                return self.make_int(len as i64);
+            if let VirtualKind::Array { len, descr, .. } = self.virtuals[id as usize].kind {
+                // the length word the allocation wrote, if this descriptor reads that word
+                let word = |d: Option<DescrRef>| d.and_then(|d| self.input.descr(d).as_array()).map(|a| a.len_offset);
+                if word(op.descr) == word(Some(descr)) {
+                    self.removed(Reason::VirtualAccess);
+                    return self.make_int(len as i64);
+                }
             }
             self.force(arr);
         }
@@ -2490,6 +2460,7 @@ impl<'a> Pass<'a> {
             descrs: self.input.descrs.clone(),
             guards,
             info: self.input.info.clone(),
+            aliasing: self.input.aliasing,
         };
         let never = self.info.iter().filter(|i| i.virt != NO_VIRT).count();
         self.stats.virtuals_removed = never;
@@ -2521,6 +2492,7 @@ impl<'a> Pass<'a> {
             s.pending = std::mem::take(&mut self.pending);
             s.virtuals = std::mem::take(&mut self.virtuals);
             s.descr_facts = std::mem::take(&mut self.descr_facts);
+            s.layout = std::mem::take(&mut self.layout);
             SCRATCH.with(|c| c.set(Some(s)));
         }
         Ok(Optimized {
