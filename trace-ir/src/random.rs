@@ -42,7 +42,7 @@ use crate::interp::heap::{external_address, ObjKind};
 use crate::interp::{self, Outcome, RtValue, RunConfig, State};
 use crate::opcode::{Kind, Opcode};
 use crate::rng::{mix64, Rng};
-use crate::trace::{Const, FailArg, GuardData, Op, Trace};
+use crate::trace::{Aliasing, Const, FailArg, GuardData, Op, Trace};
 use smallvec::SmallVec;
 
 /// What to generate. Weights are relative (0 disables a category).
@@ -68,6 +68,16 @@ pub struct RandomConfig {
     pub calls: u32,
     /// Weight of float ops.
     pub floats: u32,
+    /// Weight of accesses through views: field and array descriptors of other widths,
+    /// signedness or kinds over the bytes of the trace's fields and arrays, and a mutable
+    /// view of an immutable field (see `docs/memory-model.md`).
+    pub views: u32,
+    /// Weight of hints that are promises (`assert_not_none`, `record_exact_class`); true on
+    /// the example inputs, possibly broken on others.
+    pub hints: u32,
+    /// The memory model of the generated traces; `None`: type-based for about a third of the
+    /// seeds, byte views otherwise.
+    pub aliasing: Option<Aliasing>,
     /// Whether to generate a `label`/`jump` loop (in about half of the traces).
     pub loops: bool,
     /// Maximum loop iterations on the example inputs.
@@ -87,6 +97,9 @@ impl Default for RandomConfig {
             heap: 5,
             calls: 2,
             floats: 2,
+            views: 2,
+            hints: 1,
+            aliasing: None,
             loops: true,
             max_iterations: 6,
         }
@@ -102,6 +115,8 @@ impl RandomConfig {
             heap: 0,
             calls: 0,
             floats: 0,
+            views: 0,
+            hints: 0,
             loops: false,
             ..RandomConfig::default()
         }
@@ -171,7 +186,19 @@ pub fn special_int(rng: &mut Rng) -> i64 {
     }
 }
 
+/// NaNs with payloads (quiet and signaling, both signs): their bits become visible through
+/// `convert_float_bytes_to_longlong` and stores.
+const PAYLOAD_NANS: &[u64] = &[
+    0x7ff8_0000_0000_0001,
+    0xfff8_0000_dead_beef,
+    0x7ff0_0000_0000_0001,
+    0xfff4_0000_0000_0000,
+];
+
 fn special_float(rng: &mut Rng) -> f64 {
+    if rng.chance(1, 8) {
+        return f64::from_bits(*rng.pick(PAYLOAD_NANS));
+    }
     *rng.pick(&[
         0.0,
         -0.0,
@@ -253,6 +280,20 @@ struct Descrs {
     a_int: DescrRef,
     a_ref: DescrRef,
     a_u1: DescrRef,
+    /// Field views: the low half of `inst_a`, the second byte of `inst_b`, `inst_f` as an
+    /// integer, `inst_a` as a float, `inst_k` (immutable) as a mutable field. (No view of a
+    /// reference field: its bytes are an address, which the runs of one program need not
+    /// share.)
+    v_a4: DescrRef,
+    v_b1: DescrRef,
+    v_fi: DescrRef,
+    v_af: DescrRef,
+    v_k: DescrRef,
+    /// Array views: other widths, signedness and kinds over the same items.
+    v_s1: DescrRef,
+    v_u2: DescrRef,
+    v_u8: DescrRef,
+    v_f8: DescrRef,
     c_pure: DescrRef,
     c_write: DescrRef,
     c_raise_n: DescrRef,
@@ -339,6 +380,15 @@ impl<'c> Gen<'c> {
             a_int: md(array(8, true, Kind::Int)),
             a_ref: md(array(8, false, Kind::Ref)),
             a_u1: md(array(1, false, Kind::Int)),
+            v_a4: md(field("T.view_a", 8, 4, true, Kind::Int, false)),
+            v_b1: md(field("T.view_b", 17, 1, false, Kind::Int, false)),
+            v_fi: md(field("T.view_f", 32, 8, true, Kind::Int, false)),
+            v_af: md(field("T.view_af", 8, 8, false, Kind::Float, false)),
+            v_k: md(field("T.view_k", 40, 8, true, Kind::Int, false)),
+            v_s1: md(array(1, true, Kind::Int)),
+            v_u2: md(array(2, false, Kind::Int)),
+            v_u8: md(array(8, false, Kind::Int)),
+            v_f8: md(array(8, false, Kind::Float)),
             c_pure: md(call(
                 Kind::Int,
                 &[Kind::Int, Kind::Int],
@@ -351,9 +401,17 @@ impl<'c> Gen<'c> {
             c_force: md(call(Kind::Int, &[Kind::Int], CallEffect::ForcesVirtualOrVirtualizable)),
             c_cond: md(call(Kind::Void, &[Kind::Int], CallEffect::CannotRaise)),
         };
+        let mut rng = Rng::new(seed);
+        t.aliasing = cfg.aliasing.unwrap_or_else(|| {
+            if rng.chance(1, 3) {
+                Aliasing::TypeBased
+            } else {
+                Aliasing::Bytes
+            }
+        });
         Gen {
             cfg,
-            rng: Rng::new(seed),
+            rng,
             t,
             st: State::default(),
             run_cfg: RunConfig::default(),
@@ -630,16 +688,17 @@ impl<'c> Gen<'c> {
 
     fn random_op(&mut self) -> bool {
         let c = self.cfg;
-        match self
-            .rng
-            .weighted(&[c.int_ops, c.ovf_ops, c.guards, c.heap, c.calls, c.floats])
-        {
+        match self.rng.weighted(&[
+            c.int_ops, c.ovf_ops, c.guards, c.heap, c.calls, c.floats, c.views, c.hints,
+        ]) {
             Some(0) | None => self.int_op(),
             Some(1) => self.ovf_op(),
             Some(2) => self.guard_op(),
             Some(3) => self.heap_op(),
             Some(4) => self.call_op(),
-            _ => self.float_op(),
+            Some(5) => self.float_op(),
+            Some(6) => self.view_op(),
+            _ => self.hint_op(),
         }
     }
 
@@ -899,6 +958,88 @@ impl<'c> Gen<'c> {
         }
     }
 
+    /// An access through a view (see [`RandomConfig::views`]): a field view of a struct, or
+    /// an item of an allocated array read or written through another array descriptor.
+    fn view_op(&mut self) -> bool {
+        use Opcode::*;
+        let d = &self.d;
+        let fields = [d.v_a4, d.v_b1, d.v_fi, d.v_af, d.v_k];
+        let arrays = [d.v_s1, d.v_u2, d.v_u8, d.v_f8, d.a_int, d.a_u1];
+        let a_ref = d.a_ref;
+        let write = self.rng.chance(1, 2);
+        if self.rng.chance(1, 2) {
+            let Some(p) = self.struct_ref() else { return false };
+            let fd = *self.rng.pick(&fields);
+            let kind = self.t.descr(fd).value_kind().unwrap_or(Kind::Int);
+            return if write {
+                let v = if kind == Kind::Float {
+                    self.float_arg()
+                } else {
+                    self.int_arg()
+                };
+                self.op(SetfieldGc, &[p, v], Some(fd)).is_some()
+            } else {
+                let opc = if kind == Kind::Float { GetfieldGcF } else { GetfieldGcI };
+                self.op(opc, &[p], Some(fd)).is_some()
+            };
+        }
+        let Some((a, len, alloc)) = self.array_ref() else {
+            return false;
+        };
+        // the bytes of a reference are an address (and an integer written over one would be
+        // dereferenced by native code)
+        if alloc == a_ref {
+            return false;
+        }
+        let ad = *self.rng.pick(&arrays);
+        let (Some(alloc_d), Some(view)) = (self.t.descr(alloc).as_array(), self.t.descr(ad).as_array()) else {
+            return false;
+        };
+        // within the allocation's bytes, and below its length (native code checks the index
+        // against the length word)
+        let items = (len * alloc_d.item_size as u64 / view.item_size as u64).min(len);
+        let kind = view.kind;
+        let Some(i) = self.index_for(items) else { return false };
+        if write {
+            let v = if kind == Kind::Float {
+                self.float_arg()
+            } else {
+                self.int_arg()
+            };
+            self.op(SetarrayitemGc, &[a, i, v], Some(ad)).is_some()
+        } else {
+            let opc = if kind == Kind::Float {
+                GetarrayitemGcF
+            } else {
+                GetarrayitemGcI
+            };
+            self.op(opc, &[a, i], Some(ad)).is_some()
+        }
+    }
+
+    /// A hint that is a promise, true on the example inputs: `assert_not_none` of a non-null
+    /// reference, or `record_exact_class` of an object's class (deciding it for an external
+    /// object, as a first class check would).
+    fn hint_op(&mut self) -> bool {
+        let Some(p) = self.pick_live(Kind::Ref, |g, l| !l.variant && g.ex(l.v).bits() != 0) else {
+            return false;
+        };
+        if self.rng.chance(1, 2) {
+            return self.op(Opcode::AssertNotNone, &[p], None).is_some();
+        }
+        let a = self.ex(p).bits();
+        let class = match self.st.heap.objects.get(&a) {
+            Some(o) if o.class != 0 => o.class,
+            Some(_) => return false,
+            None => match self.st.heap.external.get(&a).and_then(|e| e.class) {
+                Some(c) => c,
+                None => *self.rng.pick(&[0x7000_1000u64, 0x7000_2000]),
+            },
+        };
+        let c = self.konst(Const::Int(class as i64));
+        self.op(Opcode::RecordExactClass, &[p, c], None).is_some()
+    }
+
     fn call_op(&mut self) -> bool {
         use Opcode::*;
         let f = *self.rng.pick(FUNCS);
@@ -960,6 +1101,19 @@ impl<'c> Gen<'c> {
 
     fn float_op(&mut self) -> bool {
         use Opcode::*;
+        if self.rng.chance(1, 6) {
+            // The same op with its operands both ways round, bits made visible: NaN payloads
+            // tell them apart.
+            let opc = *self.rng.pick(&[FloatAdd, FloatMul]);
+            let (x, y) = (self.float_arg(), self.float_arg());
+            for args in [[x, y], [y, x]] {
+                let Some(r) = self.op(opc, &args, None) else {
+                    return false;
+                };
+                self.op(ConvertFloatBytesToLonglong, &[r], None);
+            }
+            return true;
+        }
         match self.rng.below(6) {
             0 | 1 => {
                 let opc = *self.rng.pick(&[FloatAdd, FloatSub, FloatMul, FloatTrueDiv]);
