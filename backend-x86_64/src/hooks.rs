@@ -103,8 +103,9 @@ fn sets_or_reads_exception(opc: Opcode) -> bool {
 }
 
 /// The ops Hooks mode hands to the runtime: everything that reads or writes memory,
-/// allocates, calls, or reads or sets the exception state, and `guard_not_invalidated`
-/// (whose answer is the embedder's).
+/// allocates, calls, or reads or sets the exception state, `guard_not_invalidated` (whose
+/// answer is the embedder's), and `record_exact_class` (a promise about an object's class,
+/// which the runtime may check or record).
 pub(crate) fn hooked_in_hooks_mode(opc: Opcode) -> bool {
     use Opcode::*;
     opc.has(OpFlags::READS_HEAP)
@@ -113,7 +114,13 @@ pub(crate) fn hooked_in_hooks_mode(opc: Opcode) -> bool {
         || opc.is_call()
         || matches!(
             opc,
-            SaveException | SaveExcClass | RestoreException | GuardException | GuardNoException | GuardNotInvalidated
+            SaveException
+                | SaveExcClass
+                | RestoreException
+                | GuardException
+                | GuardNoException
+                | GuardNotInvalidated
+                | RecordExactClass
         )
 }
 

@@ -153,8 +153,10 @@ pub(crate) unsafe fn write_mem(addr: u64, size: u8, v: u64) {
 /// interior fields and strings in the default array layout: length word at offset 8, item
 /// `i` at `16 + i * item_size`, 1-byte `str` and 4-byte `unicode` characters; the class word
 /// at offset 0, also read as the GC type by `guard_gc_type`; `guard_is_object` holds when the
-/// class word is non-zero; unlike the interpreter, which keeps an object's class apart from
-/// its fields, a `new` object whose field at offset 0 was written has that value as class).
+/// class word is non-zero; `record_exact_class` is an invalid operation when the class word
+/// differs (a broken promise); a `new` object whose field at offset 0 was written has that
+/// value as class, where the interpreter keeps the class of an object it did not allocate
+/// apart from its bytes).
 /// `strhash`/`unicodehash` hash the length and characters like the
 /// interpreter does for strings it allocated. Allocations use [`Runtime::alloc`] and
 /// [`Runtime::alloc_array`]. Null pointers and out-of-bounds indices are
@@ -398,6 +400,16 @@ pub fn exec_in_memory<R: Runtime + ?Sized>(rt: &mut R, req: &HookRequest<'_>) ->
                 HookReply::Value(0)
             } else {
                 HookReply::GuardFails
+            }
+        }
+        // A promise (`docs/memory-model.md`): a broken one is an invalid operation.
+        RecordExactClass if base == 0 => HookReply::Invalid,
+        RecordExactClass => {
+            // SAFETY: as for the class guards.
+            if unsafe { read_mem(base, 8, false) } == arg(1) {
+                HookReply::Value(0)
+            } else {
+                HookReply::Invalid
             }
         }
         GuardIsObject => {

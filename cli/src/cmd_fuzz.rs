@@ -2,7 +2,8 @@
 //! `verify::fuzzing` on N random traces, without libFuzzer.
 //!
 //! Every trace is checked with the interpreter before and after optimization; `--z3` adds
-//! translation validation, `--native` the native-code differential (integer traces). Every
+//! translation validation, `--native` the native-code differential (integer traces, and
+//! traces that touch only memory they allocate). Every
 //! other group of four traces is optimized with loop peeling (`optimizer::Options::peel`). A
 //! failing trace is minimized (ops deleted while the failure persists) and saved under
 //! `--out` (default `fuzz-failures/`) as `<check>-<seed>.trace`, with the failure as a
@@ -42,14 +43,18 @@ pub fn fuzz(args: &[String]) -> CliResult {
         let s = mix64(seed.wrapping_add(i));
         let mut ok = true;
         for &check in &checks {
-            // Native code is compared on integer traces (heap addresses differ by design).
-            let cfg = if check == Check::NativeDiff || i % 2 == 1 {
-                RandomConfig {
+            // Native code is compared on traces it can run on its own: integer traces, and
+            // traces that touch only memory they allocate.
+            let cfg = match (check == Check::NativeDiff, i % 2) {
+                (true, 0) => RandomConfig {
+                    loops: i % 4 < 2,
+                    ..RandomConfig::self_contained()
+                },
+                (_, 1) => RandomConfig {
                     loops: i % 4 < 2,
                     ..RandomConfig::integers_only()
-                }
-            } else {
-                RandomConfig::default()
+                },
+                _ => RandomConfig::default(),
             };
             let (trace, inputs) = random_trace(&cfg, s);
             let options = optimizer::Options {

@@ -38,8 +38,11 @@
 //!
 //! Hints that do nothing when executed are dropped: `quasiimmut_field` (its
 //! `guard_not_invalidated` stays, repeated ones go until the next call), `virtual_ref` (its
-//! result is its operand), `virtual_ref_finish`, `assert_not_none` and `record_exact_class`
-//! (after recording what they state), `same_as_*`.
+//! result is its operand), `virtual_ref_finish`, `assert_not_none` (after recording what it
+//! promises), `same_as_*`. `record_exact_class` is a promise too (`docs/memory-model.md`):
+//! what it states is recorded, and it is dropped once the class was known already (the first
+//! statement of an object's class stays: it decides the class of an external object for the
+//! interpreter, and emits no code).
 //!
 //! # What the pass deliberately does not do
 //!
@@ -823,13 +826,25 @@ impl<'a> Pass<'a> {
                     None
                 }
                 Opcode::RecordExactClass if self.opts.guards => {
-                    if let (Some(o), Some(c)) = (args[0].as_op(), self.const_i64(args[1])) {
-                        if self.info[o.index()].virt == NO_VIRT {
-                            self.info[o.index()].class = Some(c);
-                            self.info[o.index()].flags |= F_NONNULL;
-                        }
+                    // A promise: the class is known from here on. The hint stays when it is the
+                    // first word about the class: it emits no code, and it is what decides an
+                    // external object's class for the interpreter (its first class check),
+                    // which a later class check of another class must not decide instead.
+                    let c = self.const_i64(args[1]);
+                    if self.is_virtual(args[0]) || (c.is_some() && self.known_class(args[0]) == c) {
+                        self.removed(Reason::Hint);
+                        return Ok(());
                     }
-                    self.removed(Reason::Hint);
+                    if let (Some(o), Some(c)) = (args[0].as_op(), c) {
+                        self.info[o.index()].class = Some(c);
+                        self.info[o.index()].flags |= F_NONNULL;
+                    }
+                    self.emit(Op {
+                        opcode: opc,
+                        descr: op.descr,
+                        guard: None,
+                        args,
+                    });
                     None
                 }
                 _ if opc.is_call() => self.call(op, &args),

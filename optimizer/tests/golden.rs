@@ -1674,3 +1674,125 @@ fn constant_moves_off_the_loop_carried_chain() {
          finish(i9)",
     );
 }
+
+// ---- the memory model: byte views and type-based aliasing (docs/memory-model.md) --------
+
+#[test]
+fn byte_views_keep_stores_before_loads_of_their_bytes() {
+    // Under byte views (the default) the byte load reads the word store's low byte: the
+    // delayed store is flushed before it; a load of other bytes does not flush it.
+    check(
+        "[p0]
+         setarrayitem_gc(p0, 0, 4660, descr=<ArrayS 8>)
+         i1 = getarrayitem_gc_i(p0, 8, descr=<ArrayU 1>)
+         i2 = getarrayitem_gc_i(p0, 0, descr=<ArrayU 1>)
+         finish(i1, i2)",
+        "[p0]
+         i1 = getarrayitem_gc_i(p0, 8, descr=<ArrayU 1>)
+         setarrayitem_gc(p0, 0, 4660, descr=<ArrayS 8>)
+         i3 = getarrayitem_gc_i(p0, 0, descr=<ArrayU 1>)
+         finish(i1, i3)",
+    );
+}
+
+#[test]
+fn type_based_aliasing_keeps_descriptors_apart() {
+    // Under PyPy's rule a byte view never aliases the word array: the store stays delayed
+    // to the end, and the word is read back from the heap cache.
+    check(
+        "aliasing type-based
+         [p0]
+         setarrayitem_gc(p0, 0, 4660, descr=<ArrayS 8>)
+         i1 = getarrayitem_gc_i(p0, 0, descr=<ArrayU 1>)
+         i2 = getarrayitem_gc_i(p0, 0, descr=<ArrayS 8>)
+         finish(i1, i2)",
+        "aliasing type-based
+         [p0]
+         i1 = getarrayitem_gc_i(p0, 0, descr=<ArrayU 1>)
+         setarrayitem_gc(p0, 0, 4660, descr=<ArrayS 8>)
+         finish(i1, 4660)",
+    );
+}
+
+#[test]
+fn stores_through_two_views_stay_in_order() {
+    // The second store is another view of the first one's bytes: it flushes the first, and
+    // the third is not merged into the first one's place (before the second).
+    check(
+        "[p0, i1, i2, i3]
+         setarrayitem_gc(p0, 0, i1, descr=<ArrayS 8>)
+         setarrayitem_gc(p0, 0, i2, descr=<ArrayU 8>)
+         setarrayitem_gc(p0, 0, i3, descr=<ArrayS 8>)
+         finish()",
+        "[p0, i1, i2, i3]
+         setarrayitem_gc(p0, 0, i1, descr=<ArrayS 8>)
+         setarrayitem_gc(p0, 0, i2, descr=<ArrayU 8>)
+         setarrayitem_gc(p0, 0, i3, descr=<ArrayS 8>)
+         finish()",
+    );
+    // Under the type-based rule the views never alias: the third store replaces the first.
+    check(
+        "aliasing type-based
+         [p0, i1, i2, i3]
+         setarrayitem_gc(p0, 0, i1, descr=<ArrayS 8>)
+         setarrayitem_gc(p0, 0, i2, descr=<ArrayU 8>)
+         setarrayitem_gc(p0, 0, i3, descr=<ArrayS 8>)
+         finish()",
+        "aliasing type-based
+         [p0, i1, i2, i3]
+         setarrayitem_gc(p0, 0, i3, descr=<ArrayS 8>)
+         setarrayitem_gc(p0, 0, i2, descr=<ArrayU 8>)
+         finish()",
+    );
+}
+
+#[test]
+fn a_float_view_is_not_forwarded_into_an_integer_view() {
+    // The float stays in memory: the integer view loads its bits.
+    check(
+        "[f0]
+         p1 = new(descr=<SizeDescr 16>)
+         setfield_gc(p1, f0, descr=<FieldF x 8>)
+         i2 = getfield_gc_i(p1, descr=<FieldS y 8>)
+         finish(i2)",
+        "[f0]
+         p1 = new(descr=<SizeDescr 16>)
+         setfield_gc(p1, f0, descr=<FieldF x 8>)
+         i2 = getfield_gc_i(p1, descr=<FieldS y 8>)
+         finish(i2)",
+    );
+}
+
+#[test]
+fn commuted_float_ops_are_not_one_expression() {
+    // NaN payloads: float_add(a, b) and float_add(b, a) differ in their bits.
+    check(
+        "[f0, f1]
+         f2 = float_add(f0, f1)
+         f3 = float_add(f1, f0)
+         f4 = float_add(f0, f1)
+         finish(f2, f3, f4)",
+        "[f0, f1]
+         f2 = float_add(f0, f1)
+         f3 = float_add(f1, f0)
+         finish(f2, f3, f2)",
+    );
+}
+
+#[test]
+fn the_first_statement_of_a_class_stays() {
+    // record_exact_class is a promise: the guard it implies goes; the hint stays (it is the
+    // first word about p0's class), a repeated one goes.
+    let out = check(
+        "[p0]
+         record_exact_class(p0, 4096)
+         guard_class(p0, 4096, descr=<Guard0>) [p0]
+         record_exact_class(p0, 4096)
+         guard_nonnull(p0, descr=<Guard1>) [p0]
+         finish(p0)",
+        "[p0]
+         record_exact_class(p0, 4096)
+         finish(p0)",
+    );
+    assert_eq!(out.stats.removed.get(&Reason::Hint), Some(&1));
+}

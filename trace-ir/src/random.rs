@@ -107,6 +107,18 @@ impl Default for RandomConfig {
 }
 
 impl RandomConfig {
+    /// Traces that touch only memory they allocate and call nothing (no reference inputs, no
+    /// calls): native code in Direct mode runs them on real memory, views included.
+    pub fn self_contained() -> RandomConfig {
+        RandomConfig {
+            max_ref_inputs: 0,
+            calls: 0,
+            heap: 8,
+            views: 4,
+            ..RandomConfig::default()
+        }
+    }
+
     /// Only integer, overflow and guard ops on integer inputs, straight-line (the traces of
     /// seed 004).
     pub fn integers_only() -> RandomConfig {

@@ -7,7 +7,7 @@
 //! |---|---|
 //! | [`check_parse`] | arbitrary text never panics the parser; a parsed file prints and re-parses to equivalent traces |
 //! | [`check_optimize_diff`] | the reference interpreter gives equivalent outcomes before and after `optimize` (example inputs and random ones) |
-//! | [`check_native_diff`] | the native code of the original and of the optimized trace exits like the interpreter (integer traces, with and without loops) |
+//! | [`check_native_diff`] | the native code of the original and of the optimized trace exits like the interpreter (integer traces, or traces that touch only memory they allocate: byte and word views, floats, hints; with and without loops) |
 //! | [`check_validate`] | translation validation of the optimized trace is not `Invalid` |
 //!
 //! A random trace is derived from the fuzz bytes: the first bytes choose the generator's
@@ -68,13 +68,25 @@ pub fn optimizer_options(bytes: &[u8]) -> optimizer::Options {
     }
 }
 
+/// Which random traces a check takes.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Family {
+    /// Every kind of op ([`RandomConfig::default`]).
+    All,
+    /// Integer traces ([`RandomConfig::integers_only`]).
+    Integers,
+    /// Traces that touch only memory they allocate ([`RandomConfig::self_contained`]).
+    SelfContained,
+}
+
 /// The generator configuration and seed the fuzz bytes stand for.
-pub fn trace_params(bytes: &[u8], integers_only: bool) -> (RandomConfig, u64) {
+pub fn trace_params(bytes: &[u8], family: Family) -> (RandomConfig, u64) {
     let b = |i: usize| bytes.get(i).copied().unwrap_or(0) as u32;
-    let base = if integers_only {
-        RandomConfig::integers_only()
-    } else {
-        RandomConfig::default()
+    let integers_only = family == Family::Integers;
+    let base = match family {
+        Family::All => RandomConfig::default(),
+        Family::Integers => RandomConfig::integers_only(),
+        Family::SelfContained => RandomConfig::self_contained(),
     };
     let mut cfg = RandomConfig {
         length: 5 + (b(0) % 40) as usize,
@@ -88,8 +100,11 @@ pub fn trace_params(bytes: &[u8], integers_only: bool) -> (RandomConfig, u64) {
     }
     if !integers_only && bytes.len() > 7 {
         cfg.heap = b(5) % 8;
-        cfg.calls = b(6) % 4;
+        cfg.calls = if family == Family::All { b(6) % 4 } else { 0 };
         cfg.floats = b(7) % 4;
+    }
+    if !integers_only && bytes.len() > 8 {
+        cfg.views = b(8) % 6;
     }
     let words: Vec<u64> = bytes
         .chunks(8)
@@ -168,8 +183,9 @@ pub fn trace_failure(check: Check, trace: &Trace, inputs: &[RtValue], options: &
     .err()
 }
 
-/// Native code exits like the interpreter (integers and references compared as bits;
-/// traces with heap objects are not compared: their addresses differ by construction).
+/// Native code exits like the interpreter: integers and floats compared as bits, references
+/// by whether they are null (the addresses of objects the run allocated differ by
+/// construction). A run of the interpreter without a defined outcome is not compared.
 fn native_matches(trace: &Trace, inputs: &[RtValue]) -> Result<(), String> {
     let want = run(trace, inputs, &RunConfig::default());
     let compiled = match compile(
@@ -189,11 +205,17 @@ fn native_matches(trace: &Trace, inputs: &[RtValue]) -> Result<(), String> {
     let got = compiled
         .run(&bits, &mut heap)
         .map_err(|e| format!("run error: {e:?}"))?;
-    let vals = |v: &[RtValue]| v.iter().map(|x| x.bits()).collect::<Vec<u64>>();
+    let same = |a: &[RtValue], n: &[u64]| {
+        a.len() == n.len()
+            && a.iter().zip(n).all(|(x, &y)| match x {
+                RtValue::Ref(r) => (*r == 0) == (y == 0),
+                other => other.bits() == y,
+            })
+    };
     match (&want.outcome, &got) {
-        (Outcome::Finish(a), Exit::Finish { values }) if vals(a) == *values => Ok(()),
+        (Outcome::Finish(a), Exit::Finish { values }) if same(a, values) => Ok(()),
         (Outcome::GuardFailed { guard, values: a, .. }, Exit::Guard { guard: g, values, .. })
-            if guard == g && vals(a) == *values =>
+            if guard == g && same(a, values) =>
         {
             Ok(())
         }
@@ -202,31 +224,37 @@ fn native_matches(trace: &Trace, inputs: &[RtValue]) -> Result<(), String> {
     }
 }
 
-fn bytes_trace(bytes: &[u8], integers_only: bool) -> (Trace, Vec<RtValue>) {
-    let (cfg, seed) = trace_params(bytes, integers_only);
+fn bytes_trace(bytes: &[u8], family: Family) -> (Trace, Vec<RtValue>) {
+    let (cfg, seed) = trace_params(bytes, family);
     random_trace(&cfg, seed)
 }
 
 /// `optimize_diff` target.
 pub fn check_optimize_diff(bytes: &[u8]) -> Result<(), String> {
-    let (t, inputs) = guarded_trace(bytes, false)?;
+    let (t, inputs) = guarded_trace(bytes, Family::All)?;
     trace_failure(Check::OptimizeDiff, &t, &inputs, &optimizer_options(bytes)).map_or(Ok(()), Err)
 }
 
-/// `native_diff` target (integer traces, with and without loops).
+/// `native_diff` target: integer traces, or (the second byte's third bit) traces that touch
+/// only memory they allocate; with and without loops.
 pub fn check_native_diff(bytes: &[u8]) -> Result<(), String> {
-    let (t, inputs) = guarded_trace(bytes, true)?;
+    let family = if bytes.get(1).is_some_and(|b| b & 4 != 0) {
+        Family::SelfContained
+    } else {
+        Family::Integers
+    };
+    let (t, inputs) = guarded_trace(bytes, family)?;
     trace_failure(Check::NativeDiff, &t, &inputs, &optimizer_options(bytes)).map_or(Ok(()), Err)
 }
 
 /// `validate` target.
 pub fn check_validate(bytes: &[u8]) -> Result<(), String> {
-    let (t, inputs) = guarded_trace(bytes, false)?;
+    let (t, inputs) = guarded_trace(bytes, Family::All)?;
     trace_failure(Check::Validate, &t, &inputs, &optimizer_options(bytes)).map_or(Ok(()), Err)
 }
 
-fn guarded_trace(bytes: &[u8], integers_only: bool) -> Result<(Trace, Vec<RtValue>), String> {
-    catch_unwind(|| bytes_trace(bytes, integers_only)).map_err(|e| format!("generator panic: {}", panic_message(e)))
+fn guarded_trace(bytes: &[u8], family: Family) -> Result<(Trace, Vec<RtValue>), String> {
+    catch_unwind(|| bytes_trace(bytes, family)).map_err(|e| format!("generator panic: {}", panic_message(e)))
 }
 
 /// Delete op `k` (not an input) from `t`, renumbering later ops; `None` if something uses it.

@@ -53,7 +53,7 @@ fn fuzz_inputs_cover_peeled_loops() {
     let mut peeled = 0;
     for c in cases(300, 2, 64) {
         let options = verify::fuzzing::optimizer_options(&c);
-        let (cfg, seed) = verify::fuzzing::trace_params(&c, false);
+        let (cfg, seed) = verify::fuzzing::trace_params(&c, verify::fuzzing::Family::All);
         let (t, _) = trace_ir::random::random_trace(&cfg, seed);
         let out = optimizer::optimize(&t, &options).unwrap();
         if options.peel && trace_ir::is_peeled_form(&t, &out.trace) {
