@@ -137,6 +137,7 @@ pub fn check_parse(bytes: &[u8]) -> Result<(), String> {
 pub fn trace_failure(check: Check, trace: &Trace, inputs: &[RtValue], options: &optimizer::Options) -> Option<String> {
     guarded(|| {
         let out = optimizer::optimize(trace, options).map_err(|e| format!("optimizer error: {e}"))?;
+        trace_ir::verify(&out.trace).map_err(|e| format!("the optimized trace fails the verifier: {e}"))?;
         // A peeled loop's copied guards have ids of their own and the resume keys of the
         // guards they copy: exits are compared by resume key then.
         let peeled = trace_ir::is_peeled_form(trace, &out.trace);

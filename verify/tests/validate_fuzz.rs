@@ -79,7 +79,8 @@ fn validate_smoke() {
 
 /// Findings of the hour-long libFuzzer runs (bytes as the fuzzer saved them), fixed:
 /// - `optimize_diff`: a commuted `float_mul` of two NaNs returned the other NaN's payload
-///   (NaN payloads are unspecified; the comparison now treats any two NaNs as equal);
+///   (the IR keeps NaN payloads: `float_mul` and `float_add` are not commutative, so CSE
+///   never swaps their operands);
 /// - `validate`: a byte array stored into an external object before an item store at a
 ///   variable index was reported invalid against the optimizer's order (array still fresh
 ///   at the item store): the validator knew the fresh array's zero items only on one side
@@ -93,9 +94,9 @@ fn fuzz_findings_stay_fixed() {
     check_validate(&[92, 92, 97, 114, 105, 116, 185]).unwrap();
     // optimize_diff, second hour-long run: an array read from a pointer array was accessed
     // with another array descriptor than its allocation's on inputs other than the
-    // generator's example (a pointer array written as an integer one); the optimizer keeps
-    // descriptors apart, as PyPy's heap cache does, and the interpreter allowed the mix. Such
-    // an access is now an invalid operation of the original.
+    // generator's example (a pointer array written as an integer one): under byte views the
+    // optimizer orders and forwards such accesses by their bytes, under type-based aliasing
+    // the access is a broken promise of the original.
     for bytes in [
         &[
             79, 1, 0, 0, 65, 255, 129, 0, 0, 0, 0, 206, 122, 5, 0, 61, 129, 0, 20, 0, 2, 0, 63, 0, 0, 116, 0, 0, 0, 0,
