@@ -5,6 +5,7 @@
 
 pub mod fuzzing;
 pub mod mine;
+pub mod replay;
 pub mod rules;
 pub mod semantics;
 pub mod synth;

@@ -38,36 +38,78 @@
 //!   are folded with the reference interpreter's evaluation function
 //!   ([`trace_ir::eval::eval_pure`]); others are uninterpreted functions (so equal operands
 //!   give equal results, which covers CSE). A counterexample that may depend on an
-//!   uninterpreted float operation is reported as `Unknown`.
+//!   uninterpreted float operation is `Unknown`, unless the reference interpreter confirms a
+//!   difference on concrete inputs derived from it ([`crate::replay`]): then `Invalid`.
 //! - **Objects allocated by the trace** (`new`, `new_with_vtable`, `new_array*` with a
 //!   constant length) are tracked exactly, field by field, as long as they have not
-//!   escaped: their fields are not in the heap model, and a fresh object is different from
-//!   every pre-existing pointer. An object escapes when it is stored into memory that is
-//!   not itself a tracked object, passed to a call, cast to an integer or indexed with a
-//!   non-constant index. Escaping gives it a fresh address and writes its fields into the
-//!   heap model. Addresses are matched between the traces by a naming: the `k`-th object of
-//!   a shape (and constant length) to escape gets the same address on both sides. Fresh
-//!   objects are interchangeable, so the traces are equivalent if they are under any one
-//!   naming; when the first naming gives `Invalid` and objects escaped, the validator tries
-//!   the shape without the length (one side may know a length only symbolically), then
-//!   plain escape order, and answers `Valid` if one of them proves the traces equal.
-//!   An object only one side escaped keeps its contents over a call that may write the heap:
-//!   the call cannot reach it (the heaps and the call's arguments were proven equal).
+//!   escaped: their fields are not in the heap model. An object escapes when it is stored
+//!   into memory that is not itself a tracked object, passed to a call, cast to an integer,
+//!   indexed with a non-constant index, or accessed through a descriptor whose bytes overlap
+//!   a field or item it holds through another descriptor (byte views, see below). Escaping
+//!   gives it a fresh address and writes its fields into the heap model. A fresh address is
+//!   not null, differs from the other fresh ones of its side, from every reference value of
+//!   its side that existed before, from every reference read later from the memory an epoch
+//!   started from when it escaped in that epoch or later (no store of the trace put it there),
+//!   and from every non-null reference constant of both traces (the interpreter never places
+//!   a fresh object at a constant's address), and has its allocation's class (the
+//!   interpreter's `default_class`).
+//! - **Naming fresh objects.** Addresses are matched between the traces by a naming: the `k`-th
+//!   object of a shape (and constant length) to escape gets the same address on both sides. Fresh
+//!   objects are interchangeable, so the traces are equivalent if they are under any one naming;
+//!   when the first naming gives `Invalid` and objects escaped, the validator tries the shape
+//!   without the length (one side may know a length only symbolically), then plain escape order,
+//!   then **pairing by role**, and answers `Valid` if one of them proves the traces equal,
+//!   `Unknown` if pairing by role (the most faithful matching) ends undecided, and the first
+//!   `Invalid` otherwise. By role, each side's objects get addresses of their own
+//!   (`esc{k}:original`, `esc{k}:optimized`); where a sync point presents corresponding operands
+//!   (the same call argument, fail argument, `finish`/`jump`/`label` operand, field of two
+//!   compared objects, or heap word both sides wrote) that are fresh objects of one shape not
+//!   paired yet, they are paired: their addresses are assumed equal, one-to-one, and only when
+//!   that is consistent with the path condition (checked with Z3; otherwise the operands stay
+//!   different and the comparison fails, as it should). That covers traces that escape different
+//!   numbers of objects of a shape (the original escapes a temporary the optimized trace keeps
+//!   virtual, or one side allocates more). Pairs made while comparing a failing guard's exit stay
+//!   (a pairing only chooses which runs are compared, whether the guard fails or not); objects
+//!   compared in one of several alternatives (an escaped object against candidates for a tracked
+//!   one) are not paired. An object only one side escaped (not paired, by role) keeps its
+//!   contents over a call that may write the heap: the call cannot reach it (the heaps and the
+//!   call's arguments were proven equal).
 //! - **Comparing objects** (fail arguments, `finish`/`jump`/`label` operands): two tracked
-//!   objects are equal when their shapes, lengths and fields are; an object one side escaped
-//!   (in the current heap epoch, and only on that side) equals an object the other side
-//!   still tracks when its contents in the heap do (the escape was the validator's
-//!   conservative choice, e.g. an item store at a non-constant index, and nothing compared
-//!   can hold its address, or that reference differs). The objects matched at one sync
-//!   point form a one-to-one pairing, so one object passed twice is not equal to two equal
-//!   copies.
-//! - **The heap** (memory of objects the trace did not allocate, or that escaped) is one
-//!   SMT array per field descriptor (per array descriptor for array items, indexed by the
-//!   concatenation of base and index; per raw descriptor for raw memory). Both sides start
-//!   from the same arrays; writes are `store`s, so read-after-write and possible aliasing
-//!   are exact. A call that may write the heap replaces all arrays by fresh ones shared by
-//!   both sides (after the heaps were proven equal). Immutable (`pure`) fields live in
-//!   arrays that calls do not replace. Object classes are an uninterpreted function.
+//!   objects are equal when their shapes, lengths and fields are (under byte views, each
+//!   field or item either holds against the bytes the other holds there, so that objects
+//!   holding the same bytes through different descriptors are equal); an object one side
+//!   escaped (in the
+//!   current heap epoch, and only on that side) equals an object the other side still tracks
+//!   when its contents in the heap do (the escape was the validator's conservative choice,
+//!   e.g. an item store at a non-constant index, and nothing compared can hold its address,
+//!   or that reference differs). The objects matched at one sync point form a one-to-one
+//!   pairing, so one object passed twice is not equal to two equal copies.
+//! - **The heap** (memory of objects the trace did not allocate, or that escaped) follows the
+//!   traces' aliasing ([`Aliasing`]; both traces must have the same, otherwise `Unknown`).
+//!   Each field descriptor has an SMT array from object address to value, each array
+//!   descriptor one for its items (indexed by the concatenation of address and index), each
+//!   interior descriptor one; under [`Aliasing::TypeBased`] that is all. Under
+//!   [`Aliasing::Bytes`] the field, array and interior descriptors of both traces (by value)
+//!   whose bytes may overlap another one's (a field's `[offset, offset + size)`, an array's
+//!   items `[base, ∞)`, an interior field's `[16 + offset, ∞)`) go to one byte memory
+//!   instead: an SMT array from object address ++ byte offset (64 + 64 bits) to bytes
+//!   (object-relative: different references never share bytes). A read of `n` bytes
+//!   concatenates `n` bytes little-endian, a write stores the low `n` bytes of the value;
+//!   item `i` is at `base + i * item_size`. Descriptors with no overlap partner keep their own
+//!   arrays, so traces without overlapping views are modelled as under type-based aliasing.
+//!   Lengths of arrays and strings are immutable arrays keyed by the array descriptor (or
+//!   the string kind), under byte views by the length word's offset (two array descriptors
+//!   with one length offset read one word). Raw memory is one byte memory indexed by the
+//!   absolute address in every model. Both sides start from the same arrays; writes are
+//!   `store`s, so read-after-write and possible aliasing are exact. Reads of a byte memory
+//!   make the stores they may hit explicit (`ite` on the index) and skip the stores whose
+//!   constant offsets differ. A call that may write the heap replaces all mutable arrays by
+//!   fresh ones shared by both sides (after the heaps were proven equal).
+//! - **Immutable reads** see what calls leave: immutable (`pure`) fields live in arrays
+//!   that calls do not replace; the items of each array descriptor and the byte memory have
+//!   an immutable twin, which receives every write they receive but is not replaced by calls
+//!   (fresh at a label), and `getarrayitem_gc_pure_*` reads (and `pure` fields in the byte
+//!   memory) read the twin. Object classes are an uninterpreted function.
 //! - **Loops**: one iteration is validated. At the k-th `label` of each side the label
 //!   operands are proven equal; the label parameters then become fresh symbols shared by
 //!   position, and the heap becomes fresh arrays. A parameter of the loop header that the
@@ -83,9 +125,14 @@
 //!
 //! - Narrow integer fields and array items (`size=1/2/4`) read back as their low bytes,
 //!   sign- or zero-extended; lengths read from the heap are non-negative. A fresh object
-//!   that escapes is zero in every field either trace reads, differs from every pointer that
-//!   existed before, is not null and has its allocation's class (the interpreter's
-//!   `default_class`). `guard_class` and friends on null are undefined in the original.
+//!   that escapes is zero in every field either trace reads: stated about the arrays its
+//!   epoch started from (not written: the other side may read other fields); in the byte
+//!   memory, its bytes (for a struct, the span of the overlapping fields' bytes, after the
+//!   class word; for an array of constant length, its items) read as zero from the memory
+//!   its epoch started from (one condition on the index per object, not one fact per byte).
+//!   `guard_class` and friends on null are undefined in the original.
+//! - **Hints are promises**, assumed on the original: `assert_not_none(p)` (`p` is not
+//!   null) and `record_exact_class(p, C)` (`p` is not null and `class_of(p)` is `C`).
 //! - Accesses with a non-constant index into a tracked array of constant length select
 //!   among its items (and require the index in range).
 //!
@@ -95,7 +142,10 @@
 //!   constant for `x`, as the optimizer does (sound: on that path `x` is the constant).
 //! - The heap is compared by reading both sides' arrays at every index either side wrote
 //!   (both are stores into the same initial array, so this is exactly array equality,
-//!   without asking Z3 for extensionality).
+//!   without asking Z3 for extensionality); a byte memory at every byte written. The
+//!   immutable twins are not compared: they differ only where a mutable array the
+//!   comparison covers differed, or where one side wrote back what it read after a call,
+//!   which a later immutable read of those bytes shows as a difference of values.
 //!
 //! # Queries: abstraction refinement
 //!
@@ -137,20 +187,29 @@
 //!   constants).
 //! - Long PyPy traces (hundreds of heap writes to frames) make queries slow: each of a few
 //!   hundred claims asserts the whole path condition again in a fresh solver.
-//! - Escaped objects are matched by the order in which objects of one shape escape; an
-//!   optimizer that makes two objects of the same shape and length escape in the opposite
-//!   order than the original gets a spurious difference (no naming matches them up).
+//! - Escaped objects are matched by the order in which objects of one shape escape, or by
+//!   role where sync points present them; two objects of the same shape that escape in the
+//!   opposite order and are compared only through memory the comparison does not pair (a byte
+//!   memory, or contents of objects not paired) still get a spurious difference.
+//! - Under byte views, strings' characters and hashes keep their own arrays (string ops take
+//!   no descriptor), and the class word of an instance is not in the byte memory: a field
+//!   view at offset 0 of a fresh instance reads zero, not its class.
 //! - Counterexample values are named by op position (`i4` is op 4), as `print_trace` names
 //!   them, not by the names of a hand-written input file.
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fmt;
+use std::rc::Rc;
 
-use trace_ir::descr::Descr;
+use trace_ir::descr::{ArrayDescr, Descr, FieldDescr, DEFAULT_ARRAY_BASE, DEFAULT_ARRAY_LEN, STR_LEN_OFFSET};
 use trace_ir::eval::eval_pure;
-use trace_ir::{FailArg, GuardId, Kind, OpFlags, OpRef, Opcode, Trace, Value, ValueData, VirtualField, VirtualKind};
+use trace_ir::{
+    Aliasing, DescrRef, FailArg, GuardId, Kind, OpFlags, OpRef, Opcode, Trace, Value, ValueData, VirtualField,
+    VirtualKind,
+};
 use z3::ast::{Array, Ast, Bool, Dynamic, BV};
-use z3::{FuncDecl, Params, SatResult, Solver, Sort};
+use z3::{DeclKind, FuncDecl, Params, SatResult, Solver, Sort};
 
 use crate::semantics::{no_overflow, op_semantics};
 
@@ -304,6 +363,26 @@ pub fn validate(original: &Trace, optimized: &Trace, cfg: &Config) -> Verdict {
 
 /// [`validate`], also returning what the Z3 queries cost.
 pub fn validate_with_stats(original: &Trace, optimized: &Trace, cfg: &Config) -> (Verdict, Stats) {
+    let mut witness = None;
+    let (verdict, stats) = validate_symbolically(original, optimized, cfg, &mut witness);
+    // A difference Z3 found only through uninterpreted float operations is checked on the
+    // interpreter: if it shows on concrete inputs, the traces differ.
+    if let (Verdict::Unknown { .. }, Some(w)) = (&verdict, &witness) {
+        if let Some(counterexample) = crate::replay::confirm(original, optimized, w) {
+            return (Verdict::Invalid { counterexample }, stats);
+        }
+    }
+    (verdict, stats)
+}
+
+/// The symbolic part of [`validate_with_stats`]; `witness` receives the first counterexample
+/// that depends on uninterpreted float operations.
+fn validate_symbolically(
+    original: &Trace,
+    optimized: &Trace,
+    cfg: &Config,
+    witness: &mut Option<Counterexample>,
+) -> (Verdict, Stats) {
     // An optimizer that peeled the loop (`optimizer::Options::peel`) optimized the peeled
     // original: one label more.
     let peeled = trace_ir::is_peeled_form(original, optimized)
@@ -311,10 +390,18 @@ pub fn validate_with_stats(original: &Trace, optimized: &Trace, cfg: &Config) ->
         .flatten();
     let original = peeled.as_ref().unwrap_or(original);
     let mut stats = Stats::default();
+    if original.aliasing != optimized.aliasing {
+        let reason = format!(
+            "the traces have different aliasing: {} in the original, {} in the optimized trace",
+            original.aliasing.name(),
+            optimized.aliasing.name()
+        );
+        return (Verdict::Unknown { reason }, stats);
+    }
     let mut first = None;
     // What escaped in the last run (the same objects escape under every naming).
     let mut shapes = BTreeSet::new();
-    for naming in [Naming::ShapeAndLength, Naming::Shape, Naming::Order] {
+    for naming in [Naming::ShapeAndLength, Naming::Shape, Naming::Order, Naming::Role] {
         if first.is_some() && !naming.differs(&shapes) {
             continue;
         }
@@ -330,10 +417,24 @@ pub fn validate_with_stats(original: &Trace, optimized: &Trace, cfg: &Config) ->
             Err(Stop::Unknown(reason)) => Verdict::Unknown { reason },
         };
         stats.add(&v.stats);
+        if witness.is_none() {
+            *witness = v.float_witness.take();
+        }
         shapes = v.o.esc_shapes.union(&v.p.esc_shapes).cloned().collect();
         let escaped = !shapes.is_empty();
         if verdict.is_valid() || !verdict.is_invalid() && first.is_none() || !escaped {
             return (verdict, stats);
+        }
+        // Pairing by role matches fresh objects most faithfully: when it cannot decide, a
+        // difference found under an escape-order naming may be the naming's.
+        if let (Naming::Role, Verdict::Unknown { reason }, Some(Verdict::Invalid { counterexample })) =
+            (naming, &verdict, &first)
+        {
+            let reason = format!(
+                "{reason} (pairing fresh objects by role; by escape order: {})",
+                counterexample.message
+            );
+            return (Verdict::Unknown { reason }, stats);
         }
         // Invalid (or, on a later naming, not decided): the other namings of escaped objects
         // may still match them up; the first verdict stands unless one proves the traces equal.
@@ -354,6 +455,13 @@ enum Naming {
     Shape,
     /// The `k`-th object to escape.
     Order,
+    /// By role: each side's objects get their own addresses, and an object of the original
+    /// and one of the optimized trace not yet paired become one object (equal addresses) where
+    /// they meet in corresponding places of a sync point: the same call argument, fail
+    /// argument, `finish`/`jump`/`label` operand or heap location ([`Validator::try_pair`]).
+    /// For traces that escape different numbers of objects of a shape (one side escapes a
+    /// temporary object the other keeps virtual, or allocates more).
+    Role,
 }
 
 impl Naming {
@@ -365,6 +473,7 @@ impl Naming {
             Naming::ShapeAndLength => true,
             Naming::Shape => shapes.iter().any(|(_, constant_len)| *constant_len),
             Naming::Order => shapes.iter().map(|(shape, _)| shape).collect::<BTreeSet<_>>().len() > 1,
+            Naming::Role => !shapes.is_empty(),
         }
     }
 }
@@ -427,8 +536,7 @@ impl Pairs {
 /// model keeps it, and its current value.
 struct Content {
     name: String,
-    key: String,
-    index: BV,
+    place: Place,
     value: BV,
 }
 
@@ -526,6 +634,478 @@ fn events(trace: &Trace) -> Vec<(OpRef, Event)> {
 }
 
 // ------------------------------------------------------------------------------------------
+// Memory layout
+
+/// The memory of GC objects viewed through descriptors that share bytes with another one (byte
+/// views): object address ++ byte offset (64 + 64 bits) -> byte.
+const BYTES: &str = "bytes";
+/// The immutable twin of [`BYTES`] (see [`twin_of`]).
+const TWIN_BYTES: &str = "twin:bytes";
+/// Raw memory: absolute address -> byte.
+const RAW: &str = "raw";
+
+/// The immutable twin of a memory, if it has one: the items of one array descriptor and the
+/// byte memory have one, which receives every write the memory receives but is not replaced by
+/// calls that may write the heap. Immutable reads (`getarrayitem_gc_pure_*`, `pure` fields in
+/// the byte memory) read it.
+fn twin_of(key: &str) -> Option<String> {
+    if key == BYTES || key.starts_with("items:") {
+        Some(format!("twin:{key}"))
+    } else {
+        None
+    }
+}
+
+/// Whether the memory `key` holds bytes (its other memories hold 64-bit words).
+fn holds_bytes(key: &str) -> bool {
+    matches!(key, BYTES | TWIN_BYTES | RAW)
+}
+
+/// `x + k`, folded when `x` is a numeral.
+fn add_const(x: &BV, k: u64) -> BV {
+    match x.as_u64() {
+        Some(c) => bv(c.wrapping_add(k)),
+        None if k == 0 => x.clone(),
+        None => x.bvadd(bv(k)),
+    }
+}
+
+/// `base + index * size` (the byte offset of an item), folded when `index` is a numeral.
+fn scaled(index: &BV, size: u64, base: i64) -> BV {
+    match index.simplify().as_u64() {
+        Some(i) => bv(i.wrapping_mul(size).wrapping_add(base as u64)),
+        None => add_const(&index.bvmul(bv(size)), base as u64),
+    }
+}
+
+/// The index of byte `k` of a view at `offset`: in the object at `addr` (object-relative), or
+/// at the absolute address `offset` (raw memory).
+fn byte_index(addr: Option<&BV>, offset: &BV, k: u64) -> BV {
+    let off = add_const(offset, k);
+    match addr {
+        Some(a) => a.concat(&off),
+        None => off,
+    }
+}
+
+/// An index as (base, constant): `concat(base, k)` (object memories: address ++ offset or
+/// index), `base + k` (raw memory) or a numeral `k` (no base); `concat` says which form.
+fn split_index(i: &BV) -> (Option<Dynamic>, u64, bool) {
+    if let Ok(decl) = i.safe_decl() {
+        let kids = i.children();
+        match (decl.kind(), kids.as_slice()) {
+            (DeclKind::Concat, [high, low]) => {
+                if let Some(k) = low.as_bv().filter(|l| l.get_size() == 64).and_then(|l| l.as_u64()) {
+                    return (Some(high.clone()), k, true);
+                }
+            }
+            (DeclKind::Badd, [x, y]) => {
+                if let Some(k) = y.as_bv().and_then(|c| c.as_u64()) {
+                    return (Some(x.clone()), k, false);
+                }
+                if let Some(k) = x.as_bv().and_then(|c| c.as_u64()) {
+                    return (Some(y.clone()), k, false);
+                }
+            }
+            _ => {}
+        }
+    }
+    match i.as_u64() {
+        Some(k) => (None, k, false),
+        None => (Some(Dynamic::from_ast(i)), 0, false),
+    }
+}
+
+/// Whether two indices of one memory certainly differ: in the constant part of `concat(_, k)`
+/// forms (whatever the addresses), or of `base + k` forms with one base.
+fn indices_differ(i: &BV, j: &BV) -> bool {
+    let ((bi, ki, ci), (bj, kj, cj)) = (split_index(i), split_index(j));
+    ki != kj
+        && match (ci, cj) {
+            (true, true) => true,
+            (false, false) => match (bi, bj) {
+                (None, None) => true,
+                (Some(x), Some(y)) => x.ast_eq(&y),
+                _ => false,
+            },
+            _ => false,
+        }
+}
+
+/// `array[index]`, looking through the stores `index` certainly misses and stopping at one it
+/// hits (same index) before handing the rest to Z3: keeps reads of byte memories, which write
+/// many bytes at constant offsets, small.
+fn select(array: &Array, index: &BV) -> BV {
+    let mut a = array.clone();
+    while let Ok(decl) = a.safe_decl() {
+        if decl.kind() != DeclKind::Store {
+            break;
+        }
+        let kids = a.children();
+        let (Some(inner), Some(j), Some(v)) = (kids[0].as_array(), kids[1].as_bv(), kids[2].as_bv()) else {
+            break;
+        };
+        if j.ast_eq(index) {
+            return v;
+        }
+        if !indices_differ(&j, index) {
+            break;
+        }
+        a = inner;
+    }
+    a.select(index).as_bv().expect("heap arrays hold bit-vectors")
+}
+
+/// A byte range of a fresh object, zero in the byte memory an epoch started from: `init`
+/// (that memory's initial array) at `addr ++ [lo, hi)`.
+#[derive(Clone)]
+struct ZeroSpan {
+    init: Array,
+    addr: BV,
+    lo: u64,
+    hi: u64,
+}
+
+/// `array[index]` with the stores `index` may hit made explicit: `ite(index == j, v, ...)`
+/// down to the first store it certainly hits or the initial array, whose bytes in the `zeros`
+/// spans are zero (the same value as [`select`] under those facts, as a term Z3 decides by
+/// bit-vector reasoning instead of array lemmas, which byte memories read at symbolic offsets
+/// need; one comparison per fresh object instead of one fact per byte).
+fn select_expanded(array: &Array, index: &BV, zeros: &[ZeroSpan]) -> BV {
+    let mut maybe: Vec<(BV, BV)> = Vec::new();
+    let mut a = array.clone();
+    let bottom = loop {
+        let store = a
+            .safe_decl()
+            .ok()
+            .filter(|d| d.kind() == DeclKind::Store)
+            .and_then(|_| {
+                let kids = a.children();
+                Some((kids[0].as_array()?, kids[1].as_bv()?, kids[2].as_bv()?))
+            });
+        let Some((inner, j, v)) = store else {
+            break select_initial(&a, index, zeros);
+        };
+        if j.ast_eq(index) {
+            break v;
+        }
+        if !indices_differ(&j, index) {
+            maybe.push((j, v));
+        }
+        a = inner;
+    };
+    let mut out = bottom;
+    for (j, v) in maybe.into_iter().rev() {
+        out = index_eq(&j, index).ite(&v, &out);
+    }
+    out
+}
+
+/// `init[index]` of an initial byte memory: zero inside the `zeros` spans of `init`.
+fn select_initial(init: &Array, index: &BV, zeros: &[ZeroSpan]) -> BV {
+    let mut out = init.select(index).as_bv().expect("heap arrays hold bit-vectors");
+    let n = index.get_size();
+    if n <= 64 {
+        return out;
+    }
+    let (addr, off) = match index.safe_decl().map(|d| d.kind()) {
+        Ok(DeclKind::Concat) => {
+            let kids = index.children();
+            match (kids[0].as_bv(), kids[1].as_bv()) {
+                (Some(a), Some(o)) if o.get_size() == 64 => (a, o),
+                _ => (index.extract(n - 1, 64), index.extract(63, 0)),
+            }
+        }
+        _ => (index.extract(n - 1, 64), index.extract(63, 0)),
+    };
+    let zero8 = BV::from_u64(0, out.get_size());
+    for z in zeros.iter().rev() {
+        if !z.init.ast_eq(init) {
+            continue;
+        }
+        let inside = match off.as_u64() {
+            Some(o) if o < z.lo || o >= z.hi => continue,
+            Some(_) => Bool::from_bool(true),
+            None => Bool::and(&[off.bvuge(bv(z.lo)), off.bvult(bv(z.hi))]),
+        };
+        if addr.ast_eq(&z.addr) && inside.as_bool() == Some(true) {
+            return zero8;
+        }
+        out = Bool::and(&[addr.eq(&z.addr), inside]).ite(&zero8, &out);
+    }
+    out
+}
+
+/// `i == j`, split into address and offset when both are `concat(address, offset)`.
+fn index_eq(i: &BV, j: &BV) -> Bool {
+    let parts = |x: &BV| -> Option<(BV, BV)> {
+        let decl = x.safe_decl().ok()?;
+        let kids = x.children();
+        match (decl.kind(), kids.as_slice()) {
+            (DeclKind::Concat, [h, l]) => Some((h.as_bv()?, l.as_bv()?)),
+            _ => None,
+        }
+    };
+    match (parts(i), parts(j)) {
+        (Some((hi, li)), Some((hj, lj))) if hi.get_size() == hj.get_size() => Bool::and(&[li.eq(&lj), hi.eq(&hj)]),
+        _ => i.eq(j),
+    }
+}
+
+/// The field, array and interior descriptors of both traces, and which of them go to the byte
+/// memory (see the module documentation).
+#[derive(Default)]
+struct Layout {
+    /// Whether the traces use byte views ([`Aliasing::Bytes`]).
+    bytes: bool,
+    /// The descriptors by their text (`{:?}`, the heap keys' names).
+    descrs: HashMap<String, Descr>,
+    /// Under byte views, the descriptors whose bytes may overlap another descriptor's: their
+    /// accesses go to [`BYTES`].
+    shared: HashSet<String>,
+    /// The byte offsets of the shared field descriptors (a fresh struct is stated zero there
+    /// when it escapes).
+    field_bytes: BTreeSet<i64>,
+}
+
+impl Layout {
+    fn new(traces: [&Trace; 2]) -> Layout {
+        let mut l = Layout {
+            bytes: traces[0].aliasing == Aliasing::Bytes,
+            ..Layout::default()
+        };
+        for t in traces {
+            let mut add = |d: DescrRef| {
+                let descr = t.descr(d);
+                if matches!(descr, Descr::Field(_) | Descr::Array(_) | Descr::Interior(_)) {
+                    l.descrs.insert(format!("{descr:?}"), descr.clone());
+                }
+            };
+            for op in &t.ops {
+                if let Some(d) = op.descr {
+                    add(d);
+                }
+            }
+            for g in &t.guards {
+                for v in &g.virtuals {
+                    if let VirtualKind::Array { descr, .. } = v.kind {
+                        add(descr);
+                    }
+                    for (f, _) in &v.fields {
+                        if let VirtualField::Field(d) = f {
+                            add(*d);
+                        }
+                    }
+                }
+            }
+        }
+        if !l.bytes {
+            return l;
+        }
+        // Each descriptor's bytes relative to the object: a field's own, an array's items from
+        // its base on, an interior field's from its offset in the first item on.
+        let spans: Vec<(&String, i64, i64)> = l
+            .descrs
+            .iter()
+            .filter_map(|(k, d)| {
+                let (start, end) = match d {
+                    Descr::Field(f) => (f.offset, f.offset.saturating_add(f.size.max(1) as i64)),
+                    Descr::Array(a) => (a.base_offset, i64::MAX),
+                    Descr::Interior(i) => (DEFAULT_ARRAY_BASE.saturating_add(i.field.offset), i64::MAX),
+                    _ => return None,
+                };
+                Some((k, start, end))
+            })
+            .collect();
+        let mut shared = HashSet::new();
+        for (i, a) in spans.iter().enumerate() {
+            for b in &spans[i + 1..] {
+                if a.1 < b.2 && b.1 < a.2 {
+                    shared.insert(a.0.clone());
+                    shared.insert(b.0.clone());
+                }
+            }
+        }
+        for k in &shared {
+            if let Some(Descr::Field(f)) = l.descrs.get(k) {
+                l.field_bytes
+                    .extend(f.offset..f.offset.saturating_add(f.size.max(1) as i64));
+            }
+        }
+        l.shared = shared;
+        l
+    }
+
+    /// Whether accesses through the descriptor with text `d` go to the byte memory.
+    fn shared(&self, d: &str) -> bool {
+        self.shared.contains(d)
+    }
+
+    /// The descriptor of a field key (`{:?}`, or `imm:{:?}` for an immutable field).
+    fn field(&self, key: &str) -> Option<&FieldDescr> {
+        match self.descrs.get(key.strip_prefix("imm:").unwrap_or(key)) {
+            Some(Descr::Field(f)) => Some(f),
+            _ => None,
+        }
+    }
+
+    /// The array descriptor with text `akey`.
+    fn array(&self, akey: &str) -> Option<&ArrayDescr> {
+        match self.descrs.get(akey) {
+            Some(Descr::Array(a)) => Some(a),
+            _ => None,
+        }
+    }
+
+    /// The key of the length words of arrays of descriptor `akey` (`None`: of strings, `name`
+    /// being `strlen` or `unicodelen`): per length offset under byte views (two descriptors with
+    /// one length offset read one word), per descriptor otherwise.
+    fn len_key(&self, akey: Option<&str>, name: &str) -> String {
+        if self.bytes {
+            let off = match akey {
+                Some(a) => self.array(a).map_or(DEFAULT_ARRAY_LEN, |d| d.len_offset),
+                None => STR_LEN_OFFSET,
+            };
+            return format!("imm:len:@{off}");
+        }
+        match akey {
+            Some(a) => format!("imm:len:array:{a}"),
+            None => format!("imm:len:{name}"),
+        }
+    }
+
+    /// The key of the length word of an allocation of `shape`.
+    fn len_key_of_shape(&self, shape: &str) -> String {
+        match shape {
+            "newstr" => self.len_key(None, "strlen"),
+            "newunicode" => self.len_key(None, "unicodelen"),
+            s => self.len_key(s.strip_prefix("array:"), ""),
+        }
+    }
+
+    /// The descriptor text and the bytes `[start, end)` of field or item `key` of a tracked
+    /// object (`item_of`: its items' descriptors and indices; an item key it does not list is
+    /// read from the key, `item:{akey}#{index}`).
+    fn bytes_of(&self, key: &str, item_of: &BTreeMap<String, (String, u32)>) -> Option<(String, i64, i64)> {
+        let item = match item_of.get(key) {
+            Some((akey, i)) => Some((akey.clone(), *i as i64)),
+            None => key
+                .strip_prefix("item:")
+                .and_then(|k| k.rsplit_once('#'))
+                .and_then(|(a, i)| Some((a.to_string(), i.parse::<i64>().ok()?))),
+        };
+        match item {
+            Some((akey, i)) => {
+                let a = self.array(&akey)?;
+                let start = a.base_offset.saturating_add(i.saturating_mul(a.item_size as i64));
+                Some((akey, start, start.saturating_add(a.item_size.max(1) as i64)))
+            }
+            None => {
+                let f = self.field(key)?;
+                let d = key.strip_prefix("imm:").unwrap_or(key).to_string();
+                Some((d, f.offset, f.offset + f.size.max(1) as i64))
+            }
+        }
+    }
+}
+
+impl Layout {
+    /// The descriptor text of a word memory (a field's, an array's items', an interior
+    /// field's), if `key` is one.
+    fn word_descr<'k>(&self, key: &'k str) -> Option<&'k str> {
+        let d = key
+            .strip_prefix("items:")
+            .or_else(|| key.strip_prefix("interior:"))
+            .unwrap_or_else(|| key.strip_prefix("imm:").unwrap_or(key));
+        self.descrs.contains_key(d).then_some(d)
+    }
+
+    /// `v` as a read through descriptor `d` gives it: a narrow integer's low bytes, sign- or
+    /// zero-extended.
+    fn extend(&self, d: &str, v: BV) -> BV {
+        let (size, signed, kind) = match self.descrs.get(d) {
+            Some(Descr::Field(f)) => (f.size, f.signed, f.kind),
+            Some(Descr::Interior(i)) => (i.field.size, i.field.signed, i.field.kind),
+            Some(Descr::Array(a)) => (a.item_size, a.signed, a.kind),
+            _ => return v,
+        };
+        if kind != Kind::Int || size == 0 || size >= 8 {
+            return v;
+        }
+        let bits = size as u32 * 8;
+        let low = v.extract(bits - 1, 0);
+        if signed {
+            low.sign_ext(64 - bits)
+        } else {
+            low.zero_ext(64 - bits)
+        }
+    }
+
+    /// What field or item `name` of tracked object `o` holds as a read through its descriptor
+    /// sees it: its own value, or under byte views the bytes of the fields and items `o` holds
+    /// through other descriptors there (zero where it holds none; under type-based aliasing
+    /// another descriptor's bytes are not this one's). `None` when that would cut a reference
+    /// to a tracked object.
+    fn tracked_view(&self, o: &LocalObj, name: &str) -> Option<Sym> {
+        if let Some(v) = o.fields.get(name) {
+            return Some(v.clone());
+        }
+        if !self.bytes {
+            return Some(Sym::Bv(zero()));
+        }
+        let Some((d, start, end)) = self.bytes_of(name, &o.item_of) else {
+            return Some(Sym::Bv(zero()));
+        };
+        let parts: Vec<(i64, i64, &Sym)> = o
+            .fields
+            .iter()
+            .filter_map(|(k, v)| {
+                let (_, s, e) = self.bytes_of(k, &o.item_of)?;
+                (s < end && start < e).then_some((s, e, v))
+            })
+            .collect();
+        if parts.is_empty() {
+            return Some(Sym::Bv(zero()));
+        }
+        if end - start > 8 {
+            return None;
+        }
+        let mut v: Option<BV> = None;
+        for b in (start..end).rev() {
+            let byte = match parts.iter().find(|(s, e, _)| *s <= b && b < *e) {
+                None => BV::from_u64(0, 8),
+                Some((s, _, Sym::Bv(x))) => {
+                    let k = (b - s) as u32;
+                    x.extract(8 * k + 7, 8 * k)
+                }
+                Some((_, _, Sym::Obj(_))) => return None,
+            };
+            v = Some(match v {
+                None => byte,
+                Some(high) => high.concat(&byte),
+            });
+        }
+        let v = v.expect("at least one byte");
+        let n = v.get_size();
+        let v = if n < 64 { v.zero_ext(64 - n) } else { v };
+        Some(Sym::Bv(self.extend(&d, v)))
+    }
+}
+
+/// Where the heap model keeps a view.
+#[derive(Clone, Debug)]
+enum Place {
+    /// A word of the memory `key`, at `index`; `imm`: an immutable read, of its twin
+    /// ([`twin_of`]).
+    Word { key: String, index: BV, imm: bool },
+    /// `size` bytes of [`BYTES`] from byte `offset` of the object at `addr`; `imm`: an
+    /// immutable read, of [`TWIN_BYTES`].
+    Bytes { addr: BV, offset: BV, size: u8, imm: bool },
+    /// `size` bytes of raw memory from address `addr`.
+    Raw { addr: BV, size: u8 },
+}
+
+// ------------------------------------------------------------------------------------------
 // One side of the symbolic execution
 
 struct Side<'t> {
@@ -537,16 +1117,30 @@ struct Side<'t> {
     arrays: HashMap<String, Array>,
     /// Keys written since the last epoch change.
     written: BTreeSet<String>,
+    /// The field keys of the byte memory written since the last epoch change.
+    written_fields: BTreeSet<String>,
     /// The indices written into each array since it was last replaced by a fresh one.
     written_at: HashMap<String, Vec<BV>>,
     /// Index width of each heap array.
     bits: HashMap<String, u32>,
     epoch: String,
+    /// The epoch the immutable twins ([`twin_of`]) started from: `0` (they start as the
+    /// memories at entry) or the last label (fresh arrays).
+    twin_epoch: String,
     /// Escapes so far, per object shape (the `k`-th object of a shape to escape on each side
     /// gets the address [`esc_addr`]`(shape, k)`).
     escapes: BTreeMap<String, usize>,
-    /// Every address this side gave an escaping object.
+    /// Every address this side gave an escaping object, in escape order.
     esc_addrs: Vec<BV>,
+    /// The shape of each object of `esc_addrs`.
+    esc_shape_of: Vec<String>,
+    /// The number of the epoch in which each object of `esc_addrs` escaped.
+    esc_epoch_of: Vec<usize>,
+    /// Epoch name -> its number, in order (`0` is 0).
+    epoch_numbers: HashMap<String, usize>,
+    /// Under [`Naming::Role`]: whether each object of `esc_addrs` is paired with one of the
+    /// other side's ([`Validator::try_pair`]).
+    paired: Vec<bool>,
     /// The shapes of the objects that escaped, each with whether its length was a constant.
     esc_shapes: BTreeSet<(String, bool)>,
     /// How escaping objects are named.
@@ -557,9 +1151,18 @@ struct Side<'t> {
     /// Object id -> the fields carried into the current epoch (structs).
     carried: HashMap<usize, BTreeSet<String>>,
     /// The field keys either trace reads with `getfield_gc_*`.
-    read_keys: std::rc::Rc<Vec<String>>,
+    read_keys: Rc<Vec<String>>,
+    /// The descriptors of both traces and which of them use the byte memory.
+    layout: Rc<Layout>,
+    /// The non-null reference constants of both traces (no fresh object has their address).
+    consts: Rc<Vec<u64>>,
     /// Facts about escaped objects' addresses, not yet added to the path condition.
     esc_facts: Vec<Bool>,
+    /// The zero bytes of fresh objects in the byte memories epochs started from (shared by
+    /// both sides, like the facts).
+    zeros: Rc<RefCell<Vec<ZeroSpan>>>,
+    /// Object id -> the byte offsets where it is zero in the byte memory as it escaped.
+    zero_span_of: HashMap<usize, (u64, u64)>,
     calls: usize,
     labels: usize,
     no_ovf: Option<Bool>,
@@ -581,17 +1184,27 @@ impl<'t> Side<'t> {
             objs: Vec::new(),
             arrays: HashMap::new(),
             written: BTreeSet::new(),
+            written_fields: BTreeSet::new(),
             written_at: HashMap::new(),
             bits: HashMap::new(),
             epoch: "0".into(),
+            twin_epoch: "0".into(),
             escapes: BTreeMap::new(),
             esc_addrs: Vec::new(),
+            esc_shape_of: Vec::new(),
+            esc_epoch_of: Vec::new(),
+            epoch_numbers: HashMap::from([("0".to_string(), 0)]),
+            paired: Vec::new(),
             esc_shapes: BTreeSet::new(),
             naming: Naming::ShapeAndLength,
             escaped_in: HashMap::new(),
             carried: HashMap::new(),
             esc_facts: Vec::new(),
-            read_keys: std::rc::Rc::new(Vec::new()),
+            zeros: Rc::new(RefCell::new(Vec::new())),
+            zero_span_of: HashMap::new(),
+            read_keys: Rc::new(Vec::new()),
+            layout: Rc::new(Layout::default()),
+            consts: Rc::new(Vec::new()),
             calls: 0,
             labels: 0,
             no_ovf: None,
@@ -614,38 +1227,265 @@ impl<'t> Side<'t> {
     }
 
     /// The heap of `key` as the current epoch started (what [`Self::array`] stores into).
+    /// Immutable fields' arrays start at entry and are never replaced; an immutable twin
+    /// starts as its memory at entry, or fresh at a label.
     fn initial(&self, key: &str, domain_bits: u32) -> Array {
-        let epoch = if key.starts_with("imm:") {
-            "0"
+        let name = if key.starts_with("imm:") {
+            format!("heap[{key}]@0")
+        } else if let Some(of) = key.strip_prefix("twin:") {
+            if self.twin_epoch == "0" {
+                format!("heap[{of}]@0")
+            } else {
+                format!("heap[{key}]@{}", self.twin_epoch)
+            }
         } else {
-            self.epoch.as_str()
+            format!("heap[{key}]@{}", self.epoch)
         };
-        Array::new_const(
-            format!("heap[{key}]@{epoch}"),
-            &Sort::bitvector(domain_bits),
-            &Sort::bitvector(64),
-        )
+        let range = if holds_bytes(key) { 8 } else { 64 };
+        Array::new_const(name, &Sort::bitvector(domain_bits), &Sort::bitvector(range))
+    }
+
+    /// The arrays the reads of `key` start from in the current epoch: its own and its twin's.
+    fn initials(&self, key: &str, domain_bits: u32) -> Vec<Array> {
+        let mut out = vec![self.initial(key, domain_bits)];
+        if let Some(t) = twin_of(key) {
+            let ti = self.initial(&t, domain_bits);
+            if !ti.ast_eq(&out[0]) {
+                out.push(ti);
+            }
+        }
+        out
     }
 
     fn read(&mut self, key: &str, index: &BV) -> BV {
         let a = self.array(key, index.get_size());
-        a.select(index).as_bv().expect("heap arrays hold bit-vectors")
+        if holds_bytes(key) {
+            select_expanded(&a, index, &self.zeros.borrow())
+        } else {
+            select(&a, index)
+        }
     }
 
+    /// Write `value` at `index` of `key` and of its immutable twin.
     fn write(&mut self, key: &str, index: &BV, value: &BV) {
+        self.store(key, index, value);
+        if let Some(t) = twin_of(key) {
+            let a = self.array(&t, index.get_size());
+            self.arrays.insert(t, a.store(index, value));
+        }
+    }
+
+    /// Write `value` at `index` of `key` only.
+    fn store(&mut self, key: &str, index: &BV, value: &BV) {
         let a = self.array(key, index.get_size());
         self.arrays.insert(key.to_string(), a.store(index, value));
         self.written.insert(key.to_string());
         self.written_at.entry(key.to_string()).or_default().push(index.clone());
     }
 
-    /// Forget the heap (after a call that may write it, or at a label).
-    fn new_epoch(&mut self, epoch: String) {
-        self.epoch = epoch;
-        self.arrays.retain(|k, _| k.starts_with("imm:"));
-        self.written_at.retain(|k, _| k.starts_with("imm:"));
+    /// `size` bytes of the byte memory `mem` from `offset` (of the object at `addr`; raw
+    /// memory: absolute), little-endian, zero-extended to 64 bits.
+    fn read_bytes(&mut self, mem: &str, addr: Option<&BV>, offset: &BV, size: u8) -> BV {
+        let n = size.clamp(1, 8) as u32;
+        let mut v: Option<BV> = None;
+        for k in (0..n).rev() {
+            let b = self.read(mem, &byte_index(addr, offset, k as u64));
+            v = Some(match v {
+                None => b,
+                Some(high) => high.concat(&b),
+            });
+        }
+        let v = v.expect("at least one byte");
+        if n < 8 {
+            v.zero_ext(64 - 8 * n)
+        } else {
+            v
+        }
+    }
+
+    /// Write the low `size` bytes of `value` little-endian from `offset` (see
+    /// [`Self::read_bytes`]); `mirror`: into the immutable twin too.
+    fn write_bytes(&mut self, mem: &str, addr: Option<&BV>, offset: &BV, size: u8, value: &BV, mirror: bool) {
+        let n = size.clamp(1, 8) as u32;
+        for k in 0..n {
+            let i = byte_index(addr, offset, k as u64);
+            let b = value.extract(8 * k + 7, 8 * k);
+            if mirror {
+                self.write(mem, &i, &b);
+            } else {
+                self.store(mem, &i, &b);
+            }
+        }
+    }
+
+    fn read_place(&mut self, place: &Place) -> BV {
+        match place {
+            Place::Word { key, index, imm } => {
+                let key = match (imm, twin_of(key)) {
+                    (true, Some(t)) => t,
+                    _ => key.clone(),
+                };
+                self.read(&key, index)
+            }
+            Place::Bytes {
+                addr,
+                offset,
+                size,
+                imm,
+            } => {
+                let mem = if *imm { TWIN_BYTES } else { BYTES };
+                self.read_bytes(mem, Some(addr), offset, *size)
+            }
+            Place::Raw { addr, size } => self.read_bytes(RAW, None, addr, *size),
+        }
+    }
+
+    /// Write `value` to `place` (an immutable place: its mutable memory, as every write);
+    /// `mirror`: into the immutable twin too (false only when carrying contents over a call).
+    fn write_place(&mut self, place: &Place, value: &BV, mirror: bool) {
+        match place {
+            Place::Word { key, index, .. } => {
+                if mirror {
+                    self.write(key, index, value);
+                } else {
+                    self.store(key, index, value);
+                }
+            }
+            Place::Bytes { addr, offset, size, .. } => {
+                self.write_bytes(BYTES, Some(addr), offset, *size, value, mirror)
+            }
+            Place::Raw { addr, size } => self.write_bytes(RAW, None, addr, *size, value, false),
+        }
+    }
+
+    /// State that word `place` (of a fresh object) is zero in the memories this epoch started
+    /// from. (Fresh objects' bytes in the byte memory are zero by their [`ZeroSpan`]s.)
+    fn state_zero(&mut self, place: &Place) {
+        let Place::Word { key, index, .. } = place else {
+            return;
+        };
+        for init in self.initials(key, index.get_size()) {
+            if let Some(v) = init.select(index).as_bv() {
+                self.esc_facts.push(v.eq(zero()));
+            }
+        }
+    }
+
+    /// Bytes `[lo, hi)` of the fresh object `id` at `addr` are zero in the byte memories this
+    /// epoch started from.
+    fn zero_span(&mut self, id: usize, addr: &BV, lo: u64, hi: u64) {
+        self.zero_span_of.insert(id, (lo, hi));
+        for init in self.initials(BYTES, 128) {
+            self.zeros.borrow_mut().push(ZeroSpan {
+                init,
+                addr: addr.clone(),
+                lo,
+                hi,
+            });
+        }
+    }
+
+    /// Where field `key` (`{:?}` or `imm:{:?}` of its descriptor) of the object at `addr` is.
+    fn field_place(&self, addr: &BV, key: &str) -> Place {
+        match self.layout.field(key) {
+            Some(f) if self.layout.shared(key.strip_prefix("imm:").unwrap_or(key)) => Place::Bytes {
+                addr: addr.clone(),
+                offset: bv(f.offset as u64),
+                size: f.size,
+                imm: f.immutable,
+            },
+            _ => Place::Word {
+                key: key.to_string(),
+                index: addr.clone(),
+                imm: false,
+            },
+        }
+    }
+
+    /// Where item `index` of the array at `addr` accessed through descriptor `akey` is;
+    /// `imm`: for an immutable read.
+    fn item_place(&self, addr: &BV, akey: &str, index: &BV, imm: bool) -> Place {
+        match self.layout.array(akey) {
+            Some(a) if self.layout.shared(akey) => Place::Bytes {
+                addr: addr.clone(),
+                offset: scaled(index, a.item_size as u64, a.base_offset),
+                size: a.item_size,
+                imm,
+            },
+            _ => Place::Word {
+                key: format!("items:{akey}"),
+                index: addr.concat(index),
+                imm,
+            },
+        }
+    }
+
+    /// Where field or item `key` of a tracked object ([`LocalObj::fields`]) is once the object
+    /// has the address `addr`.
+    fn obj_place(&self, addr: &BV, key: &str, item_of: &BTreeMap<String, (String, u32)>) -> Place {
+        match item_of.get(key) {
+            Some((akey, i)) => self.item_place(addr, akey, &bv(*i as u64), false),
+            None => self.field_place(addr, key),
+        }
+    }
+
+    /// Whether bytes `[start, end)` accessed through shared descriptor `d` of tracked object
+    /// `id` overlap a field or item it holds through another descriptor (the object then
+    /// escapes, and the byte memory assembles the bytes).
+    fn overlaps_other(&self, id: usize, d: &str, start: i64, end: i64) -> bool {
+        let o = &self.objs[id];
+        o.fields.keys().any(|k| match self.layout.bytes_of(k, &o.item_of) {
+            Some((kd, s, e)) => kd != d && s < end && start < e,
+            None => false,
+        })
+    }
+
+    /// Whether an access to field `key` of tracked object `id` must go through the byte
+    /// memory (see [`Self::overlaps_other`]).
+    fn field_overlaps(&self, id: usize, key: &str) -> bool {
+        let d = key.strip_prefix("imm:").unwrap_or(key);
+        match self.layout.field(key) {
+            Some(f) if self.layout.shared(d) => self.overlaps_other(id, d, f.offset, f.offset + f.size.max(1) as i64),
+            _ => false,
+        }
+    }
+
+    /// Whether an access to item `index` (`None`: not a constant) through `akey` of tracked
+    /// object `id` must go through the byte memory: it overlaps what the object holds through
+    /// another descriptor, or its index is not a constant and `akey` is not the allocation's.
+    fn item_overlaps(&self, id: usize, akey: &str, index: Option<u64>) -> bool {
+        let Some(a) = self.layout.array(akey).filter(|_| self.layout.shared(akey)) else {
+            return false;
+        };
+        match index {
+            Some(i) => {
+                let start = a
+                    .base_offset
+                    .saturating_add((i as i64).saturating_mul(a.item_size as i64));
+                self.overlaps_other(id, akey, start, start.saturating_add(a.item_size.max(1) as i64))
+            }
+            None => {
+                self.objs[id].shape.strip_prefix("array:") != Some(akey)
+                    || self.overlaps_other(id, akey, a.base_offset, i64::MAX)
+            }
+        }
+    }
+
+    /// Forget the heap (after a call that may write it, or at a label, which also replaces
+    /// the immutable twins).
+    fn new_epoch(&mut self, epoch: String, label: bool) {
+        let keep = |k: &String| k.starts_with("imm:") || (!label && k.starts_with("twin:"));
+        self.arrays.retain(|k, _| keep(k));
+        self.written_at.retain(|k, _| keep(k));
         self.written.clear();
+        self.written_fields.clear();
         self.carried.clear();
+        if label {
+            self.twin_epoch = epoch.clone();
+        }
+        let n = self.epoch_numbers.len();
+        self.epoch_numbers.entry(epoch.clone()).or_insert(n);
+        self.epoch = epoch;
     }
 
     fn value(&self, v: Value) -> R<Sym> {
@@ -670,103 +1510,141 @@ impl<'t> Side<'t> {
 
     /// Give a tracked object an address and move its fields into the heap model.
     fn escape(&mut self, s: &Sym) -> BV {
-        match s {
-            Sym::Bv(b) => b.clone(),
-            Sym::Obj(id) => {
-                if let Some(a) = &self.objs[*id].addr {
-                    return a.clone();
+        let id = match s {
+            Sym::Bv(b) => return b.clone(),
+            Sym::Obj(id) => *id,
+        };
+        if let Some(a) = &self.objs[id].addr {
+            return a.clone();
+        }
+        let obj = self.objs[id].clone();
+        let len = obj.len.as_ref().and_then(|l| l.simplify().as_u64());
+        self.esc_shapes.insert((obj.shape.clone(), len.is_some()));
+        let addr = if self.naming == Naming::Role {
+            // Side-specific: paired with the other side's objects by role.
+            BV::new_const(format!("esc{}:{}", self.esc_addrs.len(), self.tag), 64)
+        } else {
+            let shape = match (self.naming, len) {
+                (Naming::ShapeAndLength, Some(n)) => format!("{}/{n}", obj.shape),
+                (Naming::ShapeAndLength | Naming::Shape, _) => obj.shape.clone(),
+                _ => String::new(),
+            };
+            let k = self.escapes.entry(shape.clone()).or_insert(0);
+            let addr = esc_addr(&shape, *k);
+            *k += 1;
+            addr
+        };
+        // A fresh allocation is not null, differs from the other fresh ones and from the
+        // traces' constants, and has the class its allocation gave it.
+        self.esc_facts.push(addr.eq(zero()).not());
+        for other in &self.esc_addrs {
+            self.esc_facts.push(addr.eq(other).not());
+        }
+        for &c in self.consts.iter() {
+            self.esc_facts.push(addr.eq(bv(c)).not());
+        }
+        self.esc_addrs.push(addr.clone());
+        self.esc_shape_of.push(obj.shape.clone());
+        self.esc_epoch_of
+            .push(self.epoch_numbers.get(&self.epoch).copied().unwrap_or(usize::MAX));
+        self.paired.push(false);
+        if let Some(c) = &obj.class {
+            self.esc_facts.push(class_of(&addr).eq(c));
+        }
+        // Nor is it any pointer that existed before (its only references were tracked until
+        // now).
+        let mut seen = HashSet::new();
+        for (i, v) in self.vals.iter().enumerate() {
+            if let Some(Sym::Bv(b)) = v {
+                if self.trace.ops[i].opcode.result_kind() == Kind::Ref && b.get_size() == 64 && seen.insert(b.clone()) {
+                    self.esc_facts.push(addr.eq(b).not());
                 }
-                let obj = &self.objs[*id];
-                let len = obj.len.as_ref().and_then(|l| l.simplify().as_u64());
-                self.esc_shapes.insert((obj.shape.clone(), len.is_some()));
-                let shape = match (self.naming, len) {
-                    (Naming::ShapeAndLength, Some(n)) => format!("{}/{n}", obj.shape),
-                    (Naming::ShapeAndLength | Naming::Shape, _) => obj.shape.clone(),
-                    (Naming::Order, _) => String::new(),
-                };
-                let k = self.escapes.entry(shape.clone()).or_insert(0);
-                let addr = esc_addr(&shape, *k);
-                *k += 1;
-                // A fresh allocation is not null, differs from the other fresh ones and has
-                // the class its allocation gave it.
-                self.esc_facts.push(addr.eq(zero()).not());
-                for other in &self.esc_addrs {
-                    self.esc_facts.push(addr.eq(other).not());
-                }
-                self.esc_addrs.push(addr.clone());
-                if let Some(c) = &self.objs[*id].class {
-                    self.esc_facts.push(class_of(&addr).eq(c));
-                }
-                // Nor is it any pointer that existed before (its only references were
-                // tracked until now).
-                let mut seen = HashSet::new();
-                for (i, v) in self.vals.iter().enumerate() {
-                    if let Some(Sym::Bv(b)) = v {
-                        if self.trace.ops[i].opcode.result_kind() == Kind::Ref
-                            && b.get_size() == 64
-                            && seen.insert(b.clone())
-                        {
-                            self.esc_facts.push(addr.eq(b).not());
-                        }
+            }
+        }
+        self.objs[id].addr = Some(addr.clone());
+        self.escaped_in.insert(id, self.epoch.clone());
+        let layout = self.layout.clone();
+        // A fresh object's fields are zero: stated for every field either trace reads (and
+        // every byte of the shared fields) about the heap both sides start the epoch from,
+        // not written: the other side may not read the same fields (the optimizer removes dead
+        // reads), and zeros never contradict each other. Array items that were never written
+        // are left unknown after an escape when the length is not a constant: it may be
+        // constant on one side and symbolic on the other, so zeros could not be stated alike.
+        if obj.len.is_none() {
+            for key in self.read_keys.clone().iter() {
+                if !obj.fields.contains_key(key) {
+                    let place = self.field_place(&addr, key);
+                    if matches!(place, Place::Word { .. }) {
+                        self.state_zero(&place);
                     }
                 }
-                self.objs[*id].addr = Some(addr.clone());
-                self.escaped_in.insert(*id, self.epoch.clone());
-                let obj = self.objs[*id].clone();
-                // A fresh object's fields are zero: write zeros for every field either trace
-                // reads (before the fields it has). Array items that were never written are
-                // left unknown after an escape: the length may be constant on one side and
-                // symbolic on the other, so zeros could not be written alike.
-                // Stated about the initial heap, not written: the other side may not read
-                // the same fields (the optimizer removes dead reads), and zeros never
-                // contradict each other.
-                if obj.len.is_none() {
-                    for key in self.read_keys.clone().iter() {
-                        if !obj.fields.contains_key(key) {
-                            let item = self.initial(key, 64).select(&addr).as_bv();
-                            if let Some(item) = item {
-                                self.esc_facts.push(item.eq(zero()));
-                            }
-                        }
+            }
+            if let (Some(&lo), Some(&hi)) = (layout.field_bytes.first(), layout.field_bytes.last()) {
+                // (An instance's class word is not zero.)
+                let lo = if obj.class.is_some() { lo.max(8) } else { lo };
+                if lo <= hi {
+                    self.zero_span(id, &addr, lo as u64, hi as u64 + 1);
+                }
+            }
+        }
+        // A fresh array's items are zero (with a constant length: the other side may know the
+        // same length only symbolically, or escape the array later, and must see the same
+        // zeros through its reads of the heap this epoch started from).
+        if let (Some(akey), Some(n)) = (obj.shape.strip_prefix("array:"), len) {
+            match layout.array(akey) {
+                Some(a) if layout.shared(akey) => {
+                    let lo = a.base_offset as u64;
+                    let hi = n.saturating_mul(a.item_size as u64).saturating_add(lo);
+                    self.zero_span(id, &addr, lo, hi);
+                }
+                _ if n <= 64 => {
+                    for i in 0..n {
+                        let place = self.item_place(&addr, akey, &bv(i), false);
+                        self.state_zero(&place);
                     }
                 }
-                // A fresh array's items are zero. With a constant length, state it about the
-                // heap both sides start the epoch from (an assumption, not a write: the other
-                // side may know the same length only symbolically, or escape the array
-                // later, and must see the same zeros through its reads of that heap).
-                if let (Some(akey), Some(n)) = (
-                    obj.shape.strip_prefix("array:"),
-                    obj.len.as_ref().and_then(|l| l.simplify().as_u64()),
-                ) {
-                    if n <= 64 {
-                        let init = self.initial(&format!("items:{akey}"), 128);
-                        for i in 0..n {
-                            let item = init.select(&addr.concat(bv(i))).as_bv();
-                            if let Some(item) = item {
-                                self.esc_facts.push(item.eq(zero()));
-                            }
-                        }
-                    }
-                }
-                if let Some(len) = &obj.len {
-                    let key = match obj.shape.as_str() {
-                        "newstr" => "imm:len:strlen".to_string(),
-                        "newunicode" => "imm:len:unicodelen".to_string(),
-                        shape => format!("imm:len:{shape}"),
-                    };
-                    self.write(&key, &addr, len);
-                }
-                for (key, val) in &obj.fields {
-                    let vb = self.escape(val);
-                    match obj.item_of.get(key) {
-                        Some((akey, idx)) => {
-                            let ix = addr.concat(bv(*idx as u64));
-                            self.write(&format!("items:{akey}"), &ix, &vb);
-                        }
-                        None => self.write(key, &addr, &vb),
-                    }
-                }
-                addr
+                _ => {}
+            }
+        }
+        if let Some(len) = &obj.len {
+            let key = layout.len_key_of_shape(&obj.shape);
+            self.write(&key, &addr, len);
+        }
+        for (key, val) in &obj.fields {
+            let vb = self.escape(val);
+            let place = self.obj_place(&addr, key, &obj.item_of);
+            self.write_place(&place, &vb, true);
+        }
+        addr
+    }
+
+    /// `v`, a reference read from memory: when it is read from the memory an epoch started
+    /// from (no store of this trace), it is no object that escaped in that epoch or later (the
+    /// memory held only references that existed then; a fresh object's address reaches memory
+    /// only by a store or a call after it escaped).
+    fn read_before_escapes(&mut self, v: &BV) {
+        let Ok(decl) = v.safe_decl() else { return };
+        if decl.kind() != DeclKind::Select {
+            return;
+        }
+        let Some(array) = v.children().first().cloned() else {
+            return;
+        };
+        let Ok(adecl) = array.safe_decl() else { return };
+        if adecl.kind() != DeclKind::Uninterpreted || adecl.arity() != 0 {
+            return;
+        }
+        let name = adecl.name();
+        let Some(start) = name
+            .strip_prefix("heap[")
+            .and_then(|n| n.rsplit_once("]@"))
+            .and_then(|(_, e)| self.epoch_numbers.get(e).copied())
+        else {
+            return;
+        };
+        for (addr, &e) in self.esc_addrs.iter().zip(&self.esc_epoch_of) {
+            if e >= start {
+                self.esc_facts.push(v.eq(addr).not());
             }
         }
     }
@@ -783,12 +1661,13 @@ impl<'t> Side<'t> {
         if let Some(akey) = obj.shape.strip_prefix("array:") {
             let n = obj.len.as_ref()?.simplify().as_u64().filter(|&n| n <= 64)?;
             for i in 0..n {
-                let (key, index) = (format!("items:{akey}"), addr.concat(bv(i)));
-                let value = self.read(&key, &index);
+                let place = self.item_place(&addr, akey, &bv(i), false);
+                // As a read sees it (a narrow item's word or bytes hold only its bytes).
+                let value = self.read_place(&place);
+                let value = self.layout.extend(akey, value);
                 out.push(Content {
                     name: format!("item:{akey}#{i}"),
-                    key,
-                    index,
+                    place,
                     value,
                 });
             }
@@ -798,27 +1677,28 @@ impl<'t> Side<'t> {
             return None;
         }
         let carried = self.carried.get(&id).cloned().unwrap_or_default();
-        let plain = |k: &&String| !k.starts_with("items:") && !k.starts_with("imm:") && !k.starts_with("raw:");
+        let layout = self.layout.clone();
+        let plain = |k: &&String| layout.field(k).is_some() && !k.starts_with("imm:");
         let keys: BTreeSet<String> = obj
             .fields
             .keys()
             .chain(self.read_keys.iter())
             .chain(self.written.iter().filter(plain))
+            .chain(self.written_fields.iter())
             .chain(carried.iter())
             .chain(extra.iter())
             .cloned()
             .collect();
         for key in keys {
+            let place = self.field_place(&addr, &key);
             if !obj.fields.contains_key(&key) && !carried.contains(&key) {
-                if let Some(init) = self.initial(&key, 64).select(&addr).as_bv() {
-                    self.esc_facts.push(init.eq(zero()));
-                }
+                self.state_zero(&place);
             }
-            let value = self.read(&key, &addr);
+            let value = self.read_place(&place);
+            let value = layout.extend(key.strip_prefix("imm:").unwrap_or(&key), value);
             out.push(Content {
-                name: key.clone(),
-                key,
-                index: addr.clone(),
+                name: key,
+                place,
                 value,
             });
         }
@@ -843,15 +1723,22 @@ impl<'t> Side<'t> {
                 keep.push((id, contents));
             }
         }
-        self.new_epoch(epoch);
+        self.new_epoch(epoch, false);
         for (id, contents) in keep {
             let mut keys = BTreeSet::new();
             for f in contents {
-                self.write(&f.key, &f.index, &f.value);
+                // Immutable fields' arrays are not replaced.
+                if !matches!(&f.place, Place::Word { key, .. } if key.starts_with("imm:")) {
+                    self.write_place(&f.place, &f.value, false);
+                }
                 keys.insert(f.name);
             }
             if self.objs[id].len.is_none() {
                 self.carried.insert(id, keys);
+            }
+            // The bytes it never had are still zero.
+            if let (Some(&(lo, hi)), Some(addr)) = (self.zero_span_of.get(&id), self.objs[id].addr.clone()) {
+                self.zero_span(id, &addr, lo, hi);
             }
             self.escaped_in.insert(id, self.epoch.clone());
         }
@@ -897,9 +1784,19 @@ fn esc_addr(shape: &str, k: usize) -> BV {
     BV::new_const(format!("esc{k}:{shape}"), 64)
 }
 
-/// The addresses `mine` gave objects that `other` has no object of at that address yet (the
-/// `k`-th escape of a shape, for `k` at or above `other`'s count of that shape).
+/// The addresses `mine` gave objects that `other` has no object of at that address yet: the
+/// `k`-th escape of a shape, for `k` at or above `other`'s count of that shape; under
+/// [`Naming::Role`], the objects not paired yet.
 fn one_sided(mine: &Side, other: &Side) -> Vec<BV> {
+    if mine.naming == Naming::Role {
+        return mine
+            .esc_addrs
+            .iter()
+            .zip(&mine.paired)
+            .filter(|(_, &p)| !p)
+            .map(|(a, _)| a.clone())
+            .collect();
+    }
     let mut out = Vec::new();
     for (shape, &n) in &mine.escapes {
         let from = other.escapes.get(shape).copied().unwrap_or(0);
@@ -1182,6 +2079,14 @@ struct Validator<'t> {
     cfg: Config,
     unknown: Option<String>,
     float_uf: bool,
+    /// The first counterexample that depends on uninterpreted float operations, for a
+    /// concrete confirmation ([`crate::replay`]).
+    float_witness: Option<Counterexample>,
+    /// Whether objects are being compared in one of several alternatives
+    /// ([`Validator::escaped_vs_tracked`]): no pairing by role there.
+    tentative: bool,
+    /// The facts of the pairs made by role ([`Validator::try_pair`]).
+    pair_facts: Vec<Bool>,
 }
 
 impl<'t> Validator<'t> {
@@ -1197,11 +2102,24 @@ impl<'t> Validator<'t> {
                 }
             }
         }
-        let keys = std::rc::Rc::new(keys.into_iter().collect::<Vec<_>>());
+        let keys = Rc::new(keys.into_iter().collect::<Vec<_>>());
+        let layout = Rc::new(Layout::new([original, optimized]));
+        let consts: BTreeSet<u64> = [original, optimized]
+            .iter()
+            .flat_map(|t| t.consts.iter())
+            .filter(|c| c.kind() == Kind::Ref && c.bits() != 0)
+            .map(|c| c.bits())
+            .collect();
+        let consts = Rc::new(consts.into_iter().collect::<Vec<_>>());
         let mut o = Side::new(original, "original");
         let mut p = Side::new(optimized, "optimized");
-        o.read_keys = keys.clone();
-        p.read_keys = keys;
+        let zeros = Rc::new(RefCell::new(Vec::new()));
+        for s in [&mut o, &mut p] {
+            s.zeros = zeros.clone();
+            s.read_keys = keys.clone();
+            s.layout = layout.clone();
+            s.consts = consts.clone();
+        }
         Validator {
             o,
             p,
@@ -1213,6 +2131,9 @@ impl<'t> Validator<'t> {
             cfg: cfg.clone(),
             unknown: None,
             float_uf: false,
+            float_witness: None,
+            tentative: false,
+            pair_facts: Vec::new(),
         }
     }
 
@@ -1569,6 +2490,9 @@ impl<'t> Validator<'t> {
                             what()
                         ));
                     }
+                    if self.float_witness.is_none() {
+                        self.float_witness = Some(self.counterexample(model, what(), diff));
+                    }
                     Ok(())
                 } else {
                     Err(Stop::Invalid(self.counterexample(model, what(), diff)))
@@ -1685,11 +2609,17 @@ impl<'t> Validator<'t> {
             let n = self.facts.len();
             let h = self.guard_heavy(true, ro);
             self.assume(co.not(), h);
+            let pairs_before = self.pair_facts.len();
             self.open_batch();
             let r = self.compare_exit(g, ro, rp).and_then(|()| self.flush());
             self.batch = None;
             self.facts.truncate(n);
             self.concrete_facts.truncate(n);
+            // Objects paired by role at the exit stay paired: a pairing only chooses which
+            // runs are compared, whether or not the guard fails (and what was consistent with
+            // the exit's path condition is consistent with the weaker one here).
+            self.facts
+                .extend(self.pair_facts[pairs_before..].iter().map(|f| (f.clone(), false)));
             r?;
         }
         let (ho, hp) = (self.guard_heavy(true, ro), self.guard_heavy(false, rp));
@@ -1746,6 +2676,7 @@ impl<'t> Validator<'t> {
         for i in 0..opo.args.len() {
             let a = self.o.bv_of(opo.args[i])?;
             let b = self.p.bv_of(opp.args[i])?;
+            self.try_pair(&a, &b);
             self.prove(
                 &a.eq(&b),
                 || format!("call {k} ({}): argument {i} differs", opo.opcode),
@@ -1864,7 +2795,7 @@ impl<'t> Validator<'t> {
                     o.dead = true;
                 }
             }
-            s.new_epoch(format!("label{k}"));
+            s.new_epoch(format!("label{k}"), true);
             s.labels += 1;
             s.no_ovf = None;
             for (j, param) in s.trace.label_params(r).enumerate() {
@@ -1928,6 +2859,7 @@ impl<'t> Validator<'t> {
             (None, None) => {
                 let a = self.o.escape(so);
                 let b = self.p.escape(sp);
+                self.try_pair(&a, &b);
                 self.prove(&a.eq(&b), what, Some((&a, &b)))
             }
             _ => {
@@ -1943,6 +2875,7 @@ impl<'t> Validator<'t> {
             (None, None) => {
                 let a = self.o.escape(so);
                 let b = self.p.escape(sp);
+                self.try_pair(&a, &b);
                 a.eq(&b)
             }
             (Some(a), Some(b)) => {
@@ -1958,10 +2891,14 @@ impl<'t> Validator<'t> {
                 if let (Some(x), Some(y)) = (&oa.len, &ob.len) {
                     conj.push(x.eq(y));
                 }
+                // Every field either object holds, as the other holds its bytes (objects never
+                // hold overlapping fields themselves).
                 let keys: BTreeSet<&String> = oa.fields.keys().chain(ob.fields.keys()).collect();
+                let layout = self.o.layout.clone();
                 for k in keys {
-                    let fa = oa.fields.get(k).cloned().unwrap_or(Sym::Bv(zero()));
-                    let fb = ob.fields.get(k).cloned().unwrap_or(Sym::Bv(zero()));
+                    let (Some(fa), Some(fb)) = (layout.tracked_view(&oa, k), layout.tracked_view(&ob, k)) else {
+                        return Bool::from_bool(false);
+                    };
                     conj.push(self.obj_equal(&fa, &fb, pairs));
                 }
                 Bool::and(&conj)
@@ -2004,6 +2941,7 @@ impl<'t> Validator<'t> {
             };
         }
         let mut alternatives = Vec::new();
+        let tentative = std::mem::replace(&mut self.tentative, true);
         for (c, addr) in candidates {
             let same = match pair(pairs, c) {
                 Some(known) => Bool::from_bool(known),
@@ -2011,6 +2949,7 @@ impl<'t> Validator<'t> {
             };
             alternatives.push(Bool::and(&[xv.eq(&addr), same]));
         }
+        self.tentative = tentative;
         Bool::or(&alternatives)
     }
 
@@ -2037,13 +2976,14 @@ impl<'t> Validator<'t> {
             return Bool::from_bool(false);
         };
         // (this side's value read from its heap, the tracked side's value)
-        let fields: Vec<(BV, Sym)> = contents
-            .into_iter()
-            .map(|f| {
-                let w = tr.fields.get(&f.name).cloned().unwrap_or(Sym::Bv(zero()));
-                (f.value, w)
-            })
-            .collect();
+        let layout = mine.layout.clone();
+        let mut fields: Vec<(BV, Sym)> = Vec::new();
+        for f in contents {
+            let Some(w) = layout.tracked_view(&tr, &f.name) else {
+                return Bool::from_bool(false);
+            };
+            fields.push((f.value, w));
+        }
         for (v, w) in fields {
             let v = Sym::Bv(v);
             conj.push(if orig {
@@ -2055,15 +2995,107 @@ impl<'t> Validator<'t> {
         Bool::and(&conj)
     }
 
+    /// Under [`Naming::Role`]: pair fresh objects of both sides that a heap word both sides
+    /// wrote holds (the same field of the same object is a corresponding place), until no new
+    /// pair is found (pairing objects pairs their fields' places).
+    fn pair_heap_values(&mut self, keys: &BTreeSet<String>) {
+        if self.o.naming != Naming::Role {
+            return;
+        }
+        loop {
+            let mut found = false;
+            for key in keys {
+                if holds_bytes(key) {
+                    continue;
+                }
+                let bits = self
+                    .o
+                    .bits
+                    .get(key)
+                    .or_else(|| self.p.bits.get(key))
+                    .copied()
+                    .unwrap_or(64);
+                let a = self.o.array(key, bits);
+                let b = self.p.array(key, bits);
+                if a.ast_eq(&b) {
+                    continue;
+                }
+                let mut seen = HashSet::new();
+                let indices: Vec<BV> = [&self.o, &self.p]
+                    .iter()
+                    .flat_map(|s| s.written_at.get(key).into_iter().flatten())
+                    .filter(|i| seen.insert((*i).clone()))
+                    .cloned()
+                    .collect();
+                for i in indices {
+                    found |= self.try_pair(&select(&a, &i), &select(&b, &i));
+                }
+            }
+            if !found {
+                return;
+            }
+        }
+    }
+
+    /// Under [`Naming::Role`]: when `a` (original) and `b` (optimized) are the addresses of
+    /// fresh objects of one shape that are not paired yet, met in corresponding places, pair
+    /// them: assume their addresses equal (fresh objects are interchangeable, so this only
+    /// chooses which runs of the traces are compared). Kept one-to-one; never done when it
+    /// would contradict the path condition (then the places differ, as they should). Returns
+    /// whether a pair was made.
+    fn try_pair(&mut self, a: &BV, b: &BV) -> bool {
+        if self.o.naming != Naming::Role || self.tentative {
+            return false;
+        }
+        let (a, b) = (a.simplify(), b.simplify());
+        let Some(i) = self.o.esc_addrs.iter().position(|x| x.ast_eq(&a)) else {
+            return false;
+        };
+        let Some(j) = self.p.esc_addrs.iter().position(|x| x.ast_eq(&b)) else {
+            return false;
+        };
+        if self.o.paired[i] || self.p.paired[j] || self.o.esc_shape_of[i] != self.p.esc_shape_of[j] {
+            return false;
+        }
+        self.drain_escape_facts();
+        let same = a.eq(&b);
+        if !self.satisfiable(&same) {
+            return false;
+        }
+        self.assume(same.clone(), false);
+        self.pair_facts.push(same);
+        self.o.paired[i] = true;
+        self.p.paired[j] = true;
+        true
+    }
+
+    /// Whether the path condition and `extra` can hold together (with the full semantics).
+    fn satisfiable(&mut self, extra: &Bool) -> bool {
+        let claim = extra.not();
+        match self.check(&claim, Mode::Abstract).0 {
+            SatResult::Sat => {
+                self.query_is_concrete(&claim)
+                    || self.check(&claim, Mode::Concrete { light: false }).0 == SatResult::Sat
+            }
+            _ => false,
+        }
+    }
+
     fn prove_heap_equal(&mut self, when: &str) -> R<()> {
         let keys: BTreeSet<String> = self.o.written.iter().chain(self.p.written.iter()).cloned().collect();
+        self.pair_heap_values(&keys);
         // Fresh objects only one side gave an address so far (`esc{k}` for k at or above the
-        // smaller count): on the other side the object is still tracked, or does not exist.
-        // Its contents are not part of the heap comparison; if anything compared can reach
-        // it, that reference itself differs (an address on one side, not on the other).
+        // smaller count; by role: not paired): on the other side the object is still tracked,
+        // or does not exist. Its contents are not part of the heap comparison; if anything
+        // compared can reach it, that reference itself differs (an address on one side, not on
+        // the other).
         let mut one_sided = one_sided(&self.o, &self.p);
         one_sided.extend(self::one_sided(&self.p, &self.o));
-        let on_one_side = |i: &BV| {
+        let layout = self.o.layout.clone();
+        let on_one_side = |key: &str, i: &BV| {
+            if key == RAW {
+                return false;
+            }
             let n = i.get_size();
             let a = if n > 64 {
                 i.extract(n - 1, n - 64).simplify()
@@ -2093,13 +3125,23 @@ impl<'t> Validator<'t> {
             let mut skipped = 0;
             for side in [&self.o, &self.p] {
                 for i in side.written_at.get(&key).into_iter().flatten() {
-                    if on_one_side(i) {
+                    if on_one_side(&key, i) {
                         skipped += 1;
                         continue;
                     }
                     if seen.insert(i.clone()) {
-                        let (x, y) = (a.select(i).as_bv(), b.select(i).as_bv());
-                        same.push(x.expect("heap arrays hold bit-vectors").eq(y.expect("bit-vectors")));
+                        same.push(if holds_bytes(&key) {
+                            let zeros = self.o.zeros.borrow();
+                            select_expanded(&a, i, &zeros).eq(select_expanded(&b, i, &zeros))
+                        } else {
+                            // A narrow integer's word holds only its bytes: compare what a read
+                            // sees (the initial words' other bits are seen by no read).
+                            let (x, y) = (select(&a, i), select(&b, i));
+                            match layout.word_descr(&key) {
+                                Some(d) => layout.extend(d, x).eq(layout.extend(d, y)),
+                                None => x.eq(y),
+                            }
+                        });
                     }
                 }
             }
@@ -2519,11 +3561,12 @@ impl<'t> Validator<'t> {
             Opcode::GetfieldGcI | Opcode::GetfieldGcR | Opcode::GetfieldGcF => {
                 let key = field_key(trace, r);
                 let base = s.value(op.args[0])?;
-                let v = match s.tracked(&base) {
+                let v = match s.tracked(&base).filter(|&id| !s.field_overlaps(id, &key)) {
                     Some(id) => s.objs[id].fields.get(&key).cloned().unwrap_or(Sym::Bv(zero())),
                     None => {
                         let p = s.escape(&base);
-                        Sym::Bv(s.read(&key, &p))
+                        let place = s.field_place(&p, &key);
+                        Sym::Bv(s.read_place(&place))
                     }
                 };
                 set(s, v);
@@ -2532,28 +3575,37 @@ impl<'t> Validator<'t> {
                 let key = field_key(trace, r);
                 let base = s.value(op.args[0])?;
                 let val = narrow_store(trace, r, s.value(op.args[1])?);
-                match s.tracked(&base) {
+                match s.tracked(&base).filter(|&id| !s.field_overlaps(id, &key)) {
                     Some(id) => {
                         s.objs[id].fields.insert(key, val);
                     }
                     None => {
                         let p = s.escape(&base);
                         let v = s.escape(&val);
-                        s.write(&key, &p, &v);
+                        let place = s.field_place(&p, &key);
+                        if matches!(place, Place::Bytes { .. }) && !key.starts_with("imm:") {
+                            s.written_fields.insert(key);
+                        }
+                        s.write_place(&place, &v, true);
                     }
                 }
             }
-            Opcode::GetfieldRawI | Opcode::GetfieldRawR | Opcode::GetfieldRawF => {
-                let key = format!("raw:{}", descr_key(trace, r));
+            Opcode::GetfieldRawI | Opcode::GetfieldRawR | Opcode::GetfieldRawF | Opcode::SetfieldRaw => {
+                let Some(fd) = op.descr.and_then(|d| trace.descr(d).as_field()) else {
+                    return unsupported(format!("{opc} without a field descriptor"));
+                };
                 let p = s.bv_of(op.args[0])?;
-                let v = s.read(&key, &p);
-                set(s, Sym::Bv(v));
-            }
-            Opcode::SetfieldRaw => {
-                let key = format!("raw:{}", descr_key(trace, r));
-                let p = s.bv_of(op.args[0])?;
-                let v = narrow_bv(trace, r, s.bv_of(op.args[1])?);
-                s.write(&key, &p, &v);
+                let place = Place::Raw {
+                    addr: add_const(&p, fd.offset as u64),
+                    size: fd.size,
+                };
+                if opc == Opcode::SetfieldRaw {
+                    let v = narrow_bv(trace, r, s.bv_of(op.args[1])?);
+                    s.write_place(&place, &v, false);
+                } else {
+                    let v = s.read_place(&place);
+                    set(s, Sym::Bv(v));
+                }
             }
             Opcode::GetarrayitemGcI
             | Opcode::GetarrayitemGcR
@@ -2562,9 +3614,15 @@ impl<'t> Validator<'t> {
             | Opcode::GetarrayitemGcPureR
             | Opcode::GetarrayitemGcPureF => {
                 let akey = descr_key(trace, r);
+                let pure = matches!(
+                    opc,
+                    Opcode::GetarrayitemGcPureI | Opcode::GetarrayitemGcPureR | Opcode::GetarrayitemGcPureF
+                );
                 let base = s.value(op.args[0])?;
                 let idx = s.bv_of(op.args[1])?;
-                let v = match (s.tracked(&base), idx.simplify().as_u64()) {
+                let cidx = idx.simplify().as_u64();
+                let tracked = s.tracked(&base).filter(|&id| !s.item_overlaps(id, &akey, cidx));
+                let v = match (tracked, cidx) {
                     (Some(id), Some(ix)) if ix <= u32::MAX as u64 => {
                         let key = format!("item:{akey}#{ix}");
                         s.objs[id].fields.get(&key).cloned().unwrap_or(Sym::Bv(zero()))
@@ -2583,7 +3641,8 @@ impl<'t> Validator<'t> {
                     }
                     _ => {
                         let p = s.escape(&base);
-                        Sym::Bv(s.read(&format!("items:{akey}"), &p.concat(&idx)))
+                        let place = s.item_place(&p, &akey, &idx, pure);
+                        Sym::Bv(s.read_place(&place))
                     }
                 };
                 set(s, v);
@@ -2593,7 +3652,9 @@ impl<'t> Validator<'t> {
                 let base = s.value(op.args[0])?;
                 let idx = s.bv_of(op.args[1])?;
                 let val = narrow_store(trace, r, s.value(op.args[2])?);
-                match (s.tracked(&base), idx.simplify().as_u64()) {
+                let cidx = idx.simplify().as_u64();
+                let tracked = s.tracked(&base).filter(|&id| !s.item_overlaps(id, &akey, cidx));
+                match (tracked, cidx) {
                     (Some(id), Some(ix)) if ix <= u32::MAX as u64 => {
                         let key = format!("item:{akey}#{ix}");
                         s.objs[id].item_of.insert(key.clone(), (akey, ix as u32));
@@ -2613,7 +3674,8 @@ impl<'t> Validator<'t> {
                     _ => {
                         let p = s.escape(&base);
                         let v = s.escape(&val);
-                        s.write(&format!("items:{akey}"), &p.concat(&idx), &v);
+                        let place = s.item_place(&p, &akey, &idx, false);
+                        s.write_place(&place, &v, true);
                     }
                 }
             }
@@ -2624,8 +3686,8 @@ impl<'t> Validator<'t> {
                     None => {
                         let p = s.escape(&base);
                         let key = match opc {
-                            Opcode::ArraylenGc => format!("imm:len:array:{}", descr_key(trace, r)),
-                            _ => format!("imm:len:{}", opc.name()),
+                            Opcode::ArraylenGc => s.layout.len_key(Some(&descr_key(trace, r)), ""),
+                            _ => s.layout.len_key(None, opc.name()),
                         };
                         let v = s.read(&key, &p);
                         // Lengths are never negative.
@@ -2657,33 +3719,72 @@ impl<'t> Validator<'t> {
                 let v = s.read(&format!("hash:{}", opc.name()), &p);
                 set(s, Sym::Bv(v));
             }
-            Opcode::GetarrayitemRawI | Opcode::GetarrayitemRawF | Opcode::RawLoadI | Opcode::RawLoadF => {
-                let key = format!("raw:{}:{}", opc.name().starts_with("raw"), descr_key(trace, r));
+            Opcode::GetarrayitemRawI
+            | Opcode::GetarrayitemRawF
+            | Opcode::RawLoadI
+            | Opcode::RawLoadF
+            | Opcode::SetarrayitemRaw
+            | Opcode::RawStore => {
+                let Some(ad) = op.descr.and_then(|d| trace.descr(d).as_array()) else {
+                    return unsupported(format!("{opc} without an array descriptor"));
+                };
                 let p = s.bv_of(op.args[0])?;
                 let i = s.bv_of(op.args[1])?;
-                let v = s.read(&key, &p.concat(&i));
-                set(s, Sym::Bv(v));
+                // `raw_load`/`raw_store` take a byte offset, the array item ops an index.
+                let scale = if matches!(opc, Opcode::RawLoadI | Opcode::RawLoadF | Opcode::RawStore) {
+                    1
+                } else {
+                    ad.item_size as u64
+                };
+                let offset = scaled(&i, scale, 0);
+                let addr = match (p.simplify().as_u64(), offset.as_u64()) {
+                    (Some(a), Some(o)) => bv(a.wrapping_add(o)),
+                    (_, Some(0)) => p,
+                    _ => p.bvadd(&offset),
+                };
+                let place = Place::Raw {
+                    addr,
+                    size: ad.item_size,
+                };
+                if matches!(opc, Opcode::SetarrayitemRaw | Opcode::RawStore) {
+                    let v = narrow_bv(trace, r, s.bv_of(op.args[2])?);
+                    s.write_place(&place, &v, false);
+                } else {
+                    let v = s.read_place(&place);
+                    set(s, Sym::Bv(v));
+                }
             }
-            Opcode::SetarrayitemRaw | Opcode::RawStore => {
-                let key = format!("raw:{}:{}", opc == Opcode::RawStore, descr_key(trace, r));
+            Opcode::GetinteriorfieldGcI
+            | Opcode::GetinteriorfieldGcR
+            | Opcode::GetinteriorfieldGcF
+            | Opcode::SetinteriorfieldGc => {
+                let ikey = descr_key(trace, r);
+                let Some(Descr::Interior(id)) = op.descr.map(|d| trace.descr(d)) else {
+                    return unsupported(format!("{opc} without an interior descriptor"));
+                };
                 let p = s.bv_of(op.args[0])?;
                 let i = s.bv_of(op.args[1])?;
-                let v = narrow_bv(trace, r, s.bv_of(op.args[2])?);
-                s.write(&key, &p.concat(&i), &v);
-            }
-            Opcode::GetinteriorfieldGcI | Opcode::GetinteriorfieldGcR | Opcode::GetinteriorfieldGcF => {
-                let key = format!("interior:{}", descr_key(trace, r));
-                let p = s.bv_of(op.args[0])?;
-                let i = s.bv_of(op.args[1])?;
-                let v = s.read(&key, &p.concat(&i));
-                set(s, Sym::Bv(v));
-            }
-            Opcode::SetinteriorfieldGc => {
-                let key = format!("interior:{}", descr_key(trace, r));
-                let p = s.bv_of(op.args[0])?;
-                let i = s.bv_of(op.args[1])?;
-                let v = narrow_bv(trace, r, s.bv_of(op.args[2])?);
-                s.write(&key, &p.concat(&i), &v);
+                let place = if s.layout.shared(&ikey) {
+                    Place::Bytes {
+                        addr: p,
+                        offset: scaled(&i, id.item_size as u64, DEFAULT_ARRAY_BASE + id.field.offset),
+                        size: id.field.size,
+                        imm: id.field.immutable,
+                    }
+                } else {
+                    Place::Word {
+                        key: format!("interior:{ikey}"),
+                        index: p.concat(&i),
+                        imm: false,
+                    }
+                };
+                if opc == Opcode::SetinteriorfieldGc {
+                    let v = narrow_bv(trace, r, s.bv_of(op.args[2])?);
+                    s.write_place(&place, &v, true);
+                } else {
+                    let v = s.read_place(&place);
+                    set(s, Sym::Bv(v));
+                }
             }
             Opcode::CallPureI
             | Opcode::CallPureR
@@ -2714,8 +3815,25 @@ impl<'t> Validator<'t> {
             | Opcode::EnterPortalFrame
             | Opcode::LeavePortalFrame
             | Opcode::Keepalive
-            | Opcode::RecordKnownResult
-            | Opcode::RecordExactClass => {}
+            | Opcode::RecordKnownResult => {}
+            Opcode::RecordExactClass => {
+                // A promise: on the original, the object is not null and has that class.
+                if orig {
+                    let x = s.value(op.args[0])?;
+                    let c = s.bv_of(op.args[1])?;
+                    t.fact = Some(match s.tracked(&x) {
+                        Some(id) => s.objs[id]
+                            .class
+                            .clone()
+                            .unwrap_or_else(|| uf_bv("class_of_shape", &[bv(id as u64)]))
+                            .eq(&c),
+                        None => {
+                            let p = s.escape(&x);
+                            Bool::and(&[p.eq(zero()).not(), class_of(&p).eq(&c)])
+                        }
+                    });
+                }
+            }
             Opcode::AssertNotNone => {
                 let x = s.value(op.args[0])?;
                 if s.tracked(&x).is_none() {
@@ -2734,6 +3852,9 @@ impl<'t> Validator<'t> {
         }
         if flags.contains(OpFlags::READS_HEAP) && !flags.contains(OpFlags::GUARD) {
             if let Some(Sym::Bv(v)) = s.vals[r.index()].clone() {
+                if opc.result_kind() == Kind::Ref {
+                    s.read_before_escapes(&v);
+                }
                 s.vals[r.index()] = Some(Sym::Bv(narrow_read(trace, r, v)));
             }
         }
