@@ -30,6 +30,8 @@ use std::collections::BTreeMap;
 use std::fmt;
 use trace_ir::{OpRef, Trace, VerifyError};
 
+pub use pass::Optimizer;
+
 /// Which parts of the optimizer run. `Options::default()` enables everything;
 /// [`Options::none`] disables everything (the output is then a copy of the input, minus
 /// nothing). Each switch only turns off the *removal* it names; the pass stays correct with any
@@ -304,5 +306,5 @@ impl std::error::Error for OptError {}
 /// is verified in debug and test builds. With [`Options::peel`] the pass runs on the peeled
 /// trace (when `trace` is a loop), and [`Stats`] counts the ops of that.
 pub fn optimize(trace: &Trace, opts: &Options) -> Result<Optimized, OptError> {
-    pass::run(trace, opts)
+    Optimizer::new().optimize(trace, opts)
 }

@@ -1,0 +1,99 @@
+//! Calls (elidable and loop-invariant ones CSE'd; their effects on the heap cache and the
+//! exception and invalidation knowledge) and every other op without special treatment.
+
+use super::pure::Key;
+use super::{Pass, F_FRESH, F_NONNULL};
+use crate::domain::IntBound;
+use crate::Reason;
+use smallvec::SmallVec;
+use trace_ir::{CallEffect, Kind, Op, OpFlags, Opcode, Value};
+
+impl<'a> Pass<'a> {
+    pub(super) fn call(&mut self, op: &Op, args: &[Value]) -> Option<Value> {
+        use Opcode::*;
+        let opc = op.opcode;
+        let effect = op
+            .descr
+            .and_then(|d| self.input.descr(d).as_call())
+            .map(|c| c.effect)
+            .unwrap_or(CallEffect::RandomEffects);
+        let elidable = matches!(opc, CallPureI | CallPureR | CallPureF | CallPureN) && effect.is_elidable();
+        let loopinv = matches!(
+            opc,
+            CallLoopinvariantI | CallLoopinvariantR | CallLoopinvariantF | CallLoopinvariantN
+        );
+        for &a in args {
+            self.force(a);
+        }
+        let key = if self.opts.cse && (elidable || loopinv) {
+            Some(Key::new(opc, args, op.descr))
+        } else {
+            None
+        };
+        if key.as_ref().map(|k| !self.cse.pure.contains_key(k)).unwrap_or(true) {
+            self.flush_writes();
+        }
+        if let Some(k) = &key {
+            if let Some(&v) = self.cse.pure.get(k) {
+                self.removed(Reason::Cse);
+                return Some(self.find(v));
+            }
+        }
+        let v = self.emit(Op {
+            opcode: opc,
+            descr: op.descr,
+            guard: None,
+            args: SmallVec::from_slice(args),
+        });
+        let barrier = opc.has(OpFlags::BARRIER);
+        if barrier || effect.may_write_heap() {
+            if barrier {
+                self.mem.heap.clear();
+            } else {
+                let facts = &self.mem.descr_facts;
+                self.mem.heap.clear_mutable(|d| facts[d.index()].immutable);
+            }
+            self.effects.not_invalidated = false;
+        }
+        if barrier || effect.can_raise() || opc.has(OpFlags::CAN_RAISE) {
+            self.effects.exc_clear = false;
+        }
+        if let Some(k) = key {
+            self.cse.pure.insert(k, v);
+        }
+        (opc.result_kind() != Kind::Void).then_some(v)
+    }
+
+    /// Any op without special treatment: its virtual operands escape; heap writes and
+    /// barriers forget the heap.
+    pub(super) fn generic(&mut self, op: &Op, args: &[Value]) -> Option<Value> {
+        self.flush_writes();
+        for &a in args {
+            self.force(a);
+        }
+        let opc = op.opcode;
+        let v = self.emit(Op {
+            opcode: opc,
+            descr: op.descr,
+            guard: None,
+            args: SmallVec::from_slice(args),
+        });
+        let f = opc.flags();
+        if f.intersects(OpFlags::WRITES_HEAP | OpFlags::BARRIER) {
+            self.mem.heap.clear();
+        }
+        if f.intersects(OpFlags::BARRIER | OpFlags::CAN_RAISE) || matches!(opc, Opcode::RestoreException) {
+            self.effects.exc_clear = false;
+        }
+        if f.contains(OpFlags::BARRIER) {
+            self.effects.not_invalidated = false;
+        }
+        if self.opts.intbounds && matches!(opc, Opcode::Strlen | Opcode::Unicodelen) {
+            self.v.info[v.as_op().unwrap().index()].bound = IntBound::nonnegative();
+        }
+        if matches!(opc, Opcode::Newstr | Opcode::Newunicode) {
+            self.v.info[v.as_op().unwrap().index()].flags |= F_FRESH | F_NONNULL;
+        }
+        (opc.result_kind() != Kind::Void).then_some(v)
+    }
+}

@@ -1,0 +1,181 @@
+//! Loops: what a `label` does to the pass's knowledge (virtuals still used after it are
+//! materialized, the heap cache and CSE tables cleared), and what the second run over a peeled
+//! loop assumes about its header's parameters ([`HeaderFacts`]).
+
+use super::pure::map_args;
+use super::{Pass, F_FRESH, F_NONNULL};
+use crate::domain::IntBound;
+use trace_ir::{Const, FailArg, Kind, Op, OpRef, Opcode, Trace, Value, ValueData};
+
+/// What the second run over a peeled loop assumes about its header's parameters: which are
+/// loop-invariant (they get their operand's facts, see `Pass::import_facts`) and which are
+/// masked by the back edge (`[0, C]` when their entry operand is in it too).
+#[derive(Default)]
+pub(crate) struct HeaderFacts {
+    pub(super) invariant: Vec<bool>,
+    pub(super) masks: Vec<Option<u64>>,
+}
+
+impl HeaderFacts {
+    /// What the shape of `t`'s loop (its final jump) says about its header's parameters.
+    pub(super) fn of(t: &Trace) -> HeaderFacts {
+        HeaderFacts {
+            invariant: trace_ir::invariant_params(t).map(|(_, v)| v).unwrap_or_default(),
+            masks: trace_ir::masked_params(t).map(|(_, v)| v).unwrap_or_default(),
+        }
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        !self.invariant.contains(&true) && self.masks.iter().all(Option::is_none)
+    }
+
+    /// Whether everything assumed here still holds by the shape of `later` (the output of
+    /// the run that assumed it): the same parameters invariant, the same masks.
+    pub(super) fn hold_in(&self, later: &HeaderFacts) -> bool {
+        later.invariant.len() == self.invariant.len()
+            && later.masks.len() == self.masks.len()
+            && self
+                .invariant
+                .iter()
+                .zip(&later.invariant)
+                .all(|(&was, &now)| now || !was)
+            && self
+                .masks
+                .iter()
+                .zip(&later.masks)
+                .all(|(was, now)| was.is_none() || now == was)
+    }
+}
+
+/// The loop header's facts and the liveness the pass needs at labels.
+#[derive(Default)]
+pub(crate) struct Header<'a> {
+    /// The loop header's input position and what is assumed about its parameters (see
+    /// [`super::run`]); `None` without such assumptions.
+    pub facts: Option<(usize, &'a HeaderFacts)>,
+    /// Input op -> index of its last use (operand or resume data).
+    pub last_use: Vec<u32>,
+}
+
+impl<'a> Pass<'a> {
+    pub(super) fn compute_last_use(&mut self) {
+        let t = self.input;
+        let mut last = std::mem::take(&mut self.header.last_use);
+        last.clear();
+        last.resize(t.ops.len(), 0);
+        let mut note = |v: Value, at: usize| {
+            if let Some(o) = v.as_op() {
+                last[o.index()] = at as u32;
+            }
+        };
+        for (i, op) in t.ops.iter().enumerate() {
+            for &a in &op.args {
+                note(a, i);
+            }
+            if let Some(g) = op.guard {
+                let gd = t.guard(g);
+                for fa in gd
+                    .fail_args
+                    .iter()
+                    .chain(gd.virtuals.iter().flat_map(|v| v.fields.iter().map(|f| &f.1)))
+                {
+                    if let FailArg::Value(v) = *fa {
+                        note(v, i);
+                    }
+                }
+            }
+        }
+        self.header.last_use = last;
+    }
+
+    pub(super) fn label(&mut self, i: usize) {
+        self.flush_writes();
+        let t = self.input;
+        let op = &t.ops[i];
+        // Virtuals used after the label must exist as objects: their state would otherwise be
+        // that of the first iteration.
+        if self.opts.virtuals && !self.virtuals.is_empty() {
+            for j in 0..i {
+                if self.header.last_use[j] as usize > i && t.ops[j].opcode.result_kind() == Kind::Ref {
+                    let v = self.get(Value::op(OpRef::new(j)));
+                    self.force(v);
+                }
+            }
+        }
+        let args = map_args(&op.args, |a| self.get(a));
+        for &a in &args {
+            self.force(a);
+        }
+        let label = self.emit(Op {
+            opcode: Opcode::Label,
+            descr: op.descr,
+            guard: None,
+            args,
+        });
+        let facts = match self.header.facts {
+            Some((header, facts)) if header == i => Some(facts),
+            _ => None,
+        };
+        for k in 0..op.args.len() {
+            let p = i + 1 + k;
+            let v = self.emit(Op::new(t.ops[p].opcode, &[]));
+            self.v.map[p] = v;
+            let Some(facts) = facts else { continue };
+            let label = label.as_op().expect("an emitted op");
+            let arg = self.find(self.v.ops[label.index()].args[k]);
+            if facts.invariant.get(k) == Some(&true) {
+                self.import_facts(v, arg);
+            } else if let Some(&Some(mask)) = facts.masks.get(k) {
+                self.assume_masked(v, arg, mask);
+            }
+        }
+        self.mem.heap.clear();
+        self.cse.pure.clear();
+        self.cse.ovf.clear();
+        self.effects.exc_clear = false;
+        self.effects.not_invalidated = false;
+    }
+
+    /// Give the label parameter `param`, whose back edge brings `x & mask` (a low mask), the
+    /// range `[0, mask]` when its entry operand `arg` is known to be in it: then every value
+    /// it takes is (see [`run`]).
+    pub(super) fn assume_masked(&mut self, param: Value, arg: Value, mask: u64) {
+        let (Some(p), true) = (param.as_op(), self.opts.intbounds) else {
+            return;
+        };
+        let entry = self.bound_of(arg);
+        if entry.lower_i64() >= 0 && entry.upper_i64() as u64 <= mask {
+            self.v.info[p.index()].bound = IntBound::from_range_i64(0, mask as i64);
+        }
+    }
+
+    /// Give the loop-invariant label parameter `param` what is known about the operand `arg`
+    /// it always equals: its integer bounds, class and non-nullness. Not for an allocation of
+    /// this trace: the parameter would have to be that very object rather than one distinct
+    /// from it (the freshness flag), and the translation validator tracks such objects
+    /// field by field only up to the label.
+    pub(super) fn import_facts(&mut self, param: Value, arg: Value) {
+        let Some(p) = param.as_op() else { return };
+        if arg.as_op().is_some_and(|o| self.v.info[o.index()].flags & F_FRESH != 0) {
+            return;
+        }
+        if self.opts.intbounds {
+            self.v.info[p.index()].bound = self.bound_of(arg);
+        }
+        match arg.data() {
+            ValueData::Op(o) => {
+                let (class, nonnull) = (self.v.info[o.index()].class, self.v.info[o.index()].flags & F_NONNULL);
+                let info = &mut self.v.info[p.index()];
+                info.class = class;
+                info.flags |= nonnull;
+            }
+            ValueData::Const(c) => {
+                if let Const::Ref(a) = self.v.consts.get(c) {
+                    if a != 0 {
+                        self.v.info[p.index()].flags |= F_NONNULL;
+                    }
+                }
+            }
+        }
+    }
+}

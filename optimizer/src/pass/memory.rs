@@ -1,0 +1,430 @@
+//! Memory of non-virtual objects: the heap cache ([`crate::heap`]) and the delayed writes,
+//! both asking [`crate::alias`] which locations may share a byte under the trace's memory
+//! model.
+
+use super::pure::Key;
+use super::Pass;
+use crate::alias::{Layout, Loc};
+use crate::domain::IntBound;
+use crate::heap::HeapCache;
+use crate::Reason;
+use smallvec::SmallVec;
+use trace_ir::{Descr, DescrRef, Kind, Op, Opcode, Trace, Value, VirtualField, VirtualKind};
+
+/// A write to a non-virtual object that is not emitted yet (see `Pass::pending`).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct PendingWrite {
+    /// Where: a field, or an array item at a constant index (`index` holds it).
+    pub(super) loc: Loc,
+    /// The index operand of an array item write.
+    pub(super) index: Option<Value>,
+    pub(super) obj: Value,
+    pub(super) val: Value,
+}
+
+/// Facts about a descriptor that the pass asks often.
+#[derive(Clone, Debug, Default)]
+pub(super) struct DescrFacts {
+    /// Field: byte range, integer width and signedness, immutability.
+    pub(super) offset: i64,
+    pub(super) size: u8,
+    pub(super) signed: bool,
+    pub(super) kind: Option<Kind>,
+    pub(super) immutable: bool,
+    pub(super) is_field: bool,
+}
+
+/// The pass's knowledge of memory (reused from trace to trace).
+#[derive(Default)]
+pub(crate) struct Memory {
+    pub heap: HeapCache,
+    /// Writes delayed until something could observe them (a read of a possibly aliasing slot,
+    /// a guard, a call or any other op with effects, the end of the trace), so that a write
+    /// overwritten before that is never emitted. Only with the heap cache on.
+    pub pending: Vec<PendingWrite>,
+    /// Per descriptor: byte range, width, signedness, kind, immutability.
+    pub descr_facts: Vec<DescrFacts>,
+    /// The descriptors' bytes and which may overlap under the trace's memory model.
+    pub layout: Layout,
+}
+
+impl Memory {
+    /// Empty tables for `input`'s descriptors.
+    pub fn reset(&mut self, input: &Trace) {
+        self.heap.clear();
+        self.pending.clear();
+        self.descr_facts.clear();
+        self.descr_facts.extend(input.descrs.iter().map(|d| match d {
+            Descr::Field(f) => DescrFacts {
+                offset: f.offset,
+                size: f.size.max(1),
+                signed: f.signed,
+                kind: Some(f.kind),
+                immutable: f.immutable,
+                is_field: true,
+            },
+            Descr::Array(a) => DescrFacts {
+                size: a.item_size.max(1),
+                signed: a.signed,
+                kind: Some(a.kind),
+                ..Default::default()
+            },
+            _ => DescrFacts::default(),
+        }));
+        self.layout.reset(input);
+    }
+}
+
+impl<'a> Pass<'a> {
+    /// Whether storing `val` through descriptor `d` and reading it back gives `val` exactly
+    /// (full-width slots, or narrow integers that provably fit).
+    pub(super) fn fits(&self, d: DescrRef, val: Value) -> bool {
+        let f = &self.mem.descr_facts[d.index()];
+        if f.kind != Some(Kind::Int) || f.size >= 8 {
+            return true;
+        }
+        let b = self.bound_of(val);
+        let bits = 8 * f.size as u32;
+        let (lo, hi) = if f.signed {
+            (-(1i64 << (bits - 1)), (1i64 << (bits - 1)) - 1)
+        } else {
+            (0, (1i64 << bits) - 1)
+        };
+        !b.is_empty() && b.lower_i64() >= lo && b.upper_i64() <= hi
+    }
+
+    /// The abstract value of a value read through descriptor `d` (narrow integer slots).
+    pub(super) fn read_bound(&self, d: DescrRef) -> Option<IntBound<u64>> {
+        let f = &self.mem.descr_facts[d.index()];
+        if f.kind != Some(Kind::Int) || f.size >= 8 {
+            return None;
+        }
+        let bits = 8 * f.size as u32;
+        Some(if f.signed {
+            IntBound::from_range_i64(-(1i64 << (bits - 1)), (1i64 << (bits - 1)) - 1)
+        } else {
+            IntBound::from_range_i64(0, (1i64 << bits) - 1)
+        })
+    }
+
+    pub(super) fn getfield(&mut self, op: &Op, args: &[Value]) -> Value {
+        let obj = args[0];
+        let d = op.descr.expect("verified: field ops have a descriptor");
+        if let Some(id) = self.virt_of(obj) {
+            if self.virtual_field_ok(id, d) {
+                let found = self.virtuals[id as usize]
+                    .fields
+                    .iter()
+                    .find(|(f, _)| *f == VirtualField::Field(d))
+                    .map(|x| x.1);
+                let val = match found {
+                    Some(val) => Some(self.find(val)),
+                    None => Some(self.zero_of(op.opcode.result_kind())),
+                };
+                if let Some(val) = val {
+                    if self.fits(d, val) {
+                        self.removed(Reason::VirtualAccess);
+                        return val;
+                    }
+                }
+            }
+            self.force(obj);
+        }
+        if self.opts.heapcache {
+            if let Some(val) = self.mem.heap.field(d, obj) {
+                self.removed(Reason::HeapCache);
+                return self.find(val);
+            }
+        }
+        let v = self.emit_load(op.opcode, Loc::field(d), args, obj);
+        if self.opts.heapcache {
+            self.mem.heap.remember_field(d, obj, v);
+        }
+        v
+    }
+
+    /// Emit a heap load that the heap cache could not forward: delayed writes it may observe
+    /// are flushed first, and the result gets the bound the descriptor's size and sign give.
+    pub(super) fn emit_load(&mut self, opcode: Opcode, loc: Loc, args: &[Value], obj: Value) -> Value {
+        let d = loc.descr;
+        self.flush_conflicting(loc, obj, None);
+        let v = self.emit(Op {
+            opcode,
+            descr: Some(d),
+            guard: None,
+            args: SmallVec::from_slice(args),
+        });
+        if self.opts.intbounds {
+            if let Some(b) = self.read_bound(d) {
+                self.v.info[v.as_op().unwrap().index()].bound = b;
+            }
+        }
+        v
+    }
+
+    /// Emit every delayed write, in program order.
+    pub(super) fn flush_writes(&mut self) {
+        if self.mem.pending.is_empty() {
+            return;
+        }
+        for w in std::mem::take(&mut self.mem.pending) {
+            self.emit_write(w);
+        }
+    }
+
+    pub(super) fn emit_write(&mut self, w: PendingWrite) {
+        let op = match w.index {
+            None => Op {
+                opcode: Opcode::SetfieldGc,
+                descr: Some(w.loc.descr),
+                guard: None,
+                args: SmallVec::from_slice(&[w.obj, w.val]),
+            },
+            Some(idx) => Op {
+                opcode: Opcode::SetarrayitemGc,
+                descr: Some(w.loc.descr),
+                guard: None,
+                args: SmallVec::from_slice(&[w.obj, idx, w.val]),
+            },
+        };
+        self.emit(op);
+    }
+
+    /// Emit the delayed writes that an access to `loc` of `obj` may observe or must stay
+    /// ordered with (any that may share a byte with it, under the trace's memory model);
+    /// `except` is a write that the access replaces.
+    pub(super) fn flush_conflicting(&mut self, loc: Loc, obj: Value, except: Option<usize>) {
+        if self.mem.pending.is_empty() {
+            return;
+        }
+        let (info, layout) = (&self.v.info, &self.mem.layout);
+        let conflicts = |k: usize, w: &PendingWrite| {
+            Some(k) != except && layout.may_overlap(w.loc, loc) && Self::may_alias(info, w.obj, obj)
+        };
+        if !self.mem.pending.iter().enumerate().any(|(k, w)| conflicts(k, w)) {
+            return;
+        }
+        // partition in place (program order kept on both sides), without allocating
+        let mut flush: SmallVec<[PendingWrite; 4]> = SmallVec::new();
+        let mut k = 0usize;
+        self.mem.pending.retain(|w| {
+            let c = conflicts(k, w);
+            k += 1;
+            if c {
+                flush.push(*w);
+            }
+            !c
+        });
+        for w in flush {
+            self.emit_write(w);
+        }
+    }
+
+    /// A write to a non-virtual object: delayed (replacing an earlier delayed write of the
+    /// same slot, which is then dead) when the heap cache is on, emitted otherwise.
+    pub(super) fn delay_write(&mut self, w: PendingWrite) {
+        if !self.opts.heapcache {
+            self.emit_write(w);
+            return;
+        }
+        let mut same = self.mem.pending.iter().position(|p| p.loc == w.loc && p.obj == w.obj);
+        if let Some(k) = same {
+            // Storing a reference makes the object escape (the interpreter's model: escape is
+            // sticky, and later heap-writing calls may change escaped objects), so a
+            // reference store is never dropped, even when overwritten.
+            let old = self.mem.pending[k].val;
+            if !old.is_const() && self.kind_of(old) == Kind::Ref {
+                let w_old = self.mem.pending.remove(k);
+                self.emit_write(w_old);
+                same = None;
+            }
+        }
+        self.flush_conflicting(w.loc, w.obj, same);
+        match self.mem.pending.iter_mut().find(|p| p.loc == w.loc && p.obj == w.obj) {
+            Some(p) => {
+                p.val = w.val;
+                self.removed(Reason::DeadStore);
+            }
+            None => self.mem.pending.push(w),
+        }
+    }
+
+    pub(super) fn setfield(&mut self, op: &Op, args: &[Value]) {
+        let (obj, val) = (args[0], args[1]);
+        let d = op.descr.expect("verified: field ops have a descriptor");
+        if let Some(id) = self.virt_of(obj) {
+            // a narrow field truncates: track only values that fit (otherwise the object is
+            // materialized and the real write does the truncation)
+            if self.virtual_field_ok(id, d) && self.fits(d, val) {
+                let fields = &mut self.virtuals[id as usize].fields;
+                match fields.iter_mut().find(|(f, _)| *f == VirtualField::Field(d)) {
+                    Some(slot) => slot.1 = val,
+                    None => fields.push((VirtualField::Field(d), val)),
+                }
+                self.removed(Reason::VirtualAccess);
+                return;
+            }
+        }
+        self.force(obj);
+        self.force(val);
+        let fits = self.fits(d, val);
+        if self.opts.heapcache && self.mem.layout.alone(d) && self.mem.heap.field(d, obj) == Some(val) {
+            self.removed(Reason::RedundantWrite);
+            return;
+        }
+        let loc = Loc::field(d);
+        self.delay_write(PendingWrite {
+            loc,
+            index: None,
+            obj,
+            val,
+        });
+        let (info, layout) = (&self.v.info, &self.mem.layout);
+        self.mem
+            .heap
+            .write(loc, obj, layout, |a, b| Self::may_alias(info, a, b));
+        if self.opts.heapcache && fits {
+            self.mem.heap.remember_field(d, obj, val);
+        }
+    }
+
+    pub(super) fn getitem(&mut self, op: &Op, args: &[Value]) -> Value {
+        let (arr, idx) = (args[0], args[1]);
+        let d = op.descr.expect("verified: array ops have a descriptor");
+        let pure_read = matches!(
+            op.opcode,
+            Opcode::GetarrayitemGcPureI | Opcode::GetarrayitemGcPureR | Opcode::GetarrayitemGcPureF
+        );
+        if let Some(id) = self.virt_of(arr) {
+            if let Some(k) = self.virtual_item(id, d, idx) {
+                let found = self.virtuals[id as usize]
+                    .fields
+                    .iter()
+                    .find(|(f, _)| *f == VirtualField::Item(k))
+                    .map(|x| x.1);
+                let val = match found {
+                    Some(val) => self.find(val),
+                    None => self.zero_of(op.opcode.result_kind()),
+                };
+                if self.fits(d, val) {
+                    self.removed(Reason::VirtualAccess);
+                    return val;
+                }
+            }
+            self.force(arr);
+        }
+        let cidx = self.const_i64(idx);
+        if self.opts.heapcache {
+            // Immutable reads see an item as calls leave it, mutable ones as calls change it:
+            // each kind is answered only from its own entries.
+            let hit = match (pure_read, cidx) {
+                (true, _) => self.mem.heap.pure_item(d, arr, idx),
+                (false, Some(k)) => self.mem.heap.item(d, k, arr),
+                (false, None) => None,
+            };
+            if let Some(val) = hit {
+                self.removed(Reason::HeapCache);
+                return self.find(val);
+            }
+        }
+        let v = self.emit_load(op.opcode, Loc::item(d, cidx), args, arr);
+        if self.opts.heapcache {
+            match (pure_read, cidx) {
+                (true, _) => self.mem.heap.remember_pure_item(d, arr, idx, v),
+                (false, Some(k)) => self.mem.heap.remember_item(d, k, arr, v),
+                (false, None) => {}
+            }
+        }
+        v
+    }
+
+    pub(super) fn setitem(&mut self, op: &Op, args: &[Value]) {
+        let (arr, idx, val) = (args[0], args[1], args[2]);
+        let d = op.descr.expect("verified: array ops have a descriptor");
+        if let Some(id) = self.virt_of(arr) {
+            let k = self.virtual_item(id, d, idx).filter(|_| self.fits(d, val));
+            if let Some(k) = k {
+                let fields = &mut self.virtuals[id as usize].fields;
+                match fields.iter_mut().find(|(f, _)| *f == VirtualField::Item(k)) {
+                    Some(slot) => slot.1 = val,
+                    None => fields.push((VirtualField::Item(k), val)),
+                }
+                self.removed(Reason::VirtualAccess);
+                return;
+            }
+        }
+        self.force(arr);
+        self.force(val);
+        let cidx = self.const_i64(idx);
+        let fits = self.fits(d, val);
+        if self.opts.heapcache && self.mem.layout.alone(d) {
+            if let Some(k) = cidx {
+                if self.mem.heap.item(d, k, arr) == Some(val) {
+                    self.removed(Reason::RedundantWrite);
+                    return;
+                }
+            }
+        }
+        let loc = Loc::item(d, cidx);
+        if cidx.is_some() {
+            self.delay_write(PendingWrite {
+                loc,
+                index: Some(idx),
+                obj: arr,
+                val,
+            });
+        } else {
+            self.flush_conflicting(loc, arr, None);
+            self.emit(Op {
+                opcode: Opcode::SetarrayitemGc,
+                descr: Some(d),
+                guard: None,
+                args: SmallVec::from_slice(&[arr, idx, val]),
+            });
+        }
+        let (info, layout) = (&self.v.info, &self.mem.layout);
+        self.mem
+            .heap
+            .write(loc, arr, layout, |a, b| Self::may_alias(info, a, b));
+        if self.opts.heapcache && fits {
+            if let Some(k) = cidx {
+                self.mem.heap.remember_item(d, k, arr, val);
+            }
+        }
+    }
+
+    pub(super) fn arraylen(&mut self, op: &Op, args: &[Value]) -> Value {
+        let arr = args[0];
+        if let Some(id) = self.virt_of(arr) {
+            if let VirtualKind::Array { len, descr, .. } = self.virtuals[id as usize].kind {
+                // the length word the allocation wrote, if this descriptor reads that word
+                let word = |d: Option<DescrRef>| d.and_then(|d| self.input.descr(d).as_array()).map(|a| a.len_offset);
+                if word(op.descr) == word(Some(descr)) {
+                    self.removed(Reason::VirtualAccess);
+                    return self.make_int(len as i64);
+                }
+            }
+            self.force(arr);
+        }
+        let key = Key::new(Opcode::ArraylenGc, args, op.descr);
+        if self.opts.cse {
+            if let Some(&v) = self.cse.pure.get(&key) {
+                self.removed(Reason::Cse);
+                return self.find(v);
+            }
+        }
+        let v = self.emit(Op {
+            opcode: op.opcode,
+            descr: op.descr,
+            guard: None,
+            args: SmallVec::from_slice(args),
+        });
+        if self.opts.intbounds {
+            self.v.info[v.as_op().unwrap().index()].bound = IntBound::nonnegative();
+        }
+        if self.opts.cse {
+            self.cse.pure.insert(key, v);
+        }
+        v
+    }
+}

@@ -1,0 +1,503 @@
+//! The single forward pass.
+//!
+//! # Working values
+//!
+//! The pass builds its output in an *arena* of ops ([`Pass::ops`]) plus an *emission order*
+//! ([`Pass::order`]): an op created for a virtual allocation lives in the arena from the
+//! moment the input allocates it but enters the order only when (and if) it is materialized.
+//! Operands in the arena are working values: arena ops or constants of the output pool (a
+//! copy of the input pool, so input constants keep their `ConstRef`). Every input op maps to
+//! a working value ([`Pass::map`]); a union-find over arena ops ([`Pass::uf`]) records later
+//! equalities (`guard_value(x, 5)` makes `x` the constant 5 from there on), read only through
+//! `find`. The final step sweeps dead pure ops backwards and renumbers the order into a fresh
+//! [`Trace`].
+//!
+//! # Per op (the recorder expands, this pass only shrinks)
+//!
+//! 1. operands replaced by their representatives; constant folding through `trace_ir::eval`
+//!    (an op whose evaluation is invalid is kept);
+//! 2. the abstract value (`IntBound`) of every integer op; a singleton becomes a constant;
+//!    `int_and`/`int_or` identities by known bits (seed 003);
+//! 3. the peephole rules ([`crate::peephole`]);
+//! 4. CSE of pure ops (commutative operands normalized), elidable and loop-invariant calls,
+//!    immutable reads;
+//! 5. guards: dropped when known to hold, otherwise emitted and learnt from (comparisons
+//!    narrow both operands by the domain's backward functions; `guard_value` forwards the
+//!    value to the constant; class and nullness are remembered);
+//! 6. `_ovf` ops that cannot overflow become plain ops and lose their `guard_no_overflow`;
+//!    after a passed `guard_no_overflow` the result's exact range is known, and it is
+//!    propagated backwards to the operands only through the `_ovf` backward functions (never
+//!    through wrapping `int_add`/`int_mul` results as if they could not wrap: seed 004);
+//! 7. allocation removal (virtual objects, materialized at escapes, described in resume data);
+//! 8. the heap cache ([`crate::heap`]); writes to non-virtual objects are delayed until
+//!    something could observe them (a read of a location that may share a byte with them
+//!    under the trace's memory model, [`crate::alias`]; a guard, a call or any other op with
+//!    effects; the end of the trace), so a write overwritten before that is never emitted
+//!    (`Reason::DeadStore`);
+//! 9. a final backward sweep removing unused pure ops and heap reads.
+//!
+//! Hints that do nothing when executed are dropped: `quasiimmut_field` (its
+//! `guard_not_invalidated` stays, repeated ones go until the next call), `virtual_ref` (its
+//! result is its operand), `virtual_ref_finish`, `assert_not_none` (after recording what it
+//! promises), `same_as_*`. `record_exact_class` is a promise too (`docs/memory-model.md`):
+//! what it states is recorded, and it is dropped once the class was known already (the first
+//! statement of an object's class stays: it decides the class of an external object for the
+//! interpreter, and emits no code).
+//!
+//! # What the pass deliberately does not do
+//!
+//! - learn backwards through wrapping `int_mul`/`int_lshift` results, or through `_ovf` ops
+//!   whose overflow guard did not pass (seed 004's miscompilations);
+//! - forward narrow (`size < 8`) integer slots unless the value provably fits;
+//! - relate two different descriptors' views of the same bytes: under byte views
+//!   ([`trace_ir::Aliasing::Bytes`]) a write is observed by every overlapping view, so it is
+//!   never removed as a redundant write-back (the interpreter chooses unwritten memory per
+//!   view), and a value is forwarded only to a read through the descriptor that wrote it
+//!   (no bit reinterpretation between kinds or widths);
+//! - answer an immutable item read (`getarrayitem_gc_pure_*`) from a mutable one or the other
+//!   way round (after a call the two may see different values of one item);
+//! - track virtual fields whose byte ranges overlap another recorded field (such objects
+//!   are materialized);
+//! - keep writes pending across guards (resume data has no pending writes).
+//!
+//! # Loops
+//!
+//! At a `label` the parameters are fresh ops without any knowledge. Every virtual that is
+//! still used after the label (as an operand, a label argument or in resume data) is
+//! materialized before it, the heap cache and the CSE tables are cleared, and the exception
+//! and invalidation flags are reset. Knowledge about values defined before the label stays
+//! valid (they do not change between iterations).
+
+mod calls;
+mod guards;
+mod loops;
+mod memory;
+mod output;
+mod overflow;
+mod pure;
+#[cfg(test)]
+mod tests;
+mod values;
+mod virtuals;
+
+use crate::{OptError, Optimized, Options, Reason, Stats};
+use guards::{Effects, Resume};
+use loops::{Header, HeaderFacts};
+use memory::Memory;
+use output::Sweep;
+use pure::{map_args, Cse};
+use trace_ir::{FailArg, Op, OpRef, Opcode, Trace, Value, ValueData, VirtualKind, VirtualObject};
+use values::Values;
+use virtuals::Virtual;
+
+/// No virtual object.
+const NO_VIRT: u32 = u32::MAX;
+/// Known non-null.
+const F_NONNULL: u8 = 1;
+/// An allocation of this trace (distinct from every other allocation op of the trace).
+const F_FRESH: u8 = 2;
+/// An `_ovf` op whose `guard_no_overflow` passed.
+const F_OVF_CHECKED: u8 = 4;
+/// Largest virtual array.
+const MAX_VIRTUAL_ARRAY: i64 = 64;
+// `Pass::removed_counts` has a slot per reason.
+const _: () = assert!((Reason::Dead as usize) < 16);
+/// Nesting limit of `RuleEnv::emit` and of backward propagation.
+const MAX_DEPTH: u32 = 6;
+
+/// The tables of one pass that are worth keeping from trace to trace: cleared, not
+/// reallocated (STYLE.md #15). On a loaded machine, freeing and re-faulting these pages cost
+/// more than a fifth of the pass's time.
+#[derive(Default)]
+pub(crate) struct Tables {
+    v: Values,
+    cse: Cse,
+    mem: Memory,
+    virtuals: Vec<Virtual>,
+    last_use: Vec<u32>,
+    resume: Resume,
+    sweep: Sweep,
+}
+
+/// Tables of traces up to this many ops are kept for the next run (larger ones are freed).
+const KEEP_TABLES_OPS: usize = 1 << 16;
+
+/// A reusable optimizer: it keeps its working tables between traces (cleared, not
+/// reallocated), so an embedder that optimizes many traces makes one and calls
+/// [`Optimizer::optimize`] for each. [`crate::optimize`] is the one-call convenience.
+///
+/// ```
+/// use trace_ir::{TraceBuilder, Kind, Opcode};
+/// let mut opt = optimizer::Optimizer::new();
+/// for k in 0..3 {
+///     let mut b = TraceBuilder::new();
+///     let x = b.input(Kind::Int);
+///     let c = b.const_int(k);
+///     let y = b.op(Opcode::IntAdd, &[x, c]);
+///     b.finish_with(&[y]);
+///     let out = opt.optimize(&b.finish().unwrap(), &optimizer::Options::default()).unwrap();
+///     assert_eq!(out.trace.num_real_ops(), if k == 0 { 1 } else { 2 });
+/// }
+/// ```
+#[derive(Default)]
+pub struct Optimizer {
+    tables: Option<Box<Tables>>,
+}
+
+impl Optimizer {
+    /// An optimizer with empty tables.
+    pub fn new() -> Optimizer {
+        Optimizer::default()
+    }
+
+    /// Optimize `trace` with the parts enabled in `opts` (see [`crate::optimize`]).
+    pub fn optimize(&mut self, trace: &Trace, opts: &Options) -> Result<Optimized, OptError> {
+        run(self, trace, opts)
+    }
+
+    fn take_tables(&mut self) -> Box<Tables> {
+        self.tables.take().unwrap_or_default()
+    }
+
+    /// Keep `tables` for the next trace unless a trace of `ops` ops made them large.
+    fn give_back(&mut self, tables: Box<Tables>, ops: usize) {
+        if ops <= KEEP_TABLES_OPS {
+            self.tables = Some(tables);
+        }
+    }
+}
+
+/// The state of one run of the pass, grouped by the concern that owns it.
+pub(crate) struct Pass<'a> {
+    input: &'a Trace,
+    opts: &'a Options,
+    /// The working values ([`values`]).
+    v: Values,
+    /// Common-subexpression elimination ([`pure`]).
+    cse: Cse,
+    /// The heap cache and delayed writes ([`memory`]).
+    mem: Memory,
+    /// Virtual objects, by id ([`virtuals`]).
+    virtuals: Vec<Virtual>,
+    /// Resume data of emitted guards ([`guards`]).
+    resume: Resume,
+    /// What passed guards established about exceptions and invalidation ([`guards`]).
+    effects: Effects,
+    /// The loop header's facts and liveness ([`loops`]).
+    header: Header<'a>,
+    /// Statistics.
+    counts: Counts,
+    /// The tables of the final sweep ([`output`]).
+    sweep: Sweep,
+    /// Nesting depth of `RuleEnv::emit` and of backward propagation.
+    depth: u32,
+}
+
+/// What the pass removed and why (moved into [`Stats`] at the end).
+struct Counts {
+    stats: Stats,
+    /// Removed input ops by [`Reason`].
+    removed: [usize; 16],
+}
+
+/// Run the pass (see the module documentation).
+pub(crate) fn run(ctx: &mut Optimizer, input: &Trace, opts: &Options) -> Result<Optimized, OptError> {
+    if cfg!(debug_assertions) {
+        trace_ir::verify(input).map_err(OptError::BadInput)?;
+    } else {
+        precheck(input)?;
+    }
+    let Some(peeled) = opts.peel.then(|| trace_ir::peel_loop(input)).flatten() else {
+        return run_once(ctx, input, opts, &HeaderFacts::default());
+    };
+    // Which loop parameters are invariant shows only in the output (the recorded jump passes
+    // values read back from boxes, forwarded to the parameters by the pass), so a first run
+    // finds them and a second one uses what the peeled iteration established about them.
+    // The second output is kept only if its jump still passes them back unchanged; the
+    // translation validator relies on exactly that.
+    //
+    // The same goes for parameters the jump masks (`trace_ir::masked_params`: the back edge
+    // brings `x & C` with `C = 2^k - 1`): with an entry operand in `[0, C]` the parameter is
+    // in `[0, C]` in every iteration, and the second run assumes so. The second output is
+    // kept only if its jump still masks them with the same constants (the validator checks
+    // the assumption by that same shape).
+    let first = run_once(ctx, &peeled, opts, &HeaderFacts::default())?;
+    let facts = HeaderFacts::of(&first.trace);
+    if facts.is_empty() {
+        return Ok(first);
+    }
+    let second = run_once(ctx, &peeled, opts, &facts)?;
+    Ok(if facts.hold_in(&HeaderFacts::of(&second.trace)) {
+        second
+    } else {
+        first
+    })
+}
+
+/// One pass over `input` with `ctx`'s tables, assuming `facts` about the parameters of the
+/// loop header (the label the final jump goes back to).
+fn run_once(ctx: &mut Optimizer, input: &Trace, opts: &Options, facts: &HeaderFacts) -> Result<Optimized, OptError> {
+    let mut p = Pass::new(input, opts, ctx.take_tables());
+    if !facts.is_empty() {
+        p.header.facts = trace_ir::invariant_params(input).map(|(header, _)| (header.index(), facts));
+    }
+    p.run()?;
+    let (out, tables) = p.finish()?;
+    ctx.give_back(tables, input.ops.len());
+    Ok(out)
+}
+
+/// The structural facts the pass relies on (release builds; debug builds run the full
+/// verifier): operands defined before use, descriptors and resume data present and in range,
+/// arities as in the opcode table, label parameters after labels. A violation is an error, not
+/// a panic.
+fn precheck(t: &Trace) -> Result<(), OptError> {
+    let bad = |i: usize, m: &str| {
+        Err(OptError::BadInput(trace_ir::VerifyError {
+            op: Some(OpRef::new(i)),
+            message: m.to_string(),
+        }))
+    };
+    let n = t.ops.len();
+    if t.num_inputs > n || t.ops[..t.num_inputs].iter().any(|o| !o.opcode.is_input()) {
+        return Err(OptError::BadInput(trace_ir::VerifyError {
+            op: None,
+            message: "bad trace inputs".into(),
+        }));
+    }
+    let ok_value = |v: Value, i: usize| match v.data() {
+        ValueData::Op(o) => o.index() < i,
+        ValueData::Const(c) => c.index() < t.consts.len(),
+    };
+    let mut params = 0usize;
+    for (i, op) in t.ops.iter().enumerate().skip(t.num_inputs) {
+        let opc = op.opcode;
+        if opc.is_input() {
+            if params == 0 {
+                return bad(i, "input op outside the label parameters");
+            }
+            params -= 1;
+            continue;
+        }
+        if params != 0 {
+            return bad(i, "label is missing parameters");
+        }
+        let sig = opc.info().args.as_bytes();
+        let variadic = sig.last() == Some(&b'*');
+        let fixed = sig.len() - variadic as usize;
+        if (variadic && op.args.len() < fixed) || (!variadic && op.args.len() != fixed) {
+            return bad(i, "wrong number of operands");
+        }
+        if op.args.iter().any(|&a| !ok_value(a, i)) {
+            return bad(i, "operand used before its definition");
+        }
+        match (opc.descr_kind(), op.descr) {
+            (_, Some(d)) if d.index() >= t.descrs.len() => return bad(i, "missing descriptor"),
+            (trace_ir::DescrKind::None | trace_ir::DescrKind::Any, _) => {}
+            (_, None) => return bad(i, "missing descriptor"),
+            _ => {}
+        }
+        if opc.is_guard() {
+            let Some(g) = op.guard.filter(|g| g.index() < t.guards.len()) else {
+                return bad(i, "guard without resume data");
+            };
+            let gd = t.guard(g);
+            let ok_fa = |fa: &FailArg| match *fa {
+                FailArg::Value(v) => ok_value(v, i),
+                FailArg::Virtual(k) => (k as usize) < gd.virtuals.len(),
+                FailArg::Hole => true,
+            };
+            let vdescr_ok = |vo: &VirtualObject| match vo.kind {
+                VirtualKind::Struct { descr, .. } | VirtualKind::Array { descr, .. } => descr.index() < t.descrs.len(),
+            };
+            if !gd.fail_args.iter().all(ok_fa)
+                || !gd
+                    .virtuals
+                    .iter()
+                    .all(|vo| vdescr_ok(vo) && vo.fields.iter().all(|f| ok_fa(&f.1)))
+            {
+                return bad(i, "bad fail arguments");
+            }
+        }
+        if opc == Opcode::Label {
+            params = op.args.len();
+        }
+    }
+    if params != 0 {
+        return bad(n - 1, "trace ends inside a label's parameters");
+    }
+    Ok(())
+}
+
+impl<'a> Pass<'a> {
+    /// A pass over `input` with `tables` (cleared for it).
+    fn new(input: &'a Trace, opts: &'a Options, tables: Box<Tables>) -> Pass<'a> {
+        let n = input.ops.len();
+        let Tables {
+            mut v,
+            mut cse,
+            mut mem,
+            mut virtuals,
+            last_use,
+            mut resume,
+            sweep,
+        } = *tables;
+        v.reset(n, &input.consts);
+        cse.reset(n);
+        mem.reset(input);
+        virtuals.clear();
+        resume.guards = Vec::with_capacity(input.guards.len());
+        resume.memo.clear();
+        resume.work.clear();
+        resume.exit_subst = None;
+        Pass {
+            input,
+            opts,
+            v,
+            cse,
+            mem,
+            virtuals,
+            resume,
+            effects: Effects::default(),
+            header: Header { facts: None, last_use },
+            counts: Counts {
+                stats: Stats {
+                    ops_in: input.num_real_ops(),
+                    ..Default::default()
+                },
+                removed: [0; 16],
+            },
+            sweep,
+            depth: 0,
+        }
+    }
+
+    fn run(&mut self) -> Result<(), OptError> {
+        let t = self.input;
+        if t.ops.iter().any(|o| o.opcode == Opcode::Label) {
+            self.compute_last_use();
+        }
+        for i in 0..t.num_inputs {
+            let v = self.emit(Op::new(t.ops[i].opcode, &[]));
+            self.v.map[i] = v;
+        }
+        let mut i = t.num_inputs;
+        while i < t.ops.len() {
+            let op = &t.ops[i];
+            if op.opcode == Opcode::Label {
+                self.label(i);
+                i += 1 + op.args.len();
+                continue;
+            }
+            if op.opcode.is_ovf() {
+                self.ovf(i)?;
+                i += 2;
+                continue;
+            }
+            self.op(i)?;
+            i += 1;
+        }
+        Ok(())
+    }
+
+    fn op(&mut self, i: usize) -> Result<(), OptError> {
+        let t = self.input;
+        let op = &t.ops[i];
+        let opc = op.opcode;
+        let args = map_args(&op.args, |a| self.get(a));
+        let res = if opc.is_guard() {
+            self.guard(i, op, &args)?
+        } else if opc.is_pure() {
+            Some(self.pure(opc, &args, op.descr, true))
+        } else {
+            match opc {
+                Opcode::New | Opcode::NewWithVtable | Opcode::NewArray | Opcode::NewArrayClear => {
+                    Some(self.alloc(op, &args))
+                }
+                Opcode::GetfieldGcI | Opcode::GetfieldGcR | Opcode::GetfieldGcF => Some(self.getfield(op, &args)),
+                Opcode::SetfieldGc => {
+                    self.setfield(op, &args);
+                    None
+                }
+                Opcode::GetarrayitemGcI
+                | Opcode::GetarrayitemGcR
+                | Opcode::GetarrayitemGcF
+                | Opcode::GetarrayitemGcPureI
+                | Opcode::GetarrayitemGcPureR
+                | Opcode::GetarrayitemGcPureF => Some(self.getitem(op, &args)),
+                Opcode::SetarrayitemGc => {
+                    self.setitem(op, &args);
+                    None
+                }
+                Opcode::ArraylenGc => Some(self.arraylen(op, &args)),
+                Opcode::Jump | Opcode::Finish => {
+                    self.flush_writes();
+                    for &a in &args {
+                        self.force(a);
+                    }
+                    self.emit(Op {
+                        opcode: opc,
+                        descr: op.descr,
+                        guard: None,
+                        args,
+                    });
+                    None
+                }
+                Opcode::QuasiimmutField | Opcode::Keepalive
+                    if self.opts.virtuals && args.iter().any(|&a| self.is_virtual(a)) =>
+                {
+                    self.removed(Reason::Hint);
+                    None
+                }
+                // A hint that does nothing when executed: the guard_not_invalidated that
+                // follows it stays (and is deduplicated until the next call).
+                Opcode::QuasiimmutField if self.opts.guards => {
+                    self.removed(Reason::Hint);
+                    None
+                }
+                // `virtual_ref(p, i)` is `p` in this model; `virtual_ref_finish` does nothing.
+                Opcode::VirtualRef if self.opts.virtuals => {
+                    self.removed(Reason::Hint);
+                    Some(args[0])
+                }
+                Opcode::VirtualRefFinish if self.opts.virtuals => {
+                    self.removed(Reason::Hint);
+                    None
+                }
+                Opcode::AssertNotNone if self.opts.guards => {
+                    self.set_nonnull(args[0]);
+                    self.removed(Reason::Hint);
+                    None
+                }
+                Opcode::RecordExactClass if self.opts.guards => {
+                    // A promise: the class is known from here on. The hint stays when it is the
+                    // first word about the class: it emits no code, and it is what decides an
+                    // external object's class for the interpreter (its first class check),
+                    // which a later class check of another class must not decide instead.
+                    let c = self.const_i64(args[1]);
+                    if self.is_virtual(args[0]) || (c.is_some() && self.known_class(args[0]) == c) {
+                        self.removed(Reason::Hint);
+                        return Ok(());
+                    }
+                    if let (Some(o), Some(c)) = (args[0].as_op(), c) {
+                        self.v.info[o.index()].class = Some(c);
+                        self.v.info[o.index()].flags |= F_NONNULL;
+                    }
+                    self.emit(Op {
+                        opcode: opc,
+                        descr: op.descr,
+                        guard: None,
+                        args,
+                    });
+                    None
+                }
+                _ if opc.is_call() => self.call(op, &args),
+                _ => self.generic(op, &args),
+            }
+        };
+        if let Some(v) = res {
+            self.v.map[i] = v;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,204 @@
+//! Allocation removal: allocations start virtual; field writes and reads on virtuals are
+//! recorded and forwarded; a virtual that escapes is materialized just before the escape,
+//! recursively and safe against cycles (see the module documentation of [`super`]).
+
+use super::pure::Key;
+use super::{Pass, F_FRESH, F_NONNULL, MAX_VIRTUAL_ARRAY, NO_VIRT};
+use smallvec::SmallVec;
+use trace_ir::{DescrRef, Op, Opcode, Value, VirtualField, VirtualKind};
+
+/// A virtual object: an allocation not (yet) emitted, with the fields written so far.
+#[derive(Clone, Debug)]
+pub(super) struct Virtual {
+    pub(super) kind: VirtualKind,
+    pub(super) fields: Vec<(VirtualField, Value)>,
+}
+
+/// One frame of `materialize`'s explicit stack: the object, its recorded fields, the index
+/// of the next field to write, and its kind.
+pub(super) type MaterializeFrame = (Value, Vec<(VirtualField, Value)>, usize, VirtualKind);
+
+impl<'a> Pass<'a> {
+    pub(super) fn known_class(&self, v: Value) -> Option<i64> {
+        let o = v.as_op()?;
+        let i = &self.v.info[o.index()];
+        if i.virt != NO_VIRT {
+            return self.virtual_class(i.virt);
+        }
+        i.class
+    }
+
+    pub(super) fn virtual_class(&self, id: u32) -> Option<i64> {
+        match self.virtuals[id as usize].kind {
+            VirtualKind::Struct {
+                opcode: Opcode::NewWithVtable,
+                descr,
+            } => self
+                .input
+                .descr(descr)
+                .as_size()
+                .map(|s| trace_ir::interp::default_class(s) as i64),
+            _ => None,
+        }
+    }
+
+    pub(super) fn alloc(&mut self, op: &Op, args: &[Value]) -> Value {
+        let opc = op.opcode;
+        let descr = op.descr.expect("verified: allocations have a descriptor");
+        let kind = match opc {
+            Opcode::New | Opcode::NewWithVtable => Some(VirtualKind::Struct { opcode: opc, descr }),
+            _ => match self.const_i64(args[0]) {
+                Some(n) if (0..=MAX_VIRTUAL_ARRAY).contains(&n) => Some(VirtualKind::Array {
+                    opcode: opc,
+                    descr,
+                    len: n as u32,
+                }),
+                _ => None,
+            },
+        };
+        if self.opts.virtuals {
+            if let Some(kind) = kind {
+                let r = self.push_arena(Op {
+                    opcode: opc,
+                    descr: Some(descr),
+                    guard: None,
+                    args: SmallVec::from_slice(args),
+                });
+                self.v.info[r.index()].virt = self.virtuals.len() as u32;
+                self.virtuals.push(Virtual {
+                    kind,
+                    fields: Vec::new(),
+                });
+                return Value::op(r);
+            }
+        }
+        let v = self.emit(Op {
+            opcode: opc,
+            descr: Some(descr),
+            guard: None,
+            args: SmallVec::from_slice(args),
+        });
+        self.after_alloc_emitted(v);
+        v
+    }
+
+    /// Facts about an allocation just emitted (directly or by materialization).
+    pub(super) fn after_alloc_emitted(&mut self, v: Value) {
+        let o = v.as_op().unwrap();
+        let op = &self.v.ops[o.index()];
+        let (opc, descr) = (op.opcode, op.descr);
+        let len = op.args.first().copied();
+        self.v.info[o.index()].flags |= F_FRESH | F_NONNULL;
+        if opc == Opcode::NewWithVtable {
+            // the class `new_with_vtable` stores (the interpreter's definition)
+            self.v.info[o.index()].class = descr
+                .and_then(|d| self.input.descr(d).as_size())
+                .map(|s| trace_ir::interp::default_class(s) as i64);
+        }
+        if matches!(opc, Opcode::NewArray | Opcode::NewArrayClear) && self.opts.cse {
+            if let Some(len) = len {
+                self.cse.pure.insert(Key::new(Opcode::ArraylenGc, &[v], descr), len);
+            }
+        }
+    }
+
+    /// Materialize `v` if it is virtual: emit its allocation and its field writes, recursively
+    /// (fields first, each object once, so cycles end).
+    pub(super) fn force(&mut self, v: Value) {
+        if !self.is_virtual(v) {
+            return;
+        }
+        // An explicit stack instead of recursion, so long chains of virtuals cannot overflow
+        // the thread's stack. Each frame: the object, its recorded fields, the next field.
+        let mut stack: Vec<MaterializeFrame> = Vec::new();
+        self.start_materializing(v, &mut stack);
+        while let Some(top) = stack.last_mut() {
+            let (obj, next, kind) = (top.0, top.2, top.3);
+            let Some(&(f, val)) = top.1.get(next) else {
+                stack.pop();
+                continue;
+            };
+            let val = self.find(val);
+            if self.is_virtual(val) {
+                // the value first (fields before the store); cycles end because an object
+                // stops being virtual when its allocation is emitted
+                self.start_materializing(val, &mut stack);
+                continue;
+            }
+            stack.last_mut().unwrap().2 += 1;
+            match (f, kind) {
+                (VirtualField::Field(d), _) => {
+                    self.emit(Op {
+                        opcode: Opcode::SetfieldGc,
+                        descr: Some(d),
+                        guard: None,
+                        args: SmallVec::from_slice(&[obj, val]),
+                    });
+                    if self.opts.heapcache && self.fits(d, val) {
+                        self.mem.heap.remember_field(d, obj, val);
+                    }
+                }
+                (VirtualField::Item(k), VirtualKind::Array { descr, .. }) => {
+                    let idx = self.make_int(k as i64);
+                    self.emit(Op {
+                        opcode: Opcode::SetarrayitemGc,
+                        descr: Some(descr),
+                        guard: None,
+                        args: SmallVec::from_slice(&[obj, idx, val]),
+                    });
+                    if self.opts.heapcache && self.fits(descr, val) {
+                        self.mem.heap.remember_item(descr, k as i64, obj, val);
+                    }
+                }
+                (VirtualField::Item(_), VirtualKind::Struct { .. }) => {
+                    unreachable!("items are only recorded on arrays")
+                }
+            }
+        }
+    }
+
+    /// Emit the allocation of the virtual `v`, mark it non-virtual and push its fields.
+    pub(super) fn start_materializing(&mut self, v: Value, stack: &mut Vec<MaterializeFrame>) {
+        let id = self.virt_of(v).expect("only virtuals are materialized");
+        let o = v.as_op().unwrap();
+        self.v.info[o.index()].virt = NO_VIRT;
+        self.counts.stats.virtuals_materialized += 1;
+        self.v.order.push(o);
+        self.after_alloc_emitted(v);
+        let fields = std::mem::take(&mut self.virtuals[id as usize].fields);
+        let kind = self.virtuals[id as usize].kind;
+        stack.push((v, fields, 0, kind));
+    }
+
+    /// Whether field `d` of the struct virtual `id` can be tracked exactly (no overlap with
+    /// another recorded field or with the class word of an instance).
+    pub(super) fn virtual_field_ok(&self, id: u32, d: DescrRef) -> bool {
+        let vo = &self.virtuals[id as usize];
+        let VirtualKind::Struct { opcode, .. } = vo.kind else {
+            return false;
+        };
+        let f = &self.mem.descr_facts[d.index()];
+        if !f.is_field {
+            return false;
+        }
+        if opcode == Opcode::NewWithVtable && f.offset < 8 {
+            return false;
+        }
+        let overlapping = self.mem.layout.overlapping(d);
+        !vo.fields
+            .iter()
+            .any(|(vf, _)| matches!(vf, VirtualField::Field(o) if overlapping.contains(o)))
+    }
+
+    /// The constant index of a virtual array access, if the access can be tracked.
+    pub(super) fn virtual_item(&self, id: u32, d: DescrRef, idx: Value) -> Option<u32> {
+        let VirtualKind::Array { descr, len, .. } = self.virtuals[id as usize].kind else {
+            return None;
+        };
+        if descr != d {
+            return None;
+        }
+        let k = self.const_i64(idx)?;
+        (0..len as i64).contains(&k).then_some(k as u32)
+    }
+}
