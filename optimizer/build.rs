@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 fn main() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("rules");
     println!("cargo:rerun-if-changed={}", dir.display());
-    println!("cargo::rustc-check-cfg=cfg(tracejit_generated_rules)");
+    println!("cargo:rerun-if-changed=rule-dsl/src/rt.rs");
     let mut paths: Vec<PathBuf> = match std::fs::read_dir(&dir) {
         Ok(rd) => rd
             .filter_map(|e| e.ok().map(|e| e.path()))
@@ -36,7 +36,6 @@ fn main() {
     if let Err(e) = std::fs::write(&out, code) {
         fail(&format!("cannot write {}: {e}", out.display()));
     }
-    println!("cargo:rustc-cfg=tracejit_generated_rules");
 }
 
 /// Reports a rule error and fails the build.

@@ -29,11 +29,11 @@
 //!
 //! # Where the generated code goes
 //!
-//! When `optimizer/build.rs` exists and emits `cargo:rustc-cfg=tracejit_generated_rules`, this
-//! module includes `$OUT_DIR/generated_rules.rs`, which must define
-//! `fn apply_generated(env: &mut dyn RuleEnv, opcode: Opcode, args: &[Value]) -> Option<(&'static str, Value)>`
-//! (and may define anything else it needs, e.g. `pub const RULE_NAMES: &[&str]`). Without it,
-//! a few hand-written rules ([`hand_rules`]) stand in so the hook is exercised.
+//! `optimizer/build.rs` compiles the rule files into `$OUT_DIR/generated_rules.rs`, included
+//! here as the module `generated`: the data [`RULES`] and the matcher behind [`apply`]. The
+//! rest — [`RuleInfo`], the operators of rule expressions (`rt`, the one definition that
+//! `rule-dsl` evaluates at build time too), [`format_stats`] — is ordinary code of this
+//! module. A rule file error fails the build: there is no fallback.
 
 use crate::domain::IntBound;
 use smallvec::SmallVec;
@@ -56,151 +56,76 @@ pub trait RuleEnv {
 
 /// Try the rules for `opcode(args)`; on success return the rule's name and the replacement.
 pub fn apply(env: &mut dyn RuleEnv, opcode: Opcode, args: &[Value]) -> Option<(&'static str, Value)> {
-    apply_generated(env, opcode, args)
+    generated::apply(env, opcode, args)
 }
 
-#[cfg(tracejit_generated_rules)]
-include!(concat!(env!("OUT_DIR"), "/generated_rules.rs"));
-
-#[cfg(not(tracejit_generated_rules))]
-fn apply_generated(env: &mut dyn RuleEnv, opcode: Opcode, args: &[Value]) -> Option<(&'static str, Value)> {
-    hand_rules(env, opcode, args)
+/// Static facts about one rule.
+#[derive(Copy, Clone, Debug)]
+pub struct RuleInfo {
+    /// The rule's name (what [`apply`] returns when it fires).
+    pub name: &'static str,
+    /// The opcode its pattern matches.
+    pub opcode: Opcode,
+    /// The rule file.
+    pub file: &'static str,
+    /// The line of the rule in its file.
+    pub line: u32,
+    /// The rule's `#` comment (its identity).
+    pub doc: &'static str,
 }
 
-/// A few hand-written rules that exercise the hook until the generated rules exist:
-///
-/// - `sub_x_x`: `int_sub(x, x) -> 0`
-/// - `add_zero`: `int_add(x, 0) -> x` (either order)
-/// - `mul_pow2`: `int_mul(x, 2**k) -> int_lshift(x, k)` for `1 <= k <= 62` (either order)
-/// - `sub_add_cancel`: `int_sub(int_add(x, y), y) -> x` (wrapping arithmetic only; never across
-///   an `_ovf` op, see seed 004's fourth miscompilation)
-/// - `xor_x_x`: `int_xor(x, x) -> 0`
-pub fn hand_rules(env: &mut dyn RuleEnv, opcode: Opcode, args: &[Value]) -> Option<(&'static str, Value)> {
-    match opcode {
-        Opcode::IntSub => {
-            let (x, y) = (args[0], args[1]);
-            if x == y {
-                return Some(("sub_x_x", env.make_const(0)));
-            }
-            if let Some((Opcode::IntAdd, inner)) = env.def(x) {
-                if inner[1] == y {
-                    return Some(("sub_add_cancel", inner[0]));
-                }
-                if inner[0] == y {
-                    return Some(("sub_add_cancel", inner[1]));
-                }
-            }
-            None
-        }
-        Opcode::IntXor if args[0] == args[1] => Some(("xor_x_x", env.make_const(0))),
-        Opcode::IntAdd => {
-            for (x, c) in [(args[0], args[1]), (args[1], args[0])] {
-                if env.const_int(c) == Some(0) {
-                    return Some(("add_zero", x));
-                }
-            }
-            None
-        }
-        Opcode::IntMul => {
-            for (x, c) in [(args[0], args[1]), (args[1], args[0])] {
-                if let Some(c) = env.const_int(c) {
-                    if c > 1 && (c as u64).is_power_of_two() {
-                        let k = env.make_const(c.trailing_zeros() as i64);
-                        return Some(("mul_pow2", env.emit(Opcode::IntLshift, &[x, k])));
-                    }
-                }
-            }
-            None
-        }
-        _ => None,
-    }
+pub use generated::RULES;
+
+/// The operators of rule expressions whose Rust spelling is not a single operator.
+#[path = "../rule-dsl/src/rt.rs"]
+mod rt;
+
+/// Two operands are the same value: the same op, or equal constants.
+fn rt_same(env: &dyn RuleEnv, a: Value, b: Value) -> bool {
+    a == b || matches!((env.const_int(a), env.const_int(b)), (Some(x), Some(y)) if x == y)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use trace_ir::{ConstRef, OpRef};
+/// The rules compiled from `optimizer/rules/*.rules` by `optimizer/build.rs`.
+#[allow(
+    unused_variables,
+    unused_parens,
+    unused_labels,
+    unreachable_code,
+    non_snake_case,
+    clippy::all
+)]
+mod generated {
+    include!(concat!(env!("OUT_DIR"), "/generated_rules.rs"));
+}
 
-    /// A minimal environment: values `op0..` are unknown, constants are interned here, `emit`
-    /// records the op it was asked for.
-    #[derive(Default)]
-    struct Env {
-        consts: Vec<i64>,
-        defs: Vec<(Value, Opcode, SmallVec<[Value; 3]>)>,
-        emitted: Vec<(Opcode, Vec<Value>)>,
-    }
-
-    impl RuleEnv for Env {
-        fn bound(&self, v: Value) -> IntBound<u64> {
-            match self.const_int(v) {
-                Some(c) => IntBound::from_i64(c),
-                None => IntBound::unbounded(),
+/// Firing statistics per opcode, in PyPy's `jit-intbounds-stats` layout: for every opcode
+/// with at least one firing, its rules (all of them, in the order they are tried) with their
+/// counts. Names in `counts` that are not generated rules (conditional rewrites of the pass
+/// itself) are listed under `other`.
+pub fn format_stats(counts: &std::collections::BTreeMap<&'static str, usize>) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let mut i = 0;
+    while i < RULES.len() {
+        let op = RULES[i].opcode;
+        let group: Vec<&RuleInfo> = RULES[i..].iter().take_while(|r| r.opcode == op).collect();
+        i += group.len();
+        if group.iter().any(|r| counts.get(r.name).copied().unwrap_or(0) > 0) {
+            let _ = writeln!(out, "{}", op.name());
+            for r in group {
+                let _ = writeln!(out, "    {} {}", r.name, counts.get(r.name).copied().unwrap_or(0));
             }
         }
-        fn const_int(&self, v: Value) -> Option<i64> {
-            v.as_const().map(|c| self.consts[c.index()])
-        }
-        fn def(&self, v: Value) -> Option<(Opcode, SmallVec<[Value; 3]>)> {
-            self.defs.iter().find(|d| d.0 == v).map(|d| (d.1, d.2.clone()))
-        }
-        fn make_const(&mut self, c: i64) -> Value {
-            let i = self.consts.iter().position(|&x| x == c).unwrap_or_else(|| {
-                self.consts.push(c);
-                self.consts.len() - 1
-            });
-            Value::constant(ConstRef::new(i))
-        }
-        fn emit(&mut self, opcode: Opcode, args: &[Value]) -> Value {
-            self.emitted.push((opcode, args.to_vec()));
-            Value::op(OpRef::new(1000 + self.emitted.len()))
+    }
+    let other: Vec<_> = counts
+        .iter()
+        .filter(|(n, _)| !RULES.iter().any(|r| r.name == **n))
+        .collect();
+    if !other.is_empty() {
+        let _ = writeln!(out, "other");
+        for (n, c) in other {
+            let _ = writeln!(out, "    {n} {c}");
         }
     }
-
-    fn op(i: usize) -> Value {
-        Value::op(OpRef::new(i))
-    }
-
-    #[test]
-    fn hand_rules_fire() {
-        let mut e = Env::default();
-        let zero = e.make_const(0);
-        let eight = e.make_const(8);
-        let (name, v) = hand_rules(&mut e, Opcode::IntSub, &[op(1), op(1)]).unwrap();
-        assert_eq!((name, e.const_int(v)), ("sub_x_x", Some(0)));
-        assert_eq!(
-            hand_rules(&mut e, Opcode::IntAdd, &[zero, op(2)]),
-            Some(("add_zero", op(2)))
-        );
-        assert_eq!(
-            hand_rules(&mut e, Opcode::IntXor, &[op(3), op(3)]).map(|r| r.0),
-            Some("xor_x_x")
-        );
-        let (name, _) = hand_rules(&mut e, Opcode::IntMul, &[op(4), eight]).unwrap();
-        assert_eq!(name, "mul_pow2");
-        let three = e.make_const(3);
-        assert_eq!(e.emitted, vec![(Opcode::IntLshift, vec![op(4), three])]);
-        e.defs
-            .push((op(5), Opcode::IntAdd, SmallVec::from_slice(&[op(1), op(2)])));
-        assert_eq!(
-            hand_rules(&mut e, Opcode::IntSub, &[op(5), op(2)]),
-            Some(("sub_add_cancel", op(1)))
-        );
-        assert_eq!(
-            hand_rules(&mut e, Opcode::IntSub, &[op(5), op(1)]),
-            Some(("sub_add_cancel", op(2)))
-        );
-    }
-
-    #[test]
-    fn hand_rules_decline() {
-        let mut e = Env::default();
-        let six = e.make_const(6);
-        let one = e.make_const(1);
-        assert_eq!(hand_rules(&mut e, Opcode::IntMul, &[op(1), six]), None);
-        assert_eq!(hand_rules(&mut e, Opcode::IntMul, &[op(1), one]), None);
-        assert_eq!(hand_rules(&mut e, Opcode::IntSub, &[op(1), op(2)]), None);
-        // an _ovf op is never given a definition, so nothing looks through it
-        assert_eq!(hand_rules(&mut e, Opcode::IntSubOvf, &[op(5), op(2)]), None);
-        assert!(e.emitted.is_empty());
-    }
+    out
 }

@@ -11,7 +11,7 @@
 //! `mul_zero`; they still fire for users who turn `intbounds` off). Rules that never fire are
 //! named in the failure message.
 
-use optimizer::peephole::generated_rules::RULES;
+use optimizer::peephole::RULES;
 use optimizer::{optimize, Options};
 use rule_dsl::{CheckedRule, Pattern};
 use std::collections::HashMap;
@@ -252,7 +252,7 @@ fn a_simple_rule_rewrites_and_counts() {
 
 #[test]
 fn stats_are_printed_per_opcode() {
-    use optimizer::peephole::generated_rules::format_stats;
+    use optimizer::peephole::format_stats;
     let mut counts = std::collections::BTreeMap::new();
     counts.insert("add_zero", 3usize);
     counts.insert("and_identity", 1usize);

@@ -166,7 +166,7 @@ fn value_and_constant_rules_come_before_new_op_rules() {
         code.find("// a (").unwrap(),
     );
     assert!(pb < pc && pc < pa);
-    assert!(code.contains("fn apply_generated("));
+    assert!(code.contains("pub fn apply(") && code.contains("pub static RULES"));
 }
 
 #[test]
