@@ -32,175 +32,135 @@ use trace_ir::{OpRef, Trace, VerifyError};
 
 pub use pass::Optimizer;
 
-/// Which parts of the optimizer run. `Options::default()` enables everything;
-/// [`Options::none`] disables everything (the output is then a copy of the input, minus
-/// nothing). Each switch only turns off the *removal* it names; the pass stays correct with any
-/// combination.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Options {
-    /// Constant folding through `trace_ir::eval` (all operands constant).
-    pub fold: bool,
-    /// Abstract integer values (`IntBound`): constants from bounds, `and`/`or` identities,
-    /// learning from guards, overflow removal by bounds.
-    pub intbounds: bool,
-    /// The peephole rules (`peephole::apply`).
-    pub rules: bool,
-    /// Common-subexpression elimination of pure ops, elidable and loop-invariant calls,
-    /// immutable reads.
-    pub cse: bool,
-    /// Removal of guards whose condition is known (and remembering what guards establish).
-    pub guards: bool,
-    /// Turning `_ovf` ops that cannot overflow into plain ops (and dropping their guard).
-    pub ovf: bool,
-    /// Allocation removal (virtual objects).
-    pub virtuals: bool,
-    /// The heap cache for non-virtual objects.
-    pub heapcache: bool,
-    /// The final sweep that drops unused pure ops.
-    pub dce: bool,
-    /// Peel the loop's first iteration before optimizing ([`trace_ir::peel_loop`], as PyPy's
-    /// unroll does), so the loop body runs knowing what the first iteration's guards
-    /// established about loop-invariant values (`label` parameters the `jump` passes back
-    /// unchanged). Off by default: the output then has one more `label`, and guards of the
-    /// copied body have fresh ids (same resume keys); validate it against the peeled input
-    /// (`verify::validate` peels the original itself when the label counts say so).
-    pub peel: bool,
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Options {
-            fold: true,
-            intbounds: true,
-            rules: true,
-            cse: true,
-            guards: true,
-            ovf: true,
-            virtuals: true,
-            heapcache: true,
-            dce: true,
-            peel: false,
+/// `Options` from one table: the parts (on by default, each switched off by `--no-<part>` on
+/// the command line) and the other switches with their defaults.
+macro_rules! options {
+    (
+        parts { $( $(#[doc = $pdoc:literal])* $part:ident, )* }
+        switches { $( $(#[doc = $sdoc:literal])* $switch:ident = $default:literal, )* }
+    ) => {
+        /// Which parts of the optimizer run. `Options::default()` enables every part;
+        /// [`Options::none`] disables everything (the output is then a copy of the input, minus
+        /// nothing). Each part only turns off the *removal* it names; the pass stays correct
+        /// with any combination.
+        #[derive(Clone, Debug, PartialEq, Eq)]
+        pub struct Options {
+            $( $(#[doc = $pdoc])* pub $part: bool, )*
+            $( $(#[doc = $sdoc])* pub $switch: bool, )*
         }
-    }
-}
 
-impl Options {
-    /// Everything off.
-    pub fn none() -> Options {
-        Options {
-            fold: false,
-            intbounds: false,
-            rules: false,
-            cse: false,
-            guards: false,
-            ovf: false,
-            virtuals: false,
-            heapcache: false,
-            dce: false,
-            peel: false,
+        impl Default for Options {
+            fn default() -> Self {
+                Options { $( $part: true, )* $( $switch: $default, )* }
+            }
         }
+
+        impl Options {
+            /// Everything off.
+            pub fn none() -> Options {
+                Options { $( $part: false, )* $( $switch: false, )* }
+            }
+            /// The part names, as used by `--no-<part>` on the command line.
+            pub const PARTS: &'static [&'static str] = &[ $( stringify!($part), )* ];
+            /// Switch the part called `name` (one of [`Options::PARTS`]); `false` if there is
+            /// no such part.
+            pub fn set(&mut self, name: &str, on: bool) -> bool {
+                match name {
+                    $( stringify!($part) => self.$part = on, )*
+                    _ => return false,
+                }
+                true
+            }
+        }
+    };
+}
+
+options! {
+    parts {
+        /// Constant folding through `trace_ir::eval` (all operands constant).
+        fold,
+        /// Abstract integer values (`IntBound`): constants from bounds, `and`/`or`
+        /// identities, learning from guards, overflow removal by bounds.
+        intbounds,
+        /// The peephole rules (`peephole::apply`).
+        rules,
+        /// Common-subexpression elimination of pure ops, elidable and loop-invariant calls,
+        /// immutable reads.
+        cse,
+        /// Removal of guards whose condition is known (and remembering what guards
+        /// establish).
+        guards,
+        /// Turning `_ovf` ops that cannot overflow into plain ops (and dropping their guard).
+        ovf,
+        /// Allocation removal (virtual objects).
+        virtuals,
+        /// The heap cache for non-virtual objects.
+        heapcache,
+        /// The final sweep that drops unused pure ops.
+        dce,
     }
-    /// The part names, as used by `--no-<part>` on the command line.
-    pub const PARTS: &'static [&'static str] = &[
-        "fold",
-        "intbounds",
-        "rules",
-        "cse",
-        "guards",
-        "ovf",
-        "virtuals",
-        "heapcache",
-        "dce",
-    ];
-    /// Switch the part called `name` (one of [`Options::PARTS`]); `false` if there is no such part.
-    pub fn set(&mut self, name: &str, on: bool) -> bool {
-        let slot = match name {
-            "fold" => &mut self.fold,
-            "intbounds" => &mut self.intbounds,
-            "rules" => &mut self.rules,
-            "cse" => &mut self.cse,
-            "guards" => &mut self.guards,
-            "ovf" => &mut self.ovf,
-            "virtuals" => &mut self.virtuals,
-            "heapcache" => &mut self.heapcache,
-            "dce" => &mut self.dce,
-            _ => return false,
-        };
-        *slot = on;
-        true
+    switches {
+        /// Peel the loop's first iteration before optimizing ([`trace_ir::peel_loop`], as
+        /// PyPy's unroll does), so the loop body runs knowing what the first iteration's guards
+        /// established about loop-invariant values (`label` parameters the `jump` passes back
+        /// unchanged). Off by default: the output then has one more `label`, and guards of the
+        /// copied body have fresh ids (same resume keys); validate it against the peeled input
+        /// (`verify::validate` peels the original itself when the label counts say so).
+        peel = false,
     }
 }
 
-/// Why an op of the input does not appear in the output.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Reason {
+/// `Reason` from one table: each variant with its name and meaning.
+macro_rules! reasons {
+    ( $( $(#[doc = $doc:literal])* $variant:ident = $name:literal, )* ) => {
+        /// Why an op of the input does not appear in the output.
+        #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum Reason {
+            $( $(#[doc = $doc])* $variant, )*
+        }
+
+        impl Reason {
+            /// All reasons, in display order.
+            pub const ALL: &'static [Reason] = &[ $( Reason::$variant, )* ];
+            /// A short name (`folded`, `cse`, ...).
+            pub fn name(self) -> &'static str {
+                match self {
+                    $( Reason::$variant => $name, )*
+                }
+            }
+        }
+    };
+}
+
+reasons! {
     /// All operands constant: folded by `trace_ir::eval`.
-    Folded,
+    Folded = "folded",
     /// The abstract value is a single constant.
-    BoundsConstant,
+    BoundsConstant = "bounds_constant",
     /// `int_and`/`int_or` identity by known bits (`is_and_identity`).
-    Identity,
+    Identity = "identity",
     /// A peephole rule replaced it.
-    Rule,
+    Rule = "rule",
     /// Same as an earlier op (pure op, elidable or loop-invariant call, immutable read).
-    Cse,
+    Cse = "cse",
     /// A guard whose condition is already known to hold.
-    GuardKnown,
+    GuardKnown = "guard_known",
     /// An `_ovf` op's `guard_no_overflow` whose op cannot overflow.
-    Overflow,
+    Overflow = "overflow",
     /// An allocation that stayed virtual (never materialized).
-    VirtualAlloc,
+    VirtualAlloc = "virtual_alloc",
     /// A field or item access on a virtual object.
-    VirtualAccess,
+    VirtualAccess = "virtual_access",
     /// A read forwarded by the heap cache.
-    HeapCache,
+    HeapCache = "heap_cache",
     /// A write of the value the field already holds.
-    RedundantWrite,
+    RedundantWrite = "redundant_write",
     /// A write overwritten before anything could observe it (no read, guard or call between).
-    DeadStore,
+    DeadStore = "dead_store",
     /// A hint that was used and dropped (or `same_as`).
-    Hint,
+    Hint = "hint",
     /// Unused pure op (final sweep).
-    Dead,
-}
-
-impl Reason {
-    /// All reasons, in display order.
-    pub const ALL: &'static [Reason] = &[
-        Reason::Folded,
-        Reason::BoundsConstant,
-        Reason::Identity,
-        Reason::Rule,
-        Reason::Cse,
-        Reason::GuardKnown,
-        Reason::Overflow,
-        Reason::VirtualAlloc,
-        Reason::VirtualAccess,
-        Reason::HeapCache,
-        Reason::RedundantWrite,
-        Reason::DeadStore,
-        Reason::Hint,
-        Reason::Dead,
-    ];
-    /// A short name (`folded`, `cse`, ...).
-    pub fn name(self) -> &'static str {
-        match self {
-            Reason::Folded => "folded",
-            Reason::BoundsConstant => "bounds_constant",
-            Reason::Identity => "identity",
-            Reason::Rule => "rule",
-            Reason::Cse => "cse",
-            Reason::GuardKnown => "guard_known",
-            Reason::Overflow => "overflow",
-            Reason::VirtualAlloc => "virtual_alloc",
-            Reason::VirtualAccess => "virtual_access",
-            Reason::HeapCache => "heap_cache",
-            Reason::RedundantWrite => "redundant_write",
-            Reason::DeadStore => "dead_store",
-            Reason::Hint => "hint",
-            Reason::Dead => "dead",
-        }
-    }
+    Dead = "dead",
 }
 
 /// What one run of the optimizer did.

@@ -103,6 +103,10 @@ bitflags! {
         const LABEL = 1 << 16;
         /// Never printed or parsed by its name (inputs and label parameters).
         const INTERNAL = 1 << 17;
+        /// A read of GC memory whose only effect is its result: dropped when unused (a read
+        /// of null or out of bounds is invalid in the original, so dropping it changes nothing
+        /// defined).
+        const LOAD = 1 << 18;
     }
 }
 
@@ -274,20 +278,20 @@ define_opcodes! {
     Newunicode = "newunicode", "i" -> "r", None, [ALLOC], "Allocate a unicode string of length n.";
 
     // --- heap access -----------------------------------------------------------------
-    GetfieldGcI = "getfield_gc_i", "r" -> "i", Field, [READS_HEAP], "Load an integer field.";
-    GetfieldGcR = "getfield_gc_r", "r" -> "r", Field, [READS_HEAP], "Load a reference field.";
-    GetfieldGcF = "getfield_gc_f", "r" -> "f", Field, [READS_HEAP], "Load a float field.";
+    GetfieldGcI = "getfield_gc_i", "r" -> "i", Field, [READS_HEAP | LOAD], "Load an integer field.";
+    GetfieldGcR = "getfield_gc_r", "r" -> "r", Field, [READS_HEAP | LOAD], "Load a reference field.";
+    GetfieldGcF = "getfield_gc_f", "r" -> "f", Field, [READS_HEAP | LOAD], "Load a float field.";
     SetfieldGc = "setfield_gc", "ra" -> "v", Field, [WRITES_HEAP], "Store a field.";
     GetfieldRawI = "getfield_raw_i", "i" -> "i", Field, [READS_HEAP | RAW], "Load an integer field from raw memory.";
     GetfieldRawR = "getfield_raw_r", "i" -> "r", Field, [READS_HEAP | RAW], "Load a reference field from raw memory.";
     GetfieldRawF = "getfield_raw_f", "i" -> "f", Field, [READS_HEAP | RAW], "Load a float field from raw memory.";
     SetfieldRaw = "setfield_raw", "ia" -> "v", Field, [WRITES_HEAP | RAW], "Store a field in raw memory.";
-    GetarrayitemGcI = "getarrayitem_gc_i", "ri" -> "i", Array, [READS_HEAP], "Load an integer array item.";
-    GetarrayitemGcR = "getarrayitem_gc_r", "ri" -> "r", Array, [READS_HEAP], "Load a reference array item.";
-    GetarrayitemGcF = "getarrayitem_gc_f", "ri" -> "f", Array, [READS_HEAP], "Load a float array item.";
-    GetarrayitemGcPureI = "getarrayitem_gc_pure_i", "ri" -> "i", Array, [READS_HEAP], "Load an integer item of an immutable array.";
-    GetarrayitemGcPureR = "getarrayitem_gc_pure_r", "ri" -> "r", Array, [READS_HEAP], "Load a reference item of an immutable array.";
-    GetarrayitemGcPureF = "getarrayitem_gc_pure_f", "ri" -> "f", Array, [READS_HEAP], "Load a float item of an immutable array.";
+    GetarrayitemGcI = "getarrayitem_gc_i", "ri" -> "i", Array, [READS_HEAP | LOAD], "Load an integer array item.";
+    GetarrayitemGcR = "getarrayitem_gc_r", "ri" -> "r", Array, [READS_HEAP | LOAD], "Load a reference array item.";
+    GetarrayitemGcF = "getarrayitem_gc_f", "ri" -> "f", Array, [READS_HEAP | LOAD], "Load a float array item.";
+    GetarrayitemGcPureI = "getarrayitem_gc_pure_i", "ri" -> "i", Array, [READS_HEAP | LOAD], "Load an integer item of an immutable array.";
+    GetarrayitemGcPureR = "getarrayitem_gc_pure_r", "ri" -> "r", Array, [READS_HEAP | LOAD], "Load a reference item of an immutable array.";
+    GetarrayitemGcPureF = "getarrayitem_gc_pure_f", "ri" -> "f", Array, [READS_HEAP | LOAD], "Load a float item of an immutable array.";
     SetarrayitemGc = "setarrayitem_gc", "ria" -> "v", Array, [WRITES_HEAP], "Store an array item.";
     GetarrayitemRawI = "getarrayitem_raw_i", "ii" -> "i", Array, [READS_HEAP | RAW], "Load an integer item from a raw array.";
     GetarrayitemRawF = "getarrayitem_raw_f", "ii" -> "f", Array, [READS_HEAP | RAW], "Load a float item from a raw array.";
@@ -295,18 +299,18 @@ define_opcodes! {
     RawLoadI = "raw_load_i", "ii" -> "i", Array, [READS_HEAP | RAW], "Load an integer at address + offset.";
     RawLoadF = "raw_load_f", "ii" -> "f", Array, [READS_HEAP | RAW], "Load a float at address + offset.";
     RawStore = "raw_store", "iia" -> "v", Array, [WRITES_HEAP | RAW], "Store at address + offset.";
-    GetinteriorfieldGcI = "getinteriorfield_gc_i", "ri" -> "i", Interior, [READS_HEAP], "Load an integer field of an array-of-structs item.";
-    GetinteriorfieldGcR = "getinteriorfield_gc_r", "ri" -> "r", Interior, [READS_HEAP], "Load a reference field of an array-of-structs item.";
-    GetinteriorfieldGcF = "getinteriorfield_gc_f", "ri" -> "f", Interior, [READS_HEAP], "Load a float field of an array-of-structs item.";
+    GetinteriorfieldGcI = "getinteriorfield_gc_i", "ri" -> "i", Interior, [READS_HEAP | LOAD], "Load an integer field of an array-of-structs item.";
+    GetinteriorfieldGcR = "getinteriorfield_gc_r", "ri" -> "r", Interior, [READS_HEAP | LOAD], "Load a reference field of an array-of-structs item.";
+    GetinteriorfieldGcF = "getinteriorfield_gc_f", "ri" -> "f", Interior, [READS_HEAP | LOAD], "Load a float field of an array-of-structs item.";
     SetinteriorfieldGc = "setinteriorfield_gc", "ria" -> "v", Interior, [WRITES_HEAP], "Store a field of an array-of-structs item.";
-    ArraylenGc = "arraylen_gc", "r" -> "i", Array, [READS_HEAP], "Length of an array.";
-    Strlen = "strlen", "r" -> "i", None, [READS_HEAP], "Length of a byte string.";
-    Strgetitem = "strgetitem", "ri" -> "i", None, [READS_HEAP], "Byte of a string.";
+    ArraylenGc = "arraylen_gc", "r" -> "i", Array, [READS_HEAP | LOAD], "Length of an array.";
+    Strlen = "strlen", "r" -> "i", None, [READS_HEAP | LOAD], "Length of a byte string.";
+    Strgetitem = "strgetitem", "ri" -> "i", None, [READS_HEAP | LOAD], "Byte of a string.";
     Strsetitem = "strsetitem", "rii" -> "v", None, [WRITES_HEAP], "Store a byte into a string.";
     Strhash = "strhash", "r" -> "i", None, [READS_HEAP], "Hash of a byte string.";
     Copystrcontent = "copystrcontent", "rriii" -> "v", None, [WRITES_HEAP | READS_HEAP], "Copy bytes between strings (src, dst, srcstart, dststart, length).";
-    Unicodelen = "unicodelen", "r" -> "i", None, [READS_HEAP], "Length of a unicode string.";
-    Unicodegetitem = "unicodegetitem", "ri" -> "i", None, [READS_HEAP], "Code point of a unicode string.";
+    Unicodelen = "unicodelen", "r" -> "i", None, [READS_HEAP | LOAD], "Length of a unicode string.";
+    Unicodegetitem = "unicodegetitem", "ri" -> "i", None, [READS_HEAP | LOAD], "Code point of a unicode string.";
     Unicodesetitem = "unicodesetitem", "rii" -> "v", None, [WRITES_HEAP], "Store a code point into a unicode string.";
     Unicodehash = "unicodehash", "r" -> "i", None, [READS_HEAP], "Hash of a unicode string.";
     Copyunicodecontent = "copyunicodecontent", "rriii" -> "v", None, [WRITES_HEAP | READS_HEAP], "Copy code points between unicode strings.";

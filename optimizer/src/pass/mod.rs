@@ -100,8 +100,6 @@ const F_FRESH: u8 = 2;
 const F_OVF_CHECKED: u8 = 4;
 /// Largest virtual array.
 const MAX_VIRTUAL_ARRAY: i64 = 64;
-// `Pass::removed_counts` has a slot per reason.
-const _: () = assert!((Reason::Dead as usize) < 16);
 /// Nesting limit of `RuleEnv::emit` and of backward propagation.
 const MAX_DEPTH: u32 = 6;
 
@@ -197,7 +195,7 @@ pub(crate) struct Pass<'a> {
 struct Counts {
     stats: Stats,
     /// Removed input ops by [`Reason`].
-    removed: [usize; 16],
+    removed: [usize; Reason::ALL.len()],
 }
 
 /// Run the pass (see the module documentation).
@@ -365,7 +363,7 @@ impl<'a> Pass<'a> {
                     ops_in: input.num_real_ops(),
                     ..Default::default()
                 },
-                removed: [0; 16],
+                removed: [0; Reason::ALL.len()],
             },
             sweep,
             depth: 0,

@@ -5,7 +5,7 @@ use super::Tables;
 use super::{Pass, NO_VIRT};
 use crate::{OptError, Optimized, Reason};
 use smallvec::SmallVec;
-use trace_ir::{FailArg, GuardData, Op, OpRef, Opcode, Trace, Value, ValueData};
+use trace_ir::{FailArg, GuardData, Op, OpFlags, OpRef, Opcode, Trace, Value, ValueData};
 
 /// The tables of the final sweep (reused from trace to trace).
 #[derive(Default)]
@@ -187,30 +187,7 @@ impl<'a> Pass<'a> {
     }
 }
 
-/// Whether an unused op of this opcode may be dropped: pure ops and heap reads (a read of
-/// null or out of bounds is invalid in the original trace, so dropping it changes nothing
-/// defined).
+/// Whether an unused op of this opcode may be dropped: pure ops and loads (`OpFlags::LOAD`).
 fn is_removable(opc: Opcode) -> bool {
-    use Opcode::*;
-    opc.is_pure()
-        || matches!(
-            opc,
-            GetfieldGcI
-                | GetfieldGcR
-                | GetfieldGcF
-                | GetarrayitemGcI
-                | GetarrayitemGcR
-                | GetarrayitemGcF
-                | GetarrayitemGcPureI
-                | GetarrayitemGcPureR
-                | GetarrayitemGcPureF
-                | ArraylenGc
-                | Strlen
-                | Unicodelen
-                | Strgetitem
-                | Unicodegetitem
-                | GetinteriorfieldGcI
-                | GetinteriorfieldGcR
-                | GetinteriorfieldGcF
-        )
+    opc.is_pure() || opc.has(OpFlags::LOAD)
 }
