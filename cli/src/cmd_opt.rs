@@ -134,7 +134,7 @@ pub fn opt(args: &[String]) -> CliResult {
             // Seed 001's rule statistics: every opcode with a firing, all its rules in the
             // order they are tried, with their counts.
             outln!(out, "# rule firings per opcode:");
-            for line in optimizer::peephole::generated_rules::format_stats(&total.rules).lines() {
+            for line in optimizer::peephole::format_stats(&total.rules).lines() {
                 outln!(out, "#   {line}");
             }
         }
