@@ -573,6 +573,16 @@ impl CompiledTrace {
         self.code.bytes()
     }
 
+    /// Where each op's code is: the op and its byte range in [`CompiledTrace::code`], for
+    /// every op of the trace in order (inputs and label parameters excepted; a range may be
+    /// empty). The prologue comes before the first range; exit stubs and the epilogue come
+    /// after the last.
+    pub fn op_ranges(&self) -> impl Iterator<Item = (OpRef, std::ops::Range<usize>)> + '_ {
+        self.ranges
+            .iter()
+            .map(|&(op, start, end)| (OpRef::new(op as usize), start as usize..end as usize))
+    }
+
     /// A listing of the code: each op of the trace followed by its instructions
     /// (disassembled with iced-x86 under the `disasm` feature, as hex bytes otherwise).
     pub fn disassembly(&self, trace: &Trace) -> String {
