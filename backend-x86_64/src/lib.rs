@@ -132,7 +132,8 @@
 //! offset by as much. Every compilation in tests is also
 //! checked by the symbolic register-allocation checker (`checker` feature).
 //!
-//! The design of the register allocator and frame is described in the `codegen` module.
+//! The design of the register allocator is described in the `codegen::regalloc` module, the
+//! frame layout in `codegen::frame`.
 #![deny(missing_docs)]
 
 #[cfg_attr(not(any(test, feature = "checker")), allow(dead_code))]

@@ -29,7 +29,7 @@
 //! registers are stored to their spill slots before the call, since the exit stub reads them
 //! after it.
 
-use super::{values_read, ArgSrc, Cond, Gen, Loc, FRAME_HEADER, R};
+use super::super::{is_xmm, values_read, ArgSrc, Cond, Gen, Loc, CALLER_SAVED_GPR, FRAME_HEADER, R};
 use crate::runtime::{self, HookOp, HOOK_GUARD_FAILS, HOOK_INVALID};
 use crate::{CompileOptions, MemoryAccess};
 use dynasmrt::{dynasm, DynasmApi};
@@ -53,7 +53,7 @@ pub(crate) struct HookState {
 
 /// The ops routed to the runtime in each mode as bit sets over opcodes: Direct mode,
 /// Direct mode of a trace with exception ops, Hooks mode.
-fn routing_tables() -> &'static [Vec<u64>; 3] {
+pub(crate) fn routing_tables() -> &'static [Vec<u64>; 3] {
     static TABLES: OnceLock<[Vec<u64>; 3]> = OnceLock::new();
     TABLES.get_or_init(|| {
         let table = |routed: fn(Opcode) -> bool| {
@@ -97,7 +97,7 @@ impl HookState {
 }
 
 /// The ops that set or read the exception state, apart from `guard_no_exception`.
-fn sets_or_reads_exception(opc: Opcode) -> bool {
+pub(crate) fn sets_or_reads_exception(opc: Opcode) -> bool {
     use Opcode::*;
     matches!(opc, SaveException | SaveExcClass | RestoreException | GuardException)
 }
@@ -155,7 +155,7 @@ pub(crate) fn hooked_in_direct_mode(opc: Opcode) -> bool {
 
 impl Gen<'_> {
     /// `n` consecutive frame words for hook operands: the first spill slot.
-    fn hook_area(&mut self, n: u32) -> u32 {
+    pub(crate) fn hook_area(&mut self, n: u32) -> u32 {
         match self.hk.area {
             Some((first, len)) if len >= n => first,
             _ => {
@@ -193,7 +193,7 @@ impl Gen<'_> {
             for v in read {
                 if self
                     .reg_of(v)
-                    .is_some_and(|r| super::is_xmm(r) || super::CALLER_SAVED_GPR.contains(&r))
+                    .is_some_and(|r| is_xmm(r) || CALLER_SAVED_GPR.contains(&r))
                 {
                     self.ensure_slot(v)?;
                 }

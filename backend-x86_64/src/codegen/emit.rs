@@ -1,0 +1,516 @@
+//! Emission: the operand and condition types of the instruction helpers, the hand-encoded
+//! instructions (each checked against dynasm's bytes in the tests below), and the events the
+//! symbolic checker replays.
+
+use super::*;
+
+pub(super) const CHECK: bool = cfg!(any(test, feature = "checker"));
+
+pub(super) fn fits_i32(v: i64) -> bool {
+    v >= i32::MIN as i64 && v <= i32::MAX as i64
+}
+
+/// An operand of an integer ALU instruction.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(super) enum Opnd {
+    Reg(Reg),
+    Mem(i32),
+    Imm(i32),
+}
+
+/// A condition code.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(super) enum Cond {
+    E,
+    Ne,
+    L,
+    Le,
+    G,
+    Ge,
+    B,
+    Be,
+    A,
+    Ae,
+    O,
+    No,
+}
+
+impl Cond {
+    /// The condition's encoding (the low nibble of `jcc`, `setcc`, `cmovcc`).
+    pub(super) fn code(self) -> u8 {
+        use Cond::*;
+        match self {
+            O => 0x0,
+            No => 0x1,
+            B => 0x2,
+            Ae => 0x3,
+            E => 0x4,
+            Ne => 0x5,
+            Be => 0x6,
+            A => 0x7,
+            L => 0xc,
+            Ge => 0xd,
+            Le => 0xe,
+            G => 0xf,
+        }
+    }
+    pub(super) fn negate(self) -> Cond {
+        use Cond::*;
+        match self {
+            E => Ne,
+            Ne => E,
+            L => Ge,
+            Ge => L,
+            Le => G,
+            G => Le,
+            B => Ae,
+            Ae => B,
+            Be => A,
+            A => Be,
+            O => No,
+            No => O,
+        }
+    }
+    /// The condition with the operands swapped (`a < b` == `b > a`).
+    pub(super) fn swap(self) -> Cond {
+        use Cond::*;
+        match self {
+            L => G,
+            G => L,
+            Le => Ge,
+            Ge => Le,
+            B => A,
+            A => B,
+            Be => Ae,
+            Ae => Be,
+            c => c,
+        }
+    }
+    pub(super) fn of_cmp(opc: Opcode) -> Option<Cond> {
+        use Opcode::*;
+        Some(match opc {
+            IntLt => Cond::L,
+            IntLe => Cond::Le,
+            IntGt => Cond::G,
+            IntGe => Cond::Ge,
+            IntEq | PtrEq | InstancePtrEq => Cond::E,
+            IntNe | PtrNe | InstancePtrNe => Cond::Ne,
+            UintLt => Cond::B,
+            UintLe => Cond::Be,
+            UintGt => Cond::A,
+            UintGe => Cond::Ae,
+            _ => return None,
+        })
+    }
+}
+
+impl Gen<'_> {
+    // ------------------------------------------------------------------------------------
+    // Checker events
+    // ------------------------------------------------------------------------------------
+
+    pub(super) fn record(&self, e: Event) {
+        if CHECK {
+            self.events.borrow_mut().push(e);
+        }
+    }
+    pub(super) fn val(&self, v: Value) -> Val {
+        match v.data() {
+            ValueData::Op(o) => Val::Op(o.index() as u32),
+            ValueData::Const(c) => Val::Const(self.t.consts.get(c).bits()),
+        }
+    }
+    pub(super) fn record_use(&self, loc: Loc, v: usize) {
+        self.record(Event::Use {
+            loc,
+            val: Val::Op(v as u32),
+            at: self.pos as u32,
+        });
+    }
+    pub(super) fn expect(&self, loc: Loc, val: Val) {
+        self.record(Event::Expect {
+            loc,
+            val,
+            at: self.pos as u32,
+        });
+    }
+    pub(super) fn clobber(&self, regs: &[Reg]) {
+        for &r in regs {
+            self.record(Event::Clobber { reg: r });
+        }
+    }
+
+    /// Pad the code to a multiple of `align` bytes with the recommended multi-byte NOPs
+    /// (Intel SDM, "NOP"): a few instructions instead of up to `align - 1` one-byte ones.
+    pub(super) fn align_with_nops(&mut self, align: usize) {
+        const NOPS: [&[u8]; 9] = [
+            &[0x90],
+            &[0x66, 0x90],
+            &[0x0f, 0x1f, 0x00],
+            &[0x0f, 0x1f, 0x40, 0x00],
+            &[0x0f, 0x1f, 0x44, 0x00, 0x00],
+            &[0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00],
+            &[0x0f, 0x1f, 0x80, 0x00, 0x00, 0x00, 0x00],
+            &[0x0f, 0x1f, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00],
+            &[0x66, 0x0f, 0x1f, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00],
+        ];
+        let mut pad = (align - self.asm.offset().0 % align) % align;
+        while pad > 0 {
+            let n = pad.min(NOPS.len());
+            self.asm.extend(NOPS[n - 1]);
+            pad -= n;
+        }
+    }
+
+    /// `d <- [rbp + m]`. Frame words within 127 bytes of `rbp` (header, exit buffer, the
+    /// first slots) take the 8-bit displacement form, 3 bytes shorter. Hand-encoded (see
+    /// [`Gen::frame_insn`]): the allocator's most frequent instructions.
+    pub(super) fn load_frame(&mut self, d: Reg, m: i32) {
+        // mov r64, [rbp + m] (8B /r); movsd xmm, [rbp + m] (F2 0F 10 /r)
+        self.frame_move(d, m, 0x8b, 0x10);
+    }
+
+    /// `[rbp + m] <- s`, with the short displacement form when it fits.
+    pub(super) fn store_frame(&mut self, m: i32, s: Reg) {
+        // mov [rbp + m], r64 (89 /r); movsd [rbp + m], xmm (F2 0F 11 /r)
+        self.frame_move(s, m, 0x89, 0x11);
+    }
+
+    /// A 64-bit move between register `r` and `[rbp + m]`: `mov` with opcode `gpr_op`
+    /// (REX.W, REX.R for r8-r15) or `movsd` with `0F xmm_op` (F2, REX.R for xmm8-xmm15 only).
+    pub(super) fn frame_move(&mut self, r: Reg, m: i32, gpr_op: u8, xmm_op: u8) {
+        if is_xmm(r) {
+            match x(r) >= 8 {
+                true => self.frame_insn(u32::from_le_bytes([0xf2, 0x44, 0x0f, xmm_op]), 4, x(r), m),
+                false => self.frame_insn(u32::from_le_bytes([0xf2, 0x0f, xmm_op, 0]), 3, x(r), m),
+            }
+        } else {
+            self.frame_insn(u32::from_le_bytes([0x48 | (r >> 3) << 2, gpr_op, 0, 0]), 2, r, m);
+        }
+    }
+
+    /// An instruction whose memory operand is `[rbp + m]`: the `head_len` bytes of `head`
+    /// (prefixes, REX, opcode; little-endian), the ModRM byte for register field `reg` (its
+    /// low 3 bits; REX.R is in `head`) with base `rbp` and an 8- or 32-bit displacement, then
+    /// the displacement. One append instead of dynasm's push per byte; the encodings are the
+    /// ones dynasm produced (the code bytes of the compile benchmark's traces are unchanged).
+    #[inline]
+    pub(super) fn frame_insn(&mut self, head: u32, head_len: usize, reg: u8, m: i32) {
+        let (modrm, len) = match i8::try_from(m) {
+            Ok(d) => ((0x45 | (reg & 7) << 3) as u64 | (d as u8 as u64) << 8, 2),
+            Err(_) => ((0x85 | (reg & 7) << 3) as u64 | (m as u32 as u64) << 8, 5),
+        };
+        self.asm
+            .put(head as u128 | (modrm as u128) << (8 * head_len), head_len + len);
+    }
+
+    /// `mov d, s` between general-purpose registers (`REX.W 89 /r`), hand-encoded as
+    /// dynasm encodes it (`encoding_tests`): after the frame moves, the most frequent
+    /// instruction.
+    #[inline]
+    pub(super) fn mov_gpr(&mut self, d: Reg, s: Reg) {
+        let rex = 0x48 | (s >> 3) << 2 | d >> 3;
+        let modrm = 0xc0 | (s & 7) << 3 | (d & 7);
+        self.asm.put(u32::from_le_bytes([rex, 0x89, modrm, 0]) as u128, 3);
+    }
+
+    /// General-purpose register `d` <- the 64-bit constant `v`, in the shortest form:
+    /// `mov r32, imm32` (`B8+r`, zero-extending) up to `u32::MAX`, `mov r64, simm32`
+    /// (`REX.W C7 /0`) for small negative values, else `mov r64, imm64` (`REX.W B8+r`).
+    /// Hand-encoded as dynasm encodes them (`encoding_tests`), but for the REX prefix dynasm
+    /// puts on every `mov r32, imm32` with a register chosen at run time: here only when
+    /// the register needs it.
+    #[inline]
+    pub(super) fn mov_gpr_imm(&mut self, d: Reg, v: u64) {
+        let (lo, b) = (d & 7, d >> 3);
+        if v <= u32::MAX as u64 {
+            // An optional REX.B, then B8+r and the immediate.
+            let (head, n) = if b != 0 {
+                (0x41 | (0xb8 | lo as u32) << 8, 2)
+            } else {
+                (0xb8 | lo as u32, 1)
+            };
+            self.asm.put(head as u128 | (v as u128) << (8 * n), n + 4);
+        } else if fits_i32(v as i64) {
+            let head = u32::from_le_bytes([0x48 | b, 0xc7, 0xc0 | lo, 0]);
+            self.asm.put(head as u128 | (v as u32 as u128) << 24, 7);
+        } else {
+            self.asm.put(
+                u16::from_le_bytes([0x48 | b, 0xb8 | lo]) as u128 | (v as u128) << 16,
+                10,
+            );
+        }
+    }
+
+    /// `[rbp + m] <- r`: [`Gen::mov`] of a register into the frame, without its dispatch
+    /// (spills, exit stubs).
+    pub(super) fn store(&mut self, m: i32, r: Reg) {
+        self.record(Event::Move {
+            dst: Loc::Mem(m),
+            src: Loc::Reg(r),
+        });
+        self.store_frame(m, r);
+    }
+
+    pub(super) fn mov_imm_r11(&mut self, v: u64) {
+        if fits_i32(v as i64) {
+            dynasm!(self.asm ; .arch x64 ; mov r11, v as i64 as i32)
+        } else {
+            dynasm!(self.asm ; .arch x64 ; mov r11, QWORD v as i64)
+        }
+    }
+
+    // ------------------------------------------------------------------------------------
+    // Emission helpers
+    // ------------------------------------------------------------------------------------
+
+    pub(super) fn jcc(&mut self, c: Cond, l: DynamicLabel) {
+        match c {
+            Cond::E => dynasm!(self.asm ; .arch x64 ; je =>l),
+            Cond::Ne => dynasm!(self.asm ; .arch x64 ; jne =>l),
+            Cond::L => dynasm!(self.asm ; .arch x64 ; jl =>l),
+            Cond::Le => dynasm!(self.asm ; .arch x64 ; jle =>l),
+            Cond::G => dynasm!(self.asm ; .arch x64 ; jg =>l),
+            Cond::Ge => dynasm!(self.asm ; .arch x64 ; jge =>l),
+            Cond::B => dynasm!(self.asm ; .arch x64 ; jb =>l),
+            Cond::Be => dynasm!(self.asm ; .arch x64 ; jbe =>l),
+            Cond::A => dynasm!(self.asm ; .arch x64 ; ja =>l),
+            Cond::Ae => dynasm!(self.asm ; .arch x64 ; jae =>l),
+            Cond::O => dynasm!(self.asm ; .arch x64 ; jo =>l),
+            Cond::No => dynasm!(self.asm ; .arch x64 ; jno =>l),
+        }
+    }
+
+    /// `jcc rel32` to guard stub `s`, hand-encoded (`0F 80+cc`); the displacement is filled
+    /// in when the stubs are placed (see [`Gen::stub_jumps`]).
+    /// A jump (`opcode`, at most two bytes) with 32-bit displacement `rel`, in one append.
+    pub(super) fn rel32_insn(&mut self, opcode: &[u8], rel: i32) {
+        let (head, n) = match *opcode {
+            [a] => (a as u128, 1),
+            [a, b] => (a as u128 | (b as u128) << 8, 2),
+            _ => unreachable!("jump opcodes are one or two bytes"),
+        };
+        self.asm.put(head | (rel as u32 as u128) << (8 * n), n + 4);
+    }
+
+    /// `r11b = cond`.
+    pub(super) fn setcc_r11(&mut self, c: Cond) {
+        match c {
+            Cond::E => dynasm!(self.asm ; .arch x64 ; sete r11b),
+            Cond::Ne => dynasm!(self.asm ; .arch x64 ; setne r11b),
+            Cond::L => dynasm!(self.asm ; .arch x64 ; setl r11b),
+            Cond::Le => dynasm!(self.asm ; .arch x64 ; setle r11b),
+            Cond::G => dynasm!(self.asm ; .arch x64 ; setg r11b),
+            Cond::Ge => dynasm!(self.asm ; .arch x64 ; setge r11b),
+            Cond::B => dynasm!(self.asm ; .arch x64 ; setb r11b),
+            Cond::Be => dynasm!(self.asm ; .arch x64 ; setbe r11b),
+            Cond::A => dynasm!(self.asm ; .arch x64 ; seta r11b),
+            Cond::Ae => dynasm!(self.asm ; .arch x64 ; setae r11b),
+            Cond::O => dynasm!(self.asm ; .arch x64 ; seto r11b),
+            Cond::No => dynasm!(self.asm ; .arch x64 ; setno r11b),
+        }
+    }
+
+    /// `op dst, src` for a two-operand integer ALU instruction.
+    pub(super) fn alu(&mut self, opc: Opcode, d: Reg, s: Opnd) {
+        // Displacements and immediates that fit 8 bits take the short forms.
+        macro_rules! alu {
+            ($ins:ident) => {
+                match s {
+                    Opnd::Reg(s) => dynasm!(self.asm ; .arch x64 ; $ins Rq(d), Rq(s)),
+                    Opnd::Mem(m) => match i8::try_from(m) {
+                        Ok(b) => dynasm!(self.asm ; .arch x64 ; $ins Rq(d), QWORD [BYTE rbp + b]),
+                        Err(_) => dynasm!(self.asm ; .arch x64 ; $ins Rq(d), QWORD [rbp + m]),
+                    },
+                    Opnd::Imm(i) => match i8::try_from(i) {
+                        Ok(b) => dynasm!(self.asm ; .arch x64 ; $ins Rq(d), BYTE b),
+                        Err(_) => dynasm!(self.asm ; .arch x64 ; $ins Rq(d), i),
+                    },
+                }
+            };
+        }
+        match opc {
+            Opcode::IntAdd | Opcode::IntAddOvf => alu!(add),
+            Opcode::IntSub | Opcode::IntSubOvf => alu!(sub),
+            Opcode::IntAnd => alu!(and),
+            Opcode::IntOr => alu!(or),
+            Opcode::IntXor => alu!(xor),
+            Opcode::IntMul | Opcode::IntMulOvf => match s {
+                Opnd::Reg(s) => dynasm!(self.asm ; .arch x64 ; imul Rq(d), Rq(s)),
+                Opnd::Mem(m) => dynasm!(self.asm ; .arch x64 ; imul Rq(d), QWORD [rbp + m]),
+                Opnd::Imm(i) => dynasm!(self.asm ; .arch x64 ; imul Rq(d), Rq(d), i),
+            },
+            _ => unreachable!("not an ALU op: {opc}"),
+        }
+    }
+
+    /// `cmp a, b` where `a` is a register.
+    pub(super) fn cmp(&mut self, a: Reg, b: Opnd) {
+        match b {
+            Opnd::Reg(s) => dynasm!(self.asm ; .arch x64 ; cmp Rq(a), Rq(s)),
+            Opnd::Mem(m) => dynasm!(self.asm ; .arch x64 ; cmp Rq(a), QWORD [rbp + m]),
+            Opnd::Imm(i) => dynasm!(self.asm ; .arch x64 ; cmp Rq(a), i),
+        }
+    }
+
+    /// Load `size` bytes at `[base + disp]` into `d`, sign- or zero-extending.
+    pub(super) fn load_mem(&mut self, d: Reg, base: Reg, disp: i32, size: u8, signed: bool) {
+        if is_xmm(d) {
+            dynasm!(self.asm ; .arch x64 ; movsd Rx(x(d)), QWORD [Rq(base) + disp]);
+            return;
+        }
+        match (size, signed) {
+            (1, true) => dynasm!(self.asm ; .arch x64 ; movsx Rq(d), BYTE [Rq(base) + disp]),
+            (1, false) => dynasm!(self.asm ; .arch x64 ; movzx Rq(d), BYTE [Rq(base) + disp]),
+            (2, true) => dynasm!(self.asm ; .arch x64 ; movsx Rq(d), WORD [Rq(base) + disp]),
+            (2, false) => dynasm!(self.asm ; .arch x64 ; movzx Rq(d), WORD [Rq(base) + disp]),
+            (4, true) => dynasm!(self.asm ; .arch x64 ; movsxd Rq(d), DWORD [Rq(base) + disp]),
+            (4, false) => dynasm!(self.asm ; .arch x64 ; mov Rd(d), DWORD [Rq(base) + disp]),
+            _ => dynasm!(self.asm ; .arch x64 ; mov Rq(d), QWORD [Rq(base) + disp]),
+        }
+    }
+
+    /// Store the low `size` bytes of `v` at `[base + disp]`.
+    pub(super) fn store_mem(&mut self, base: Reg, disp: i32, v: Reg, size: u8) {
+        if is_xmm(v) {
+            dynasm!(self.asm ; .arch x64 ; movsd QWORD [Rq(base) + disp], Rx(x(v)));
+            return;
+        }
+        match size {
+            1 => dynasm!(self.asm ; .arch x64 ; mov BYTE [Rq(base) + disp], Rb(v)),
+            2 => dynasm!(self.asm ; .arch x64 ; mov WORD [Rq(base) + disp], Rw(v)),
+            4 => dynasm!(self.asm ; .arch x64 ; mov DWORD [Rq(base) + disp], Rd(v)),
+            _ => dynasm!(self.asm ; .arch x64 ; mov QWORD [Rq(base) + disp], Rq(v)),
+        }
+    }
+
+    /// Push one 8-byte stack argument (a float as its bits).
+    pub(super) fn push_arg(&mut self, src: Loc) {
+        match src {
+            Loc::Reg(r) if is_xmm(r) => {
+                dynasm!(self.asm ; .arch x64 ; sub rsp, 8 ; movsd QWORD [rsp], Rx(x(r)))
+            }
+            Loc::Reg(r) => dynasm!(self.asm ; .arch x64 ; push Rq(r)),
+            Loc::Mem(m) => dynasm!(self.asm ; .arch x64 ; push QWORD [rbp + m]),
+            // `push imm32` sign-extends to 64 bits.
+            Loc::Imm(v) if fits_i32(v as i64) => {
+                let v = v as i64 as i32;
+                dynasm!(self.asm ; .arch x64 ; push v)
+            }
+            Loc::Imm(v) => {
+                self.mov_imm_r11(v);
+                dynasm!(self.asm ; .arch x64 ; push r11)
+            }
+        }
+    }
+}
+
+/// The displacement of a jump whose instruction ends at code offset `end` to offset `to`.
+#[inline]
+pub(super) fn rel32(end: usize, to: usize) -> R<i32> {
+    i32::try_from(to as i64 - end as i64).map_err(|_| internal("jump out of 32-bit range".into()))
+}
+
+#[cfg(all(test, feature = "disasm"))]
+mod encoding_tests {
+    use super::*;
+    use iced_x86::{Decoder, DecoderOptions, Formatter, IntelFormatter};
+    use trace_ir::random::{random_trace, RandomConfig};
+
+    /// The instructions in `bytes`, as Intel syntax text.
+    fn decode(bytes: &[u8]) -> Vec<String> {
+        let mut dec = Decoder::new(64, bytes, DecoderOptions::NONE);
+        let mut fmt = IntelFormatter::new();
+        let mut out = Vec::new();
+        while dec.can_decode() {
+            let ins = dec.decode();
+            assert!(!ins.is_invalid(), "undecodable bytes {bytes:02x?}");
+            let mut text = String::new();
+            fmt.format(&ins, &mut text);
+            out.push(text);
+        }
+        out
+    }
+
+    /// The hand-encoded register moves are the bytes dynasm assembles for them, and the
+    /// constant loads decode to the instructions it assembles (one byte shorter for
+    /// `mov r32, imm32` into the first eight registers), for every pair of general-purpose
+    /// registers and constants at every boundary of the three forms.
+    #[test]
+    fn hand_encoded_register_moves_are_dynasm_bytes() {
+        let (t, _) = random_trace(&RandomConfig::default(), 1);
+        let mut g = Gen::new(&t, &CompileOptions::default()).unwrap();
+        for d in 0..16u8 {
+            for s in 0..16u8 {
+                g.mov_gpr(d, s);
+                let hand = g.asm.take();
+                dynasm!(g.asm ; .arch x64 ; mov Rq(d), Rq(s));
+                assert_eq!(hand, g.asm.take(), "mov {d}, {s}");
+            }
+            let imms = [
+                0u64,
+                1,
+                0x7f,
+                0x80,
+                0x7fff_ffff,
+                0x8000_0000,
+                u32::MAX as u64,
+                1 << 32,
+                -1i64 as u64,
+                i32::MIN as i64 as u64,
+                i32::MIN as i64 as u64 - 1,
+                0x1234_5678_9abc_def0,
+                u64::MAX - 0x8000_0000,
+            ];
+            for v in imms {
+                g.mov_gpr_imm(d, v);
+                let hand = g.asm.take();
+                if v <= u32::MAX as u64 {
+                    dynasm!(g.asm ; .arch x64 ; mov Rd(d), v as u32 as i32);
+                } else if fits_i32(v as i64) {
+                    dynasm!(g.asm ; .arch x64 ; mov Rq(d), v as i64 as i32);
+                } else {
+                    dynasm!(g.asm ; .arch x64 ; mov Rq(d), QWORD v as i64);
+                }
+                let reference = g.asm.take();
+                // dynasm puts a REX prefix on every `mov r32, imm32` with a register chosen at
+                // run time; the hand encoding only when the register needs one (r8d-r15d).
+                let (h, r) = (decode(&hand), decode(&reference));
+                assert_eq!(h.len(), 1, "{hand:02x?}");
+                assert_eq!(h, r, "mov {d}, {v:#x}: {hand:02x?} vs {reference:02x?}");
+                assert_eq!(hand.len() + usize::from(v <= u32::MAX as u64 && d < 8), reference.len());
+            }
+        }
+    }
+
+    /// The hand-encoded frame loads and stores decode to the instructions dynasm assembles
+    /// for them, for every register and displacements on both sides of the 8-bit form.
+    #[test]
+    fn hand_encoded_frame_moves_decode_as_dynasm_assembles_them() {
+        let (t, _) = random_trace(&RandomConfig::default(), 1);
+        let mut g = Gen::new(&t, &CompileOptions::default()).unwrap();
+        for r in (0..32u8).filter(|&r| r != 4 && r != 5 && r != 11) {
+            for m in [0, 8, -8, 120, 127, -128, 128, -129, 4096, 1 << 20, -(1 << 20)] {
+                let _ = g.asm.take();
+                g.load_frame(r, m);
+                g.store_frame(m, r);
+                let hand = g.asm.take();
+                match (is_xmm(r), i8::try_from(m)) {
+                    (true, Ok(b)) => dynasm!(g.asm ; .arch x64
+                        ; movsd Rx(x(r)), QWORD [BYTE rbp + b] ; movsd QWORD [BYTE rbp + b], Rx(x(r))),
+                    (true, Err(_)) => dynasm!(g.asm ; .arch x64
+                        ; movsd Rx(x(r)), QWORD [rbp + m] ; movsd QWORD [rbp + m], Rx(x(r))),
+                    (false, Ok(b)) => dynasm!(g.asm ; .arch x64
+                        ; mov Rq(r), QWORD [BYTE rbp + b] ; mov QWORD [BYTE rbp + b], Rq(r)),
+                    (false, Err(_)) => dynasm!(g.asm ; .arch x64
+                        ; mov Rq(r), QWORD [rbp + m] ; mov QWORD [rbp + m], Rq(r)),
+                }
+                let reference = g.asm.take();
+                let (h, d) = (decode(&hand), decode(&reference));
+                assert_eq!(h.len(), 2, "{hand:02x?}");
+                assert_eq!(h, d, "register {r}, displacement {m}: {hand:02x?} vs {reference:02x?}");
+                assert!(hand.len() <= reference.len());
+            }
+        }
+    }
+}

@@ -1,0 +1,118 @@
+//! Fusion: an op whose result only the next op reads passes it on in the flags (a comparison
+//! fused into its guard, an `int_and` tested for zero, an `_ovf` op and its overflow guard).
+
+use super::*;
+
+/// `x` was overwritten in place by `x = x + y` / `x - y` (an `_ovf` op, register `reg` holding
+/// the result of op `at`) although the fail arguments of the overflow guard right after it
+/// still name `x`: instead of copying `x` first on the hot path, that guard's exit stub
+/// recomputes it (wrapping) as `result - y` / `result + y`. `y` (an immediate, a register
+/// or a slot) is still in place at the exit: the overflow guard emits nothing but its jump.
+#[derive(Copy, Clone, Debug)]
+pub(super) struct Undo {
+    pub(super) val: usize,
+    pub(super) reg: Reg,
+    pub(super) at: usize,
+    pub(super) inverse: Opcode,
+    pub(super) y: Opnd,
+    pub(super) y_val: Value,
+}
+
+impl Gen<'_> {
+    /// Whether the boolean result of the op at `at` is only consumed by a directly following
+    /// `guard_true`/`guard_false` (so the comparison can jump on the flags).
+    pub(super) fn fusable(&self, at: usize) -> bool {
+        let t = self.t;
+        let Some(next) = t.ops.get(at + 1) else { return false };
+        matches!(next.opcode, Opcode::GuardTrue | Opcode::GuardFalse)
+            && next.args[0] == Value::op(OpRef::new(at))
+            && self.used_only_next(at)
+            && {
+                let mut also_fail_arg = false;
+                let mut seen = 0;
+                values_read(t, next, &mut |v| {
+                    if v == Value::op(OpRef::new(at)) {
+                        seen += 1;
+                    }
+                });
+                if seen > 1 {
+                    also_fail_arg = true;
+                }
+                !also_fail_arg
+            }
+    }
+
+    /// materialized as 0/1.
+    pub(super) fn bool_result(&mut self, at: usize, emit_cmp: impl FnOnce(&mut Self), c: Cond) -> R<()> {
+        if self.fusable(at) {
+            emit_cmp(self);
+            self.fused = Some(c);
+        } else {
+            let d = self.alloc_reg(Kind::Int, 0)?;
+            emit_cmp(self);
+            self.setcc_r11(c);
+            dynasm!(self.asm ; .arch x64 ; movzx Rq(d), r11b);
+            self.def(d);
+        }
+        Ok(())
+    }
+
+    /// `int_and(x, y)` at `at` whose value is only tested for zero: by a directly
+    /// following `guard_true`/`guard_false`, or by an `int_is_true`, `int_is_zero`,
+    /// `int_ne(_, 0)` or `int_eq(_, 0)` that is itself fused into the next guard. Then emit
+    /// `test x, y` (the flags `and` would set, without a result) and return true; the
+    /// comparison finds the flags through `and_flags`.
+    pub(super) fn and_test(&mut self, at: usize, x: Value, y: Value) -> R<bool> {
+        use Opcode::*;
+        let t = self.t;
+        let me = Value::op(OpRef::new(at));
+        let direct = self.fusable(at);
+        let via = !direct
+            && self.used_only_next(at)
+            && t.ops.get(at + 1).is_some_and(|n| match n.opcode {
+                IntIsTrue | IntIsZero => n.args[0] == me,
+                IntNe | IntEq => {
+                    (n.args[0] == me && t.const_int(n.args[1]) == Some(0))
+                        || (n.args[1] == me && t.const_int(n.args[0]) == Some(0))
+                }
+                _ => false,
+            })
+            && self.fusable(at + 1);
+        if !direct && !via {
+            return Ok(false);
+        }
+        let rx = self.load(x)?;
+        match self.opnd(y)? {
+            Opnd::Reg(r) => dynasm!(self.asm ; .arch x64 ; test Rq(rx), Rq(r)),
+            Opnd::Mem(m) => dynasm!(self.asm ; .arch x64 ; test QWORD [rbp + m], Rq(rx)),
+            // The low byte alone when the mask has no other bits (`test r8, imm8`).
+            Opnd::Imm(i) if (0..=0xff).contains(&i) => {
+                let b = i as u8 as i8;
+                dynasm!(self.asm ; .arch x64 ; test Rb(rx), BYTE b)
+            }
+            Opnd::Imm(i) => dynasm!(self.asm ; .arch x64 ; test Rq(rx), i),
+        }
+        if direct {
+            // Non-zero is true.
+            self.fused = Some(Cond::Ne);
+        } else {
+            self.and_flags = Some(at);
+        }
+        Ok(true)
+    }
+
+    /// Whether `v` is in a register and, after the current op (an `_ovf` op), is read only
+    /// by the overflow guard right after it, through its fail arguments or virtual fields
+    /// (so the op may overwrite it; see [`Undo`]).
+    pub(super) fn undoable(&self, v: Value) -> bool {
+        let Some(o) = v.as_op() else { return false };
+        let o = o.index();
+        self.reg_of(o).is_some()
+            && self.last_use[o] as usize == self.pos + 1
+            && self
+                .t
+                .ops
+                .get(self.pos + 1)
+                .is_some_and(|g| matches!(g.opcode, Opcode::GuardNoOverflow | Opcode::GuardOverflow))
+    }
+}

@@ -1,0 +1,91 @@
+//! Moves between locations: one move of any kind, and parallel moves (label entry, the
+//! loop's back edge, call arguments).
+
+use super::*;
+
+/// Whether [`Gen::mov`] of `src` into `dst` goes through the scratch register `r11`:
+/// frame to frame, a 64-bit immediate into a slot, a non-zero immediate into an XMM
+/// register. (Kept beside `mov`'s cases: `parallel_move` breaks cycles through `r11` only
+/// when no move of its set uses it.)
+pub(super) fn mov_uses_r11(dst: Loc, src: Loc) -> bool {
+    match (dst, src) {
+        (Loc::Mem(_), Loc::Mem(_)) => true,
+        (Loc::Mem(_), Loc::Imm(v)) => !fits_i32(v as i64),
+        (Loc::Reg(r), Loc::Imm(v)) => is_xmm(r) && v != 0,
+        _ => false,
+    }
+}
+
+impl Gen<'_> {
+    // ------------------------------------------------------------------------------------
+    // Moves
+    // ------------------------------------------------------------------------------------
+
+    /// One move between any two locations (`Mem <- Mem` goes through `r11`, see
+    /// [`mov_uses_r11`]).
+    pub(super) fn mov(&mut self, dst: Loc, src: Loc) {
+        self.record(Event::Move { dst, src });
+        match (dst, src) {
+            _ if dst == src => {}
+            (Loc::Reg(d), Loc::Reg(s)) => match (is_xmm(d), is_xmm(s)) {
+                (false, false) => self.mov_gpr(d, s),
+                (true, true) => dynasm!(self.asm ; .arch x64 ; movaps Rx(x(d)), Rx(x(s))),
+                (true, false) => dynasm!(self.asm ; .arch x64 ; movq Rx(x(d)), Rq(s)),
+                (false, true) => dynasm!(self.asm ; .arch x64 ; movq Rq(d), Rx(x(s))),
+            },
+            (Loc::Reg(d), Loc::Mem(m)) => self.load_frame(d, m),
+            (Loc::Reg(d), Loc::Imm(v)) => {
+                if is_xmm(d) {
+                    if v == 0 {
+                        dynasm!(self.asm ; .arch x64 ; xorps Rx(x(d)), Rx(x(d)))
+                    } else {
+                        self.mov_imm_r11(v);
+                        dynasm!(self.asm ; .arch x64 ; movq Rx(x(d)), r11)
+                    }
+                } else {
+                    // Zero too: not `xor`, moves must not disturb the flags (fused guards).
+                    self.mov_gpr_imm(d, v)
+                }
+            }
+            (Loc::Mem(m), Loc::Reg(s)) => self.store_frame(m, s),
+            (Loc::Mem(m), Loc::Mem(s)) => match (i8::try_from(s), i8::try_from(m)) {
+                (Ok(s), Ok(m)) => dynasm!(self.asm ; .arch x64 ; mov r11, [BYTE rbp + s] ; mov [BYTE rbp + m], r11),
+                (Ok(s), Err(_)) => dynasm!(self.asm ; .arch x64 ; mov r11, [BYTE rbp + s] ; mov [rbp + m], r11),
+                (Err(_), Ok(m)) => dynasm!(self.asm ; .arch x64 ; mov r11, [rbp + s] ; mov [BYTE rbp + m], r11),
+                (Err(_), Err(_)) => dynasm!(self.asm ; .arch x64 ; mov r11, [rbp + s] ; mov [rbp + m], r11),
+            },
+            (Loc::Mem(m), Loc::Imm(v)) => {
+                if fits_i32(v as i64) {
+                    let v = v as i64 as i32;
+                    match i8::try_from(m) {
+                        Ok(b) => dynasm!(self.asm ; .arch x64 ; mov QWORD [BYTE rbp + b], v),
+                        Err(_) => dynasm!(self.asm ; .arch x64 ; mov QWORD [rbp + m], v),
+                    }
+                } else {
+                    self.mov_imm_r11(v);
+                    self.store_frame(m, 11);
+                }
+            }
+            (Loc::Imm(_), _) => unreachable!("move into an immediate"),
+        }
+    }
+
+    /// Perform `moves` (`(dst, src)`) as if simultaneously. A cycle is broken through the
+    /// scratch register `r11` unless one of the moves needs `r11` itself (frame to frame,
+    /// a 64-bit immediate into a slot or an XMM register), then through the frame's
+    /// parallel-move temporary.
+    pub(super) fn parallel_move(&mut self, moves: &[(Loc, Loc)]) {
+        let temp = if moves.iter().any(|&(d, s)| mov_uses_r11(d, s)) {
+            Loc::Mem(TEMP_DISP)
+        } else {
+            Loc::Reg(11)
+        };
+        let mut seq = std::mem::take(&mut self.pm_seq);
+        sequentialize_into(moves, temp, &mut self.pm_pending, &mut seq);
+        for &(d, s) in &seq {
+            self.mov(d, s);
+        }
+        seq.clear();
+        self.pm_seq = seq;
+    }
+}

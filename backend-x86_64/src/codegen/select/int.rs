@@ -1,0 +1,416 @@
+//! Instruction selection of integer ops: ALU, unary ops, copies, shifts, division,
+//! sign extension and comparisons.
+
+use super::super::*;
+
+impl Gen<'_> {
+    /// `add`, `sub`, `and`, `or`, `xor`, `mul` and their `_ovf` forms.
+    pub(super) fn int_binary(&mut self, at: usize) -> R<()> {
+        use Opcode::*;
+        let t = self.t;
+        let op = &t.ops[at];
+        let opc = op.opcode;
+        let args: &[Value] = &op.args;
+        let a = |i: usize| args[i];
+        let (mut x, mut y) = (a(0), a(1));
+        if opc.is_commutative() && x.is_const() && !y.is_const() {
+            std::mem::swap(&mut x, &mut y);
+        }
+        // A commutative op overwrites the operand that dies here, not a copy of the
+        // one that lives on.
+        if opc.is_commutative() {
+            if let (Some(xo), Some(yo)) = (x.as_op(), y.as_op()) {
+                let (xo, yo) = (xo.index(), yo.index());
+                if self.reg_of(xo).is_some() && self.reg_of(yo).is_some() && self.live_after(xo) && !self.live_after(yo)
+                {
+                    std::mem::swap(&mut x, &mut y);
+                }
+            }
+        }
+        if opc == IntAnd && !x.is_const() {
+            // Only tested for zero: `test`, no result.
+            if self.and_test(at, x, y)? {
+                return Ok(());
+            }
+            // Zero-extending moves for the masks of the low 8, 16 and 32 bits.
+            if let Some(c @ (0xff | 0xffff | 0xffff_ffff)) = t.const_int(y) {
+                let (d, s) = self.three_operand(x, Kind::Int)?;
+                match (c, s) {
+                    (0xff, Opnd::Reg(r)) => dynasm!(self.asm ; .arch x64 ; movzx Rd(d), Rb(r)),
+                    (0xff, Opnd::Mem(m)) => dynasm!(self.asm ; .arch x64 ; movzx Rd(d), BYTE [rbp + m]),
+                    (0xffff, Opnd::Reg(r)) => dynasm!(self.asm ; .arch x64 ; movzx Rd(d), Rw(r)),
+                    (0xffff, Opnd::Mem(m)) => dynasm!(self.asm ; .arch x64 ; movzx Rd(d), WORD [rbp + m]),
+                    (_, Opnd::Reg(r)) => dynasm!(self.asm ; .arch x64 ; mov Rd(d), Rd(r)),
+                    (_, Opnd::Mem(m)) => dynasm!(self.asm ; .arch x64 ; mov Rd(d), DWORD [rbp + m]),
+                    (_, Opnd::Imm(_)) => unreachable!("three_operand gives a register or a slot"),
+                }
+                self.def(d);
+                return Ok(());
+            }
+        }
+        // `imul d, x, imm`: no copy of `x`.
+        if matches!(opc, IntMul | IntMulOvf) && !x.is_const() {
+            if let Some(c) = t.const_int(y).filter(|&c| fits_i32(c)) {
+                let (d, s) = self.three_operand(x, Kind::Int)?;
+                match (i8::try_from(c), s) {
+                    (Ok(b), Opnd::Reg(r)) => dynasm!(self.asm ; .arch x64 ; imul Rq(d), Rq(r), BYTE b),
+                    (Ok(b), Opnd::Mem(m)) => {
+                        dynasm!(self.asm ; .arch x64 ; imul Rq(d), QWORD [rbp + m], BYTE b)
+                    }
+                    (Err(_), Opnd::Reg(r)) => {
+                        let c = c as i32;
+                        dynasm!(self.asm ; .arch x64 ; imul Rq(d), Rq(r), c)
+                    }
+                    (Err(_), Opnd::Mem(m)) => {
+                        let c = c as i32;
+                        dynasm!(self.asm ; .arch x64 ; imul Rq(d), QWORD [rbp + m], c)
+                    }
+                    (_, Opnd::Imm(_)) => unreachable!("three_operand gives a register or a slot"),
+                }
+                self.def(d);
+                if opc.is_ovf() {
+                    self.fused = Some(Cond::O);
+                }
+                return Ok(());
+            }
+        }
+        // `lea` for add/sub of a constant or add of two registers into a different
+        // register: when `x` lives on, or the loop's jump wants the result elsewhere.
+        if matches!(opc, IntAdd | IntSub) {
+            if let (Some(xo), Some(rx)) = (x.as_op(), x.as_op().and_then(|o| self.reg_of(o.index()))) {
+                let xo = xo.index();
+                let elsewhere = self.live_after(xo) || self.jump_hint(Kind::Int).is_some();
+                if let Some(c) = t.const_int(y) {
+                    let c = if opc == IntSub { c.checked_neg() } else { Some(c) };
+                    if let Some(c) = c.filter(|&c| fits_i32(c) && elsewhere) {
+                        self.record_use(Loc::Reg(rx), xo);
+                        self.pin(rx);
+                        let d = self.alloc_result(Kind::Int)?;
+                        let c = c as i32;
+                        dynasm!(self.asm ; .arch x64 ; lea Rq(d), [Rq(rx) + c]);
+                        self.def(d);
+                        return Ok(());
+                    }
+                } else if let (IntAdd, Loc::Reg(ry), true) = (opc, self.loc(y)?, elsewhere) {
+                    self.record_use(Loc::Reg(rx), xo);
+                    self.pin(rx);
+                    self.pin(ry);
+                    let d = self.alloc_result(Kind::Int)?;
+                    dynasm!(self.asm ; .arch x64 ; lea Rq(d), [Rq(rx) + Rq(ry)]);
+                    self.def(d);
+                    return Ok(());
+                }
+            }
+        }
+        // An `_ovf` add/sub overwrites an operand that only the overflow guard's exit
+        // still reports; the exit recomputes it (see `Undo`).
+        if matches!(opc, IntAddOvf | IntSubOvf) {
+            if opc == IntAddOvf && !self.undoable(x) && self.undoable(y) {
+                std::mem::swap(&mut x, &mut y);
+            }
+            if self.undoable(x) && x != y {
+                let xo = x.as_op().unwrap().index();
+                let y_opnd = match self.loc(y)? {
+                    Loc::Imm(b) if fits_i32(b as i64) => Some(Opnd::Imm(b as i64 as i32)),
+                    Loc::Imm(_) => None,
+                    Loc::Reg(r) => {
+                        self.pin(r);
+                        Some(Opnd::Reg(r))
+                    }
+                    Loc::Mem(m) => Some(Opnd::Mem(m)),
+                };
+                if let Some(s) = y_opnd {
+                    let rx = self.reg_of(xo).unwrap();
+                    self.record_use(Loc::Reg(rx), xo);
+                    self.release(rx);
+                    self.pin(rx);
+                    self.alu(opc, rx, s);
+                    self.def(rx);
+                    self.fused = Some(Cond::O);
+                    self.undo = Some(Undo {
+                        val: xo,
+                        reg: rx,
+                        at,
+                        inverse: if opc == IntAddOvf { IntSub } else { IntAdd },
+                        y: s,
+                        y_val: y,
+                    });
+                    return Ok(());
+                }
+            }
+        }
+        let s = self.opnd(y)?;
+        let d = self.copy_to_new(x, Kind::Int)?;
+        self.alu(opc, d, s);
+        self.def(d);
+        if opc.is_ovf() {
+            self.fused = Some(Cond::O);
+        }
+        Ok(())
+    }
+
+    /// `int_neg`, `int_invert`.
+    pub(super) fn int_neg_invert(&mut self, at: usize) -> R<()> {
+        use Opcode::*;
+        let t = self.t;
+        let op = &t.ops[at];
+        let opc = op.opcode;
+        let args: &[Value] = &op.args;
+        let a = |i: usize| args[i];
+        let d = self.copy_to_new(a(0), Kind::Int)?;
+        if opc == IntNeg {
+            dynasm!(self.asm ; .arch x64 ; neg Rq(d));
+        } else {
+            dynasm!(self.asm ; .arch x64 ; not Rq(d));
+        }
+        self.def(d);
+        Ok(())
+    }
+
+    /// `same_as_*` and pointer casts: a copy.
+    pub(super) fn int_copy(&mut self, at: usize) -> R<()> {
+        let t = self.t;
+        let op = &t.ops[at];
+        let opc = op.opcode;
+        let args: &[Value] = &op.args;
+        let a = |i: usize| args[i];
+        let kind = opc.result_kind();
+        let d = self.copy_to_new(a(0), kind)?;
+        self.def(d);
+        Ok(())
+    }
+
+    /// `int_force_ge_zero`.
+    pub(super) fn int_force_ge_zero(&mut self, at: usize) -> R<()> {
+        let t = self.t;
+        let op = &t.ops[at];
+        let args: &[Value] = &op.args;
+        let a = |i: usize| args[i];
+        let d = self.copy_to_new(a(0), Kind::Int)?;
+        dynasm!(self.asm ; .arch x64 ; xor r11d, r11d ; test Rq(d), Rq(d) ; cmovl Rq(d), r11);
+        self.def(d);
+        Ok(())
+    }
+
+    /// `uint_mul_high`: `mul`, the high half in `rdx`.
+    pub(super) fn uint_mul_high(&mut self, at: usize) -> R<()> {
+        let t = self.t;
+        let op = &t.ops[at];
+        let args: &[Value] = &op.args;
+        let a = |i: usize| args[i];
+        self.take_reg(RAX)?;
+        self.take_reg(RDX)?;
+        let (x, y) = if a(0).is_const() { (a(1), a(0)) } else { (a(0), a(1)) };
+        let sx = self.loc(x)?;
+        self.mov(Loc::Reg(RAX), sx);
+        match self.loc(y)? {
+            Loc::Reg(r) => dynasm!(self.asm ; .arch x64 ; mul Rq(r)),
+            Loc::Mem(m) => dynasm!(self.asm ; .arch x64 ; mul QWORD [rbp + m]),
+            Loc::Imm(v) => {
+                self.mov_imm_r11(v);
+                dynasm!(self.asm ; .arch x64 ; mul r11)
+            }
+        }
+        self.clobber(&[RAX, RDX]);
+        self.def(RDX);
+        Ok(())
+    }
+
+    /// Integer and pointer comparisons.
+    pub(super) fn int_compare(&mut self, at: usize, and_flags: Option<usize>) -> R<()> {
+        let t = self.t;
+        let op = &t.ops[at];
+        let opc = op.opcode;
+        let args: &[Value] = &op.args;
+        let a = |i: usize| args[i];
+        let mut c = Cond::of_cmp(opc).unwrap();
+        if let Some(p) = and_flags {
+            // `int_ne(and, 0)` / `int_eq(and, 0)`: the `test` of the `int_and` at `p`
+            // set the flags (see `and_test`).
+            debug_assert!(op.args.contains(&Value::op(OpRef::new(p))));
+            self.fused = Some(c);
+            return Ok(());
+        }
+        let (mut x, mut y) = (a(0), a(1));
+        if x.is_const() && !y.is_const() {
+            std::mem::swap(&mut x, &mut y);
+            c = c.swap();
+        }
+        let before = self.asm.offset().0;
+        let rx = self.load(x)?;
+        let s = self.opnd(y)?;
+        let bare = self.asm.offset().0 == before;
+        self.bool_result(at, |g| g.cmp(rx, s), c)?;
+        if bare && self.fused.is_some() && self.loop_first == Some(at) {
+            self.bare_cmp = Some((at, rx, s));
+        }
+        Ok(())
+    }
+
+    /// `int_is_true`, `int_is_zero`.
+    pub(super) fn int_is_true_zero(&mut self, at: usize, and_flags: Option<usize>) -> R<()> {
+        use Opcode::*;
+        let t = self.t;
+        let op = &t.ops[at];
+        let opc = op.opcode;
+        let args: &[Value] = &op.args;
+        let a = |i: usize| args[i];
+        let c = if opc == IntIsTrue { Cond::Ne } else { Cond::E };
+        if let Some(p) = and_flags {
+            debug_assert_eq!(a(0), Value::op(OpRef::new(p)));
+            self.fused = Some(c);
+            return Ok(());
+        }
+        let rx = self.load(a(0))?;
+        self.bool_result(at, |g| dynasm!(g.asm ; .arch x64 ; test Rq(rx), Rq(rx)), c)?;
+        Ok(())
+    }
+
+    pub(crate) fn shift(&mut self, opc: Opcode, v: Value, amount: Value) -> R<()> {
+        if let Some(c) = self.t.const_int(amount) {
+            let d = self.copy_to_new(v, Kind::Int)?;
+            if (0..64).contains(&c) {
+                let c = c as i8;
+                match opc {
+                    Opcode::IntLshift => dynasm!(self.asm ; .arch x64 ; shl Rq(d), c),
+                    Opcode::IntRshift => dynasm!(self.asm ; .arch x64 ; sar Rq(d), c),
+                    _ => dynasm!(self.asm ; .arch x64 ; shr Rq(d), c),
+                }
+            } else {
+                let inv = self.invalid_exit();
+                self.jmp_stub(inv);
+            }
+            self.def(d);
+            return Ok(());
+        }
+        self.take_reg(RCX)?;
+        let s = self.loc(amount)?;
+        self.mov(Loc::Reg(RCX), s);
+        let inv = self.invalid_exit();
+        dynasm!(self.asm ; .arch x64 ; cmp rcx, 63);
+        self.jcc_stub(Cond::A, inv);
+        let d = self.copy_to_new(v, Kind::Int)?;
+        match opc {
+            Opcode::IntLshift => dynasm!(self.asm ; .arch x64 ; shl Rq(d), cl),
+            Opcode::IntRshift => dynasm!(self.asm ; .arch x64 ; sar Rq(d), cl),
+            _ => dynasm!(self.asm ; .arch x64 ; shr Rq(d), cl),
+        }
+        self.def(d);
+        Ok(())
+    }
+
+    /// Division and remainder (C and Python flavours). Never traps: a zero divisor is an
+    /// invalid operation, and `MININT / -1` wraps (quotient MININT, remainder 0).
+    pub(crate) fn divide(&mut self, opc: Opcode, v: Value, divisor: Value) -> R<()> {
+        self.take_reg(RAX)?;
+        self.take_reg(RDX)?;
+        let sv = self.loc(v)?;
+        let sd = self.loc(divisor)?;
+        self.mov(Loc::Reg(RAX), sv);
+        self.mov(Loc::Reg(11), sd);
+        let inv = self.invalid_exit();
+        let minus_one = self.asm.new_dynamic_label();
+        let done = self.asm.new_dynamic_label();
+        dynasm!(self.asm ; .arch x64 ; test r11, r11);
+        self.jcc_stub(Cond::E, inv);
+        dynasm!(self.asm
+            ; .arch x64
+            ; cmp r11, -1
+            ; je =>minus_one
+            ; cqo
+            ; idiv r11
+        );
+        match opc {
+            Opcode::IntPyDiv => {
+                // Floor: subtract one when the remainder is non-zero and its sign differs
+                // from the divisor's.
+                dynasm!(self.asm
+                    ; .arch x64
+                    ; test rdx, rdx
+                    ; jz =>done
+                    ; xor rdx, r11
+                    ; jns =>done
+                    ; sub rax, 1
+                    ; jmp =>done
+                );
+            }
+            Opcode::IntPyMod => {
+                let adjust = self.asm.new_dynamic_label();
+                dynasm!(self.asm
+                    ; .arch x64
+                    ; test rdx, rdx
+                    ; jz =>done
+                    ; xor r11, rdx
+                    ; js =>adjust
+                    ; jmp =>done
+                    ; =>adjust
+                    ; xor r11, rdx
+                    ; add rdx, r11
+                    ; jmp =>done
+                );
+            }
+            _ => dynasm!(self.asm ; .arch x64 ; jmp =>done),
+        }
+        dynasm!(self.asm
+            ; .arch x64
+            ; =>minus_one
+            ; neg rax
+            ; xor edx, edx
+            ; =>done
+        );
+        self.clobber(&[RAX, RDX]);
+        let r = if matches!(opc, Opcode::IntFloorDiv | Opcode::IntPyDiv) {
+            RAX
+        } else {
+            RDX
+        };
+        self.def(r);
+        Ok(())
+    }
+
+    /// Sign-extend the low `n` bytes (n in 1, 2, 4, 8; anything else is invalid).
+    pub(crate) fn signext(&mut self, v: Value, n: Value) -> R<()> {
+        if let Some(c) = self.t.const_int(n) {
+            let d = self.copy_to_new(v, Kind::Int)?;
+            match c {
+                1 => dynasm!(self.asm ; .arch x64 ; movsx Rq(d), Rb(d)),
+                2 => dynasm!(self.asm ; .arch x64 ; movsx Rq(d), Rw(d)),
+                4 => dynasm!(self.asm ; .arch x64 ; movsxd Rq(d), Rd(d)),
+                8 => {}
+                _ => {
+                    let inv = self.invalid_exit();
+                    self.jmp_stub(inv);
+                }
+            }
+            self.def(d);
+            return Ok(());
+        }
+        self.take_reg(RCX)?;
+        let s = self.loc(n)?;
+        self.mov(Loc::Reg(RCX), s);
+        let inv = self.invalid_exit();
+        let ok = self.asm.new_dynamic_label();
+        // Valid: n in {1, 2, 4, 8}; then shift left and back by 64 - 8n.
+        dynasm!(self.asm
+            ; .arch x64
+            ; cmp rcx, 1 ; je =>ok
+            ; cmp rcx, 2 ; je =>ok
+            ; cmp rcx, 4 ; je =>ok
+            ; cmp rcx, 8
+        );
+        self.jcc_stub(Cond::Ne, inv);
+        dynasm!(self.asm
+            ; .arch x64
+            ; =>ok
+            ; shl ecx, 3
+            ; neg ecx
+            ; add ecx, 64
+        );
+        self.clobber(&[RCX]);
+        let d = self.copy_to_new(v, Kind::Int)?;
+        // A shift by 64 is a shift by 0 on x86 (the count is masked), which is what n = 8 needs.
+        dynasm!(self.asm ; .arch x64 ; shl Rq(d), cl ; sar Rq(d), cl);
+        self.def(d);
+        Ok(())
+    }
+}
