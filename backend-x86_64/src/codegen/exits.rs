@@ -68,8 +68,9 @@ impl Gen<'_> {
     }
 
     /// Snapshot the fail arguments of the guard at the current op and jump to its stub when
-    /// `exit_if` holds.
-    pub(super) fn guard_exit(&mut self, exit_if: Cond) -> R<()> {
+    /// `exit_if` holds. With `undo` (an overflow guard), the operand its `_ovf` op overwrote
+    /// is recomputed by the stub (see [`Undo`]).
+    pub(super) fn guard_exit(&mut self, exit_if: Cond, undo: Option<Undo>) -> R<()> {
         let t = self.t;
         let g = t.ops[self.pos]
             .guard
@@ -77,7 +78,6 @@ impl Gen<'_> {
         let gd = t.guard(g);
         let mut words = std::mem::take(&mut self.stub_words);
         let first = words.len();
-        let undo = self.undo.take();
         let stub_index = self.stubs.len() as u32;
         let mut undos = std::mem::take(&mut self.undos);
         let mut slot_of = |fa: &FailArg, words: &mut Vec<Reg>, me: &Self| -> R<ExitSlot> {

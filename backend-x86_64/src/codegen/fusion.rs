@@ -1,7 +1,57 @@
 //! Fusion: an op whose result only the next op reads passes it on in the flags (a comparison
 //! fused into its guard, an `int_and` tested for zero, an `_ovf` op and its overflow guard).
+//!
+//! What passes is an explicit value, [`Fusion`]: the code generator hands each op the fusion
+//! its predecessor returned and keeps the one it returns for the next op, so no op reads
+//! state that an op further back left behind.
 
 use super::*;
+
+/// What an op leaves in the flags (and beside them) for the op right after it. Every op
+/// (labels included) consumes the fusion of the op before it; only the kinds of op named
+/// below read one.
+#[derive(Copy, Clone, Debug, Default)]
+pub(super) enum Fusion {
+    /// Nothing: the next op reads no flags.
+    #[default]
+    None,
+    /// A comparison (or an `int_and` tested for zero) fused into the `guard_true`/
+    /// `guard_false` right after it: the flags hold this condition when its boolean is true.
+    Cmp(Cond),
+    /// A [`Fusion::Cmp`] that is the loop body's first op, emitted as a bare `cmp x, y` of
+    /// label parameters and constants (no loads): its guard may rotate the loop (see
+    /// [`LoopTop`]).
+    LoopTest {
+        /// The condition the flags hold when the boolean is true.
+        cond: Cond,
+        /// The compared register.
+        x: Reg,
+        /// What it is compared with.
+        y: Opnd,
+    },
+    /// An `int_and` emitted as a `test` only (no result): the flags say whether its value
+    /// is zero, for the `int_is_true`, `int_is_zero`, `int_ne(_, 0)` or `int_eq(_, 0)`
+    /// right after it (see [`Gen::and_test`]), which passes them on to its guard.
+    AndTest {
+        /// The `int_and` op.
+        and: usize,
+    },
+    /// An `_ovf` op: the overflow flag for the overflow guard right after it, and the
+    /// operand it overwrote in place, if any (see [`Undo`]).
+    Overflow(Option<Undo>),
+}
+
+impl Fusion {
+    /// The condition the flags hold when the previous op's boolean is true (the overflow
+    /// flag for an `_ovf` op), if the previous op left one for a guard.
+    pub(super) fn flags(self) -> Option<Cond> {
+        match self {
+            Fusion::Cmp(c) | Fusion::LoopTest { cond: c, .. } => Some(c),
+            Fusion::Overflow(_) => Some(Cond::O),
+            Fusion::None | Fusion::AndTest { .. } => None,
+        }
+    }
+}
 
 /// `x` was overwritten in place by `x = x + y` / `x - y` (an `_ovf` op, register `reg` holding
 /// the result of op `at`) although the fail arguments of the overflow guard right after it
@@ -42,27 +92,27 @@ impl Gen<'_> {
             }
     }
 
-    /// materialized as 0/1.
-    pub(super) fn bool_result(&mut self, at: usize, emit_cmp: impl FnOnce(&mut Self), c: Cond) -> R<()> {
+    /// A comparison whose flags are set by `emit_cmp`: fused into the next guard (the
+    /// returned fusion), or materialized as 0/1.
+    pub(super) fn bool_result(&mut self, at: usize, emit_cmp: impl FnOnce(&mut Self), c: Cond) -> R<Fusion> {
         if self.fusable(at) {
             emit_cmp(self);
-            self.fused = Some(c);
-        } else {
-            let d = self.alloc_reg(Kind::Int, 0)?;
-            emit_cmp(self);
-            self.setcc_r11(c);
-            dynasm!(self.asm ; .arch x64 ; movzx Rq(d), r11b);
-            self.def(d);
+            return Ok(Fusion::Cmp(c));
         }
-        Ok(())
+        let d = self.alloc_reg(Kind::Int, 0)?;
+        emit_cmp(self);
+        self.setcc_r11(c);
+        dynasm!(self.asm ; .arch x64 ; movzx Rq(d), r11b);
+        self.def(d);
+        Ok(Fusion::None)
     }
 
     /// `int_and(x, y)` at `at` whose value is only tested for zero: by a directly
     /// following `guard_true`/`guard_false`, or by an `int_is_true`, `int_is_zero`,
     /// `int_ne(_, 0)` or `int_eq(_, 0)` that is itself fused into the next guard. Then emit
-    /// `test x, y` (the flags `and` would set, without a result) and return true; the
-    /// comparison finds the flags through `and_flags`.
-    pub(super) fn and_test(&mut self, at: usize, x: Value, y: Value) -> R<bool> {
+    /// `test x, y` (the flags `and` would set, without a result) and return the fusion for
+    /// the next op: the guard's condition, or [`Fusion::AndTest`] for the comparison.
+    pub(super) fn and_test(&mut self, at: usize, x: Value, y: Value) -> R<Option<Fusion>> {
         use Opcode::*;
         let t = self.t;
         let me = Value::op(OpRef::new(at));
@@ -79,7 +129,7 @@ impl Gen<'_> {
             })
             && self.fusable(at + 1);
         if !direct && !via {
-            return Ok(false);
+            return Ok(None);
         }
         let rx = self.load(x)?;
         match self.opnd(y)? {
@@ -92,13 +142,12 @@ impl Gen<'_> {
             }
             Opnd::Imm(i) => dynasm!(self.asm ; .arch x64 ; test Rq(rx), i),
         }
-        if direct {
+        Ok(Some(if direct {
             // Non-zero is true.
-            self.fused = Some(Cond::Ne);
+            Fusion::Cmp(Cond::Ne)
         } else {
-            self.and_flags = Some(at);
-        }
-        Ok(true)
+            Fusion::AndTest { and: at }
+        }))
     }
 
     /// Whether `v` is in a register and, after the current op (an `_ovf` op), is read only

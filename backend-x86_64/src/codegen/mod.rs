@@ -125,25 +125,13 @@ pub(crate) struct Gen<'t> {
     labels: HashMap<usize, LabelInfo>,
     start: Option<LabelInfo>,
     epilogue: DynamicLabel,
-    /// The op at `pos - 1` was a comparison fused into the guard at `pos`: its condition.
-    fused: Option<Cond>,
-    /// The op at `pos - 1` was an `int_and` emitted as `test` only (no register): the flags
-    /// say whether its value is zero, for the `int_is_true`/`int_is_zero`/`int_ne 0`/`int_eq 0`
-    /// at `pos` (see [`Gen::and_test`]).
-    and_flags: Option<usize>,
     /// The loop's `jump` (its position) and the fixed locations of its target label's
     /// parameters, once that label is emitted: results whose last use is the jump are put
     /// where it wants them when that register is free (see [`Gen::jump_hint`]).
     loop_jump: Option<(usize, Vec<Loc>)>,
-    /// The `_ovf` op at `pos - 1` overwrote an operand that only the exit of the overflow
-    /// guard at `pos` still reports (see [`Undo`]).
-    undo: Option<Undo>,
     /// The first op of the loop body (after the loop label's parameters), once that label
     /// is emitted.
     loop_first: Option<usize>,
-    /// The comparison at this op was fused and emitted as a bare `cmp` (no loads):
-    /// `(op, x, y)`.
-    bare_cmp: Option<(usize, Reg, Opnd)>,
     /// The loop is rotated (see [`LoopTop`]).
     loop_top: Option<LoopTop>,
     /// Per op, as a bit set: its value is known to be non-null (it passed a null check or
@@ -268,12 +256,8 @@ impl<'t> Gen<'t> {
             labels: HashMap::new(),
             start: None,
             epilogue,
-            fused: None,
-            and_flags: None,
             loop_jump: None,
-            undo: None,
             loop_first: None,
-            bare_cmp: None,
             loop_top: None,
             nonnull: vec![0; n.div_ceil(64)],
             in_bounds: Vec::new(),
@@ -315,15 +299,18 @@ impl<'t> Gen<'t> {
         });
 
         let mut i = t.num_inputs;
+        // What the previous op left in the flags for the current one.
+        let mut fusion = Fusion::None;
         while i < t.ops.len() {
             self.pos = i;
             let begin = self.asm.offset().0;
             let op = &t.ops[i];
             if op.opcode == Opcode::Label {
                 self.label(i)?;
+                fusion = Fusion::None;
                 i += 1 + op.args.len();
             } else {
-                self.op(i)?;
+                fusion = self.op(i, fusion)?;
                 i += 1;
             }
             self.end_op();

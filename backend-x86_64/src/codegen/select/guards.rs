@@ -5,7 +5,7 @@ use super::super::*;
 
 impl Gen<'_> {
     /// `guard_true`, `guard_false`: on the flags of a fused comparison, or a test of the value.
-    pub(super) fn guard_bool(&mut self, at: usize, fused: Option<Cond>) -> R<()> {
+    pub(super) fn guard_bool(&mut self, at: usize, fusion: Fusion) -> R<()> {
         use Opcode::*;
         let t = self.t;
         let op = &t.ops[at];
@@ -13,15 +13,14 @@ impl Gen<'_> {
         let args: &[Value] = &op.args;
         let a = |i: usize| args[i];
         let exit_if_true = opc == GuardFalse;
-        match fused {
+        match fusion.flags() {
             Some(c) => {
                 let exit_if = if exit_if_true { c } else { c.negate() };
-                self.guard_exit(exit_if)?;
+                self.guard_exit(exit_if, None)?;
                 self.learn_in_bounds(at - 1, opc == GuardTrue);
-                if let Some((cmp_at, rx, s)) = self.bare_cmp.take().filter(|b| b.0 + 1 == at) {
+                if let Fusion::LoopTest { x: rx, y: s, .. } = fusion {
                     // The loop's first test: rotate (see `LoopTop`). The body starts on
                     // a 64-byte boundary (the NOPs run once per entry).
-                    let _ = cmp_at;
                     let stub = self.stubs.len() as u32 - 1;
                     let body = self.asm.new_dynamic_label();
                     self.align_with_nops(64);
@@ -41,20 +40,27 @@ impl Gen<'_> {
                     Opnd::Mem(m) => dynasm!(self.asm ; .arch x64 ; cmp QWORD [rbp + m], 0),
                     Opnd::Imm(i) => dynasm!(self.asm ; .arch x64 ; mov r11d, i ; test r11, r11),
                 }
-                self.guard_exit(if exit_if_true { Cond::Ne } else { Cond::E })?;
+                self.guard_exit(if exit_if_true { Cond::Ne } else { Cond::E }, None)?;
             }
         }
         Ok(())
     }
 
     /// `guard_no_overflow`, `guard_overflow`: on the flags of the `_ovf` op.
-    pub(super) fn guard_overflow(&mut self, at: usize, fused: Option<Cond>) -> R<()> {
-        use Opcode::*;
-        let t = self.t;
-        let op = &t.ops[at];
-        let opc = op.opcode;
-        let c = fused.ok_or_else(|| bad("overflow guard without a preceding _ovf op"))?;
-        self.guard_exit(if opc == GuardNoOverflow { c } else { c.negate() })?;
+    pub(super) fn guard_overflow(&mut self, at: usize, fusion: Fusion) -> R<()> {
+        let c = fusion
+            .flags()
+            .ok_or_else(|| bad("overflow guard without a preceding _ovf op"))?;
+        let undo = match fusion {
+            Fusion::Overflow(undo) => undo,
+            _ => None,
+        };
+        let exit_if = if self.t.ops[at].opcode == Opcode::GuardNoOverflow {
+            c
+        } else {
+            c.negate()
+        };
+        self.guard_exit(exit_if, undo)?;
         Ok(())
     }
 
@@ -81,7 +87,7 @@ impl Gen<'_> {
             let s = self.opnd(q)?;
             self.cmp(r, s);
         }
-        self.guard_exit(Cond::Ne)?;
+        self.guard_exit(Cond::Ne, None)?;
         Ok(())
     }
 
@@ -98,7 +104,7 @@ impl Gen<'_> {
             Opnd::Mem(m) => dynasm!(self.asm ; .arch x64 ; cmp QWORD [rbp + m], 0),
             Opnd::Imm(i) => dynasm!(self.asm ; .arch x64 ; mov r11d, i ; test r11, r11),
         }
-        self.guard_exit(if opc == GuardNonnull { Cond::E } else { Cond::Ne })?;
+        self.guard_exit(if opc == GuardNonnull { Cond::E } else { Cond::Ne }, None)?;
         if opc == GuardNonnull {
             self.make_nonnull(a(0));
         }
@@ -123,7 +129,7 @@ impl Gen<'_> {
         if opc == GuardNonnullClass {
             dynasm!(self.asm ; .arch x64 ; test Rq(r), Rq(r));
             // Both branches share one stub: nothing moves between them.
-            self.guard_exit(Cond::E)?;
+            self.guard_exit(Cond::E, None)?;
             self.make_nonnull(a(0));
         }
         match self.loc(a(1))? {
@@ -139,7 +145,7 @@ impl Gen<'_> {
         if opc == GuardNonnullClass {
             self.jcc_stub(Cond::Ne, self.stubs.len() as u32 - 1);
         } else {
-            self.guard_exit(Cond::Ne)?;
+            self.guard_exit(Cond::Ne, None)?;
         }
         Ok(())
     }

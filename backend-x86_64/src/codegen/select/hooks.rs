@@ -221,7 +221,7 @@ impl Gen<'_> {
         self.jcc_stub(Cond::E, inv);
         if guard {
             dynasm!(self.asm ; .arch x64 ; cmp eax, fails);
-            self.guard_exit(Cond::E)?;
+            self.guard_exit(Cond::E, None)?;
         }
         let kind = opc.result_kind();
         if kind != Kind::Void {

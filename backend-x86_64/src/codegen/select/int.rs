@@ -5,7 +5,7 @@ use super::super::*;
 
 impl Gen<'_> {
     /// `add`, `sub`, `and`, `or`, `xor`, `mul` and their `_ovf` forms.
-    pub(super) fn int_binary(&mut self, at: usize) -> R<()> {
+    pub(super) fn int_binary(&mut self, at: usize) -> R<Fusion> {
         use Opcode::*;
         let t = self.t;
         let op = &t.ops[at];
@@ -29,8 +29,8 @@ impl Gen<'_> {
         }
         if opc == IntAnd && !x.is_const() {
             // Only tested for zero: `test`, no result.
-            if self.and_test(at, x, y)? {
-                return Ok(());
+            if let Some(fusion) = self.and_test(at, x, y)? {
+                return Ok(fusion);
             }
             // Zero-extending moves for the masks of the low 8, 16 and 32 bits.
             if let Some(c @ (0xff | 0xffff | 0xffff_ffff)) = t.const_int(y) {
@@ -45,7 +45,7 @@ impl Gen<'_> {
                     (_, Opnd::Imm(_)) => unreachable!("three_operand gives a register or a slot"),
                 }
                 self.def(d);
-                return Ok(());
+                return Ok(Fusion::None);
             }
         }
         // `imul d, x, imm`: no copy of `x`.
@@ -68,10 +68,11 @@ impl Gen<'_> {
                     (_, Opnd::Imm(_)) => unreachable!("three_operand gives a register or a slot"),
                 }
                 self.def(d);
-                if opc.is_ovf() {
-                    self.fused = Some(Cond::O);
-                }
-                return Ok(());
+                return Ok(if opc.is_ovf() {
+                    Fusion::Overflow(None)
+                } else {
+                    Fusion::None
+                });
             }
         }
         // `lea` for add/sub of a constant or add of two registers into a different
@@ -89,7 +90,7 @@ impl Gen<'_> {
                         let c = c as i32;
                         dynasm!(self.asm ; .arch x64 ; lea Rq(d), [Rq(rx) + c]);
                         self.def(d);
-                        return Ok(());
+                        return Ok(Fusion::None);
                     }
                 } else if let (IntAdd, Loc::Reg(ry), true) = (opc, self.loc(y)?, elsewhere) {
                     self.record_use(Loc::Reg(rx), xo);
@@ -98,7 +99,7 @@ impl Gen<'_> {
                     let d = self.alloc_result(Kind::Int)?;
                     dynasm!(self.asm ; .arch x64 ; lea Rq(d), [Rq(rx) + Rq(ry)]);
                     self.def(d);
-                    return Ok(());
+                    return Ok(Fusion::None);
                 }
             }
         }
@@ -126,16 +127,14 @@ impl Gen<'_> {
                     self.pin(rx);
                     self.alu(opc, rx, s);
                     self.def(rx);
-                    self.fused = Some(Cond::O);
-                    self.undo = Some(Undo {
+                    return Ok(Fusion::Overflow(Some(Undo {
                         val: xo,
                         reg: rx,
                         at,
                         inverse: if opc == IntAddOvf { IntSub } else { IntAdd },
                         y: s,
                         y_val: y,
-                    });
-                    return Ok(());
+                    })));
                 }
             }
         }
@@ -143,10 +142,11 @@ impl Gen<'_> {
         let d = self.copy_to_new(x, Kind::Int)?;
         self.alu(opc, d, s);
         self.def(d);
-        if opc.is_ovf() {
-            self.fused = Some(Cond::O);
-        }
-        Ok(())
+        Ok(if opc.is_ovf() {
+            Fusion::Overflow(None)
+        } else {
+            Fusion::None
+        })
     }
 
     /// `int_neg`, `int_invert`.
@@ -217,19 +217,18 @@ impl Gen<'_> {
     }
 
     /// Integer and pointer comparisons.
-    pub(super) fn int_compare(&mut self, at: usize, and_flags: Option<usize>) -> R<()> {
+    pub(super) fn int_compare(&mut self, at: usize, fusion: Fusion) -> R<Fusion> {
         let t = self.t;
         let op = &t.ops[at];
         let opc = op.opcode;
         let args: &[Value] = &op.args;
         let a = |i: usize| args[i];
         let mut c = Cond::of_cmp(opc).unwrap();
-        if let Some(p) = and_flags {
-            // `int_ne(and, 0)` / `int_eq(and, 0)`: the `test` of the `int_and` at `p`
-            // set the flags (see `and_test`).
-            debug_assert!(op.args.contains(&Value::op(OpRef::new(p))));
-            self.fused = Some(c);
-            return Ok(());
+        if let Fusion::AndTest { and } = fusion {
+            // `int_ne(and, 0)` / `int_eq(and, 0)`: the `test` of the `int_and` set the flags
+            // (see `and_test`).
+            debug_assert!(op.args.contains(&Value::op(OpRef::new(and))));
+            return Ok(Fusion::Cmp(c));
         }
         let (mut x, mut y) = (a(0), a(1));
         if x.is_const() && !y.is_const() {
@@ -240,15 +239,15 @@ impl Gen<'_> {
         let rx = self.load(x)?;
         let s = self.opnd(y)?;
         let bare = self.asm.offset().0 == before;
-        self.bool_result(at, |g| g.cmp(rx, s), c)?;
-        if bare && self.fused.is_some() && self.loop_first == Some(at) {
-            self.bare_cmp = Some((at, rx, s));
-        }
-        Ok(())
+        let fusion = self.bool_result(at, |g| g.cmp(rx, s), c)?;
+        Ok(match fusion {
+            Fusion::Cmp(cond) if bare && self.loop_first == Some(at) => Fusion::LoopTest { cond, x: rx, y: s },
+            other => other,
+        })
     }
 
     /// `int_is_true`, `int_is_zero`.
-    pub(super) fn int_is_true_zero(&mut self, at: usize, and_flags: Option<usize>) -> R<()> {
+    pub(super) fn int_is_true_zero(&mut self, at: usize, fusion: Fusion) -> R<Fusion> {
         use Opcode::*;
         let t = self.t;
         let op = &t.ops[at];
@@ -256,14 +255,12 @@ impl Gen<'_> {
         let args: &[Value] = &op.args;
         let a = |i: usize| args[i];
         let c = if opc == IntIsTrue { Cond::Ne } else { Cond::E };
-        if let Some(p) = and_flags {
-            debug_assert_eq!(a(0), Value::op(OpRef::new(p)));
-            self.fused = Some(c);
-            return Ok(());
+        if let Fusion::AndTest { and } = fusion {
+            debug_assert_eq!(a(0), Value::op(OpRef::new(and)));
+            return Ok(Fusion::Cmp(c));
         }
         let rx = self.load(a(0))?;
-        self.bool_result(at, |g| dynasm!(g.asm ; .arch x64 ; test Rq(rx), Rq(rx)), c)?;
-        Ok(())
+        self.bool_result(at, |g| dynasm!(g.asm ; .arch x64 ; test Rq(rx), Rq(rx)), c)
     }
 
     pub(crate) fn shift(&mut self, opc: Opcode, v: Value, amount: Value) -> R<()> {

@@ -12,7 +12,9 @@ pub(super) use calls::ArgSrc;
 use super::*;
 
 impl Gen<'_> {
-    pub(crate) fn op(&mut self, at: usize) -> R<()> {
+    /// Compile the op at `at`, given what the op before it left in the flags (`fusion`);
+    /// returns what this op leaves for the next one.
+    pub(super) fn op(&mut self, at: usize, fusion: Fusion) -> R<Fusion> {
         use Opcode::*;
         let t = self.t;
         let op = &t.ops[at];
@@ -20,7 +22,6 @@ impl Gen<'_> {
         // The operands as a plain slice: one look at the small vector's inline/heap state.
         let args: &[Value] = &op.args;
         let a = |i: usize| args[i];
-        let fused = self.fused.take();
         if at > 0 && self.may_write(t.ops[at - 1].opcode) {
             self.in_bounds.clear();
             self.lens.clear();
@@ -28,16 +29,13 @@ impl Gen<'_> {
         if opc == ArraylenGc {
             self.lens.push(at);
         }
-        if self.undo.is_some_and(|u| u.at + 1 != at) {
-            self.undo = None;
-        }
-        let and_flags = self.and_flags.take();
         if self.hk.routes(opc) {
-            return self.hook_op(at);
+            self.hook_op(at)?;
+            return Ok(Fusion::None);
         }
         match opc {
             IntAdd | IntSub | IntAnd | IntOr | IntXor | IntMul | IntAddOvf | IntSubOvf | IntMulOvf => {
-                self.int_binary(at)?
+                return self.int_binary(at)
             }
             IntNeg | IntInvert => self.int_neg_invert(at)?,
             SameAsI | SameAsR | SameAsF | CastPtrToInt | CastIntToPtr => self.int_copy(at)?,
@@ -47,16 +45,16 @@ impl Gen<'_> {
             UintMulHigh => self.uint_mul_high(at)?,
             IntSignext => self.signext(a(0), a(1))?,
             IntLt | IntLe | IntGt | IntGe | IntEq | IntNe | UintLt | UintLe | UintGt | UintGe | PtrEq | PtrNe
-            | InstancePtrEq | InstancePtrNe => self.int_compare(at, and_flags)?,
-            IntIsTrue | IntIsZero => self.int_is_true_zero(at, and_flags)?,
+            | InstancePtrEq | InstancePtrNe => return self.int_compare(at, fusion),
+            IntIsTrue | IntIsZero => return self.int_is_true_zero(at, fusion),
             FloatAdd | FloatSub | FloatMul | FloatTrueDiv => self.float_binary(at)?,
             FloatNeg | FloatAbs => self.float_neg_abs(at)?,
             FloatLt | FloatLe | FloatGt | FloatGe | FloatEq | FloatNe => self.float_compare(at)?,
             CastIntToFloat => self.cast_int_to_float(at)?,
             CastFloatToInt => self.cast_float_to_int(at)?,
             ConvertFloatBytesToLonglong | ConvertLonglongBytesToFloat => self.convert_bytes(at)?,
-            GuardTrue | GuardFalse => self.guard_bool(at, fused)?,
-            GuardNoOverflow | GuardOverflow => self.guard_overflow(at, fused)?,
+            GuardTrue | GuardFalse => self.guard_bool(at, fusion)?,
+            GuardNoOverflow | GuardOverflow => self.guard_overflow(at, fusion)?,
             GuardValue => self.guard_value(at)?,
             GuardNonnull | GuardIsnull => self.guard_null(at)?,
             GuardClass | GuardNonnullClass | GuardSubclass => self.guard_class(at)?,
@@ -98,6 +96,6 @@ impl Gen<'_> {
                 }))
             }
         }
-        Ok(())
+        Ok(Fusion::None)
     }
 }
