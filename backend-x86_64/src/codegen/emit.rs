@@ -1,25 +1,48 @@
-//! Emission: the operand and condition types of the instruction helpers, the hand-encoded
-//! instructions (each checked against dynasm's bytes in the tests below), and the events the
-//! symbolic checker replays.
+//! Emission: the code buffer with the events the symbolic checker replays, the operand and
+//! condition types of the instruction helpers, and every hand-encoded instruction (frame
+//! moves, register moves, constant loads, `rel32` jumps, NOP padding), each checked against
+//! the bytes dynasm assembles for it in the tests below.
 
-use super::*;
+use super::regs::{is_xmm, x, Reg};
+use super::{internal, R};
+use crate::asm::CodeBuf;
+use crate::checker::{Event, Val};
+use crate::pmove::Loc;
+use dynasmrt::{dynasm, DynamicLabel, DynasmApi, DynasmLabelApi};
+use std::cell::RefCell;
+use trace_ir::Opcode;
 
+/// Whether code generation records events for the symbolic checker.
 pub(super) const CHECK: bool = cfg!(any(test, feature = "checker"));
 
+/// Whether `v` fits a sign-extended 32-bit immediate or displacement.
 pub(super) fn fits_i32(v: i64) -> bool {
     v >= i32::MIN as i64 && v <= i32::MAX as i64
+}
+
+/// The code being generated and, when [`CHECK`], the events the symbolic checker replays
+/// (every move, definition and clobber as it is emitted, every read the allocator claims).
+pub(super) struct Emitter {
+    /// The code buffer `dynasm!` assembles into.
+    pub(super) asm: CodeBuf,
+    /// The events for the checker (interior mutability: reads are recorded by queries).
+    events: RefCell<Vec<Event>>,
 }
 
 /// An operand of an integer ALU instruction.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub(super) enum Opnd {
+    /// A register.
     Reg(Reg),
+    /// A frame word (its displacement from `rbp`).
     Mem(i32),
+    /// A sign-extended 32-bit immediate.
     Imm(i32),
 }
 
 /// A condition code.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[allow(missing_docs)]
 pub(super) enum Cond {
     E,
     Ne,
@@ -54,6 +77,7 @@ impl Cond {
             G => 0xf,
         }
     }
+    /// The opposite condition.
     pub(super) fn negate(self) -> Cond {
         use Cond::*;
         match self {
@@ -86,6 +110,7 @@ impl Cond {
             c => c,
         }
     }
+    /// The condition under which a comparison op is true.
     pub(super) fn of_cmp(opc: Opcode) -> Option<Cond> {
         use Opcode::*;
         Some(match opc {
@@ -104,41 +129,65 @@ impl Cond {
     }
 }
 
-impl Gen<'_> {
+impl Emitter {
+    /// An emitter writing into `asm`, recording checker events into `events` (cleared).
+    pub(super) fn new(asm: CodeBuf, mut events: Vec<Event>) -> Emitter {
+        events.clear();
+        Emitter {
+            asm,
+            events: RefCell::new(events),
+        }
+    }
+
+    /// The code buffer and the events recorded.
+    pub(super) fn finish(self) -> (CodeBuf, Vec<Event>) {
+        (self.asm, self.events.into_inner())
+    }
+
+    /// The events recorded so far.
+    pub(super) fn events(&self) -> std::cell::Ref<'_, Vec<Event>> {
+        self.events.borrow()
+    }
+
     // ------------------------------------------------------------------------------------
     // Checker events
     // ------------------------------------------------------------------------------------
 
+    /// Record `e` for the checker (nothing unless [`CHECK`]).
+    #[inline]
     pub(super) fn record(&self, e: Event) {
         if CHECK {
             self.events.borrow_mut().push(e);
         }
     }
-    pub(super) fn val(&self, v: Value) -> Val {
-        match v.data() {
-            ValueData::Op(o) => Val::Op(o.index() as u32),
-            ValueData::Const(c) => Val::Const(self.t.consts.get(c).bits()),
-        }
-    }
-    pub(super) fn record_use(&self, loc: Loc, v: usize) {
+    /// The op at `at` reads value `v` (an op index) from `loc`.
+    #[inline]
+    pub(super) fn record_use(&self, loc: Loc, v: usize, at: usize) {
         self.record(Event::Use {
             loc,
             val: Val::Op(v as u32),
-            at: self.pos as u32,
+            at: at as u32,
         });
     }
-    pub(super) fn expect(&self, loc: Loc, val: Val) {
+    /// At the op at `at`, `loc` must hold `val` (checked by the checker).
+    #[inline]
+    pub(super) fn expect(&self, loc: Loc, val: Val, at: usize) {
         self.record(Event::Expect {
             loc,
             val,
-            at: self.pos as u32,
+            at: at as u32,
         });
     }
+    /// The instruction just emitted overwrote `regs`.
     pub(super) fn clobber(&self, regs: &[Reg]) {
         for &r in regs {
             self.record(Event::Clobber { reg: r });
         }
     }
+
+    // ------------------------------------------------------------------------------------
+    // Hand-encoded instructions
+    // ------------------------------------------------------------------------------------
 
     /// Pad the code to a multiple of `align` bytes with the recommended multi-byte NOPs
     /// (Intel SDM, "NOP"): a few instructions instead of up to `align - 1` one-byte ones.
@@ -164,7 +213,7 @@ impl Gen<'_> {
 
     /// `d <- [rbp + m]`. Frame words within 127 bytes of `rbp` (header, exit buffer, the
     /// first slots) take the 8-bit displacement form, 3 bytes shorter. Hand-encoded (see
-    /// [`Gen::frame_insn`]): the allocator's most frequent instructions.
+    /// [`Emitter::frame_insn`]): the allocator's most frequent instructions.
     pub(super) fn load_frame(&mut self, d: Reg, m: i32) {
         // mov r64, [rbp + m] (8B /r); movsd xmm, [rbp + m] (F2 0F 10 /r)
         self.frame_move(d, m, 0x8b, 0x10);
@@ -178,7 +227,7 @@ impl Gen<'_> {
 
     /// A 64-bit move between register `r` and `[rbp + m]`: `mov` with opcode `gpr_op`
     /// (REX.W, REX.R for r8-r15) or `movsd` with `0F xmm_op` (F2, REX.R for xmm8-xmm15 only).
-    pub(super) fn frame_move(&mut self, r: Reg, m: i32, gpr_op: u8, xmm_op: u8) {
+    fn frame_move(&mut self, r: Reg, m: i32, gpr_op: u8, xmm_op: u8) {
         if is_xmm(r) {
             match x(r) >= 8 {
                 true => self.frame_insn(u32::from_le_bytes([0xf2, 0x44, 0x0f, xmm_op]), 4, x(r), m),
@@ -195,7 +244,7 @@ impl Gen<'_> {
     /// the displacement. One append instead of dynasm's push per byte; the encodings are the
     /// ones dynasm produced (the code bytes of the compile benchmark's traces are unchanged).
     #[inline]
-    pub(super) fn frame_insn(&mut self, head: u32, head_len: usize, reg: u8, m: i32) {
+    fn frame_insn(&mut self, head: u32, head_len: usize, reg: u8, m: i32) {
         let (modrm, len) = match i8::try_from(m) {
             Ok(d) => ((0x45 | (reg & 7) << 3) as u64 | (d as u8 as u64) << 8, 2),
             Err(_) => ((0x85 | (reg & 7) << 3) as u64 | (m as u32 as u64) << 8, 5),
@@ -242,7 +291,7 @@ impl Gen<'_> {
         }
     }
 
-    /// `[rbp + m] <- r`: [`Gen::mov`] of a register into the frame, without its dispatch
+    /// `[rbp + m] <- r`: [`Emitter::mov`] of a register into the frame, without its dispatch
     /// (spills, exit stubs).
     pub(super) fn store(&mut self, m: i32, r: Reg) {
         self.record(Event::Move {
@@ -252,6 +301,7 @@ impl Gen<'_> {
         self.store_frame(m, r);
     }
 
+    /// `r11 <- v`, in the shortest form dynasm offers.
     pub(super) fn mov_imm_r11(&mut self, v: u64) {
         if fits_i32(v as i64) {
             dynasm!(self.asm ; .arch x64 ; mov r11, v as i64 as i32)
@@ -260,10 +310,37 @@ impl Gen<'_> {
         }
     }
 
+    /// A jump (`opcode`, at most two bytes) with 32-bit displacement `rel`, in one append.
+    pub(super) fn rel32_insn(&mut self, opcode: &[u8], rel: i32) {
+        let (head, n) = match *opcode {
+            [a] => (a as u128, 1),
+            [a, b] => (a as u128 | (b as u128) << 8, 2),
+            _ => unreachable!("jump opcodes are one or two bytes"),
+        };
+        self.asm.put(head | (rel as u32 as u128) << (8 * n), n + 4);
+    }
+
+    /// `jcc rel32` (`0F 80+cc`) with a zero displacement, to be patched; returns the code
+    /// offset of the displacement.
+    pub(super) fn jcc_rel32_to_patch(&mut self, c: Cond) -> u32 {
+        let at = self.asm.offset().0 + 2;
+        self.rel32_insn(&[0x0f, 0x80 | c.code()], 0);
+        at as u32
+    }
+
+    /// `jmp rel32` (`E9`) with a zero displacement, to be patched; returns the code offset
+    /// of the displacement.
+    pub(super) fn jmp_rel32_to_patch(&mut self) -> u32 {
+        let at = self.asm.offset().0 + 1;
+        self.rel32_insn(&[0xe9], 0);
+        at as u32
+    }
+
     // ------------------------------------------------------------------------------------
-    // Emission helpers
+    // Instructions assembled by dynasm
     // ------------------------------------------------------------------------------------
 
+    /// `jcc` to a label.
     pub(super) fn jcc(&mut self, c: Cond, l: DynamicLabel) {
         match c {
             Cond::E => dynasm!(self.asm ; .arch x64 ; je =>l),
@@ -279,18 +356,6 @@ impl Gen<'_> {
             Cond::O => dynasm!(self.asm ; .arch x64 ; jo =>l),
             Cond::No => dynasm!(self.asm ; .arch x64 ; jno =>l),
         }
-    }
-
-    /// `jcc rel32` to guard stub `s`, hand-encoded (`0F 80+cc`); the displacement is filled
-    /// in when the stubs are placed (see [`Gen::stub_jumps`]).
-    /// A jump (`opcode`, at most two bytes) with 32-bit displacement `rel`, in one append.
-    pub(super) fn rel32_insn(&mut self, opcode: &[u8], rel: i32) {
-        let (head, n) = match *opcode {
-            [a] => (a as u128, 1),
-            [a, b] => (a as u128 | (b as u128) << 8, 2),
-            _ => unreachable!("jump opcodes are one or two bytes"),
-        };
-        self.asm.put(head | (rel as u32 as u128) << (8 * n), n + 4);
     }
 
     /// `r11b = cond`.
@@ -415,7 +480,6 @@ pub(super) fn rel32(end: usize, to: usize) -> R<i32> {
 mod encoding_tests {
     use super::*;
     use iced_x86::{Decoder, DecoderOptions, Formatter, IntelFormatter};
-    use trace_ir::random::{random_trace, RandomConfig};
 
     /// The instructions in `bytes`, as Intel syntax text.
     fn decode(bytes: &[u8]) -> Vec<String> {
@@ -438,8 +502,7 @@ mod encoding_tests {
     /// registers and constants at every boundary of the three forms.
     #[test]
     fn hand_encoded_register_moves_are_dynasm_bytes() {
-        let (t, _) = random_trace(&RandomConfig::default(), 1);
-        let mut g = Gen::new(&t, &CompileOptions::default()).unwrap();
+        let mut g = Emitter::new(CodeBuf::with_capacity(64, 0, 0), Vec::new());
         for d in 0..16u8 {
             for s in 0..16u8 {
                 g.mov_gpr(d, s);
@@ -487,8 +550,7 @@ mod encoding_tests {
     /// for them, for every register and displacements on both sides of the 8-bit form.
     #[test]
     fn hand_encoded_frame_moves_decode_as_dynasm_assembles_them() {
-        let (t, _) = random_trace(&RandomConfig::default(), 1);
-        let mut g = Gen::new(&t, &CompileOptions::default()).unwrap();
+        let mut g = Emitter::new(CodeBuf::with_capacity(64, 0, 0), Vec::new());
         for r in (0..32u8).filter(|&r| r != 4 && r != 5 && r != 11) {
             for m in [0, 8, -8, 120, 127, -128, 128, -129, 4096, 1 << 20, -(1 << 20)] {
                 let _ = g.asm.take();

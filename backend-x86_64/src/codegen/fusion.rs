@@ -76,7 +76,7 @@ impl Gen<'_> {
         let Some(next) = t.ops.get(at + 1) else { return false };
         matches!(next.opcode, Opcode::GuardTrue | Opcode::GuardFalse)
             && next.args[0] == Value::op(OpRef::new(at))
-            && self.used_only_next(at)
+            && self.live.used_only_next(at)
             && {
                 let mut also_fail_arg = false;
                 let mut seen = 0;
@@ -101,8 +101,8 @@ impl Gen<'_> {
         }
         let d = self.alloc_reg(Kind::Int, 0)?;
         emit_cmp(self);
-        self.setcc_r11(c);
-        dynasm!(self.asm ; .arch x64 ; movzx Rq(d), r11b);
+        self.em.setcc_r11(c);
+        dynasm!(self.em.asm ; .arch x64 ; movzx Rq(d), r11b);
         self.def(d);
         Ok(Fusion::None)
     }
@@ -118,7 +118,7 @@ impl Gen<'_> {
         let me = Value::op(OpRef::new(at));
         let direct = self.fusable(at);
         let via = !direct
-            && self.used_only_next(at)
+            && self.live.used_only_next(at)
             && t.ops.get(at + 1).is_some_and(|n| match n.opcode {
                 IntIsTrue | IntIsZero => n.args[0] == me,
                 IntNe | IntEq => {
@@ -133,14 +133,14 @@ impl Gen<'_> {
         }
         let rx = self.load(x)?;
         match self.opnd(y)? {
-            Opnd::Reg(r) => dynasm!(self.asm ; .arch x64 ; test Rq(rx), Rq(r)),
-            Opnd::Mem(m) => dynasm!(self.asm ; .arch x64 ; test QWORD [rbp + m], Rq(rx)),
+            Opnd::Reg(r) => dynasm!(self.em.asm ; .arch x64 ; test Rq(rx), Rq(r)),
+            Opnd::Mem(m) => dynasm!(self.em.asm ; .arch x64 ; test QWORD [rbp + m], Rq(rx)),
             // The low byte alone when the mask has no other bits (`test r8, imm8`).
             Opnd::Imm(i) if (0..=0xff).contains(&i) => {
                 let b = i as u8 as i8;
-                dynasm!(self.asm ; .arch x64 ; test Rb(rx), BYTE b)
+                dynasm!(self.em.asm ; .arch x64 ; test Rb(rx), BYTE b)
             }
-            Opnd::Imm(i) => dynasm!(self.asm ; .arch x64 ; test Rq(rx), i),
+            Opnd::Imm(i) => dynasm!(self.em.asm ; .arch x64 ; test Rq(rx), i),
         }
         Ok(Some(if direct {
             // Non-zero is true.
@@ -156,8 +156,8 @@ impl Gen<'_> {
     pub(super) fn undoable(&self, v: Value) -> bool {
         let Some(o) = v.as_op() else { return false };
         let o = o.index();
-        self.reg_of(o).is_some()
-            && self.last_use[o] as usize == self.pos + 1
+        self.ra.reg_of(o).is_some()
+            && self.live.last_use(o) == self.pos + 1
             && self
                 .t
                 .ops

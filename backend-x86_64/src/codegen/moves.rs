@@ -1,13 +1,18 @@
 //! Moves between locations: one move of any kind, and parallel moves (label entry, the
 //! loop's back edge, call arguments).
 
-use super::*;
+use super::emit::{fits_i32, Emitter};
+use super::frame::TEMP_DISP;
+use super::regs::{is_xmm, x};
+use crate::checker::Event;
+use crate::pmove::{sequentialize_into, Loc};
+use dynasmrt::{dynasm, DynasmApi};
 
-/// Whether [`Gen::mov`] of `src` into `dst` goes through the scratch register `r11`:
+/// Whether [`Emitter::mov`] of `src` into `dst` goes through the scratch register `r11`:
 /// frame to frame, a 64-bit immediate into a slot, a non-zero immediate into an XMM
-/// register. (Kept beside `mov`'s cases: `parallel_move` breaks cycles through `r11` only
+/// register. (Kept beside `mov`'s cases: a parallel move breaks cycles through `r11` only
 /// when no move of its set uses it.)
-pub(super) fn mov_uses_r11(dst: Loc, src: Loc) -> bool {
+fn mov_uses_r11(dst: Loc, src: Loc) -> bool {
     match (dst, src) {
         (Loc::Mem(_), Loc::Mem(_)) => true,
         (Loc::Mem(_), Loc::Imm(v)) => !fits_i32(v as i64),
@@ -16,13 +21,9 @@ pub(super) fn mov_uses_r11(dst: Loc, src: Loc) -> bool {
     }
 }
 
-impl Gen<'_> {
-    // ------------------------------------------------------------------------------------
-    // Moves
-    // ------------------------------------------------------------------------------------
-
+impl Emitter {
     /// One move between any two locations (`Mem <- Mem` goes through `r11`, see
-    /// [`mov_uses_r11`]).
+    /// [`mov_uses_r11`]). Never changes the flags (a fused guard may follow).
     pub(super) fn mov(&mut self, dst: Loc, src: Loc) {
         self.record(Event::Move { dst, src });
         match (dst, src) {
@@ -69,23 +70,30 @@ impl Gen<'_> {
             (Loc::Imm(_), _) => unreachable!("move into an immediate"),
         }
     }
+}
 
+/// Parallel moves, with their working memory (reused across moves and traces).
+#[derive(Default)]
+pub(super) struct ParallelMoves {
+    pending: Vec<(Loc, Loc)>,
+    seq: Vec<(Loc, Loc)>,
+}
+
+impl ParallelMoves {
     /// Perform `moves` (`(dst, src)`) as if simultaneously. A cycle is broken through the
     /// scratch register `r11` unless one of the moves needs `r11` itself (frame to frame,
     /// a 64-bit immediate into a slot or an XMM register), then through the frame's
     /// parallel-move temporary.
-    pub(super) fn parallel_move(&mut self, moves: &[(Loc, Loc)]) {
+    pub(super) fn emit(&mut self, em: &mut Emitter, moves: &[(Loc, Loc)]) {
         let temp = if moves.iter().any(|&(d, s)| mov_uses_r11(d, s)) {
             Loc::Mem(TEMP_DISP)
         } else {
             Loc::Reg(11)
         };
-        let mut seq = std::mem::take(&mut self.pm_seq);
-        sequentialize_into(moves, temp, &mut self.pm_pending, &mut seq);
-        for &(d, s) in &seq {
-            self.mov(d, s);
+        self.seq.clear();
+        sequentialize_into(moves, temp, &mut self.pending, &mut self.seq);
+        for &(d, s) in &self.seq {
+            em.mov(d, s);
         }
-        seq.clear();
-        self.pm_seq = seq;
     }
 }

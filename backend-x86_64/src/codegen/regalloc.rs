@@ -1,54 +1,129 @@
-//! Register allocation: which register or spill slot holds each value, loads, spills and
-//! results, in one forward pass together with instruction selection.
+//! Register allocation: which register or spill slot holds each value, with loads, spills and
+//! results decided in one forward pass together with instruction selection.
 //!
-//! # Register allocation
+//! # Design
 //! Every value gets at most one spill slot, assigned on its first spill and never reused, so
-//! a slot once written stays valid for the rest of the trace. The allocator state maps each
+//! a slot once written stays valid for the rest of the trace. The allocator maps each
 //! register to the value it holds; a live value is always in a register or a valid slot (or
 //! both). Ops are handled in order: operands are loaded (pinned for the op), the result gets
 //! a register (reusing the first operand's register when that operand dies here), and values
-//! whose last use is this op are released. Under pressure the unpinned register whose value
-//! is used furthest in the future is spilled.
+//! whose last use is this op are released ([`Allocator::end_op`]). Under pressure the
+//! unpinned register whose value is used furthest in the future is spilled
+//! ([`Allocator::alloc_reg`]).
 //!
 //! At a `label` every value that is live after it is stored in its slot, the label's operands
 //! are moved (in parallel) into the parameters' fixed locations (registers while enough are
 //! free, slots beyond), and the register state is reset to exactly "parameters in their
-//! fixed locations". A `jump` performs the same parallel move into the target label's fixed
-//! locations (for the trace start: the input slots) and jumps back. Because the state at a
-//! label is the same canonical state on entry from above and from the back edge, the
-//! straight-line allocation is valid for every iteration.
+//! fixed locations" ([`Allocator::reset_to_params`]). A `jump` performs the same parallel
+//! move into the target label's fixed locations (for the trace start: the input slots) and
+//! jumps back. Because the state at a label is the same canonical state on entry from above
+//! and from the back edge, the straight-line allocation is valid for every iteration (see
+//! the `loops` module).
 //!
-//! Guards snapshot the locations of their fail arguments (and of the fields of virtual
-//! objects in their resume data) right before their conditional jump. The exit stub, emitted
-//! after the loop body, copies the ones in registers into the exit buffer and returns the
-//! exit code; constants are part of the exit's description, and values in spill slots stay
-//! there: the exit reads them from the frame (slots are never reused and nothing runs between the branch and the
-//! return, so a slot still holds what it held at the guard). A PyPy trace carries most of
-//! its fail arguments in slots: its stubs shrink to a few stores.
+//! Guards snapshot where their fail arguments are; values in spill slots stay there for the
+//! exit to read (see the `exits` module).
+//!
+//! The allocator emits the moves its decisions need (spills, register-to-register moves)
+//! and records, for the symbolic checker (`crate::checker`), every read it claims: a
+//! [`Cx`] gives it the code, the liveness tables and the current op. Instruction selection
+//! asks for operands and results through the helpers of the `operands` module.
 
-use super::*;
+use super::emit::Emitter;
+use super::frame::FrameLayout;
+use super::liveness::{Liveness, NEVER};
+use super::regs::{is_xmm, pools, Pool, Reg, CALLEE_SAVED, NO_REG};
+use super::{lost_value, out_of_registers, R};
+use crate::checker::Event;
+use crate::pmove::Loc;
+use crate::CompileOptions;
+use std::hint::select_unpredictable;
+use trace_ir::Kind;
 
-impl Gen<'_> {
-    // ------------------------------------------------------------------------------------
-    // Register state
-    // ------------------------------------------------------------------------------------
+/// What an allocation step works with besides the allocator's own state.
+pub(super) struct Cx<'a> {
+    /// The code (spills and moves go there) and the checker's events.
+    pub(super) em: &'a mut Emitter,
+    /// The trace's liveness tables.
+    pub(super) live: &'a Liveness,
+    /// The op being compiled.
+    pub(super) pos: usize,
+}
 
-    pub(super) fn pin(&mut self, r: Reg) {
-        self.pinned |= 1 << r;
-    }
-    pub(super) fn is_pinned(&self, r: Reg) -> bool {
-        self.pinned & (1 << r) != 0
-    }
-    pub(super) fn set_owner(&mut self, r: Reg, v: usize) {
-        self.owner[r as usize] = Some(v as u32);
-        self.occupied |= 1 << r;
-        self.val_reg[v] = r;
-    }
-    pub(super) fn release(&mut self, r: Reg) {
-        if let Some(v) = self.owner[r as usize].take() {
-            self.occupied &= !(1 << r);
-            self.val_reg[v as usize] = NO_REG;
+/// The register allocator's state: which value each register holds, which registers are
+/// pinned for the current op, and the spill slots. Values are op indices. Reused from trace
+/// to trace ([`Allocator::reset`]).
+pub(super) struct Allocator {
+    /// The allocatable general-purpose registers.
+    gprs: Pool,
+    /// The allocatable XMM registers.
+    xmms: Pool,
+    /// The value each register holds; entry `NO_REG` is a dummy that `end_op` writes
+    /// instead of branching.
+    owner: [Option<u32>; NO_REG as usize + 1],
+    /// The registers that have an owner, as a bit set (kept in sync with `owner`).
+    occupied: u32,
+    /// The registers the current op uses, as a bit set: never chosen for anything else
+    /// until the op ends.
+    pinned: u32,
+    /// The register holding each value, [`NO_REG`] if none (the dummy owner entry, so
+    /// `end_op` releases it without a branch); kept in sync with `owner`.
+    val_reg: Vec<Reg>,
+    /// Each value's spill slot, once it has one.
+    val_slot: Vec<Option<u32>>,
+    /// Per slot: whether it holds its value (from the slot's first store on).
+    slot_valid: Vec<bool>,
+    /// Spill slots handed out.
+    nslots: u32,
+    /// Where the slots are in the frame.
+    frame: FrameLayout,
+}
+
+impl Default for Allocator {
+    fn default() -> Self {
+        Allocator {
+            gprs: Pool::default(),
+            xmms: Pool::default(),
+            owner: [None; NO_REG as usize + 1],
+            occupied: 0,
+            pinned: 0,
+            val_reg: Vec::new(),
+            val_slot: Vec::new(),
+            slot_valid: Vec::new(),
+            nslots: 0,
+            frame: FrameLayout::default(),
         }
+    }
+}
+
+impl Allocator {
+    /// Start a trace of `n` ops (values) with the registers `opts` allows and its frame
+    /// layout: no register holds anything, no slot is handed out.
+    pub(super) fn reset(&mut self, opts: &CompileOptions, n: usize, frame: FrameLayout) {
+        (self.gprs, self.xmms) = pools(opts);
+        self.owner = [None; NO_REG as usize + 1];
+        self.occupied = 0;
+        self.pinned = 0;
+        self.val_reg.clear();
+        self.val_reg.resize(n + 1, NO_REG);
+        self.val_slot.clear();
+        self.val_slot.resize(n, None);
+        self.slot_valid.clear();
+        self.nslots = 0;
+        self.frame = frame;
+    }
+
+    // ------------------------------------------------------------------------------------
+    // Queries
+    // ------------------------------------------------------------------------------------
+
+    /// The allocatable general-purpose registers, most preferred first.
+    pub(super) fn gpr_order(&self) -> &[Reg] {
+        &self.gprs.order
+    }
+
+    /// The allocatable XMM registers, most preferred first.
+    pub(super) fn xmm_order(&self) -> &[Reg] {
+        &self.xmms.order
     }
 
     /// The register holding value `v`, if any.
@@ -58,41 +133,111 @@ impl Gen<'_> {
         (r != NO_REG).then_some(r)
     }
 
-    /// Store `v` into its slot (allocating one) unless the slot already holds it.
-    pub(super) fn ensure_slot(&mut self, v: usize) -> R<()> {
-        let s = match self.val_slot[v] {
-            Some(s) => s,
-            None => {
-                let s = self.new_slot();
-                self.val_slot[v] = Some(s);
-                s
-            }
-        };
-        if !self.slot_valid[s as usize] {
-            let r = self.reg_of(v).ok_or_else(|| lost_value(v, self.pos))?;
-            self.record_use(Loc::Reg(r), v);
-            let d = self.slot_disp(s);
-            self.store(d, r);
-            self.slot_valid[s as usize] = true;
+    /// The value register `r` holds, if any.
+    #[inline]
+    pub(super) fn owner(&self, r: Reg) -> Option<usize> {
+        self.owner[r as usize].map(|v| v as usize)
+    }
+
+    /// Whether `r` holds no value and the current op does not use it.
+    #[inline]
+    pub(super) fn is_free(&self, r: Reg) -> bool {
+        (self.occupied | self.pinned) & (1 << r) == 0
+    }
+
+    /// Whether the current op uses `r`.
+    #[inline]
+    pub(super) fn is_pinned(&self, r: Reg) -> bool {
+        self.pinned & (1 << r) != 0
+    }
+
+    /// Whether `v` is in a register or has a slot.
+    pub(super) fn has_location(&self, v: usize) -> bool {
+        self.reg_of(v).is_some() || self.val_slot[v].is_some()
+    }
+
+    /// `v`'s spill slot as a location, if it has one.
+    pub(super) fn slot_loc(&self, v: usize) -> Option<Loc> {
+        self.val_slot[v].map(|s| Loc::Mem(self.frame.slot_disp(s)))
+    }
+
+    /// The number of spill slots handed out.
+    pub(super) fn nslots(&self) -> u32 {
+        self.nslots
+    }
+
+    /// Where value `v` is right now: its register, else its slot if that holds it. The op at
+    /// `pos` reads it there (recorded for the checker).
+    #[inline]
+    pub(super) fn loc_of(&self, em: &Emitter, v: usize, pos: usize) -> R<Loc> {
+        if let Some(r) = self.reg_of(v) {
+            em.record_use(Loc::Reg(r), v, pos);
+            return Ok(Loc::Reg(r));
         }
-        Ok(())
+        match self.val_slot[v] {
+            Some(s) if self.slot_valid[s as usize] => {
+                let l = Loc::Mem(self.frame.slot_disp(s));
+                em.record_use(l, v, pos);
+                Ok(l)
+            }
+            _ => Err(lost_value(v, pos)),
+        }
+    }
+
+    // ------------------------------------------------------------------------------------
+    // Registers
+    // ------------------------------------------------------------------------------------
+
+    /// Reserve `r` for the current op.
+    #[inline]
+    pub(super) fn pin(&mut self, r: Reg) {
+        self.pinned |= 1 << r;
+    }
+
+    /// `r` holds value `v` (and `v` is in no other register).
+    #[inline]
+    pub(super) fn set_owner(&mut self, r: Reg, v: usize) {
+        self.owner[r as usize] = Some(v as u32);
+        self.occupied |= 1 << r;
+        self.val_reg[v] = r;
+    }
+
+    /// `r` holds nothing any more (its value stays wherever else it is).
+    #[inline]
+    pub(super) fn release(&mut self, r: Reg) {
+        if let Some(v) = self.owner[r as usize].take() {
+            self.occupied &= !(1 << r);
+            self.val_reg[v as usize] = NO_REG;
+        }
+    }
+
+    /// Release every register of the bit set `regs` (after a call clobbered them).
+    pub(super) fn release_all(&mut self, regs: u32) {
+        let mut regs = self.occupied & regs;
+        while regs != 0 {
+            let r = regs.trailing_zeros() as Reg;
+            regs &= regs - 1;
+            self.release(r);
+        }
+    }
+
+    /// The result of the op at `pos` is in `r`.
+    pub(super) fn define(&mut self, em: &Emitter, r: Reg, pos: usize) {
+        em.record(Event::Def { reg: r, op: pos as u32 });
+        self.release(r);
+        self.set_owner(r, pos);
     }
 
     /// Free `r`: its value (if still needed) moves to another free register of its class
     /// outside `avoid`, or to its slot.
-    pub(super) fn evict(&mut self, r: Reg, avoid: u32) -> R<()> {
-        let Some(v) = self.owner[r as usize] else { return Ok(()) };
-        let v = v as usize;
-        if self.used_from(v, self.pos) {
-            let (runs, mask) = if is_xmm(r) {
-                (&self.xmm_runs, self.xmm_mask)
-            } else {
-                (&self.gpr_runs, self.gpr_mask)
-            };
-            match first_free(runs, mask & !(self.occupied | self.pinned | avoid | 1 << r)) {
+    pub(super) fn evict(&mut self, cx: &mut Cx<'_>, r: Reg, avoid: u32) -> R<()> {
+        let Some(v) = self.owner(r) else { return Ok(()) };
+        if cx.live.used_from(v, cx.pos) {
+            let pool = if is_xmm(r) { &self.xmms } else { &self.gprs };
+            match pool.first_free(pool.set & !(self.occupied | self.pinned | avoid | 1 << r)) {
                 Some(q) => {
-                    self.record_use(Loc::Reg(r), v);
-                    self.mov(Loc::Reg(q), Loc::Reg(r));
+                    cx.em.record_use(Loc::Reg(r), v, cx.pos);
+                    cx.em.mov(Loc::Reg(q), Loc::Reg(r));
                     self.release(r);
                     self.set_owner(q, v);
                     if self.is_pinned(r) {
@@ -100,7 +245,7 @@ impl Gen<'_> {
                     }
                     return Ok(());
                 }
-                None => self.ensure_slot(v)?,
+                None => self.ensure_slot(cx, v)?,
             }
         }
         self.release(r);
@@ -110,35 +255,32 @@ impl Gen<'_> {
     /// A register of the class of `kind` that is free for this op (not pinned, not in
     /// `avoid`), spilling the value used furthest in the future if none is free. The
     /// register is pinned and has no owner.
-    pub(super) fn alloc_reg(&mut self, kind: Kind, avoid: u32) -> R<Reg> {
-        let (runs, mask) = if kind == Kind::Float {
-            (&self.xmm_runs, self.xmm_mask)
-        } else {
-            (&self.gpr_runs, self.gpr_mask)
-        };
+    pub(super) fn alloc_reg(&mut self, cx: &mut Cx<'_>, kind: Kind, avoid: u32) -> R<Reg> {
+        let pool = if kind == Kind::Float { &self.xmms } else { &self.gprs };
         let blocked = self.pinned | avoid;
+        let free = pool.first_free(pool.set & !(blocked | self.occupied));
+        let mut candidates = pool.set & !blocked;
         // A free register, the first in pool order.
-        if let Some(r) = first_free(runs, mask & !(blocked | self.occupied)) {
+        if let Some(r) = free {
             self.pin(r);
             return Ok(r);
         }
         // The candidate whose value is used furthest away (never again counts as furthest;
         // of equals, the highest-numbered register): the largest `(next use, register)`.
-        let mut candidates = mask & !blocked;
         if candidates == 0 {
-            return Err(out_of_registers(self.pos));
+            return Err(out_of_registers(cx.pos));
         }
         let mut best = 0u64;
         while candidates != 0 {
             let r = candidates.trailing_zeros() as Reg;
             candidates &= candidates - 1;
             let v = self.owner[r as usize].unwrap() as usize;
-            best = best.max((self.next_use[v] as u64) << 8 | r as u64);
+            best = best.max((cx.live.next_use(v) as u64) << 8 | r as u64);
         }
         let victim = best as u8;
         let v = self.owner[victim as usize].unwrap() as usize;
-        if self.used_from(v, self.pos) {
-            self.ensure_slot(v)?;
+        if cx.live.used_from(v, cx.pos) {
+            self.ensure_slot(cx, v)?;
         }
         self.release(victim);
         self.pin(victim);
@@ -146,138 +288,51 @@ impl Gen<'_> {
     }
 
     /// Make `r` free and pinned for the current op (for instructions with fixed registers).
-    pub(super) fn take_reg(&mut self, r: Reg) -> R<()> {
-        self.evict(r, 1 << r)?;
+    pub(super) fn take_reg(&mut self, cx: &mut Cx<'_>, r: Reg) -> R<()> {
+        self.evict(cx, r, 1 << r)?;
         self.pin(r);
         Ok(())
     }
 
-    /// Where the value `v` is right now.
-    pub(super) fn loc(&self, v: Value) -> R<Loc> {
-        match v.data() {
-            ValueData::Const(c) => Ok(Loc::Imm(self.t.consts.get(c).bits())),
-            ValueData::Op(o) => {
-                let i = o.index();
-                if let Some(r) = self.reg_of(i) {
-                    self.record_use(Loc::Reg(r), i);
-                    return Ok(Loc::Reg(r));
-                }
-                match self.val_slot[i] {
-                    Some(s) if self.slot_valid[s as usize] => {
-                        let l = Loc::Mem(self.slot_disp(s));
-                        self.record_use(l, i);
-                        Ok(l)
-                    }
-                    _ => Err(lost_value(i, self.pos)),
-                }
+    /// Move every value that lives past the current op out of the caller-saved registers
+    /// (into a free callee-saved one when possible, else its slot), before a call. The
+    /// register mapping stays until the call: argument sources may still read it.
+    pub(super) fn save_live_across_call(&mut self, cx: &mut Cx<'_>, clobbered: u32) -> R<()> {
+        // Occupied clobbered registers in ascending order (caller-saved GPRs, then XMMs).
+        let mut regs = self.occupied & clobbered;
+        while regs != 0 {
+            let r = regs.trailing_zeros() as Reg;
+            regs &= regs - 1;
+            let Some(v) = self.owner(r) else { continue };
+            if !cx.live.live_after(v, cx.pos) {
+                continue;
             }
-        }
-    }
-
-    /// `v` in a register (pinned). Constants go to a temporary register without owner.
-    pub(super) fn load(&mut self, v: Value) -> R<Reg> {
-        if let Some(o) = v.as_op() {
-            if let Some(r) = self.reg_of(o.index()) {
-                self.record_use(Loc::Reg(r), o.index());
-                self.pin(r);
-                return Ok(r);
-            }
-        }
-        let kind = self.t.kind_of(v);
-        let src = self.loc(v)?;
-        let r = self.alloc_reg(kind, 0)?;
-        self.mov(Loc::Reg(r), src);
-        if let Some(o) = v.as_op() {
-            self.set_owner(r, o.index());
-        }
-        Ok(r)
-    }
-
-    /// `v` as an integer ALU operand: an immediate, a register or a slot.
-    pub(super) fn opnd(&mut self, v: Value) -> R<Opnd> {
-        match self.loc(v)? {
-            Loc::Imm(b) if fits_i32(b as i64) => Ok(Opnd::Imm(b as i64 as i32)),
-            Loc::Imm(_) => Ok(Opnd::Reg(self.load(v)?)),
-            Loc::Reg(r) => {
-                self.pin(r);
-                Ok(Opnd::Reg(r))
-            }
-            Loc::Mem(d) => Ok(Opnd::Mem(d)),
-        }
-    }
-
-    /// A fresh register holding a copy of `v` that the op may overwrite: `v`'s own register
-    /// when `v` dies at this op, else a new one.
-    pub(super) fn copy_to_new(&mut self, v: Value, kind: Kind) -> R<Reg> {
-        if let Some(o) = v.as_op() {
-            if let Some(r) = self.reg_of(o.index()) {
-                if !self.live_after(o.index()) {
-                    self.record_use(Loc::Reg(r), o.index());
+            if !is_xmm(r) {
+                let free = CALLEE_SAVED
+                    .iter()
+                    .copied()
+                    .find(|&q| (self.occupied | self.pinned) & (1 << q) == 0 && self.gprs.order.contains(&q));
+                if let Some(q) = free {
+                    cx.em.mov(Loc::Reg(q), Loc::Reg(r));
                     self.release(r);
-                    self.pin(r);
-                    return Ok(r);
+                    self.set_owner(q, v);
+                    continue;
                 }
             }
+            self.ensure_slot(cx, v)?;
         }
-        let src = self.loc(v)?;
-        let r = self.alloc_result(kind)?;
-        self.mov(Loc::Reg(r), src);
-        Ok(r)
+        Ok(())
     }
 
-    /// A register for the result of the current op (pinned, no owner): the one the loop's
-    /// `jump` wants it in when that one is free, else any.
-    pub(super) fn alloc_result(&mut self, kind: Kind) -> R<Reg> {
-        match self.jump_hint(kind) {
-            Some(r) => {
-                self.pin(r);
-                Ok(r)
-            }
-            None => self.alloc_reg(kind, 0),
-        }
-    }
-
-    /// The destination of a three-operand form reading `x` (`imul d, x, imm`, `mov e_d, e_x`,
-    /// `movzx d, x`): the register the loop's `jump` wants (see [`Gen::jump_hint`]), else
-    /// `x`'s register when `x` dies here, else a new one. Returns it (pinned, no owner) and
-    /// `x` as an operand (a register or a slot; `x` must not be a constant).
-    pub(super) fn three_operand(&mut self, x: Value, kind: Kind) -> R<(Reg, Opnd)> {
-        let src = match self.loc(x)? {
-            Loc::Reg(r) => {
-                self.pin(r);
-                Opnd::Reg(r)
-            }
-            Loc::Mem(m) => Opnd::Mem(m),
-            Loc::Imm(_) => return Err(internal("three-operand form of a constant".into())),
-        };
-        if let Some(h) = self.jump_hint(kind) {
-            self.pin(h);
-            return Ok((h, src));
-        }
-        if let (Opnd::Reg(r), Some(o)) = (src, x.as_op()) {
-            if !self.live_after(o.index()) {
-                self.release(r);
-                return Ok((r, src));
-            }
-        }
-        Ok((self.alloc_reg(kind, 0)?, src))
-    }
-
-    /// The result of the current op is in `r`.
-    pub(super) fn def(&mut self, r: Reg) {
-        let p = self.pos;
-        self.record(Event::Def { reg: r, op: p as u32 });
-        self.release(r);
-        self.set_owner(r, p);
-    }
-
-    /// Past the current op: each value it read has its next use moved on, and the registers
-    /// of values that die here (and of a result nobody reads) are released.
-    pub(super) fn end_op(&mut self) {
-        let pos = self.pos;
+    /// Past the op at `pos`: each value it read has its next use moved on, the registers of
+    /// values that die here (and of a result nobody reads) are released, and no register
+    /// is pinned any more.
+    #[inline]
+    pub(super) fn end_op(&mut self, live: &mut Liveness, pos: usize) {
         // Without branches (which values die is unpredictable): a value that stays live,
         // or has no register, releases the dummy register `NO_REG`.
-        let (next_use, val_reg, owner) = (&mut self.next_use[..], &mut self.val_reg[..], &mut self.owner);
+        let (reads, next_use, result_unused) = live.pass(pos);
+        let (val_reg, owner) = (&mut self.val_reg[..], &mut self.owner);
         let mut occupied = self.occupied as u64;
         let mut kill = |v: usize, dies: bool| {
             let reg = val_reg[v];
@@ -286,25 +341,73 @@ impl Gen<'_> {
             occupied &= !(1 << r);
             val_reg[v] = select_unpredictable(dies, NO_REG, reg);
         };
-        for &(v, next) in &self.reads[self.reads_start[pos] as usize..self.reads_start[pos + 1] as usize] {
+        for &(v, next) in reads {
             next_use[v as usize] = next;
             kill(v as usize, next == NEVER);
         }
         // A result nobody reads.
-        kill(pos, self.last_use[pos] == 0);
+        kill(pos, result_unused);
         owner[NO_REG as usize] = None;
         self.occupied = occupied as u32;
         self.pinned = 0;
     }
 
-    pub(super) fn fopnd(&mut self, v: Value) -> R<Opnd> {
-        match self.loc(v)? {
-            Loc::Reg(r) => {
-                self.pin(r);
-                Ok(Opnd::Reg(r))
-            }
-            Loc::Mem(m) => Ok(Opnd::Mem(m)),
-            Loc::Imm(_) => Ok(Opnd::Reg(self.load(v)?)),
+    /// The canonical state at a label: the values `first_param..` in `params` (registers or
+    /// slots given by [`Allocator::give_slot`]), nothing else in registers.
+    pub(super) fn reset_to_params(&mut self, params: &[Loc], first_param: usize) {
+        for r in 0..32 {
+            self.release(r);
         }
+        for (k, &dst) in params.iter().enumerate() {
+            let p = first_param + k;
+            match dst {
+                Loc::Reg(r) => self.set_owner(r, p),
+                Loc::Mem(_) => {
+                    let s = self.val_slot[p].unwrap();
+                    self.slot_valid[s as usize] = true;
+                }
+                Loc::Imm(_) => unreachable!("a parameter in an immediate"),
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------------------------
+    // Spill slots
+    // ------------------------------------------------------------------------------------
+
+    /// A new spill slot (not holding anything yet).
+    pub(super) fn new_slot(&mut self) -> u32 {
+        let s = self.nslots;
+        self.nslots += 1;
+        self.slot_valid.push(false);
+        s
+    }
+
+    /// A new slot for value `v` (an input, whose slot holds it from the start: `valid`; or
+    /// a label parameter living in the frame).
+    pub(super) fn give_slot(&mut self, v: usize, valid: bool) -> u32 {
+        let s = self.new_slot();
+        self.val_slot[v] = Some(s);
+        self.slot_valid[s as usize] = valid;
+        s
+    }
+
+    /// Store `v` into its slot (allocating one) unless the slot already holds it.
+    pub(super) fn ensure_slot(&mut self, cx: &mut Cx<'_>, v: usize) -> R<()> {
+        let s = match self.val_slot[v] {
+            Some(s) => s,
+            None => {
+                let s = self.new_slot();
+                self.val_slot[v] = Some(s);
+                s
+            }
+        };
+        if !self.slot_valid[s as usize] {
+            let r = self.reg_of(v).ok_or_else(|| lost_value(v, cx.pos))?;
+            cx.em.record_use(Loc::Reg(r), v, cx.pos);
+            cx.em.store(self.frame.slot_disp(s), r);
+            self.slot_valid[s as usize] = true;
+        }
+        Ok(())
     }
 }

@@ -1,6 +1,6 @@
 //! Registers: hardware numbers, the allocatable pools and their preference order.
 
-use super::*;
+use crate::CompileOptions;
 
 /// A register: general-purpose 0..16 (hardware numbering), XMM registers 16..32.
 pub(crate) type Reg = u8;
@@ -40,9 +40,38 @@ pub(super) fn x(r: Reg) -> u8 {
     r - 16
 }
 
+/// An allocatable register pool: its registers in order of preference, as a set, and its
+/// order as bit sets (see [`pool_runs`]).
+#[derive(Clone, Debug, Default)]
+pub(super) struct Pool {
+    /// The registers, most preferred first.
+    pub(super) order: Vec<Reg>,
+    /// The registers as a bit set.
+    pub(super) set: u32,
+    /// The preference order as bit sets (see [`pool_runs`]).
+    runs: [u32; 4],
+}
+
+impl Pool {
+    /// The pool of `order`.
+    pub(super) fn new(order: Vec<Reg>) -> Pool {
+        Pool {
+            set: order.iter().fold(0u32, |m, &r| m | 1 << r),
+            runs: pool_runs(&order),
+            order,
+        }
+    }
+
+    /// The first register of the set `free` in pool order, if any (see [`first_free`]).
+    #[inline]
+    pub(super) fn first_free(&self, free: u32) -> Option<Reg> {
+        first_free(&self.runs, free)
+    }
+}
+
 /// The allocatable registers in order of preference: general-purpose and XMM, as many as
 /// `opts` allows (at least 3 and 2).
-pub(super) fn pools(opts: &CompileOptions) -> (Vec<Reg>, Vec<Reg>) {
+pub(super) fn pools(opts: &CompileOptions) -> (Pool, Pool) {
     let ni = opts.int_regs.clamp(3, GPR_ORDER.len());
     // With a restricted pool keep rax, rcx, rdx (needed by div, mul, shifts) in it.
     let gpr_pool: Vec<Reg> = if ni == GPR_ORDER.len() {
@@ -60,14 +89,14 @@ pub(super) fn pools(opts: &CompileOptions) -> (Vec<Reg>, Vec<Reg>) {
     };
     let nf = opts.float_regs.clamp(2, 15);
     let xmm_pool: Vec<Reg> = (0..nf as u8).map(|i| XMM0 + i).collect();
-    (gpr_pool, xmm_pool)
+    (Pool::new(gpr_pool), Pool::new(xmm_pool))
 }
 
 /// A register pool's preference order as bit sets: its maximal runs of ascending register
 /// numbers, in pool order (`GPR_ORDER` has three: `rbx r12..r15`, `rsi rdi r8..r10`,
 /// `rax rcx rdx`). The first free register in pool order is then the lowest free register
 /// of the first run that has one ([`first_free`]): a few bit operations instead of a scan.
-pub(super) fn pool_runs(pool: &[Reg]) -> [u32; 4] {
+fn pool_runs(pool: &[Reg]) -> [u32; 4] {
     let mut runs = [0u32; 4];
     let mut k = 0;
     for (i, &r) in pool.iter().enumerate() {
@@ -83,7 +112,8 @@ pub(super) fn pool_runs(pool: &[Reg]) -> [u32; 4] {
 /// ([`pool_runs`]), if any. Without branches (which run has one is unpredictable): the runs'
 /// free registers side by side in 32-bit lanes, the lowest set bit is in the first non-empty
 /// run, and its lane position is the register.
-pub(super) fn first_free(runs: &[u32; 4], free: u32) -> Option<Reg> {
+#[inline]
+fn first_free(runs: &[u32; 4], free: u32) -> Option<Reg> {
     let lanes = runs
         .iter()
         .enumerate()
@@ -95,7 +125,7 @@ pub(super) fn first_free(runs: &[u32; 4], free: u32) -> Option<Reg> {
 mod tests {
     use super::*;
 
-    /// `first_free` over `pool_runs` finds what a scan of the pool in order finds, for every
+    /// [`Pool::first_free`] finds what a scan of the pool in order finds, for every
     /// pool size the options allow and random sets of free registers.
     #[test]
     fn first_free_is_the_first_free_register_in_pool_order() {
@@ -108,7 +138,6 @@ mod tests {
             };
             let (gprs, xmms) = pools(&opts);
             for pool in [&gprs, &xmms] {
-                let runs = pool_runs(pool);
                 for k in 0..200 {
                     // Sparse and dense free sets.
                     let bits = rng.next_u64() as u32;
@@ -117,8 +146,8 @@ mod tests {
                     } else {
                         bits & (rng.next_u64() as u32) & (rng.next_u64() as u32)
                     };
-                    let want = pool.iter().copied().find(|&r| free & (1 << r) != 0);
-                    assert_eq!(first_free(&runs, free), want, "pool {pool:?}, free {free:#x}");
+                    let want = pool.order.iter().copied().find(|&r| free & (1 << r) != 0);
+                    assert_eq!(pool.first_free(free), want, "pool {:?}, free {free:#x}", pool.order);
                 }
             }
         }

@@ -2,6 +2,19 @@
 
 use super::super::*;
 
+/// The working memory of calls (reused from trace to trace) and the data the code of
+/// allocations points to.
+#[derive(Default)]
+pub(in crate::codegen) struct Calls {
+    /// The register moves of the current call's arguments.
+    pub(in crate::codegen) moves: Vec<(Loc, Loc)>,
+    /// The arguments of the current call op.
+    pub(in crate::codegen) args: Vec<ArgSrc>,
+    /// Layouts whose addresses the code embeds (boxed so they never move).
+    #[allow(clippy::vec_box)]
+    pub(in crate::codegen) array_layouts: Vec<Box<ArrayLayout>>,
+}
+
 impl Gen<'_> {
     /// `new`, `new_with_vtable`.
     pub(super) fn new_object(&mut self, at: usize) -> R<()> {
@@ -30,7 +43,7 @@ impl Gen<'_> {
             Kind::Ref,
         )?;
         let inv = self.invalid_exit();
-        dynasm!(self.asm ; .arch x64 ; test rax, rax);
+        dynasm!(self.em.asm ; .arch x64 ; test rax, rax);
         self.jcc_stub(Cond::E, inv);
         Ok(())
     }
@@ -48,7 +61,7 @@ impl Gen<'_> {
             len_offset: ad.len_offset.max(0) as u64,
         });
         let lp = &*layout as *const ArrayLayout as u64;
-        self.array_layouts.push(layout);
+        self.calls.array_layouts.push(layout);
         let f = runtime::tramp_new_array as *const () as usize as u64;
         self.call(
             Loc::Imm(f),
@@ -56,7 +69,7 @@ impl Gen<'_> {
             Kind::Ref,
         )?;
         let inv = self.invalid_exit();
-        dynasm!(self.asm ; .arch x64 ; test rax, rax);
+        dynasm!(self.em.asm ; .arch x64 ; test rax, rax);
         self.jcc_stub(Cond::E, inv);
         Ok(())
     }
@@ -70,7 +83,7 @@ impl Gen<'_> {
         let a = |i: usize| args[i];
         let cd = op.descr.and_then(|d| t.descr(d).as_call());
         let nargs = op.args.len() - 1;
-        let mut args = std::mem::take(&mut self.call_args);
+        let mut args = std::mem::take(&mut self.calls.args);
         args.clear();
         for k in 0..nargs {
             let v = a(k + 1);
@@ -84,7 +97,7 @@ impl Gen<'_> {
             args.push(ArgSrc::Value(v));
         }
         self.call_inner(None, Some(a(0)), &args, opc.result_kind(), None)?;
-        self.call_args = args;
+        self.calls.args = args;
         Ok(())
     }
 
@@ -96,45 +109,23 @@ impl Gen<'_> {
         let args: &[Value] = &op.args;
         let a = |i: usize| args[i];
         let nargs = op.args.len() - 2;
-        let mut args = std::mem::take(&mut self.call_args);
+        let mut args = std::mem::take(&mut self.calls.args);
         args.clear();
         args.extend((0..nargs).map(|k| ArgSrc::Value(a(k + 2))));
         self.call_inner(None, Some(a(1)), &args, opc.result_kind(), Some(a(0)))?;
-        self.call_args = args;
+        self.calls.args = args;
         Ok(())
     }
 
-    /// Spill or move every value that lives past the current op out of caller-saved
-    /// registers (to free callee-saved registers when possible).
-    pub(crate) fn save_live_caller_saved(&mut self) -> R<()> {
-        // Occupied clobbered registers in ascending order (caller-saved GPRs, then XMMs).
-        let mut regs = self.occupied & CALL_CLOBBERED;
-        while regs != 0 {
-            let r = regs.trailing_zeros() as Reg;
-            regs &= regs - 1;
-            let Some(v) = self.owner[r as usize] else { continue };
-            let v = v as usize;
-            if !self.live_after(v) {
-                continue;
-            }
-            if !is_xmm(r) {
-                let free = CALLEE_SAVED
-                    .iter()
-                    .copied()
-                    .find(|&q| (self.occupied | self.pinned) & (1 << q) == 0 && self.gpr_pool.contains(&q));
-                if let Some(q) = free {
-                    self.mov(Loc::Reg(q), Loc::Reg(r));
-                    self.release(r);
-                    self.set_owner(q, v);
-                    continue;
-                }
-            }
-            self.ensure_slot(v)?;
-            // Keep the register mapping until the call: argument sources may read it.
-        }
-        Ok(())
+    /// Move every value that lives past the current op out of the registers a call
+    /// clobbers (to free callee-saved registers when possible, else to their slots).
+    fn save_live_caller_saved(&mut self) -> R<()> {
+        let (ra, mut cx) = self.ra();
+        ra.save_live_across_call(&mut cx, CALL_CLOBBERED)
     }
 
+    /// A call of `f` with `args`, its result of kind `result` defined (see
+    /// [`Gen::call_inner`]).
     pub(crate) fn call(&mut self, f: Loc, args: &[ArgSrc], result: Kind) -> R<()> {
         self.call_inner(Some(f), None, args, result, None)
     }
@@ -160,18 +151,18 @@ impl Gen<'_> {
         let skip = match cond {
             Some(c) => {
                 let l = self.loc(c)?;
-                self.mov(Loc::Reg(11), l);
-                let skip = self.asm.new_dynamic_label();
+                self.em.mov(Loc::Reg(11), l);
+                let skip = self.em.asm.new_dynamic_label();
                 if result == Kind::Void {
-                    dynasm!(self.asm ; .arch x64 ; test r11, r11 ; jz =>skip);
+                    dynasm!(self.em.asm ; .arch x64 ; test r11, r11 ; jz =>skip);
                 } else {
-                    dynasm!(self.asm ; .arch x64 ; test r11, r11 ; jnz =>skip);
+                    dynasm!(self.em.asm ; .arch x64 ; test r11, r11 ; jnz =>skip);
                 }
                 Some(skip)
             }
             None => None,
         };
-        let mut moves = std::mem::take(&mut self.call_moves);
+        let mut moves = std::mem::take(&mut self.calls.moves);
         moves.clear();
         // Arguments beyond the argument registers go on the stack (System V: the first
         // stack argument at `[rsp]` at the call, 8 bytes each, `rsp` 16-byte aligned there;
@@ -207,13 +198,13 @@ impl Gen<'_> {
         // or frame word the allocator tracks (only `rsp` and the scratch `r11`).
         let stack_bytes = 8 * (stack.len() + stack.len() % 2) as i32;
         if stack.len() % 2 == 1 {
-            dynasm!(self.asm ; .arch x64 ; sub rsp, 8);
+            dynasm!(self.em.asm ; .arch x64 ; sub rsp, 8);
         }
         for &src in stack.iter().rev() {
-            self.push_arg(src);
+            self.em.push_arg(src);
         }
         moves.push((Loc::Reg(RAX), fsrc));
-        self.parallel_move(&moves);
+        self.pm.emit(&mut self.em, &moves);
         if CHECK {
             // The argument registers hold the argument values (register arguments are
             // `moves[..]` in argument order).
@@ -237,38 +228,33 @@ impl Gen<'_> {
                 }
                 let d = regs.next().map(|m| m.0);
                 if let (ArgSrc::Value(v), Some(d)) = (*a, d) {
-                    self.expect(d, self.val(v));
+                    self.em.expect(d, self.val(v), self.pos);
                 }
             }
         }
-        self.call_moves = moves;
-        dynasm!(self.asm ; .arch x64 ; call rax);
+        self.calls.moves = moves;
+        dynasm!(self.em.asm ; .arch x64 ; call rax);
         if stack_bytes != 0 {
             // The caller pops the stack arguments (`lea` keeps the flags, though nothing
             // reads them after a call).
-            dynasm!(self.asm ; .arch x64 ; lea rsp, [rsp + stack_bytes]);
+            dynasm!(self.em.asm ; .arch x64 ; lea rsp, [rsp + stack_bytes]);
         }
         if let Some(skip) = skip {
             if result == Kind::Void {
-                dynasm!(self.asm ; .arch x64 ; =>skip);
+                dynasm!(self.em.asm ; .arch x64 ; =>skip);
             } else {
-                let done = self.asm.new_dynamic_label();
-                dynasm!(self.asm ; .arch x64 ; jmp =>done ; =>skip ; mov rax, r11 ; =>done);
+                let done = self.em.asm.new_dynamic_label();
+                dynasm!(self.em.asm ; .arch x64 ; jmp =>done ; =>skip ; mov rax, r11 ; =>done);
             }
         }
         // Every caller-saved register is clobbered: values living on are in slots or
         // callee-saved registers now.
         if CHECK {
             for r in CALLER_SAVED_GPR.into_iter().chain((0..16).map(|i| XMM0 + i)) {
-                self.record(Event::Clobber { reg: r });
+                self.em.record(Event::Clobber { reg: r });
             }
         }
-        let mut regs = self.occupied & CALL_CLOBBERED;
-        while regs != 0 {
-            let r = regs.trailing_zeros() as Reg;
-            regs &= regs - 1;
-            self.release(r);
-        }
+        self.ra.release_all(CALL_CLOBBERED);
         match result {
             Kind::Int | Kind::Ref => self.def(RAX),
             Kind::Float => self.def(XMM0),

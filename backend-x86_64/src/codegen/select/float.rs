@@ -17,8 +17,8 @@ impl Gen<'_> {
         macro_rules! fop {
             ($ins:ident) => {
                 match s {
-                    Opnd::Reg(s) => dynasm!(self.asm ; .arch x64 ; $ins Rx(dx), Rx(x(s))),
-                    Opnd::Mem(m) => dynasm!(self.asm ; .arch x64 ; $ins Rx(dx), QWORD [rbp + m]),
+                    Opnd::Reg(s) => dynasm!(self.em.asm ; .arch x64 ; $ins Rx(dx), Rx(x(s))),
+                    Opnd::Mem(m) => dynasm!(self.em.asm ; .arch x64 ; $ins Rx(dx), QWORD [rbp + m]),
                     Opnd::Imm(_) => unreachable!(),
                 }
             };
@@ -44,9 +44,9 @@ impl Gen<'_> {
         let d = self.copy_to_new(a(0), Kind::Float)?;
         let dx = x(d);
         if opc == FloatNeg {
-            dynasm!(self.asm ; .arch x64 ; mov r11, QWORD i64::MIN ; movq xmm15, r11 ; xorpd Rx(dx), xmm15);
+            dynasm!(self.em.asm ; .arch x64 ; mov r11, QWORD i64::MIN ; movq xmm15, r11 ; xorpd Rx(dx), xmm15);
         } else {
-            dynasm!(self.asm ; .arch x64 ; mov r11, QWORD i64::MAX ; movq xmm15, r11 ; andpd Rx(dx), xmm15);
+            dynasm!(self.em.asm ; .arch x64 ; mov r11, QWORD i64::MAX ; movq xmm15, r11 ; andpd Rx(dx), xmm15);
         }
         self.def(d);
         Ok(())
@@ -70,17 +70,17 @@ impl Gen<'_> {
         let rp = self.load(p)?;
         let s = self.fopnd(q)?;
         let d = self.alloc_reg(Kind::Int, 0)?;
-        dynasm!(self.asm ; .arch x64 ; xor r11d, r11d);
+        dynasm!(self.em.asm ; .arch x64 ; xor r11d, r11d);
         match s {
-            Opnd::Reg(s) => dynasm!(self.asm ; .arch x64 ; ucomisd Rx(x(rp)), Rx(x(s))),
-            Opnd::Mem(m) => dynasm!(self.asm ; .arch x64 ; ucomisd Rx(x(rp)), QWORD [rbp + m]),
+            Opnd::Reg(s) => dynasm!(self.em.asm ; .arch x64 ; ucomisd Rx(x(rp)), Rx(x(s))),
+            Opnd::Mem(m) => dynasm!(self.em.asm ; .arch x64 ; ucomisd Rx(x(rp)), QWORD [rbp + m]),
             Opnd::Imm(_) => unreachable!(),
         }
         match opc {
-            FloatLt | FloatGt => dynasm!(self.asm ; .arch x64 ; seta r11b ; mov Rq(d), r11),
-            FloatLe | FloatGe => dynasm!(self.asm ; .arch x64 ; setae r11b ; mov Rq(d), r11),
-            FloatEq => dynasm!(self.asm ; .arch x64 ; setnp r11b ; mov Rd(d), 0 ; cmove Rq(d), r11),
-            _ => dynasm!(self.asm ; .arch x64 ; setp r11b ; mov Rd(d), 1 ; cmove Rq(d), r11),
+            FloatLt | FloatGt => dynasm!(self.em.asm ; .arch x64 ; seta r11b ; mov Rq(d), r11),
+            FloatLe | FloatGe => dynasm!(self.em.asm ; .arch x64 ; setae r11b ; mov Rq(d), r11),
+            FloatEq => dynasm!(self.em.asm ; .arch x64 ; setnp r11b ; mov Rd(d), 0 ; cmove Rq(d), r11),
+            _ => dynasm!(self.em.asm ; .arch x64 ; setp r11b ; mov Rd(d), 1 ; cmove Rq(d), r11),
         }
         self.def(d);
         Ok(())
@@ -94,7 +94,7 @@ impl Gen<'_> {
         let a = |i: usize| args[i];
         let r = self.load(a(0))?;
         let d = self.alloc_reg(Kind::Float, 0)?;
-        dynasm!(self.asm ; .arch x64 ; cvtsi2sd Rx(x(d)), Rq(r));
+        dynasm!(self.em.asm ; .arch x64 ; cvtsi2sd Rx(x(d)), Rq(r));
         self.def(d);
         Ok(())
     }
@@ -110,9 +110,9 @@ impl Gen<'_> {
         let r = self.load(a(0))?;
         let d = self.alloc_reg(Kind::Int, 0)?;
         let rx = x(r);
-        let done = self.asm.new_dynamic_label();
-        let nan = self.asm.new_dynamic_label();
-        dynasm!(self.asm
+        let done = self.em.asm.new_dynamic_label();
+        let nan = self.em.asm.new_dynamic_label();
+        dynasm!(self.em.asm
             ; .arch x64
             ; cvttsd2si Rq(d), Rx(rx)
             ; mov r11, QWORD i64::MIN
@@ -143,7 +143,7 @@ impl Gen<'_> {
         let kind = opc.result_kind();
         let src = self.loc(a(0))?;
         let d = self.alloc_reg(kind, 0)?;
-        self.mov(Loc::Reg(d), src);
+        self.em.mov(Loc::Reg(d), src);
         self.def(d);
         Ok(())
     }

@@ -21,11 +21,11 @@ impl Gen<'_> {
                 if let Fusion::LoopTest { x: rx, y: s, .. } = fusion {
                     // The loop's first test: rotate (see `LoopTop`). The body starts on
                     // a 64-byte boundary (the NOPs run once per entry).
-                    let stub = self.stubs.len() as u32 - 1;
-                    let body = self.asm.new_dynamic_label();
-                    self.align_with_nops(64);
-                    dynasm!(self.asm ; .arch x64 ; =>body);
-                    self.loop_top = Some(LoopTop {
+                    let stub = self.exits.num_stubs() - 1;
+                    let body = self.em.asm.new_dynamic_label();
+                    self.em.align_with_nops(64);
+                    dynasm!(self.em.asm ; .arch x64 ; =>body);
+                    self.loops.top = Some(LoopTop {
                         x: rx,
                         y: s,
                         exit_if,
@@ -36,9 +36,9 @@ impl Gen<'_> {
             }
             None => {
                 match self.opnd(a(0))? {
-                    Opnd::Reg(r) => dynasm!(self.asm ; .arch x64 ; test Rq(r), Rq(r)),
-                    Opnd::Mem(m) => dynasm!(self.asm ; .arch x64 ; cmp QWORD [rbp + m], 0),
-                    Opnd::Imm(i) => dynasm!(self.asm ; .arch x64 ; mov r11d, i ; test r11, r11),
+                    Opnd::Reg(r) => dynasm!(self.em.asm ; .arch x64 ; test Rq(r), Rq(r)),
+                    Opnd::Mem(m) => dynasm!(self.em.asm ; .arch x64 ; cmp QWORD [rbp + m], 0),
+                    Opnd::Imm(i) => dynasm!(self.em.asm ; .arch x64 ; mov r11d, i ; test r11, r11),
                 }
                 self.guard_exit(if exit_if_true { Cond::Ne } else { Cond::E }, None)?;
             }
@@ -74,18 +74,18 @@ impl Gen<'_> {
             // Compare the bits.
             let r = self.alloc_reg(Kind::Int, 0)?;
             let s0 = self.loc(a(0))?;
-            self.mov(Loc::Reg(r), s0);
+            self.em.mov(Loc::Reg(r), s0);
             let s1 = self.loc(a(1))?;
             match s1 {
-                Loc::Reg(q) => dynasm!(self.asm ; .arch x64 ; movq r11, Rx(x(q))),
-                other => self.mov(Loc::Reg(11), other),
+                Loc::Reg(q) => dynasm!(self.em.asm ; .arch x64 ; movq r11, Rx(x(q))),
+                other => self.em.mov(Loc::Reg(11), other),
             }
-            dynasm!(self.asm ; .arch x64 ; cmp Rq(r), r11);
+            dynasm!(self.em.asm ; .arch x64 ; cmp Rq(r), r11);
         } else {
             let (p, q) = if a(0).is_const() { (a(1), a(0)) } else { (a(0), a(1)) };
             let r = self.load(p)?;
             let s = self.opnd(q)?;
-            self.cmp(r, s);
+            self.em.cmp(r, s);
         }
         self.guard_exit(Cond::Ne, None)?;
         Ok(())
@@ -100,13 +100,13 @@ impl Gen<'_> {
         let args: &[Value] = &op.args;
         let a = |i: usize| args[i];
         match self.opnd(a(0))? {
-            Opnd::Reg(r) => dynasm!(self.asm ; .arch x64 ; test Rq(r), Rq(r)),
-            Opnd::Mem(m) => dynasm!(self.asm ; .arch x64 ; cmp QWORD [rbp + m], 0),
-            Opnd::Imm(i) => dynasm!(self.asm ; .arch x64 ; mov r11d, i ; test r11, r11),
+            Opnd::Reg(r) => dynasm!(self.em.asm ; .arch x64 ; test Rq(r), Rq(r)),
+            Opnd::Mem(m) => dynasm!(self.em.asm ; .arch x64 ; cmp QWORD [rbp + m], 0),
+            Opnd::Imm(i) => dynasm!(self.em.asm ; .arch x64 ; mov r11d, i ; test r11, r11),
         }
         self.guard_exit(if opc == GuardNonnull { Cond::E } else { Cond::Ne }, None)?;
         if opc == GuardNonnull {
-            self.make_nonnull(a(0));
+            self.heap.make_nonnull(a(0));
         }
         Ok(())
     }
@@ -127,23 +127,23 @@ impl Gen<'_> {
             self.null_check(a(0), r);
         }
         if opc == GuardNonnullClass {
-            dynasm!(self.asm ; .arch x64 ; test Rq(r), Rq(r));
+            dynasm!(self.em.asm ; .arch x64 ; test Rq(r), Rq(r));
             // Both branches share one stub: nothing moves between them.
             self.guard_exit(Cond::E, None)?;
-            self.make_nonnull(a(0));
+            self.heap.make_nonnull(a(0));
         }
         match self.loc(a(1))? {
             Loc::Imm(v) if fits_i32(v as i64) => {
                 let v = v as i64 as i32;
-                dynasm!(self.asm ; .arch x64 ; cmp QWORD [Rq(r)], v)
+                dynasm!(self.em.asm ; .arch x64 ; cmp QWORD [Rq(r)], v)
             }
             other => {
-                self.mov(Loc::Reg(11), other);
-                dynasm!(self.asm ; .arch x64 ; cmp r11, QWORD [Rq(r)])
+                self.em.mov(Loc::Reg(11), other);
+                dynasm!(self.em.asm ; .arch x64 ; cmp r11, QWORD [Rq(r)])
             }
         }
         if opc == GuardNonnullClass {
-            self.jcc_stub(Cond::Ne, self.stubs.len() as u32 - 1);
+            self.jcc_stub(Cond::Ne, self.exits.num_stubs() - 1);
         } else {
             self.guard_exit(Cond::Ne, None)?;
         }
@@ -154,7 +154,7 @@ impl Gen<'_> {
     pub(super) fn force_token(&mut self) -> R<()> {
         // A fixed token, the interpreter's.
         let d = self.alloc_reg(Kind::Ref, 0)?;
-        self.mov(Loc::Reg(d), Loc::Imm(trace_ir::interp::heap::FORCE_TOKEN));
+        self.em.mov(Loc::Reg(d), Loc::Imm(trace_ir::interp::heap::FORCE_TOKEN));
         self.def(d);
         Ok(())
     }

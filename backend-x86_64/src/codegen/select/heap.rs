@@ -3,6 +3,63 @@
 
 use super::super::*;
 
+/// What is known about memory at the current op: which values are non-null, which array
+/// accesses are in bounds. The buffers are reused from trace to trace
+/// ([`HeapFacts::reset`]).
+#[derive(Default)]
+pub(in crate::codegen) struct HeapFacts {
+    /// Per op, as a bit set: its value is known to be non-null (it passed a null check or
+    /// `guard_nonnull*`, or is a label parameter that always equals such a value), so heap
+    /// accesses through it need no null check of their own.
+    nonnull: Vec<u64>,
+    /// Known in-bounds accesses since memory last changed: `(array, index, length offset)`
+    /// with `index <u [array + length offset]` checked (by a bounds check or a passed guard
+    /// on `uint_lt(index, arraylen_gc(array))`). Forgotten at every op that may write memory
+    /// or call, and at labels.
+    in_bounds: Vec<(Val, Val, i64)>,
+    /// The `arraylen_gc` ops read since memory last changed.
+    lens: Vec<usize>,
+}
+
+impl HeapFacts {
+    /// Nothing known, for a trace of `n` ops.
+    pub(in crate::codegen) fn reset(&mut self, n: usize) {
+        self.nonnull.clear();
+        self.nonnull.resize(n.div_ceil(64), 0);
+        self.forget_memory();
+    }
+
+    /// Memory may have changed: forget the bounds checks and the length reads.
+    pub(in crate::codegen) fn forget_memory(&mut self) {
+        self.in_bounds.clear();
+        self.lens.clear();
+    }
+
+    /// The `arraylen_gc` at `at` read a length.
+    pub(in crate::codegen) fn note_len(&mut self, at: usize) {
+        self.lens.push(at);
+    }
+
+    /// `v` is known to be non-null from now on.
+    pub(in crate::codegen) fn make_nonnull(&mut self, v: Value) {
+        if let Some(o) = v.as_op() {
+            self.nonnull[o.index() / 64] |= 1 << (o.index() % 64);
+        }
+    }
+
+    /// Whether op `o`'s value is known to be non-null.
+    fn known_nonnull_op(&self, o: usize) -> bool {
+        self.nonnull[o / 64] & (1 << (o % 64)) != 0
+    }
+
+    /// Remember `fact` (at most 16 facts are kept).
+    fn learn(&mut self, fact: (Val, Val, i64)) {
+        if self.in_bounds.len() < 16 && !self.in_bounds.contains(&fact) {
+            self.in_bounds.push(fact);
+        }
+    }
+}
+
 impl<'t> Gen<'t> {
     /// `getfield_*`.
     pub(super) fn getfield(&mut self, at: usize) -> R<()> {
@@ -16,7 +73,7 @@ impl<'t> Gen<'t> {
         self.null_check(a(0), base);
         let d = self.alloc_reg(opc.result_kind(), 0)?;
         let (base, disp) = self.mem_operand(base, f.offset);
-        self.load_mem(d, base, disp, f.size, f.signed);
+        self.em.load_mem(d, base, disp, f.size, f.signed);
         self.def(d);
         Ok(())
     }
@@ -33,7 +90,7 @@ impl<'t> Gen<'t> {
         let v = self.load(a(1))?;
         // After loading `v` (a float constant goes through `r11`).
         let (base, disp) = self.mem_operand(base, f.offset);
-        self.store_mem(base, disp, v, f.size);
+        self.em.store_mem(base, disp, v, f.size);
         Ok(())
     }
 
@@ -48,7 +105,7 @@ impl<'t> Gen<'t> {
         self.null_check(a(0), base);
         let d = self.alloc_reg(Kind::Int, 0)?;
         let (base, disp) = self.mem_operand(base, ad.len_offset);
-        self.load_mem(d, base, disp, 8, true);
+        self.em.load_mem(d, base, disp, 8, true);
         self.def(d);
         Ok(())
     }
@@ -69,7 +126,7 @@ impl<'t> Gen<'t> {
             Some(DEFAULT_ARRAY_LEN),
         )?;
         let d = self.alloc_reg(opc.result_kind(), 0)?;
-        self.load_mem(d, base, disp, f.size, f.signed);
+        self.em.load_mem(d, base, disp, f.size, f.signed);
         self.def(d);
         Ok(())
     }
@@ -89,7 +146,7 @@ impl<'t> Gen<'t> {
             DEFAULT_ARRAY_BASE.wrapping_add(f.offset),
             Some(DEFAULT_ARRAY_LEN),
         )?;
-        self.store_mem(base, disp, v, f.size);
+        self.em.store_mem(base, disp, v, f.size);
         Ok(())
     }
 
@@ -103,7 +160,7 @@ impl<'t> Gen<'t> {
         let ad = self.array(op)?;
         let (base, disp) = self.item_address(opc, a(0), a(1), ad)?;
         let d = self.alloc_reg(opc.result_kind(), 0)?;
-        self.load_mem(d, base, disp, ad.item_size, ad.signed);
+        self.em.load_mem(d, base, disp, ad.item_size, ad.signed);
         self.def(d);
         Ok(())
     }
@@ -118,16 +175,18 @@ impl<'t> Gen<'t> {
         let ad = self.array(op)?;
         let v = self.load(a(2))?;
         let (base, disp) = self.item_address(opc, a(0), a(1), ad)?;
-        self.store_mem(base, disp, v, ad.item_size);
+        self.em.store_mem(base, disp, v, ad.item_size);
         Ok(())
     }
 
+    /// The field descriptor of `op`.
     pub(crate) fn field(&self, op: &Op) -> R<&'t FieldDescr> {
         let t = self.t;
         op.descr
             .and_then(|d| t.descr(d).as_field())
             .ok_or_else(|| bad("field access without a field descriptor"))
     }
+    /// The item size and field of `op`'s interior field descriptor.
     pub(crate) fn interior(&self, op: &Op) -> R<(i64, &'t FieldDescr)> {
         let t = self.t;
         match op.descr.map(|d| t.descr(d)) {
@@ -135,6 +194,7 @@ impl<'t> Gen<'t> {
             _ => Err(bad("interior field access without an interior descriptor")),
         }
     }
+    /// The array descriptor of `op`.
     pub(crate) fn array(&self, op: &Op) -> R<&'t trace_ir::ArrayDescr> {
         let t = self.t;
         op.descr
@@ -182,10 +242,10 @@ impl<'t> Gen<'t> {
         self.null_check(base, rb);
         let fact = len_off.map(|l| (self.val(base), self.val(index), l));
         let len_off = match fact {
-            Some(f) if self.in_bounds.contains(&f) => None,
+            Some(f) if self.heap.in_bounds.contains(&f) => None,
             Some(f) => {
-                if self.in_bounds.len() < 16 {
-                    self.in_bounds.push(f);
+                if self.heap.in_bounds.len() < 16 {
+                    self.heap.in_bounds.push(f);
                 }
                 len_off
             }
@@ -198,29 +258,29 @@ impl<'t> Gen<'t> {
             if fits_i32(len_off) {
                 let len_off = len_off as i32;
                 match opnd {
-                    Opnd::Reg(r) => dynasm!(self.asm ; .arch x64 ; cmp Rq(r), QWORD [Rq(rb) + len_off]),
+                    Opnd::Reg(r) => dynasm!(self.em.asm ; .arch x64 ; cmp Rq(r), QWORD [Rq(rb) + len_off]),
                     Opnd::Mem(m) => {
-                        dynasm!(self.asm ; .arch x64 ; mov r11, QWORD [rbp + m] ; cmp r11, QWORD [Rq(rb) + len_off])
+                        dynasm!(self.em.asm ; .arch x64 ; mov r11, QWORD [rbp + m] ; cmp r11, QWORD [Rq(rb) + len_off])
                     }
-                    Opnd::Imm(i) => dynasm!(self.asm ; .arch x64 ; mov r11, i ; cmp r11, QWORD [Rq(rb) + len_off]),
+                    Opnd::Imm(i) => dynasm!(self.em.asm ; .arch x64 ; mov r11, i ; cmp r11, QWORD [Rq(rb) + len_off]),
                 }
                 self.jcc_stub(Cond::Ae, inv);
             } else {
                 // The length word into `r11` (through `[base + r11]`), then the index against it.
-                self.mov_imm_r11(len_off as u64);
-                dynasm!(self.asm ; .arch x64 ; mov r11, QWORD [Rq(rb) + r11]);
+                self.em.mov_imm_r11(len_off as u64);
+                dynasm!(self.em.asm ; .arch x64 ; mov r11, QWORD [Rq(rb) + r11]);
                 let c = match opnd {
                     Opnd::Reg(r) => {
-                        dynasm!(self.asm ; .arch x64 ; cmp Rq(r), r11);
+                        dynasm!(self.em.asm ; .arch x64 ; cmp Rq(r), r11);
                         Cond::Ae
                     }
                     Opnd::Mem(m) => {
-                        dynasm!(self.asm ; .arch x64 ; cmp QWORD [rbp + m], r11);
+                        dynasm!(self.em.asm ; .arch x64 ; cmp QWORD [rbp + m], r11);
                         Cond::Ae
                     }
                     // length <= index (the immediate sign-extends like the index value).
                     Opnd::Imm(i) => {
-                        dynasm!(self.asm ; .arch x64 ; cmp r11, i);
+                        dynasm!(self.em.asm ; .arch x64 ; cmp r11, i);
                         Cond::Be
                     }
                 };
@@ -236,38 +296,38 @@ impl<'t> Gen<'t> {
         if wide && !matches!(scale, 1 | 2 | 4 | 8) {
             // No second scratch register: the offset waits in the frame's temporary word
             // (free outside parallel moves).
-            self.mov_imm_r11(base_off as u64);
-            dynasm!(self.asm ; .arch x64 ; mov QWORD [rbp + TEMP_DISP], r11);
+            self.em.mov_imm_r11(base_off as u64);
+            dynasm!(self.em.asm ; .arch x64 ; mov QWORD [rbp + TEMP_DISP], r11);
         }
         match scale {
             1 | 2 | 4 | 8 if wide => {
                 // r11 = base + base_off, then the scaled index.
-                self.mov_imm_r11(base_off as u64);
-                dynasm!(self.asm ; .arch x64 ; add r11, Rq(rb));
+                self.em.mov_imm_r11(base_off as u64);
+                dynasm!(self.em.asm ; .arch x64 ; add r11, Rq(rb));
                 match scale {
-                    1 => dynasm!(self.asm ; .arch x64 ; lea r11, [r11 + Rq(ri) * 1]),
-                    2 => dynasm!(self.asm ; .arch x64 ; lea r11, [r11 + Rq(ri) * 2]),
-                    4 => dynasm!(self.asm ; .arch x64 ; lea r11, [r11 + Rq(ri) * 4]),
-                    _ => dynasm!(self.asm ; .arch x64 ; lea r11, [r11 + Rq(ri) * 8]),
+                    1 => dynasm!(self.em.asm ; .arch x64 ; lea r11, [r11 + Rq(ri) * 1]),
+                    2 => dynasm!(self.em.asm ; .arch x64 ; lea r11, [r11 + Rq(ri) * 2]),
+                    4 => dynasm!(self.em.asm ; .arch x64 ; lea r11, [r11 + Rq(ri) * 4]),
+                    _ => dynasm!(self.em.asm ; .arch x64 ; lea r11, [r11 + Rq(ri) * 8]),
                 }
                 return Ok((11, 0));
             }
-            1 => dynasm!(self.asm ; .arch x64 ; lea r11, [Rq(rb) + Rq(ri) * 1]),
-            2 => dynasm!(self.asm ; .arch x64 ; lea r11, [Rq(rb) + Rq(ri) * 2]),
-            4 => dynasm!(self.asm ; .arch x64 ; lea r11, [Rq(rb) + Rq(ri) * 4]),
-            8 => dynasm!(self.asm ; .arch x64 ; lea r11, [Rq(rb) + Rq(ri) * 8]),
+            1 => dynasm!(self.em.asm ; .arch x64 ; lea r11, [Rq(rb) + Rq(ri) * 1]),
+            2 => dynasm!(self.em.asm ; .arch x64 ; lea r11, [Rq(rb) + Rq(ri) * 2]),
+            4 => dynasm!(self.em.asm ; .arch x64 ; lea r11, [Rq(rb) + Rq(ri) * 4]),
+            8 => dynasm!(self.em.asm ; .arch x64 ; lea r11, [Rq(rb) + Rq(ri) * 8]),
             s if fits_i32(s) => {
                 let s = s as i32;
-                dynasm!(self.asm ; .arch x64 ; imul r11, Rq(ri), s ; add r11, Rq(rb))
+                dynasm!(self.em.asm ; .arch x64 ; imul r11, Rq(ri), s ; add r11, Rq(rb))
             }
             s => {
                 // A 64-bit item size (interior fields of huge structs): multiply in `r11`.
-                self.mov_imm_r11(s as u64);
-                dynasm!(self.asm ; .arch x64 ; imul r11, Rq(ri) ; add r11, Rq(rb))
+                self.em.mov_imm_r11(s as u64);
+                dynasm!(self.em.asm ; .arch x64 ; imul r11, Rq(ri) ; add r11, Rq(rb))
             }
         }
         if wide {
-            dynasm!(self.asm ; .arch x64 ; add r11, QWORD [rbp + TEMP_DISP]);
+            dynasm!(self.em.asm ; .arch x64 ; add r11, QWORD [rbp + TEMP_DISP]);
             return Ok((11, 0));
         }
         Ok((11, base_off as i32))
@@ -280,8 +340,8 @@ impl<'t> Gen<'t> {
         if fits_i32(off) {
             return (base, off as i32);
         }
-        self.mov_imm_r11(off as u64);
-        dynasm!(self.asm ; .arch x64 ; add r11, Rq(base));
+        self.em.mov_imm_r11(off as u64);
+        dynasm!(self.em.asm ; .arch x64 ; add r11, Rq(base));
         (11, 0)
     }
 
@@ -292,9 +352,9 @@ impl<'t> Gen<'t> {
             return;
         }
         let inv = self.invalid_exit();
-        dynasm!(self.asm ; .arch x64 ; test Rq(r), Rq(r));
+        dynasm!(self.em.asm ; .arch x64 ; test Rq(r), Rq(r));
         self.jcc_stub(Cond::E, inv);
-        self.make_nonnull(v);
+        self.heap.make_nonnull(v);
     }
 
     /// Whether `v` is a non-zero constant or an op known to be non-null here (the trace is
@@ -302,12 +362,12 @@ impl<'t> Gen<'t> {
     pub(crate) fn known_nonnull(&self, v: Value) -> bool {
         match v.data() {
             ValueData::Const(c) => self.t.consts.get(c).bits() != 0,
-            ValueData::Op(o) => self.nonnull[o.index() / 64] & (1 << (o.index() % 64)) != 0,
+            ValueData::Op(o) => self.heap.known_nonnull_op(o.index()),
         }
     }
     /// Whether an op may change memory (or call code that may): it ends what
-    /// `in_bounds` knows.
-    /// (Bit operations without short-circuits: asked at every op, of a random op mix.)
+    /// [`HeapFacts`] knows about bounds. (Bit operations without short-circuits: asked at
+    /// every op, of a random op mix.)
     pub(crate) fn may_write(&self, opc: Opcode) -> bool {
         use trace_ir::OpFlags;
         let f = opc.flags();
@@ -331,21 +391,13 @@ impl<'t> Gen<'t> {
         let Some(l) = len.as_op().map(|o| o.index()) else {
             return;
         };
-        if !self.lens.contains(&l) || t.ops[l].opcode != ArraylenGc {
+        if !self.heap.lens.contains(&l) || t.ops[l].opcode != ArraylenGc {
             return;
         }
         let Some(ad) = t.ops[l].descr.and_then(|d| t.descr(d).as_array()) else {
             return;
         };
         let fact = (self.val(t.ops[l].args[0]), self.val(index), ad.len_offset);
-        if self.in_bounds.len() < 16 && !self.in_bounds.contains(&fact) {
-            self.in_bounds.push(fact);
-        }
-    }
-
-    pub(crate) fn make_nonnull(&mut self, v: Value) {
-        if let Some(o) = v.as_op() {
-            self.nonnull[o.index() / 64] |= 1 << (o.index() % 64);
-        }
+        self.heap.learn(fact);
     }
 }

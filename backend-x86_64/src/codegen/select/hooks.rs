@@ -159,9 +159,9 @@ impl Gen<'_> {
         match self.hk.area {
             Some((first, len)) if len >= n => first,
             _ => {
-                let first = self.nslots;
+                let first = self.ra.nslots();
                 for _ in 0..n {
-                    self.new_slot();
+                    self.ra.new_slot();
                 }
                 self.hk.area = Some((first, n));
                 first
@@ -178,8 +178,8 @@ impl Gen<'_> {
         let first = self.hook_area(n.max(1) as u32);
         for (k, &v) in op.args.iter().enumerate() {
             let src = self.loc(v)?;
-            let d = self.slot_disp(first + k as u32);
-            self.mov(Loc::Mem(d), src);
+            let d = self.frame.slot_disp(first + k as u32);
+            self.em.mov(Loc::Mem(d), src);
         }
         let guard = opc.is_guard();
         if guard {
@@ -192,6 +192,7 @@ impl Gen<'_> {
             });
             for v in read {
                 if self
+                    .ra
                     .reg_of(v)
                     .is_some_and(|r| is_xmm(r) || CALLER_SAVED_GPR.contains(&r))
                 {
@@ -203,7 +204,7 @@ impl Gen<'_> {
             op: OpRef::new(at),
             opcode: opc,
             descr: op.descr.map(|d| t.descr(d).clone()),
-            area: FRAME_HEADER + self.exit_len + first as usize,
+            area: FRAME_HEADER + self.frame.exit_len + first as usize,
             nargs: n,
             local: !self.hk.all && (sets_or_reads_exception(opc) || opc == Opcode::GuardNoException),
         });
@@ -217,17 +218,17 @@ impl Gen<'_> {
         )?;
         let inv = self.invalid_exit();
         let (invalid, fails) = (HOOK_INVALID as i32, HOOK_GUARD_FAILS as i32);
-        dynasm!(self.asm ; .arch x64 ; cmp eax, invalid);
+        dynasm!(self.em.asm ; .arch x64 ; cmp eax, invalid);
         self.jcc_stub(Cond::E, inv);
         if guard {
-            dynasm!(self.asm ; .arch x64 ; cmp eax, fails);
+            dynasm!(self.em.asm ; .arch x64 ; cmp eax, fails);
             self.guard_exit(Cond::E, None)?;
         }
         let kind = opc.result_kind();
         if kind != Kind::Void {
             let d = self.alloc_reg(kind, 0)?;
-            let src = self.slot_disp(first);
-            self.mov(Loc::Reg(d), Loc::Mem(src));
+            let src = self.frame.slot_disp(first);
+            self.em.mov(Loc::Reg(d), Loc::Mem(src));
             self.def(d);
         }
         Ok(())

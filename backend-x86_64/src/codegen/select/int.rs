@@ -21,7 +21,10 @@ impl Gen<'_> {
         if opc.is_commutative() {
             if let (Some(xo), Some(yo)) = (x.as_op(), y.as_op()) {
                 let (xo, yo) = (xo.index(), yo.index());
-                if self.reg_of(xo).is_some() && self.reg_of(yo).is_some() && self.live_after(xo) && !self.live_after(yo)
+                if self.ra.reg_of(xo).is_some()
+                    && self.ra.reg_of(yo).is_some()
+                    && self.live_after(xo)
+                    && !self.live_after(yo)
                 {
                     std::mem::swap(&mut x, &mut y);
                 }
@@ -36,12 +39,12 @@ impl Gen<'_> {
             if let Some(c @ (0xff | 0xffff | 0xffff_ffff)) = t.const_int(y) {
                 let (d, s) = self.three_operand(x, Kind::Int)?;
                 match (c, s) {
-                    (0xff, Opnd::Reg(r)) => dynasm!(self.asm ; .arch x64 ; movzx Rd(d), Rb(r)),
-                    (0xff, Opnd::Mem(m)) => dynasm!(self.asm ; .arch x64 ; movzx Rd(d), BYTE [rbp + m]),
-                    (0xffff, Opnd::Reg(r)) => dynasm!(self.asm ; .arch x64 ; movzx Rd(d), Rw(r)),
-                    (0xffff, Opnd::Mem(m)) => dynasm!(self.asm ; .arch x64 ; movzx Rd(d), WORD [rbp + m]),
-                    (_, Opnd::Reg(r)) => dynasm!(self.asm ; .arch x64 ; mov Rd(d), Rd(r)),
-                    (_, Opnd::Mem(m)) => dynasm!(self.asm ; .arch x64 ; mov Rd(d), DWORD [rbp + m]),
+                    (0xff, Opnd::Reg(r)) => dynasm!(self.em.asm ; .arch x64 ; movzx Rd(d), Rb(r)),
+                    (0xff, Opnd::Mem(m)) => dynasm!(self.em.asm ; .arch x64 ; movzx Rd(d), BYTE [rbp + m]),
+                    (0xffff, Opnd::Reg(r)) => dynasm!(self.em.asm ; .arch x64 ; movzx Rd(d), Rw(r)),
+                    (0xffff, Opnd::Mem(m)) => dynasm!(self.em.asm ; .arch x64 ; movzx Rd(d), WORD [rbp + m]),
+                    (_, Opnd::Reg(r)) => dynasm!(self.em.asm ; .arch x64 ; mov Rd(d), Rd(r)),
+                    (_, Opnd::Mem(m)) => dynasm!(self.em.asm ; .arch x64 ; mov Rd(d), DWORD [rbp + m]),
                     (_, Opnd::Imm(_)) => unreachable!("three_operand gives a register or a slot"),
                 }
                 self.def(d);
@@ -53,17 +56,17 @@ impl Gen<'_> {
             if let Some(c) = t.const_int(y).filter(|&c| fits_i32(c)) {
                 let (d, s) = self.three_operand(x, Kind::Int)?;
                 match (i8::try_from(c), s) {
-                    (Ok(b), Opnd::Reg(r)) => dynasm!(self.asm ; .arch x64 ; imul Rq(d), Rq(r), BYTE b),
+                    (Ok(b), Opnd::Reg(r)) => dynasm!(self.em.asm ; .arch x64 ; imul Rq(d), Rq(r), BYTE b),
                     (Ok(b), Opnd::Mem(m)) => {
-                        dynasm!(self.asm ; .arch x64 ; imul Rq(d), QWORD [rbp + m], BYTE b)
+                        dynasm!(self.em.asm ; .arch x64 ; imul Rq(d), QWORD [rbp + m], BYTE b)
                     }
                     (Err(_), Opnd::Reg(r)) => {
                         let c = c as i32;
-                        dynasm!(self.asm ; .arch x64 ; imul Rq(d), Rq(r), c)
+                        dynasm!(self.em.asm ; .arch x64 ; imul Rq(d), Rq(r), c)
                     }
                     (Err(_), Opnd::Mem(m)) => {
                         let c = c as i32;
-                        dynasm!(self.asm ; .arch x64 ; imul Rq(d), QWORD [rbp + m], c)
+                        dynasm!(self.em.asm ; .arch x64 ; imul Rq(d), QWORD [rbp + m], c)
                     }
                     (_, Opnd::Imm(_)) => unreachable!("three_operand gives a register or a slot"),
                 }
@@ -78,26 +81,26 @@ impl Gen<'_> {
         // `lea` for add/sub of a constant or add of two registers into a different
         // register: when `x` lives on, or the loop's jump wants the result elsewhere.
         if matches!(opc, IntAdd | IntSub) {
-            if let (Some(xo), Some(rx)) = (x.as_op(), x.as_op().and_then(|o| self.reg_of(o.index()))) {
+            if let (Some(xo), Some(rx)) = (x.as_op(), x.as_op().and_then(|o| self.ra.reg_of(o.index()))) {
                 let xo = xo.index();
                 let elsewhere = self.live_after(xo) || self.jump_hint(Kind::Int).is_some();
                 if let Some(c) = t.const_int(y) {
                     let c = if opc == IntSub { c.checked_neg() } else { Some(c) };
                     if let Some(c) = c.filter(|&c| fits_i32(c) && elsewhere) {
-                        self.record_use(Loc::Reg(rx), xo);
-                        self.pin(rx);
+                        self.em.record_use(Loc::Reg(rx), xo, self.pos);
+                        self.ra.pin(rx);
                         let d = self.alloc_result(Kind::Int)?;
                         let c = c as i32;
-                        dynasm!(self.asm ; .arch x64 ; lea Rq(d), [Rq(rx) + c]);
+                        dynasm!(self.em.asm ; .arch x64 ; lea Rq(d), [Rq(rx) + c]);
                         self.def(d);
                         return Ok(Fusion::None);
                     }
                 } else if let (IntAdd, Loc::Reg(ry), true) = (opc, self.loc(y)?, elsewhere) {
-                    self.record_use(Loc::Reg(rx), xo);
-                    self.pin(rx);
-                    self.pin(ry);
+                    self.em.record_use(Loc::Reg(rx), xo, self.pos);
+                    self.ra.pin(rx);
+                    self.ra.pin(ry);
                     let d = self.alloc_result(Kind::Int)?;
-                    dynasm!(self.asm ; .arch x64 ; lea Rq(d), [Rq(rx) + Rq(ry)]);
+                    dynasm!(self.em.asm ; .arch x64 ; lea Rq(d), [Rq(rx) + Rq(ry)]);
                     self.def(d);
                     return Ok(Fusion::None);
                 }
@@ -115,17 +118,17 @@ impl Gen<'_> {
                     Loc::Imm(b) if fits_i32(b as i64) => Some(Opnd::Imm(b as i64 as i32)),
                     Loc::Imm(_) => None,
                     Loc::Reg(r) => {
-                        self.pin(r);
+                        self.ra.pin(r);
                         Some(Opnd::Reg(r))
                     }
                     Loc::Mem(m) => Some(Opnd::Mem(m)),
                 };
                 if let Some(s) = y_opnd {
-                    let rx = self.reg_of(xo).unwrap();
-                    self.record_use(Loc::Reg(rx), xo);
-                    self.release(rx);
-                    self.pin(rx);
-                    self.alu(opc, rx, s);
+                    let rx = self.ra.reg_of(xo).unwrap();
+                    self.em.record_use(Loc::Reg(rx), xo, self.pos);
+                    self.ra.release(rx);
+                    self.ra.pin(rx);
+                    self.em.alu(opc, rx, s);
                     self.def(rx);
                     return Ok(Fusion::Overflow(Some(Undo {
                         val: xo,
@@ -140,7 +143,7 @@ impl Gen<'_> {
         }
         let s = self.opnd(y)?;
         let d = self.copy_to_new(x, Kind::Int)?;
-        self.alu(opc, d, s);
+        self.em.alu(opc, d, s);
         self.def(d);
         Ok(if opc.is_ovf() {
             Fusion::Overflow(None)
@@ -159,9 +162,9 @@ impl Gen<'_> {
         let a = |i: usize| args[i];
         let d = self.copy_to_new(a(0), Kind::Int)?;
         if opc == IntNeg {
-            dynasm!(self.asm ; .arch x64 ; neg Rq(d));
+            dynasm!(self.em.asm ; .arch x64 ; neg Rq(d));
         } else {
-            dynasm!(self.asm ; .arch x64 ; not Rq(d));
+            dynasm!(self.em.asm ; .arch x64 ; not Rq(d));
         }
         self.def(d);
         Ok(())
@@ -187,7 +190,7 @@ impl Gen<'_> {
         let args: &[Value] = &op.args;
         let a = |i: usize| args[i];
         let d = self.copy_to_new(a(0), Kind::Int)?;
-        dynasm!(self.asm ; .arch x64 ; xor r11d, r11d ; test Rq(d), Rq(d) ; cmovl Rq(d), r11);
+        dynasm!(self.em.asm ; .arch x64 ; xor r11d, r11d ; test Rq(d), Rq(d) ; cmovl Rq(d), r11);
         self.def(d);
         Ok(())
     }
@@ -202,16 +205,16 @@ impl Gen<'_> {
         self.take_reg(RDX)?;
         let (x, y) = if a(0).is_const() { (a(1), a(0)) } else { (a(0), a(1)) };
         let sx = self.loc(x)?;
-        self.mov(Loc::Reg(RAX), sx);
+        self.em.mov(Loc::Reg(RAX), sx);
         match self.loc(y)? {
-            Loc::Reg(r) => dynasm!(self.asm ; .arch x64 ; mul Rq(r)),
-            Loc::Mem(m) => dynasm!(self.asm ; .arch x64 ; mul QWORD [rbp + m]),
+            Loc::Reg(r) => dynasm!(self.em.asm ; .arch x64 ; mul Rq(r)),
+            Loc::Mem(m) => dynasm!(self.em.asm ; .arch x64 ; mul QWORD [rbp + m]),
             Loc::Imm(v) => {
-                self.mov_imm_r11(v);
-                dynasm!(self.asm ; .arch x64 ; mul r11)
+                self.em.mov_imm_r11(v);
+                dynasm!(self.em.asm ; .arch x64 ; mul r11)
             }
         }
-        self.clobber(&[RAX, RDX]);
+        self.em.clobber(&[RAX, RDX]);
         self.def(RDX);
         Ok(())
     }
@@ -235,13 +238,13 @@ impl Gen<'_> {
             std::mem::swap(&mut x, &mut y);
             c = c.swap();
         }
-        let before = self.asm.offset().0;
+        let before = self.em.asm.offset().0;
         let rx = self.load(x)?;
         let s = self.opnd(y)?;
-        let bare = self.asm.offset().0 == before;
-        let fusion = self.bool_result(at, |g| g.cmp(rx, s), c)?;
+        let bare = self.em.asm.offset().0 == before;
+        let fusion = self.bool_result(at, |g| g.em.cmp(rx, s), c)?;
         Ok(match fusion {
-            Fusion::Cmp(cond) if bare && self.loop_first == Some(at) => Fusion::LoopTest { cond, x: rx, y: s },
+            Fusion::Cmp(cond) if bare && self.loops.is_first(at) => Fusion::LoopTest { cond, x: rx, y: s },
             other => other,
         })
     }
@@ -260,7 +263,7 @@ impl Gen<'_> {
             return Ok(Fusion::Cmp(c));
         }
         let rx = self.load(a(0))?;
-        self.bool_result(at, |g| dynasm!(g.asm ; .arch x64 ; test Rq(rx), Rq(rx)), c)
+        self.bool_result(at, |g| dynasm!(g.em.asm ; .arch x64 ; test Rq(rx), Rq(rx)), c)
     }
 
     pub(crate) fn shift(&mut self, opc: Opcode, v: Value, amount: Value) -> R<()> {
@@ -269,9 +272,9 @@ impl Gen<'_> {
             if (0..64).contains(&c) {
                 let c = c as i8;
                 match opc {
-                    Opcode::IntLshift => dynasm!(self.asm ; .arch x64 ; shl Rq(d), c),
-                    Opcode::IntRshift => dynasm!(self.asm ; .arch x64 ; sar Rq(d), c),
-                    _ => dynasm!(self.asm ; .arch x64 ; shr Rq(d), c),
+                    Opcode::IntLshift => dynasm!(self.em.asm ; .arch x64 ; shl Rq(d), c),
+                    Opcode::IntRshift => dynasm!(self.em.asm ; .arch x64 ; sar Rq(d), c),
+                    _ => dynasm!(self.em.asm ; .arch x64 ; shr Rq(d), c),
                 }
             } else {
                 let inv = self.invalid_exit();
@@ -282,15 +285,15 @@ impl Gen<'_> {
         }
         self.take_reg(RCX)?;
         let s = self.loc(amount)?;
-        self.mov(Loc::Reg(RCX), s);
+        self.em.mov(Loc::Reg(RCX), s);
         let inv = self.invalid_exit();
-        dynasm!(self.asm ; .arch x64 ; cmp rcx, 63);
+        dynasm!(self.em.asm ; .arch x64 ; cmp rcx, 63);
         self.jcc_stub(Cond::A, inv);
         let d = self.copy_to_new(v, Kind::Int)?;
         match opc {
-            Opcode::IntLshift => dynasm!(self.asm ; .arch x64 ; shl Rq(d), cl),
-            Opcode::IntRshift => dynasm!(self.asm ; .arch x64 ; sar Rq(d), cl),
-            _ => dynasm!(self.asm ; .arch x64 ; shr Rq(d), cl),
+            Opcode::IntLshift => dynasm!(self.em.asm ; .arch x64 ; shl Rq(d), cl),
+            Opcode::IntRshift => dynasm!(self.em.asm ; .arch x64 ; sar Rq(d), cl),
+            _ => dynasm!(self.em.asm ; .arch x64 ; shr Rq(d), cl),
         }
         self.def(d);
         Ok(())
@@ -303,14 +306,14 @@ impl Gen<'_> {
         self.take_reg(RDX)?;
         let sv = self.loc(v)?;
         let sd = self.loc(divisor)?;
-        self.mov(Loc::Reg(RAX), sv);
-        self.mov(Loc::Reg(11), sd);
+        self.em.mov(Loc::Reg(RAX), sv);
+        self.em.mov(Loc::Reg(11), sd);
         let inv = self.invalid_exit();
-        let minus_one = self.asm.new_dynamic_label();
-        let done = self.asm.new_dynamic_label();
-        dynasm!(self.asm ; .arch x64 ; test r11, r11);
+        let minus_one = self.em.asm.new_dynamic_label();
+        let done = self.em.asm.new_dynamic_label();
+        dynasm!(self.em.asm ; .arch x64 ; test r11, r11);
         self.jcc_stub(Cond::E, inv);
-        dynasm!(self.asm
+        dynasm!(self.em.asm
             ; .arch x64
             ; cmp r11, -1
             ; je =>minus_one
@@ -321,7 +324,7 @@ impl Gen<'_> {
             Opcode::IntPyDiv => {
                 // Floor: subtract one when the remainder is non-zero and its sign differs
                 // from the divisor's.
-                dynasm!(self.asm
+                dynasm!(self.em.asm
                     ; .arch x64
                     ; test rdx, rdx
                     ; jz =>done
@@ -332,8 +335,8 @@ impl Gen<'_> {
                 );
             }
             Opcode::IntPyMod => {
-                let adjust = self.asm.new_dynamic_label();
-                dynasm!(self.asm
+                let adjust = self.em.asm.new_dynamic_label();
+                dynasm!(self.em.asm
                     ; .arch x64
                     ; test rdx, rdx
                     ; jz =>done
@@ -346,16 +349,16 @@ impl Gen<'_> {
                     ; jmp =>done
                 );
             }
-            _ => dynasm!(self.asm ; .arch x64 ; jmp =>done),
+            _ => dynasm!(self.em.asm ; .arch x64 ; jmp =>done),
         }
-        dynasm!(self.asm
+        dynasm!(self.em.asm
             ; .arch x64
             ; =>minus_one
             ; neg rax
             ; xor edx, edx
             ; =>done
         );
-        self.clobber(&[RAX, RDX]);
+        self.em.clobber(&[RAX, RDX]);
         let r = if matches!(opc, Opcode::IntFloorDiv | Opcode::IntPyDiv) {
             RAX
         } else {
@@ -370,9 +373,9 @@ impl Gen<'_> {
         if let Some(c) = self.t.const_int(n) {
             let d = self.copy_to_new(v, Kind::Int)?;
             match c {
-                1 => dynasm!(self.asm ; .arch x64 ; movsx Rq(d), Rb(d)),
-                2 => dynasm!(self.asm ; .arch x64 ; movsx Rq(d), Rw(d)),
-                4 => dynasm!(self.asm ; .arch x64 ; movsxd Rq(d), Rd(d)),
+                1 => dynasm!(self.em.asm ; .arch x64 ; movsx Rq(d), Rb(d)),
+                2 => dynasm!(self.em.asm ; .arch x64 ; movsx Rq(d), Rw(d)),
+                4 => dynasm!(self.em.asm ; .arch x64 ; movsxd Rq(d), Rd(d)),
                 8 => {}
                 _ => {
                     let inv = self.invalid_exit();
@@ -384,11 +387,11 @@ impl Gen<'_> {
         }
         self.take_reg(RCX)?;
         let s = self.loc(n)?;
-        self.mov(Loc::Reg(RCX), s);
+        self.em.mov(Loc::Reg(RCX), s);
         let inv = self.invalid_exit();
-        let ok = self.asm.new_dynamic_label();
+        let ok = self.em.asm.new_dynamic_label();
         // Valid: n in {1, 2, 4, 8}; then shift left and back by 64 - 8n.
-        dynasm!(self.asm
+        dynasm!(self.em.asm
             ; .arch x64
             ; cmp rcx, 1 ; je =>ok
             ; cmp rcx, 2 ; je =>ok
@@ -396,17 +399,17 @@ impl Gen<'_> {
             ; cmp rcx, 8
         );
         self.jcc_stub(Cond::Ne, inv);
-        dynasm!(self.asm
+        dynasm!(self.em.asm
             ; .arch x64
             ; =>ok
             ; shl ecx, 3
             ; neg ecx
             ; add ecx, 64
         );
-        self.clobber(&[RCX]);
+        self.em.clobber(&[RCX]);
         let d = self.copy_to_new(v, Kind::Int)?;
         // A shift by 64 is a shift by 0 on x86 (the count is masked), which is what n = 8 needs.
-        dynasm!(self.asm ; .arch x64 ; shl Rq(d), cl ; sar Rq(d), cl);
+        dynasm!(self.em.asm ; .arch x64 ; shl Rq(d), cl ; sar Rq(d), cl);
         self.def(d);
         Ok(())
     }

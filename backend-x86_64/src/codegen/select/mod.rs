@@ -7,7 +7,8 @@ mod heap;
 pub(super) mod hooks;
 mod int;
 
-pub(super) use calls::ArgSrc;
+pub(super) use calls::{ArgSrc, Calls};
+pub(super) use heap::HeapFacts;
 
 use super::*;
 
@@ -23,11 +24,10 @@ impl Gen<'_> {
         let args: &[Value] = &op.args;
         let a = |i: usize| args[i];
         if at > 0 && self.may_write(t.ops[at - 1].opcode) {
-            self.in_bounds.clear();
-            self.lens.clear();
+            self.heap.forget_memory();
         }
         if opc == ArraylenGc {
-            self.lens.push(at);
+            self.heap.note_len(at);
         }
         if self.hk.routes(opc) {
             self.hook_op(at)?;
