@@ -3,7 +3,7 @@
 //! moves, register moves, constant loads, `rel32` jumps, NOP padding), each checked against
 //! the bytes dynasm assembles for it in the tests below.
 
-use super::regs::{is_xmm, x, Reg};
+use super::regs::Reg;
 use super::{internal, R};
 use crate::asm::CodeBuf;
 use crate::checker::{Event, Val};
@@ -181,7 +181,7 @@ impl Emitter {
     /// The instruction just emitted overwrote `regs`.
     pub(super) fn clobber(&self, regs: &[Reg]) {
         for &r in regs {
-            self.record(Event::Clobber { reg: r });
+            self.record(Event::Clobber { reg: r.number() });
         }
     }
 
@@ -228,13 +228,15 @@ impl Emitter {
     /// A 64-bit move between register `r` and `[rbp + m]`: `mov` with opcode `gpr_op`
     /// (REX.W, REX.R for r8-r15) or `movsd` with `0F xmm_op` (F2, REX.R for xmm8-xmm15 only).
     fn frame_move(&mut self, r: Reg, m: i32, gpr_op: u8, xmm_op: u8) {
-        if is_xmm(r) {
-            match x(r) >= 8 {
-                true => self.frame_insn(u32::from_le_bytes([0xf2, 0x44, 0x0f, xmm_op]), 4, x(r), m),
-                false => self.frame_insn(u32::from_le_bytes([0xf2, 0x0f, xmm_op, 0]), 3, x(r), m),
+        if r.is_xmm() {
+            let x = r.xmm();
+            match x >= 8 {
+                true => self.frame_insn(u32::from_le_bytes([0xf2, 0x44, 0x0f, xmm_op]), 4, x, m),
+                false => self.frame_insn(u32::from_le_bytes([0xf2, 0x0f, xmm_op, 0]), 3, x, m),
             }
         } else {
-            self.frame_insn(u32::from_le_bytes([0x48 | (r >> 3) << 2, gpr_op, 0, 0]), 2, r, m);
+            let n = r.number();
+            self.frame_insn(u32::from_le_bytes([0x48 | (n >> 3) << 2, gpr_op, 0, 0]), 2, n, m);
         }
     }
 
@@ -258,6 +260,7 @@ impl Emitter {
     /// instruction.
     #[inline]
     pub(super) fn mov_gpr(&mut self, d: Reg, s: Reg) {
+        let (d, s) = (d.number(), s.number());
         let rex = 0x48 | (s >> 3) << 2 | d >> 3;
         let modrm = 0xc0 | (s & 7) << 3 | (d & 7);
         self.asm.put(u32::from_le_bytes([rex, 0x89, modrm, 0]) as u128, 3);
@@ -271,7 +274,7 @@ impl Emitter {
     /// the register needs it.
     #[inline]
     pub(super) fn mov_gpr_imm(&mut self, d: Reg, v: u64) {
-        let (lo, b) = (d & 7, d >> 3);
+        let (lo, b) = (d.number() & 7, d.number() >> 3);
         if v <= u32::MAX as u64 {
             // An optional REX.B, then B8+r and the immediate.
             let (head, n) = if b != 0 {
@@ -296,7 +299,7 @@ impl Emitter {
     pub(super) fn store(&mut self, m: i32, r: Reg) {
         self.record(Event::Move {
             dst: Loc::Mem(m),
-            src: Loc::Reg(r),
+            src: r.loc(),
         });
         self.store_frame(m, r);
     }
@@ -420,8 +423,8 @@ impl Emitter {
 
     /// Load `size` bytes at `[base + disp]` into `d`, sign- or zero-extending.
     pub(super) fn load_mem(&mut self, d: Reg, base: Reg, disp: i32, size: u8, signed: bool) {
-        if is_xmm(d) {
-            dynasm!(self.asm ; .arch x64 ; movsd Rx(x(d)), QWORD [Rq(base) + disp]);
+        if d.is_xmm() {
+            dynasm!(self.asm ; .arch x64 ; movsd Rx(d.xmm()), QWORD [Rq(base) + disp]);
             return;
         }
         match (size, signed) {
@@ -437,8 +440,8 @@ impl Emitter {
 
     /// Store the low `size` bytes of `v` at `[base + disp]`.
     pub(super) fn store_mem(&mut self, base: Reg, disp: i32, v: Reg, size: u8) {
-        if is_xmm(v) {
-            dynasm!(self.asm ; .arch x64 ; movsd QWORD [Rq(base) + disp], Rx(x(v)));
+        if v.is_xmm() {
+            dynasm!(self.asm ; .arch x64 ; movsd QWORD [Rq(base) + disp], Rx(v.xmm()));
             return;
         }
         match size {
@@ -452,8 +455,9 @@ impl Emitter {
     /// Push one 8-byte stack argument (a float as its bits).
     pub(super) fn push_arg(&mut self, src: Loc) {
         match src {
-            Loc::Reg(r) if is_xmm(r) => {
-                dynasm!(self.asm ; .arch x64 ; sub rsp, 8 ; movsd QWORD [rsp], Rx(x(r)))
+            Loc::Reg(r) if Reg::new(r).is_xmm() => {
+                let r = Reg::new(r);
+                dynasm!(self.asm ; .arch x64 ; sub rsp, 8 ; movsd QWORD [rsp], Rx(r.xmm()))
             }
             Loc::Reg(r) => dynasm!(self.asm ; .arch x64 ; push Rq(r)),
             Loc::Mem(m) => dynasm!(self.asm ; .arch x64 ; push QWORD [rbp + m]),
@@ -503,8 +507,8 @@ mod encoding_tests {
     #[test]
     fn hand_encoded_register_moves_are_dynasm_bytes() {
         let mut g = Emitter::new(CodeBuf::with_capacity(64, 0, 0), Vec::new());
-        for d in 0..16u8 {
-            for s in 0..16u8 {
+        for d in (0..16u8).map(Reg::new) {
+            for s in (0..16u8).map(Reg::new) {
                 g.mov_gpr(d, s);
                 let hand = g.asm.take();
                 dynasm!(g.asm ; .arch x64 ; mov Rq(d), Rq(s));
@@ -541,7 +545,10 @@ mod encoding_tests {
                 let (h, r) = (decode(&hand), decode(&reference));
                 assert_eq!(h.len(), 1, "{hand:02x?}");
                 assert_eq!(h, r, "mov {d}, {v:#x}: {hand:02x?} vs {reference:02x?}");
-                assert_eq!(hand.len() + usize::from(v <= u32::MAX as u64 && d < 8), reference.len());
+                assert_eq!(
+                    hand.len() + usize::from(v <= u32::MAX as u64 && d.number() < 8),
+                    reference.len()
+                );
             }
         }
     }
@@ -551,17 +558,17 @@ mod encoding_tests {
     #[test]
     fn hand_encoded_frame_moves_decode_as_dynasm_assembles_them() {
         let mut g = Emitter::new(CodeBuf::with_capacity(64, 0, 0), Vec::new());
-        for r in (0..32u8).filter(|&r| r != 4 && r != 5 && r != 11) {
+        for r in (0..32u8).filter(|&r| r != 4 && r != 5 && r != 11).map(Reg::new) {
             for m in [0, 8, -8, 120, 127, -128, 128, -129, 4096, 1 << 20, -(1 << 20)] {
                 let _ = g.asm.take();
                 g.load_frame(r, m);
                 g.store_frame(m, r);
                 let hand = g.asm.take();
-                match (is_xmm(r), i8::try_from(m)) {
+                match (r.is_xmm(), i8::try_from(m)) {
                     (true, Ok(b)) => dynasm!(g.asm ; .arch x64
-                        ; movsd Rx(x(r)), QWORD [BYTE rbp + b] ; movsd QWORD [BYTE rbp + b], Rx(x(r))),
+                        ; movsd Rx(r.xmm()), QWORD [BYTE rbp + b] ; movsd QWORD [BYTE rbp + b], Rx(r.xmm())),
                     (true, Err(_)) => dynasm!(g.asm ; .arch x64
-                        ; movsd Rx(x(r)), QWORD [rbp + m] ; movsd QWORD [rbp + m], Rx(x(r))),
+                        ; movsd Rx(r.xmm()), QWORD [rbp + m] ; movsd QWORD [rbp + m], Rx(r.xmm())),
                     (false, Ok(b)) => dynasm!(g.asm ; .arch x64
                         ; mov Rq(r), QWORD [BYTE rbp + b] ; mov QWORD [BYTE rbp + b], Rq(r)),
                     (false, Err(_)) => dynasm!(g.asm ; .arch x64

@@ -12,7 +12,7 @@
 use super::emit::{rel32, Cond, Emitter, Opnd};
 use super::frame::{FrameLayout, FRAME_HEADER};
 use super::fusion::Undo;
-use super::regs::Reg;
+use super::regs::{Reg, R11};
 use super::{bad, internal, Gen, R};
 use crate::checker::Event;
 use crate::pmove::Loc;
@@ -161,8 +161,8 @@ impl Emitter {
     fn undo_word(&mut self, d: i32, inverse: Opcode, y: Opnd) {
         let y = match y {
             Opnd::Mem(m) => {
-                self.load_frame(11, m);
-                Opnd::Reg(11)
+                self.load_frame(R11, m);
+                Opnd::Reg(R11)
             }
             y => y,
         };
@@ -211,9 +211,9 @@ impl Gen<'_> {
                     match undo {
                         Some(u) if v.as_op().is_some_and(|o| o.index() == u.val) => {
                             // The register holds the op's result; the stub recomputes `v`.
-                            me.em.record_use(Loc::Reg(u.reg), u.at, me.pos);
+                            me.em.record_use(u.reg.loc(), u.at, me.pos);
                             if let Opnd::Reg(r) = u.y {
-                                me.em.expect(Loc::Reg(r), me.val(u.y_val), me.pos);
+                                me.em.expect(r.loc(), me.val(u.y_val), me.pos);
                             }
                             undos.push((stub_index, (words.len() - first) as u32, u.inverse, u.y));
                             words.push(u.reg);
@@ -274,7 +274,7 @@ impl Gen<'_> {
             Loc::Mem(d) => ExitSlot::Frame((d / 8) as u32),
             Loc::Imm(bits) => ExitSlot::Const(bits),
             Loc::Reg(r) => {
-                words.push(r);
+                words.push(Reg::new(r));
                 ExitSlot::Frame((FRAME_HEADER + words.len() - 1 - first) as u32)
             }
         })

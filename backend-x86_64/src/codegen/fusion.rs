@@ -99,7 +99,7 @@ impl Gen<'_> {
             emit_cmp(self);
             return Ok(Fusion::Cmp(c));
         }
-        let d = self.alloc_reg(Kind::Int, 0)?;
+        let d = self.alloc_reg(Kind::Int, RegSet::EMPTY)?;
         emit_cmp(self);
         self.em.setcc_r11(c);
         dynasm!(self.em.asm ; .arch x64 ; movzx Rq(d), r11b);

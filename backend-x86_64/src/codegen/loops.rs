@@ -9,7 +9,7 @@
 //! label agree on the state, so the straight-line allocation holds in every iteration.
 
 use super::emit::{Cond, Opnd};
-use super::regs::{is_xmm, Reg};
+use super::regs::Reg;
 use super::{bad, Gen, R};
 use crate::checker::{Event, Val};
 use crate::pmove::Loc;
@@ -160,7 +160,7 @@ impl Gen<'_> {
                 gprs.next()
             };
             let dst = match r {
-                Some(r) => Loc::Reg(r),
+                Some(r) => r.loc(),
                 None => {
                     let s = self.ra.give_slot(p, false);
                     Loc::Mem(self.frame.slot_disp(s))
@@ -188,7 +188,10 @@ impl Gen<'_> {
         let me = Value::op(OpRef::new(self.pos));
         let k = self.t.ops[*jpos].args.iter().position(|&a| a == me)?;
         match params.get(k) {
-            Some(&Loc::Reg(r)) if is_xmm(r) == (kind == Kind::Float) && self.ra.is_free(r) => Some(r),
+            Some(&Loc::Reg(r)) => {
+                let r = Reg::new(r);
+                (r.is_xmm() == (kind == Kind::Float) && self.ra.is_free(r)).then_some(r)
+            }
             _ => None,
         }
     }

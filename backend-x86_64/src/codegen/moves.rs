@@ -3,7 +3,7 @@
 
 use super::emit::{fits_i32, Emitter};
 use super::frame::TEMP_DISP;
-use super::regs::{is_xmm, x};
+use super::regs::{Reg, R11};
 use crate::checker::Event;
 use crate::pmove::{sequentialize_into, Loc};
 use dynasmrt::{dynasm, DynasmApi};
@@ -16,7 +16,7 @@ fn mov_uses_r11(dst: Loc, src: Loc) -> bool {
     match (dst, src) {
         (Loc::Mem(_), Loc::Mem(_)) => true,
         (Loc::Mem(_), Loc::Imm(v)) => !fits_i32(v as i64),
-        (Loc::Reg(r), Loc::Imm(v)) => is_xmm(r) && v != 0,
+        (Loc::Reg(r), Loc::Imm(v)) => Reg::new(r).is_xmm() && v != 0,
         _ => false,
     }
 }
@@ -26,29 +26,31 @@ impl Emitter {
     /// [`mov_uses_r11`]). Never changes the flags (a fused guard may follow).
     pub(super) fn mov(&mut self, dst: Loc, src: Loc) {
         self.record(Event::Move { dst, src });
+        let reg = Reg::new;
         match (dst, src) {
             _ if dst == src => {}
-            (Loc::Reg(d), Loc::Reg(s)) => match (is_xmm(d), is_xmm(s)) {
-                (false, false) => self.mov_gpr(d, s),
-                (true, true) => dynasm!(self.asm ; .arch x64 ; movaps Rx(x(d)), Rx(x(s))),
-                (true, false) => dynasm!(self.asm ; .arch x64 ; movq Rx(x(d)), Rq(s)),
-                (false, true) => dynasm!(self.asm ; .arch x64 ; movq Rq(d), Rx(x(s))),
+            (Loc::Reg(d), Loc::Reg(s)) => match (reg(d).is_xmm(), reg(s).is_xmm()) {
+                (false, false) => self.mov_gpr(reg(d), reg(s)),
+                (true, true) => dynasm!(self.asm ; .arch x64 ; movaps Rx(reg(d).xmm()), Rx(reg(s).xmm())),
+                (true, false) => dynasm!(self.asm ; .arch x64 ; movq Rx(reg(d).xmm()), Rq(s)),
+                (false, true) => dynasm!(self.asm ; .arch x64 ; movq Rq(d), Rx(reg(s).xmm())),
             },
-            (Loc::Reg(d), Loc::Mem(m)) => self.load_frame(d, m),
+            (Loc::Reg(d), Loc::Mem(m)) => self.load_frame(reg(d), m),
             (Loc::Reg(d), Loc::Imm(v)) => {
-                if is_xmm(d) {
+                let d = reg(d);
+                if d.is_xmm() {
                     if v == 0 {
-                        dynasm!(self.asm ; .arch x64 ; xorps Rx(x(d)), Rx(x(d)))
+                        dynasm!(self.asm ; .arch x64 ; xorps Rx(d.xmm()), Rx(d.xmm()))
                     } else {
                         self.mov_imm_r11(v);
-                        dynasm!(self.asm ; .arch x64 ; movq Rx(x(d)), r11)
+                        dynasm!(self.asm ; .arch x64 ; movq Rx(d.xmm()), r11)
                     }
                 } else {
                     // Zero too: not `xor`, moves must not disturb the flags (fused guards).
                     self.mov_gpr_imm(d, v)
                 }
             }
-            (Loc::Mem(m), Loc::Reg(s)) => self.store_frame(m, s),
+            (Loc::Mem(m), Loc::Reg(s)) => self.store_frame(m, reg(s)),
             (Loc::Mem(m), Loc::Mem(s)) => match (i8::try_from(s), i8::try_from(m)) {
                 (Ok(s), Ok(m)) => dynasm!(self.asm ; .arch x64 ; mov r11, [BYTE rbp + s] ; mov [BYTE rbp + m], r11),
                 (Ok(s), Err(_)) => dynasm!(self.asm ; .arch x64 ; mov r11, [BYTE rbp + s] ; mov [rbp + m], r11),
@@ -64,7 +66,7 @@ impl Emitter {
                     }
                 } else {
                     self.mov_imm_r11(v);
-                    self.store_frame(m, 11);
+                    self.store_frame(m, R11);
                 }
             }
             (Loc::Imm(_), _) => unreachable!("move into an immediate"),
@@ -88,7 +90,7 @@ impl ParallelMoves {
         let temp = if moves.iter().any(|&(d, s)| mov_uses_r11(d, s)) {
             Loc::Mem(TEMP_DISP)
         } else {
-            Loc::Reg(11)
+            R11.loc()
         };
         self.seq.clear();
         sequentialize_into(moves, temp, &mut self.pending, &mut self.seq);

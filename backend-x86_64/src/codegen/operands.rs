@@ -3,7 +3,7 @@
 
 use super::emit::{fits_i32, Opnd};
 use super::regalloc::{Allocator, Cx};
-use super::regs::Reg;
+use super::regs::{Reg, RegSet};
 use super::{internal, Gen, R};
 use crate::checker::Val;
 use crate::pmove::Loc;
@@ -48,14 +48,14 @@ impl<'t> Gen<'t> {
 
     /// The current op reads `v` (an op index) in register `r`, which it reserves.
     pub(super) fn use_reg(&mut self, r: Reg, v: usize) {
-        self.em.record_use(Loc::Reg(r), v, self.pos);
+        self.em.record_use(r.loc(), v, self.pos);
         self.ra.pin(r);
     }
 
     /// A free register of the class of `kind` for this op, outside `avoid` (see
     /// [`Allocator::alloc_reg`]).
     #[inline]
-    pub(super) fn alloc_reg(&mut self, kind: Kind, avoid: u32) -> R<Reg> {
+    pub(super) fn alloc_reg(&mut self, kind: Kind, avoid: RegSet) -> R<Reg> {
         let (ra, mut cx) = self.ra();
         ra.alloc_reg(&mut cx, kind, avoid)
     }
@@ -82,8 +82,8 @@ impl<'t> Gen<'t> {
         }
         let kind = self.t.kind_of(v);
         let src = self.loc(v)?;
-        let r = self.alloc_reg(kind, 0)?;
-        self.em.mov(Loc::Reg(r), src);
+        let r = self.alloc_reg(kind, RegSet::EMPTY)?;
+        self.em.mov(r.loc(), src);
         if let Some(o) = v.as_op() {
             self.ra.set_owner(r, o.index());
         }
@@ -96,6 +96,7 @@ impl<'t> Gen<'t> {
             Loc::Imm(b) if fits_i32(b as i64) => Ok(Opnd::Imm(b as i64 as i32)),
             Loc::Imm(_) => Ok(Opnd::Reg(self.load(v)?)),
             Loc::Reg(r) => {
+                let r = Reg::new(r);
                 self.ra.pin(r);
                 Ok(Opnd::Reg(r))
             }
@@ -107,6 +108,7 @@ impl<'t> Gen<'t> {
     pub(super) fn fopnd(&mut self, v: Value) -> R<Opnd> {
         match self.loc(v)? {
             Loc::Reg(r) => {
+                let r = Reg::new(r);
                 self.ra.pin(r);
                 Ok(Opnd::Reg(r))
             }
@@ -121,7 +123,7 @@ impl<'t> Gen<'t> {
         if let Some(o) = v.as_op() {
             if let Some(r) = self.ra.reg_of(o.index()) {
                 if !self.live_after(o.index()) {
-                    self.em.record_use(Loc::Reg(r), o.index(), self.pos);
+                    self.em.record_use(r.loc(), o.index(), self.pos);
                     self.ra.release(r);
                     self.ra.pin(r);
                     return Ok(r);
@@ -130,7 +132,7 @@ impl<'t> Gen<'t> {
         }
         let src = self.loc(v)?;
         let r = self.alloc_result(kind)?;
-        self.em.mov(Loc::Reg(r), src);
+        self.em.mov(r.loc(), src);
         Ok(r)
     }
 
@@ -142,7 +144,7 @@ impl<'t> Gen<'t> {
                 self.ra.pin(r);
                 Ok(r)
             }
-            None => self.alloc_reg(kind, 0),
+            None => self.alloc_reg(kind, RegSet::EMPTY),
         }
     }
 
@@ -153,6 +155,7 @@ impl<'t> Gen<'t> {
     pub(super) fn three_operand(&mut self, x: Value, kind: Kind) -> R<(Reg, Opnd)> {
         let src = match self.loc(x)? {
             Loc::Reg(r) => {
+                let r = Reg::new(r);
                 self.ra.pin(r);
                 Opnd::Reg(r)
             }
@@ -169,7 +172,7 @@ impl<'t> Gen<'t> {
                 return Ok((r, src));
             }
         }
-        Ok((self.alloc_reg(kind, 0)?, src))
+        Ok((self.alloc_reg(kind, RegSet::EMPTY)?, src))
     }
 
     /// The result of the current op is in `r`.

@@ -31,7 +31,7 @@
 use super::emit::Emitter;
 use super::frame::FrameLayout;
 use super::liveness::{Liveness, NEVER};
-use super::regs::{is_xmm, pools, Pool, Reg, CALLEE_SAVED, NO_REG};
+use super::regs::{pools, Pool, Reg, RegSet, CALLEE_SAVED, NO_REG};
 use super::{lost_value, out_of_registers, R};
 use crate::checker::Event;
 use crate::pmove::Loc;
@@ -59,12 +59,12 @@ pub(super) struct Allocator {
     xmms: Pool,
     /// The value each register holds; entry `NO_REG` is a dummy that `end_op` writes
     /// instead of branching.
-    owner: [Option<u32>; NO_REG as usize + 1],
-    /// The registers that have an owner, as a bit set (kept in sync with `owner`).
-    occupied: u32,
-    /// The registers the current op uses, as a bit set: never chosen for anything else
-    /// until the op ends.
-    pinned: u32,
+    owner: [Option<u32>; NO_REG.index() + 1],
+    /// The registers that have an owner (kept in sync with `owner`).
+    occupied: RegSet,
+    /// The registers the current op uses: never chosen for anything else until the op
+    /// ends.
+    pinned: RegSet,
     /// The register holding each value, [`NO_REG`] if none (the dummy owner entry, so
     /// `end_op` releases it without a branch); kept in sync with `owner`.
     val_reg: Vec<Reg>,
@@ -83,9 +83,9 @@ impl Default for Allocator {
         Allocator {
             gprs: Pool::default(),
             xmms: Pool::default(),
-            owner: [None; NO_REG as usize + 1],
-            occupied: 0,
-            pinned: 0,
+            owner: [None; NO_REG.index() + 1],
+            occupied: RegSet::EMPTY,
+            pinned: RegSet::EMPTY,
             val_reg: Vec::new(),
             val_slot: Vec::new(),
             slot_valid: Vec::new(),
@@ -100,9 +100,9 @@ impl Allocator {
     /// layout: no register holds anything, no slot is handed out.
     pub(super) fn reset(&mut self, opts: &CompileOptions, n: usize, frame: FrameLayout) {
         (self.gprs, self.xmms) = pools(opts);
-        self.owner = [None; NO_REG as usize + 1];
-        self.occupied = 0;
-        self.pinned = 0;
+        self.owner = [None; NO_REG.index() + 1];
+        self.occupied = RegSet::EMPTY;
+        self.pinned = RegSet::EMPTY;
         self.val_reg.clear();
         self.val_reg.resize(n + 1, NO_REG);
         self.val_slot.clear();
@@ -136,19 +136,19 @@ impl Allocator {
     /// The value register `r` holds, if any.
     #[inline]
     pub(super) fn owner(&self, r: Reg) -> Option<usize> {
-        self.owner[r as usize].map(|v| v as usize)
+        self.owner[r.index()].map(|v| v as usize)
     }
 
     /// Whether `r` holds no value and the current op does not use it.
     #[inline]
     pub(super) fn is_free(&self, r: Reg) -> bool {
-        (self.occupied | self.pinned) & (1 << r) == 0
+        !(self.occupied | self.pinned).contains(r)
     }
 
     /// Whether the current op uses `r`.
     #[inline]
     pub(super) fn is_pinned(&self, r: Reg) -> bool {
-        self.pinned & (1 << r) != 0
+        self.pinned.contains(r)
     }
 
     /// Whether `v` is in a register or has a slot.
@@ -171,8 +171,8 @@ impl Allocator {
     #[inline]
     pub(super) fn loc_of(&self, em: &Emitter, v: usize, pos: usize) -> R<Loc> {
         if let Some(r) = self.reg_of(v) {
-            em.record_use(Loc::Reg(r), v, pos);
-            return Ok(Loc::Reg(r));
+            em.record_use(r.loc(), v, pos);
+            return Ok(r.loc());
         }
         match self.val_slot[v] {
             Some(s) if self.slot_valid[s as usize] => {
@@ -191,53 +191,54 @@ impl Allocator {
     /// Reserve `r` for the current op.
     #[inline]
     pub(super) fn pin(&mut self, r: Reg) {
-        self.pinned |= 1 << r;
+        self.pinned.insert(r);
     }
 
     /// `r` holds value `v` (and `v` is in no other register).
     #[inline]
     pub(super) fn set_owner(&mut self, r: Reg, v: usize) {
-        self.owner[r as usize] = Some(v as u32);
-        self.occupied |= 1 << r;
+        self.owner[r.index()] = Some(v as u32);
+        self.occupied.insert(r);
         self.val_reg[v] = r;
     }
 
     /// `r` holds nothing any more (its value stays wherever else it is).
     #[inline]
     pub(super) fn release(&mut self, r: Reg) {
-        if let Some(v) = self.owner[r as usize].take() {
-            self.occupied &= !(1 << r);
+        if let Some(v) = self.owner[r.index()].take() {
+            self.occupied.remove(r);
             self.val_reg[v as usize] = NO_REG;
         }
     }
 
-    /// Release every register of the bit set `regs` (after a call clobbered them).
-    pub(super) fn release_all(&mut self, regs: u32) {
+    /// Release every register of `regs` (after a call clobbered them).
+    pub(super) fn release_all(&mut self, regs: RegSet) {
         let mut regs = self.occupied & regs;
-        while regs != 0 {
-            let r = regs.trailing_zeros() as Reg;
-            regs &= regs - 1;
+        while let Some(r) = regs.pop_first() {
             self.release(r);
         }
     }
 
     /// The result of the op at `pos` is in `r`.
     pub(super) fn define(&mut self, em: &Emitter, r: Reg, pos: usize) {
-        em.record(Event::Def { reg: r, op: pos as u32 });
+        em.record(Event::Def {
+            reg: r.number(),
+            op: pos as u32,
+        });
         self.release(r);
         self.set_owner(r, pos);
     }
 
     /// Free `r`: its value (if still needed) moves to another free register of its class
     /// outside `avoid`, or to its slot.
-    pub(super) fn evict(&mut self, cx: &mut Cx<'_>, r: Reg, avoid: u32) -> R<()> {
+    pub(super) fn evict(&mut self, cx: &mut Cx<'_>, r: Reg, avoid: RegSet) -> R<()> {
         let Some(v) = self.owner(r) else { return Ok(()) };
         if cx.live.used_from(v, cx.pos) {
-            let pool = if is_xmm(r) { &self.xmms } else { &self.gprs };
-            match pool.first_free(pool.set & !(self.occupied | self.pinned | avoid | 1 << r)) {
+            let pool = if r.is_xmm() { &self.xmms } else { &self.gprs };
+            match pool.first_free(pool.set & !(self.occupied | self.pinned | avoid).with(r)) {
                 Some(q) => {
-                    cx.em.record_use(Loc::Reg(r), v, cx.pos);
-                    cx.em.mov(Loc::Reg(q), Loc::Reg(r));
+                    cx.em.record_use(r.loc(), v, cx.pos);
+                    cx.em.mov(q.loc(), r.loc());
                     self.release(r);
                     self.set_owner(q, v);
                     if self.is_pinned(r) {
@@ -255,7 +256,7 @@ impl Allocator {
     /// A register of the class of `kind` that is free for this op (not pinned, not in
     /// `avoid`), spilling the value used furthest in the future if none is free. The
     /// register is pinned and has no owner.
-    pub(super) fn alloc_reg(&mut self, cx: &mut Cx<'_>, kind: Kind, avoid: u32) -> R<Reg> {
+    pub(super) fn alloc_reg(&mut self, cx: &mut Cx<'_>, kind: Kind, avoid: RegSet) -> R<Reg> {
         let pool = if kind == Kind::Float { &self.xmms } else { &self.gprs };
         let blocked = self.pinned | avoid;
         let free = pool.first_free(pool.set & !(blocked | self.occupied));
@@ -267,18 +268,16 @@ impl Allocator {
         }
         // The candidate whose value is used furthest away (never again counts as furthest;
         // of equals, the highest-numbered register): the largest `(next use, register)`.
-        if candidates == 0 {
+        if candidates.is_empty() {
             return Err(out_of_registers(cx.pos));
         }
         let mut best = 0u64;
-        while candidates != 0 {
-            let r = candidates.trailing_zeros() as Reg;
-            candidates &= candidates - 1;
-            let v = self.owner[r as usize].unwrap() as usize;
-            best = best.max((cx.live.next_use(v) as u64) << 8 | r as u64);
+        while let Some(r) = candidates.pop_first() {
+            let v = self.owner[r.index()].unwrap() as usize;
+            best = best.max((cx.live.next_use(v) as u64) << 8 | r.number() as u64);
         }
-        let victim = best as u8;
-        let v = self.owner[victim as usize].unwrap() as usize;
+        let victim = Reg::new(best as u8);
+        let v = self.owner[victim.index()].unwrap() as usize;
         if cx.live.used_from(v, cx.pos) {
             self.ensure_slot(cx, v)?;
         }
@@ -289,7 +288,7 @@ impl Allocator {
 
     /// Make `r` free and pinned for the current op (for instructions with fixed registers).
     pub(super) fn take_reg(&mut self, cx: &mut Cx<'_>, r: Reg) -> R<()> {
-        self.evict(cx, r, 1 << r)?;
+        self.evict(cx, r, RegSet::EMPTY.with(r))?;
         self.pin(r);
         Ok(())
     }
@@ -297,23 +296,21 @@ impl Allocator {
     /// Move every value that lives past the current op out of the caller-saved registers
     /// (into a free callee-saved one when possible, else its slot), before a call. The
     /// register mapping stays until the call: argument sources may still read it.
-    pub(super) fn save_live_across_call(&mut self, cx: &mut Cx<'_>, clobbered: u32) -> R<()> {
+    pub(super) fn save_live_across_call(&mut self, cx: &mut Cx<'_>, clobbered: RegSet) -> R<()> {
         // Occupied clobbered registers in ascending order (caller-saved GPRs, then XMMs).
         let mut regs = self.occupied & clobbered;
-        while regs != 0 {
-            let r = regs.trailing_zeros() as Reg;
-            regs &= regs - 1;
+        while let Some(r) = regs.pop_first() {
             let Some(v) = self.owner(r) else { continue };
             if !cx.live.live_after(v, cx.pos) {
                 continue;
             }
-            if !is_xmm(r) {
+            if !r.is_xmm() {
                 let free = CALLEE_SAVED
                     .iter()
                     .copied()
-                    .find(|&q| (self.occupied | self.pinned) & (1 << q) == 0 && self.gprs.order.contains(&q));
+                    .find(|&q| !(self.occupied | self.pinned).contains(q) && self.gprs.order.contains(&q));
                 if let Some(q) = free {
-                    cx.em.mov(Loc::Reg(q), Loc::Reg(r));
+                    cx.em.mov(q.loc(), r.loc());
                     self.release(r);
                     self.set_owner(q, v);
                     continue;
@@ -333,10 +330,11 @@ impl Allocator {
         // or has no register, releases the dummy register `NO_REG`.
         let (reads, next_use, result_unused) = live.pass(pos);
         let (val_reg, owner) = (&mut self.val_reg[..], &mut self.owner);
-        let mut occupied = self.occupied as u64;
+        // The occupied set with a bit for the dummy register too (cleared with the rest).
+        let mut occupied = self.occupied.bits() as u64;
         let mut kill = |v: usize, dies: bool| {
             let reg = val_reg[v];
-            let r = select_unpredictable(dies, reg, NO_REG) as usize;
+            let r = select_unpredictable(dies, reg, NO_REG).index();
             owner[r] = None;
             occupied &= !(1 << r);
             val_reg[v] = select_unpredictable(dies, NO_REG, reg);
@@ -347,21 +345,21 @@ impl Allocator {
         }
         // A result nobody reads.
         kill(pos, result_unused);
-        owner[NO_REG as usize] = None;
-        self.occupied = occupied as u32;
-        self.pinned = 0;
+        owner[NO_REG.index()] = None;
+        self.occupied = RegSet::from_bits(occupied as u32);
+        self.pinned = RegSet::EMPTY;
     }
 
     /// The canonical state at a label: the values `first_param..` in `params` (registers or
     /// slots given by [`Allocator::give_slot`]), nothing else in registers.
     pub(super) fn reset_to_params(&mut self, params: &[Loc], first_param: usize) {
         for r in 0..32 {
-            self.release(r);
+            self.release(Reg::new(r));
         }
         for (k, &dst) in params.iter().enumerate() {
             let p = first_param + k;
             match dst {
-                Loc::Reg(r) => self.set_owner(r, p),
+                Loc::Reg(r) => self.set_owner(Reg::new(r), p),
                 Loc::Mem(_) => {
                     let s = self.val_slot[p].unwrap();
                     self.slot_valid[s as usize] = true;
@@ -404,7 +402,7 @@ impl Allocator {
         };
         if !self.slot_valid[s as usize] {
             let r = self.reg_of(v).ok_or_else(|| lost_value(v, cx.pos))?;
-            cx.em.record_use(Loc::Reg(r), v, cx.pos);
+            cx.em.record_use(r.loc(), v, cx.pos);
             cx.em.store(self.frame.slot_disp(s), r);
             self.slot_valid[s as usize] = true;
         }

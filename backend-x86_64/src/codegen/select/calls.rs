@@ -126,7 +126,7 @@ impl Gen<'_> {
 
     /// A call of `f` with `args`, its result of kind `result` defined (see
     /// [`Gen::call_inner`]).
-    pub(crate) fn call(&mut self, f: Loc, args: &[ArgSrc], result: Kind) -> R<()> {
+    pub(in crate::codegen) fn call(&mut self, f: Loc, args: &[ArgSrc], result: Kind) -> R<()> {
         self.call_inner(Some(f), None, args, result, None)
     }
 
@@ -139,7 +139,7 @@ impl Gen<'_> {
     /// condition is non-zero; `cond_call_value` returns the value when it is non-zero and
     /// calls otherwise. Saving live values happens before the branch, so both paths leave
     /// the same allocation state (the skipping path clobbers a subset of the registers).
-    pub(crate) fn call_inner(
+    pub(in crate::codegen) fn call_inner(
         &mut self,
         f: Option<Loc>,
         fv: Option<Value>,
@@ -151,7 +151,7 @@ impl Gen<'_> {
         let skip = match cond {
             Some(c) => {
                 let l = self.loc(c)?;
-                self.em.mov(Loc::Reg(11), l);
+                self.em.mov(R11.loc(), l);
                 let skip = self.em.asm.new_dynamic_label();
                 if result == Kind::Void {
                     dynasm!(self.em.asm ; .arch x64 ; test r11, r11 ; jz =>skip);
@@ -178,13 +178,13 @@ impl Gen<'_> {
             };
             let dst = if kind == Kind::Float {
                 nf += 1;
-                (nf <= 8).then(|| XMM0 + nf - 1)
+                (nf <= 8).then(|| Reg::xmm_reg(nf - 1))
             } else {
                 ni += 1;
                 (ni <= 6).then(|| INT_ARG_REGS[ni as usize - 1])
             };
             match dst {
-                Some(d) => moves.push((Loc::Reg(d), src)),
+                Some(d) => moves.push((d.loc(), src)),
                 None => stack.push(src),
             }
         }
@@ -203,7 +203,7 @@ impl Gen<'_> {
         for &src in stack.iter().rev() {
             self.em.push_arg(src);
         }
-        moves.push((Loc::Reg(RAX), fsrc));
+        moves.push((RAX.loc(), fsrc));
         self.pm.emit(&mut self.em, &moves);
         if CHECK {
             // The argument registers hold the argument values (register arguments are
@@ -250,8 +250,8 @@ impl Gen<'_> {
         // Every caller-saved register is clobbered: values living on are in slots or
         // callee-saved registers now.
         if CHECK {
-            for r in CALLER_SAVED_GPR.into_iter().chain((0..16).map(|i| XMM0 + i)) {
-                self.em.record(Event::Clobber { reg: r });
+            for r in CALLER_SAVED_GPR.into_iter().chain((0..16).map(Reg::xmm_reg)) {
+                self.em.record(Event::Clobber { reg: r.number() });
             }
         }
         self.ra.release_all(CALL_CLOBBERED);

@@ -13,11 +13,11 @@ impl Gen<'_> {
         let a = |i: usize| args[i];
         let s = self.fopnd(a(1))?;
         let d = self.copy_to_new(a(0), Kind::Float)?;
-        let dx = x(d);
+        let dx = d.xmm();
         macro_rules! fop {
             ($ins:ident) => {
                 match s {
-                    Opnd::Reg(s) => dynasm!(self.em.asm ; .arch x64 ; $ins Rx(dx), Rx(x(s))),
+                    Opnd::Reg(s) => dynasm!(self.em.asm ; .arch x64 ; $ins Rx(dx), Rx(s.xmm())),
                     Opnd::Mem(m) => dynasm!(self.em.asm ; .arch x64 ; $ins Rx(dx), QWORD [rbp + m]),
                     Opnd::Imm(_) => unreachable!(),
                 }
@@ -42,7 +42,7 @@ impl Gen<'_> {
         let args: &[Value] = &op.args;
         let a = |i: usize| args[i];
         let d = self.copy_to_new(a(0), Kind::Float)?;
-        let dx = x(d);
+        let dx = d.xmm();
         if opc == FloatNeg {
             dynasm!(self.em.asm ; .arch x64 ; mov r11, QWORD i64::MIN ; movq xmm15, r11 ; xorpd Rx(dx), xmm15);
         } else {
@@ -69,11 +69,11 @@ impl Gen<'_> {
         };
         let rp = self.load(p)?;
         let s = self.fopnd(q)?;
-        let d = self.alloc_reg(Kind::Int, 0)?;
+        let d = self.alloc_reg(Kind::Int, RegSet::EMPTY)?;
         dynasm!(self.em.asm ; .arch x64 ; xor r11d, r11d);
         match s {
-            Opnd::Reg(s) => dynasm!(self.em.asm ; .arch x64 ; ucomisd Rx(x(rp)), Rx(x(s))),
-            Opnd::Mem(m) => dynasm!(self.em.asm ; .arch x64 ; ucomisd Rx(x(rp)), QWORD [rbp + m]),
+            Opnd::Reg(s) => dynasm!(self.em.asm ; .arch x64 ; ucomisd Rx(rp.xmm()), Rx(s.xmm())),
+            Opnd::Mem(m) => dynasm!(self.em.asm ; .arch x64 ; ucomisd Rx(rp.xmm()), QWORD [rbp + m]),
             Opnd::Imm(_) => unreachable!(),
         }
         match opc {
@@ -93,8 +93,8 @@ impl Gen<'_> {
         let args: &[Value] = &op.args;
         let a = |i: usize| args[i];
         let r = self.load(a(0))?;
-        let d = self.alloc_reg(Kind::Float, 0)?;
-        dynasm!(self.em.asm ; .arch x64 ; cvtsi2sd Rx(x(d)), Rq(r));
+        let d = self.alloc_reg(Kind::Float, RegSet::EMPTY)?;
+        dynasm!(self.em.asm ; .arch x64 ; cvtsi2sd Rx(d.xmm()), Rq(r));
         self.def(d);
         Ok(())
     }
@@ -108,8 +108,8 @@ impl Gen<'_> {
         // cvttsd2si gives MININT for NaN and out-of-range values; fix up to the
         // saturating semantics (NaN -> 0, too large -> MAXINT).
         let r = self.load(a(0))?;
-        let d = self.alloc_reg(Kind::Int, 0)?;
-        let rx = x(r);
+        let d = self.alloc_reg(Kind::Int, RegSet::EMPTY)?;
+        let rx = r.xmm();
         let done = self.em.asm.new_dynamic_label();
         let nan = self.em.asm.new_dynamic_label();
         dynasm!(self.em.asm
@@ -142,8 +142,8 @@ impl Gen<'_> {
         let a = |i: usize| args[i];
         let kind = opc.result_kind();
         let src = self.loc(a(0))?;
-        let d = self.alloc_reg(kind, 0)?;
-        self.em.mov(Loc::Reg(d), src);
+        let d = self.alloc_reg(kind, RegSet::EMPTY)?;
+        self.em.mov(d.loc(), src);
         self.def(d);
         Ok(())
     }

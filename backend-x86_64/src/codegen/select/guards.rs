@@ -72,13 +72,13 @@ impl Gen<'_> {
         let a = |i: usize| args[i];
         if t.kind_of(a(0)) == Kind::Float || t.kind_of(a(1)) == Kind::Float {
             // Compare the bits.
-            let r = self.alloc_reg(Kind::Int, 0)?;
+            let r = self.alloc_reg(Kind::Int, RegSet::EMPTY)?;
             let s0 = self.loc(a(0))?;
-            self.em.mov(Loc::Reg(r), s0);
+            self.em.mov(r.loc(), s0);
             let s1 = self.loc(a(1))?;
             match s1 {
-                Loc::Reg(q) => dynasm!(self.em.asm ; .arch x64 ; movq r11, Rx(x(q))),
-                other => self.em.mov(Loc::Reg(11), other),
+                Loc::Reg(q) => dynasm!(self.em.asm ; .arch x64 ; movq r11, Rx(Reg::new(q).xmm())),
+                other => self.em.mov(R11.loc(), other),
             }
             dynasm!(self.em.asm ; .arch x64 ; cmp Rq(r), r11);
         } else {
@@ -138,7 +138,7 @@ impl Gen<'_> {
                 dynasm!(self.em.asm ; .arch x64 ; cmp QWORD [Rq(r)], v)
             }
             other => {
-                self.em.mov(Loc::Reg(11), other);
+                self.em.mov(R11.loc(), other);
                 dynasm!(self.em.asm ; .arch x64 ; cmp r11, QWORD [Rq(r)])
             }
         }
@@ -153,8 +153,8 @@ impl Gen<'_> {
     /// `force_token`.
     pub(super) fn force_token(&mut self) -> R<()> {
         // A fixed token, the interpreter's.
-        let d = self.alloc_reg(Kind::Ref, 0)?;
-        self.em.mov(Loc::Reg(d), Loc::Imm(trace_ir::interp::heap::FORCE_TOKEN));
+        let d = self.alloc_reg(Kind::Ref, RegSet::EMPTY)?;
+        self.em.mov(d.loc(), Loc::Imm(trace_ir::interp::heap::FORCE_TOKEN));
         self.def(d);
         Ok(())
     }

@@ -71,7 +71,7 @@ impl<'t> Gen<'t> {
         let f = self.field(op)?;
         let base = self.load(a(0))?;
         self.null_check(a(0), base);
-        let d = self.alloc_reg(opc.result_kind(), 0)?;
+        let d = self.alloc_reg(opc.result_kind(), RegSet::EMPTY)?;
         let (base, disp) = self.mem_operand(base, f.offset);
         self.em.load_mem(d, base, disp, f.size, f.signed);
         self.def(d);
@@ -103,7 +103,7 @@ impl<'t> Gen<'t> {
         let ad = self.array(op)?;
         let base = self.load(a(0))?;
         self.null_check(a(0), base);
-        let d = self.alloc_reg(Kind::Int, 0)?;
+        let d = self.alloc_reg(Kind::Int, RegSet::EMPTY)?;
         let (base, disp) = self.mem_operand(base, ad.len_offset);
         self.em.load_mem(d, base, disp, 8, true);
         self.def(d);
@@ -125,7 +125,7 @@ impl<'t> Gen<'t> {
             DEFAULT_ARRAY_BASE.wrapping_add(f.offset),
             Some(DEFAULT_ARRAY_LEN),
         )?;
-        let d = self.alloc_reg(opc.result_kind(), 0)?;
+        let d = self.alloc_reg(opc.result_kind(), RegSet::EMPTY)?;
         self.em.load_mem(d, base, disp, f.size, f.signed);
         self.def(d);
         Ok(())
@@ -159,7 +159,7 @@ impl<'t> Gen<'t> {
         let a = |i: usize| args[i];
         let ad = self.array(op)?;
         let (base, disp) = self.item_address(opc, a(0), a(1), ad)?;
-        let d = self.alloc_reg(opc.result_kind(), 0)?;
+        let d = self.alloc_reg(opc.result_kind(), RegSet::EMPTY)?;
         self.em.load_mem(d, base, disp, ad.item_size, ad.signed);
         self.def(d);
         Ok(())
@@ -180,14 +180,14 @@ impl<'t> Gen<'t> {
     }
 
     /// The field descriptor of `op`.
-    pub(crate) fn field(&self, op: &Op) -> R<&'t FieldDescr> {
+    pub(in crate::codegen) fn field(&self, op: &Op) -> R<&'t FieldDescr> {
         let t = self.t;
         op.descr
             .and_then(|d| t.descr(d).as_field())
             .ok_or_else(|| bad("field access without a field descriptor"))
     }
     /// The item size and field of `op`'s interior field descriptor.
-    pub(crate) fn interior(&self, op: &Op) -> R<(i64, &'t FieldDescr)> {
+    pub(in crate::codegen) fn interior(&self, op: &Op) -> R<(i64, &'t FieldDescr)> {
         let t = self.t;
         match op.descr.map(|d| t.descr(d)) {
             Some(trace_ir::Descr::Interior(i)) => Ok((i.item_size, &i.field)),
@@ -195,7 +195,7 @@ impl<'t> Gen<'t> {
         }
     }
     /// The array descriptor of `op`.
-    pub(crate) fn array(&self, op: &Op) -> R<&'t trace_ir::ArrayDescr> {
+    pub(in crate::codegen) fn array(&self, op: &Op) -> R<&'t trace_ir::ArrayDescr> {
         let t = self.t;
         op.descr
             .and_then(|d| t.descr(d).as_array())
@@ -204,7 +204,7 @@ impl<'t> Gen<'t> {
 
     /// The address of an array item (or raw `address + offset`) as base register plus
     /// displacement; a variable index is folded into `r11`.
-    pub(crate) fn item_address(
+    pub(in crate::codegen) fn item_address(
         &mut self,
         opc: Opcode,
         base: Value,
@@ -230,7 +230,7 @@ impl<'t> Gen<'t> {
     /// check and (with `len_off`) a bounds check against the length word there. Address
     /// arithmetic wraps (as the interpreter's raw accesses do); a variable index or a
     /// displacement that does not fit 32 bits is folded into `r11`.
-    pub(crate) fn address(
+    pub(in crate::codegen) fn address(
         &mut self,
         base: Value,
         index: Value,
@@ -310,7 +310,7 @@ impl<'t> Gen<'t> {
                     4 => dynasm!(self.em.asm ; .arch x64 ; lea r11, [r11 + Rq(ri) * 4]),
                     _ => dynasm!(self.em.asm ; .arch x64 ; lea r11, [r11 + Rq(ri) * 8]),
                 }
-                return Ok((11, 0));
+                return Ok((R11, 0));
             }
             1 => dynasm!(self.em.asm ; .arch x64 ; lea r11, [Rq(rb) + Rq(ri) * 1]),
             2 => dynasm!(self.em.asm ; .arch x64 ; lea r11, [Rq(rb) + Rq(ri) * 2]),
@@ -328,26 +328,26 @@ impl<'t> Gen<'t> {
         }
         if wide {
             dynasm!(self.em.asm ; .arch x64 ; add r11, QWORD [rbp + TEMP_DISP]);
-            return Ok((11, 0));
+            return Ok((R11, 0));
         }
-        Ok((11, base_off as i32))
+        Ok((R11, base_off as i32))
     }
 
     /// `[base + off]` as a base register and 32-bit displacement: `base` itself when `off`
     /// fits, else `r11 = base + off` (wrapping) with displacement 0. Emit it right before the
     /// access: nothing may use `r11` in between.
-    pub(crate) fn mem_operand(&mut self, base: Reg, off: i64) -> (Reg, i32) {
+    pub(in crate::codegen) fn mem_operand(&mut self, base: Reg, off: i64) -> (Reg, i32) {
         if fits_i32(off) {
             return (base, off as i32);
         }
         self.em.mov_imm_r11(off as u64);
         dynasm!(self.em.asm ; .arch x64 ; add r11, Rq(base));
-        (11, 0)
+        (R11, 0)
     }
 
     /// Exit as invalid when `v` (in `r`) is null (heap accesses through null are invalid
     /// operations), unless `v` is known to be non-null.
-    pub(crate) fn null_check(&mut self, v: Value, r: Reg) {
+    pub(in crate::codegen) fn null_check(&mut self, v: Value, r: Reg) {
         if self.known_nonnull(v) {
             return;
         }
@@ -359,7 +359,7 @@ impl<'t> Gen<'t> {
 
     /// Whether `v` is a non-zero constant or an op known to be non-null here (the trace is
     /// straight-line code: a check passed earlier holds for the rest of the trace).
-    pub(crate) fn known_nonnull(&self, v: Value) -> bool {
+    pub(in crate::codegen) fn known_nonnull(&self, v: Value) -> bool {
         match v.data() {
             ValueData::Const(c) => self.t.consts.get(c).bits() != 0,
             ValueData::Op(o) => self.heap.known_nonnull_op(o.index()),
@@ -368,7 +368,7 @@ impl<'t> Gen<'t> {
     /// Whether an op may change memory (or call code that may): it ends what
     /// [`HeapFacts`] knows about bounds. (Bit operations without short-circuits: asked at
     /// every op, of a random op mix.)
-    pub(crate) fn may_write(&self, opc: Opcode) -> bool {
+    pub(in crate::codegen) fn may_write(&self, opc: Opcode) -> bool {
         use trace_ir::OpFlags;
         let f = opc.flags();
         let reads_only = f.contains(OpFlags::READS_HEAP) & !f.contains(OpFlags::WRITES_HEAP);
@@ -379,7 +379,7 @@ impl<'t> Gen<'t> {
     /// After a guard on the comparison at `cmp` passed (`holds`: the comparison is true):
     /// when that says `index <u arraylen_gc(array)` with the length read since memory last
     /// changed, accesses of `array[index]` need no bounds check.
-    pub(crate) fn learn_in_bounds(&mut self, cmp: usize, holds: bool) {
+    pub(in crate::codegen) fn learn_in_bounds(&mut self, cmp: usize, holds: bool) {
         use Opcode::*;
         let t = self.t;
         let Some(op) = t.ops.get(cmp) else { return };

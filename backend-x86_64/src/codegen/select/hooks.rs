@@ -29,7 +29,7 @@
 //! registers are stored to their spill slots before the call, since the exit stub reads them
 //! after it.
 
-use super::super::{is_xmm, values_read, ArgSrc, Cond, Gen, Loc, CALLER_SAVED_GPR, FRAME_HEADER, R};
+use super::super::{values_read, ArgSrc, Cond, Gen, Loc, RegSet, CALLER_SAVED_GPR, FRAME_HEADER, R};
 use crate::runtime::{self, HookOp, HOOK_GUARD_FAILS, HOOK_INVALID};
 use crate::{CompileOptions, MemoryAccess};
 use dynasmrt::{dynasm, DynasmApi};
@@ -74,7 +74,7 @@ pub(crate) fn routing_tables() -> &'static [Vec<u64>; 3] {
 }
 
 impl HookState {
-    pub(crate) fn new(t: &Trace, opts: &CompileOptions) -> HookState {
+    pub(in crate::codegen) fn new(t: &Trace, opts: &CompileOptions) -> HookState {
         let all = opts.memory == MemoryAccess::Hooks;
         let direct_exceptions = !all && t.ops.iter().any(|o| sets_or_reads_exception(o.opcode));
         let [direct, direct_exc, hooks] = routing_tables();
@@ -91,7 +91,7 @@ impl HookState {
     }
 
     /// Whether the op goes to the runtime in this compilation.
-    pub(crate) fn routes(&self, opc: Opcode) -> bool {
+    pub(in crate::codegen) fn routes(&self, opc: Opcode) -> bool {
         self.routed[opc as usize / 64] & (1 << (opc as usize % 64)) != 0
     }
 }
@@ -155,7 +155,7 @@ pub(crate) fn hooked_in_direct_mode(opc: Opcode) -> bool {
 
 impl Gen<'_> {
     /// `n` consecutive frame words for hook operands: the first spill slot.
-    pub(crate) fn hook_area(&mut self, n: u32) -> u32 {
+    pub(in crate::codegen) fn hook_area(&mut self, n: u32) -> u32 {
         match self.hk.area {
             Some((first, len)) if len >= n => first,
             _ => {
@@ -170,7 +170,7 @@ impl Gen<'_> {
     }
 
     /// Compile the op at `at` as a call into the runtime (see the module documentation).
-    pub(crate) fn hook_op(&mut self, at: usize) -> R<()> {
+    pub(in crate::codegen) fn hook_op(&mut self, at: usize) -> R<()> {
         let t = self.t;
         let op = &t.ops[at];
         let opc = op.opcode;
@@ -194,7 +194,7 @@ impl Gen<'_> {
                 if self
                     .ra
                     .reg_of(v)
-                    .is_some_and(|r| is_xmm(r) || CALLER_SAVED_GPR.contains(&r))
+                    .is_some_and(|r| r.is_xmm() || CALLER_SAVED_GPR.contains(&r))
                 {
                     self.ensure_slot(v)?;
                 }
@@ -226,9 +226,9 @@ impl Gen<'_> {
         }
         let kind = opc.result_kind();
         if kind != Kind::Void {
-            let d = self.alloc_reg(kind, 0)?;
+            let d = self.alloc_reg(kind, RegSet::EMPTY)?;
             let src = self.frame.slot_disp(first);
-            self.em.mov(Loc::Reg(d), Loc::Mem(src));
+            self.em.mov(d.loc(), Loc::Mem(src));
             self.def(d);
         }
         Ok(())

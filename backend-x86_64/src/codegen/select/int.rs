@@ -87,7 +87,7 @@ impl Gen<'_> {
                 if let Some(c) = t.const_int(y) {
                     let c = if opc == IntSub { c.checked_neg() } else { Some(c) };
                     if let Some(c) = c.filter(|&c| fits_i32(c) && elsewhere) {
-                        self.em.record_use(Loc::Reg(rx), xo, self.pos);
+                        self.em.record_use(rx.loc(), xo, self.pos);
                         self.ra.pin(rx);
                         let d = self.alloc_result(Kind::Int)?;
                         let c = c as i32;
@@ -96,7 +96,8 @@ impl Gen<'_> {
                         return Ok(Fusion::None);
                     }
                 } else if let (IntAdd, Loc::Reg(ry), true) = (opc, self.loc(y)?, elsewhere) {
-                    self.em.record_use(Loc::Reg(rx), xo, self.pos);
+                    let ry = Reg::new(ry);
+                    self.em.record_use(rx.loc(), xo, self.pos);
                     self.ra.pin(rx);
                     self.ra.pin(ry);
                     let d = self.alloc_result(Kind::Int)?;
@@ -118,6 +119,7 @@ impl Gen<'_> {
                     Loc::Imm(b) if fits_i32(b as i64) => Some(Opnd::Imm(b as i64 as i32)),
                     Loc::Imm(_) => None,
                     Loc::Reg(r) => {
+                        let r = Reg::new(r);
                         self.ra.pin(r);
                         Some(Opnd::Reg(r))
                     }
@@ -125,7 +127,7 @@ impl Gen<'_> {
                 };
                 if let Some(s) = y_opnd {
                     let rx = self.ra.reg_of(xo).unwrap();
-                    self.em.record_use(Loc::Reg(rx), xo, self.pos);
+                    self.em.record_use(rx.loc(), xo, self.pos);
                     self.ra.release(rx);
                     self.ra.pin(rx);
                     self.em.alu(opc, rx, s);
@@ -205,7 +207,7 @@ impl Gen<'_> {
         self.take_reg(RDX)?;
         let (x, y) = if a(0).is_const() { (a(1), a(0)) } else { (a(0), a(1)) };
         let sx = self.loc(x)?;
-        self.em.mov(Loc::Reg(RAX), sx);
+        self.em.mov(RAX.loc(), sx);
         match self.loc(y)? {
             Loc::Reg(r) => dynasm!(self.em.asm ; .arch x64 ; mul Rq(r)),
             Loc::Mem(m) => dynasm!(self.em.asm ; .arch x64 ; mul QWORD [rbp + m]),
@@ -266,7 +268,7 @@ impl Gen<'_> {
         self.bool_result(at, |g| dynasm!(g.em.asm ; .arch x64 ; test Rq(rx), Rq(rx)), c)
     }
 
-    pub(crate) fn shift(&mut self, opc: Opcode, v: Value, amount: Value) -> R<()> {
+    pub(in crate::codegen) fn shift(&mut self, opc: Opcode, v: Value, amount: Value) -> R<()> {
         if let Some(c) = self.t.const_int(amount) {
             let d = self.copy_to_new(v, Kind::Int)?;
             if (0..64).contains(&c) {
@@ -285,7 +287,7 @@ impl Gen<'_> {
         }
         self.take_reg(RCX)?;
         let s = self.loc(amount)?;
-        self.em.mov(Loc::Reg(RCX), s);
+        self.em.mov(RCX.loc(), s);
         let inv = self.invalid_exit();
         dynasm!(self.em.asm ; .arch x64 ; cmp rcx, 63);
         self.jcc_stub(Cond::A, inv);
@@ -301,13 +303,13 @@ impl Gen<'_> {
 
     /// Division and remainder (C and Python flavours). Never traps: a zero divisor is an
     /// invalid operation, and `MININT / -1` wraps (quotient MININT, remainder 0).
-    pub(crate) fn divide(&mut self, opc: Opcode, v: Value, divisor: Value) -> R<()> {
+    pub(in crate::codegen) fn divide(&mut self, opc: Opcode, v: Value, divisor: Value) -> R<()> {
         self.take_reg(RAX)?;
         self.take_reg(RDX)?;
         let sv = self.loc(v)?;
         let sd = self.loc(divisor)?;
-        self.em.mov(Loc::Reg(RAX), sv);
-        self.em.mov(Loc::Reg(11), sd);
+        self.em.mov(RAX.loc(), sv);
+        self.em.mov(R11.loc(), sd);
         let inv = self.invalid_exit();
         let minus_one = self.em.asm.new_dynamic_label();
         let done = self.em.asm.new_dynamic_label();
@@ -369,7 +371,7 @@ impl Gen<'_> {
     }
 
     /// Sign-extend the low `n` bytes (n in 1, 2, 4, 8; anything else is invalid).
-    pub(crate) fn signext(&mut self, v: Value, n: Value) -> R<()> {
+    pub(in crate::codegen) fn signext(&mut self, v: Value, n: Value) -> R<()> {
         if let Some(c) = self.t.const_int(n) {
             let d = self.copy_to_new(v, Kind::Int)?;
             match c {
@@ -387,7 +389,7 @@ impl Gen<'_> {
         }
         self.take_reg(RCX)?;
         let s = self.loc(n)?;
-        self.em.mov(Loc::Reg(RCX), s);
+        self.em.mov(RCX.loc(), s);
         let inv = self.invalid_exit();
         let ok = self.em.asm.new_dynamic_label();
         // Valid: n in {1, 2, 4, 8}; then shift left and back by 64 - 8n.
