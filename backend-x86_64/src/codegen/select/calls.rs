@@ -149,17 +149,7 @@ impl Gen<'_> {
     ) -> R<()> {
         self.save_live_caller_saved()?;
         let skip = match cond {
-            Some(c) => {
-                let l = self.loc(c)?;
-                self.em.mov(R11.loc(), l);
-                let skip = self.em.asm.new_dynamic_label();
-                if result == Kind::Void {
-                    dynasm!(self.em.asm ; .arch x64 ; test r11, r11 ; jz =>skip);
-                } else {
-                    dynasm!(self.em.asm ; .arch x64 ; test r11, r11 ; jnz =>skip);
-                }
-                Some(skip)
-            }
+            Some(c) => Some(self.skip_unless(c, result)?),
             None => None,
         };
         let mut moves = std::mem::take(&mut self.calls.moves);
@@ -176,14 +166,7 @@ impl Gen<'_> {
                 ArgSrc::Loc(l, k) => (l, k),
                 ArgSrc::Value(v) => (self.loc(v)?, self.t.kind_of(v)),
             };
-            let dst = if kind == Kind::Float {
-                nf += 1;
-                (nf <= 8).then(|| Reg::xmm_reg(nf - 1))
-            } else {
-                ni += 1;
-                (ni <= 6).then(|| INT_ARG_REGS[ni as usize - 1])
-            };
-            match dst {
+            match arg_reg(kind, &mut ni, &mut nf) {
                 Some(d) => moves.push((d.loc(), src)),
                 None => stack.push(src),
             }
@@ -206,31 +189,7 @@ impl Gen<'_> {
         moves.push((RAX.loc(), fsrc));
         self.pm.emit(&mut self.em, &moves);
         if CHECK {
-            // The argument registers hold the argument values (register arguments are
-            // `moves[..]` in argument order).
-            let mut regs = moves.iter();
-            let (mut ni, mut nf) = (0, 0);
-            for a in args {
-                let kind = match *a {
-                    ArgSrc::Ctx => Kind::Int,
-                    ArgSrc::Loc(_, k) => k,
-                    ArgSrc::Value(v) => self.t.kind_of(v),
-                };
-                let in_reg = if kind == Kind::Float {
-                    nf += 1;
-                    nf <= 8
-                } else {
-                    ni += 1;
-                    ni <= 6
-                };
-                if !in_reg {
-                    continue;
-                }
-                let d = regs.next().map(|m| m.0);
-                if let (ArgSrc::Value(v), Some(d)) = (*a, d) {
-                    self.em.expect(d, self.val(v), self.pos);
-                }
-            }
+            self.expect_register_arguments(args, &moves);
         }
         self.calls.moves = moves;
         dynasm!(self.em.asm ; .arch x64 ; call rax);
@@ -247,8 +206,50 @@ impl Gen<'_> {
                 dynasm!(self.em.asm ; .arch x64 ; jmp =>done ; =>skip ; mov rax, r11 ; =>done);
             }
         }
-        // Every caller-saved register is clobbered: values living on are in slots or
-        // callee-saved registers now.
+        self.after_call(result);
+        Ok(())
+    }
+
+    /// The branch of a conditional call: past the call (to the returned label) when `cond`
+    /// is zero for `cond_call` (`result` void), when it is non-zero for `cond_call_value`
+    /// (its value, left in `r11`, is then the result).
+    fn skip_unless(&mut self, cond: Value, result: Kind) -> R<DynamicLabel> {
+        let l = self.loc(cond)?;
+        self.em.mov(R11.loc(), l);
+        let skip = self.em.asm.new_dynamic_label();
+        if result == Kind::Void {
+            dynasm!(self.em.asm ; .arch x64 ; test r11, r11 ; jz =>skip);
+        } else {
+            dynasm!(self.em.asm ; .arch x64 ; test r11, r11 ; jnz =>skip);
+        }
+        Ok(skip)
+    }
+
+    /// For the checker: the argument registers hold the argument values (the register
+    /// arguments are `moves[..]` in argument order).
+    fn expect_register_arguments(&self, args: &[ArgSrc], moves: &[(Loc, Loc)]) {
+        let mut regs = moves.iter();
+        let (mut ni, mut nf) = (0, 0);
+        for a in args {
+            let kind = match *a {
+                ArgSrc::Ctx => Kind::Int,
+                ArgSrc::Loc(_, k) => k,
+                ArgSrc::Value(v) => self.t.kind_of(v),
+            };
+            if arg_reg(kind, &mut ni, &mut nf).is_none() {
+                continue;
+            }
+            let d = regs.next().map(|m| m.0);
+            if let (ArgSrc::Value(v), Some(d)) = (*a, d) {
+                self.em.expect(d, self.val(v), self.pos);
+            }
+        }
+    }
+
+    /// After a call: every caller-saved register is clobbered (values living on are in
+    /// slots or callee-saved registers now), and the result of kind `result` is in `rax` or
+    /// `xmm0`.
+    fn after_call(&mut self, result: Kind) {
         if CHECK {
             for r in CALLER_SAVED_GPR.into_iter().chain((0..16).map(Reg::xmm_reg)) {
                 self.em.record(Event::Clobber { reg: r.number() });
@@ -260,7 +261,6 @@ impl Gen<'_> {
             Kind::Float => self.def(XMM0),
             Kind::Void => {}
         }
-        Ok(())
     }
 }
 
@@ -273,4 +273,16 @@ pub(crate) enum ArgSrc {
     Loc(Loc, Kind),
     /// A trace value (its location is looked up when the arguments are moved).
     Value(Value),
+}
+
+/// The System V register of the next argument of kind `kind`, given the integer (`ni`) and
+/// float (`nf`) arguments before it (counted here): `None` when it goes on the stack.
+fn arg_reg(kind: Kind, ni: &mut u8, nf: &mut u8) -> Option<Reg> {
+    if kind == Kind::Float {
+        *nf += 1;
+        (*nf <= 8).then(|| Reg::xmm_reg(*nf - 1))
+    } else {
+        *ni += 1;
+        (*ni <= 6).then(|| INT_ARG_REGS[*ni as usize - 1])
+    }
 }

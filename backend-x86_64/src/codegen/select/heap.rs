@@ -52,6 +52,11 @@ impl HeapFacts {
         self.nonnull[o / 64] & (1 << (o % 64)) != 0
     }
 
+    /// Whether `fact` (`(array, index, length offset)`) is known.
+    fn knows(&self, fact: &(Val, Val, i64)) -> bool {
+        self.in_bounds.contains(fact)
+    }
+
     /// Remember `fact` (at most 16 facts are kept).
     fn learn(&mut self, fact: (Val, Val, i64)) {
         if self.in_bounds.len() < 16 && !self.in_bounds.contains(&fact) {
@@ -241,57 +246,68 @@ impl<'t> Gen<'t> {
         let rb = self.load(base)?;
         self.null_check(base, rb);
         let fact = len_off.map(|l| (self.val(base), self.val(index), l));
+        // A checked access needs no second check until memory changes.
         let len_off = match fact {
-            Some(f) if self.heap.in_bounds.contains(&f) => None,
+            Some(f) if self.heap.knows(&f) => None,
             Some(f) => {
-                if self.heap.in_bounds.len() < 16 {
-                    self.heap.in_bounds.push(f);
-                }
+                self.heap.learn(f);
                 len_off
             }
             None => None,
         };
         if let Some(len_off) = len_off {
-            // Bounds check against the length word (unsigned: negative indices fail too).
-            let inv = self.invalid_exit();
-            let opnd = self.opnd(index)?;
-            if fits_i32(len_off) {
-                let len_off = len_off as i32;
-                match opnd {
-                    Opnd::Reg(r) => dynasm!(self.em.asm ; .arch x64 ; cmp Rq(r), QWORD [Rq(rb) + len_off]),
-                    Opnd::Mem(m) => {
-                        dynasm!(self.em.asm ; .arch x64 ; mov r11, QWORD [rbp + m] ; cmp r11, QWORD [Rq(rb) + len_off])
-                    }
-                    Opnd::Imm(i) => dynasm!(self.em.asm ; .arch x64 ; mov r11, i ; cmp r11, QWORD [Rq(rb) + len_off]),
-                }
-                self.jcc_stub(Cond::Ae, inv);
-            } else {
-                // The length word into `r11` (through `[base + r11]`), then the index against it.
-                self.em.mov_imm_r11(len_off as u64);
-                dynasm!(self.em.asm ; .arch x64 ; mov r11, QWORD [Rq(rb) + r11]);
-                let c = match opnd {
-                    Opnd::Reg(r) => {
-                        dynasm!(self.em.asm ; .arch x64 ; cmp Rq(r), r11);
-                        Cond::Ae
-                    }
-                    Opnd::Mem(m) => {
-                        dynasm!(self.em.asm ; .arch x64 ; cmp QWORD [rbp + m], r11);
-                        Cond::Ae
-                    }
-                    // length <= index (the immediate sign-extends like the index value).
-                    Opnd::Imm(i) => {
-                        dynasm!(self.em.asm ; .arch x64 ; cmp r11, i);
-                        Cond::Be
-                    }
-                };
-                self.jcc_stub(c, inv);
-            }
+            self.bounds_check(rb, index, len_off)?;
         }
         if let Some(i) = self.t.const_int(index) {
             let d = i.wrapping_mul(scale).wrapping_add(base_off);
             return Ok(self.mem_operand(rb, d));
         }
         let ri = self.load(index)?;
+        Ok(self.scaled_index(rb, ri, scale, base_off))
+    }
+
+    /// Exit as invalid unless `index <u [rb + len_off]` (unsigned: negative indices fail
+    /// too).
+    fn bounds_check(&mut self, rb: Reg, index: Value, len_off: i64) -> R<()> {
+        let inv = self.invalid_exit();
+        let opnd = self.opnd(index)?;
+        if fits_i32(len_off) {
+            let len_off = len_off as i32;
+            match opnd {
+                Opnd::Reg(r) => dynasm!(self.em.asm ; .arch x64 ; cmp Rq(r), QWORD [Rq(rb) + len_off]),
+                Opnd::Mem(m) => {
+                    dynasm!(self.em.asm ; .arch x64 ; mov r11, QWORD [rbp + m] ; cmp r11, QWORD [Rq(rb) + len_off])
+                }
+                Opnd::Imm(i) => dynasm!(self.em.asm ; .arch x64 ; mov r11, i ; cmp r11, QWORD [Rq(rb) + len_off]),
+            }
+            self.jcc_stub(Cond::Ae, inv);
+            return Ok(());
+        }
+        // The length word into `r11` (through `[base + r11]`), then the index against it.
+        self.em.mov_imm_r11(len_off as u64);
+        dynasm!(self.em.asm ; .arch x64 ; mov r11, QWORD [Rq(rb) + r11]);
+        let c = match opnd {
+            Opnd::Reg(r) => {
+                dynasm!(self.em.asm ; .arch x64 ; cmp Rq(r), r11);
+                Cond::Ae
+            }
+            Opnd::Mem(m) => {
+                dynasm!(self.em.asm ; .arch x64 ; cmp QWORD [rbp + m], r11);
+                Cond::Ae
+            }
+            // length <= index (the immediate sign-extends like the index value).
+            Opnd::Imm(i) => {
+                dynasm!(self.em.asm ; .arch x64 ; cmp r11, i);
+                Cond::Be
+            }
+        };
+        self.jcc_stub(c, inv);
+        Ok(())
+    }
+
+    /// `rb + ri * scale + base_off` in `r11` (with a displacement when `base_off` fits 32
+    /// bits).
+    fn scaled_index(&mut self, rb: Reg, ri: Reg, scale: i64, base_off: i64) -> (Reg, i32) {
         let wide = !fits_i32(base_off);
         if wide && !matches!(scale, 1 | 2 | 4 | 8) {
             // No second scratch register: the offset waits in the frame's temporary word
@@ -310,7 +326,7 @@ impl<'t> Gen<'t> {
                     4 => dynasm!(self.em.asm ; .arch x64 ; lea r11, [r11 + Rq(ri) * 4]),
                     _ => dynasm!(self.em.asm ; .arch x64 ; lea r11, [r11 + Rq(ri) * 8]),
                 }
-                return Ok((R11, 0));
+                return (R11, 0);
             }
             1 => dynasm!(self.em.asm ; .arch x64 ; lea r11, [Rq(rb) + Rq(ri) * 1]),
             2 => dynasm!(self.em.asm ; .arch x64 ; lea r11, [Rq(rb) + Rq(ri) * 2]),
@@ -328,9 +344,9 @@ impl<'t> Gen<'t> {
         }
         if wide {
             dynasm!(self.em.asm ; .arch x64 ; add r11, QWORD [rbp + TEMP_DISP]);
-            return Ok((R11, 0));
+            return (R11, 0);
         }
-        Ok((R11, base_off as i32))
+        (R11, base_off as i32)
     }
 
     /// `[base + off]` as a base register and 32-bit displacement: `base` itself when `off`

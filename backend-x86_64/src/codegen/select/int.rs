@@ -3,22 +3,67 @@
 
 use super::super::*;
 
+/// What an ALU op leaves for the next op: the overflow flag for an `_ovf` op's guard.
+fn overflow_fusion(opc: Opcode) -> Fusion {
+    if opc.is_ovf() {
+        Fusion::Overflow(None)
+    } else {
+        Fusion::None
+    }
+}
+
 impl Gen<'_> {
-    /// `add`, `sub`, `and`, `or`, `xor`, `mul` and their `_ovf` forms.
+    /// `add`, `sub`, `and`, `or`, `xor`, `mul` and their `_ovf` forms: the special forms
+    /// below when they apply, else `d = copy of x; d op= y`.
     pub(super) fn int_binary(&mut self, at: usize) -> R<Fusion> {
         use Opcode::*;
         let t = self.t;
-        let op = &t.ops[at];
-        let opc = op.opcode;
-        let args: &[Value] = &op.args;
-        let a = |i: usize| args[i];
-        let (mut x, mut y) = (a(0), a(1));
-        if opc.is_commutative() && x.is_const() && !y.is_const() {
+        let opc = t.ops[at].opcode;
+        let (mut x, mut y) = self.binary_operands(at);
+        if opc == IntAnd && !x.is_const() {
+            // Only tested for zero: `test`, no result.
+            if let Some(fusion) = self.and_test(at, x, y)? {
+                return Ok(fusion);
+            }
+            if let Some(c @ (0xff | 0xffff | 0xffff_ffff)) = t.const_int(y) {
+                self.and_mask(x, c)?;
+                return Ok(Fusion::None);
+            }
+        }
+        if matches!(opc, IntMul | IntMulOvf) && !x.is_const() {
+            if let Some(c) = t.const_int(y).filter(|&c| fits_i32(c)) {
+                self.mul_imm(x, c as i32)?;
+                return Ok(overflow_fusion(opc));
+            }
+        }
+        if matches!(opc, IntAdd | IntSub) && self.add_as_lea(opc, x, y)? {
+            return Ok(Fusion::None);
+        }
+        if matches!(opc, IntAddOvf | IntSubOvf) {
+            if opc == IntAddOvf && !self.undoable(x) && self.undoable(y) {
+                std::mem::swap(&mut x, &mut y);
+            }
+            if let Some(fusion) = self.ovf_in_place(at, x, y)? {
+                return Ok(fusion);
+            }
+        }
+        let s = self.opnd(y)?;
+        let d = self.copy_to_new(x, Kind::Int)?;
+        self.em.alu(opc, d, s);
+        self.def(d);
+        Ok(overflow_fusion(opc))
+    }
+
+    /// The operands of the binary op at `at` in the order it computes them: a constant
+    /// second; for a commutative op, the operand that dies here first (it is overwritten,
+    /// not a copy of the one that lives on).
+    fn binary_operands(&self, at: usize) -> (Value, Value) {
+        let op = &self.t.ops[at];
+        let (mut x, mut y) = (op.args[0], op.args[1]);
+        if op.opcode.is_commutative() && x.is_const() && !y.is_const() {
             std::mem::swap(&mut x, &mut y);
         }
-        // A commutative op overwrites the operand that dies here, not a copy of the
-        // one that lives on.
-        if opc.is_commutative() {
+        if op.opcode.is_commutative() {
             if let (Some(xo), Some(yo)) = (x.as_op(), y.as_op()) {
                 let (xo, yo) = (xo.index(), yo.index());
                 if self.ra.reg_of(xo).is_some()
@@ -30,128 +75,114 @@ impl Gen<'_> {
                 }
             }
         }
-        if opc == IntAnd && !x.is_const() {
-            // Only tested for zero: `test`, no result.
-            if let Some(fusion) = self.and_test(at, x, y)? {
-                return Ok(fusion);
-            }
-            // Zero-extending moves for the masks of the low 8, 16 and 32 bits.
-            if let Some(c @ (0xff | 0xffff | 0xffff_ffff)) = t.const_int(y) {
-                let (d, s) = self.three_operand(x, Kind::Int)?;
-                match (c, s) {
-                    (0xff, Opnd::Reg(r)) => dynasm!(self.em.asm ; .arch x64 ; movzx Rd(d), Rb(r)),
-                    (0xff, Opnd::Mem(m)) => dynasm!(self.em.asm ; .arch x64 ; movzx Rd(d), BYTE [rbp + m]),
-                    (0xffff, Opnd::Reg(r)) => dynasm!(self.em.asm ; .arch x64 ; movzx Rd(d), Rw(r)),
-                    (0xffff, Opnd::Mem(m)) => dynasm!(self.em.asm ; .arch x64 ; movzx Rd(d), WORD [rbp + m]),
-                    (_, Opnd::Reg(r)) => dynasm!(self.em.asm ; .arch x64 ; mov Rd(d), Rd(r)),
-                    (_, Opnd::Mem(m)) => dynasm!(self.em.asm ; .arch x64 ; mov Rd(d), DWORD [rbp + m]),
-                    (_, Opnd::Imm(_)) => unreachable!("three_operand gives a register or a slot"),
-                }
-                self.def(d);
-                return Ok(Fusion::None);
-            }
+        (x, y)
+    }
+
+    /// `int_and(x, c)` with the mask of the low 8, 16 or 32 bits: a zero-extending move
+    /// into any register (no copy of `x`).
+    fn and_mask(&mut self, x: Value, c: i64) -> R<()> {
+        let (d, s) = self.three_operand(x, Kind::Int)?;
+        match (c, s) {
+            (0xff, Opnd::Reg(r)) => dynasm!(self.em.asm ; .arch x64 ; movzx Rd(d), Rb(r)),
+            (0xff, Opnd::Mem(m)) => dynasm!(self.em.asm ; .arch x64 ; movzx Rd(d), BYTE [rbp + m]),
+            (0xffff, Opnd::Reg(r)) => dynasm!(self.em.asm ; .arch x64 ; movzx Rd(d), Rw(r)),
+            (0xffff, Opnd::Mem(m)) => dynasm!(self.em.asm ; .arch x64 ; movzx Rd(d), WORD [rbp + m]),
+            (_, Opnd::Reg(r)) => dynasm!(self.em.asm ; .arch x64 ; mov Rd(d), Rd(r)),
+            (_, Opnd::Mem(m)) => dynasm!(self.em.asm ; .arch x64 ; mov Rd(d), DWORD [rbp + m]),
+            (_, Opnd::Imm(_)) => unreachable!("three_operand gives a register or a slot"),
         }
-        // `imul d, x, imm`: no copy of `x`.
-        if matches!(opc, IntMul | IntMulOvf) && !x.is_const() {
-            if let Some(c) = t.const_int(y).filter(|&c| fits_i32(c)) {
-                let (d, s) = self.three_operand(x, Kind::Int)?;
-                match (i8::try_from(c), s) {
-                    (Ok(b), Opnd::Reg(r)) => dynasm!(self.em.asm ; .arch x64 ; imul Rq(d), Rq(r), BYTE b),
-                    (Ok(b), Opnd::Mem(m)) => {
-                        dynasm!(self.em.asm ; .arch x64 ; imul Rq(d), QWORD [rbp + m], BYTE b)
-                    }
-                    (Err(_), Opnd::Reg(r)) => {
-                        let c = c as i32;
-                        dynasm!(self.em.asm ; .arch x64 ; imul Rq(d), Rq(r), c)
-                    }
-                    (Err(_), Opnd::Mem(m)) => {
-                        let c = c as i32;
-                        dynasm!(self.em.asm ; .arch x64 ; imul Rq(d), QWORD [rbp + m], c)
-                    }
-                    (_, Opnd::Imm(_)) => unreachable!("three_operand gives a register or a slot"),
-                }
-                self.def(d);
-                return Ok(if opc.is_ovf() {
-                    Fusion::Overflow(None)
-                } else {
-                    Fusion::None
-                });
-            }
-        }
-        // `lea` for add/sub of a constant or add of two registers into a different
-        // register: when `x` lives on, or the loop's jump wants the result elsewhere.
-        if matches!(opc, IntAdd | IntSub) {
-            if let (Some(xo), Some(rx)) = (x.as_op(), x.as_op().and_then(|o| self.ra.reg_of(o.index()))) {
-                let xo = xo.index();
-                let elsewhere = self.live_after(xo) || self.jump_hint(Kind::Int).is_some();
-                if let Some(c) = t.const_int(y) {
-                    let c = if opc == IntSub { c.checked_neg() } else { Some(c) };
-                    if let Some(c) = c.filter(|&c| fits_i32(c) && elsewhere) {
-                        self.em.record_use(rx.loc(), xo, self.pos);
-                        self.ra.pin(rx);
-                        let d = self.alloc_result(Kind::Int)?;
-                        let c = c as i32;
-                        dynasm!(self.em.asm ; .arch x64 ; lea Rq(d), [Rq(rx) + c]);
-                        self.def(d);
-                        return Ok(Fusion::None);
-                    }
-                } else if let (IntAdd, Loc::Reg(ry), true) = (opc, self.loc(y)?, elsewhere) {
-                    let ry = Reg::new(ry);
-                    self.em.record_use(rx.loc(), xo, self.pos);
-                    self.ra.pin(rx);
-                    self.ra.pin(ry);
-                    let d = self.alloc_result(Kind::Int)?;
-                    dynasm!(self.em.asm ; .arch x64 ; lea Rq(d), [Rq(rx) + Rq(ry)]);
-                    self.def(d);
-                    return Ok(Fusion::None);
-                }
-            }
-        }
-        // An `_ovf` add/sub overwrites an operand that only the overflow guard's exit
-        // still reports; the exit recomputes it (see `Undo`).
-        if matches!(opc, IntAddOvf | IntSubOvf) {
-            if opc == IntAddOvf && !self.undoable(x) && self.undoable(y) {
-                std::mem::swap(&mut x, &mut y);
-            }
-            if self.undoable(x) && x != y {
-                let xo = x.as_op().unwrap().index();
-                let y_opnd = match self.loc(y)? {
-                    Loc::Imm(b) if fits_i32(b as i64) => Some(Opnd::Imm(b as i64 as i32)),
-                    Loc::Imm(_) => None,
-                    Loc::Reg(r) => {
-                        let r = Reg::new(r);
-                        self.ra.pin(r);
-                        Some(Opnd::Reg(r))
-                    }
-                    Loc::Mem(m) => Some(Opnd::Mem(m)),
-                };
-                if let Some(s) = y_opnd {
-                    let rx = self.ra.reg_of(xo).unwrap();
-                    self.em.record_use(rx.loc(), xo, self.pos);
-                    self.ra.release(rx);
-                    self.ra.pin(rx);
-                    self.em.alu(opc, rx, s);
-                    self.def(rx);
-                    return Ok(Fusion::Overflow(Some(Undo {
-                        val: xo,
-                        reg: rx,
-                        at,
-                        inverse: if opc == IntAddOvf { IntSub } else { IntAdd },
-                        y: s,
-                        y_val: y,
-                    })));
-                }
-            }
-        }
-        let s = self.opnd(y)?;
-        let d = self.copy_to_new(x, Kind::Int)?;
-        self.em.alu(opc, d, s);
         self.def(d);
-        Ok(if opc.is_ovf() {
-            Fusion::Overflow(None)
-        } else {
-            Fusion::None
-        })
+        Ok(())
+    }
+
+    /// `x * c` as `imul d, x, imm`: no copy of `x`.
+    fn mul_imm(&mut self, x: Value, c: i32) -> R<()> {
+        let (d, s) = self.three_operand(x, Kind::Int)?;
+        match (i8::try_from(c), s) {
+            (Ok(b), Opnd::Reg(r)) => dynasm!(self.em.asm ; .arch x64 ; imul Rq(d), Rq(r), BYTE b),
+            (Ok(b), Opnd::Mem(m)) => dynasm!(self.em.asm ; .arch x64 ; imul Rq(d), QWORD [rbp + m], BYTE b),
+            (Err(_), Opnd::Reg(r)) => dynasm!(self.em.asm ; .arch x64 ; imul Rq(d), Rq(r), c),
+            (Err(_), Opnd::Mem(m)) => dynasm!(self.em.asm ; .arch x64 ; imul Rq(d), QWORD [rbp + m], c),
+            (_, Opnd::Imm(_)) => unreachable!("three_operand gives a register or a slot"),
+        }
+        self.def(d);
+        Ok(())
+    }
+
+    /// `lea` for add/sub of a constant or add of two registers into a different register,
+    /// when `x` (in a register) lives on or the loop's jump wants the result elsewhere.
+    /// Returns whether it applied.
+    fn add_as_lea(&mut self, opc: Opcode, x: Value, y: Value) -> R<bool> {
+        let Some(xo) = x.as_op().map(|o| o.index()) else {
+            return Ok(false);
+        };
+        let Some(rx) = self.ra.reg_of(xo) else { return Ok(false) };
+        let elsewhere = self.live_after(xo) || self.jump_hint(Kind::Int).is_some();
+        if let Some(c) = self.t.const_int(y) {
+            let c = if opc == Opcode::IntSub {
+                c.checked_neg()
+            } else {
+                Some(c)
+            };
+            let Some(c) = c.filter(|&c| fits_i32(c) && elsewhere) else {
+                return Ok(false);
+            };
+            self.use_reg(rx, xo);
+            let d = self.alloc_result(Kind::Int)?;
+            let c = c as i32;
+            dynasm!(self.em.asm ; .arch x64 ; lea Rq(d), [Rq(rx) + c]);
+            self.def(d);
+            return Ok(true);
+        }
+        let (Opcode::IntAdd, Loc::Reg(ry), true) = (opc, self.loc(y)?, elsewhere) else {
+            return Ok(false);
+        };
+        let ry = Reg::new(ry);
+        self.use_reg(rx, xo);
+        self.ra.pin(ry);
+        let d = self.alloc_result(Kind::Int)?;
+        dynasm!(self.em.asm ; .arch x64 ; lea Rq(d), [Rq(rx) + Rq(ry)]);
+        self.def(d);
+        Ok(true)
+    }
+
+    /// The `_ovf` add/sub at `at` overwrites `x` in place when only the overflow guard's
+    /// exit still reports it (the exit recomputes it, see [`Undo`]) and `y` is an
+    /// immediate, a register or a slot. Returns the fusion for the guard when it applied.
+    fn ovf_in_place(&mut self, at: usize, x: Value, y: Value) -> R<Option<Fusion>> {
+        if !self.undoable(x) || x == y {
+            return Ok(None);
+        }
+        let opc = self.t.ops[at].opcode;
+        let xo = x.as_op().unwrap().index();
+        let s = match self.loc(y)? {
+            Loc::Imm(b) if fits_i32(b as i64) => Opnd::Imm(b as i64 as i32),
+            Loc::Imm(_) => return Ok(None),
+            Loc::Reg(r) => {
+                let r = Reg::new(r);
+                self.ra.pin(r);
+                Opnd::Reg(r)
+            }
+            Loc::Mem(m) => Opnd::Mem(m),
+        };
+        let rx = self.ra.reg_of(xo).unwrap();
+        self.em.record_use(rx.loc(), xo, self.pos);
+        self.ra.release(rx);
+        self.ra.pin(rx);
+        self.em.alu(opc, rx, s);
+        self.def(rx);
+        Ok(Some(Fusion::Overflow(Some(Undo {
+            val: xo,
+            reg: rx,
+            at,
+            inverse: if opc == Opcode::IntAddOvf {
+                Opcode::IntSub
+            } else {
+                Opcode::IntAdd
+            },
+            y: s,
+            y_val: y,
+        }))))
     }
 
     /// `int_neg`, `int_invert`.
