@@ -480,6 +480,84 @@ pub(super) fn rel32(end: usize, to: usize) -> R<i32> {
     i32::try_from(to as i64 - end as i64).map_err(|_| internal("jump out of 32-bit range".into()))
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The code `f` emits, labels resolved.
+    fn code(f: impl FnOnce(&mut Emitter)) -> Vec<u8> {
+        let mut em = Emitter::new(CodeBuf::with_capacity(64, 4, 4), Vec::new());
+        f(&mut em);
+        em.finish().0.finalize().unwrap()
+    }
+
+    /// A jump (`jcc` with `c`, else `jmp`) assembled by dynasm after `before` bytes, to a
+    /// label at the start of the code (`back`) or after `after` more bytes.
+    fn dynasm_jump(c: Option<Cond>, before: usize, after: usize, back: bool) -> Vec<u8> {
+        code(|em| {
+            let start = em.asm.new_dynamic_label();
+            dynasm!(em.asm ; .arch x64 ; =>start);
+            em.asm.extend(vec![0x90; before]);
+            let end = em.asm.new_dynamic_label();
+            let l = if back { start } else { end };
+            match c {
+                Some(c) => em.jcc(c, l),
+                None => dynasm!(em.asm ; .arch x64 ; jmp =>l),
+            }
+            em.asm.extend(vec![0x90; after]);
+            dynasm!(em.asm ; .arch x64 ; =>end);
+        })
+    }
+
+    /// The same jump hand-encoded, its displacement patched as the stub placement does.
+    fn hand_jump(c: Option<Cond>, before: usize, after: usize, back: bool) -> Vec<u8> {
+        let mut at = 0;
+        let mut bytes = code(|em| {
+            em.asm.extend(vec![0x90; before]);
+            at = match c {
+                Some(c) => em.jcc_rel32_to_patch(c),
+                None => em.jmp_rel32_to_patch(),
+            } as usize;
+            em.asm.extend(vec![0x90; after]);
+        });
+        let target = if back { 0 } else { bytes.len() };
+        let rel = rel32(at + 4, target).unwrap();
+        bytes[at..at + 4].copy_from_slice(&rel.to_le_bytes());
+        bytes
+    }
+
+    /// The hand-encoded `jcc rel32` and `jmp rel32`, patched, are the bytes dynasm
+    /// assembles for a jump to a label there, for every condition, forwards and backwards.
+    #[test]
+    fn hand_encoded_rel32_jumps_are_dynasm_bytes() {
+        use Cond::*;
+        let conds = [E, Ne, L, Le, G, Ge, B, Be, A, Ae, O, No];
+        for c in conds.into_iter().map(Some).chain([None]) {
+            for (before, after) in [(0, 0), (0, 200), (300, 0), (5, 7)] {
+                for back in [false, true] {
+                    assert_eq!(
+                        hand_jump(c, before, after, back),
+                        dynasm_jump(c, before, after, back),
+                        "{c:?} after {before} bytes, {after} bytes before the end, back: {back}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// A condition's encoding and its negation differ in the lowest bit only (x86 pairs
+    /// each condition with its opposite), and swapping the operands twice is the identity.
+    #[test]
+    fn conditions_pair_with_their_negations() {
+        use Cond::*;
+        for c in [E, Ne, L, Le, G, Ge, B, Be, A, Ae, O, No] {
+            assert_eq!(c.negate().code(), c.code() ^ 1, "{c:?}");
+            assert_eq!(c.negate().negate(), c);
+            assert_eq!(c.swap().swap(), c);
+        }
+    }
+}
+
 #[cfg(all(test, feature = "disasm"))]
 mod encoding_tests {
     use super::*;
@@ -580,6 +658,32 @@ mod encoding_tests {
                 assert_eq!(h, d, "register {r}, displacement {m}: {hand:02x?} vs {reference:02x?}");
                 assert!(hand.len() <= reference.len());
             }
+        }
+    }
+
+    /// The NOP padding from every offset reaches the next 64-byte boundary with at most
+    /// eight instructions, each one `nop` of the recommended form for its length.
+    #[test]
+    fn nop_padding_decodes_as_nops() {
+        for start in 0..64usize {
+            let mut em = Emitter::new(CodeBuf::with_capacity(128, 0, 0), Vec::new());
+            em.asm.extend(vec![0xccu8; start]);
+            em.align_with_nops(64);
+            let bytes = em.asm.take();
+            assert_eq!(bytes.len() % 64, 0);
+            let pad = &bytes[start..];
+            let mut dec = Decoder::new(64, pad, DecoderOptions::NONE);
+            let mut count = 0;
+            while dec.can_decode() {
+                let ins = dec.decode();
+                assert_eq!(
+                    ins.mnemonic(),
+                    iced_x86::Mnemonic::Nop,
+                    "padding from {start}: {pad:02x?}"
+                );
+                count += 1;
+            }
+            assert!(count <= 8, "padding from {start}: {count} instructions");
         }
     }
 }

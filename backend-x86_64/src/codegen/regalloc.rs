@@ -409,3 +409,210 @@ impl Allocator {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::asm::CodeBuf;
+    use crate::checker::{self, Val};
+    use crate::codegen::regs::{CALL_CLOBBERED, R12, RAX, RBX, RCX, RDX, XMM0};
+
+    /// A trace of four inputs whose values are read at ops 5, 6, 7 (`i1`, `i2`, `i3`) and 4
+    /// (`i0`); `i4` is read at 5 and by the `finish`.
+    const CHAIN: &str = "[i0, i1, i2, i3]
+        i4 = int_add(i0, 1)
+        i5 = int_add(i4, i1)
+        i6 = int_add(i5, i2)
+        i7 = int_add(i6, i3)
+        finish(i7, i4)";
+
+    /// What code generation sets up for a trace: its liveness, an allocator with
+    /// `int_regs` general-purpose registers and the inputs in their slots, an emitter.
+    struct Setup {
+        t: trace_ir::Trace,
+        live: Liveness,
+        ra: Allocator,
+        em: Emitter,
+    }
+
+    impl Setup {
+        fn new(text: &str, int_regs: usize) -> Setup {
+            let t = trace_ir::parse_trace(text).unwrap();
+            let mut live = Liveness::default();
+            let exit_len = live.compute(&t);
+            let mut ra = Allocator::default();
+            let opts = CompileOptions {
+                int_regs,
+                ..CompileOptions::default()
+            };
+            ra.reset(&opts, t.ops.len(), FrameLayout { exit_len });
+            for i in 0..t.num_inputs {
+                ra.give_slot(i, true);
+            }
+            let em = Emitter::new(CodeBuf::with_capacity(256, 0, 0), Vec::new());
+            Setup { t, live, ra, em }
+        }
+
+        /// Allocate a register at op `pos`.
+        fn alloc(&mut self, pos: usize, kind: Kind) -> Reg {
+            let cx = &mut Cx {
+                em: &mut self.em,
+                live: &self.live,
+                pos,
+            };
+            self.ra.alloc_reg(cx, kind, RegSet::EMPTY).unwrap()
+        }
+
+        /// Load value `v` into a new register at op `pos`, as instruction selection does.
+        fn load(&mut self, v: usize, pos: usize) -> Reg {
+            let src = self.ra.loc_of(&self.em, v, pos).unwrap();
+            let r = self.alloc(pos, Kind::Int);
+            self.em.mov(r.loc(), src);
+            self.ra.set_owner(r, v);
+            r
+        }
+
+        /// The stores into the frame emitted so far.
+        fn frame_stores(&self) -> usize {
+            let events = self.em.events();
+            events
+                .iter()
+                .filter(|e| matches!(e, Event::Move { dst: Loc::Mem(_), .. }))
+                .count()
+        }
+
+        /// Replay the recorded events through the symbolic checker.
+        fn check(&self) {
+            let inputs: Vec<(Loc, u32)> = (0..self.t.num_inputs)
+                .map(|i| (self.ra.slot_loc(i).unwrap(), i as u32))
+                .collect();
+            checker::check(&self.em.events(), &inputs).unwrap();
+        }
+    }
+
+    /// Free registers are handed out in pool order (callee-saved first), pinned and
+    /// without owner.
+    #[test]
+    fn free_registers_go_in_pool_order() {
+        let mut s = Setup::new(CHAIN, 13);
+        let got: Vec<Reg> = (0..3).map(|_| s.alloc(4, Kind::Int)).collect();
+        assert_eq!(got, vec![RBX, R12, crate::codegen::regs::R13]);
+        assert!(got.iter().all(|&r| s.ra.is_pinned(r) && s.ra.owner(r).is_none()));
+        assert_eq!(s.alloc(4, Kind::Float), XMM0);
+    }
+
+    /// With every register taken, the value used furthest in the future loses its
+    /// register; an input's slot already holds it, so nothing is stored.
+    #[test]
+    fn the_value_used_furthest_away_is_spilled() {
+        let mut s = Setup::new(CHAIN, 3);
+        // The restricted pool is rax, rcx, rdx: i1 (next use 5), i2 (6), i3 (7).
+        assert_eq!([s.load(1, 4), s.load(2, 4), s.load(3, 4)], [RAX, RCX, RDX]);
+        s.ra.pinned = RegSet::EMPTY;
+        let stores = s.frame_stores();
+        let r = s.alloc(4, Kind::Int);
+        assert_eq!(r, RDX, "the register of i3, read last");
+        assert_eq!(s.ra.reg_of(3), None);
+        assert_eq!(s.ra.loc_of(&s.em, 3, 4).unwrap(), s.ra.slot_loc(3).unwrap());
+        assert_eq!(s.frame_stores(), stores);
+        s.check();
+    }
+
+    /// A computed value spilled gets a slot on its first spill; the slot then holds it,
+    /// and a second spill stores nothing.
+    #[test]
+    fn a_value_is_stored_into_its_slot_once() {
+        let mut s = Setup::new(CHAIN, 13);
+        let r = s.alloc(4, Kind::Int);
+        s.ra.define(&s.em, r, 4);
+        let cx = &mut Cx {
+            em: &mut s.em,
+            live: &s.live,
+            pos: 5,
+        };
+        s.ra.ensure_slot(cx, 4).unwrap();
+        s.ra.ensure_slot(cx, 4).unwrap();
+        assert_eq!(s.frame_stores(), 1);
+        assert!(s.ra.slot_loc(4).is_some());
+        // The value is still in its register too, which reads prefer.
+        assert_eq!(s.ra.loc_of(&s.em, 4, 5).unwrap(), r.loc());
+        s.check();
+    }
+
+    /// Evicting a register whose value lives on moves the value to the first free register
+    /// of its class (which inherits the pin), not to memory.
+    #[test]
+    fn eviction_moves_a_live_value_to_a_free_register() {
+        let mut s = Setup::new(CHAIN, 13);
+        s.ra.set_owner(RAX, 1);
+        s.ra.pin(RAX);
+        let cx = &mut Cx {
+            em: &mut s.em,
+            live: &s.live,
+            pos: 4,
+        };
+        s.ra.take_reg(cx, RAX).unwrap();
+        assert_eq!(s.ra.reg_of(1), Some(RBX));
+        assert!(s.ra.is_pinned(RBX) && s.ra.is_pinned(RAX));
+        assert_eq!(s.ra.owner(RAX), None);
+        assert_eq!(s.frame_stores(), 0);
+    }
+
+    /// Past an op, the registers of values it read for the last time and of a result
+    /// nobody reads are released, and nothing stays pinned.
+    #[test]
+    fn end_op_releases_dead_values_and_pins() {
+        let mut s = Setup::new(
+            "[i0, i1]
+             i2 = int_add(i0, i1)
+             i3 = int_add(i0, 5)
+             finish(i2)",
+            13,
+        );
+        s.ra.set_owner(RAX, 0);
+        s.ra.set_owner(RCX, 1);
+        s.ra.pin(RAX);
+        s.ra.pin(RCX);
+        s.ra.define(&s.em, RDX, 2);
+        s.ra.end_op(&mut s.live, 2);
+        // i1 dies at op 2, i0 lives until op 3, i2 until the finish.
+        assert_eq!(
+            (s.ra.reg_of(0), s.ra.reg_of(1), s.ra.reg_of(2)),
+            (Some(RAX), None, Some(RDX))
+        );
+        assert!(s.ra.is_free(RCX) && !s.ra.is_pinned(RAX));
+        s.ra.define(&s.em, RCX, 3);
+        s.ra.end_op(&mut s.live, 3);
+        // i0 dies at op 3; i3 is never read.
+        assert_eq!((s.ra.reg_of(0), s.ra.reg_of(3)), (None, None));
+        assert!(s.ra.is_free(RAX) && s.ra.is_free(RCX));
+    }
+
+    /// Before a call, a live value in a caller-saved register moves to a free callee-saved
+    /// one, and a live float goes to its slot (every XMM register is clobbered).
+    #[test]
+    fn values_living_across_a_call_leave_the_clobbered_registers() {
+        let mut s = Setup::new(
+            "[i0, f1]
+             i2 = int_add(i0, 1)
+             f3 = float_add(f1, 1.5)
+             call_n(ConstClass(f), descr=<Callv 0 EF=2>)
+             finish(i2, f3)",
+            13,
+        );
+        s.ra.define(&s.em, RAX, 2);
+        s.ra.define(&s.em, XMM0, 3);
+        let cx = &mut Cx {
+            em: &mut s.em,
+            live: &s.live,
+            pos: 4,
+        };
+        s.ra.save_live_across_call(cx, CALL_CLOBBERED).unwrap();
+        assert_eq!(s.ra.reg_of(2), Some(RBX));
+        assert!(s.ra.slot_loc(3).is_some());
+        s.ra.release_all(CALL_CLOBBERED);
+        assert_eq!((s.ra.reg_of(2), s.ra.reg_of(3)), (Some(RBX), None));
+        s.em.expect(s.ra.slot_loc(3).unwrap(), Val::Op(3), 4);
+        s.check();
+    }
+}
