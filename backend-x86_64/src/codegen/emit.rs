@@ -545,6 +545,42 @@ mod tests {
         }
     }
 
+    /// The bytes dynasm assembles in `f`.
+    fn bytes(f: impl FnOnce(&mut dynasmrt::VecAssembler<dynasmrt::x64::X64Relocation>)) -> Vec<u8> {
+        let mut a = dynasmrt::VecAssembler::new(0);
+        f(&mut a);
+        a.finalize().unwrap()
+    }
+
+    /// Byte stores from a dynamically chosen `rsi`/`rdi` need a REX prefix (without one the
+    /// encoding names `dh`/`bh`): the backend relies on dynasm emitting it.
+    #[test]
+    fn byte_register_encodings_carry_rex() {
+        use dynasmrt::{dynasm, DynasmApi};
+        let (rsi, rbx) = (6u8, 3u8);
+        assert_eq!(
+            bytes(|a| dynasm!(a ; .arch x64 ; mov BYTE [Rq(rbx) + 1], Rb(rsi))),
+            vec![0x40, 0x88, 0x74, 0x23, 0x01]
+        );
+        assert_eq!(
+            bytes(|a| dynasm!(a ; .arch x64 ; movsx Rq(rsi), Rb(rsi))),
+            vec![0x48, 0x0f, 0xbe, 0xf6]
+        );
+        assert_eq!(
+            bytes(|a| dynasm!(a ; .arch x64 ; movzx Rq(rsi), r11b)),
+            vec![0x49, 0x0f, 0xb6, 0xf3]
+        );
+        // shl rbx, cl / sar rbx, 5
+        assert_eq!(
+            bytes(|a| dynasm!(a ; .arch x64 ; shl Rq(rbx), cl)),
+            vec![0x48, 0xd3, 0xe3]
+        );
+        assert_eq!(
+            bytes(|a| dynasm!(a ; .arch x64 ; sar Rq(rbx), 5)),
+            vec![0x48, 0xc1, 0xfb, 0x05]
+        );
+    }
+
     /// A condition's encoding and its negation differ in the lowest bit only (x86 pairs
     /// each condition with its opposite), and swapping the operands twice is the identity.
     #[test]
