@@ -5,7 +5,12 @@
 //! its predecessor returned and keeps the one it returns for the next op, so no op reads
 //! state that an op further back left behind.
 
-use super::*;
+use super::emit::{Cond, Opnd};
+use super::liveness::values_read;
+use super::regs::{Reg, RegSet};
+use super::{Gen, R};
+use dynasmrt::{dynasm, DynasmApi};
+use trace_ir::{Kind, OpRef, Opcode, Value};
 
 /// What an op leaves in the flags (and beside them) for the op right after it. Every op
 /// (labels included) consumes the fusion of the op before it; only the kinds of op named
@@ -20,7 +25,7 @@ pub(super) enum Fusion {
     Cmp(Cond),
     /// A [`Fusion::Cmp`] that is the loop body's first op, emitted as a bare `cmp x, y` of
     /// label parameters and constants (no loads): its guard may rotate the loop (see
-    /// [`LoopTop`]).
+    /// [`LoopTop`](super::loops::LoopTop)).
     LoopTest {
         /// The condition the flags hold when the boolean is true.
         cond: Cond,

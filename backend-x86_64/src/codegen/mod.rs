@@ -23,29 +23,26 @@ mod regalloc;
 mod regs;
 mod select;
 
-use emit::*;
-use frame::*;
-use fusion::*;
-use liveness::*;
-use loops::*;
+use emit::{Emitter, CHECK};
+use exits::Exits;
+use frame::FrameLayout;
+use fusion::Fusion;
+use liveness::Liveness;
+use loops::Loops;
 use moves::ParallelMoves;
 use regalloc::Allocator;
-use regs::*;
-use select::hooks;
-use select::{ArgSrc, Calls, HeapFacts};
+use select::{hooks, Calls, HeapFacts};
 
 pub(crate) use frame::FRAME_HEADER;
 
 use crate::asm::CodeBuf;
-use crate::checker::{Event, Val};
+use crate::checker::Event;
 use crate::pmove::Loc;
 use crate::runtime::{self, ArrayLayout};
 use crate::{CompileError, CompileOptions, ExitInfo, ExitSlot};
 use dynasmrt::{dynasm, DynamicLabel, DynasmApi, DynasmLabelApi};
-use exits::Exits;
 use std::cell::Cell;
-use trace_ir::descr::{DEFAULT_ARRAY_BASE, DEFAULT_ARRAY_LEN};
-use trace_ir::{FieldDescr, Kind, Op, OpRef, Opcode, Trace, Value, ValueData};
+use trace_ir::{Opcode, Trace};
 
 /// The result of code generation, before it is copied into executable memory.
 pub(crate) struct Generated {

@@ -1,6 +1,13 @@
 //! Instruction selection of calls (System V) and allocations.
 
-use super::super::*;
+use crate::checker::Event;
+use crate::codegen::emit::{Cond, CHECK};
+use crate::codegen::regs::{Reg, CALLER_SAVED_GPR, CALL_CLOBBERED, INT_ARG_REGS, R11, RAX, XMM0};
+use crate::codegen::{bad, Gen, R};
+use crate::pmove::Loc;
+use crate::runtime::{self, ArrayLayout};
+use dynasmrt::{dynasm, DynamicLabel, DynasmApi, DynasmLabelApi};
+use trace_ir::{Kind, Opcode, Value};
 
 /// The working memory of calls (reused from trace to trace) and the data the code of
 /// allocations points to.
@@ -126,7 +133,7 @@ impl Gen<'_> {
 
     /// A call of `f` with `args`, its result of kind `result` defined (see
     /// [`Gen::call_inner`]).
-    pub(in crate::codegen) fn call(&mut self, f: Loc, args: &[ArgSrc], result: Kind) -> R<()> {
+    pub(super) fn call(&mut self, f: Loc, args: &[ArgSrc], result: Kind) -> R<()> {
         self.call_inner(Some(f), None, args, result, None)
     }
 
@@ -139,7 +146,7 @@ impl Gen<'_> {
     /// condition is non-zero; `cond_call_value` returns the value when it is non-zero and
     /// calls otherwise. Saving live values happens before the branch, so both paths leave
     /// the same allocation state (the skipping path clobbers a subset of the registers).
-    pub(in crate::codegen) fn call_inner(
+    pub(super) fn call_inner(
         &mut self,
         f: Option<Loc>,
         fv: Option<Value>,

@@ -1,6 +1,10 @@
 //! Instruction selection of float ops (SSE2, XMM registers).
 
-use super::super::*;
+use crate::codegen::emit::Opnd;
+use crate::codegen::regs::RegSet;
+use crate::codegen::{Gen, R};
+use dynasmrt::{dynasm, DynasmApi, DynasmLabelApi};
+use trace_ir::{Kind, Opcode, Value};
 
 impl Gen<'_> {
     /// `float_add`, `float_sub`, `float_mul`, `float_truediv`.

@@ -1,7 +1,14 @@
 //! Instruction selection of guards (and of the ops this backend models as constants or
 //! copies: `force_token`, `virtual_ref`).
 
-use super::super::*;
+use crate::codegen::emit::{fits_i32, Cond, Opnd};
+use crate::codegen::fusion::Fusion;
+use crate::codegen::loops::LoopTop;
+use crate::codegen::regs::{Reg, RegSet, R11};
+use crate::codegen::{bad, Gen, R};
+use crate::pmove::Loc;
+use dynasmrt::{dynasm, DynasmApi, DynasmLabelApi};
+use trace_ir::{Kind, Opcode, Value};
 
 impl Gen<'_> {
     /// `guard_true`, `guard_false`: on the flags of a fused comparison, or a test of the value.

@@ -1,7 +1,14 @@
 //! Instruction selection of heap accesses: fields, arrays, interior fields, raw memory,
 //! with their null and bounds checks (and what is known about them).
 
-use super::super::*;
+use crate::checker::Val;
+use crate::codegen::emit::{fits_i32, Cond, Opnd};
+use crate::codegen::frame::TEMP_DISP;
+use crate::codegen::regs::{Reg, RegSet, R11};
+use crate::codegen::{bad, Gen, R};
+use dynasmrt::{dynasm, DynasmApi};
+use trace_ir::descr::{DEFAULT_ARRAY_BASE, DEFAULT_ARRAY_LEN};
+use trace_ir::{FieldDescr, Kind, Op, Opcode, Value, ValueData};
 
 /// What is known about memory at the current op: which values are non-null, which array
 /// accesses are in bounds. The buffers are reused from trace to trace
@@ -36,7 +43,7 @@ impl HeapFacts {
     }
 
     /// The `arraylen_gc` at `at` read a length.
-    pub(in crate::codegen) fn note_len(&mut self, at: usize) {
+    pub(super) fn note_len(&mut self, at: usize) {
         self.lens.push(at);
     }
 
@@ -185,14 +192,14 @@ impl<'t> Gen<'t> {
     }
 
     /// The field descriptor of `op`.
-    pub(in crate::codegen) fn field(&self, op: &Op) -> R<&'t FieldDescr> {
+    pub(super) fn field(&self, op: &Op) -> R<&'t FieldDescr> {
         let t = self.t;
         op.descr
             .and_then(|d| t.descr(d).as_field())
             .ok_or_else(|| bad("field access without a field descriptor"))
     }
     /// The item size and field of `op`'s interior field descriptor.
-    pub(in crate::codegen) fn interior(&self, op: &Op) -> R<(i64, &'t FieldDescr)> {
+    pub(super) fn interior(&self, op: &Op) -> R<(i64, &'t FieldDescr)> {
         let t = self.t;
         match op.descr.map(|d| t.descr(d)) {
             Some(trace_ir::Descr::Interior(i)) => Ok((i.item_size, &i.field)),
@@ -200,7 +207,7 @@ impl<'t> Gen<'t> {
         }
     }
     /// The array descriptor of `op`.
-    pub(in crate::codegen) fn array(&self, op: &Op) -> R<&'t trace_ir::ArrayDescr> {
+    pub(super) fn array(&self, op: &Op) -> R<&'t trace_ir::ArrayDescr> {
         let t = self.t;
         op.descr
             .and_then(|d| t.descr(d).as_array())
@@ -209,7 +216,7 @@ impl<'t> Gen<'t> {
 
     /// The address of an array item (or raw `address + offset`) as base register plus
     /// displacement; a variable index is folded into `r11`.
-    pub(in crate::codegen) fn item_address(
+    pub(super) fn item_address(
         &mut self,
         opc: Opcode,
         base: Value,
@@ -235,7 +242,7 @@ impl<'t> Gen<'t> {
     /// check and (with `len_off`) a bounds check against the length word there. Address
     /// arithmetic wraps (as the interpreter's raw accesses do); a variable index or a
     /// displacement that does not fit 32 bits is folded into `r11`.
-    pub(in crate::codegen) fn address(
+    pub(super) fn address(
         &mut self,
         base: Value,
         index: Value,
@@ -352,7 +359,7 @@ impl<'t> Gen<'t> {
     /// `[base + off]` as a base register and 32-bit displacement: `base` itself when `off`
     /// fits, else `r11 = base + off` (wrapping) with displacement 0. Emit it right before the
     /// access: nothing may use `r11` in between.
-    pub(in crate::codegen) fn mem_operand(&mut self, base: Reg, off: i64) -> (Reg, i32) {
+    pub(super) fn mem_operand(&mut self, base: Reg, off: i64) -> (Reg, i32) {
         if fits_i32(off) {
             return (base, off as i32);
         }
@@ -363,7 +370,7 @@ impl<'t> Gen<'t> {
 
     /// Exit as invalid when `v` (in `r`) is null (heap accesses through null are invalid
     /// operations), unless `v` is known to be non-null.
-    pub(in crate::codegen) fn null_check(&mut self, v: Value, r: Reg) {
+    pub(super) fn null_check(&mut self, v: Value, r: Reg) {
         if self.known_nonnull(v) {
             return;
         }
@@ -384,7 +391,7 @@ impl<'t> Gen<'t> {
     /// Whether an op may change memory (or call code that may): it ends what
     /// [`HeapFacts`] knows about bounds. (Bit operations without short-circuits: asked at
     /// every op, of a random op mix.)
-    pub(in crate::codegen) fn may_write(&self, opc: Opcode) -> bool {
+    pub(super) fn may_write(&self, opc: Opcode) -> bool {
         use trace_ir::OpFlags;
         let f = opc.flags();
         let reads_only = f.contains(OpFlags::READS_HEAP) & !f.contains(OpFlags::WRITES_HEAP);
@@ -395,7 +402,7 @@ impl<'t> Gen<'t> {
     /// After a guard on the comparison at `cmp` passed (`holds`: the comparison is true):
     /// when that says `index <u arraylen_gc(array)` with the length read since memory last
     /// changed, accesses of `array[index]` need no bounds check.
-    pub(in crate::codegen) fn learn_in_bounds(&mut self, cmp: usize, holds: bool) {
+    pub(super) fn learn_in_bounds(&mut self, cmp: usize, holds: bool) {
         use Opcode::*;
         let t = self.t;
         let Some(op) = t.ops.get(cmp) else { return };

@@ -29,7 +29,13 @@
 //! registers are stored to their spill slots before the call, since the exit stub reads them
 //! after it.
 
-use super::super::{values_read, ArgSrc, Cond, Gen, Loc, RegSet, CALLER_SAVED_GPR, FRAME_HEADER, R};
+use super::calls::ArgSrc;
+use crate::codegen::emit::Cond;
+use crate::codegen::frame::FRAME_HEADER;
+use crate::codegen::liveness::values_read;
+use crate::codegen::regs::{RegSet, CALLER_SAVED_GPR};
+use crate::codegen::{Gen, R};
+use crate::pmove::Loc;
 use crate::runtime::{self, HookOp, HOOK_GUARD_FAILS, HOOK_INVALID};
 use crate::{CompileOptions, MemoryAccess};
 use dynasmrt::{dynasm, DynasmApi};
@@ -91,7 +97,7 @@ impl HookState {
     }
 
     /// Whether the op goes to the runtime in this compilation.
-    pub(in crate::codegen) fn routes(&self, opc: Opcode) -> bool {
+    pub(super) fn routes(&self, opc: Opcode) -> bool {
         self.routed[opc as usize / 64] & (1 << (opc as usize % 64)) != 0
     }
 }
@@ -155,7 +161,7 @@ pub(crate) fn hooked_in_direct_mode(opc: Opcode) -> bool {
 
 impl Gen<'_> {
     /// `n` consecutive frame words for hook operands: the first spill slot.
-    pub(in crate::codegen) fn hook_area(&mut self, n: u32) -> u32 {
+    pub(super) fn hook_area(&mut self, n: u32) -> u32 {
         match self.hk.area {
             Some((first, len)) if len >= n => first,
             _ => {
@@ -170,7 +176,7 @@ impl Gen<'_> {
     }
 
     /// Compile the op at `at` as a call into the runtime (see the module documentation).
-    pub(in crate::codegen) fn hook_op(&mut self, at: usize) -> R<()> {
+    pub(super) fn hook_op(&mut self, at: usize) -> R<()> {
         let t = self.t;
         let op = &t.ops[at];
         let opc = op.opcode;

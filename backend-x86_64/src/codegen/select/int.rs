@@ -1,7 +1,13 @@
 //! Instruction selection of integer ops: ALU, unary ops, copies, shifts, division,
 //! sign extension and comparisons.
 
-use super::super::*;
+use crate::codegen::emit::{fits_i32, Cond, Opnd};
+use crate::codegen::fusion::{Fusion, Undo};
+use crate::codegen::regs::{Reg, R11, RAX, RCX, RDX};
+use crate::codegen::{Gen, R};
+use crate::pmove::Loc;
+use dynasmrt::{dynasm, DynasmApi, DynasmLabelApi};
+use trace_ir::{Kind, OpRef, Opcode, Value};
 
 /// What an ALU op leaves for the next op: the overflow flag for an `_ovf` op's guard.
 fn overflow_fusion(opc: Opcode) -> Fusion {
@@ -299,7 +305,7 @@ impl Gen<'_> {
         self.bool_result(at, |g| dynasm!(g.em.asm ; .arch x64 ; test Rq(rx), Rq(rx)), c)
     }
 
-    pub(in crate::codegen) fn shift(&mut self, opc: Opcode, v: Value, amount: Value) -> R<()> {
+    pub(super) fn shift(&mut self, opc: Opcode, v: Value, amount: Value) -> R<()> {
         if let Some(c) = self.t.const_int(amount) {
             let d = self.copy_to_new(v, Kind::Int)?;
             if (0..64).contains(&c) {
@@ -334,7 +340,7 @@ impl Gen<'_> {
 
     /// Division and remainder (C and Python flavours). Never traps: a zero divisor is an
     /// invalid operation, and `MININT / -1` wraps (quotient MININT, remainder 0).
-    pub(in crate::codegen) fn divide(&mut self, opc: Opcode, v: Value, divisor: Value) -> R<()> {
+    pub(super) fn divide(&mut self, opc: Opcode, v: Value, divisor: Value) -> R<()> {
         self.take_reg(RAX)?;
         self.take_reg(RDX)?;
         let sv = self.loc(v)?;
@@ -402,7 +408,7 @@ impl Gen<'_> {
     }
 
     /// Sign-extend the low `n` bytes (n in 1, 2, 4, 8; anything else is invalid).
-    pub(in crate::codegen) fn signext(&mut self, v: Value, n: Value) -> R<()> {
+    pub(super) fn signext(&mut self, v: Value, n: Value) -> R<()> {
         if let Some(c) = self.t.const_int(n) {
             let d = self.copy_to_new(v, Kind::Int)?;
             match c {

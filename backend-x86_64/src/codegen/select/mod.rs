@@ -7,10 +7,13 @@ mod heap;
 pub(super) mod hooks;
 mod int;
 
-pub(super) use calls::{ArgSrc, Calls};
+pub(super) use calls::Calls;
 pub(super) use heap::HeapFacts;
 
-use super::*;
+use super::fusion::Fusion;
+use super::{Gen, R};
+use crate::{CompileError, ExitInfo};
+use trace_ir::{OpRef, Opcode, Value};
 
 impl Gen<'_> {
     /// Compile the op at `at`, given what the op before it left in the flags (`fusion`);
