@@ -65,11 +65,18 @@ impl Fusion {
 /// or a slot) is still in place at the exit: the overflow guard emits nothing but its jump.
 #[derive(Copy, Clone, Debug)]
 pub(super) struct Undo {
+    /// The overwritten operand `x` (an op index).
     pub(super) val: usize,
+    /// The register that held `x` and now holds the result.
     pub(super) reg: Reg,
+    /// The `_ovf` op.
     pub(super) at: usize,
+    /// The op that recomputes `x` from the result: `int_sub` for an add, `int_add` for a
+    /// subtraction.
     pub(super) inverse: Opcode,
+    /// The other operand, where it is.
     pub(super) y: Opnd,
+    /// The other operand's value (for the checker).
     pub(super) y_val: Value,
 }
 

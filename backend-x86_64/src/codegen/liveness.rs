@@ -21,6 +21,7 @@ pub(super) struct Liveness {
     /// Everything op `p` reads is `reads[reads_start[p]..reads_start[p + 1]]`, in the order
     /// of [`reads`]: `(value, the value's next use after p)` (`NEVER`: `p` is its last).
     reads_start: Vec<u32>,
+    /// See `reads_start`.
     reads: Vec<(u32, u32)>,
     /// Working memory of the backward pass.
     after: Vec<u32>,

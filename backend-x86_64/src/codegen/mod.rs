@@ -1,14 +1,31 @@
-//! Code generation: register allocation and instruction selection in one forward pass over
-//! the trace, then the exit stubs.
+//! Code generation: one forward pass over the trace that allocates registers and selects
+//! instructions op by op, then the epilogue and the exit stubs.
 //!
-//! The rooms: [`regs`] (registers and pools), [`liveness`] (last and next uses), [`regalloc`]
-//! (the allocator and its design), [`frame`] (the frame layout), [`emit`] (hand-encoded
-//! instructions and checker events), [`moves`] (single and parallel moves), [`exits`] (guard
-//! and invalid-operation exits), [`loops`] (labels and the back edge), [`fusion`] (what an op
-//! passes to the next one in the flags) and [`select`] (instruction selection per op
-//! family, Hooks mode included).
+//! [`Gen`] holds the trace, the position of the op being compiled, and one room per
+//! concern, each owning its state:
+//!
+//! | concern | state | module |
+//! |---|---|---|
+//! | registers | `Reg`, `RegSet`, the allocatable pools | [`regs`] |
+//! | liveness | last and next uses of every value (`Liveness`) | [`liveness`] |
+//! | register allocation | `Allocator`: registers, pins, spill slots; the design | [`regalloc`] |
+//! | operands | how instruction selection asks the allocator for operands and results | [`operands`] |
+//! | frame | `FrameLayout`, prologue, epilogue | [`frame`] |
+//! | emission | `Emitter`: the code, the checker's events, every hand-encoded instruction | [`emit`] |
+//! | moves | one move of any kind, `ParallelMoves` | [`moves`] |
+//! | exits | `Exits`: exit codes, guard and invalid-operation stubs | [`exits`] |
+//! | loops | `Loops`: labels, the back edge, loop rotation | [`loops`] |
+//! | fusion | `Fusion`: what an op leaves in the flags for the next one | [`fusion`] |
+//! | instruction selection | per op family: integer, float, guards, heap (`HeapFacts`), calls (`Calls`), Hooks mode (`HookState`) | [`select`] |
+//!
+//! For each op the driver ([`Gen::generate`]) hands the op the fusion the previous op
+//! returned; the op's selection loads its operands through the allocator, emits its code
+//! and returns its own fusion; then `Allocator::end_op` releases the registers of the values
+//! that died. A per-thread `Scratch` hands the rooms' buffers from one compilation to the
+//! next.
 
-// dynasm's expansion converts dynamic register numbers with `.into()`, even from `u8`.
+// dynasm's expansion converts dynamic register numbers with `.into()`: from a `Reg` for
+// general-purpose registers, a no-op from the `u8` of an XMM register's number.
 #![allow(clippy::useless_conversion)]
 
 mod emit;
@@ -46,11 +63,15 @@ use trace_ir::{Opcode, Trace};
 
 /// The result of code generation, before it is copied into executable memory.
 pub(crate) struct Generated {
+    /// The machine code.
     pub code: Vec<u8>,
+    /// What each exit code means.
     pub exits: Vec<ExitInfo>,
     /// The fail-argument slots of the guard exits (see `ExitInfo::Guard::fail`).
     pub exit_slots: Vec<ExitSlot>,
+    /// The frame's size in words.
     pub frame_words: usize,
+    /// Words in the frame's exit buffer.
     pub exit_len: usize,
     /// Code range of each op (op index, start, end), for the disassembly listing.
     pub ranges: Vec<(u32, u32, u32)>,
@@ -107,12 +128,19 @@ type R<T> = Result<T, Box<CompileError>>;
 /// fresh, empty buffers behind.
 #[derive(Default)]
 struct Scratch {
+    /// Liveness tables.
     live: Liveness,
+    /// Allocator tables.
     ra: Allocator,
+    /// Stubs and their words.
     exits: Exits,
+    /// Parallel-move working memory.
     pm: ParallelMoves,
+    /// Non-null bits and bounds facts.
     heap: HeapFacts,
+    /// Call working memory.
     calls: Calls,
+    /// The checker's events.
     events: Vec<Event>,
 }
 

@@ -77,7 +77,9 @@ impl Emitter {
 /// Parallel moves, with their working memory (reused across moves and traces).
 #[derive(Default)]
 pub(super) struct ParallelMoves {
+    /// The moves not emitted yet (see [`sequentialize_into`]).
     pending: Vec<(Loc, Loc)>,
+    /// The sequence of single moves.
     seq: Vec<(Loc, Loc)>,
 }
 
