@@ -214,12 +214,14 @@ impl Emitter {
     /// `d <- [rbp + m]`. Frame words within 127 bytes of `rbp` (header, exit buffer, the
     /// first slots) take the 8-bit displacement form, 3 bytes shorter. Hand-encoded (see
     /// [`Emitter::frame_insn`]): the allocator's most frequent instructions.
+    #[inline]
     pub(super) fn load_frame(&mut self, d: Reg, m: i32) {
         // mov r64, [rbp + m] (8B /r); movsd xmm, [rbp + m] (F2 0F 10 /r)
         self.frame_move(d, m, 0x8b, 0x10);
     }
 
     /// `[rbp + m] <- s`, with the short displacement form when it fits.
+    #[inline]
     pub(super) fn store_frame(&mut self, m: i32, s: Reg) {
         // mov [rbp + m], r64 (89 /r); movsd [rbp + m], xmm (F2 0F 11 /r)
         self.frame_move(s, m, 0x89, 0x11);
@@ -296,6 +298,7 @@ impl Emitter {
 
     /// `[rbp + m] <- r`: [`Emitter::mov`] of a register into the frame, without its dispatch
     /// (spills, exit stubs).
+    #[inline]
     pub(super) fn store(&mut self, m: i32, r: Reg) {
         self.record(Event::Move {
             dst: Loc::Mem(m),

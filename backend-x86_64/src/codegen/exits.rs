@@ -87,6 +87,7 @@ impl Exits {
     }
 
     /// The stub of an exit that reports an invalid operation at op `pos` (one per op).
+    #[inline]
     pub(super) fn invalid_exit(&mut self, pos: usize) -> u32 {
         if let Some((at, stub)) = self.invalid {
             if at == pos {
@@ -106,6 +107,7 @@ impl Exits {
 
     /// `jcc rel32` to stub `s`, hand-encoded; the displacement is filled in when the stubs
     /// are placed.
+    #[inline]
     pub(super) fn jcc_stub(&mut self, em: &mut Emitter, c: Cond, s: u32) {
         let at = em.jcc_rel32_to_patch(c);
         self.stub_jumps.push((at, s));
@@ -178,11 +180,13 @@ impl Emitter {
 
 impl Gen<'_> {
     /// The stub of an exit that reports an invalid operation at the current op.
+    #[inline]
     pub(super) fn invalid_exit(&mut self) -> u32 {
         self.exits.invalid_exit(self.pos)
     }
 
     /// `jcc rel32` to stub `s`.
+    #[inline]
     pub(super) fn jcc_stub(&mut self, c: Cond, s: u32) {
         self.exits.jcc_stub(&mut self.em, c, s);
     }

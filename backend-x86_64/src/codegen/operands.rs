@@ -47,6 +47,7 @@ impl<'t> Gen<'t> {
     }
 
     /// The current op reads `v` (an op index) in register `r`, which it reserves.
+    #[inline]
     pub(super) fn use_reg(&mut self, r: Reg, v: usize) {
         self.em.record_use(r.loc(), v, self.pos);
         self.ra.pin(r);

@@ -220,6 +220,7 @@ impl Allocator {
     }
 
     /// The result of the op at `pos` is in `r`.
+    #[inline]
     pub(super) fn define(&mut self, em: &Emitter, r: Reg, pos: usize) {
         em.record(Event::Def {
             reg: r.number(),
