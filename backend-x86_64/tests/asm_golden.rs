@@ -6,9 +6,10 @@
 //! A golden file is the trace (with `#` comment lines, which the parser skips; a line
 //! `# options: ...` sets compile options: `hooks`, `int_regs=N`, `float_regs=N`), then a line
 //! `==== code`, then the listing: each op of the trace as printed by `trace_ir::print_trace`
-//! (as a `;` comment) followed by its instructions, offsets from 0. 64-bit immediates of
-//! 2^40 and above (trampoline and function addresses, pointers to data the compiled trace
-//! keeps) differ between builds and runs and print as `<address>`.
+//! (as a `;` comment; values are named by op position) followed by its instructions, offsets
+//! from 0. Addresses the code embeds (trampolines, data the compiled trace keeps) differ
+//! between builds and runs: a 64-bit immediate that looks like a user-space address (2^40 up
+//! to 2^47) and is not a constant of the trace prints as `<address>`.
 //!
 //! `BLESS=1 cargo test -p backend-x86_64 --features disasm --test asm_golden` rewrites every
 //! listing that no longer matches with the current output; review the change with `git diff`.
@@ -19,6 +20,7 @@ use iced_x86::{
     Decoder, DecoderOptions, Formatter, FormatterOutput, FormatterTextKind, Instruction, IntelFormatter, NumberKind,
     OpKind,
 };
+use std::collections::HashSet;
 use std::fmt::Write;
 use std::path::PathBuf;
 use trace_ir::Trace;
@@ -53,12 +55,16 @@ fn options(header: &str) -> CompileOptions {
     o
 }
 
-/// Formatter output that prints 64-bit immediates that look like addresses as `<address>`.
-struct Masked<'a>(&'a mut String);
+/// Formatter output that prints the 64-bit immediates that are addresses (see the module
+/// documentation) as `<address>`; `consts` are the bits of the trace's constants.
+struct Masked<'a> {
+    out: &'a mut String,
+    consts: &'a HashSet<u64>,
+}
 
 impl FormatterOutput for Masked<'_> {
     fn write(&mut self, text: &str, _kind: FormatterTextKind) {
-        self.0.push_str(text);
+        self.out.push_str(text);
     }
     fn write_number(
         &mut self,
@@ -71,23 +77,23 @@ impl FormatterOutput for Masked<'_> {
         _kind: FormatterTextKind,
     ) {
         let imm64 = instruction_operand.is_some_and(|k| ins.op_kind(k) == OpKind::Immediate64);
-        if imm64 && value >= 1 << 40 {
-            self.0.push_str("<address>");
+        if imm64 && (1 << 40..=1 << 47).contains(&value) && !self.consts.contains(&value) {
+            self.out.push_str("<address>");
         } else {
-            self.0.push_str(text);
+            self.out.push_str(text);
         }
     }
 }
 
 /// The instructions of `code[range]`, one a line, at their offsets in `code`.
-fn disassemble(code: &[u8], range: std::ops::Range<usize>, out: &mut String) {
+fn disassemble(code: &[u8], range: std::ops::Range<usize>, consts: &HashSet<u64>, out: &mut String) {
     let mut dec = Decoder::with_ip(64, &code[range.clone()], range.start as u64, DecoderOptions::NONE);
     let mut fmt = IntelFormatter::new();
     let mut text = String::new();
     while dec.can_decode() {
         let ins = dec.decode();
         text.clear();
-        fmt.format(&ins, &mut Masked(&mut text));
+        fmt.format(&ins, &mut Masked { out: &mut text, consts });
         let _ = writeln!(out, "{:5x}  {text}", ins.ip());
     }
 }
@@ -108,17 +114,18 @@ fn listing(t: &Trace, opts: &CompileOptions) -> String {
             op_text[i] = lines.next().unwrap_or("?").trim().to_string();
         }
     }
+    let consts: HashSet<u64> = t.consts.iter().map(|c| c.bits()).collect();
     let bytes = code.code();
     let mut out = String::from("; prologue\n");
     let mut last = 0;
     for (op, range) in code.op_ranges() {
-        disassemble(bytes, last..range.start, &mut out);
+        disassemble(bytes, last..range.start, &consts, &mut out);
         let _ = writeln!(out, "; {}", op_text[op.index()]);
-        disassemble(bytes, range.clone(), &mut out);
+        disassemble(bytes, range.clone(), &consts, &mut out);
         last = range.end;
     }
     out.push_str("; exit stubs and epilogue\n");
-    disassemble(bytes, last..bytes.len(), &mut out);
+    disassemble(bytes, last..bytes.len(), &consts, &mut out);
     out
 }
 
