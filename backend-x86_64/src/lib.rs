@@ -130,7 +130,10 @@
 //! `extern "sysv64"` functions and are compared with the interpreter calling a model of
 //! them; offsets beyond 32 bits are exercised on real buffers through base pointers
 //! offset by as much. Every compilation in tests is also
-//! checked by the symbolic register-allocation checker (`checker` feature).
+//! checked by the symbolic register-allocation checker (`checker` feature). The allocator
+//! and the hand-encoded instructions have unit tests of their own, and
+//! `tests/asm_golden.rs` keeps the annotated disassembly of a trace per op family
+//! (`tests/golden/*.txt`; needs the `disasm` feature; `BLESS=1` rewrites the listings).
 //!
 //! The design of the register allocator is described in the `codegen::regalloc` module, the
 //! frame layout in `codegen::frame`.
