@@ -74,6 +74,7 @@ impl<'t> Gen<'t> {
     }
 
     /// `v` in a register (pinned). Constants go to a temporary register without owner.
+    #[inline]
     pub(super) fn load(&mut self, v: Value) -> R<Reg> {
         if let Some(o) = v.as_op() {
             if let Some(r) = self.ra.reg_of(o.index()) {
@@ -92,6 +93,7 @@ impl<'t> Gen<'t> {
     }
 
     /// `v` as an integer ALU operand: an immediate, a register or a slot.
+    #[inline]
     pub(super) fn opnd(&mut self, v: Value) -> R<Opnd> {
         match self.loc(v)? {
             Loc::Imm(b) if fits_i32(b as i64) => Ok(Opnd::Imm(b as i64 as i32)),
@@ -120,6 +122,7 @@ impl<'t> Gen<'t> {
 
     /// A fresh register holding a copy of `v` that the op may overwrite: `v`'s own register
     /// when `v` dies at this op, else a new one.
+    #[inline]
     pub(super) fn copy_to_new(&mut self, v: Value, kind: Kind) -> R<Reg> {
         if let Some(o) = v.as_op() {
             if let Some(r) = self.ra.reg_of(o.index()) {

@@ -297,6 +297,7 @@ impl Allocator {
     /// Move every value that lives past the current op out of the caller-saved registers
     /// (into a free callee-saved one when possible, else its slot), before a call. The
     /// register mapping stays until the call: argument sources may still read it.
+    #[inline]
     pub(super) fn save_live_across_call(&mut self, cx: &mut Cx<'_>, clobbered: RegSet) -> R<()> {
         // Occupied clobbered registers in ascending order (caller-saved GPRs, then XMMs).
         let mut regs = self.occupied & clobbered;
