@@ -130,9 +130,13 @@
 //! `extern "sysv64"` functions and are compared with the interpreter calling a model of
 //! them; offsets beyond 32 bits are exercised on real buffers through base pointers
 //! offset by as much. Every compilation in tests is also
-//! checked by the symbolic register-allocation checker (`checker` feature).
+//! checked by the symbolic register-allocation checker (`checker` feature). The allocator
+//! and the hand-encoded instructions have unit tests of their own, and
+//! `tests/asm_golden.rs` keeps the annotated disassembly of a trace per op family
+//! (`tests/golden/*.txt`; needs the `disasm` feature; `BLESS=1` rewrites the listings).
 //!
-//! The design of the register allocator and frame is described in the `codegen` module.
+//! The design of the register allocator is described in the `codegen::regalloc` module, the
+//! frame layout in `codegen::frame`.
 #![deny(missing_docs)]
 
 #[cfg_attr(not(any(test, feature = "checker")), allow(dead_code))]
@@ -571,6 +575,16 @@ impl CompiledTrace {
     /// The machine code.
     pub fn code(&self) -> &[u8] {
         self.code.bytes()
+    }
+
+    /// Where each op's code is: the op and its byte range in [`CompiledTrace::code`], for
+    /// every op of the trace in order (inputs and label parameters excepted; a range may be
+    /// empty). The prologue comes before the first range; exit stubs and the epilogue come
+    /// after the last.
+    pub fn op_ranges(&self) -> impl Iterator<Item = (OpRef, std::ops::Range<usize>)> + '_ {
+        self.ranges
+            .iter()
+            .map(|&(op, start, end)| (OpRef::new(op as usize), start as usize..end as usize))
     }
 
     /// A listing of the code: each op of the trace followed by its instructions

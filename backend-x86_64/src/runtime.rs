@@ -171,68 +171,101 @@ pub(crate) unsafe fn write_mem(addr: u64, size: u8, v: u64) {
 /// descriptors say (the same requirement as Direct mode).
 pub fn exec_in_memory<R: Runtime + ?Sized>(rt: &mut R, req: &HookRequest<'_>) -> HookReply {
     use Opcode::*;
-    let arg = |i: usize| req.args.get(i).copied().unwrap_or(0);
     let opc = req.opcode;
+    // Operand 0 is the base address of every access below: null is invalid.
+    let base = arg(req, 0);
+    let needs_base = opc.has(trace_ir::OpFlags::READS_HEAP) || opc.has(trace_ir::OpFlags::WRITES_HEAP);
+    if needs_base && base == 0 && opc != GuardNonnullClass {
+        return HookReply::Invalid;
+    }
+    match opc {
+        New | NewWithVtable | NewArray | NewArrayClear | Newstr | Newunicode => exec_alloc(rt, req),
+        Strlen | Unicodelen | Strgetitem | Unicodegetitem | Strsetitem | Unicodesetitem | Strhash | Unicodehash
+        | Copystrcontent | Copyunicodecontent => exec_string(req),
+        GuardClass | GuardSubclass | GuardGcType | GuardNonnullClass | RecordExactClass | GuardIsObject => {
+            exec_type_check(req)
+        }
+        GuardNoException | GuardNotInvalidated => HookReply::Value(0),
+        _ => exec_access(req),
+    }
+}
+
+/// Operand `i` of a request (0 when missing).
+fn arg(req: &HookRequest<'_>, i: usize) -> u64 {
+    req.args.get(i).copied().unwrap_or(0)
+}
+
+/// The address of item `index` of the array at `base` (`base + base_off + index * size`),
+/// if `index` is below the length word at `base + len_off`.
+fn item_address(base: u64, index: u64, len_off: i64, base_off: i64, size: i64) -> Option<u64> {
+    // SAFETY: the length word of an array the trace names is readable (the contract of
+    // `exec_in_memory`).
+    let len = unsafe { read_mem(base.wrapping_add(len_off as u64), 8, false) };
+    (index < len).then(|| {
+        base.wrapping_add(base_off as u64)
+            .wrapping_add(index.wrapping_mul(size as u64))
+    })
+}
+
+/// The bytes of a string op's characters: 1 (`str`) or 4 (`unicode`).
+fn str_size(opc: Opcode) -> i64 {
+    use Opcode::*;
+    if matches!(
+        opc,
+        Newstr | Strlen | Strgetitem | Strsetitem | Strhash | Copystrcontent
+    ) {
+        1
+    } else {
+        4
+    }
+}
+
+/// The value of `size` bytes at `addr`, sign- or zero-extended.
+fn load(addr: u64, size: u8, signed: bool) -> HookReply {
+    // SAFETY: the address comes from the trace's descriptors applied to memory the embedder
+    // guarantees (see `exec_in_memory`).
+    HookReply::Value(unsafe { read_mem(addr, size, signed) })
+}
+
+/// Store the low `size` bytes of `v` at `addr`.
+fn store(addr: u64, size: u8, v: u64) -> HookReply {
+    // SAFETY: as for `load`.
+    unsafe { write_mem(addr, size, v) };
+    HookReply::Value(0)
+}
+
+/// Field, array item, interior field and raw accesses, and `arraylen_gc` (everything else
+/// is invalid).
+fn exec_access(req: &HookRequest<'_>) -> HookReply {
+    use Opcode::*;
+    let opc = req.opcode;
+    let base = arg(req, 0);
     let field = req.descr.and_then(Descr::as_field);
     let array = req.descr.and_then(Descr::as_array);
     let interior_size = match req.descr {
         Some(Descr::Interior(i)) => Some(i.item_size),
         _ => None,
     };
-    // Operand 0 is the base address of every access below: null is invalid.
-    let base = arg(0);
-    let needs_base = opc.has(trace_ir::OpFlags::READS_HEAP) || opc.has(trace_ir::OpFlags::WRITES_HEAP);
-    if needs_base && base == 0 && opc != GuardNonnullClass {
-        return HookReply::Invalid;
-    }
-    // Item address with a bounds check against the length word at `len_off`.
-    let item = |index: u64, len_off: i64, base_off: i64, size: i64| -> Option<u64> {
-        // SAFETY: the length word of an array the trace names is readable (module contract).
-        let len = unsafe { read_mem(base.wrapping_add(len_off as u64), 8, false) };
-        (index < len).then(|| {
-            base.wrapping_add(base_off as u64)
-                .wrapping_add(index.wrapping_mul(size as u64))
-        })
-    };
-    let str_size = |opc: Opcode| -> i64 {
-        if matches!(
-            opc,
-            Newstr | Strlen | Strgetitem | Strsetitem | Strhash | Copystrcontent
-        ) {
-            1
-        } else {
-            4
-        }
-    };
-    let load = |addr: u64, size: u8, signed: bool| {
-        // SAFETY: the address comes from the trace's descriptors applied to memory the
-        // embedder guarantees (see the function documentation).
-        HookReply::Value(unsafe { read_mem(addr, size, signed) })
-    };
-    let store = |addr: u64, size: u8, v: u64| {
-        // SAFETY: as for `load`.
-        unsafe { write_mem(addr, size, v) };
-        HookReply::Value(0)
-    };
+    let item = |index: u64, len_off: i64, base_off: i64, size: i64| item_address(base, index, len_off, base_off, size);
     match opc {
         GetfieldGcI | GetfieldGcR | GetfieldGcF | GetfieldRawI | GetfieldRawR | GetfieldRawF => match field {
             Some(f) => load(base.wrapping_add(f.offset as u64), f.size, f.signed),
             None => HookReply::Invalid,
         },
         SetfieldGc | SetfieldRaw => match field {
-            Some(f) => store(base.wrapping_add(f.offset as u64), f.size, arg(1)),
+            Some(f) => store(base.wrapping_add(f.offset as u64), f.size, arg(req, 1)),
             None => HookReply::Invalid,
         },
         GetarrayitemGcI | GetarrayitemGcR | GetarrayitemGcF | GetarrayitemGcPureI | GetarrayitemGcPureR
         | GetarrayitemGcPureF => {
-            match array.and_then(|a| Some((a, item(arg(1), a.len_offset, a.base_offset, a.item_size as i64)?))) {
+            match array.and_then(|a| Some((a, item(arg(req, 1), a.len_offset, a.base_offset, a.item_size as i64)?))) {
                 Some((a, at)) => load(at, a.item_size, a.signed),
                 None => HookReply::Invalid,
             }
         }
         SetarrayitemGc => {
-            match array.and_then(|a| Some((a, item(arg(1), a.len_offset, a.base_offset, a.item_size as i64)?))) {
-                Some((a, at)) => store(at, a.item_size, arg(2)),
+            match array.and_then(|a| Some((a, item(arg(req, 1), a.len_offset, a.base_offset, a.item_size as i64)?))) {
+                Some((a, at)) => store(at, a.item_size, arg(req, 2)),
                 None => HookReply::Invalid,
             }
         }
@@ -243,32 +276,44 @@ pub fn exec_in_memory<R: Runtime + ?Sized>(rt: &mut R, req: &HookRequest<'_>) ->
                 } else {
                     a.item_size as u64
                 };
-                load(base.wrapping_add(arg(1).wrapping_mul(scale)), a.item_size, a.signed)
+                load(
+                    base.wrapping_add(arg(req, 1).wrapping_mul(scale)),
+                    a.item_size,
+                    a.signed,
+                )
             }
             None => HookReply::Invalid,
         },
         SetarrayitemRaw | RawStore => match array {
             Some(a) => {
                 let scale = if opc == RawStore { 1 } else { a.item_size as u64 };
-                store(base.wrapping_add(arg(1).wrapping_mul(scale)), a.item_size, arg(2))
+                store(
+                    base.wrapping_add(arg(req, 1).wrapping_mul(scale)),
+                    a.item_size,
+                    arg(req, 2),
+                )
             }
             None => HookReply::Invalid,
         },
         GetinteriorfieldGcI | GetinteriorfieldGcR | GetinteriorfieldGcF => {
-            match interior_size
-                .zip(field)
-                .and_then(|(sz, f)| Some((f, item(arg(1), DEFAULT_ARRAY_LEN, DEFAULT_ARRAY_BASE + f.offset, sz)?)))
-            {
+            match interior_size.zip(field).and_then(|(sz, f)| {
+                Some((
+                    f,
+                    item(arg(req, 1), DEFAULT_ARRAY_LEN, DEFAULT_ARRAY_BASE + f.offset, sz)?,
+                ))
+            }) {
                 Some((f, at)) => load(at, f.size, f.signed),
                 None => HookReply::Invalid,
             }
         }
         SetinteriorfieldGc => {
-            match interior_size
-                .zip(field)
-                .and_then(|(sz, f)| Some((f, item(arg(1), DEFAULT_ARRAY_LEN, DEFAULT_ARRAY_BASE + f.offset, sz)?)))
-            {
-                Some((f, at)) => store(at, f.size, arg(2)),
+            match interior_size.zip(field).and_then(|(sz, f)| {
+                Some((
+                    f,
+                    item(arg(req, 1), DEFAULT_ARRAY_LEN, DEFAULT_ARRAY_BASE + f.offset, sz)?,
+                ))
+            }) {
+                Some((f, at)) => store(at, f.size, arg(req, 2)),
                 None => HookReply::Invalid,
             }
         }
@@ -276,23 +321,31 @@ pub fn exec_in_memory<R: Runtime + ?Sized>(rt: &mut R, req: &HookRequest<'_>) ->
             Some(a) => load(base.wrapping_add(a.len_offset as u64), 8, false),
             None => HookReply::Invalid,
         },
+        _ => HookReply::Invalid,
+    }
+}
+
+/// The string and unicode ops (strings in the default array layout).
+fn exec_string(req: &HookRequest<'_>) -> HookReply {
+    use Opcode::*;
+    let opc = req.opcode;
+    let base = arg(req, 0);
+    let size = str_size(opc);
+    match opc {
         Strlen | Unicodelen => load(base.wrapping_add(DEFAULT_ARRAY_LEN as u64), 8, false),
         Strgetitem | Unicodegetitem => {
-            let size = str_size(opc);
-            match item(arg(1), DEFAULT_ARRAY_LEN, DEFAULT_ARRAY_BASE, size) {
+            match item_address(base, arg(req, 1), DEFAULT_ARRAY_LEN, DEFAULT_ARRAY_BASE, size) {
                 Some(at) => load(at, size as u8, false),
                 None => HookReply::Invalid,
             }
         }
         Strsetitem | Unicodesetitem => {
-            let size = str_size(opc);
-            match item(arg(1), DEFAULT_ARRAY_LEN, DEFAULT_ARRAY_BASE, size) {
-                Some(at) => store(at, size as u8, arg(2)),
+            match item_address(base, arg(req, 1), DEFAULT_ARRAY_LEN, DEFAULT_ARRAY_BASE, size) {
+                Some(at) => store(at, size as u8, arg(req, 2)),
                 None => HookReply::Invalid,
             }
         }
         Strhash | Unicodehash => {
-            let size = str_size(opc);
             // SAFETY: a string the trace names is laid out as documented above.
             let len = unsafe { read_mem(base.wrapping_add(DEFAULT_ARRAY_LEN as u64), 8, false) };
             if len > MAX_STR_LEN {
@@ -308,41 +361,52 @@ pub fn exec_in_memory<R: Runtime + ?Sized>(rt: &mut R, req: &HookRequest<'_>) ->
             }
             HookReply::Value(trace_ir::rng::hash_words(&words))
         }
-        Copystrcontent | Copyunicodecontent => {
-            let size = str_size(opc);
-            let (dst, ss, ds, n) = (arg(1), arg(2) as i64, arg(3) as i64, arg(4) as i64);
-            if dst == 0 || !(0..=trace_ir::interp::MAX_COPY_LEN).contains(&n) {
-                return HookReply::Invalid;
-            }
-            if n == 0 {
-                // Nothing is read or written, so nothing is checked (as in the interpreter).
-                return HookReply::Value(0);
-            }
-            // SAFETY: both strings are laid out as documented above.
-            let (slen, dlen) = unsafe {
-                (
-                    read_mem(base.wrapping_add(DEFAULT_ARRAY_LEN as u64), 8, false),
-                    read_mem(dst.wrapping_add(DEFAULT_ARRAY_LEN as u64), 8, false),
-                )
-            };
-            let fits = |start: i64, len: u64| start >= 0 && start.checked_add(n).is_some_and(|end| end as u64 <= len);
-            if !fits(ss, slen) || !fits(ds, dlen) {
-                return HookReply::Invalid;
-            }
-            let at = |p: u64, i: i64| {
-                p.wrapping_add(DEFAULT_ARRAY_BASE as u64)
-                    .wrapping_add((i * size) as u64)
-            };
-            let chars: Vec<u64> = (0..n)
-                // SAFETY: indices checked against the source length above.
-                .map(|k| unsafe { read_mem(at(base, ss + k), size as u8, false) })
-                .collect();
-            for (k, c) in chars.into_iter().enumerate() {
-                // SAFETY: indices checked against the destination length above.
-                unsafe { write_mem(at(dst, ds + k as i64), size as u8, c) };
-            }
-            HookReply::Value(0)
-        }
+        _ => copy_string_content(req, size),
+    }
+}
+
+/// `copystrcontent`/`copyunicodecontent` (`size`-byte characters).
+fn copy_string_content(req: &HookRequest<'_>, size: i64) -> HookReply {
+    let base = arg(req, 0);
+    let (dst, ss, ds, n) = (arg(req, 1), arg(req, 2) as i64, arg(req, 3) as i64, arg(req, 4) as i64);
+    if dst == 0 || !(0..=trace_ir::interp::MAX_COPY_LEN).contains(&n) {
+        return HookReply::Invalid;
+    }
+    if n == 0 {
+        // Nothing is read or written, so nothing is checked (as in the interpreter).
+        return HookReply::Value(0);
+    }
+    // SAFETY: both strings are laid out as documented above.
+    let (slen, dlen) = unsafe {
+        (
+            read_mem(base.wrapping_add(DEFAULT_ARRAY_LEN as u64), 8, false),
+            read_mem(dst.wrapping_add(DEFAULT_ARRAY_LEN as u64), 8, false),
+        )
+    };
+    let fits = |start: i64, len: u64| start >= 0 && start.checked_add(n).is_some_and(|end| end as u64 <= len);
+    if !fits(ss, slen) || !fits(ds, dlen) {
+        return HookReply::Invalid;
+    }
+    let at = |p: u64, i: i64| {
+        p.wrapping_add(DEFAULT_ARRAY_BASE as u64)
+            .wrapping_add((i * size) as u64)
+    };
+    let chars: Vec<u64> = (0..n)
+        // SAFETY: indices checked against the source length above.
+        .map(|k| unsafe { read_mem(at(base, ss + k), size as u8, false) })
+        .collect();
+    for (k, c) in chars.into_iter().enumerate() {
+        // SAFETY: indices checked against the destination length above.
+        unsafe { write_mem(at(dst, ds + k as i64), size as u8, c) };
+    }
+    HookReply::Value(0)
+}
+
+/// Allocations: objects, arrays, strings.
+fn exec_alloc<R: Runtime + ?Sized>(rt: &mut R, req: &HookRequest<'_>) -> HookReply {
+    use Opcode::*;
+    let opc = req.opcode;
+    match opc {
         New | NewWithVtable => match req.descr.and_then(Descr::as_size) {
             Some(sd) => {
                 let class = if opc == NewWithVtable {
@@ -364,31 +428,39 @@ pub fn exec_in_memory<R: Runtime + ?Sized>(rt: &mut R, req: &HookRequest<'_>) ->
             }
             None => HookReply::Invalid,
         },
-        NewArray | NewArrayClear => match array {
+        NewArray | NewArrayClear => match req.descr.and_then(Descr::as_array) {
             Some(a) => {
                 let layout = ArrayLayout {
                     item_size: a.item_size as u64,
                     base_offset: a.base_offset.max(0) as u64,
                     len_offset: a.len_offset.max(0) as u64,
                 };
-                match new_array_in(rt, arg(0), &layout) {
+                match new_array_in(rt, arg(req, 0), &layout) {
                     0 => HookReply::Invalid,
                     p => HookReply::Value(p),
                 }
             }
             None => HookReply::Invalid,
         },
-        Newstr | Newunicode => {
+        _ => {
             let layout = ArrayLayout {
                 item_size: str_size(opc) as u64,
                 base_offset: DEFAULT_ARRAY_BASE as u64,
                 len_offset: DEFAULT_ARRAY_LEN as u64,
             };
-            match new_array_in(rt, arg(0), &layout) {
+            match new_array_in(rt, arg(req, 0), &layout) {
                 0 => HookReply::Invalid,
                 p => HookReply::Value(p),
             }
         }
+    }
+}
+
+/// Class and type checks on the class word at offset 0.
+fn exec_type_check(req: &HookRequest<'_>) -> HookReply {
+    use Opcode::*;
+    let base = arg(req, 0);
+    match req.opcode {
         GuardClass | GuardSubclass | GuardGcType | GuardNonnullClass => {
             if base == 0 {
                 // Only `guard_nonnull_class` gets here with null: it fails.
@@ -396,7 +468,7 @@ pub fn exec_in_memory<R: Runtime + ?Sized>(rt: &mut R, req: &HookRequest<'_>) ->
             }
             // SAFETY: an object the trace names starts with its class word.
             let class = unsafe { read_mem(base, 8, false) };
-            if class == arg(1) {
+            if class == arg(req, 1) {
                 HookReply::Value(0)
             } else {
                 HookReply::GuardFails
@@ -406,13 +478,14 @@ pub fn exec_in_memory<R: Runtime + ?Sized>(rt: &mut R, req: &HookRequest<'_>) ->
         RecordExactClass if base == 0 => HookReply::Invalid,
         RecordExactClass => {
             // SAFETY: as for the class guards.
-            if unsafe { read_mem(base, 8, false) } == arg(1) {
+            if unsafe { read_mem(base, 8, false) } == arg(req, 1) {
                 HookReply::Value(0)
             } else {
                 HookReply::Invalid
             }
         }
-        GuardIsObject => {
+        // `guard_is_object`.
+        _ => {
             // SAFETY: as for the class guards.
             if unsafe { read_mem(base, 8, false) } != 0 {
                 HookReply::Value(0)
@@ -420,8 +493,6 @@ pub fn exec_in_memory<R: Runtime + ?Sized>(rt: &mut R, req: &HookRequest<'_>) ->
                 HookReply::GuardFails
             }
         }
-        GuardNoException | GuardNotInvalidated => HookReply::Value(0),
-        _ => HookReply::Invalid,
     }
 }
 

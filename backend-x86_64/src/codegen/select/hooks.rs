@@ -29,7 +29,13 @@
 //! registers are stored to their spill slots before the call, since the exit stub reads them
 //! after it.
 
-use super::{values_read, ArgSrc, Cond, Gen, Loc, FRAME_HEADER, R};
+use super::calls::ArgSrc;
+use crate::codegen::emit::Cond;
+use crate::codegen::frame::FRAME_HEADER;
+use crate::codegen::liveness::values_read;
+use crate::codegen::regs::{RegSet, CALLER_SAVED_GPR};
+use crate::codegen::{Gen, R};
+use crate::pmove::Loc;
 use crate::runtime::{self, HookOp, HOOK_GUARD_FAILS, HOOK_INVALID};
 use crate::{CompileOptions, MemoryAccess};
 use dynasmrt::{dynasm, DynasmApi};
@@ -53,7 +59,7 @@ pub(crate) struct HookState {
 
 /// The ops routed to the runtime in each mode as bit sets over opcodes: Direct mode,
 /// Direct mode of a trace with exception ops, Hooks mode.
-fn routing_tables() -> &'static [Vec<u64>; 3] {
+pub(crate) fn routing_tables() -> &'static [Vec<u64>; 3] {
     static TABLES: OnceLock<[Vec<u64>; 3]> = OnceLock::new();
     TABLES.get_or_init(|| {
         let table = |routed: fn(Opcode) -> bool| {
@@ -74,7 +80,7 @@ fn routing_tables() -> &'static [Vec<u64>; 3] {
 }
 
 impl HookState {
-    pub(crate) fn new(t: &Trace, opts: &CompileOptions) -> HookState {
+    pub(in crate::codegen) fn new(t: &Trace, opts: &CompileOptions) -> HookState {
         let all = opts.memory == MemoryAccess::Hooks;
         let direct_exceptions = !all && t.ops.iter().any(|o| sets_or_reads_exception(o.opcode));
         let [direct, direct_exc, hooks] = routing_tables();
@@ -91,13 +97,13 @@ impl HookState {
     }
 
     /// Whether the op goes to the runtime in this compilation.
-    pub(crate) fn routes(&self, opc: Opcode) -> bool {
+    pub(super) fn routes(&self, opc: Opcode) -> bool {
         self.routed[opc as usize / 64] & (1 << (opc as usize % 64)) != 0
     }
 }
 
 /// The ops that set or read the exception state, apart from `guard_no_exception`.
-fn sets_or_reads_exception(opc: Opcode) -> bool {
+pub(crate) fn sets_or_reads_exception(opc: Opcode) -> bool {
     use Opcode::*;
     matches!(opc, SaveException | SaveExcClass | RestoreException | GuardException)
 }
@@ -155,13 +161,13 @@ pub(crate) fn hooked_in_direct_mode(opc: Opcode) -> bool {
 
 impl Gen<'_> {
     /// `n` consecutive frame words for hook operands: the first spill slot.
-    fn hook_area(&mut self, n: u32) -> u32 {
+    pub(super) fn hook_area(&mut self, n: u32) -> u32 {
         match self.hk.area {
             Some((first, len)) if len >= n => first,
             _ => {
-                let first = self.nslots;
+                let first = self.ra.nslots();
                 for _ in 0..n {
-                    self.new_slot();
+                    self.ra.new_slot();
                 }
                 self.hk.area = Some((first, n));
                 first
@@ -170,7 +176,7 @@ impl Gen<'_> {
     }
 
     /// Compile the op at `at` as a call into the runtime (see the module documentation).
-    pub(crate) fn hook_op(&mut self, at: usize) -> R<()> {
+    pub(super) fn hook_op(&mut self, at: usize) -> R<()> {
         let t = self.t;
         let op = &t.ops[at];
         let opc = op.opcode;
@@ -178,8 +184,8 @@ impl Gen<'_> {
         let first = self.hook_area(n.max(1) as u32);
         for (k, &v) in op.args.iter().enumerate() {
             let src = self.loc(v)?;
-            let d = self.slot_disp(first + k as u32);
-            self.mov(Loc::Mem(d), src);
+            let d = self.frame.slot_disp(first + k as u32);
+            self.em.mov(Loc::Mem(d), src);
         }
         let guard = opc.is_guard();
         if guard {
@@ -192,8 +198,9 @@ impl Gen<'_> {
             });
             for v in read {
                 if self
+                    .ra
                     .reg_of(v)
-                    .is_some_and(|r| super::is_xmm(r) || super::CALLER_SAVED_GPR.contains(&r))
+                    .is_some_and(|r| r.is_xmm() || CALLER_SAVED_GPR.contains(&r))
                 {
                     self.ensure_slot(v)?;
                 }
@@ -203,7 +210,7 @@ impl Gen<'_> {
             op: OpRef::new(at),
             opcode: opc,
             descr: op.descr.map(|d| t.descr(d).clone()),
-            area: FRAME_HEADER + self.exit_len + first as usize,
+            area: FRAME_HEADER + self.frame.exit_len + first as usize,
             nargs: n,
             local: !self.hk.all && (sets_or_reads_exception(opc) || opc == Opcode::GuardNoException),
         });
@@ -217,17 +224,17 @@ impl Gen<'_> {
         )?;
         let inv = self.invalid_exit();
         let (invalid, fails) = (HOOK_INVALID as i32, HOOK_GUARD_FAILS as i32);
-        dynasm!(self.asm ; .arch x64 ; cmp eax, invalid);
+        dynasm!(self.em.asm ; .arch x64 ; cmp eax, invalid);
         self.jcc_stub(Cond::E, inv);
         if guard {
-            dynasm!(self.asm ; .arch x64 ; cmp eax, fails);
-            self.guard_exit(Cond::E)?;
+            dynasm!(self.em.asm ; .arch x64 ; cmp eax, fails);
+            self.guard_exit(Cond::E, None)?;
         }
         let kind = opc.result_kind();
         if kind != Kind::Void {
-            let d = self.alloc_reg(kind, 0)?;
-            let src = self.slot_disp(first);
-            self.mov(Loc::Reg(d), Loc::Mem(src));
+            let d = self.alloc_reg(kind, RegSet::EMPTY)?;
+            let src = self.frame.slot_disp(first);
+            self.em.mov(d.loc(), Loc::Mem(src));
             self.def(d);
         }
         Ok(())

@@ -1,0 +1,351 @@
+//! Exits: guard exits and their stubs (fail arguments copied into the exit buffer), the
+//! invalid-operation exits, and leaving the trace at `finish`.
+//!
+//! Guards snapshot the locations of their fail arguments (and of the fields of virtual
+//! objects in their resume data) right before their conditional jump. The exit stub, emitted
+//! after the loop body, copies the ones in registers into the exit buffer and returns the
+//! exit code; constants are part of the exit's description, and values in spill slots stay
+//! there: the exit reads them from the frame (slots are never reused and nothing runs between
+//! the branch and the return, so a slot still holds what it held at the guard). A PyPy trace
+//! carries most of its fail arguments in slots: its stubs shrink to a few stores.
+
+use super::emit::{rel32, Cond, Emitter, Opnd};
+use super::frame::{FrameLayout, FRAME_HEADER};
+use super::fusion::Undo;
+use super::regs::{Reg, R11};
+use super::{bad, internal, Gen, R};
+use crate::checker::Event;
+use crate::pmove::Loc;
+use crate::runtime::ArrayLayout;
+use crate::{ExitInfo, ExitSlot, VirtualInit, VirtualLayout};
+use dynasmrt::{dynasm, DynasmApi, DynasmLabelApi};
+use trace_ir::{FailArg, OpRef, Opcode, Trace, Value, VirtualField, VirtualKind, VirtualObject};
+
+/// A guard or invalid-operation exit waiting for its stub.
+pub(super) struct Stub {
+    /// Where the stub starts in the code, once placed. Jumps to stubs are hand-encoded and
+    /// fixed up then (see [`Exits::stub_jumps`]), without the assembler's label and
+    /// relocation per exit.
+    at: u32,
+    /// The exit code the stub returns (an index into the exits).
+    code: u32,
+    /// The registers each exit-buffer word comes from: `Exits::stub_words[words.0..words.1]`.
+    words: (u32, u32),
+}
+
+/// The exits of a trace: what each exit code means, and the stubs that produce them. The
+/// buffers are reused from trace to trace ([`Exits::reset`]).
+#[derive(Default)]
+pub(super) struct Exits {
+    /// What each exit code means (the index is the code).
+    infos: Vec<ExitInfo>,
+    /// The fail-argument slots of all guard exits, back to back.
+    slots: Vec<ExitSlot>,
+    /// The stubs of guard and invalid-operation exits, in the order they are placed.
+    stubs: Vec<Stub>,
+    /// The exit-buffer sources of all stubs, back to back (see [`Stub::words`]): registers
+    /// only (constants and spilled values are read from the exit's description and the
+    /// frame).
+    stub_words: Vec<Reg>,
+    /// The jumps to stubs: the code offset of each jump's 32-bit displacement and the stub
+    /// it goes to.
+    stub_jumps: Vec<(u32, u32)>,
+    /// The invalid-operation exit of the op being compiled, if one was made (all invalid
+    /// exits of one op share a stub: they report the same op): `(op, stub)`.
+    invalid: Option<(usize, u32)>,
+    /// Exit-buffer words that a stub recomputes after copying: `(stub index, word index,
+    /// inverse op, other operand)`, in stub order (see [`Undo`]).
+    undos: Vec<(u32, u32, Opcode, Opnd)>,
+}
+
+impl Exits {
+    /// Empty, with room for `exits` exits and `slots` fail-argument slots.
+    pub(super) fn reset(&mut self, exits: usize, slots: usize) {
+        self.infos = Vec::with_capacity(exits);
+        self.slots = Vec::with_capacity(slots);
+        self.stubs.clear();
+        self.stub_words.clear();
+        self.stub_jumps.clear();
+        self.invalid = None;
+        self.undos.clear();
+    }
+
+    /// The exit descriptions and fail-argument slots, for the compiled trace.
+    pub(super) fn take_output(&mut self) -> (Vec<ExitInfo>, Vec<ExitSlot>) {
+        (std::mem::take(&mut self.infos), std::mem::take(&mut self.slots))
+    }
+
+    /// The number of stubs so far (the index the next one gets).
+    pub(super) fn num_stubs(&self) -> u32 {
+        self.stubs.len() as u32
+    }
+
+    /// A new exit code for `info`.
+    fn push_exit(&mut self, info: ExitInfo) -> u32 {
+        self.infos.push(info);
+        self.infos.len() as u32 - 1
+    }
+
+    /// The stub of an exit that reports an invalid operation at op `pos` (one per op).
+    #[inline]
+    pub(super) fn invalid_exit(&mut self, pos: usize) -> u32 {
+        if let Some((at, stub)) = self.invalid {
+            if at == pos {
+                return stub;
+            }
+        }
+        let stub = self.stubs.len() as u32;
+        let code = self.push_exit(ExitInfo::Invalid { op: OpRef::new(pos) });
+        self.stubs.push(Stub {
+            at: 0,
+            code,
+            words: (0, 0),
+        });
+        self.invalid = Some((pos, stub));
+        stub
+    }
+
+    /// `jcc rel32` to stub `s`, hand-encoded; the displacement is filled in when the stubs
+    /// are placed.
+    #[inline]
+    pub(super) fn jcc_stub(&mut self, em: &mut Emitter, c: Cond, s: u32) {
+        let at = em.jcc_rel32_to_patch(c);
+        self.stub_jumps.push((at, s));
+    }
+
+    /// `jmp rel32` to stub `s`, fixed up as [`Exits::jcc_stub`].
+    pub(super) fn jmp_stub(&mut self, em: &mut Emitter, s: u32) {
+        let at = em.jmp_rel32_to_patch();
+        self.stub_jumps.push((at, s));
+    }
+
+    /// Emit every stub (at the current code offset, after the epilogue at `epilogue`): each
+    /// copies its register words into the exit buffer, recomputes its overwritten operands,
+    /// and returns its exit code through the epilogue.
+    pub(super) fn place_stubs(&mut self, em: &mut Emitter, frame: FrameLayout, epilogue: usize) -> R<()> {
+        let mut undo_next = 0usize;
+        for (stub_index, stub) in self.stubs.iter_mut().enumerate() {
+            stub.at = em.asm.offset().0 as u32;
+            for w in stub.words.0..stub.words.1 {
+                let r = self.stub_words[w as usize];
+                em.store(frame.exit_disp((w - stub.words.0) as usize), r);
+            }
+            // Operands overwritten in place, recomputed from the result (see `Undo`).
+            while let Some(&(k, w, inverse, y)) = self.undos.get(undo_next) {
+                if k as usize != stub_index {
+                    break;
+                }
+                em.undo_word(frame.exit_disp(w as usize), inverse, y);
+                undo_next += 1;
+            }
+            let code = stub.code as i32;
+            dynasm!(em.asm ; .arch x64 ; mov eax, code);
+            // `jmp rel32` back to the epilogue, whose offset is known.
+            let rel = rel32(em.asm.offset().0 + 5, epilogue)?;
+            em.rel32_insn(&[0xe9], rel);
+        }
+        Ok(())
+    }
+
+    /// Fill in the displacements of the jumps to stubs in the finished `code`.
+    pub(super) fn patch_stub_jumps(&self, code: &mut [u8]) -> R<()> {
+        for &(at, stub) in &self.stub_jumps {
+            let at = at as usize;
+            let rel = rel32(at + 4, self.stubs[stub as usize].at as usize)?;
+            code[at..at + 4].copy_from_slice(&rel.to_le_bytes());
+        }
+        Ok(())
+    }
+}
+
+impl Emitter {
+    /// `[rbp + d] = [rbp + d] inverse y` in an exit stub (see [`Undo`]).
+    fn undo_word(&mut self, d: i32, inverse: Opcode, y: Opnd) {
+        let y = match y {
+            Opnd::Mem(m) => {
+                self.load_frame(R11, m);
+                Opnd::Reg(R11)
+            }
+            y => y,
+        };
+        match (inverse, y) {
+            (Opcode::IntAdd, Opnd::Reg(r)) => dynasm!(self.asm ; .arch x64 ; add QWORD [rbp + d], Rq(r)),
+            (Opcode::IntAdd, Opnd::Imm(i)) => dynasm!(self.asm ; .arch x64 ; add QWORD [rbp + d], i),
+            (_, Opnd::Reg(r)) => dynasm!(self.asm ; .arch x64 ; sub QWORD [rbp + d], Rq(r)),
+            (_, Opnd::Imm(i)) => dynasm!(self.asm ; .arch x64 ; sub QWORD [rbp + d], i),
+            (_, Opnd::Mem(_)) => unreachable!("loaded into r11"),
+        }
+    }
+}
+
+impl Gen<'_> {
+    /// The stub of an exit that reports an invalid operation at the current op.
+    #[inline]
+    pub(super) fn invalid_exit(&mut self) -> u32 {
+        self.exits.invalid_exit(self.pos)
+    }
+
+    /// `jcc rel32` to stub `s`.
+    #[inline]
+    pub(super) fn jcc_stub(&mut self, c: Cond, s: u32) {
+        self.exits.jcc_stub(&mut self.em, c, s);
+    }
+
+    /// `jmp rel32` to stub `s`.
+    pub(super) fn jmp_stub(&mut self, s: u32) {
+        self.exits.jmp_stub(&mut self.em, s);
+    }
+
+    /// Snapshot the fail arguments of the guard at the current op and jump to its stub when
+    /// `exit_if` holds. With `undo` (an overflow guard), the operand its `_ovf` op overwrote
+    /// is recomputed by the stub (see [`Undo`]).
+    pub(super) fn guard_exit(&mut self, exit_if: Cond, undo: Option<Undo>) -> R<()> {
+        let t = self.t;
+        let g = t.ops[self.pos]
+            .guard
+            .ok_or_else(|| internal("guard without resume data".into()))?;
+        let gd = t.guard(g);
+        let mut words = std::mem::take(&mut self.exits.stub_words);
+        let first = words.len();
+        let stub_index = self.exits.stubs.len() as u32;
+        let mut undos = std::mem::take(&mut self.exits.undos);
+        let mut slot_of = |fa: &FailArg, words: &mut Vec<Reg>, me: &Self| -> R<ExitSlot> {
+            Ok(match *fa {
+                FailArg::Value(v) => {
+                    match undo {
+                        Some(u) if v.as_op().is_some_and(|o| o.index() == u.val) => {
+                            // The register holds the op's result; the stub recomputes `v`.
+                            me.em.record_use(u.reg.loc(), u.at, me.pos);
+                            if let Opnd::Reg(r) = u.y {
+                                me.em.expect(r.loc(), me.val(u.y_val), me.pos);
+                            }
+                            undos.push((stub_index, (words.len() - first) as u32, u.inverse, u.y));
+                            words.push(u.reg);
+                        }
+                        _ => return me.exit_slot(v, words, first),
+                    }
+                    ExitSlot::Frame((FRAME_HEADER + words.len() - 1 - first) as u32)
+                }
+                FailArg::Virtual(k) => ExitSlot::Virtual(k),
+                FailArg::Hole => ExitSlot::Hole,
+            })
+        };
+        let mut slots = std::mem::take(&mut self.exits.slots);
+        let fail_start = slots.len() as u32;
+        for fa in &gd.fail_args {
+            // Most fail arguments are plain values with nothing to undo: straight to their slot.
+            let slot = match *fa {
+                FailArg::Value(v) if undo.is_none() => self.exit_slot(v, &mut words, first)?,
+                _ => slot_of(fa, &mut words, self)?,
+            };
+            slots.push(slot);
+        }
+        let fail = (fail_start, slots.len() as u32);
+        self.exits.slots = slots;
+        let mut virtuals = Vec::new();
+        for vo in &gd.virtuals {
+            let init = virtual_init(t, vo)?;
+            let mut fields = Vec::with_capacity(vo.fields.len());
+            for (place, fa) in &vo.fields {
+                let (offset, size) = virtual_field_place(t, *place, &init)?;
+                fields.push((offset, size, slot_of(fa, &mut words, self)?));
+            }
+            virtuals.push(VirtualLayout { init, fields });
+        }
+        self.exits.undos = undos;
+        let code = self.exits.push_exit(ExitInfo::Guard {
+            guard: gd.id,
+            resume_key: gd.resume_key,
+            fail,
+            virtuals,
+        });
+        self.exits.stubs.push(Stub {
+            at: 0,
+            code,
+            words: (first as u32, words.len() as u32),
+        });
+        self.exits.stub_words = words;
+        self.jcc_stub(exit_if, stub_index);
+        Ok(())
+    }
+
+    /// Where an exit finds value `v`: its spill slot (a spilled value stays where it is),
+    /// its constant, or (held in a register) the next exit-buffer word of the stub, whose
+    /// words start at `words[first]`.
+    #[inline]
+    fn exit_slot(&self, v: Value, words: &mut Vec<Reg>, first: usize) -> R<ExitSlot> {
+        Ok(match self.loc(v)? {
+            Loc::Mem(d) => ExitSlot::Frame((d / 8) as u32),
+            Loc::Imm(bits) => ExitSlot::Const(bits),
+            Loc::Reg(r) => {
+                words.push(Reg::new(r));
+                ExitSlot::Frame((FRAME_HEADER + words.len() - 1 - first) as u32)
+            }
+        })
+    }
+
+    /// Leave the trace: store `args` into the exit buffer and return the code of `info`.
+    pub(super) fn leave(&mut self, args: &[Value], info: ExitInfo) -> R<()> {
+        for (k, &v) in args.iter().enumerate() {
+            let src = self.loc(v)?;
+            self.em.mov(Loc::Mem(self.frame.exit_disp(k)), src);
+        }
+        let code = self.exits.push_exit(info) as i32;
+        let e = self.epilogue;
+        dynasm!(self.em.asm ; .arch x64 ; mov eax, code ; jmp =>e);
+        self.em.record(Event::End);
+        Ok(())
+    }
+}
+
+/// How an exit allocates virtual object `vo`.
+fn virtual_init(t: &Trace, vo: &VirtualObject) -> R<VirtualInit> {
+    Ok(match vo.kind {
+        VirtualKind::Struct { opcode, descr } => {
+            let sd = t
+                .descr(descr)
+                .as_size()
+                .ok_or_else(|| bad("virtual struct without a size descriptor"))?;
+            let class = if opcode == Opcode::NewWithVtable {
+                trace_ir::interp::default_class(sd)
+            } else {
+                0
+            };
+            VirtualInit::Struct {
+                size: sd.size.max(0) as u64,
+                class,
+            }
+        }
+        VirtualKind::Array { descr, len, .. } => {
+            let ad = t
+                .descr(descr)
+                .as_array()
+                .ok_or_else(|| bad("virtual array without an array descriptor"))?;
+            VirtualInit::Array {
+                layout: ArrayLayout {
+                    item_size: ad.item_size as u64,
+                    base_offset: ad.base_offset as u64,
+                    len_offset: ad.len_offset as u64,
+                },
+                len: len as u64,
+            }
+        }
+    })
+}
+
+/// The offset and size of a field (or array item) of a virtual object allocated as `init`.
+fn virtual_field_place(t: &Trace, place: VirtualField, init: &VirtualInit) -> R<(u64, u8)> {
+    Ok(match (place, init) {
+        (VirtualField::Field(d), _) => {
+            let f = t
+                .descr(d)
+                .as_field()
+                .ok_or_else(|| bad("virtual field without a field descriptor"))?;
+            (f.offset as u64, f.size)
+        }
+        (VirtualField::Item(i), VirtualInit::Array { layout, .. }) => {
+            (layout.base_offset + i as u64 * layout.item_size, layout.item_size as u8)
+        }
+        (VirtualField::Item(_), _) => return Err(bad("array item of a virtual struct")),
+    })
+}

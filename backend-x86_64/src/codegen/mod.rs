@@ -1,0 +1,292 @@
+//! Code generation: one forward pass over the trace that allocates registers and selects
+//! instructions op by op, then the epilogue and the exit stubs.
+//!
+//! [`Gen`] holds the trace, the position of the op being compiled, and one room per
+//! concern, each owning its state:
+//!
+//! | concern | state | module |
+//! |---|---|---|
+//! | registers | `Reg`, `RegSet`, the allocatable pools | [`regs`] |
+//! | liveness | last and next uses of every value (`Liveness`) | [`liveness`] |
+//! | register allocation | `Allocator`: registers, pins, spill slots; the design | [`regalloc`] |
+//! | operands | how instruction selection asks the allocator for operands and results | [`operands`] |
+//! | frame | `FrameLayout`, prologue, epilogue | [`frame`] |
+//! | emission | `Emitter`: the code, the checker's events, every hand-encoded instruction | [`emit`] |
+//! | moves | one move of any kind, `ParallelMoves` | [`moves`] |
+//! | exits | `Exits`: exit codes, guard and invalid-operation stubs | [`exits`] |
+//! | loops | `Loops`: labels, the back edge, loop rotation | [`loops`] |
+//! | fusion | `Fusion`: what an op leaves in the flags for the next one | [`fusion`] |
+//! | instruction selection | per op family: integer, float, guards, heap (`HeapFacts`), calls (`Calls`), Hooks mode (`HookState`) | [`select`] |
+//!
+//! For each op the driver ([`Gen::generate`]) hands the op the fusion the previous op
+//! returned; the op's selection loads its operands through the allocator, emits its code
+//! and returns its own fusion; then `Allocator::end_op` releases the registers of the values
+//! that died. A per-thread `Scratch` hands the rooms' buffers from one compilation to the
+//! next.
+
+// dynasm's expansion converts dynamic register numbers with `.into()`: from a `Reg` for
+// general-purpose registers, a no-op from the `u8` of an XMM register's number.
+#![allow(clippy::useless_conversion)]
+
+mod emit;
+mod exits;
+mod frame;
+mod fusion;
+mod liveness;
+mod loops;
+mod moves;
+mod operands;
+mod regalloc;
+mod regs;
+mod select;
+
+use emit::{Emitter, CHECK};
+use exits::Exits;
+use frame::FrameLayout;
+use fusion::Fusion;
+use liveness::Liveness;
+use loops::Loops;
+use moves::ParallelMoves;
+use regalloc::Allocator;
+use select::{hooks, Calls, HeapFacts};
+
+pub(crate) use frame::FRAME_HEADER;
+
+use crate::asm::CodeBuf;
+use crate::checker::Event;
+use crate::pmove::Loc;
+use crate::runtime::{self, ArrayLayout};
+use crate::{CompileError, CompileOptions, ExitInfo, ExitSlot};
+use dynasmrt::{dynasm, DynamicLabel, DynasmApi, DynasmLabelApi};
+use std::cell::Cell;
+use trace_ir::{Opcode, Trace};
+
+/// The result of code generation, before it is copied into executable memory.
+pub(crate) struct Generated {
+    /// The machine code.
+    pub code: Vec<u8>,
+    /// What each exit code means.
+    pub exits: Vec<ExitInfo>,
+    /// The fail-argument slots of the guard exits (see `ExitInfo::Guard::fail`).
+    pub exit_slots: Vec<ExitSlot>,
+    /// The frame's size in words.
+    pub frame_words: usize,
+    /// Words in the frame's exit buffer.
+    pub exit_len: usize,
+    /// Code range of each op (op index, start, end), for the disassembly listing.
+    pub ranges: Vec<(u32, u32, u32)>,
+    /// Boxed: the code embeds their addresses, which must not move when the vector grows.
+    #[allow(clippy::vec_box)]
+    pub array_layouts: Vec<Box<ArrayLayout>>,
+    /// Ops handed to the runtime, boxed for the same reason.
+    #[allow(clippy::vec_box)]
+    pub hook_ops: Vec<Box<runtime::HookOp>>,
+}
+
+/// The code generator of one trace: the trace, the op being compiled, and the rooms of the
+/// concerns (each owns its state; see the module documentation).
+pub(crate) struct Gen<'t> {
+    /// The trace being compiled.
+    t: &'t Trace,
+    /// The op being compiled.
+    pos: usize,
+    /// The code and the checker's events.
+    em: Emitter,
+    /// Last and next uses of every value.
+    live: Liveness,
+    /// Registers, pins and spill slots.
+    ra: Allocator,
+    /// Where the frame's words are.
+    frame: FrameLayout,
+    /// The working memory of parallel moves.
+    pm: ParallelMoves,
+    /// Guard exits, invalid-operation exits and their stubs.
+    exits: Exits,
+    /// The epilogue every exit returns through.
+    epilogue: DynamicLabel,
+    /// Labels, the back edge, loop rotation.
+    loops: Loops,
+    /// What is known about memory (non-null values, in-bounds accesses).
+    heap: HeapFacts,
+    /// Call working memory and the data allocations point to.
+    calls: Calls,
+    /// Ops handed to the runtime (see the `hooks` module).
+    hk: hooks::HookState,
+    /// Code range of each op: (op index, start, end).
+    ranges: Vec<(u32, u32, u32)>,
+}
+
+/// Results inside code generation: the error boxed, so a result fits in registers (most
+/// helpers return `R<()>` or `R<Loc>`; a 32-byte `CompileError` would go through memory at
+/// every call).
+type R<T> = Result<T, Box<CompileError>>;
+
+/// The rooms whose buffers a compilation hands to the next compilation on the same thread
+/// (cleared, capacity kept): compiling then allocates little beyond its output, and the heap
+/// does not shrink and grow again around every trace. A thread keeps the buffers of the
+/// largest trace it compiled (about 40 bytes per op). A compilation that fails leaves
+/// fresh, empty buffers behind.
+#[derive(Default)]
+struct Scratch {
+    /// Liveness tables.
+    live: Liveness,
+    /// Allocator tables.
+    ra: Allocator,
+    /// Stubs and their words.
+    exits: Exits,
+    /// Parallel-move working memory.
+    pm: ParallelMoves,
+    /// Non-null bits and bounds facts.
+    heap: HeapFacts,
+    /// Call working memory.
+    calls: Calls,
+    /// The checker's events.
+    events: Vec<Event>,
+}
+
+thread_local! {
+    static SCRATCH: Cell<Scratch> = Cell::new(Scratch::default());
+}
+
+impl<'t> Gen<'t> {
+    /// A code generator for `t` (its liveness computed), with the buffers this thread's
+    /// previous compilation left.
+    pub(crate) fn new(t: &'t Trace, opts: &CompileOptions) -> R<Gen<'t>> {
+        let n = t.ops.len();
+        let mut sc = SCRATCH.with(Cell::take);
+        let frame = FrameLayout {
+            exit_len: sc.live.compute(t),
+        };
+        sc.ra.reset(opts, n, frame);
+        // Capacities from the trace, so the buffers rarely grow:
+        // - code: about 35 bytes per op on average, stubs included (more would cost page
+        //   faults on large traces: the allocator then maps the buffer afresh each time);
+        // - label references: one or two per guard and per call;
+        // - exits: one per guard plus the invalid-operation exits (at most one per op that
+        //   can be invalid, a fraction of the ops);
+        // - exit slots: one per fail argument, more for virtual objects' fields.
+        let nguards = t.guards.len();
+        let nexits = nguards + n / 8 + 2;
+        let nslots: usize = t.guards.iter().map(|g| g.fail_args.len() + 2 * g.virtuals.len()).sum();
+        sc.exits.reset(nexits, nslots);
+        sc.heap.reset(n);
+        sc.calls.array_layouts = Vec::new();
+        let mut asm = CodeBuf::with_capacity(64 + 40 * n, nexits + 8, 4 * nguards + n / 2 + 8);
+        let epilogue = asm.new_dynamic_label();
+        Ok(Gen {
+            t,
+            pos: 0,
+            em: Emitter::new(asm, sc.events),
+            live: sc.live,
+            ra: sc.ra,
+            frame,
+            pm: sc.pm,
+            exits: sc.exits,
+            epilogue,
+            loops: Loops::default(),
+            heap: sc.heap,
+            calls: sc.calls,
+            hk: hooks::HookState::new(t, opts),
+            ranges: Vec::with_capacity(n),
+        })
+    }
+
+    /// Compile the trace: the prologue, every op in order, the epilogue, the exit stubs.
+    pub(crate) fn generate(mut self) -> R<Generated> {
+        let t = self.t;
+        self.em.prologue();
+        for i in 0..t.num_inputs {
+            self.ra.give_slot(i, true);
+        }
+        let start = self.em.asm.new_dynamic_label();
+        dynasm!(self.em.asm ; .arch x64 ; =>start);
+        let params = (0..t.num_inputs)
+            .map(|i| Loc::Mem(self.frame.slot_disp(i as u32)))
+            .collect();
+        self.loops.set_start(start, params);
+
+        let mut i = t.num_inputs;
+        // What the previous op left in the flags for the current one.
+        let mut fusion = Fusion::None;
+        while i < t.ops.len() {
+            self.pos = i;
+            let begin = self.em.asm.offset().0;
+            let op = &t.ops[i];
+            if op.opcode == Opcode::Label {
+                self.label(i)?;
+                fusion = Fusion::None;
+                i += 1 + op.args.len();
+            } else {
+                fusion = self.op(i, fusion)?;
+                i += 1;
+            }
+            self.ra.end_op(&mut self.live, self.pos);
+            self.ranges
+                .push((self.pos as u32, begin as u32, self.em.asm.offset().0 as u32));
+        }
+
+        // The epilogue, then the exit stubs: each jumps back to it, a displacement known
+        // when the jump is emitted (no label, no relocation to resolve at the end).
+        let e = self.epilogue;
+        let e_off = self.em.asm.offset().0;
+        dynasm!(self.em.asm ; .arch x64 ; =>e);
+        self.em.epilogue();
+        self.exits.place_stubs(&mut self.em, self.frame, e_off)?;
+        if CHECK {
+            let inputs: Vec<(Loc, u32)> = (0..t.num_inputs)
+                .map(|i| (Loc::Mem(self.frame.slot_disp(i as u32)), i as u32))
+                .collect();
+            crate::checker::check(&self.em.events(), &inputs)
+                .map_err(|e| internal(format!("register allocation checker: {e}")))?;
+        }
+        let (asm, events) = self.em.finish();
+        let mut code = asm.finalize().map_err(|e| internal(format!("assembler: {e}")))?;
+        self.exits.patch_stub_jumps(&mut code)?;
+        let (exits, exit_slots) = self.exits.take_output();
+        let array_layouts = std::mem::take(&mut self.calls.array_layouts);
+        let frame_words = self.frame.words(self.ra.nslots());
+        SCRATCH.with(|c| {
+            c.set(Scratch {
+                live: self.live,
+                ra: self.ra,
+                exits: self.exits,
+                pm: self.pm,
+                heap: self.heap,
+                calls: self.calls,
+                events,
+            })
+        });
+        Ok(Generated {
+            code,
+            exits,
+            exit_slots,
+            frame_words,
+            exit_len: self.frame.exit_len,
+            ranges: self.ranges,
+            array_layouts,
+            hook_ops: self.hk.ops,
+        })
+    }
+}
+
+#[cold]
+fn internal(msg: String) -> Box<CompileError> {
+    Box::new(CompileError::Internal(msg))
+}
+/// An allocator bug: the value of op `v`, read at op `pos`, is neither in a register nor
+/// in a slot. (Errors of the hot paths are built out of line, from plain arguments, so
+/// those paths need no stack frame for formatting.)
+#[cold]
+#[inline(never)]
+fn lost_value(v: usize, pos: usize) -> Box<CompileError> {
+    internal(format!("value op{v} used at op{pos} has no location"))
+}
+#[cold]
+#[inline(never)]
+fn out_of_registers(pos: usize) -> Box<CompileError> {
+    internal(format!("out of registers at op{pos}"))
+}
+#[cold]
+fn bad(msg: &str) -> Box<CompileError> {
+    Box::new(CompileError::BadTrace(msg.to_string()))
+}

@@ -1,0 +1,104 @@
+//! The compiled trace as the embedder sees it: input count checks, `Send`/`Sync`, code in
+//! recycled memory, the perf map, the disassembly listing, exits to other loops.
+
+use super::*;
+
+#[test]
+fn wrong_input_count_is_an_error() {
+    let mut b = TraceBuilder::new();
+    let i = b.input(Kind::Int);
+    b.finish_with(&[i]);
+    let t = b.finish().unwrap();
+    let c = compile(&t, &opts()).unwrap();
+    assert_eq!(
+        c.run(&[], &mut SimpleHeap::new()),
+        Err(RunError::InputCount { expected: 1, got: 0 })
+    );
+}
+
+#[test]
+fn compiled_trace_is_send_and_sync_and_drops() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<CompiledTrace>();
+    let mut b = TraceBuilder::new();
+    let i = b.input(Kind::Int);
+    b.finish_with(&[i]);
+    let t = b.finish().unwrap();
+    let c = compile(&t, &opts()).unwrap();
+    let h = std::thread::spawn(move || c.run(&[5], &mut SimpleHeap::new()).unwrap());
+    assert_eq!(h.join().unwrap(), Exit::Finish { values: vec![5] });
+}
+
+/// Code compiled into a recycled mapping runs like code in a fresh one: traces compiled
+/// and dropped in turn, each run after the previous one's mapping went back to the cache.
+#[test]
+fn code_in_recycled_memory_runs() {
+    for k in 0..50u64 {
+        let mut b = TraceBuilder::new();
+        let i = b.input(Kind::Int);
+        let c = b.const_int(k as i64);
+        let s = b.op(Opcode::IntAdd, &[i, c]);
+        b.finish_with(&[s]);
+        let t = b.finish().unwrap();
+        let c = compile(&t, &opts()).unwrap();
+        assert_eq!(
+            c.run(&[5], &mut SimpleHeap::new()).unwrap(),
+            Exit::Finish { values: vec![5 + k] }
+        );
+    }
+}
+
+#[test]
+fn perf_map_gets_an_entry() {
+    let mut b = TraceBuilder::new();
+    let x = b.input(Kind::Int);
+    b.finish_with(&[x]);
+    let mut t = b.finish().unwrap();
+    t.info.name = "perf map test trace".into();
+    let c = compile(
+        &t,
+        &CompileOptions {
+            perf_map: true,
+            ..opts()
+        },
+    )
+    .unwrap();
+    let map = std::fs::read_to_string(format!("/tmp/perf-{}.map", std::process::id())).unwrap();
+    let start = c.code().as_ptr() as u64;
+    assert!(
+        map.lines()
+            .any(|l| l.starts_with(&format!("{start:x} ")) && l.ends_with("tracejit:perf map test trace")),
+        "{map}"
+    );
+    let listing = c.disassembly(&t);
+    assert!(listing.contains("; op1 = finish(op0)"), "{listing}");
+}
+
+/// A jump to another loop (`<Loop3>`) leaves the trace with its operands.
+#[test]
+fn external_jump_reports_its_values() {
+    let t = trace_ir::parse_trace("[i0, f1]\ni2 = int_add(i0, 5)\njump(i2, f1, descr=<Loop3>)\n").unwrap();
+    let native = run_native(&t, &[4, 2.5f64.to_bits()], &opts());
+    assert_eq!(
+        native,
+        Exit::ExternalJump {
+            target: Some(3),
+            values: vec![9, 2.5f64.to_bits()]
+        }
+    );
+    let int = interp::run(&t, &[RtValue::Int(4), RtValue::float(2.5)], &RunConfig::default()).outcome;
+    same(&t, &native, &int).unwrap();
+}
+
+#[cfg(feature = "disasm")]
+#[test]
+fn disassembly_names_instructions() {
+    let t = super::loops::rotation_loop(3, 0);
+    let c = compile(&t, &opts()).unwrap();
+    let listing = c.disassembly(&t);
+    assert!(listing.contains("; op4 = label(op0, op1, op2, op3)"), "{listing}");
+    assert!(listing.contains("jmp") && listing.contains("cmp"), "{listing}");
+    if std::env::var("SHOW_LISTING").is_ok() {
+        eprintln!("{listing}");
+    }
+}

@@ -1,0 +1,93 @@
+//! Unit tests of the backend, by topic (each file opens with what it covers). The shared
+//! helpers below compile and run traces and compare native exits with the reference
+//! interpreter's outcomes.
+
+// dynasm's expansion converts dynamic register numbers with `.into()`, even from `u8`.
+#![allow(clippy::useless_conversion)]
+
+mod api;
+mod calls;
+mod exits;
+mod heap;
+mod hooks;
+mod loops;
+mod ops;
+mod random;
+mod selection;
+
+use crate::*;
+use proptest::prelude::*;
+use trace_ir::descr::{Descr, FieldDescr};
+use trace_ir::eval::eval_pure;
+use trace_ir::interp::{self, Outcome, RtValue, RunConfig};
+use trace_ir::random::{random_trace, RandomConfig, SPECIAL_INTS};
+use trace_ir::{Kind, Opcode, TraceBuilder};
+
+fn opts() -> CompileOptions {
+    CompileOptions {
+        memory: crate::MemoryAccess::Direct,
+        int_regs: 13,
+        float_regs: 15,
+        log_asm: false,
+        perf_map: false,
+    }
+}
+fn tight() -> CompileOptions {
+    CompileOptions {
+        memory: crate::MemoryAccess::Direct,
+        int_regs: 3,
+        float_regs: 2,
+        log_asm: false,
+        perf_map: false,
+    }
+}
+
+fn run_native(t: &Trace, inputs: &[u64], o: &CompileOptions) -> Exit {
+    let c = compile(t, o).unwrap_or_else(|e| panic!("compile failed: {e}\n{}", trace_ir::text::print_trace(t)));
+    c.run(inputs, &mut SimpleHeap::new()).unwrap()
+}
+
+/// Native exit vs interpreter outcome, for traces without references in their exits.
+fn same(t: &Trace, native: &Exit, int: &Outcome) -> Result<(), String> {
+    let bits = |v: &[RtValue]| v.iter().map(|x| x.bits()).collect::<Vec<u64>>();
+    let ok = match (native, int) {
+        (Exit::Finish { values }, Outcome::Finish(w)) => *values == bits(w),
+        (
+            Exit::Guard {
+                guard,
+                resume_key,
+                values,
+            },
+            Outcome::GuardFailed {
+                guard: g,
+                resume_key: k,
+                values: w,
+            },
+        ) => guard == g && resume_key == k && *values == bits(w),
+        (Exit::Invalid { .. }, Outcome::Invalid { .. }) => true,
+        (Exit::ExternalJump { target, values }, Outcome::ExternalJump { target: t, values: w }) => {
+            target == t && *values == bits(w)
+        }
+        _ => false,
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "native {native:?} vs interpreter {int}\n{}",
+            trace_ir::text::print_trace(t)
+        ))
+    }
+}
+
+/// A signed 8-byte integer field at `offset`, named after it.
+fn int_field(b: &mut TraceBuilder, offset: i64) -> trace_ir::DescrRef {
+    b.descr(Descr::Field(FieldDescr {
+        name: format!("f{offset}"),
+        offset,
+        size: 8,
+        signed: true,
+        kind: Kind::Int,
+        immutable: false,
+    }))
+}
