@@ -8,7 +8,7 @@
 //! calibration of the machine: the cheapest linear pass over a trace).
 
 use criterion::{criterion_group, BenchmarkId, Criterion, Throughput};
-use optimizer::{optimize, Options};
+use optimizer::{Optimizer, Options};
 use std::hint::black_box;
 use trace_ir::random::{random_trace, RandomConfig};
 use trace_ir::Trace;
@@ -51,10 +51,11 @@ fn bench_set(c: &mut Criterion, group: &str, name: &str, traces: &[Trace]) {
     let opts = Options::default();
     let mut g = c.benchmark_group(group);
     g.throughput(Throughput::Elements(ops as u64));
+    let mut optimizer = Optimizer::new();
     g.bench_with_input(BenchmarkId::from_parameter(name), traces, |b, ts| {
         b.iter(|| {
             for t in ts {
-                black_box(optimize(black_box(t), &opts).unwrap());
+                black_box(optimizer.optimize(black_box(t), &opts).unwrap());
             }
         })
     });
@@ -92,6 +93,7 @@ fn cpu_throughput(name: &str, traces: &[Trace], secs: f64) {
     let mut rounds = 0u64;
     let mut now = start;
     let baseline = std::env::var_os("TRACEJIT_BENCH_BASELINE").is_some();
+    let mut optimizer = Optimizer::new();
     while now - start < secs {
         for t in traces {
             if baseline {
@@ -100,7 +102,7 @@ fn cpu_throughput(name: &str, traces: &[Trace], secs: f64) {
                 trace_ir::verify(&copy).unwrap();
                 black_box(&copy);
             } else {
-                black_box(optimize(black_box(t), &opts).unwrap());
+                black_box(optimizer.optimize(black_box(t), &opts).unwrap());
             }
         }
         rounds += 1;

@@ -272,6 +272,8 @@ pub struct Vm<'p> {
     loops: Vec<LoopState>,
     recorder: Option<Recorder>,
     compiler: Box<dyn Compiler>,
+    /// The optimizer, whose tables are reused from trace to trace.
+    optimizer: optimizer::Optimizer,
     stats: RunStats,
     /// Header position at which the next entry into compiled code is skipped (after an exit
     /// that resumes at the header itself).
@@ -321,6 +323,7 @@ impl<'p> Vm<'p> {
             loops: (0..program.num_loops).map(|_| LoopState::default()).collect(),
             recorder: None,
             compiler,
+            optimizer: optimizer::Optimizer::new(),
             stats: RunStats::default(),
             skip_entry_at: None,
         }
@@ -497,7 +500,7 @@ impl<'p> Vm<'p> {
                 peel: true,
                 ..optimizer::Options::default()
             };
-            let opt = match optimizer::optimize(&recorded, &opts) {
+            let opt = match self.optimizer.optimize(&recorded, &opts) {
                 Ok(o) => o,
                 Err(e) => {
                     self.abort_recording(id, &format!("optimizer refused the trace: {e:?}"));

@@ -142,6 +142,14 @@ pub struct Optimizer {
     tables: Option<Box<Tables>>,
 }
 
+impl std::fmt::Debug for Optimizer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Optimizer")
+            .field("keeps_tables", &self.tables.is_some())
+            .finish()
+    }
+}
+
 impl Optimizer {
     /// An optimizer with empty tables.
     pub fn new() -> Optimizer {
