@@ -92,6 +92,17 @@ fn fuzz_findings_stay_fixed() {
     ])
     .unwrap();
     check_validate(&[92, 92, 97, 114, 105, 116, 185]).unwrap();
+    // optimize_diff: a float item of a fresh array that escaped into a call, cut by a narrower
+    // store after another heap-writing call, and a byte of it read before (optimized) or after
+    // (original) the store: the interpreter applied the calls' effect per cell, so cutting the
+    // cell changed what the earlier call had done to its other bytes (the optimizer's order is
+    // right: the byte and the store do not overlap).
+    check_optimize_diff(&[
+        74, 39, 0, 0, 0, 10, 35, 0, 10, 0, 0, 4, 0, 0, 0, 109, 109, 109, 255, 0, 0, 109, 0, 0, 1, 167, 0, 255, 28, 0, 0,
+        255, 0, 170, 255, 0, 167, 0, 255, 28, 0, 0, 255, 170, 255, 0, 0, 0, 211, 251, 0, 0, 10, 0, 0, 10, 0, 0, 0, 64,
+        0, 0, 0, 16,
+    ])
+    .unwrap();
     // optimize_diff, second hour-long run: an array read from a pointer array was accessed
     // with another array descriptor than its allocation's on inputs other than the
     // generator's example (a pointer array written as an integer one): under byte views the

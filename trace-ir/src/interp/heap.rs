@@ -293,6 +293,21 @@ impl HeapObject {
         (written.max(self.escape_epoch) + 1..=epoch).fold(v, |v, e| transform(v, view, e))
     }
 
+    /// Before a write of `view` at `epoch`: every cell it cuts takes the value the calls made
+    /// since its write gave it, as of `epoch`, so the bytes the write leaves keep that value
+    /// (the calls' effect is per cell; cutting a cell must not change what they did).
+    fn settle(&mut self, view: View, epoch: u64) {
+        let cut: Vec<i64> = overlapping(&self.cells, view)
+            .filter(|(s, c)| *s < view.offset || *s + c.size as i64 > view.end())
+            .map(|(s, _)| s)
+            .collect();
+        for s in cut {
+            let c = self.cells[&s];
+            let value = self.after_calls(c.value, View::new(s, c.size), c.epoch, epoch, c.immutable);
+            self.cells.insert(s, Cell { value, epoch, ..c });
+        }
+    }
+
     /// The value a read of `view` as `kind` returns when the heap epoch is `epoch`: the
     /// written bytes (zero where unwritten), transformed once per heap-writing call made after
     /// the last write and after the escape (see the module documentation). `pure` reads (and
@@ -530,7 +545,10 @@ impl Heap {
             header: false,
         };
         let cells = match self.objects.get_mut(&addr) {
-            Some(obj) => &mut obj.cells,
+            Some(obj) => {
+                obj.settle(view, self.epoch);
+                &mut obj.cells
+            }
             None => &mut self.external.entry(addr).or_default().cells,
         };
         write_cell(cells, view.offset, cell);
@@ -649,6 +667,21 @@ mod tests {
         h.clobber();
         assert_ne!(h.read(a, View::new(16, 8), Kind::Int, false), RtValue::Int(5));
         assert_eq!(h.read(a, View::new(16, 8), Kind::Int, true), RtValue::Int(5));
+    }
+
+    /// A heap-writing call changes an escaped object's cells; a later write that cuts a cell
+    /// keeps what the call did to the cell's other bytes (reading them before or after the
+    /// write gives the same).
+    #[test]
+    fn cutting_a_cell_keeps_what_earlier_calls_did() {
+        let mut h = Heap::default();
+        let a = h.alloc(ObjKind::Struct { size: 32 }, 0, false);
+        h.write(a, View::new(8, 8), RtValue::float(1.5), false, 0);
+        h.escape_value(RtValue::Ref(a));
+        h.clobber();
+        let before = h.read(a, View::new(9, 1), Kind::Int, false);
+        h.write(a, View::new(14, 2), RtValue::Int(7), false, 1);
+        assert_eq!(h.read(a, View::new(9, 1), Kind::Int, false), before);
     }
 
     /// Raw memory is byte-addressed: a byte store changes one byte of a word.
