@@ -1,5 +1,5 @@
 //! `tracejit mine FILE... [--json] [--limit N] [--seconds S] ...`: mine optimized traces for
-//! missing optimizations with Z3 (`verify::mine`, seed 002) and print the findings
+//! missing optimizations with Z3 (`verify::mine`) and print the findings
 //! aggregated by pattern, most frequent first.
 //!
 //! PyPy logs: the `jit-log-noopt` sections are optimized with our optimizer and the result is

@@ -131,7 +131,7 @@ pub fn opt(args: &[String]) -> CliResult {
             for line in total.to_string().lines() {
                 outln!(out, "# {line}");
             }
-            // Seed 001's rule statistics: every opcode with a firing, all its rules in the
+            // PyPy's rule statistics: every opcode with a firing, all its rules in the
             // order they are tried, with their counts.
             outln!(out, "# rule firings per opcode:");
             for line in optimizer::peephole::format_stats(&total.rules).lines() {

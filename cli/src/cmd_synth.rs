@@ -1,5 +1,5 @@
 //! `tracejit synth-rules [--json] [--op NAME]...`: synthesize simple peephole rules with Z3
-//! (seed 000, `verify::synth`) and mark each `covered` if the optimizer already simplifies a
+//! (`verify::synth`) and mark each `covered` if the optimizer already simplifies a
 //! one-op trace with it, or `MISSING`. Exits with status 1 if any rule is missing.
 
 use crate::common::{json_str, Args, CliError, CliResult};

@@ -50,7 +50,7 @@ commands:
                                   fuzz checks on random traces; failures minimized and
                                   saved under DIR (default fuzz-failures/)
   synth-rules [--json] [--op NAME]
-                                  synthesize simple rules with Z3 (seed 000); mark each
+                                  synthesize simple rules with Z3; mark each
                                   covered or MISSING in the optimizer
 ";
 

@@ -15,7 +15,7 @@
 //!   defined by anything else (inputs, label parameters, heap reads, calls) have no
 //!   definition, so a rule never looks through a label parameter. An `_ovf` op whose
 //!   `guard_no_overflow` passed is presented as its plain op (`int_add_ovf` as `int_add`: the
-//!   value is the same); an `_ovf` op itself is never given to the rules (seed 004's fourth
+//!   value is the same); an `_ovf` op itself is never given to the rules (a known
 //!   miscompilation rewrote `int_sub_ovf(int_add(a, b), b)` to `a`).
 //! - [`RuleEnv::emit`] creates a new pure op; it is itself optimized (folded, rules, CSE), so
 //!   it may return an existing value. Rules must make the trace no worse (the right side has no

@@ -1,6 +1,6 @@
 //! Golden tests of the optimizer: input trace text in, expected trace text out (compared
 //! structurally with `trace_ir::traces_equivalent`; on a mismatch the test prints both).
-//! One or more tests per capability; the seed 003 and seed 004 walk-throughs are here.
+//! One or more tests per capability; the walk-throughs of the knownbits domain and of PyPy's integer-bounds miscompilations are here.
 //!
 //! `BLESS=1 cargo test -p optimizer --test golden` rewrites every expectation that no longer
 //! matches with the optimizer's current output, in this file (STYLE.md #10); review the change
@@ -141,7 +141,7 @@ mod bless {
     }
 }
 
-// ---------------------------------------------------------------- folding (seed 003)
+// ---------------------------------------------------------------- folding
 
 #[test]
 fn constfold_two_ops() {
@@ -183,7 +183,7 @@ fn float_folding() {
     );
 }
 
-// ---------------------------------------------------------------- abstract values (seed 003)
+// ---------------------------------------------------------------- abstract values
 
 #[test]
 fn constfold_via_knownbits() {
@@ -601,7 +601,7 @@ fn knowledge_from_passed_guard_no_overflow() {
     );
 }
 
-// ---------------------------------------------------------------- seed 004's miscompilations
+// ---------------------------------------------------------------- PyPy's known integer-bounds miscompilations
 
 /// Optimizing must keep `guards` guards, and the trace must behave like the original on the
 /// counterexample inputs of the seed.
@@ -726,7 +726,7 @@ fn shifted_constant_equal_zero_is_not_misread() {
     );
 }
 
-// ---------------------------------------------------------------- allocation removal (seed 004)
+// ---------------------------------------------------------------- allocation removal
 
 #[test]
 fn remove_unused_allocation() {

@@ -34,7 +34,7 @@
 //! function returns [`EvalError::Invalid`] instead of a value: a shift amount outside
 //! `0..=63`, a zero divisor of `int_floordiv`/`int_mod`/`int_pydiv`/`int_pymod`, and
 //! `int_signext` with `n` not in {1, 2, 4, 8}. This matches the `valid_if` preconditions of
-//! seed 000. A constant folder must then leave the op alone; the interpreter reports the
+//! rule synthesis. A constant folder must then leave the op alone; the interpreter reports the
 //! invalid operation. Nothing here panics or overflows.
 //!
 //! The overflow-checking ops have their own function, [`eval_ovf`], because they produce a
@@ -246,7 +246,7 @@ pub fn eval_pure(opcode: Opcode, args: &[u64]) -> Result<u64, EvalError> {
 /// Evaluate an overflow-checking op (`int_add_ovf`, `int_sub_ovf`, `int_mul_ovf`): the
 /// wrapped 64-bit result and whether the operation overflowed.
 ///
-/// Seed 004's encoding: the op overflows exactly when the infinitely precise result of the
+/// The encoding of translation validation: the op overflows exactly when the infinitely precise result of the
 /// operation does not fit in a signed 64-bit integer (the sign-extended 128-bit result differs
 /// from the sign-extension of the wrapped result). Any other opcode gives
 /// [`EvalError::Unsupported`].

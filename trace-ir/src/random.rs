@@ -1,4 +1,4 @@
-//! The random trace generator (seed 004's trick): every input gets a concrete example value,
+//! The random trace generator (as in translation validation of PyPy's optimizer): every input gets a concrete example value,
 //! every op is executed by the reference interpreter as soon as it is generated, and only
 //! guards that hold for those example values are emitted, so the trace runs to its end on the
 //! example inputs.
@@ -120,7 +120,7 @@ impl RandomConfig {
     }
 
     /// Only integer, overflow and guard ops on integer inputs, straight-line (the traces of
-    /// seed 004).
+    /// translation validation).
     pub fn integers_only() -> RandomConfig {
         RandomConfig {
             max_ref_inputs: 0,

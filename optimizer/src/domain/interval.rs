@@ -2,7 +2,7 @@
 //!
 //! Generic over [`Word`] and branch-free on data (`select` only), so `verify` proves this
 //! exact code. Wrapping ops return the full range whenever the result could wrap in a way
-//! that breaks contiguity (PyPy's `int_add(x, 10) < 15` bug in seed 004); `_ovf` ops return
+//! that breaks contiguity (PyPy's `int_add(x, 10) < 15` bug); `_ovf` ops return
 //! the range assuming no overflow plus a flag "overflow is impossible".
 //!
 //! An interval with `lower > upper` is **empty**: the backward `make_*` functions produce it

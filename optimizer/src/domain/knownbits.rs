@@ -1,6 +1,6 @@
 //! The knownbits (tristate) abstract domain: for every bit, known 0, known 1 or unknown.
 //!
-//! Representation (seed 003, after the eBPF tristate numbers): two words `ones` and
+//! Representation (after the eBPF tristate numbers): two words `ones` and
 //! `unknowns`. A bit is `?` if set in `unknowns`, `1` if set in `ones`, else `0`; a bit set
 //! in both is illegal (`ones & unknowns == 0` is the well-formedness invariant that every
 //! constructor and transfer function keeps). The set represented is

@@ -110,7 +110,7 @@ fn concrete_unops() -> Vec<UnCase> {
 
 // ---------------------------------------------------------------- strategies
 
-/// Seed 003's special integers: small numbers, powers of two, powers of two minus one,
+/// The special integers of the knownbits domain's tests: small numbers, powers of two, powers of two minus one,
 /// their negations and inversions, MININT and MAXINT; mixed with uniform integers.
 fn special_int() -> impl Strategy<Value = u64> {
     let base = prop_oneof![
@@ -331,7 +331,7 @@ proptest! {
     }
 }
 
-// ---------------------------------------------------------------- examples (seed 003)
+// ---------------------------------------------------------------- examples
 
 #[test]
 fn knownbits_str() {
@@ -423,7 +423,7 @@ fn intbound_reduction() {
 
 #[test]
 fn intbound_pypy_bugs() {
-    // seed 004: int_add(x, 10) < 15 does not imply x < 5 (wrapping): MAXINT + 10 < 15.
+    // int_add(x, 10) < 15 does not imply x < 5 (wrapping): MAXINT + 10 < 15.
     let x = IB::unbounded();
     let ten = IB::from_i64(10);
     let r = x.add(&ten);

@@ -149,7 +149,7 @@ impl<'a> Pass<'a> {
     }
 
     /// The value resume data names for the non-virtual `v` at the exit of the guard being
-    /// emitted (see [`Pass::exit_subst`]).
+    /// emitted (see `Resume::exit_subst`).
     #[inline]
     pub(super) fn at_exit(&self, v: Value) -> Value {
         match self.resume.exit_subst {

@@ -11,7 +11,7 @@ use crate::Reason;
 use smallvec::SmallVec;
 use trace_ir::{Descr, DescrRef, Kind, Op, Opcode, Trace, Value, VirtualField, VirtualKind};
 
-/// A write to a non-virtual object that is not emitted yet (see `Pass::pending`).
+/// A write to a non-virtual object that is not emitted yet (see `Memory::pending`).
 #[derive(Clone, Copy, Debug)]
 pub(super) struct PendingWrite {
     /// Where: a field, or an array item at a constant index (`index` holds it).

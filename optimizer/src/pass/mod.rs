@@ -1,13 +1,19 @@
-//! The single forward pass.
+//! The single forward pass, one module per concern: [`values`] (the working values),
+//! [`pure`] (folding, bounds, rules, CSE), [`guards`] (guards and what they teach),
+//! [`overflow`] (`_ovf` ops), [`loops`] (labels and the facts a peeled loop's header
+//! assumes), [`calls`], [`virtuals`] (allocation removal), [`memory`] (the heap cache and
+//! delayed writes) and [`output`] (the final sweep). Each owns its part of the state
+//! ([`Pass`] holds one sub-struct per concern); [`Optimizer`] keeps the reusable tables
+//! between traces.
 //!
 //! # Working values
 //!
-//! The pass builds its output in an *arena* of ops ([`Pass::ops`]) plus an *emission order*
-//! ([`Pass::order`]): an op created for a virtual allocation lives in the arena from the
+//! The pass builds its output in an *arena* of ops plus an *emission order* (`Values::ops`,
+//! `Values::order`): an op created for a virtual allocation lives in the arena from the
 //! moment the input allocates it but enters the order only when (and if) it is materialized.
 //! Operands in the arena are working values: arena ops or constants of the output pool (a
 //! copy of the input pool, so input constants keep their `ConstRef`). Every input op maps to
-//! a working value ([`Pass::map`]); a union-find over arena ops ([`Pass::uf`]) records later
+//! a working value (`Values::map`); a union-find over arena ops (`Values::uf`) records later
 //! equalities (`guard_value(x, 5)` makes `x` the constant 5 from there on), read only through
 //! `find`. The final step sweeps dead pure ops backwards and renumbers the order into a fresh
 //! [`Trace`].
@@ -17,7 +23,7 @@
 //! 1. operands replaced by their representatives; constant folding through `trace_ir::eval`
 //!    (an op whose evaluation is invalid is kept);
 //! 2. the abstract value (`IntBound`) of every integer op; a singleton becomes a constant;
-//!    `int_and`/`int_or` identities by known bits (seed 003);
+//!    `int_and`/`int_or` identities by known bits;
 //! 3. the peephole rules ([`crate::peephole`]);
 //! 4. CSE of pure ops (commutative operands normalized), elidable and loop-invariant calls,
 //!    immutable reads;
@@ -27,7 +33,8 @@
 //! 6. `_ovf` ops that cannot overflow become plain ops and lose their `guard_no_overflow`;
 //!    after a passed `guard_no_overflow` the result's exact range is known, and it is
 //!    propagated backwards to the operands only through the `_ovf` backward functions (never
-//!    through wrapping `int_add`/`int_mul` results as if they could not wrap: seed 004);
+//!    through wrapping `int_add`/`int_mul` results as if they could not wrap: one of PyPy's
+//!    known integer-bounds miscompilations);
 //! 7. allocation removal (virtual objects, materialized at escapes, described in resume data);
 //! 8. the heap cache ([`crate::heap`]); writes to non-virtual objects are delayed until
 //!    something could observe them (a read of a location that may share a byte with them
@@ -47,7 +54,7 @@
 //! # What the pass deliberately does not do
 //!
 //! - learn backwards through wrapping `int_mul`/`int_lshift` results, or through `_ovf` ops
-//!   whose overflow guard did not pass (seed 004's miscompilations);
+//!   whose overflow guard did not pass (PyPy's known integer-bounds miscompilations);
 //! - forward narrow (`size < 8`) integer slots unless the value provably fits;
 //! - relate two different descriptors' views of the same bytes: under byte views
 //!   ([`trace_ir::Aliasing::Bytes`]) a write is observed by every overlapping view, so it is

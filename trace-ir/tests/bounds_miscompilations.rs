@@ -1,4 +1,4 @@
-//! The three wrongly optimized traces of seed 004, each as an (original, wrongly optimized)
+//! The three wrongly optimized traces that translation validation found in PyPy's integer bounds, each as an (original, wrongly optimized)
 //! pair: the interpreter tells them apart on the inputs that expose the bug and agrees on a
 //! benign input. A correct optimization of the same shape is the control.
 
