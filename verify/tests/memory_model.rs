@@ -2,7 +2,8 @@
 //! out: each trace is checked in the interpreter before and after `optimize`, natively in
 //! Direct mode (original against optimized, on real buffers, and against a value worked out
 //! by hand) and in Hooks mode (against the interpreter's whole run), and by translation
-//! validation; and a wrong optimization of it (what the optimizer used to emit, or a variant)
+//! validation; and a wrong optimization of it (a load moved past a store of its bytes, a
+//! store merged across another view, a value forwarded between views, a commuted float op)
 //! must be `Invalid` for the validator and differ in the interpreter.
 
 use backend_x86_64::{compile, CompileOptions, Exit, MemoryAccess, SimpleHeap};
