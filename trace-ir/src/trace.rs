@@ -146,6 +146,30 @@ impl Op {
     pub fn arg(&self, i: usize) -> Value {
         self.args[i]
     }
+    /// Everything the op reads, in order: its operands (as [`FailArg::Value`]), then, for a
+    /// guard, the entries of its resume data ([`GuardData::for_each_entry`]); `guards` is the
+    /// guard table the op's [`Op::guard`] indexes (missing guard data reads nothing). The one
+    /// walk over "the values an op reads" every part uses (liveness, dead-code removal, the
+    /// interpreter's exits).
+    #[inline]
+    pub fn for_each_read(&self, guards: &[GuardData], mut f: impl FnMut(FailArg)) {
+        for &a in &self.args {
+            f(FailArg::Value(a));
+        }
+        if let Some(gd) = self.guard.and_then(|g| guards.get(g.index())) {
+            gd.for_each_entry(f);
+        }
+    }
+    /// Every value the op reads ([`Op::for_each_read`]'s [`FailArg::Value`] entries), in
+    /// order.
+    #[inline]
+    pub fn for_each_value_read(&self, guards: &[GuardData], mut f: impl FnMut(Value)) {
+        self.for_each_read(guards, |fa| {
+            if let FailArg::Value(v) = fa {
+                f(v)
+            }
+        });
+    }
 }
 
 /// One fail argument of a guard: what the interpreter needs to resume.
@@ -211,6 +235,32 @@ pub struct GuardData {
     pub fail_args: Vec<FailArg>,
     /// Virtual objects named by `FailArg::Virtual(i)` (and nested in each other).
     pub virtuals: Vec<VirtualObject>,
+}
+
+impl GuardData {
+    /// Every entry of the resume data, in order: the fail arguments, then the fields of each
+    /// virtual object (values, holes and virtual references alike).
+    #[inline]
+    pub fn for_each_entry(&self, mut f: impl FnMut(FailArg)) {
+        for &fa in &self.fail_args {
+            f(fa);
+        }
+        for vo in &self.virtuals {
+            for &(_, fa) in &vo.fields {
+                f(fa);
+            }
+        }
+    }
+    /// Every value the resume data names ([`GuardData::for_each_entry`]'s
+    /// [`FailArg::Value`] entries), in order: what an exit reads.
+    #[inline]
+    pub fn for_each_value(&self, mut f: impl FnMut(Value)) {
+        self.for_each_entry(|fa| {
+            if let FailArg::Value(v) = fa {
+                f(v)
+            }
+        });
+    }
 }
 
 /// What a trace is, as far as its source tells.

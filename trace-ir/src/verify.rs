@@ -254,14 +254,13 @@ pub fn verify(trace: &Trace) -> Result<(), VerifyError> {
                         FailArg::Hole => Ok(()),
                     }
                 };
-                for fa in &gd.fail_args {
-                    check_fail(fa)?;
-                }
-                for v in &gd.virtuals {
-                    for (_, fa) in &v.fields {
-                        check_fail(fa)?;
+                let mut checked = Ok(());
+                gd.for_each_entry(|fa| {
+                    if checked.is_ok() {
+                        checked = check_fail(&fa);
                     }
-                }
+                });
+                checked?;
             }
             (false, None) => {}
         }

@@ -6,7 +6,6 @@
 //! state that an op further back left behind.
 
 use super::emit::{Cond, Opnd};
-use super::liveness::values_read;
 use super::regs::{Reg, RegSet};
 use super::{Gen, R};
 use dynasmrt::{dynasm, DynasmApi};
@@ -92,7 +91,7 @@ impl Gen<'_> {
             && {
                 let mut also_fail_arg = false;
                 let mut seen = 0;
-                values_read(t, next, &mut |v| {
+                next.for_each_value_read(&t.guards, |v| {
                     if v == Value::op(OpRef::new(at)) {
                         seen += 1;
                     }

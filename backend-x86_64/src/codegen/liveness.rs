@@ -1,7 +1,7 @@
 //! Liveness: the last and next use of every value, computed in one forward and one backward
 //! pass before code generation, and the queries the allocator and instruction selection ask.
 
-use trace_ir::{FailArg, Op, Opcode, Trace, Value};
+use trace_ir::{FailArg, Opcode, Trace};
 
 /// "No further use", in [`Liveness::next_use`] and [`Liveness::reads`].
 pub(super) const NEVER: u32 = u32::MAX;
@@ -67,7 +67,7 @@ impl Liveness {
             }
             let (last_use, list) = (&mut self.last_use[..], &mut self.reads[..]);
             let mut nvalues = 0;
-            reads(t, op, &mut |fa| {
+            op.for_each_read(&t.guards, |fa| {
                 let (o, is_value) = match fa {
                     FailArg::Value(v) => (v.op_index_or(n), 1),
                     _ => (n, 0),
@@ -152,36 +152,6 @@ impl Liveness {
     }
 }
 
-/// Everything an op reads, in order: its arguments (as `FailArg::Value`), then its guard's
-/// fail arguments and the fields of its virtual objects (values, holes and virtual
-/// references alike).
-pub(super) fn reads(t: &Trace, op: &Op, f: &mut impl FnMut(FailArg)) {
-    for &a in &op.args {
-        f(FailArg::Value(a));
-    }
-    if let Some(g) = op.guard {
-        let gd = t.guard(g);
-        for &fa in &gd.fail_args {
-            f(fa);
-        }
-        for vo in &gd.virtuals {
-            for &(_, fa) in &vo.fields {
-                f(fa);
-            }
-        }
-    }
-}
-
-/// Every value an op reads, including guard fail arguments and virtual fields (see
-/// [`reads`]).
-pub(super) fn values_read(t: &Trace, op: &Op, f: &mut impl FnMut(Value)) {
-    reads(t, op, &mut |fa| {
-        if let FailArg::Value(v) = fa {
-            f(v)
-        }
-    });
-}
-
 /// Ask the processor to bring the cache line at `p` closer (a hint: no effect on results).
 #[inline(always)]
 fn prefetch<T>(p: *const T) {
@@ -216,7 +186,7 @@ mod tests {
             // Direct scan: the positions reading each value, ascending, without repeats.
             let mut want: Vec<Vec<u32>> = vec![Vec::new(); n];
             for (i, op) in t.ops.iter().enumerate() {
-                values_read(&t, op, &mut |v| {
+                op.for_each_value_read(&t.guards, |v| {
                     if let Some(o) = v.as_op() {
                         if want[o.index()].last() != Some(&(i as u32)) {
                             want[o.index()].push(i as u32);

@@ -5,7 +5,7 @@
 use super::pure::map_args;
 use super::{Pass, F_FRESH, F_NONNULL};
 use crate::domain::IntBound;
-use trace_ir::{Const, FailArg, Kind, Op, OpRef, Opcode, Trace, Value, ValueData};
+use trace_ir::{Const, Kind, Op, OpRef, Opcode, Trace, Value, ValueData};
 
 /// What the second run over a peeled loop assumes about its header's parameters: which are
 /// loop-invariant (they get their operand's facts, see `Pass::import_facts`) and which are
@@ -69,21 +69,7 @@ impl<'a> Pass<'a> {
             }
         };
         for (i, op) in t.ops.iter().enumerate() {
-            for &a in &op.args {
-                note(a, i);
-            }
-            if let Some(g) = op.guard {
-                let gd = t.guard(g);
-                for fa in gd
-                    .fail_args
-                    .iter()
-                    .chain(gd.virtuals.iter().flat_map(|v| v.fields.iter().map(|f| &f.1)))
-                {
-                    if let FailArg::Value(v) = *fa {
-                        note(v, i);
-                    }
-                }
-            }
+            op.for_each_value_read(&t.guards, |v| note(v, i));
         }
         self.header.last_use = last;
     }

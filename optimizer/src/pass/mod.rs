@@ -323,12 +323,9 @@ fn precheck(t: &Trace) -> Result<(), OptError> {
             let vdescr_ok = |vo: &VirtualObject| match vo.kind {
                 VirtualKind::Struct { descr, .. } | VirtualKind::Array { descr, .. } => descr.index() < t.descrs.len(),
             };
-            if !gd.fail_args.iter().all(ok_fa)
-                || !gd
-                    .virtuals
-                    .iter()
-                    .all(|vo| vdescr_ok(vo) && vo.fields.iter().all(|f| ok_fa(&f.1)))
-            {
+            let mut entries_ok = gd.virtuals.iter().all(vdescr_ok);
+            gd.for_each_entry(|fa| entries_ok &= ok_fa(&fa));
+            if !entries_ok {
                 return bad(i, "bad fail arguments");
             }
         }

@@ -79,21 +79,7 @@ impl<'a> Pass<'a> {
                 continue;
             }
             live[o.index()] = true;
-            for &a in &op.args {
-                mark(live, a);
-            }
-            if let Some(g) = op.guard {
-                let gd = &self.resume.guards[g.index()];
-                for fa in gd
-                    .fail_args
-                    .iter()
-                    .chain(gd.virtuals.iter().flat_map(|v| v.fields.iter().map(|f| &f.1)))
-                {
-                    if let FailArg::Value(v) = *fa {
-                        mark(live, v);
-                    }
-                }
-            }
+            op.for_each_value_read(&self.resume.guards, |v| mark(live, v));
         }
     }
 

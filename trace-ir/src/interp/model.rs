@@ -35,7 +35,7 @@
 use super::{Heap, Machine, Outcome, RtValue, RunConfig, RunResult, State};
 use crate::entity::{GuardId, OpRef, Value, ValueData};
 use crate::opcode::Kind;
-use crate::trace::{FailArg, Trace};
+use crate::trace::Trace;
 
 /// The interpreter's state for one run of `trace`, driven op by op from outside (see the
 /// module documentation). Ops are named by their index in `trace`: a native run must use
@@ -176,14 +176,13 @@ impl<'t> ModelHeap<'t> {
         };
         let gd = t.guard(g);
         let mut values = words.iter().copied();
-        let fields = gd.virtuals.iter().flat_map(|v| v.fields.iter().map(|(_, fa)| fa));
-        for fa in gd.fail_args.iter().chain(fields) {
-            if let FailArg::Value(v) = fa {
-                let Some(w) = values.next() else {
-                    return Self::invalid(OpRef::new(at), "too few exit values");
-                };
-                self.set_value(*v, w);
-            }
+        let mut read = Vec::new();
+        gd.for_each_value(|v| read.push(v));
+        for v in read {
+            let Some(w) = values.next() else {
+                return Self::invalid(OpRef::new(at), "too few exit values");
+            };
+            self.set_value(v, w);
         }
         let mut m = Machine {
             trace: t,
@@ -253,16 +252,8 @@ mod tests {
                 Ok(Some(v)) => vals[pc] = v,
                 Ok(None) => {
                     let gd = trace.guard(op.guard.unwrap());
-                    let fields = gd.virtuals.iter().flat_map(|v| v.fields.iter().map(|(_, fa)| fa));
-                    let words: Vec<u64> = gd
-                        .fail_args
-                        .iter()
-                        .chain(fields)
-                        .filter_map(|fa| match fa {
-                            FailArg::Value(v) => Some(word(&vals, *v)),
-                            _ => None,
-                        })
-                        .collect();
+                    let mut words: Vec<u64> = Vec::new();
+                    gd.for_each_value(|v| words.push(word(&vals, v)));
                     let out = m.guard_failed(gd.id, &words);
                     return m.into_result(out);
                 }

@@ -862,16 +862,7 @@ impl TraceParser {
                 op.args.iter().for_each(&mut note);
                 if let Some(g) = op.guard {
                     if !inferred.contains(&g.index()) {
-                        let gd = &self.trace.guards[g.index()];
-                        let mut fa = |x: &FailArg| {
-                            if let FailArg::Value(v) = x {
-                                note(v)
-                            }
-                        };
-                        gd.fail_args.iter().for_each(&mut fa);
-                        gd.virtuals
-                            .iter()
-                            .for_each(|v| v.fields.iter().for_each(|(_, x)| fa(x)));
+                        self.trace.guards[g.index()].for_each_value(|v| note(&v));
                     }
                 }
             }

@@ -69,25 +69,11 @@ struct Printer<'t> {
 
 /// Every op value referenced by op `i` (operands, fail arguments, virtual fields).
 fn refs_of(trace: &Trace, i: usize, mut f: impl FnMut(OpRef)) {
-    let op = &trace.ops[i];
-    for a in &op.args {
-        if let Some(o) = a.as_op() {
+    trace.ops[i].for_each_value_read(&trace.guards, |v| {
+        if let Some(o) = v.as_op() {
             f(o);
         }
-    }
-    if let Some(g) = op.guard.and_then(|g| trace.guards.get(g.index())) {
-        let mut fa = |x: &FailArg| {
-            if let FailArg::Value(v) = x {
-                if let Some(o) = v.as_op() {
-                    f(o);
-                }
-            }
-        };
-        g.fail_args.iter().for_each(&mut fa);
-        for v in &g.virtuals {
-            v.fields.iter().for_each(|(_, x)| fa(x));
-        }
-    }
+    });
 }
 
 impl<'t> Printer<'t> {

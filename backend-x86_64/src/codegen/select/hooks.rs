@@ -32,7 +32,6 @@
 use super::calls::ArgSrc;
 use crate::codegen::emit::Cond;
 use crate::codegen::frame::FRAME_HEADER;
-use crate::codegen::liveness::values_read;
 use crate::codegen::regs::{RegSet, CALLER_SAVED_GPR};
 use crate::codegen::{Gen, R};
 use crate::pmove::Loc;
@@ -191,7 +190,7 @@ impl Gen<'_> {
         if guard {
             // The exit stub reads the guard's values after the call.
             let mut read = Vec::new();
-            values_read(t, op, &mut |v| {
+            op.for_each_value_read(&t.guards, |v| {
                 if let Some(o) = v.as_op() {
                     read.push(o.index());
                 }
