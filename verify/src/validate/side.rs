@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::rc::Rc;
 
 use trace_ir::descr::Descr;
-use trace_ir::{Opcode, Trace, Value, ValueData};
+use trace_ir::{OpRef, Opcode, Trace, Value, ValueData};
 use z3::ast::{Array, Ast, Bool, BV};
 
 use super::layout::Layout;
@@ -194,6 +194,11 @@ impl<'t> Side<'t> {
             }
         }
         Some(out)
+    }
+
+    /// Give op `r` the value `v`.
+    pub(super) fn set(&mut self, r: OpRef, v: Sym) {
+        self.vals[r.index()] = Some(v);
     }
 
     pub(super) fn new_obj(&mut self, obj: LocalObj) -> Sym {
