@@ -1,4 +1,4 @@
-//! Missing-optimization mining (seed 002): find integer ops of an optimized trace that the
+//! Missing-optimization mining: find integer ops of an optimized trace that the
 //! optimizer could have removed, prove it with Z3, and shrink each example to a rule-like
 //! pattern.
 //!
@@ -9,7 +9,7 @@
 //!
 //! 1. **constant** ([`FindingKind::ConstBool`] for comparisons and other boolean ops,
 //!    [`FindingKind::Constant`] otherwise): is `X` the same value on every execution that
-//!    reaches it? Instead of seed 002's exists-forall query, the miner takes one model of the
+//!    reaches it? Instead of an exists-forall query, the miner takes one model of the
 //!    facts, reads `X`'s value `c` in it and proves `X == c`: a constant exists exactly when
 //!    every model agrees, so this finds the same constants with quantifier-free queries.
 //! 2. **same as an earlier value** ([`FindingKind::SameAsEarlier`],
@@ -52,17 +52,18 @@
 //!
 //! # Minimization
 //!
-//! A proven finding is shrunk as in seed 002: drop each guard fact and each overflow fact,
-//! then turn each defined op (other than `X`) into a free variable, keeping every change
-//! after which the claim is still proven. The rest prints as a pattern with leaves named
-//! `x`, `y`, `z`, ... (`int_and(int_and(x, 15), 255) => int_and(x, 15)`), followed by
-//! `if` and the facts still needed. The **shape** replaces the constants other than
-//! -1, 0 and 1 with `C1`, `C2`, ... (equal constants get one name); findings are aggregated by
-//! kind and shape ([`aggregate`]).
+//! A proven finding is shrunk: drop each guard fact and each overflow fact, then turn each
+//! defined op (other than `X`) into a free variable, keeping every change after which the
+//! claim is still proven. The rest prints as a pattern with leaves named `x`, `y`, `z`, ...
+//! (`int_and(int_and(x, 15), 255) => int_and(x, 15)`), followed by `if` and the facts still
+//! needed. The **shape** replaces the constants other than -1, 0 and 1 with `C1`, `C2`, ...
+//! (equal constants get one name); findings are aggregated by kind and shape ([`aggregate`]).
 //!
 //! Each query runs in a fresh solver with [`MineConfig::timeout_ms`]; a timeout counts as
 //! "not proven" (so a miss, never a false report). [`MineConfig::deadline`] bounds the time
 //! of a whole run.
+//!
+//! [`op_semantics`]: crate::semantics::op_semantics
 
 mod encode;
 mod miner;

@@ -1,4 +1,4 @@
-//! The abstraction of multiplication and division as uninterpreted functions (abstraction refinement).
+//! Multiplication and division as uninterpreted functions, for abstraction refinement.
 
 use std::collections::HashSet;
 
@@ -30,13 +30,15 @@ pub(super) enum Mode {
 }
 
 /// The abstraction of the ops whose bit-blasted circuits are expensive ([`HEAVY_OPS`], see
-/// the module documentation): each such op with non-constant operands is an application of
-/// an uninterpreted function (one symbol per op, shared by both traces), and the overflow
-/// flag of `int_mul_ovf` an uninterpreted predicate of the same operands. The concrete
-/// meaning of every application is remembered, so a query can be re-checked with the full
-/// bit-vector semantics by substitution.
+/// the documentation of the `validate` module): each such op with non-constant operands is an
+/// application of an uninterpreted function (one symbol per op, shared by both traces), and
+/// the overflow flag of `int_mul_ovf` an uninterpreted predicate of the same operands. The
+/// concrete meaning of every application is remembered, so a query can be re-checked with the
+/// full bit-vector semantics by substitution.
 pub(super) struct Abstraction {
     /// Whether heavy ops are abstracted at all ([`Config::abstract_heavy_ops`]).
+    ///
+    /// [`Config::abstract_heavy_ops`]: super::Config::abstract_heavy_ops
     pub(super) enabled: bool,
     /// The applications made so far (abstract term, concrete meaning), in creation order.
     /// A concrete meaning contains no application: it is built from the concrete meanings

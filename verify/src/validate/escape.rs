@@ -1,4 +1,4 @@
-//! Escape of tracked objects: their fresh addresses, the facts about them, and their contents in the heap.
+//! Escape of tracked objects: their fresh addresses, the facts about them, their contents.
 
 use std::collections::{BTreeSet, HashSet};
 
@@ -13,6 +13,8 @@ use super::terms::{bv, class_of, zero};
 
 /// One field or item of an escaped object: its name in [`LocalObj::fields`], where the heap
 /// model keeps it, and its current value.
+///
+/// [`LocalObj::fields`]: super::side::LocalObj::fields
 pub(super) struct Content {
     pub(super) name: String,
     pub(super) place: Place,
@@ -221,6 +223,8 @@ impl<'t> Side<'t> {
     /// the objects only this side has escaped (`one_sided`, see [`one_sided`]): the call
     /// cannot reach them, since the heaps and the call's arguments were proven equal before it
     /// and nothing compared holds their addresses.
+    ///
+    /// [`one_sided`]: super::naming::one_sided
     pub(super) fn new_epoch_after_call(&mut self, epoch: String, one_sided: &[BV]) {
         let mut keep = Vec::new();
         for id in 0..self.objs.len() {

@@ -1,4 +1,4 @@
-//! Guards: their conditions, the constants they pin, their results, and the objects of their resume data.
+//! Guards: their conditions, the constants they pin, their results, their resume data.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -86,7 +86,7 @@ impl<'t> Validator<'t> {
                         let p = s.escape(&x);
                         let nonnull = p.eq(zero()).not();
                         if orig && op.opcode == Opcode::GuardClass {
-                            // `guard_class` on null is undefined (see above).
+                            // `guard_class` on null is undefined in the original.
                             self.facts.push((nonnull.clone(), false));
                         }
                         (nonnull, class_of(&p))

@@ -1,4 +1,4 @@
-//! A side's heap: its SMT arrays by key, reads and writes of places, the places of fields and items, epochs.
+//! A side's heap: its SMT arrays, reads and writes of places, where fields and items are, epochs.
 
 use std::collections::BTreeMap;
 
@@ -226,6 +226,8 @@ impl<'t> Side<'t> {
 
     /// Where field or item `key` of a tracked object ([`LocalObj::fields`]) is once the object
     /// has the address `addr`.
+    ///
+    /// [`LocalObj::fields`]: super::side::LocalObj::fields
     pub(super) fn obj_place(&self, addr: &BV, key: &str, item_of: &BTreeMap<String, (String, u32)>) -> Place {
         match item_of.get(key) {
             Some((akey, i)) => self.item_place(addr, akey, &bv(*i as u64), false),

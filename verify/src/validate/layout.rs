@@ -1,4 +1,4 @@
-//! The byte layout of the traces' descriptors: which of them share bytes and go to the byte memory.
+//! The byte layout of the traces' descriptors: which share bytes and go to the byte memory.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
@@ -10,7 +10,7 @@ use super::side::{LocalObj, Sym};
 use super::terms::zero;
 
 /// The field, array and interior descriptors of both traces, and which of them go to the byte
-/// memory (see the module documentation).
+/// memory (see the documentation of the `validate` module).
 #[derive(Default)]
 pub(super) struct Layout {
     /// Whether the traces use byte views ([`Aliasing::Bytes`]).
@@ -19,6 +19,8 @@ pub(super) struct Layout {
     pub(super) descrs: HashMap<String, Descr>,
     /// Under byte views, the descriptors whose bytes may overlap another descriptor's: their
     /// accesses go to [`BYTES`].
+    ///
+    /// [`BYTES`]: super::memory::BYTES
     pub(super) shared: HashSet<String>,
     /// The byte offsets of the shared field descriptors (a fresh struct is stated zero there
     /// when it escapes).

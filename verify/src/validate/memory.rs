@@ -1,4 +1,4 @@
-//! The heap model's memories: where a view is kept ([`Place`]), the byte memories and reads through their stores.
+//! The heap model's memories: their keys, places ([`Place`]), reads through their stores.
 
 use z3::ast::{Array, Ast, Bool, Dynamic, BV};
 use z3::DeclKind;

@@ -1,4 +1,4 @@
-//! Translation validation (seed 004): prove with Z3 that an optimized trace behaves like the
+//! Translation validation: prove with Z3 that an optimized trace behaves like the
 //! trace it was optimized from, or find inputs on which the two differ.
 //!
 //! # What is compared
@@ -181,10 +181,9 @@
 //!
 //! # Known limits
 //!
-//! - Z3 still times out on some removed `guard_no_overflow`s whose proof needs the full
-//!   semantics (bounds reasoning through a 64-bit product): about 1% of random 15-20-op
-//!   traces end `Unknown` with a 1 s limit (5% before the abstraction and the pinned
-//!   constants).
+//! - Z3 times out on some removed `guard_no_overflow`s whose proof needs the full semantics
+//!   (bounds reasoning through a 64-bit product): about 1% of random 15-20-op traces end
+//!   `Unknown` with a 1 s limit.
 //! - Long PyPy traces (hundreds of heap writes to frames) make queries slow: each of a few
 //!   hundred claims asserts the whole path condition again in a fresh solver.
 //! - Escaped objects are matched by the order in which objects of one shape escape, or by
@@ -196,6 +195,35 @@
 //!   view at offset 0 of a fresh instance reads zero, not its class.
 //! - Counterexample values are named by op position (`i4` is op 4), as `print_trace` names
 //!   them, not by the names of a hand-written input file.
+//!
+//! # Where the code is
+//!
+//! - `validator`: the validator's state (both sides, the path condition, the abstraction,
+//!   the statistics) and the walk over both traces from sync point to sync point;
+//! - `sync`: the sync points of a trace and what is proven at each (guards and their exits,
+//!   calls, labels, the final op);
+//! - `guards`: guard conditions, the constants guards pin, guard results, and the objects of
+//!   resume data;
+//! - `translate`: the ops between sync points, one file per op family (values, allocations,
+//!   fields, arrays and strings, calls and hints);
+//! - `side`: one side's values and the objects it tracks;
+//! - `heap`: a side's memories (SMT arrays by key), reads and writes of places, epochs;
+//! - `memory`: places, the byte memories and reads through their stores;
+//! - `layout`: the bytes of the descriptors, and which of them share the byte memory;
+//! - `escape`: escape of tracked objects (their addresses, the facts about them, their
+//!   contents in the heap);
+//! - `naming`: naming escaped objects across the two traces, and pairing them by role;
+//! - `compare`: values, objects and heaps compared at a sync point;
+//! - `abstraction`: multiplication and division as uninterpreted functions;
+//! - `query`: solver calls, abstraction refinement, batches of claims, counterexamples;
+//! - `terms`: small Z3 term builders.
+//!
+//! The memory and value model the validator follows is `docs/memory-model.md`.
+//!
+//! [`GuardId`]: trace_ir::GuardId
+//! [`Aliasing`]: trace_ir::Aliasing
+//! [`Aliasing::Bytes`]: trace_ir::Aliasing::Bytes
+//! [`Aliasing::TypeBased`]: trace_ir::Aliasing::TypeBased
 
 mod abstraction;
 mod compare;
@@ -296,8 +324,8 @@ impl fmt::Display for Verdict {
     }
 }
 
-/// Inputs on which the original and the optimized trace differ (seed 004's format: the
-/// inputs, then the values of the traces' integer operations under those inputs).
+/// Inputs on which the original and the optimized trace differ: the inputs, then the values
+/// of the traces' integer operations under those inputs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Counterexample {
     /// What differs (`guard Guard3 (guard_true) was removed but can fail`, ...).

@@ -67,9 +67,13 @@ pub(super) struct Side<'t> {
     pub(super) epoch: String,
     /// The epoch the immutable twins ([`twin_of`]) started from: `0` (they start as the
     /// memories at entry) or the last label (fresh arrays).
+    ///
+    /// [`twin_of`]: super::memory::twin_of
     pub(super) twin_epoch: String,
     /// Escapes so far, per object shape (the `k`-th object of a shape to escape on each side
     /// gets the address [`esc_addr`]`(shape, k)`).
+    ///
+    /// [`esc_addr`]: super::naming::esc_addr
     pub(super) escapes: BTreeMap<String, usize>,
     /// Every address this side gave an escaping object, in escape order.
     pub(super) esc_addrs: Vec<BV>,
@@ -81,6 +85,8 @@ pub(super) struct Side<'t> {
     pub(super) epoch_numbers: HashMap<String, usize>,
     /// Under [`Naming::Role`]: whether each object of `esc_addrs` is paired with one of the
     /// other side's ([`Validator::try_pair`]).
+    ///
+    /// [`Validator::try_pair`]: super::validator::Validator::try_pair
     pub(super) paired: Vec<bool>,
     /// The shapes of the objects that escaped, each with whether its length was a constant.
     pub(super) esc_shapes: BTreeSet<(String, bool)>,

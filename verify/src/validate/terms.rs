@@ -1,4 +1,4 @@
-//! Small Z3 term builders shared by the validator: numerals, booleans as words, uninterpreted functions.
+//! Small Z3 term builders: numerals, booleans as words, uninterpreted functions.
 
 use z3::ast::{Ast, Bool, BV};
 use z3::{FuncDecl, Sort};

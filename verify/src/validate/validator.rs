@@ -1,4 +1,4 @@
-//! The validator: both sides, the path condition, and the walk over both traces from sync point to sync point.
+//! The validator: both sides, the path condition, the walk from sync point to sync point.
 
 use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap};

@@ -1,4 +1,4 @@
-//! Translation of calls without a sync point (elidable, loop-invariant) and of hints and frame ops.
+//! Translation of elidable and loop-invariant calls, hints and frame ops.
 
 use trace_ir::{Kind, Op, OpRef};
 use z3::ast::Bool;
