@@ -7,14 +7,11 @@ use z3::ast::{Ast, BV};
 use z3::DeclKind;
 
 use super::memory::Place;
-use super::naming::{esc_addr, Naming};
-use super::side::{Side, Sym};
+use super::side::{LocalObj, Side, Sym};
 use super::terms::{bv, class_of, zero};
 
 /// One field or item of an escaped object: its name in [`LocalObj::fields`], where the heap
 /// model keeps it, and its current value.
-///
-/// [`LocalObj::fields`]: super::side::LocalObj::fields
 pub(super) struct Content {
     pub(super) name: String,
     pub(super) place: Place,
@@ -34,20 +31,28 @@ impl<'t> Side<'t> {
         let obj = self.objs[id].clone();
         let len = obj.len.as_ref().and_then(|l| l.simplify().as_u64());
         self.esc_shapes.insert((obj.shape.clone(), len.is_some()));
-        let addr = if self.naming == Naming::Role {
-            // Side-specific: paired with the other side's objects by role.
-            BV::new_const(format!("esc{}:{}", self.esc_addrs.len(), self.tag), 64)
-        } else {
-            let shape = match (self.naming, len) {
-                (Naming::ShapeAndLength, Some(n)) => format!("{}/{n}", obj.shape),
-                (Naming::ShapeAndLength | Naming::Shape, _) => obj.shape.clone(),
-                _ => String::new(),
-            };
-            let k = self.escapes.entry(shape.clone()).or_insert(0);
-            let addr = esc_addr(&shape, *k);
-            *k += 1;
-            addr
-        };
+        let addr = self.fresh_address(&obj, len);
+        self.record_escape(&addr, &obj);
+        self.objs[id].addr = Some(addr.clone());
+        self.escaped_in.insert(id, self.epoch.clone());
+        let layout = self.layout.clone();
+        self.state_fresh_zeros(id, &obj, &addr, len);
+        if let Some(len) = &obj.len {
+            let key = layout.len_key_of_shape(&obj.shape);
+            self.write(&key, &addr, len);
+        }
+        for (key, val) in &obj.fields {
+            let vb = self.escape(val);
+            let place = self.obj_place(&addr, key, &obj.item_of);
+            self.write_place(&place, &vb, true);
+        }
+        addr
+    }
+
+    /// Record that the object `obj` escaped at `addr` on this side, and state what is known of a
+    /// fresh address: not null, different from the other fresh ones, from the traces' constants
+    /// and from every pointer that existed before, and of its allocation's class.
+    fn record_escape(&mut self, addr: &BV, obj: &LocalObj) {
         // A fresh allocation is not null, differs from the other fresh ones and from the
         // traces' constants, and has the class its allocation gave it.
         self.esc_facts.push(addr.eq(zero()).not());
@@ -63,7 +68,7 @@ impl<'t> Side<'t> {
             .push(self.epoch_numbers.get(&self.epoch).copied().unwrap_or(usize::MAX));
         self.paired.push(false);
         if let Some(c) = &obj.class {
-            self.esc_facts.push(class_of(&addr).eq(c));
+            self.esc_facts.push(class_of(addr).eq(c));
         }
         // Nor is it any pointer that existed before (its only references were tracked until
         // now).
@@ -75,8 +80,11 @@ impl<'t> Side<'t> {
                 }
             }
         }
-        self.objs[id].addr = Some(addr.clone());
-        self.escaped_in.insert(id, self.epoch.clone());
+    }
+
+    /// State that the fresh object `id` (`obj`, at `addr`, of constant length `len` if an array)
+    /// is zero where it holds nothing, in the memories this epoch started from.
+    fn state_fresh_zeros(&mut self, id: usize, obj: &LocalObj, addr: &BV, len: Option<u64>) {
         let layout = self.layout.clone();
         // A fresh object's fields are zero: stated for every field either trace reads (and
         // every byte of the shared fields) about the heap both sides start the epoch from,
@@ -87,7 +95,7 @@ impl<'t> Side<'t> {
         if obj.len.is_none() {
             for key in self.read_keys.clone().iter() {
                 if !obj.fields.contains_key(key) {
-                    let place = self.field_place(&addr, key);
+                    let place = self.field_place(addr, key);
                     if matches!(place, Place::Word { .. }) {
                         self.state_zero(&place);
                     }
@@ -97,7 +105,7 @@ impl<'t> Side<'t> {
                 // (An instance's class word is not zero.)
                 let lo = if obj.class.is_some() { lo.max(8) } else { lo };
                 if lo <= hi {
-                    self.zero_span(id, &addr, lo as u64, hi as u64 + 1);
+                    self.zero_span(id, addr, lo as u64, hi as u64 + 1);
                 }
             }
         }
@@ -109,27 +117,17 @@ impl<'t> Side<'t> {
                 Some(a) if layout.shared(akey) => {
                     let lo = a.base_offset as u64;
                     let hi = n.saturating_mul(a.item_size as u64).saturating_add(lo);
-                    self.zero_span(id, &addr, lo, hi);
+                    self.zero_span(id, addr, lo, hi);
                 }
                 _ if n <= 64 => {
                     for i in 0..n {
-                        let place = self.item_place(&addr, akey, &bv(i), false);
+                        let place = self.item_place(addr, akey, &bv(i), false);
                         self.state_zero(&place);
                     }
                 }
                 _ => {}
             }
         }
-        if let Some(len) = &obj.len {
-            let key = layout.len_key_of_shape(&obj.shape);
-            self.write(&key, &addr, len);
-        }
-        for (key, val) in &obj.fields {
-            let vb = self.escape(val);
-            let place = self.obj_place(&addr, key, &obj.item_of);
-            self.write_place(&place, &vb, true);
-        }
-        addr
     }
 
     /// `v`, a reference read from memory: when it is read from the memory an epoch started

@@ -5,7 +5,7 @@ use std::collections::{BTreeSet, HashSet};
 use z3::ast::{Ast, BV};
 
 use super::memory::{holds_bytes, select};
-use super::side::Side;
+use super::side::{LocalObj, Side};
 use super::validator::Validator;
 
 /// How escaped fresh objects are named on both sides (see [`esc_addr`]). The traces are
@@ -144,6 +144,28 @@ impl<'t> Validator<'t> {
             if !found {
                 return;
             }
+        }
+    }
+}
+
+impl<'t> Side<'t> {
+    /// The address of the object `obj` escaping now (of constant length `len` if an array),
+    /// under this side's naming: side-specific by role, otherwise [`esc_addr`] of its shape as
+    /// the naming has it and its number among the escapes of that shape.
+    pub(super) fn fresh_address(&mut self, obj: &LocalObj, len: Option<u64>) -> BV {
+        if self.naming == Naming::Role {
+            // Side-specific: paired with the other side's objects by role.
+            BV::new_const(format!("esc{}:{}", self.esc_addrs.len(), self.tag), 64)
+        } else {
+            let shape = match (self.naming, len) {
+                (Naming::ShapeAndLength, Some(n)) => format!("{}/{n}", obj.shape),
+                (Naming::ShapeAndLength | Naming::Shape, _) => obj.shape.clone(),
+                _ => String::new(),
+            };
+            let k = self.escapes.entry(shape.clone()).or_insert(0);
+            let addr = esc_addr(&shape, *k);
+            *k += 1;
+            addr
         }
     }
 }

@@ -1,6 +1,6 @@
 //! Sync points (guards, calls, labels, the final op) and what is proven at each.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 use trace_ir::{FailArg, GuardId, OpFlags, OpRef, Opcode, Trace};
 use z3::ast::{Bool, BV};
@@ -77,7 +77,93 @@ pub(super) fn is_elidable_call(trace: &Trace, op: OpRef) -> bool {
     }
 }
 
+/// The sync points of both traces, checked to correspond: the optimized trace's, in order,
+/// are the original's without the guards the optimizer removed.
+pub(super) struct SyncPoints {
+    /// The original's sync points, in order.
+    pub(super) original: Vec<(OpRef, Event)>,
+    /// The optimized trace's sync points, in order.
+    pub(super) optimized: Vec<(OpRef, Event)>,
+    /// The guards the optimized trace kept.
+    pub(super) kept: BTreeSet<GuardId>,
+}
+
 impl<'t> Validator<'t> {
+    /// The sync points of both traces: `Invalid` when the optimized trace adds a guard with a new
+    /// id, `Unknown` when they do not come in the same order on both sides.
+    pub(super) fn sync_points(&self) -> R<SyncPoints> {
+        let (ot, pt) = (self.o.trace, self.p.trace);
+        let ev_o = events(ot);
+        let ev_p = events(pt);
+        let orig_ids: HashMap<GuardId, usize> = ev_o
+            .iter()
+            .enumerate()
+            .filter_map(|(i, (_, e))| match e {
+                Event::Guard(g) => Some((*g, i)),
+                _ => None,
+            })
+            .collect();
+        for (r, e) in &ev_p {
+            if let Event::Guard(g) = e {
+                if !orig_ids.contains_key(g) {
+                    return Err(Stop::Invalid(self.structural(format!(
+                        "the optimized trace adds a guard with a new id: {g} ({} at {r})",
+                        pt.op(*r).opcode
+                    ))));
+                }
+            }
+        }
+        // The original's events with removed guards dropped must equal the optimized events.
+        let kept: BTreeSet<GuardId> = ev_p
+            .iter()
+            .filter_map(|(_, e)| match e {
+                Event::Guard(g) => Some(*g),
+                _ => None,
+            })
+            .collect();
+        let o_kept: Vec<Event> = ev_o
+            .iter()
+            .map(|(_, e)| *e)
+            .filter(|e| !matches!(e, Event::Guard(g) if !kept.contains(g)))
+            .collect();
+        let p_events: Vec<Event> = ev_p.iter().map(|(_, e)| *e).collect();
+        if o_kept != p_events {
+            let at = o_kept
+                .iter()
+                .zip(&p_events)
+                .position(|(a, b)| a != b)
+                .unwrap_or(o_kept.len().min(p_events.len()));
+            return unsupported(format!(
+                "sync points differ at position {at}: original {:?}, optimized {:?} (guards reordered, calls or labels added or removed)",
+                o_kept.get(at),
+                p_events.get(at)
+            ));
+        }
+
+        Ok(SyncPoints {
+            original: ev_o,
+            optimized: ev_p,
+            kept,
+        })
+    }
+
+    /// A guard the optimizer removed: it cannot fail under the path condition; past it, its
+    /// condition holds.
+    pub(super) fn removed_guard(&mut self, g: GuardId, ro: OpRef) -> R<()> {
+        let ot = self.o.trace;
+        let cond = self.guard_cond(true, ro)?;
+        self.prove(
+            &cond,
+            || format!("guard {g} ({}) was removed but can fail", ot.op(ro).opcode),
+            None,
+        )?;
+        let h = self.guard_heavy(true, ro);
+        self.assume(cond, h);
+        self.learn_constant(true, ro);
+        self.guard_result(true, ro);
+        Ok(())
+    }
+
     pub(super) fn sync_guard(&mut self, g: GuardId, ro: OpRef, rp: OpRef) -> R<()> {
         let (ot, pt) = (self.o.trace, self.p.trace);
         let co = self.guard_cond(true, ro)?;

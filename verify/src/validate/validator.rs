@@ -1,18 +1,18 @@
 //! The validator: both sides, the path condition, the walk from sync point to sync point.
 
 use std::cell::RefCell;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::rc::Rc;
 
-use trace_ir::{GuardId, Kind, OpRef, Opcode, Trace};
+use trace_ir::{Kind, OpRef, Opcode, Trace};
 use z3::ast::{Bool, BV};
 
 use super::abstraction::{Abstraction, HEAVY_OPS};
 use super::layout::{field_key, Layout};
 use super::query::Claim;
 use super::side::{Side, Sym};
-use super::sync::{events, Event};
-use super::{unsupported, Config, Counterexample, Stats, Stop, R};
+use super::sync::{Event, SyncPoints};
+use super::{unsupported, Config, Counterexample, Stats, R};
 
 pub(super) struct Validator<'t> {
     pub(super) o: Side<'t>,
@@ -88,7 +88,9 @@ impl<'t> Validator<'t> {
         }
     }
 
-    pub(super) fn run(&mut self) -> R<()> {
+    /// Give both sides' inputs the same symbols (the traces must have the same number of
+    /// inputs, of the same kinds), and start both walks after them.
+    fn bind_inputs(&mut self) -> R<()> {
         let (ot, pt) = (self.o.trace, self.p.trace);
         if ot.num_inputs != pt.num_inputs {
             return unsupported(format!(
@@ -110,69 +112,24 @@ impl<'t> Validator<'t> {
         }
         self.o.pos = ot.num_inputs;
         self.p.pos = pt.num_inputs;
+        Ok(())
+    }
 
-        let ev_o = events(ot);
-        let ev_p = events(pt);
-        let orig_ids: HashMap<GuardId, usize> = ev_o
-            .iter()
-            .enumerate()
-            .filter_map(|(i, (_, e))| match e {
-                Event::Guard(g) => Some((*g, i)),
-                _ => None,
-            })
-            .collect();
-        for (r, e) in &ev_p {
-            if let Event::Guard(g) = e {
-                if !orig_ids.contains_key(g) {
-                    return Err(Stop::Invalid(self.structural(format!(
-                        "the optimized trace adds a guard with a new id: {g} ({} at {r})",
-                        pt.op(*r).opcode
-                    ))));
-                }
-            }
-        }
-        // The original's events with removed guards dropped must equal the optimized events.
-        let kept: BTreeSet<GuardId> = ev_p
-            .iter()
-            .filter_map(|(_, e)| match e {
-                Event::Guard(g) => Some(*g),
-                _ => None,
-            })
-            .collect();
-        let o_kept: Vec<Event> = ev_o
-            .iter()
-            .map(|(_, e)| *e)
-            .filter(|e| !matches!(e, Event::Guard(g) if !kept.contains(g)))
-            .collect();
-        let p_events: Vec<Event> = ev_p.iter().map(|(_, e)| *e).collect();
-        if o_kept != p_events {
-            let at = o_kept
-                .iter()
-                .zip(&p_events)
-                .position(|(a, b)| a != b)
-                .unwrap_or(o_kept.len().min(p_events.len()));
-            return unsupported(format!(
-                "sync points differ at position {at}: original {:?}, optimized {:?} (guards reordered, calls or labels added or removed)",
-                o_kept.get(at),
-                p_events.get(at)
-            ));
-        }
-
+    /// Walk both traces from sync point to sync point, proving what each requires (see
+    /// [`SyncPoints`]); a removed guard is proven on the original alone.
+    pub(super) fn run(&mut self) -> R<()> {
+        self.bind_inputs()?;
+        let SyncPoints {
+            original: ev_o,
+            optimized: ev_p,
+            kept,
+        } = self.sync_points()?;
         let mut pi = 0usize;
         for (ro, e) in ev_o {
             self.run_side_until(true, ro)?;
             match e {
                 Event::Guard(g) if !kept.contains(&g) => {
-                    let cond = self.guard_cond(true, ro)?;
-                    self.prove(
-                        &cond,
-                        || format!("guard {g} ({}) was removed but can fail", ot.op(ro).opcode),
-                        None,
-                    )?;
-                    let h = self.guard_heavy(true, ro);
-                    self.assume(cond, h);
-                    self.learn_constant(true, ro);
-                    self.guard_result(true, ro);
+                    self.removed_guard(g, ro)?;
                     self.o.pos = ro.index() + 1;
                 }
                 _ => {
