@@ -2,6 +2,7 @@
 //! validation of optimizer output, rule synthesis and missing-optimization mining.
 //!
 //! This crate depends on `z3`; no library crate of the project depends on it.
+#![deny(missing_docs)]
 
 pub mod fuzzing;
 pub mod mine;

@@ -11,11 +11,12 @@
 //!   optimizer: no transcription), so a check means exactly what it means at runtime;
 //! - the target's value, and the `valid_if` of every target op, which must be *proven*.
 //!
-//! The rule is correct when `assumptions ⇒ valid_if(target) ∧ target == pattern` is valid
-//! (its negation is unsatisfiable). Otherwise [`prove_rule`] returns a [`Counterexample`]
-//! printed like seed 001's report. [`prove_rule`] also checks that the assumptions are
-//! satisfiable at all: a rule whose checks can never hold is an error ("cannot ever apply").
-//! A timeout or `unknown` is an error too: there is no way to skip a proof.
+//! The rule is correct when `assumptions ⇒ valid_if(target) ∧ target == pattern` is valid (its
+//! negation is unsatisfiable). Otherwise [`prove_rule`] returns a [`Counterexample`]: the
+//! variables' values (and abstract values), and the values of the pattern and the target.
+//! [`prove_rule`] also checks that the assumptions are satisfiable at all: a rule whose checks
+//! can never hold is an error ("cannot ever apply"). A timeout or `unknown` is an error too:
+//! there is no way to skip a proof.
 //!
 //! Integer operators of rule expressions are encoded here generically over `Word`, with the
 //! total semantics of `rule_dsl::rt` (shift amounts outside `0..64`); the tests cross-check

@@ -1,17 +1,16 @@
 //! The Z3 semantics of every integer operation of the trace IR: one formula per op plus its
-//! `valid_if` precondition (seed 000's table), and the overflow flag of the `_ovf` ops (seed
-//! 004's encoding: the op overflows exactly when the sign-extended double-width result differs
-//! from the sign-extension of the wrapped result; for `int_mul_ovf` an equivalent formula
-//! with a smaller circuit, [`mul_no_overflow`], proven equal to seed 004's at small widths).
+//! `valid_if` precondition, and the overflow flag of the `_ovf` ops (the op overflows exactly
+//! when the sign-extended double-width result differs from the sign-extension of the wrapped
+//! result; for `int_mul_ovf` an equivalent formula with a smaller circuit, [`mul_no_overflow`],
+//! proven equal to the sign-extension encoding at small widths).
 //!
 //! These are the meanings the rule proofs ([`crate::rules`]) and the translation validator
 //! reason about. They are cross-checked against `trace_ir::eval::eval_pure` /
 //! `trace_ir::eval::eval_ovf` (the reference interpreter's evaluation) on random and special
 //! values in this module's tests, so the two definitions cannot drift apart.
 //!
-//! Differences from seed 000's Python table: `int_rshift` is the *arithmetic* shift (the seed's
-//! table says `<<`, a typo), and `int_pydiv` / `int_pymod` use Z3's `bvsmod` (remainder with
-//! the divisor's sign, which is Python's `%`).
+//! `int_rshift` is the *arithmetic* shift, and `int_pydiv` / `int_pymod` use Z3's `bvsmod`
+//! (remainder with the divisor's sign, which is Python's `%`).
 //!
 //! Formulas are built in Z3's thread-local context (z3 0.22): build and solve on one thread.
 
@@ -177,9 +176,9 @@ pub fn op_semantics(opcode: Opcode, args: &[BV]) -> Result<(BV, Bool), Semantics
 }
 
 /// For an `_ovf` op, the condition "did not overflow" (what `guard_no_overflow` checks);
-/// `None` for other ops. Addition and subtraction use seed 004's encoding with double-width
-/// sign extension; multiplication uses [`mul_no_overflow`], the same condition with a
-/// smaller circuit.
+/// `None` for other ops. Addition and subtraction compare the wrapped result with the
+/// double-width result of the sign-extended operands; multiplication uses
+/// [`mul_no_overflow`], the same condition with a smaller circuit.
 pub fn no_overflow(opcode: Opcode, a: &BV, b: &BV) -> Option<Bool> {
     let (wa, wb) = (a.sign_ext(WIDTH), b.sign_ext(WIDTH));
     let (wide, wrapped) = match opcode {
@@ -195,7 +194,7 @@ pub fn no_overflow(opcode: Opcode, a: &BV, b: &BV) -> Option<Bool> {
 /// high half of the double-width product is the sign extension of the low half. The signed
 /// high half is computed from the *unsigned* product of the zero-extended operands (minus
 /// `b` when `a < 0`, minus `a` when `b < 0`), which bit-blasts to about half the gates of
-/// the product of sign-extended operands (seed 004's encoding, to which it is proven
+/// the product of sign-extended operands (the sign-extension encoding, to which it is proven
 /// equivalent at 6 and 8 bits in this module's tests and checked against the interpreter
 /// at 64).
 pub fn mul_no_overflow(a: &BV, b: &BV) -> Bool {

@@ -1,14 +1,13 @@
-//! Rule synthesis (seed 000): for every binary integer op, ask Z3 for the simple rewrites
+//! Rule synthesis: for every binary integer op, ask Z3 for the simple rewrites
 //! `op(x, x) -> x`, `op(x, x) -> C2`, `op(x, C) -> x`, `op(C, x) -> x`, `op(x, C) -> C2`,
 //! `op(C, x) -> C2`, and strength reductions `op(x, C) -> u(x)`, `op(C, x) -> u(x)` for the
 //! unary ops `int_is_true`, `int_is_zero`, `int_neg`, `int_invert`.
 //!
 //! Constants are synthesized with exists-forall queries: "is there a `C` such that for every
 //! `x` where the op is defined (`valid_if`), the rewrite holds", plus "and the op is defined
-//! for some `x`" (so `int_pydiv(x, 0) -> x` is not "found" vacuously). Unlike the seed, the
-//! precondition is an implication, as in the rule proofs: `uint_rshift(x, x) -> 0` is found
-//! because every *valid* amount gives 0. Each pattern asks for up to [`MAX_RESULTS`]
-//! different constants.
+//! for some `x`" (so `int_pydiv(x, 0) -> x` is not "found" vacuously). The precondition is an
+//! implication, as in the rule proofs: `uint_rshift(x, x) -> 0` is found because every *valid*
+//! amount gives 0. Each pattern asks for up to [`MAX_RESULTS`] different constants.
 //!
 //! Each found rule is then checked against the optimizer: it is `covered` if
 //! `optimizer::optimize` removes the op from a one-op trace (`finish(op(x, C))`), else
@@ -21,7 +20,8 @@ use trace_ir::{Kind, Opcode, TraceBuilder, Value};
 use z3::ast::{forall_const, Ast, Bool, BV};
 use z3::{Params, SatResult, Solver};
 
-/// The binary ops searched (seed 000's list plus the C division ops).
+/// The binary ops searched: arithmetic, bitwise, comparisons, shifts, `uint_mul_high`, and the
+/// Python and C division ops.
 pub const BINARY_OPS: &[Opcode] = &[
     Opcode::IntAdd,
     Opcode::IntSub,

@@ -1,0 +1,237 @@
+//! The heap model's memories: their keys, places ([`Place`]), reads through their stores.
+
+use z3::ast::{Array, Ast, Bool, Dynamic, BV};
+use z3::DeclKind;
+
+use super::terms::bv;
+
+/// The memory of GC objects viewed through descriptors that share bytes with another one (byte
+/// views): object address ++ byte offset (64 + 64 bits) -> byte.
+pub(super) const BYTES: &str = "bytes";
+
+/// The immutable twin of [`BYTES`] (see [`twin_of`]).
+pub(super) const TWIN_BYTES: &str = "twin:bytes";
+
+/// Raw memory: absolute address -> byte.
+pub(super) const RAW: &str = "raw";
+
+/// The immutable twin of a memory, if it has one: the items of one array descriptor and the
+/// byte memory have one, which receives every write the memory receives but is not replaced by
+/// calls that may write the heap. Immutable reads (`getarrayitem_gc_pure_*`, `pure` fields in
+/// the byte memory) read it.
+pub(super) fn twin_of(key: &str) -> Option<String> {
+    if key == BYTES || key.starts_with("items:") {
+        Some(format!("twin:{key}"))
+    } else {
+        None
+    }
+}
+
+/// Whether the memory `key` holds bytes (its other memories hold 64-bit words).
+pub(super) fn holds_bytes(key: &str) -> bool {
+    matches!(key, BYTES | TWIN_BYTES | RAW)
+}
+
+/// Where the heap model keeps a view.
+#[derive(Clone, Debug)]
+pub(super) enum Place {
+    /// A word of the memory `key`, at `index`; `imm`: an immutable read, of its twin
+    /// ([`twin_of`]).
+    Word { key: String, index: BV, imm: bool },
+    /// `size` bytes of [`BYTES`] from byte `offset` of the object at `addr`; `imm`: an
+    /// immutable read, of [`TWIN_BYTES`].
+    Bytes { addr: BV, offset: BV, size: u8, imm: bool },
+    /// `size` bytes of raw memory from address `addr`.
+    Raw { addr: BV, size: u8 },
+}
+
+/// `x + k`, folded when `x` is a numeral.
+pub(super) fn add_const(x: &BV, k: u64) -> BV {
+    match x.as_u64() {
+        Some(c) => bv(c.wrapping_add(k)),
+        None if k == 0 => x.clone(),
+        None => x.bvadd(bv(k)),
+    }
+}
+
+/// `base + index * size` (the byte offset of an item), folded when `index` is a numeral.
+pub(super) fn scaled(index: &BV, size: u64, base: i64) -> BV {
+    match index.simplify().as_u64() {
+        Some(i) => bv(i.wrapping_mul(size).wrapping_add(base as u64)),
+        None => add_const(&index.bvmul(bv(size)), base as u64),
+    }
+}
+
+/// The index of byte `k` of a view at `offset`: in the object at `addr` (object-relative), or
+/// at the absolute address `offset` (raw memory).
+pub(super) fn byte_index(addr: Option<&BV>, offset: &BV, k: u64) -> BV {
+    let off = add_const(offset, k);
+    match addr {
+        Some(a) => a.concat(&off),
+        None => off,
+    }
+}
+
+/// An index as (base, constant): `concat(base, k)` (object memories: address ++ offset or
+/// index), `base + k` (raw memory) or a numeral `k` (no base); `concat` says which form.
+pub(super) fn split_index(i: &BV) -> (Option<Dynamic>, u64, bool) {
+    if let Ok(decl) = i.safe_decl() {
+        let kids = i.children();
+        match (decl.kind(), kids.as_slice()) {
+            (DeclKind::Concat, [high, low]) => {
+                if let Some(k) = low.as_bv().filter(|l| l.get_size() == 64).and_then(|l| l.as_u64()) {
+                    return (Some(high.clone()), k, true);
+                }
+            }
+            (DeclKind::Badd, [x, y]) => {
+                if let Some(k) = y.as_bv().and_then(|c| c.as_u64()) {
+                    return (Some(x.clone()), k, false);
+                }
+                if let Some(k) = x.as_bv().and_then(|c| c.as_u64()) {
+                    return (Some(y.clone()), k, false);
+                }
+            }
+            _ => {}
+        }
+    }
+    match i.as_u64() {
+        Some(k) => (None, k, false),
+        None => (Some(Dynamic::from_ast(i)), 0, false),
+    }
+}
+
+/// Whether two indices of one memory certainly differ: in the constant part of `concat(_, k)`
+/// forms (whatever the addresses), or of `base + k` forms with one base.
+pub(super) fn indices_differ(i: &BV, j: &BV) -> bool {
+    let ((bi, ki, ci), (bj, kj, cj)) = (split_index(i), split_index(j));
+    ki != kj
+        && match (ci, cj) {
+            (true, true) => true,
+            (false, false) => match (bi, bj) {
+                (None, None) => true,
+                (Some(x), Some(y)) => x.ast_eq(&y),
+                _ => false,
+            },
+            _ => false,
+        }
+}
+
+/// `array[index]`, looking through the stores `index` certainly misses and stopping at one it
+/// hits (same index) before handing the rest to Z3: keeps reads of byte memories, which write
+/// many bytes at constant offsets, small.
+pub(super) fn select(array: &Array, index: &BV) -> BV {
+    let mut a = array.clone();
+    while let Ok(decl) = a.safe_decl() {
+        if decl.kind() != DeclKind::Store {
+            break;
+        }
+        let kids = a.children();
+        let (Some(inner), Some(j), Some(v)) = (kids[0].as_array(), kids[1].as_bv(), kids[2].as_bv()) else {
+            break;
+        };
+        if j.ast_eq(index) {
+            return v;
+        }
+        if !indices_differ(&j, index) {
+            break;
+        }
+        a = inner;
+    }
+    a.select(index).as_bv().expect("heap arrays hold bit-vectors")
+}
+
+/// A byte range of a fresh object, zero in the byte memory an epoch started from: `init`
+/// (that memory's initial array) at `addr ++ [lo, hi)`.
+#[derive(Clone)]
+pub(super) struct ZeroSpan {
+    pub(super) init: Array,
+    pub(super) addr: BV,
+    pub(super) lo: u64,
+    pub(super) hi: u64,
+}
+
+/// `array[index]` with the stores `index` may hit made explicit: `ite(index == j, v, ...)`
+/// down to the first store it certainly hits or the initial array, whose bytes in the `zeros`
+/// spans are zero (the same value as [`select`] under those facts, as a term Z3 decides by
+/// bit-vector reasoning instead of array lemmas, which byte memories read at symbolic offsets
+/// need; one comparison per fresh object instead of one fact per byte).
+pub(super) fn select_expanded(array: &Array, index: &BV, zeros: &[ZeroSpan]) -> BV {
+    let mut maybe: Vec<(BV, BV)> = Vec::new();
+    let mut a = array.clone();
+    let bottom = loop {
+        let store = a
+            .safe_decl()
+            .ok()
+            .filter(|d| d.kind() == DeclKind::Store)
+            .and_then(|_| {
+                let kids = a.children();
+                Some((kids[0].as_array()?, kids[1].as_bv()?, kids[2].as_bv()?))
+            });
+        let Some((inner, j, v)) = store else {
+            break select_initial(&a, index, zeros);
+        };
+        if j.ast_eq(index) {
+            break v;
+        }
+        if !indices_differ(&j, index) {
+            maybe.push((j, v));
+        }
+        a = inner;
+    };
+    let mut out = bottom;
+    for (j, v) in maybe.into_iter().rev() {
+        out = index_eq(&j, index).ite(&v, &out);
+    }
+    out
+}
+
+/// `init[index]` of an initial byte memory: zero inside the `zeros` spans of `init`.
+pub(super) fn select_initial(init: &Array, index: &BV, zeros: &[ZeroSpan]) -> BV {
+    let mut out = init.select(index).as_bv().expect("heap arrays hold bit-vectors");
+    let n = index.get_size();
+    if n <= 64 {
+        return out;
+    }
+    let (addr, off) = match index.safe_decl().map(|d| d.kind()) {
+        Ok(DeclKind::Concat) => {
+            let kids = index.children();
+            match (kids[0].as_bv(), kids[1].as_bv()) {
+                (Some(a), Some(o)) if o.get_size() == 64 => (a, o),
+                _ => (index.extract(n - 1, 64), index.extract(63, 0)),
+            }
+        }
+        _ => (index.extract(n - 1, 64), index.extract(63, 0)),
+    };
+    let zero8 = BV::from_u64(0, out.get_size());
+    for z in zeros.iter().rev() {
+        if !z.init.ast_eq(init) {
+            continue;
+        }
+        let inside = match off.as_u64() {
+            Some(o) if o < z.lo || o >= z.hi => continue,
+            Some(_) => Bool::from_bool(true),
+            None => Bool::and(&[off.bvuge(bv(z.lo)), off.bvult(bv(z.hi))]),
+        };
+        if addr.ast_eq(&z.addr) && inside.as_bool() == Some(true) {
+            return zero8;
+        }
+        out = Bool::and(&[addr.eq(&z.addr), inside]).ite(&zero8, &out);
+    }
+    out
+}
+
+/// `i == j`, split into address and offset when both are `concat(address, offset)`.
+pub(super) fn index_eq(i: &BV, j: &BV) -> Bool {
+    let parts = |x: &BV| -> Option<(BV, BV)> {
+        let decl = x.safe_decl().ok()?;
+        let kids = x.children();
+        match (decl.kind(), kids.as_slice()) {
+            (DeclKind::Concat, [h, l]) => Some((h.as_bv()?, l.as_bv()?)),
+            _ => None,
+        }
+    };
+    match (parts(i), parts(j)) {
+        (Some((hi, li)), Some((hj, lj))) if hi.get_size() == hj.get_size() => Bool::and(&[li.eq(&lj), hi.eq(&hj)]),
+        _ => i.eq(j),
+    }
+}

@@ -1,0 +1,490 @@
+//! Translation validation: prove with Z3 that an optimized trace behaves like the
+//! trace it was optimized from, or find inputs on which the two differ.
+//!
+//! # What is compared
+//!
+//! Both traces are executed symbolically over the same symbolic inputs (matched by
+//! position; both must have the same number of inputs). The two executions are aligned at
+//! their **sync points**:
+//! - guards, matched by their stable [`GuardId`];
+//! - calls that are not elidable (`call_*` whose effect is not elidable, `call_may_force_*`,
+//!   `call_assembler_*`), matched by their order;
+//! - `label`s, matched by their order;
+//! - the final `jump`/`finish`.
+//!
+//! At each point the validator asks Z3 to prove, under the conjunction of all guard
+//! conditions passed so far (the path condition):
+//! - a guard kept by the optimizer has a condition equivalent to the original's;
+//! - a guard removed by the optimizer cannot fail (it is implied by the path condition);
+//! - when a kept guard fails, its fail arguments are equal (virtual objects of the resume
+//!   data are compared field by field against the original's objects) and so is the
+//!   modelled heap;
+//! - a call gets equal arguments and an equal heap; its result is the same fresh symbol on
+//!   both sides;
+//! - at `finish`/`jump`/`label` the operands and the heap are equal.
+//!
+//! The optimized trace may not add guards with ids the original does not have, and the sync
+//! points must come in the same order on both sides (otherwise: `Invalid` for a new guard,
+//! `Unknown` for a reordering). Operations of the optimized trace that may be undefined
+//! (shift amount out of range, division by zero) must be defined wherever the original
+//! trace's operations are: the original trace is assumed free of undefined operations.
+//!
+//! # Model
+//!
+//! - Integers and references are 64-bit vectors; integer ops use the one Z3 semantics of
+//!   [`crate::semantics`]. Overflow ops set a per-side "no overflow" flag read by
+//!   `guard_no_overflow`/`guard_overflow`.
+//! - Floats are 64-bit vectors of their IEEE bits. Float operations with constant operands
+//!   are folded with the reference interpreter's evaluation function
+//!   ([`trace_ir::eval::eval_pure`]); others are uninterpreted functions (so equal operands
+//!   give equal results, which covers CSE). A counterexample that may depend on an
+//!   uninterpreted float operation is `Unknown`, unless the reference interpreter confirms a
+//!   difference on concrete inputs derived from it ([`crate::replay`]): then `Invalid`.
+//! - **Objects allocated by the trace** (`new`, `new_with_vtable`, `new_array*` with a
+//!   constant length) are tracked exactly, field by field, as long as they have not
+//!   escaped: their fields are not in the heap model. An object escapes when it is stored
+//!   into memory that is not itself a tracked object, passed to a call, cast to an integer,
+//!   indexed with a non-constant index, or accessed through a descriptor whose bytes overlap
+//!   a field or item it holds through another descriptor (byte views, see below). Escaping
+//!   gives it a fresh address and writes its fields into the heap model. A fresh address is
+//!   not null, differs from the other fresh ones of its side, from every reference value of
+//!   its side that existed before, from every reference read later from the memory an epoch
+//!   started from when it escaped in that epoch or later (no store of the trace put it there),
+//!   and from every non-null reference constant of both traces (the interpreter never places
+//!   a fresh object at a constant's address), and has its allocation's class (the
+//!   interpreter's `default_class`).
+//! - **Naming fresh objects.** Addresses are matched between the traces by a naming: the `k`-th
+//!   object of a shape (and constant length) to escape gets the same address on both sides. Fresh
+//!   objects are interchangeable, so the traces are equivalent if they are under any one naming;
+//!   when the first naming gives `Invalid` and objects escaped, the validator tries the shape
+//!   without the length (one side may know a length only symbolically), then plain escape order,
+//!   then **pairing by role**, and answers `Valid` if one of them proves the traces equal,
+//!   `Unknown` if pairing by role (the most faithful matching) ends undecided, and the first
+//!   `Invalid` otherwise. By role, each side's objects get addresses of their own
+//!   (`esc{k}:original`, `esc{k}:optimized`); where a sync point presents corresponding operands
+//!   (the same call argument, fail argument, `finish`/`jump`/`label` operand, field of two
+//!   compared objects, or heap word both sides wrote) that are fresh objects of one shape not
+//!   paired yet, they are paired: their addresses are assumed equal, one-to-one, and only when
+//!   that is consistent with the path condition (checked with Z3; otherwise the operands stay
+//!   different and the comparison fails, as it should). That covers traces that escape different
+//!   numbers of objects of a shape (the original escapes a temporary the optimized trace keeps
+//!   virtual, or one side allocates more). Pairs made while comparing a failing guard's exit stay
+//!   (a pairing only chooses which runs are compared, whether the guard fails or not); objects
+//!   compared in one of several alternatives (an escaped object against candidates for a tracked
+//!   one) are not paired. An object only one side escaped (not paired, by role) keeps its
+//!   contents over a call that may write the heap: the call cannot reach it (the heaps and the
+//!   call's arguments were proven equal).
+//! - **Comparing objects** (fail arguments, `finish`/`jump`/`label` operands): two tracked
+//!   objects are equal when their shapes, lengths and fields are (under byte views, each
+//!   field or item either holds against the bytes the other holds there, so that objects
+//!   holding the same bytes through different descriptors are equal); an object one side
+//!   escaped (in the
+//!   current heap epoch, and only on that side) equals an object the other side still tracks
+//!   when its contents in the heap do (the escape was the validator's conservative choice,
+//!   e.g. an item store at a non-constant index, and nothing compared can hold its address,
+//!   or that reference differs). The objects matched at one sync point form a one-to-one
+//!   pairing, so one object passed twice is not equal to two equal copies.
+//! - **The heap** (memory of objects the trace did not allocate, or that escaped) follows the
+//!   traces' aliasing ([`Aliasing`]; both traces must have the same, otherwise `Unknown`).
+//!   Each field descriptor has an SMT array from object address to value, each array
+//!   descriptor one for its items (indexed by the concatenation of address and index), each
+//!   interior descriptor one; under [`Aliasing::TypeBased`] that is all. Under
+//!   [`Aliasing::Bytes`] the field, array and interior descriptors of both traces (by value)
+//!   whose bytes may overlap another one's (a field's `[offset, offset + size)`, an array's
+//!   items `[base, ∞)`, an interior field's `[16 + offset, ∞)`) go to one byte memory
+//!   instead: an SMT array from object address ++ byte offset (64 + 64 bits) to bytes
+//!   (object-relative: different references never share bytes). A read of `n` bytes
+//!   concatenates `n` bytes little-endian, a write stores the low `n` bytes of the value;
+//!   item `i` is at `base + i * item_size`. Descriptors with no overlap partner keep their own
+//!   arrays, so traces without overlapping views are modelled as under type-based aliasing.
+//!   Lengths of arrays and strings are immutable arrays keyed by the array descriptor (or
+//!   the string kind), under byte views by the length word's offset (two array descriptors
+//!   with one length offset read one word). Raw memory is one byte memory indexed by the
+//!   absolute address in every model. Both sides start from the same arrays; writes are
+//!   `store`s, so read-after-write and possible aliasing are exact. Reads of a byte memory
+//!   make the stores they may hit explicit (`ite` on the index) and skip the stores whose
+//!   constant offsets differ. A call that may write the heap replaces all mutable arrays by
+//!   fresh ones shared by both sides (after the heaps were proven equal).
+//! - **Immutable reads** see what calls leave: immutable (`pure`) fields live in arrays
+//!   that calls do not replace; the items of each array descriptor and the byte memory have
+//!   an immutable twin, which receives every write they receive but is not replaced by calls
+//!   (fresh at a label), and `getarrayitem_gc_pure_*` reads (and `pure` fields in the byte
+//!   memory) read the twin. Object classes are an uninterpreted function.
+//! - **Loops**: one iteration is validated. At the k-th `label` of each side the label
+//!   operands are proven equal; the label parameters then become fresh symbols shared by
+//!   position, and the heap becomes fresh arrays. A parameter of the loop header that the
+//!   optimized trace's final `jump` passes back unchanged is loop-invariant: on both sides it
+//!   keeps its operand's value instead (sound by induction over the iterations: the jump's
+//!   operands are proven equal, so the original passes that value back too). When the
+//!   optimized trace has one label more than the original, the optimizer peeled the loop,
+//!   and the original is peeled the same way ([`trace_ir::peel_loop`]) before the
+//!   comparison. Tracked objects of the preamble that are
+//!   not passed through the label may not be used after it (`Unknown` if they are).
+//! - Exceptions: every call that can raise has a shared symbolic "raised" flag and value.
+//!   Quasi-immutable invalidation and frame forcing are shared symbols.
+//!
+//! - Narrow integer fields and array items (`size=1/2/4`) read back as their low bytes,
+//!   sign- or zero-extended; lengths read from the heap are non-negative. A fresh object
+//!   that escapes is zero in every field either trace reads: stated about the arrays its
+//!   epoch started from (not written: the other side may read other fields); in the byte
+//!   memory, its bytes (for a struct, the span of the overlapping fields' bytes, after the
+//!   class word; for an array of constant length, its items) read as zero from the memory
+//!   its epoch started from (one condition on the index per object, not one fact per byte).
+//!   `guard_class` and friends on null are undefined in the original.
+//! - **Hints are promises**, assumed on the original: `assert_not_none(p)` (`p` is not
+//!   null) and `record_exact_class(p, C)` (`p` is not null and `class_of(p)` is `C`).
+//! - Accesses with a non-constant index into a tracked array of constant length select
+//!   among its items (and require the index in range).
+//!
+//! - **Constants pinned by guards**: past a guard that fixes an integer to a constant
+//!   (`guard_value(x, C)`, `guard_true(int_eq(x, C))`, `guard_false(int_ne(x, C))`,
+//!   `guard_false(x)`, `guard_true(x)` of a comparison), later ops of that side use the
+//!   constant for `x`, as the optimizer does (sound: on that path `x` is the constant).
+//! - The heap is compared by reading both sides' arrays at every index either side wrote
+//!   (both are stores into the same initial array, so this is exactly array equality,
+//!   without asking Z3 for extensionality); a byte memory at every byte written. The
+//!   immutable twins are not compared: they differ only where a mutable array the
+//!   comparison covers differed, or where one side wrote back what it read after a call,
+//!   which a later immutable read of those bytes shows as a difference of values.
+//!
+//! # Queries: abstraction refinement
+//!
+//! Multiplication and division circuits (`int_mul`, `int_mul_ovf`, `uint_mul_high`,
+//! `int_floordiv`, `int_mod`, `int_pydiv`, `int_pymod`) are what makes Z3 slow on 64-bit
+//! vectors. With [`Config::abstract_heavy_ops`] (the default) each such op whose operands
+//! are not constants (a product with a constant, a quotient by a constant divisor stay
+//! concrete: they bit-blast cheaply) is translated as an application of an uninterpreted
+//! function, one symbol per op shared by both traces (`int_mul_ovf` shares `int_mul`'s),
+//! on operands simplified and, for commutative ops, ordered, so the same computation on both
+//! sides is the same term and congruence covers CSE; `(-x) * (-y)` is `x * y`, and `x / x`,
+//! `x % x` are exact without a circuit. The "no overflow" flag of `int_mul_ovf` is an
+//! uninterpreted predicate of the same operands. Cheap facts that hold in the full
+//! semantics are assumed with them (multiplication by 0, 1 and -1, division of 0, division by
+//! 1 and -1, no overflow when multiplying by 0 or 1).
+//!
+//! Each claim is first checked with this abstraction. A proof there is a proof for every
+//! meaning of the function symbols, hence for the real one. Only when the abstract query
+//! fails is the claim checked again with the full bit-vector semantics (every application
+//! replaced by its remembered concrete meaning, by substitution); that verdict is the
+//! result, and its model is a real counterexample (values printed in a counterexample are
+//! evaluated in their concrete meaning). A query without abstracted terms is checked once.
+//! [`validate_with_stats`] reports how many queries of each kind ran.
+//!
+//! Operations outside this model (string copies, exception save/restore, ...) make the
+//! verdict `Unknown` with the op's name as the reason; so does a Z3 timeout (each query
+//! gets [`Config::timeout_ms`]; a full-semantics query that times out is retried without the
+//! path facts that involve multiplication or division, which is sound because fewer
+//! assumptions only make a proof harder). Each query runs in a fresh solver (non-incremental
+//! Z3 preprocesses bit-vector problems much better than push/pop; an incremental solver
+//! was tried on the PyPy traces and timed out more often); the claims of one exit are
+//! proven with one conjunction first.
+//!
+//! # Known limits
+//!
+//! - Z3 times out on some removed `guard_no_overflow`s whose proof needs the full semantics
+//!   (bounds reasoning through a 64-bit product): about 1% of random 15-20-op traces end
+//!   `Unknown` with a 1 s limit.
+//! - Long PyPy traces (hundreds of heap writes to frames) make queries slow: each of a few
+//!   hundred claims asserts the whole path condition again in a fresh solver.
+//! - Escaped objects are matched by the order in which objects of one shape escape, or by
+//!   role where sync points present them; two objects of the same shape that escape in the
+//!   opposite order and are compared only through memory the comparison does not pair (a byte
+//!   memory, or contents of objects not paired) still get a spurious difference.
+//! - Under byte views, strings' characters and hashes keep their own arrays (string ops take
+//!   no descriptor), and the class word of an instance is not in the byte memory: a field
+//!   view at offset 0 of a fresh instance reads zero, not its class.
+//! - Counterexample values are named by op position (`i4` is op 4), as `print_trace` names
+//!   them, not by the names of a hand-written input file.
+//!
+//! # Where the code is
+//!
+//! - `validator`: the validator's state (both sides, the path condition, the abstraction,
+//!   the statistics) and the walk over both traces from sync point to sync point;
+//! - `sync`: the sync points of a trace and what is proven at each (guards and their exits,
+//!   calls, labels, the final op);
+//! - `guards`: guard conditions, the constants guards pin, guard results, and the objects of
+//!   resume data;
+//! - `translate`: the ops between sync points, one file per op family (values, allocations,
+//!   fields, arrays and strings, calls and hints);
+//! - `side`: one side's values and the objects it tracks;
+//! - `heap`: a side's memories (SMT arrays by key), reads and writes of places, epochs;
+//! - `memory`: places, the byte memories and reads through their stores;
+//! - `layout`: the bytes of the descriptors, and which of them share the byte memory;
+//! - `escape`: escape of tracked objects (their addresses, the facts about them, their
+//!   contents in the heap);
+//! - `naming`: naming escaped objects across the two traces, and pairing them by role;
+//! - `compare`: values, objects and heaps compared at a sync point;
+//! - `abstraction`: multiplication and division as uninterpreted functions;
+//! - `query`: solver calls, abstraction refinement, batches of claims, counterexamples;
+//! - `terms`: small Z3 term builders.
+//!
+//! The memory and value model the validator follows is `docs/memory-model.md`.
+//!
+//! [`GuardId`]: trace_ir::GuardId
+//! [`Aliasing`]: trace_ir::Aliasing
+//! [`Aliasing::Bytes`]: trace_ir::Aliasing::Bytes
+//! [`Aliasing::TypeBased`]: trace_ir::Aliasing::TypeBased
+
+mod abstraction;
+mod compare;
+mod escape;
+mod guards;
+mod heap;
+mod layout;
+mod memory;
+mod naming;
+mod query;
+mod side;
+mod sync;
+mod terms;
+mod translate;
+mod validator;
+
+use std::collections::BTreeSet;
+use std::fmt;
+
+use trace_ir::Trace;
+
+use naming::Naming;
+use validator::Validator;
+
+/// Settings of [`validate`].
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Time limit of each Z3 query, in milliseconds.
+    pub timeout_ms: u32,
+    /// Whether fail arguments of kept guards are compared (on by default).
+    pub check_fail_args: bool,
+    /// Whether the modelled heap is compared at exits, calls and labels (on by default).
+    pub check_heap: bool,
+    /// Whether queries are first checked with multiplications and divisions abstracted as
+    /// uninterpreted functions (abstraction refinement, see the module documentation; on by
+    /// default). Off: every query uses the full bit-vector semantics directly.
+    pub abstract_heavy_ops: bool,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            timeout_ms: 2000,
+            check_fail_args: true,
+            check_heap: true,
+            abstract_heavy_ops: true,
+        }
+    }
+}
+
+/// The outcome of [`validate`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Every query was proven: the optimized trace behaves like the original.
+    Valid,
+    /// Inputs on which the two traces differ.
+    Invalid {
+        /// What differs, the inputs and the values.
+        counterexample: Counterexample,
+    },
+    /// Neither proven nor refuted (a timeout or an operation outside the model).
+    Unknown {
+        /// Why.
+        reason: String,
+    },
+}
+
+impl Verdict {
+    /// Whether the verdict is [`Verdict::Valid`].
+    pub fn is_valid(&self) -> bool {
+        matches!(self, Verdict::Valid)
+    }
+    /// Whether the verdict is [`Verdict::Invalid`].
+    pub fn is_invalid(&self) -> bool {
+        matches!(self, Verdict::Invalid { .. })
+    }
+    /// Whether the verdict is [`Verdict::Unknown`].
+    pub fn is_unknown(&self) -> bool {
+        matches!(self, Verdict::Unknown { .. })
+    }
+    /// A one-word name: `valid`, `invalid` or `unknown`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Verdict::Valid => "valid",
+            Verdict::Invalid { .. } => "invalid",
+            Verdict::Unknown { .. } => "unknown",
+        }
+    }
+}
+
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Verdict::Valid => f.write_str("valid"),
+            Verdict::Invalid { counterexample } => write!(f, "invalid: {counterexample}"),
+            Verdict::Unknown { reason } => write!(f, "unknown: {reason}"),
+        }
+    }
+}
+
+/// Inputs on which the original and the optimized trace differ: the inputs, then the values
+/// of the traces' integer operations under those inputs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Counterexample {
+    /// What differs (`guard Guard3 (guard_true) was removed but can fail`, ...).
+    pub message: String,
+    /// The input values, named as the printer names them (`i0`, `p1`), as signed integers.
+    pub inputs: Vec<(String, i64)>,
+    /// The two differing values (original, optimized), when the difference is a value.
+    pub differing: Option<(i64, i64)>,
+    /// Values of the original trace's integer ops up to the failing point (`i3`).
+    pub original: Vec<(String, i64)>,
+    /// Values of the optimized trace's integer ops up to the failing point (`i3`).
+    pub optimized: Vec<(String, i64)>,
+}
+
+impl fmt::Display for Counterexample {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "{}", self.message)?;
+        writeln!(f, "counterexample")?;
+        for (n, v) in &self.inputs {
+            writeln!(f, "  input {n} = {v}")?;
+        }
+        if let Some((a, b)) = self.differing {
+            writeln!(f, "  original value = {a}, optimized value = {b}")?;
+        }
+        for (n, v) in &self.original {
+            writeln!(f, "  {n}unoptimized = {v}")?;
+        }
+        for (n, v) in &self.optimized {
+            writeln!(f, "  {n}optimized = {v}")?;
+        }
+        Ok(())
+    }
+}
+
+/// What the Z3 queries of one [`validate_with_stats`] run cost.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Claims decided one by one (the claims of a batch proven with one conjunction count
+    /// only as that one abstract query).
+    pub claims: usize,
+    /// Queries with multiplications and divisions abstracted (including batches).
+    pub abstract_queries: usize,
+    /// Queries with the full bit-vector semantics (refinements, counterexample probes and
+    /// retries).
+    pub concrete_queries: usize,
+    /// Claims whose abstract query failed and that were re-checked with the full semantics.
+    pub refined: usize,
+    /// Queries that ended without an answer (time limit).
+    pub timeouts: usize,
+    /// Wall-clock time spent in Z3's `check`.
+    pub solver_time: std::time::Duration,
+}
+
+impl Stats {
+    /// Add `other`'s counts to these.
+    pub fn add(&mut self, other: &Stats) {
+        self.claims += other.claims;
+        self.abstract_queries += other.abstract_queries;
+        self.concrete_queries += other.concrete_queries;
+        self.refined += other.refined;
+        self.timeouts += other.timeouts;
+        self.solver_time += other.solver_time;
+    }
+}
+
+/// Validate `optimized` against `original` (see the module documentation).
+pub fn validate(original: &Trace, optimized: &Trace, cfg: &Config) -> Verdict {
+    validate_with_stats(original, optimized, cfg).0
+}
+
+/// [`validate`], also returning what the Z3 queries cost.
+pub fn validate_with_stats(original: &Trace, optimized: &Trace, cfg: &Config) -> (Verdict, Stats) {
+    let mut witness = None;
+    let (verdict, stats) = validate_symbolically(original, optimized, cfg, &mut witness);
+    // A difference Z3 found only through uninterpreted float operations is checked on the
+    // interpreter: if it shows on concrete inputs, the traces differ.
+    if let (Verdict::Unknown { .. }, Some(w)) = (&verdict, &witness) {
+        if let Some(counterexample) = crate::replay::confirm(original, optimized, w) {
+            return (Verdict::Invalid { counterexample }, stats);
+        }
+    }
+    (verdict, stats)
+}
+
+/// The symbolic part of [`validate_with_stats`]; `witness` receives the first counterexample
+/// that depends on uninterpreted float operations.
+fn validate_symbolically(
+    original: &Trace,
+    optimized: &Trace,
+    cfg: &Config,
+    witness: &mut Option<Counterexample>,
+) -> (Verdict, Stats) {
+    // An optimizer that peeled the loop (`optimizer::Options::peel`) optimized the peeled
+    // original: one label more.
+    let peeled = trace_ir::is_peeled_form(original, optimized)
+        .then(|| trace_ir::peel_loop(original))
+        .flatten();
+    let original = peeled.as_ref().unwrap_or(original);
+    let mut stats = Stats::default();
+    if original.aliasing != optimized.aliasing {
+        let reason = format!(
+            "the traces have different aliasing: {} in the original, {} in the optimized trace",
+            original.aliasing.name(),
+            optimized.aliasing.name()
+        );
+        return (Verdict::Unknown { reason }, stats);
+    }
+    let mut first = None;
+    // What escaped in the last run (the same objects escape under every naming).
+    let mut shapes = BTreeSet::new();
+    for naming in [Naming::ShapeAndLength, Naming::Shape, Naming::Order, Naming::Role] {
+        if first.is_some() && !naming.differs(&shapes) {
+            continue;
+        }
+        let mut v = Validator::new(original, optimized, cfg);
+        v.o.naming = naming;
+        v.p.naming = naming;
+        let verdict = match v.run() {
+            Ok(()) => match v.unknown.take() {
+                None => Verdict::Valid,
+                Some(reason) => Verdict::Unknown { reason },
+            },
+            Err(Stop::Invalid(c)) => Verdict::Invalid { counterexample: c },
+            Err(Stop::Unknown(reason)) => Verdict::Unknown { reason },
+        };
+        stats.add(&v.stats);
+        if witness.is_none() {
+            *witness = v.float_witness.take();
+        }
+        shapes = v.o.esc_shapes.union(&v.p.esc_shapes).cloned().collect();
+        let escaped = !shapes.is_empty();
+        if verdict.is_valid() || !verdict.is_invalid() && first.is_none() || !escaped {
+            return (verdict, stats);
+        }
+        // Pairing by role matches fresh objects most faithfully: when it cannot decide, a
+        // difference found under an escape-order naming may be the naming's.
+        if let (Naming::Role, Verdict::Unknown { reason }, Some(Verdict::Invalid { counterexample })) =
+            (naming, &verdict, &first)
+        {
+            let reason = format!(
+                "{reason} (pairing fresh objects by role; by escape order: {})",
+                counterexample.message
+            );
+            return (Verdict::Unknown { reason }, stats);
+        }
+        // Invalid (or, on a later naming, not decided): the other namings of escaped objects
+        // may still match them up; the first verdict stands unless one proves the traces equal.
+        first.get_or_insert(verdict);
+    }
+    (first.expect("at least one naming ran"), stats)
+}
+
+enum Stop {
+    Invalid(Counterexample),
+    Unknown(String),
+}
+
+type R<T> = Result<T, Stop>;
+
+fn unsupported<T>(what: impl Into<String>) -> R<T> {
+    Err(Stop::Unknown(what.into()))
+}

@@ -1,0 +1,171 @@
+//! Naming fresh objects across the two traces: by escape order and shape, or paired by role.
+
+use std::collections::{BTreeSet, HashSet};
+
+use z3::ast::{Ast, BV};
+
+use super::memory::{holds_bytes, select};
+use super::side::{LocalObj, Side};
+use super::validator::Validator;
+
+/// How escaped fresh objects are named on both sides (see [`esc_addr`]). The traces are
+/// equivalent if they are under any one naming, since fresh objects are interchangeable; the
+/// validator tries these in order until one proves the traces equal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Naming {
+    /// The `k`-th object of each shape and constant length to escape.
+    ShapeAndLength,
+    /// The `k`-th object of each shape to escape (arrays whose length one side knows only
+    /// symbolically).
+    Shape,
+    /// The `k`-th object to escape.
+    Order,
+    /// By role: each side's objects get their own addresses, and an object of the original
+    /// and one of the optimized trace not yet paired become one object (equal addresses) where
+    /// they meet in corresponding places of a sync point: the same call argument, fail
+    /// argument, `finish`/`jump`/`label` operand or heap location ([`Validator::try_pair`]).
+    /// For traces that escape different numbers of objects of a shape (one side escapes a
+    /// temporary object the other keeps virtual, or allocates more).
+    Role,
+}
+
+impl Naming {
+    /// Whether this naming can match escaped objects (of these shapes, each with whether its
+    /// length was constant) differently from the naming tried before it. Namings that only
+    /// rename the addresses consistently on both sides give the same verdict.
+    pub(super) fn differs(self, shapes: &BTreeSet<(String, bool)>) -> bool {
+        match self {
+            Naming::ShapeAndLength => true,
+            Naming::Shape => shapes.iter().any(|(_, constant_len)| *constant_len),
+            Naming::Order => shapes.iter().map(|(shape, _)| shape).collect::<BTreeSet<_>>().len() > 1,
+            Naming::Role => !shapes.is_empty(),
+        }
+    }
+}
+
+/// The address of the `k`-th object of `shape` to escape on a side (`shape` as the [`Naming`]
+/// has it: with a constant array length, without, or empty). Numbering per shape (not overall)
+/// keeps the addresses of both traces matched when the optimizer makes objects of different
+/// shapes escape in another order.
+pub(super) fn esc_addr(shape: &str, k: usize) -> BV {
+    BV::new_const(format!("esc{k}:{shape}"), 64)
+}
+
+/// The addresses `mine` gave objects that `other` has no object of at that address yet: the
+/// `k`-th escape of a shape, for `k` at or above `other`'s count of that shape; under
+/// [`Naming::Role`], the objects not paired yet.
+pub(super) fn one_sided(mine: &Side, other: &Side) -> Vec<BV> {
+    if mine.naming == Naming::Role {
+        return mine
+            .esc_addrs
+            .iter()
+            .zip(&mine.paired)
+            .filter(|(_, &p)| !p)
+            .map(|(a, _)| a.clone())
+            .collect();
+    }
+    let mut out = Vec::new();
+    for (shape, &n) in &mine.escapes {
+        let from = other.escapes.get(shape).copied().unwrap_or(0);
+        out.extend((from..n).map(|k| esc_addr(shape, k)));
+    }
+    out
+}
+
+impl<'t> Validator<'t> {
+    /// Under [`Naming::Role`]: when `a` (original) and `b` (optimized) are the addresses of
+    /// fresh objects of one shape that are not paired yet, met in corresponding places, pair
+    /// them: assume their addresses equal (fresh objects are interchangeable, so this only
+    /// chooses which runs of the traces are compared). Kept one-to-one; never done when it
+    /// would contradict the path condition (then the places differ, as they should). Returns
+    /// whether a pair was made.
+    pub(super) fn try_pair(&mut self, a: &BV, b: &BV) -> bool {
+        if self.o.naming != Naming::Role || self.tentative {
+            return false;
+        }
+        let (a, b) = (a.simplify(), b.simplify());
+        let Some(i) = self.o.esc_addrs.iter().position(|x| x.ast_eq(&a)) else {
+            return false;
+        };
+        let Some(j) = self.p.esc_addrs.iter().position(|x| x.ast_eq(&b)) else {
+            return false;
+        };
+        if self.o.paired[i] || self.p.paired[j] || self.o.esc_shape_of[i] != self.p.esc_shape_of[j] {
+            return false;
+        }
+        self.drain_escape_facts();
+        let same = a.eq(&b);
+        if !self.satisfiable(&same) {
+            return false;
+        }
+        self.assume(same.clone(), false);
+        self.pair_facts.push(same);
+        self.o.paired[i] = true;
+        self.p.paired[j] = true;
+        true
+    }
+
+    /// Under [`Naming::Role`]: pair fresh objects of both sides that a heap word both sides
+    /// wrote holds (the same field of the same object is a corresponding place), until no new
+    /// pair is found (pairing objects pairs their fields' places).
+    pub(super) fn pair_heap_values(&mut self, keys: &BTreeSet<String>) {
+        if self.o.naming != Naming::Role {
+            return;
+        }
+        loop {
+            let mut found = false;
+            for key in keys {
+                if holds_bytes(key) {
+                    continue;
+                }
+                let bits = self
+                    .o
+                    .bits
+                    .get(key)
+                    .or_else(|| self.p.bits.get(key))
+                    .copied()
+                    .unwrap_or(64);
+                let a = self.o.array(key, bits);
+                let b = self.p.array(key, bits);
+                if a.ast_eq(&b) {
+                    continue;
+                }
+                let mut seen = HashSet::new();
+                let indices: Vec<BV> = [&self.o, &self.p]
+                    .iter()
+                    .flat_map(|s| s.written_at.get(key).into_iter().flatten())
+                    .filter(|i| seen.insert((*i).clone()))
+                    .cloned()
+                    .collect();
+                for i in indices {
+                    found |= self.try_pair(&select(&a, &i), &select(&b, &i));
+                }
+            }
+            if !found {
+                return;
+            }
+        }
+    }
+}
+
+impl<'t> Side<'t> {
+    /// The address of the object `obj` escaping now (of constant length `len` if an array),
+    /// under this side's naming: side-specific by role, otherwise [`esc_addr`] of its shape as
+    /// the naming has it and its number among the escapes of that shape.
+    pub(super) fn fresh_address(&mut self, obj: &LocalObj, len: Option<u64>) -> BV {
+        if self.naming == Naming::Role {
+            // Side-specific: paired with the other side's objects by role.
+            BV::new_const(format!("esc{}:{}", self.esc_addrs.len(), self.tag), 64)
+        } else {
+            let shape = match (self.naming, len) {
+                (Naming::ShapeAndLength, Some(n)) => format!("{}/{n}", obj.shape),
+                (Naming::ShapeAndLength | Naming::Shape, _) => obj.shape.clone(),
+                _ => String::new(),
+            };
+            let k = self.escapes.entry(shape.clone()).or_insert(0);
+            let addr = esc_addr(&shape, *k);
+            *k += 1;
+            addr
+        }
+    }
+}

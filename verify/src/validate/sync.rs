@@ -1,0 +1,424 @@
+//! Sync points (guards, calls, labels, the final op) and what is proven at each.
+
+use std::collections::{BTreeSet, HashMap};
+
+use trace_ir::{FailArg, GuardId, OpFlags, OpRef, Opcode, Trace};
+use z3::ast::{Bool, BV};
+use z3::SatResult;
+
+use super::compare::Pairs;
+use super::layout::descr_key;
+use super::naming::one_sided;
+use super::side::Sym;
+use super::terms::zero;
+use super::validator::Validator;
+use super::{unsupported, Stop, R};
+
+/// Which sync point an op is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Event {
+    Guard(GuardId),
+    Call(usize),
+    Label(usize),
+    Final,
+}
+
+pub(super) fn events(trace: &Trace) -> Vec<(OpRef, Event)> {
+    let mut out = Vec::new();
+    let (mut calls, mut labels) = (0, 0);
+    for r in trace.op_refs() {
+        let op = trace.op(r);
+        if let Some(g) = trace.guard_of(r) {
+            out.push((r, Event::Guard(g.id)));
+        } else if op.opcode == Opcode::Label {
+            out.push((r, Event::Label(labels)));
+            labels += 1;
+        } else if op.opcode.is_final() {
+            out.push((r, Event::Final));
+        } else if is_sync_call(trace, r) {
+            out.push((r, Event::Call(calls)));
+            calls += 1;
+        }
+    }
+    out
+}
+
+pub(super) fn is_sync_call(trace: &Trace, op: OpRef) -> bool {
+    let o = trace.op(op);
+    matches!(
+        o.opcode,
+        Opcode::CallI
+            | Opcode::CallR
+            | Opcode::CallF
+            | Opcode::CallN
+            | Opcode::CallMayForceI
+            | Opcode::CallMayForceR
+            | Opcode::CallMayForceF
+            | Opcode::CallMayForceN
+            | Opcode::CallAssemblerI
+            | Opcode::CallAssemblerR
+            | Opcode::CallAssemblerF
+            | Opcode::CallAssemblerN
+            | Opcode::CondCallN
+            | Opcode::CondCallValueI
+            | Opcode::CondCallValueR
+    ) && !is_elidable_call(trace, op)
+}
+
+pub(super) fn is_elidable_call(trace: &Trace, op: OpRef) -> bool {
+    let o = trace.op(op);
+    match o.opcode {
+        Opcode::CallPureI | Opcode::CallPureR | Opcode::CallPureF | Opcode::CallPureN => true,
+        Opcode::CallI | Opcode::CallR | Opcode::CallF | Opcode::CallN => o
+            .descr
+            .and_then(|d| trace.descr(d).as_call().map(|c| c.effect.is_elidable()))
+            .unwrap_or(false),
+        _ => false,
+    }
+}
+
+/// The sync points of both traces, checked to correspond: the optimized trace's, in order,
+/// are the original's without the guards the optimizer removed.
+pub(super) struct SyncPoints {
+    /// The original's sync points, in order.
+    pub(super) original: Vec<(OpRef, Event)>,
+    /// The optimized trace's sync points, in order.
+    pub(super) optimized: Vec<(OpRef, Event)>,
+    /// The guards the optimized trace kept.
+    pub(super) kept: BTreeSet<GuardId>,
+}
+
+impl<'t> Validator<'t> {
+    /// The sync points of both traces: `Invalid` when the optimized trace adds a guard with a new
+    /// id, `Unknown` when they do not come in the same order on both sides.
+    pub(super) fn sync_points(&self) -> R<SyncPoints> {
+        let (ot, pt) = (self.o.trace, self.p.trace);
+        let ev_o = events(ot);
+        let ev_p = events(pt);
+        let orig_ids: HashMap<GuardId, usize> = ev_o
+            .iter()
+            .enumerate()
+            .filter_map(|(i, (_, e))| match e {
+                Event::Guard(g) => Some((*g, i)),
+                _ => None,
+            })
+            .collect();
+        for (r, e) in &ev_p {
+            if let Event::Guard(g) = e {
+                if !orig_ids.contains_key(g) {
+                    return Err(Stop::Invalid(self.structural(format!(
+                        "the optimized trace adds a guard with a new id: {g} ({} at {r})",
+                        pt.op(*r).opcode
+                    ))));
+                }
+            }
+        }
+        // The original's events with removed guards dropped must equal the optimized events.
+        let kept: BTreeSet<GuardId> = ev_p
+            .iter()
+            .filter_map(|(_, e)| match e {
+                Event::Guard(g) => Some(*g),
+                _ => None,
+            })
+            .collect();
+        let o_kept: Vec<Event> = ev_o
+            .iter()
+            .map(|(_, e)| *e)
+            .filter(|e| !matches!(e, Event::Guard(g) if !kept.contains(g)))
+            .collect();
+        let p_events: Vec<Event> = ev_p.iter().map(|(_, e)| *e).collect();
+        if o_kept != p_events {
+            let at = o_kept
+                .iter()
+                .zip(&p_events)
+                .position(|(a, b)| a != b)
+                .unwrap_or(o_kept.len().min(p_events.len()));
+            return unsupported(format!(
+                "sync points differ at position {at}: original {:?}, optimized {:?} (guards reordered, calls or labels added or removed)",
+                o_kept.get(at),
+                p_events.get(at)
+            ));
+        }
+
+        Ok(SyncPoints {
+            original: ev_o,
+            optimized: ev_p,
+            kept,
+        })
+    }
+
+    /// A guard the optimizer removed: it cannot fail under the path condition; past it, its
+    /// condition holds.
+    pub(super) fn removed_guard(&mut self, g: GuardId, ro: OpRef) -> R<()> {
+        let ot = self.o.trace;
+        let cond = self.guard_cond(true, ro)?;
+        self.prove(
+            &cond,
+            || format!("guard {g} ({}) was removed but can fail", ot.op(ro).opcode),
+            None,
+        )?;
+        let h = self.guard_heavy(true, ro);
+        self.assume(cond, h);
+        self.learn_constant(true, ro);
+        self.guard_result(true, ro);
+        Ok(())
+    }
+
+    pub(super) fn sync_guard(&mut self, g: GuardId, ro: OpRef, rp: OpRef) -> R<()> {
+        let (ot, pt) = (self.o.trace, self.p.trace);
+        let co = self.guard_cond(true, ro)?;
+        let cp = self.guard_cond(false, rp)?;
+        let opname = ot.op(ro).opcode;
+        self.prove(
+            &co.iff(&cp),
+            || format!("guard {g} ({opname} / {}) fails on different inputs", pt.op(rp).opcode),
+            None,
+        )?;
+        // When the guard fails, the interpreter resumes with the fail arguments.
+        if self.cfg.check_fail_args || self.cfg.check_heap {
+            self.drain_escape_facts();
+            let n = self.facts.len();
+            let h = self.guard_heavy(true, ro);
+            self.assume(co.not(), h);
+            let pairs_before = self.pair_facts.len();
+            self.open_batch();
+            let r = self.compare_exit(g, ro, rp).and_then(|()| self.flush());
+            self.batch = None;
+            self.facts.truncate(n);
+            self.concrete_facts.truncate(n);
+            // Objects paired by role at the exit stay paired: a pairing only chooses which
+            // runs are compared, whether or not the guard fails (and what was consistent with
+            // the exit's path condition is consistent with the weaker one here).
+            self.facts
+                .extend(self.pair_facts[pairs_before..].iter().map(|f| (f.clone(), false)));
+            r?;
+        }
+        let (ho, hp) = (self.guard_heavy(true, ro), self.guard_heavy(false, rp));
+        self.assume(co, ho);
+        self.assume(cp, hp);
+        self.learn_constant(true, ro);
+        self.learn_constant(false, rp);
+        self.guard_result(true, ro);
+        self.guard_result(false, rp);
+        Ok(())
+    }
+
+    pub(super) fn compare_exit(&mut self, g: GuardId, ro: OpRef, rp: OpRef) -> R<()> {
+        if self.cfg.check_fail_args {
+            let go = self.o.trace.guard_of(ro).cloned().expect("guard data");
+            let gp = self.p.trace.guard_of(rp).cloned().expect("guard data");
+            if go.fail_args.len() != gp.fail_args.len() {
+                return Err(Stop::Invalid(self.structural(format!(
+                    "guard {g}: {} fail arguments in the original, {} in the optimized trace",
+                    go.fail_args.len(),
+                    gp.fail_args.len()
+                ))));
+            }
+            let mut memo_o = HashMap::new();
+            let mut memo_p = HashMap::new();
+            let mut pairs = Pairs::default();
+            for (i, (fo, fp)) in go.fail_args.iter().zip(&gp.fail_args).enumerate() {
+                if matches!(fo, FailArg::Hole) || matches!(fp, FailArg::Hole) {
+                    continue;
+                }
+                let so = self.fail_arg(true, &go, fo, &mut memo_o)?;
+                let sp = self.fail_arg(false, &gp, fp, &mut memo_p)?;
+                self.prove_equal(&so, &sp, &mut pairs, &|| {
+                    format!("guard {g}: fail argument {i} differs when the guard fails")
+                })?;
+            }
+        }
+        if self.cfg.check_heap {
+            self.prove_heap_equal(&format!("when guard {g} fails"))?;
+        }
+        Ok(())
+    }
+
+    pub(super) fn sync_call(&mut self, k: usize, ro: OpRef, rp: OpRef) -> R<()> {
+        let (ot, pt) = (self.o.trace, self.p.trace);
+        let (opo, opp) = (ot.op(ro), pt.op(rp));
+        if opo.opcode != opp.opcode || descr_key(ot, ro) != descr_key(pt, rp) || opo.args.len() != opp.args.len() {
+            return Err(Stop::Invalid(self.structural(format!(
+                "call {k}: `{}` in the original, `{}` in the optimized trace",
+                opo.opcode, opp.opcode
+            ))));
+        }
+        self.open_batch();
+        for i in 0..opo.args.len() {
+            let a = self.o.bv_of(opo.args[i])?;
+            let b = self.p.bv_of(opp.args[i])?;
+            self.try_pair(&a, &b);
+            self.prove(
+                &a.eq(&b),
+                || format!("call {k} ({}): argument {i} differs", opo.opcode),
+                Some((&a, &b)),
+            )?;
+        }
+        if self.cfg.check_heap {
+            self.prove_heap_equal(&format!("before call {k} ({})", opo.opcode))?;
+        }
+        self.flush()?;
+        let effect = opo.descr.and_then(|d| ot.descr(d).as_call().map(|c| c.effect));
+        let may_write = effect.map(|e| e.may_write_heap()).unwrap_or(true) || opo.opcode.has(OpFlags::BARRIER);
+        let can_raise = effect.map(|e| e.can_raise()).unwrap_or(true);
+        let mut res = BV::new_const(format!("call{k}"), 64);
+        if matches!(opo.opcode, Opcode::CondCallValueI | Opcode::CondCallValueR) {
+            // The value if non-zero, else the call's result.
+            let v = self.o.bv_of(opo.args[0])?;
+            res = v.eq(zero()).ite(&res, &v);
+        }
+        let res = Sym::Bv(res);
+        let only = (one_sided(&self.o, &self.p), one_sided(&self.p, &self.o));
+        for orig in [true, false] {
+            let r = if orig { ro } else { rp };
+            let only_here = if orig { &only.0 } else { &only.1 };
+            let s = self.side(orig);
+            s.vals[r.index()] = Some(res.clone());
+            s.calls += 1;
+            s.exc = if can_raise {
+                Bool::new_const(format!("raised{k}"))
+            } else {
+                Bool::from_bool(false)
+            };
+            if opo.opcode.has(OpFlags::BARRIER) {
+                s.not_forced = Bool::new_const(format!("not_forced{k}"));
+            }
+            if may_write {
+                s.new_epoch_after_call(format!("call{k}"), only_here);
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn sync_label(&mut self, k: usize, ro: OpRef, rp: OpRef) -> R<()> {
+        let (ot, pt) = (self.o.trace, self.p.trace);
+        let (ao, ap) = (ot.op(ro).args.clone(), pt.op(rp).args.clone());
+        if ao.len() != ap.len() {
+            return unsupported(format!(
+                "label {k} has {} parameters in the original and {} in the optimized trace",
+                ao.len(),
+                ap.len()
+            ));
+        }
+        self.open_batch();
+        let mut pairs = Pairs::default();
+        let mut operands = Vec::with_capacity(ao.len());
+        for i in 0..ao.len() {
+            let so = self.o.value(ao[i])?;
+            let sp = self.p.value(ap[i])?;
+            self.prove_equal(&so, &sp, &mut pairs, &|| format!("label {k}: operand {i} differs"))?;
+            operands.push(so);
+        }
+        if self.cfg.check_heap {
+            self.prove_heap_equal(&format!("at label {k}"))?;
+        }
+        self.flush()?;
+        // A parameter of the loop header that the optimized trace's final jump passes back
+        // unchanged equals its operand in every iteration, on both sides: by induction, the
+        // jump's operands being proven equal (so the original's jump passes that value back
+        // too). The others become fresh symbols.
+        let header = |t: &Trace, l: OpRef| trace_ir::invariant_params(t).filter(|(h, _)| *h == l).map(|(_, v)| v);
+        let same = match (header(ot, ro), header(pt, rp)) {
+            (Some(_), Some(v)) => v,
+            _ => Vec::new(),
+        };
+        // A parameter the optimized jump masks (`trace_ir::masked_params`: the back edge
+        // brings `x & C`, `C = 2^k - 1`) is in `[0, C]` in every iteration when its operand
+        // here is: by induction, the jump's operand is in it by its shape, and the original's
+        // is proven equal to it. The optimizer assumes exactly that (and only keeps a peeled
+        // loop whose jump masks what it assumed masked). An operand shown not to be in
+        // `[0, C]` gives no assumption; one Z3 cannot decide gives it, but the verdict can
+        // then be `Unknown` at best (so a time-out never turns into a false `Invalid`).
+        let masks = match (header(ot, ro), trace_ir::masked_params(pt).filter(|(h, _)| *h == rp)) {
+            (Some(_), Some((_, m))) => m,
+            _ => Vec::new(),
+        };
+        let mut masked: Vec<Option<u64>> = vec![None; operands.len()];
+        for (j, so) in operands.iter().enumerate() {
+            if let (Some(&Some(c)), Sym::Bv(b), false) = (masks.get(j), so, same.get(j) == Some(&true)) {
+                let within = b.bvule(BV::from_u64(c, 64));
+                match self.decide(&within).0 {
+                    SatResult::Unsat => masked[j] = Some(c),
+                    SatResult::Unknown => {
+                        if self.unknown.is_none() {
+                            self.unknown = Some(format!("Z3 gave up proving label {k}: operand {j} in [0, {c:#x}]"));
+                        }
+                        masked[j] = Some(c);
+                    }
+                    SatResult::Sat => {}
+                }
+            }
+        }
+        let invariant: Vec<Option<BV>> = operands
+            .into_iter()
+            .enumerate()
+            .map(|(j, so)| match so {
+                Sym::Bv(b) if same.get(j) == Some(&true) => Some(b),
+                _ => None,
+            })
+            .collect();
+        let mut assumptions = Vec::new();
+        for orig in [true, false] {
+            let r = if orig { ro } else { rp };
+            let s = self.side(orig);
+            for o in s.objs.iter_mut() {
+                if o.addr.is_none() {
+                    o.dead = true;
+                }
+            }
+            s.new_epoch(format!("label{k}"), true);
+            s.labels += 1;
+            s.no_ovf = None;
+            for (j, param) in s.trace.label_params(r).enumerate() {
+                let kind = s.trace.op(param).opcode.result_kind();
+                let sym = match &invariant[j] {
+                    Some(b) => b.clone(),
+                    None => BV::new_const(format!("L{k}_{}{j}", kind.prefix()), 64),
+                };
+                if let (Some(c), true) = (masked[j], orig) {
+                    assumptions.push(sym.bvule(BV::from_u64(c, 64)));
+                }
+                s.vals[param.index()] = Some(Sym::Bv(sym));
+            }
+        }
+        // Both sides share the parameters' symbols: one assumption each.
+        for a in assumptions {
+            self.assume(a, false);
+        }
+        // `run` then continues right after the label; `translate` keeps the parameters'
+        // values set here.
+        Ok(())
+    }
+
+    pub(super) fn sync_final(&mut self, ro: OpRef, rp: OpRef) -> R<()> {
+        let (ot, pt) = (self.o.trace, self.p.trace);
+        let (opo, opp) = (ot.op(ro), pt.op(rp));
+        if opo.opcode != opp.opcode {
+            return Err(Stop::Invalid(self.structural(format!(
+                "the original ends with {}, the optimized trace with {}",
+                opo.opcode, opp.opcode
+            ))));
+        }
+        if opo.args.len() != opp.args.len() {
+            return Err(Stop::Invalid(self.structural(format!(
+                "{}: {} operands in the original, {} in the optimized trace",
+                opo.opcode,
+                opo.args.len(),
+                opp.args.len()
+            ))));
+        }
+        self.open_batch();
+        let mut pairs = Pairs::default();
+        for i in 0..opo.args.len() {
+            let so = self.o.value(opo.args[i])?;
+            let sp = self.p.value(opp.args[i])?;
+            let name = opo.opcode;
+            self.prove_equal(&so, &sp, &mut pairs, &|| format!("{name}: output {i} differs"))?;
+        }
+        if self.cfg.check_heap {
+            self.prove_heap_equal(&format!("at {}", opo.opcode))?;
+        }
+        self.flush()?;
+        Ok(())
+    }
+}

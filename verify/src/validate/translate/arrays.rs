@@ -1,0 +1,186 @@
+//! Translation of array, string and raw memory accesses: items, lengths, characters and hashes.
+
+use trace_ir::{Op, OpRef, Opcode};
+use z3::ast::Ast;
+
+use super::{narrow_bv, narrow_store, Translated};
+use crate::validate::layout::descr_key;
+use crate::validate::memory::{scaled, Place};
+use crate::validate::side::{Side, Sym};
+use crate::validate::terms::{bv, zero};
+use crate::validate::{unsupported, R};
+
+impl<'t> Side<'t> {
+    /// `getarrayitem_gc_*` (and the `_pure` reads, of the immutable twin): a tracked array's item
+    /// (selected among its items for a non-constant index, which must be in range), or a read of
+    /// the heap.
+    pub(super) fn getarrayitem_gc(&mut self, r: OpRef, op: &Op, t: &mut Translated) -> R<()> {
+        let trace = self.trace;
+        let opc = op.opcode;
+        let akey = descr_key(trace, r);
+        let pure = matches!(
+            opc,
+            Opcode::GetarrayitemGcPureI | Opcode::GetarrayitemGcPureR | Opcode::GetarrayitemGcPureF
+        );
+        let base = self.value(op.args[0])?;
+        let idx = self.bv_of(op.args[1])?;
+        let cidx = idx.simplify().as_u64();
+        let tracked = self.tracked(&base).filter(|&id| !self.item_overlaps(id, &akey, cidx));
+        let v = match (tracked, cidx) {
+            (Some(id), Some(ix)) if ix <= u32::MAX as u64 => {
+                let key = format!("item:{akey}#{ix}");
+                self.objs[id].fields.get(&key).cloned().unwrap_or(Sym::Bv(zero()))
+            }
+            (Some(id), None) if self.items(id, &akey).is_some() => {
+                // A non-constant index into a tracked array of known length: select
+                // among its items; the index must be in range.
+                let items = self.items(id, &akey).unwrap_or_default();
+                let n = items.len() as u64;
+                let mut v = zero();
+                for (i, item) in items.iter().enumerate().rev() {
+                    v = idx.eq(bv(i as u64)).ite(item, &v);
+                }
+                t.valid = Some(idx.bvult(bv(n)));
+                Sym::Bv(v)
+            }
+            _ => {
+                let p = self.escape(&base);
+                let place = self.item_place(&p, &akey, &idx, pure);
+                Sym::Bv(self.read_place(&place))
+            }
+        };
+        self.set(r, v);
+        Ok(())
+    }
+
+    /// `setarrayitem_gc`: into a tracked array (every item conditionally for a non-constant index,
+    /// which must be in range), or a write to the heap.
+    pub(super) fn setarrayitem_gc(&mut self, r: OpRef, op: &Op, t: &mut Translated) -> R<()> {
+        let trace = self.trace;
+        let akey = descr_key(trace, r);
+        let base = self.value(op.args[0])?;
+        let idx = self.bv_of(op.args[1])?;
+        let val = narrow_store(trace, r, self.value(op.args[2])?);
+        let cidx = idx.simplify().as_u64();
+        let tracked = self.tracked(&base).filter(|&id| !self.item_overlaps(id, &akey, cidx));
+        match (tracked, cidx) {
+            (Some(id), Some(ix)) if ix <= u32::MAX as u64 => {
+                let key = format!("item:{akey}#{ix}");
+                self.objs[id].item_of.insert(key.clone(), (akey, ix as u32));
+                self.objs[id].fields.insert(key, val);
+            }
+            (Some(id), None) if matches!(val, Sym::Bv(_)) && self.items(id, &akey).is_some() => {
+                let items = self.items(id, &akey).unwrap_or_default();
+                let Sym::Bv(vb) = &val else { unreachable!() };
+                t.valid = Some(idx.bvult(bv(items.len() as u64)));
+                for (i, old) in items.iter().enumerate() {
+                    let key = format!("item:{akey}#{i}");
+                    let new = idx.eq(bv(i as u64)).ite(vb, old);
+                    self.objs[id].item_of.insert(key.clone(), (akey.clone(), i as u32));
+                    self.objs[id].fields.insert(key, Sym::Bv(new));
+                }
+            }
+            _ => {
+                let p = self.escape(&base);
+                let v = self.escape(&val);
+                let place = self.item_place(&p, &akey, &idx, false);
+                self.write_place(&place, &v, true);
+            }
+        }
+        Ok(())
+    }
+
+    /// `arraylen_gc`, `strlen`, `unicodelen`: a tracked object's length, or its length word
+    /// (never negative).
+    pub(super) fn length(&mut self, r: OpRef, op: &Op, t: &mut Translated) -> R<()> {
+        let trace = self.trace;
+        let opc = op.opcode;
+        let base = self.value(op.args[0])?;
+        let v = match self.tracked(&base) {
+            Some(id) => self.objs[id].len.clone().unwrap_or_else(zero),
+            None => {
+                let p = self.escape(&base);
+                let key = match opc {
+                    Opcode::ArraylenGc => self.layout.len_key(Some(&descr_key(trace, r)), ""),
+                    _ => self.layout.len_key(None, opc.name()),
+                };
+                let v = self.read(&key, &p);
+                // Lengths are never negative.
+                t.fact = Some(v.bvsge(zero()));
+                v
+            }
+        };
+        self.set(r, Sym::Bv(v));
+        Ok(())
+    }
+
+    /// `strgetitem`, `unicodegetitem`: the characters' own memory.
+    pub(super) fn string_getitem(&mut self, r: OpRef, op: &Op) -> R<()> {
+        let opc = op.opcode;
+        let p = self.bv_of(op.args[0])?;
+        let i = self.bv_of(op.args[1])?;
+        let v = self.read(&format!("chars:{}", opc.name()), &p.concat(&i));
+        self.set(r, Sym::Bv(v));
+        Ok(())
+    }
+
+    /// `strsetitem`, `unicodesetitem`.
+    pub(super) fn string_setitem(&mut self, op: &Op) -> R<()> {
+        let opc = op.opcode;
+        let p = self.bv_of(op.args[0])?;
+        let i = self.bv_of(op.args[1])?;
+        let v = self.bv_of(op.args[2])?;
+        let name = if opc == Opcode::Strsetitem {
+            "strgetitem"
+        } else {
+            "unicodegetitem"
+        };
+        self.write(&format!("chars:{name}"), &p.concat(&i), &v);
+        Ok(())
+    }
+
+    /// `strhash`, `unicodehash`: an uninterpreted memory of hashes.
+    pub(super) fn string_hash(&mut self, r: OpRef, op: &Op) -> R<()> {
+        let opc = op.opcode;
+        let p = self.bv_of(op.args[0])?;
+        let v = self.read(&format!("hash:{}", opc.name()), &p);
+        self.set(r, Sym::Bv(v));
+        Ok(())
+    }
+
+    /// `getarrayitem_raw_*`, `setarrayitem_raw` (an index) and `raw_load_*`, `raw_store` (a byte
+    /// offset): raw memory, by bytes.
+    pub(super) fn raw_item(&mut self, r: OpRef, op: &Op) -> R<()> {
+        let trace = self.trace;
+        let opc = op.opcode;
+        let Some(ad) = op.descr.and_then(|d| trace.descr(d).as_array()) else {
+            return unsupported(format!("{opc} without an array descriptor"));
+        };
+        let p = self.bv_of(op.args[0])?;
+        let i = self.bv_of(op.args[1])?;
+        // `raw_load`/`raw_store` take a byte offset, the array item ops an index.
+        let scale = if matches!(opc, Opcode::RawLoadI | Opcode::RawLoadF | Opcode::RawStore) {
+            1
+        } else {
+            ad.item_size as u64
+        };
+        let offset = scaled(&i, scale, 0);
+        let addr = match (p.simplify().as_u64(), offset.as_u64()) {
+            (Some(a), Some(o)) => bv(a.wrapping_add(o)),
+            (_, Some(0)) => p,
+            _ => p.bvadd(&offset),
+        };
+        let place = Place::Raw {
+            addr,
+            size: ad.item_size,
+        };
+        if matches!(opc, Opcode::SetarrayitemRaw | Opcode::RawStore) {
+            let v = narrow_bv(trace, r, self.bv_of(op.args[2])?);
+            self.write_place(&place, &v, false);
+        } else {
+            let v = self.read_place(&place);
+            self.set(r, Sym::Bv(v));
+        }
+        Ok(())
+    }
+}

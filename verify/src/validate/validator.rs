@@ -1,0 +1,197 @@
+//! The validator: both sides, the path condition, the walk from sync point to sync point.
+
+use std::cell::RefCell;
+use std::collections::BTreeSet;
+use std::rc::Rc;
+
+use trace_ir::{Kind, OpRef, Opcode, Trace};
+use z3::ast::{Bool, BV};
+
+use super::abstraction::{Abstraction, HEAVY_OPS};
+use super::layout::{field_key, Layout};
+use super::query::Claim;
+use super::side::{Side, Sym};
+use super::sync::{Event, SyncPoints};
+use super::{unsupported, Config, Counterexample, Stats, R};
+
+pub(super) struct Validator<'t> {
+    pub(super) o: Side<'t>,
+    pub(super) p: Side<'t>,
+    /// The path condition: guards passed, original ops defined, hints.
+    /// Each with whether it involves a multiplication or division.
+    pub(super) facts: Vec<(Bool, bool)>,
+    /// The concrete meaning of `facts[i]` once computed (see [`Abstraction`]).
+    pub(super) concrete_facts: Vec<Bool>,
+    pub(super) abs: Abstraction,
+    /// Query statistics.
+    pub(super) stats: Stats,
+    /// Claims collected while a batch is open.
+    pub(super) batch: Option<Vec<Claim>>,
+    pub(super) cfg: Config,
+    pub(super) unknown: Option<String>,
+    pub(super) float_uf: bool,
+    /// The first counterexample that depends on uninterpreted float operations, for a
+    /// concrete confirmation ([`crate::replay`]).
+    pub(super) float_witness: Option<Counterexample>,
+    /// Whether objects are being compared in one of several alternatives
+    /// ([`Validator::escaped_vs_tracked`]): no pairing by role there.
+    pub(super) tentative: bool,
+    /// The facts of the pairs made by role ([`Validator::try_pair`]).
+    pub(super) pair_facts: Vec<Bool>,
+}
+
+impl<'t> Validator<'t> {
+    pub(super) fn new(original: &'t Trace, optimized: &'t Trace, cfg: &Config) -> Validator<'t> {
+        let mut keys = BTreeSet::new();
+        for t in [original, optimized] {
+            for r in t.op_refs() {
+                if matches!(
+                    t.op(r).opcode,
+                    Opcode::GetfieldGcI | Opcode::GetfieldGcR | Opcode::GetfieldGcF
+                ) {
+                    keys.insert(field_key(t, r));
+                }
+            }
+        }
+        let keys = Rc::new(keys.into_iter().collect::<Vec<_>>());
+        let layout = Rc::new(Layout::new([original, optimized]));
+        let consts: BTreeSet<u64> = [original, optimized]
+            .iter()
+            .flat_map(|t| t.consts.iter())
+            .filter(|c| c.kind() == Kind::Ref && c.bits() != 0)
+            .map(|c| c.bits())
+            .collect();
+        let consts = Rc::new(consts.into_iter().collect::<Vec<_>>());
+        let mut o = Side::new(original, "original");
+        let mut p = Side::new(optimized, "optimized");
+        let zeros = Rc::new(RefCell::new(Vec::new()));
+        for s in [&mut o, &mut p] {
+            s.zeros = zeros.clone();
+            s.read_keys = keys.clone();
+            s.layout = layout.clone();
+            s.consts = consts.clone();
+        }
+        Validator {
+            o,
+            p,
+            facts: Vec::new(),
+            concrete_facts: Vec::new(),
+            abs: Abstraction::new(cfg.abstract_heavy_ops),
+            stats: Stats::default(),
+            batch: None,
+            cfg: cfg.clone(),
+            unknown: None,
+            float_uf: false,
+            float_witness: None,
+            tentative: false,
+            pair_facts: Vec::new(),
+        }
+    }
+
+    /// Give both sides' inputs the same symbols (the traces must have the same number of
+    /// inputs, of the same kinds), and start both walks after them.
+    fn bind_inputs(&mut self) -> R<()> {
+        let (ot, pt) = (self.o.trace, self.p.trace);
+        if ot.num_inputs != pt.num_inputs {
+            return unsupported(format!(
+                "the traces have different numbers of inputs ({} and {})",
+                ot.num_inputs, pt.num_inputs
+            ));
+        }
+        for i in 0..ot.num_inputs {
+            let (ko, kp) = (ot.ops[i].opcode.result_kind(), pt.ops[i].opcode.result_kind());
+            if ko != kp {
+                return unsupported(format!(
+                    "input {i} has kind {ko:?} in the original and {kp:?} in the optimized trace"
+                ));
+            }
+            let name = format!("{}{}", ko.prefix(), i);
+            let s = Sym::Bv(BV::new_const(name, 64));
+            self.o.vals[i] = Some(s.clone());
+            self.p.vals[i] = Some(s);
+        }
+        self.o.pos = ot.num_inputs;
+        self.p.pos = pt.num_inputs;
+        Ok(())
+    }
+
+    /// Walk both traces from sync point to sync point, proving what each requires (see
+    /// [`SyncPoints`]); a removed guard is proven on the original alone.
+    pub(super) fn run(&mut self) -> R<()> {
+        self.bind_inputs()?;
+        let SyncPoints {
+            original: ev_o,
+            optimized: ev_p,
+            kept,
+        } = self.sync_points()?;
+        let mut pi = 0usize;
+        for (ro, e) in ev_o {
+            self.run_side_until(true, ro)?;
+            match e {
+                Event::Guard(g) if !kept.contains(&g) => {
+                    self.removed_guard(g, ro)?;
+                    self.o.pos = ro.index() + 1;
+                }
+                _ => {
+                    let (rp, ep) = ev_p[pi];
+                    pi += 1;
+                    debug_assert_eq!(e, ep);
+                    self.run_side_until(false, rp)?;
+                    match e {
+                        Event::Guard(g) => self.sync_guard(g, ro, rp)?,
+                        Event::Call(k) => self.sync_call(k, ro, rp)?,
+                        Event::Label(k) => self.sync_label(k, ro, rp)?,
+                        Event::Final => self.sync_final(ro, rp)?,
+                    }
+                    self.o.pos = ro.index() + 1;
+                    self.p.pos = rp.index() + 1;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn side(&mut self, orig: bool) -> &mut Side<'t> {
+        if orig {
+            &mut self.o
+        } else {
+            &mut self.p
+        }
+    }
+
+    /// Translate the ops of one side up to (not including) `stop`.
+    pub(super) fn run_side_until(&mut self, orig: bool, stop: OpRef) -> R<()> {
+        while self.side(orig).pos < stop.index() {
+            let r = OpRef::new(self.side(orig).pos);
+            let t = self.translate(orig, r)?;
+            let heavy = {
+                let s = self.side(orig);
+                let op = s.trace.op(r);
+                let h = HEAVY_OPS.contains(&op.opcode)
+                    || op.args.iter().any(|a| a.as_op().is_some_and(|o| s.heavy[o.index()]));
+                s.heavy[r.index()] = h;
+                if op.opcode.is_ovf() {
+                    s.ovf_heavy = h;
+                }
+                h
+            };
+            if let Some(f) = t.fact {
+                self.assume(f, false);
+            }
+            if let Some(valid) = t.valid {
+                if orig {
+                    self.assume(valid, heavy);
+                } else {
+                    let opcode = self.p.trace.op(r).opcode;
+                    self.prove(
+                        &valid,
+                        || format!("optimized op {r} ({opcode}) may be undefined (shift out of range or division by zero) where the original is defined"),
+                        None,
+                    )?;
+                }
+            }
+            self.side(orig).pos += 1;
+        }
+        Ok(())
+    }
+}
