@@ -8,9 +8,12 @@
 //!   100 and 1,000 ops, as the compile benchmark uses) and of the optimized corpus traces
 //!   (Hooks mode), disassembled from offset 0 with 64-bit immediates that are addresses
 //!   (trampolines, descriptors kept by the compiled trace) masked, since those differ
-//!   between builds and runs.
+//!   between builds and runs;
+//! - `interp.txt`: the random traces themselves with their inputs, the reference
+//!   interpreter's outcome of each before and after optimization, and for every corpus
+//!   trace the guided inputs' outcome.
 //!
-//! `cargo run --release -p benches --bin fingerprint -- DIR` writes both files into `DIR` and
+//! `cargo run --release -p benches --bin fingerprint -- DIR` writes the files into `DIR` and
 //! prints a hash of each.
 
 use backend_x86_64::{compile, CompileOptions, MemoryAccess};
@@ -119,6 +122,37 @@ fn backend_text(corpus: &[Trace]) -> String {
     out
 }
 
+fn interp_text(corpus: &[Trace]) -> String {
+    use trace_ir::interp::{guided::guided_inputs, run, RtValue, RunConfig};
+    let mut out = String::new();
+    let families = [
+        RandomConfig::default(),
+        RandomConfig::integers_only(),
+        RandomConfig::self_contained(),
+    ];
+    for (f, cfg) in families.iter().enumerate() {
+        for seed in 0..RANDOM {
+            let (t, inputs) = random_trace(cfg, seed);
+            let _ = writeln!(out, "### family {f} seed {seed}");
+            out.push_str(&trace_ir::print_trace(&t));
+            let _ = writeln!(out, "# inputs {inputs:?}");
+            let r = run(&t, &inputs, &RunConfig::default());
+            let _ = writeln!(out, "# outcome {:?} steps {}", r.outcome, r.steps);
+            if let Ok(o) = optimizer::optimize(&t, &optimizer::Options::default()) {
+                let r = run(&o.trace, &inputs, &RunConfig::default());
+                let _ = writeln!(out, "# optimized {:?} steps {}", r.outcome, r.steps);
+            }
+        }
+    }
+    for (k, t) in corpus.iter().enumerate() {
+        let zeros: Vec<RtValue> = t.input_kinds().into_iter().map(RtValue::zero).collect();
+        let (inputs, cfg) = guided_inputs(t, &zeros, &RunConfig::default(), 20);
+        let r = run(t, &inputs, &cfg);
+        let _ = writeln!(out, "### corpus #{k}\n# inputs {inputs:?}\n# outcome {:?} steps {}", r.outcome, r.steps);
+    }
+    out
+}
+
 fn digest(s: &str) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     s.hash(&mut h);
@@ -136,7 +170,8 @@ fn main() {
     traces.extend(random_set());
     let opt = optimizer_text(&traces);
     let back = backend_text(&corpus);
-    for (name, text) in [("optimizer.txt", &opt), ("backend.txt", &back)] {
+    let interp = interp_text(&corpus);
+    for (name, text) in [("optimizer.txt", &opt), ("backend.txt", &back), ("interp.txt", &interp)] {
         let path = format!("{dir}/{name}");
         std::fs::write(&path, text).expect("writable");
         println!("{path}: {} lines, hash {:016x}", text.lines().count(), digest(text));
