@@ -110,19 +110,20 @@
 //! descriptor's signature. Objects allocated by the trace come from the [`Runtime`]. In
 //! Hooks mode native code never dereferences a trace value nor calls a trace function: the
 //! runtime decides what every access and call means, so traces that name another process's
-//! memory (PyPy logs) run safely against a model such as `trace_ir::interp::ModelHeap`,
-//! which implements [`Runtime`] here with the reference interpreter's own code.
+//! memory (PyPy logs) run safely against a model such as `trace_interp::ModelHeap`,
+//! which implements [`Runtime`] with the reference interpreter's own code (crate
+//! `trace-interp`, feature `native`).
 //!
 //! # Testing
 //! Every op is compared with `trace_ir::eval::eval_pure` on special and random values;
-//! thousands of random traces (`trace_ir::random`: loops, overflow, floats, allocations,
+//! thousands of random traces (`trace_interp::random`: loops, overflow, floats, allocations,
 //! field and array accesses, and the optimizer's output with virtual objects in resume
 //! data) run natively and in the reference interpreter with the same exit, values and heap
 //! contents (compared by content, since addresses differ). In Direct mode random traces get
 //! integer and float inputs only (the interpreter models external objects behind reference
 //! inputs without memory); in Hooks mode, with `ModelHeap` as the runtime, they also get
 //! reference inputs and calls, and the whole run (exit, values, allocated objects, calls,
-//! external memory, exception state) is compared with `trace_ir::interp::outcomes_equivalent`.
+//! external memory, exception state) is compared with `trace_interp::outcomes_equivalent`.
 //! `tests/corpus_native.rs` does the same for every trace of the PyPy dev corpus, as logged
 //! and optimized (320 + 320 traces, all accepted). String, exception, `call_assembler` and
 //! type-guard ops have per-op tests in both modes. Calls with stack arguments (7..12
@@ -151,8 +152,7 @@ pub use runtime::{exec_in_memory, Allocation, ExitRequest, HookReply, HookReques
 
 use codemem::CodeMemory;
 use std::fmt;
-use trace_ir::interp::{Outcome, RtValue};
-use trace_ir::{FailArg, GuardId, Kind, OpRef, Opcode, Trace};
+use trace_ir::{GuardId, Kind, OpRef, Opcode, Trace};
 
 /// How compiled code reaches memory and functions.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
@@ -168,7 +168,7 @@ pub enum MemoryAccess {
     /// [`Runtime::guard_exit`]. Native code never dereferences a trace value, so traces
     /// naming foreign memory and functions (PyPy logs: `ConstPtr`, raw addresses, function
     /// addresses of another process) run safely against a model of that memory such as
-    /// `trace_ir::interp::ModelHeap`. Arithmetic, guards on values, loops and exits stay
+    /// `trace_interp::ModelHeap`. Arithmetic, guards on values, loops and exits stay
     /// native.
     Hooks,
 }
@@ -269,57 +269,6 @@ pub enum Exit {
         /// The op.
         op: OpRef,
     },
-}
-
-impl Exit {
-    /// The exit as the reference interpreter's [`Outcome`] for `trace` (the trace that was
-    /// compiled): each value gets the kind the trace gives it (fail arguments: their value's
-    /// kind, references for virtual objects, integers for holes; `finish` and external
-    /// `jump` operands: their kinds), so a native run can be compared with
-    /// `trace_ir::interp::outcomes_equivalent` (with the heap of a `ModelHeap` run in Hooks
-    /// mode). An invalid exit has no reason text beyond "native code".
-    pub fn outcome(&self, trace: &Trace) -> Outcome {
-        let typed = |kinds: &mut dyn Iterator<Item = Kind>, words: &[u64]| -> Vec<RtValue> {
-            words
-                .iter()
-                .map(|&w| RtValue::from_bits(kinds.next().unwrap_or(Kind::Int), w))
-                .collect()
-        };
-        let final_kinds = || {
-            let last = trace.ops.iter().rev().find(|o| o.opcode.has(trace_ir::OpFlags::FINAL));
-            last.map(|o| o.args.iter().map(|&v| trace.kind_of(v)).collect::<Vec<_>>())
-                .unwrap_or_default()
-        };
-        match self {
-            Exit::Finish { values } => Outcome::Finish(typed(&mut final_kinds().into_iter(), values)),
-            Exit::ExternalJump { target, values } => Outcome::ExternalJump {
-                target: *target,
-                values: typed(&mut final_kinds().into_iter(), values),
-            },
-            Exit::Guard {
-                guard,
-                resume_key,
-                values,
-            } => {
-                let fail_args = trace.guards.iter().find(|g| g.id == *guard).map(|g| &g.fail_args[..]);
-                let mut kinds = fail_args.unwrap_or(&[]).iter().map(|fa| match fa {
-                    FailArg::Value(v) => trace.kind_of(*v),
-                    FailArg::Virtual(_) => Kind::Ref,
-                    FailArg::Hole => Kind::Int,
-                });
-                Outcome::GuardFailed {
-                    guard: *guard,
-                    resume_key: *resume_key,
-                    values: typed(&mut kinds, values),
-                }
-            }
-            Exit::Invalid { op } => Outcome::Invalid {
-                op: Some(*op),
-                reason: "invalid operation in native code".into(),
-                promise: false,
-            },
-        }
-    }
 }
 
 /// Why [`CompiledTrace::run`] refused to run.
@@ -686,6 +635,3 @@ fn rebuild_virtuals(virtuals: &[VirtualLayout], frame: &[u64], rt: &mut dyn Runt
     }
     addrs
 }
-
-#[cfg(test)]
-mod tests;

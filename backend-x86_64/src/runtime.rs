@@ -1,11 +1,9 @@
 //! The embedder's side of native execution: the [`Runtime`] trait (object allocation and,
 //! in [`crate::MemoryAccess::Hooks`] mode, every memory access, call and exception-state op),
-//! a simple heap that implements it ([`SimpleHeap`]), the interpreter's heap model as a runtime
-//! (`impl Runtime for trace_ir::interp::ModelHeap`), and the `extern "sysv64"` trampolines the
+//! a simple heap that implements it ([`SimpleHeap`]), and the `extern "sysv64"` trampolines the
 //! generated code calls.
 
 use trace_ir::descr::{DEFAULT_ARRAY_BASE, DEFAULT_ARRAY_LEN, MAX_ALLOC_BYTES};
-use trace_ir::interp::{ModelHeap, Outcome};
 use trace_ir::{Descr, GuardId, OpRef, Opcode};
 
 /// What compiled code needs from its embedder: memory for new objects and, in
@@ -24,8 +22,8 @@ use trace_ir::{Descr, GuardId, OpRef, Opcode};
 /// and a failing guard's fail arguments (virtual objects included) come from
 /// [`Runtime::guard_exit`]. The default implementations work on real memory with the layouts
 /// Direct mode uses ([`exec_in_memory`]); an embedder whose memory is not the process's
-/// (a model, a remote heap, a sandbox) overrides both. The interpreter's model does:
-/// `trace_ir::interp::ModelHeap` implements this trait.
+/// (a model, a remote heap, a sandbox) overrides both. The reference interpreter's model does:
+/// `trace_interp::ModelHeap` implements this trait (crate `trace-interp`, feature `native`).
 ///
 /// # Invariants the implementation must keep
 /// - An address returned by `alloc`/`alloc_array` points to at least `size` bytes of
@@ -351,15 +349,14 @@ fn exec_string(req: &HookRequest<'_>) -> HookReply {
             if len > MAX_STR_LEN {
                 return HookReply::Invalid;
             }
-            let mut words = vec![0x57a, len];
-            for k in 0..len {
+            let chars = (0..len).map(|k| {
                 let at = base
                     .wrapping_add(DEFAULT_ARRAY_BASE as u64)
                     .wrapping_add(k * size as u64);
                 // SAFETY: `k < len`, so the character lies inside the string.
-                words.push(unsafe { read_mem(at, size as u8, false) });
-            }
-            HookReply::Value(trace_ir::rng::hash_words(&words))
+                unsafe { read_mem(at, size as u8, false) }
+            });
+            HookReply::Value(trace_ir::abi::string_hash(len, chars))
         }
         _ => copy_string_content(req, size),
     }
@@ -369,7 +366,7 @@ fn exec_string(req: &HookRequest<'_>) -> HookReply {
 fn copy_string_content(req: &HookRequest<'_>, size: i64) -> HookReply {
     let base = arg(req, 0);
     let (dst, ss, ds, n) = (arg(req, 1), arg(req, 2) as i64, arg(req, 3) as i64, arg(req, 4) as i64);
-    if dst == 0 || !(0..=trace_ir::interp::MAX_COPY_LEN).contains(&n) {
+    if dst == 0 || !(0..=trace_ir::abi::MAX_COPY_LEN).contains(&n) {
         return HookReply::Invalid;
     }
     if n == 0 {
@@ -410,7 +407,7 @@ fn exec_alloc<R: Runtime + ?Sized>(rt: &mut R, req: &HookRequest<'_>) -> HookRep
         New | NewWithVtable => match req.descr.and_then(Descr::as_size) {
             Some(sd) => {
                 let class = if opc == NewWithVtable {
-                    trace_ir::interp::default_class(sd)
+                    trace_ir::abi::default_class(sd)
                 } else {
                     0
                 };
@@ -659,48 +656,6 @@ fn local_exception_op(state: &mut Option<(u64, u64)>, req: &HookRequest<'_>) -> 
         GuardNoException if state.is_none() => HookReply::Value(0),
         GuardNoException => HookReply::GuardFails,
         _ => HookReply::Invalid,
-    }
-}
-
-/// The interpreter's heap and call model as a runtime (Hooks mode): every hooked op runs
-/// through the interpreter's own code on the model's state ([`ModelHeap::exec`],
-/// [`ModelHeap::check_guard`]), and failing guards rebuild their virtual objects in the
-/// model ([`ModelHeap::guard_failed`]), so native code and the interpreter see the same
-/// addresses, values, calls and exception state. [`Runtime::alloc`] and
-/// [`Runtime::alloc_array`] are not used in Hooks mode (allocation ops go through
-/// [`Runtime::exec`]) and return 0 (an invalid operation in Direct mode, whose code would
-/// dereference the model's addresses).
-impl Runtime for ModelHeap<'_> {
-    fn alloc(&mut self, _size: u64, _class: u64) -> u64 {
-        0
-    }
-    fn alloc_array(&mut self, _size: u64, _len: u64) -> u64 {
-        0
-    }
-    fn exec(&mut self, req: &HookRequest<'_>) -> HookReply {
-        // The model must be the one of the compiled trace.
-        if self.trace().ops.get(req.op.index()).map(|o| o.opcode) != Some(req.opcode) {
-            return HookReply::Invalid;
-        }
-        if req.opcode.is_guard() {
-            match self.check_guard(req.op, req.args) {
-                Ok(Some(v)) => HookReply::Value(v),
-                Ok(None) => HookReply::GuardFails,
-                Err(_) => HookReply::Invalid,
-            }
-        } else {
-            match ModelHeap::exec(self, req.op, req.args) {
-                Ok(v) => HookReply::Value(v),
-                Err(_) => HookReply::Invalid,
-            }
-        }
-    }
-    fn guard_exit(&mut self, req: &ExitRequest<'_>) -> Option<Vec<u64>> {
-        match self.guard_failed(req.guard, req.words) {
-            Outcome::GuardFailed { values, .. } => Some(values.iter().map(|v| v.bits()).collect()),
-            // A malformed guard: report its words as they are (no virtual can be rebuilt).
-            _ => Some(req.words.to_vec()),
-        }
     }
 }
 

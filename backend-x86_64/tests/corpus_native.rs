@@ -1,19 +1,19 @@
 //! Every trace of the dev corpus (`shared/corpus/pypy-dev`, real PyPy JIT logs), as logged and
 //! after `optimizer::optimize`, compiles in Hooks mode and runs natively against the
-//! interpreter's heap and call model (`trace_ir::interp::ModelHeap` as the runtime) with the
+//! interpreter's heap and call model (`trace_interp::ModelHeap` as the runtime) with the
 //! same outcome as the reference interpreter on random inputs: same exit, same values (objects
 //! the run allocated compared by content), same heap-writing calls, same external memory and
-//! exception state (`trace_ir::interp::outcomes_equivalent`). The number of traces the backend
+//! exception state (`trace_interp::outcomes_equivalent`). The number of traces the backend
 //! accepts is asserted. Each trace runs on four input vectors: one from the guided input
 //! search, one with the `FromAddress` class policy, two plain.
 
 use backend_x86_64::{compile, CompileError, CompileOptions, MemoryAccess};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use trace_ir::interp::guided::guided_inputs;
-use trace_ir::interp::{outcomes_equivalent, run, ClassPolicy, ModelHeap, Outcome, RunConfig};
-use trace_ir::random::random_inputs;
-use trace_ir::rng::Rng;
+use trace_interp::guided::guided_inputs;
+use trace_interp::random::random_inputs;
+use trace_interp::rng::Rng;
+use trace_interp::{outcomes_equivalent, run, ClassPolicy, ModelHeap, Outcome, RunConfig};
 use trace_ir::{parse_file, Trace};
 
 fn corpus_dir() -> PathBuf {
@@ -92,7 +92,7 @@ fn check(t: &Trace, rng: &mut Rng, rounds: usize, c: &mut Counts) -> Result<(), 
         let words: Vec<u64> = inputs.iter().map(|v| v.bits()).collect();
         let mut model = ModelHeap::new(t, &cfg);
         let exit = code.run(&words, &mut model).map_err(|e| e.to_string())?;
-        let got = model.into_result(exit.outcome(t));
+        let got = model.into_result(trace_interp::native::exit_outcome(&exit, t));
         outcomes_equivalent(&want, &got).map_err(|e| {
             format!(
                 "inputs {inputs:?}: {e}\n  interp: {}\n  native: {}",

@@ -10,7 +10,7 @@
 use criterion::{criterion_group, BenchmarkId, Criterion, Throughput};
 use optimizer::{Optimizer, Options};
 use std::hint::black_box;
-use trace_ir::random::{random_trace, RandomConfig};
+use trace_interp::random::{random_trace, RandomConfig};
 use trace_ir::Trace;
 
 /// Several random traces of about `len` ops (different seeds, so one odd trace does not

@@ -109,11 +109,11 @@ pub fn optimized_traces() -> Vec<(String, Trace)> {
 /// `compile_profile` driver so both measure the same input.
 pub fn compile_set(len: usize) -> Vec<trace_ir::Trace> {
     let count = (40_000 / len.max(1)).clamp(2, 40) as u64;
-    let cfg = trace_ir::random::RandomConfig {
+    let cfg = trace_interp::random::RandomConfig {
         length: len,
-        ..trace_ir::random::RandomConfig::default()
+        ..trace_interp::random::RandomConfig::default()
     };
     (0..count)
-        .map(|s| trace_ir::random::random_trace(&cfg, 1000 + s).0)
+        .map(|s| trace_interp::random::random_trace(&cfg, 1000 + s).0)
         .collect()
 }

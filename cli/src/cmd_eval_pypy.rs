@@ -15,11 +15,12 @@
 //! guards have ids of their own).
 
 use crate::common::{json_str, Args, CliError, CliResult};
-use trace_ir::interp::guided::guided_inputs;
-use trace_ir::interp::outcomes_equivalent_by_resume_key;
-use trace_ir::random::random_inputs;
-use trace_ir::rng::{mix64, Rng};
-use trace_ir::{outcomes_equivalent, run, Kind, OpFlags, Opcode, RunConfig, Trace};
+use trace_interp::guided::guided_inputs;
+use trace_interp::outcomes_equivalent_by_resume_key;
+use trace_interp::random::random_inputs;
+use trace_interp::rng::{mix64, Rng};
+use trace_interp::{outcomes_equivalent, run, RunConfig};
+use trace_ir::{Kind, OpFlags, Opcode, Trace};
 use verify::validate::{validate, Config, Verdict};
 
 const CATS: [&str; 7] = ["int", "guard", "alloc", "read", "write", "call", "other"];

@@ -10,8 +10,8 @@
 //! comment. The last line is exactly `N passed, N failed`.
 
 use crate::common::{Args, CliError, CliResult};
-use trace_ir::random::{random_trace, RandomConfig};
-use trace_ir::rng::mix64;
+use trace_interp::random::{random_trace, RandomConfig};
+use trace_interp::rng::mix64;
 use verify::fuzzing::{minimize, trace_failure, Check};
 
 /// `tracejit fuzz ...`.

@@ -8,16 +8,16 @@
 //! runs N input sets per trace drawn from `--seed S` (default 0) and the trace index:
 //! special integers, small floats, and deterministic external addresses for references.
 //! Without either, one random input set is used. `--guided` first improves each input set
-//! with `trace_ir::interp::guided::guided_inputs` (inputs and initial external memory chosen
+//! with `trace_interp::guided::guided_inputs` (inputs and initial external memory chosen
 //! from the constants of failing guards, so real traces run further) and reports how many
 //! external memory slots it preset.
 
 use crate::common::{json_str, Args, CliError, CliResult};
 use std::fmt::Write as _;
-use trace_ir::interp::guided::guided_inputs;
-use trace_ir::interp::{run, Outcome, RtValue, RunConfig};
-use trace_ir::random::random_inputs;
-use trace_ir::rng::{mix64, Rng};
+use trace_interp::guided::guided_inputs;
+use trace_interp::random::random_inputs;
+use trace_interp::rng::{mix64, Rng};
+use trace_interp::{run, Outcome, RtValue, RunConfig};
 use trace_ir::Kind;
 
 /// Entry point of `tracejit interp`.

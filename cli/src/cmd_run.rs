@@ -3,9 +3,9 @@
 
 use crate::common::{Args, CliError, CliResult};
 use backend_x86_64::{compile, CompileOptions, Exit, MemoryAccess, SimpleHeap};
-use trace_ir::interp::heap::external_address;
-use trace_ir::interp::{outcomes_equivalent, run as interp_run, ModelHeap, Outcome, RtValue, RunConfig};
-use trace_ir::rng::Rng;
+use trace_interp::heap::external_address;
+use trace_interp::rng::Rng;
+use trace_interp::{outcomes_equivalent, run as interp_run, ModelHeap, Outcome, RtValue, RunConfig};
 use trace_ir::{Kind, Trace};
 
 /// `tracejit run FILE [--inputs 1,2.5,0 | --random N --seed S] [--opt] [--hooks]`.
@@ -18,7 +18,7 @@ use trace_ir::{Kind, Trace};
 ///   `cast_int_to_ptr` or reference inputs, and every trace with `--hooks`): the trace names
 ///   memory and functions of the process that wrote it, so native code hands every memory
 ///   access, allocation, call and exception-state op to the interpreter's heap and call model
-///   (`trace_ir::interp::ModelHeap`) instead of dereferencing or calling anything. Reference
+///   (`trace_interp::ModelHeap`) instead of dereferencing or calling anything. Reference
 ///   inputs may then be any address (decimal or `0x` hex), standing for external objects of
 ///   the model, and the whole run (exit, values, allocated objects by content, calls,
 ///   external memory, exception state) is compared with the interpreter's.
@@ -127,7 +127,7 @@ pub fn run(args: &[String]) -> CliResult {
                 let native = code
                     .run(&words, &mut model)
                     .map_err(|e| CliError::Failed(format!("{name}: {e}")))?;
-                let native_run = model.into_result(native.outcome(&compiled_trace));
+                let native_run = model.into_result(trace_interp::native::exit_outcome(&native, &compiled_trace));
                 (native, outcomes_equivalent(&int_run, &native_run))
             } else {
                 let mut heap = SimpleHeap::new();
@@ -217,7 +217,7 @@ fn random_inputs(rng: &mut Rng, kinds: &[Kind], hooks: bool) -> Vec<RtValue> {
             // An external object of the interpreter's model.
             Kind::Ref if hooks => RtValue::Ref(external_address(rng.next_u64())),
             Kind::Ref => RtValue::Ref(0),
-            _ => RtValue::Int(trace_ir::random::special_int(rng)),
+            _ => RtValue::Int(trace_interp::random::special_int(rng)),
         })
         .collect()
 }

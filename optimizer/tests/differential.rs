@@ -1,7 +1,7 @@
-//! Differential tests: random traces (`trace_ir::random`, with heap ops, calls, floats and
+//! Differential tests: random traces (`trace_interp::random`, with heap ops, calls, floats and
 //! loops) run in the reference interpreter before and after optimization, on their example
 //! inputs and on random inputs; the outcomes must be equivalent
-//! (`trace_ir::outcomes_equivalent`: same exit guard, same values, virtuals rebuilt at exits
+//! (`trace_interp::outcomes_equivalent`: same exit guard, same values, virtuals rebuilt at exits
 //! compared by content, same heap-writing calls and external heap state).
 //!
 //! Inputs on which the ORIGINAL trace hits an invalid operation (a shift by 70, a division by
@@ -12,7 +12,7 @@
 mod common;
 use common::{same_behaviour, Inputs};
 use optimizer::{optimize, Options};
-use trace_ir::random::{random_trace, RandomConfig};
+use trace_interp::random::{random_trace, RandomConfig};
 
 /// Optimize `n` random traces of `cfg` with `opts`; run each on its example inputs and on
 /// `extra` random inputs. Returns (runs compared, runs skipped).

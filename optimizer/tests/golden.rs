@@ -10,7 +10,7 @@
 mod common;
 use common::{parse, same_behaviour};
 use optimizer::{optimize, Optimized, Options, Reason};
-use trace_ir::interp::RtValue;
+use trace_interp::RtValue;
 
 /// Optimize `input` with the default options and compare with `expected` (see [`check_with`]).
 #[track_caller]

@@ -1,5 +1,5 @@
 //! The evaluation function of every pure op: the one place where the arithmetic of the IR is
-//! written down. The reference interpreter ([`crate::interp`]) and the optimizer's constant
+//! written down. The reference interpreter (`trace-interp`) and the optimizer's constant
 //! folder both call it, so the two cannot disagree.
 //!
 //! # Value representation

@@ -1,24 +1,24 @@
 //! The trace IR of tracejit: opcodes, values, descriptors, guards and traces; union-find
 //! forwarding; a builder; a text format that also reads PyPy's JIT logs; a verifier; the
-//! reference interpreter; a random trace generator; and loop peeling.
+//! evaluation of pure ops; the ABI facts compiled code and the interpreter share ([`abi`]);
+//! and loop peeling. The reference interpreter and the random trace generator are the
+//! `trace-interp` crate.
 //!
 //! What memory and values mean — bytes and views, the aliasing of descriptors
 //! ([`Aliasing`]), kinds, immutability, hints as promises, NaN payloads, allocation limits —
 //! is one model that the interpreter, the optimizer, the validator and the backend obey:
-//! `docs/memory-model.md` in the repository. The interpreter ([`interp`]) is its executable
-//! form.
+//! `docs/memory-model.md` in the repository. The reference interpreter (`trace-interp`) is its
+//! executable form.
 #![deny(missing_docs)]
 
+pub mod abi;
 pub mod builder;
 pub mod descr;
 pub mod entity;
 pub mod eval;
 pub mod fxhash;
-pub mod interp;
 pub mod opcode;
 pub mod peel;
-pub mod random;
-pub mod rng;
 pub mod text;
 pub mod trace;
 pub mod unionfind;
@@ -28,10 +28,8 @@ pub use builder::TraceBuilder;
 pub use descr::{ArrayDescr, CallDescr, CallEffect, Descr, FieldDescr, InteriorDescr, SizeDescr};
 pub use entity::{ConstRef, DescrRef, GuardId, GuardRef, OpRef, Value, ValueData};
 pub use eval::{eval_ovf, eval_pure, EvalError};
-pub use interp::{outcomes_equivalent, outcomes_equivalent_by_resume_key, run, Outcome, RtValue, RunConfig, RunResult};
 pub use opcode::{DescrKind, Kind, OpFlags, OpInfo, Opcode};
 pub use peel::{invariant_params, is_peelable, is_peeled_form, masked_params, peel_loop, peeled_guard_copies};
-pub use random::{random_trace, RandomConfig};
 pub use text::{parse_file, parse_trace, print_trace, traces_equivalent, ParseError};
 pub use trace::{
     Aliasing, Const, ConstPool, FailArg, GuardData, Op, Trace, TraceInfo, VirtualField, VirtualKind, VirtualObject,

@@ -616,16 +616,16 @@ fn equivalence_sees_differences_but_not_pool_order() {
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(500))]
-    /// The library's random generator (`trace_ir::random`), with and without loops.
+    /// The library's random generator (`trace_interp::random`), with and without loops.
     #[test]
     fn library_random_traces_round_trip(seed in any::<u64>(), loops in any::<bool>(), ints_only in any::<bool>()) {
         let mut cfg = if ints_only {
-            trace_ir::random::RandomConfig::integers_only()
+            trace_interp::random::RandomConfig::integers_only()
         } else {
-            trace_ir::random::RandomConfig::default()
+            trace_interp::random::RandomConfig::default()
         };
         cfg.loops = loops;
-        let (t, _) = trace_ir::random::random_trace(&cfg, seed);
+        let (t, _) = trace_interp::random::random_trace(&cfg, seed);
         check_round_trip(&t);
     }
 }

@@ -21,11 +21,12 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use backend_x86_64::{compile, CompileOptions, Exit, SimpleHeap};
-use trace_ir::interp::outcomes_equivalent_by_resume_key;
-pub use trace_ir::random::random_inputs;
-use trace_ir::random::{random_trace, RandomConfig};
-use trace_ir::rng::{hash_words, Rng};
-use trace_ir::{outcomes_equivalent, run, FailArg, Outcome, RtValue, RunConfig, Trace, Value, ValueData, VirtualField};
+use trace_interp::outcomes_equivalent_by_resume_key;
+pub use trace_interp::random::random_inputs;
+use trace_interp::random::{random_trace, RandomConfig};
+use trace_interp::rng::{hash_words, Rng};
+use trace_interp::{outcomes_equivalent, run, Outcome, RtValue, RunConfig};
+use trace_ir::{FailArg, Trace, Value, ValueData, VirtualField};
 
 use crate::validate::{validate, Config, Verdict};
 

@@ -7,7 +7,7 @@
 //! run having a defined outcome) is a real one.
 
 use crate::validate::Counterexample;
-use trace_ir::interp::{outcomes_equivalent, outcomes_equivalent_by_resume_key, run, Outcome, RtValue, RunConfig};
+use trace_interp::{outcomes_equivalent, outcomes_equivalent_by_resume_key, run, Outcome, RtValue, RunConfig};
 use trace_ir::{Kind, Trace};
 
 /// Float inputs tried in place of the counterexample's: NaNs with payloads (quiet and

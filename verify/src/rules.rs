@@ -626,7 +626,7 @@ mod tests {
     use super::*;
     use rule_dsl::check::{eval_cmp, eval_int_binop};
     use rule_dsl::rt;
-    use trace_ir::rng::Rng;
+    use trace_interp::rng::Rng;
 
     #[test]
     fn expression_encoding_agrees_with_the_runtime_helpers() {

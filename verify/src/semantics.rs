@@ -211,8 +211,8 @@ pub fn mul_no_overflow(a: &BV, b: &BV) -> Bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use trace_interp::rng::Rng;
     use trace_ir::eval::{eval_ovf, eval_pure, EvalError};
-    use trace_ir::rng::Rng;
     use z3::ast::Ast;
 
     const SPECIAL: &[i64] = &[

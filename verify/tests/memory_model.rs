@@ -7,7 +7,7 @@
 //! must be `Invalid` for the validator and differ in the interpreter.
 
 use backend_x86_64::{compile, CompileOptions, Exit, MemoryAccess, SimpleHeap};
-use trace_ir::interp::{outcomes_equivalent, run, ModelHeap, Outcome, RtValue, RunConfig, RunResult};
+use trace_interp::{outcomes_equivalent, run, ModelHeap, Outcome, RtValue, RunConfig, RunResult};
 use trace_ir::text::{parse_trace, print_trace};
 use trace_ir::Trace;
 use verify::validate::{validate, Config, Verdict};
@@ -71,7 +71,7 @@ fn hooks(t: &Trace, inputs: &[RtValue]) -> RunResult {
     let words: Vec<u64> = inputs.iter().map(|v| v.bits()).collect();
     let mut model = ModelHeap::new(t, &cfg);
     let exit = code.run(&words, &mut model).expect("runs");
-    model.into_result(exit.outcome(t))
+    model.into_result(trace_interp::native::exit_outcome(&exit, t))
 }
 
 fn finish_values(r: &RunResult) -> Vec<u64> {

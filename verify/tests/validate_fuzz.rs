@@ -1,7 +1,7 @@
 //! The fuzz checks of `verify::fuzzing` on a bounded number of cases (the same code the
 //! `fuzz/` targets and `tracejit fuzz` run), plus regression cases.
 
-use trace_ir::rng::Rng;
+use trace_interp::rng::Rng;
 use verify::fuzzing::{check_native_diff, check_optimize_diff, check_parse, check_validate};
 
 /// A trace from its text (the regression cases are written by hand, so they parse).
@@ -54,7 +54,7 @@ fn fuzz_inputs_cover_peeled_loops() {
     for c in cases(300, 2, 64) {
         let options = verify::fuzzing::optimizer_options(&c);
         let (cfg, seed) = verify::fuzzing::trace_params(&c, verify::fuzzing::Family::All);
-        let (t, _) = trace_ir::random::random_trace(&cfg, seed);
+        let (t, _) = trace_interp::random::random_trace(&cfg, seed);
         let out = optimizer::optimize(&t, &options).unwrap();
         if options.peel && trace_ir::is_peeled_form(&t, &out.trace) {
             peeled += 1;
@@ -98,9 +98,9 @@ fn fuzz_findings_stay_fixed() {
     // cell changed what the earlier call had done to its other bytes (the optimizer's order is
     // right: the byte and the store do not overlap).
     check_optimize_diff(&[
-        74, 39, 0, 0, 0, 10, 35, 0, 10, 0, 0, 4, 0, 0, 0, 109, 109, 109, 255, 0, 0, 109, 0, 0, 1, 167, 0, 255, 28, 0, 0,
-        255, 0, 170, 255, 0, 167, 0, 255, 28, 0, 0, 255, 170, 255, 0, 0, 0, 211, 251, 0, 0, 10, 0, 0, 10, 0, 0, 0, 64,
-        0, 0, 0, 16,
+        74, 39, 0, 0, 0, 10, 35, 0, 10, 0, 0, 4, 0, 0, 0, 109, 109, 109, 255, 0, 0, 109, 0, 0, 1, 167, 0, 255, 28, 0,
+        0, 255, 0, 170, 255, 0, 167, 0, 255, 28, 0, 0, 255, 170, 255, 0, 0, 0, 211, 251, 0, 0, 10, 0, 0, 10, 0, 0, 0,
+        64, 0, 0, 0, 16,
     ])
     .unwrap();
     // optimize_diff, second hour-long run: an array read from a pointer array was accessed

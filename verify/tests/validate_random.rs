@@ -8,8 +8,8 @@
 //! `verify::validate`); before those two, 5-10% of these traces ended `Unknown`.
 
 use optimizer::{optimize, Options};
+use trace_interp::random::{random_trace, RandomConfig};
 use trace_ir::print_trace;
-use trace_ir::random::{random_trace, RandomConfig};
 use verify::validate::{validate_with_stats, Config, Stats, Verdict};
 
 #[derive(Default)]
@@ -208,15 +208,18 @@ fn random_masked_loops_validate_and_run() {
             Verdict::Unknown { .. } => unknown += 1,
             Verdict::Valid => {}
         }
-        let mut rng = trace_ir::rng::Rng::new(seed);
+        let mut rng = trace_interp::rng::Rng::new(seed);
         for _ in 0..4 {
-            let inputs = trace_ir::random::random_inputs(&mut rng, &t);
-            let rc = trace_ir::RunConfig::default();
-            let (a, b) = (trace_ir::run(&t, &inputs, &rc), trace_ir::run(&out, &inputs, &rc));
-            if matches!(a.outcome, trace_ir::Outcome::Invalid { .. }) {
+            let inputs = trace_interp::random::random_inputs(&mut rng, &t);
+            let rc = trace_interp::RunConfig::default();
+            let (a, b) = (
+                trace_interp::run(&t, &inputs, &rc),
+                trace_interp::run(&out, &inputs, &rc),
+            );
+            if matches!(a.outcome, trace_interp::Outcome::Invalid { .. }) {
                 continue;
             }
-            trace_ir::interp::outcomes_equivalent_by_resume_key(&a, &b).unwrap_or_else(|e| {
+            trace_interp::outcomes_equivalent_by_resume_key(&a, &b).unwrap_or_else(|e| {
                 panic!(
                     "seed {seed}: {e}\noriginal:\n{}\noptimized:\n{}",
                     print_trace(&t),

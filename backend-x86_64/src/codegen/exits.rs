@@ -307,7 +307,7 @@ fn virtual_init(t: &Trace, vo: &VirtualObject) -> R<VirtualInit> {
                 .as_size()
                 .ok_or_else(|| bad("virtual struct without a size descriptor"))?;
             let class = if opcode == Opcode::NewWithVtable {
-                trace_ir::interp::default_class(sd)
+                trace_ir::abi::default_class(sd)
             } else {
                 0
             };

@@ -167,7 +167,7 @@ fn prefetch<T>(p: *const T) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use trace_ir::random::{random_trace, RandomConfig};
+    use trace_interp::random::{random_trace, RandomConfig};
 
     /// The liveness tables (`last_use`, `next_use` as [`Liveness::pass`] moves it on,
     /// `reads`) agree with a direct scan of the trace, also when the tables are reused by

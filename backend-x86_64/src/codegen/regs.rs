@@ -322,7 +322,7 @@ mod tests {
     /// pool size the options allow and random sets of free registers.
     #[test]
     fn first_free_is_the_first_free_register_in_pool_order() {
-        let mut rng = trace_ir::rng::Rng::new(7);
+        let mut rng = trace_interp::rng::Rng::new(7);
         for (ni, nf) in (0..16).flat_map(|i| (0..17).map(move |f| (i, f))) {
             let opts = CompileOptions {
                 int_regs: ni,

@@ -20,7 +20,7 @@ use backend_x86_64::{compile, CompileOptions, MemoryAccess};
 use iced_x86::{Decoder, DecoderOptions, Formatter, IntelFormatter, OpKind};
 use std::fmt::Write;
 use std::hash::{Hash, Hasher};
-use trace_ir::random::{random_trace, RandomConfig};
+use trace_interp::random::{random_trace, RandomConfig};
 use trace_ir::Trace;
 
 /// Random traces per family.
@@ -123,7 +123,7 @@ fn backend_text(corpus: &[Trace]) -> String {
 }
 
 fn interp_text(corpus: &[Trace]) -> String {
-    use trace_ir::interp::{guided::guided_inputs, run, RtValue, RunConfig};
+    use trace_interp::{guided::guided_inputs, run, RtValue, RunConfig};
     let mut out = String::new();
     let families = [
         RandomConfig::default(),
@@ -148,7 +148,11 @@ fn interp_text(corpus: &[Trace]) -> String {
         let zeros: Vec<RtValue> = t.input_kinds().into_iter().map(RtValue::zero).collect();
         let (inputs, cfg) = guided_inputs(t, &zeros, &RunConfig::default(), 20);
         let r = run(t, &inputs, &cfg);
-        let _ = writeln!(out, "### corpus #{k}\n# inputs {inputs:?}\n# outcome {:?} steps {}", r.outcome, r.steps);
+        let _ = writeln!(
+            out,
+            "### corpus #{k}\n# inputs {inputs:?}\n# outcome {:?} steps {}",
+            r.outcome, r.steps
+        );
     }
     out
 }

@@ -1,7 +1,7 @@
 //! Unit tests of the pass driver: the release-build input check.
 
 use super::*;
-use trace_ir::random::{random_trace, RandomConfig};
+use trace_interp::random::{random_trace, RandomConfig};
 
 /// The release-build input check must accept everything the verifier accepts.
 #[test]

@@ -37,7 +37,7 @@ impl<'a> Pass<'a> {
                 .input
                 .descr(descr)
                 .as_size()
-                .map(|s| trace_ir::interp::default_class(s) as i64),
+                .map(|s| trace_ir::abi::default_class(s) as i64),
             _ => None,
         }
     }
@@ -93,7 +93,7 @@ impl<'a> Pass<'a> {
             // the class `new_with_vtable` stores (the interpreter's definition)
             self.v.info[o.index()].class = descr
                 .and_then(|d| self.input.descr(d).as_size())
-                .map(|s| trace_ir::interp::default_class(s) as i64);
+                .map(|s| trace_ir::abi::default_class(s) as i64);
         }
         if matches!(opc, Opcode::NewArray | Opcode::NewArrayClear) && self.opts.cse {
             if let Some(len) = len {

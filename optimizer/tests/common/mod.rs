@@ -2,8 +2,9 @@
 #![allow(dead_code)]
 
 use optimizer::{optimize, Optimized, Options};
-use trace_ir::interp::{run, Outcome, RtValue, RunConfig};
-use trace_ir::{outcomes_equivalent, parse_trace, print_trace, traces_equivalent, Kind, Trace};
+use trace_interp::outcomes_equivalent;
+use trace_interp::{run, Outcome, RtValue, RunConfig};
+use trace_ir::{parse_trace, print_trace, traces_equivalent, Kind, Trace};
 
 /// Parse a trace of a test, panicking with the parse error.
 pub fn parse(text: &str) -> Trace {
@@ -118,7 +119,7 @@ pub fn same_behaviour(original: &Trace, optimized: &Trace, inputs: &[RtValue]) -
         return Ok(false);
     }
     let same = if peeled {
-        trace_ir::outcomes_equivalent_by_resume_key
+        trace_interp::outcomes_equivalent_by_resume_key
     } else {
         outcomes_equivalent
     };

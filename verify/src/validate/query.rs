@@ -121,7 +121,7 @@ impl<'t> Validator<'t> {
             return None;
         }
         const SPECIAL: [u64; 8] = [0, 1, 2, u64::MAX, 3, 1 << 32, i64::MAX as u64, i64::MIN as u64];
-        let mut rng = trace_ir::rng::Rng::new(0x9e37_79b9 ^ self.stats.claims as u64);
+        let mut rng = trace_interp::rng::Rng::new(0x9e37_79b9 ^ self.stats.claims as u64);
         for round in 0..24 {
             let values: Vec<BV> = inputs
                 .iter()

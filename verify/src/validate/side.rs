@@ -44,7 +44,7 @@ pub(super) struct LocalObj {
 /// a default derived from the size).
 pub(super) fn alloc_class(opc: Opcode, d: Option<&Descr>) -> Option<BV> {
     match (opc, d.and_then(|d| d.as_size())) {
-        (Opcode::NewWithVtable, Some(sd)) => Some(bv(trace_ir::interp::default_class(sd))),
+        (Opcode::NewWithVtable, Some(sd)) => Some(bv(trace_ir::abi::default_class(sd))),
         _ => None,
     }
 }

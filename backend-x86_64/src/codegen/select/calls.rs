@@ -34,7 +34,7 @@ impl Gen<'_> {
             .and_then(|d| t.descr(d).as_size())
             .ok_or_else(|| bad("allocation without a size descriptor"))?;
         let class = if opc == NewWithVtable {
-            trace_ir::interp::default_class(sd)
+            trace_ir::abi::default_class(sd)
         } else {
             0
         };

@@ -161,7 +161,7 @@ impl Gen<'_> {
     pub(super) fn force_token(&mut self) -> R<()> {
         // A fixed token, the interpreter's.
         let d = self.alloc_reg(Kind::Ref, RegSet::EMPTY)?;
-        self.em.mov(d.loc(), Loc::Imm(trace_ir::interp::heap::FORCE_TOKEN));
+        self.em.mov(d.loc(), Loc::Imm(trace_ir::abi::FORCE_TOKEN));
         self.def(d);
         Ok(())
     }

@@ -11,18 +11,18 @@
 //! Handled guards: `guard_value` (take the constant), `guard_true`/`guard_false` on a
 //! controllable value or on a pure comparison one of whose operands is controllable (the new
 //! value is the first of a few candidates derived from the other operand that satisfies the
-//! comparison, checked with [`crate::eval::eval_pure`]), `guard_nonnull`/`guard_isnull`, and
+//! comparison, checked with [`trace_ir::eval::eval_pure`]), `guard_nonnull`/`guard_isnull`, and
 //! class guards on a null controllable reference. The search stops when a round changes
 //! nothing or after `max_rounds`, and returns the assignment whose run executed the most ops.
 
-use super::heap::external_address;
-use super::{run_recording, Outcome, RtValue, RunConfig};
-use crate::entity::{OpRef, Value, ValueData};
-use crate::eval::eval_pure;
-use crate::opcode::{Kind, OpFlags, Opcode};
-use crate::rng::hash_words;
-use crate::trace::Trace;
+use crate::heap::external_address;
+use crate::{run_recording, Outcome, RtValue, RunConfig};
 use std::collections::HashMap;
+use trace_ir::abi::hash_words;
+use trace_ir::entity::{OpRef, Value, ValueData};
+use trace_ir::eval::eval_pure;
+use trace_ir::opcode::{Kind, OpFlags, Opcode};
+use trace_ir::trace::Trace;
 
 /// Inputs and initial external memory on which `trace` runs as far as the search could get
 /// (see the module documentation), starting from `inputs` and `cfg`.

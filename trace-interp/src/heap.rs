@@ -11,7 +11,7 @@
 //!   before it). Any other non-null address is **external**: an
 //!   input, a `ConstPtr`, a call result, a value read from external memory.
 //! - Deterministic external addresses ([`external_address`]) live in
-//!   `0x5000_0000_0000..0x6000_0000_0000`; [`crate::trace::symbol_address`] (named constants)
+//!   `0x5000_0000_0000..0x6000_0000_0000`; [`trace_ir::trace::symbol_address`] (named constants)
 //!   hashes into `0x4000_0000_0000..0x8000_0000_0000`; allocated objects start at
 //!   `0x1000_0000_1000` (not a power of two nor next to one, so the special integers of
 //!   random traces do not name one) and stay far below both.
@@ -70,18 +70,16 @@
 //! the same, while a heap cache that wrongly forwards a mutable field across such a call
 //! produces a different value.
 
-use super::RtValue;
-use crate::descr::ArrayDescr;
-use crate::opcode::Kind;
-use crate::rng::hash_words;
+use crate::RtValue;
 use std::collections::{BTreeMap, HashMap};
+use trace_ir::abi::hash_words;
+use trace_ir::descr::ArrayDescr;
+use trace_ir::opcode::Kind;
 
 /// Address of the first object allocated by a run.
 pub const ALLOC_BASE: u64 = 0x1000_0000_1000;
 /// Distance between consecutive allocated objects.
 pub const ALLOC_STRIDE: u64 = 0x1_0000;
-/// The reference `force_token` returns.
-pub const FORCE_TOKEN: u64 = 0x3000_0000_0000;
 /// The writer of an instance's class word (written by `new_with_vtable`, never by a
 /// descriptor: it cannot be written).
 pub const WRITER_CLASS: u32 = u32::MAX - 1;

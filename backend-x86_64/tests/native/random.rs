@@ -84,7 +84,7 @@ fn values_are_never_lost_reading_the_argument_twice() {
 /// Compares interpreter values (with its heap) against native words (with real memory),
 /// pairing interpreter objects with native objects as they are reached.
 struct HeapCmp<'a> {
-    iheap: &'a trace_ir::interp::Heap,
+    iheap: &'a trace_interp::Heap,
     nheap: &'a SimpleHeap,
     pairs: std::collections::HashMap<u64, u64>,
 }
@@ -127,16 +127,25 @@ impl HeapCmp<'_> {
             if off + size as u64 > alloc.size + 64 {
                 return Err(format!("{what}: read at {off} outside {} bytes", alloc.size));
             }
-            Ok(unsafe { crate::runtime::read_mem(n + off, size, signed) })
+            let bytes = unsafe { std::slice::from_raw_parts((n + off) as *const u8, size as usize) };
+            let mut word = [0u8; 8];
+            word[..bytes.len()].copy_from_slice(bytes);
+            let v = u64::from_le_bytes(word);
+            let shift = 64 - 8 * size as u32;
+            Ok(if signed && shift > 0 {
+                (((v << shift) as i64) >> shift) as u64
+            } else {
+                v
+            })
         };
         if obj.class != 0 && read(0, 8, false)? != obj.class {
             return Err(format!("{what}: class differs"));
         }
         let obj_len = match obj.kind {
-            trace_ir::interp::ObjKind::Struct { .. } => None,
-            trace_ir::interp::ObjKind::Array { len, .. }
-            | trace_ir::interp::ObjKind::Str { len }
-            | trace_ir::interp::ObjKind::Unicode { len } => Some(len),
+            trace_interp::ObjKind::Struct { .. } => None,
+            trace_interp::ObjKind::Array { len, .. }
+            | trace_interp::ObjKind::Str { len }
+            | trace_interp::ObjKind::Unicode { len } => Some(len),
         };
         if let Some(len) = obj_len {
             if alloc.len != Some(len) {

@@ -2,7 +2,7 @@
 //! cyclic), escape and heap-writing calls, invalid operations, exceptions, classes, calls.
 
 use std::sync::Arc;
-use trace_ir::interp::{outcomes_equivalent, run, ClassPolicy, HostFn, Outcome, RtValue, RunConfig, RunResult};
+use trace_interp::{outcomes_equivalent, run, ClassPolicy, HostFn, Outcome, RtValue, RunConfig, RunResult};
 use trace_ir::{
     Aliasing, ArrayDescr, CallDescr, CallEffect, Descr, DescrRef, FailArg, FieldDescr, GuardId, Kind, Op, Opcode,
     SizeDescr, Trace, TraceBuilder, Value, VirtualField, VirtualKind, VirtualObject,
@@ -932,7 +932,7 @@ fn guided_inputs_satisfy_guards_on_inputs_and_initial_memory() {
         go(&t, &start).outcome,
         Outcome::GuardFailed { guard: GuardId(0), .. }
     ));
-    let (inputs, cfg) = trace_ir::interp::guided::guided_inputs(&t, &start, &RunConfig::default(), 10);
+    let (inputs, cfg) = trace_interp::guided::guided_inputs(&t, &start, &RunConfig::default(), 10);
     let r = run(&t, &inputs, &cfg);
     match r.outcome {
         Outcome::Finish(v) => {

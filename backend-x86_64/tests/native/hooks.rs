@@ -4,8 +4,8 @@
 use super::*;
 
 use super::random::same_with_heap;
+use trace_interp::{outcomes_equivalent, ModelHeap};
 use trace_ir::descr::{ArrayDescr, SizeDescr};
-use trace_ir::interp::{outcomes_equivalent, ModelHeap};
 
 fn hooks_opts() -> CompileOptions {
     CompileOptions {
@@ -23,7 +23,7 @@ fn model_run(t: &Trace, inputs: &[RtValue], cfg: &RunConfig, o: &CompileOptions)
     let words: Vec<u64> = inputs.iter().map(|v| v.bits()).collect();
     let mut model = ModelHeap::new(t, cfg);
     let exit = c.run(&words, &mut model).map_err(|e| e.to_string())?;
-    let got = model.into_result(exit.outcome(t));
+    let got = model.into_result(exit_outcome(&exit, t));
     // A broken promise of the memory model (type-based aliasing, a hint) has no defined
     // outcome, and native code does not check promises.
     if matches!(want.outcome, Outcome::Invalid { promise: true, .. }) {
@@ -168,7 +168,7 @@ fn string_trace(unicode: bool) -> Trace {
 /// out-of-bounds indices, bad lengths and empty copies.
 #[test]
 fn string_ops_match_the_interpreter() {
-    let mut rng = trace_ir::rng::Rng::new(99);
+    let mut rng = trace_interp::rng::Rng::new(99);
     for unicode in [false, true] {
         let t = string_trace(unicode);
         let mut valid = 0;
@@ -266,7 +266,7 @@ fn exception_trace() -> Trace {
 #[test]
 fn exception_ops_match_the_interpreter() {
     let t = exception_trace();
-    let v = trace_ir::interp::heap::external_address(77);
+    let v = trace_interp::heap::external_address(77);
     for (c, val, w) in [
         (0, 0, 0),
         (0, v, 0),
@@ -340,7 +340,7 @@ fn call_assembler_through_the_runtime() {
     let after = b.op_with_descr(GetfieldGcI, &[p], f);
     b.finish_with(&[before, r, after]);
     let t = b.finish().unwrap();
-    let p0 = trace_ir::interp::heap::external_address(5);
+    let p0 = trace_interp::heap::external_address(5);
     let out = model_run(
         &t,
         &[RtValue::Ref(p0), RtValue::Int(4)],
@@ -355,7 +355,9 @@ fn call_assembler_through_the_runtime() {
     let addr = obj.as_mut_ptr() as u64;
     assert_eq!(
         code.run(&[addr, 4], &mut SimpleHeap::new()).unwrap(),
-        Exit::Invalid { op: OpRef::new(3) }
+        Exit::Invalid {
+            op: trace_ir::OpRef::new(3)
+        }
     );
     // ... an embedder that knows its loops serves it.
     struct Loops(SimpleHeap);
@@ -391,7 +393,7 @@ fn call_assembler_through_the_runtime() {
 fn type_guards_match_the_interpreter() {
     use Opcode::*;
     let size = SizeDescr { size: 24, vtable: None };
-    let class = trace_ir::interp::default_class(&size);
+    let class = trace_ir::abi::default_class(&size);
     let build = |ext_checks: bool| {
         let mut b = TraceBuilder::new();
         let (e, want) = (b.input(Kind::Ref), b.input(Kind::Int));
@@ -441,10 +443,10 @@ fn type_guards_match_the_interpreter() {
     assert!(matches!(native, Exit::Guard { resume_key: 5, .. }), "{native:?}");
     // External objects: Hooks mode, both class policies.
     let t = build(true);
-    let e = trace_ir::interp::heap::external_address(1234);
+    let e = trace_interp::heap::external_address(1234);
     for policy in [
-        trace_ir::interp::ClassPolicy::FirstCheckDecides,
-        trace_ir::interp::ClassPolicy::FromAddress,
+        trace_interp::ClassPolicy::FirstCheckDecides,
+        trace_interp::ClassPolicy::FromAddress,
     ] {
         let cfg = RunConfig {
             class_policy: policy,
@@ -553,7 +555,7 @@ fn every_opcode_compiles_in_hooks_mode_and_runs_like_the_interpreter() {
             _ => None,
         };
         let inputs_v: Vec<trace_ir::Value> = (0..b.trace().num_inputs)
-            .map(|i| trace_ir::Value::op(OpRef::new(i)))
+            .map(|i| trace_ir::Value::op(trace_ir::OpRef::new(i)))
             .collect();
         let result = if opc.is_guard() {
             let (r, _) = b.guard_op(opc, &args, &inputs_v, 1);
@@ -579,7 +581,7 @@ fn every_opcode_compiles_in_hooks_mode_and_runs_like_the_interpreter() {
                 .enumerate()
                 .map(|(k, kind)| match kind {
                     Kind::Ref if round == 5 => RtValue::Ref(0),
-                    Kind::Ref => RtValue::Ref(trace_ir::interp::heap::external_address(round * 7 + k as u64)),
+                    Kind::Ref => RtValue::Ref(trace_interp::heap::external_address(round * 7 + k as u64)),
                     Kind::Float => RtValue::float(1.5 * round as f64),
                     _ => RtValue::Int([0, 1, 2, 5, -1, 3][round as usize]),
                 })
@@ -618,6 +620,8 @@ fn a_panicking_hook_is_an_invalid_exit() {
     let c = compile(&t, &hooks_opts()).unwrap();
     assert_eq!(
         c.run(&[0x1000, 4], &mut Panics).unwrap(),
-        Exit::Invalid { op: OpRef::new(2) }
+        Exit::Invalid {
+            op: trace_ir::OpRef::new(2)
+        }
     );
 }

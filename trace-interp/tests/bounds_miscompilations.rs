@@ -2,10 +2,10 @@
 //! pair: the interpreter tells them apart on the inputs that expose the bug and agrees on a
 //! benign input. A correct optimization of the same shape is the control.
 
-use trace_ir::interp::{outcomes_equivalent, run, Outcome, RtValue, RunConfig};
+use trace_interp::{outcomes_equivalent, run, Outcome, RtValue, RunConfig};
 use trace_ir::{Kind, Opcode, Trace, TraceBuilder};
 
-fn go(t: &Trace, inputs: &[i64]) -> trace_ir::RunResult {
+fn go(t: &Trace, inputs: &[i64]) -> trace_interp::RunResult {
     let inputs: Vec<RtValue> = inputs.iter().map(|&i| RtValue::Int(i)).collect();
     run(t, &inputs, &RunConfig::default())
 }

@@ -26,10 +26,10 @@
 //! Not compared: objects allocated by a run that are unreachable from the compared values,
 //! external objects' decided classes, iteration and step counts.
 
-use super::heap::{Heap, View};
-use super::{Outcome, RtValue, RunResult};
-use crate::opcode::Kind;
+use crate::heap::{Heap, View};
+use crate::{Outcome, RtValue, RunResult};
 use std::collections::{BTreeSet, HashMap};
+use trace_ir::opcode::Kind;
 
 struct Cmp<'a> {
     a: &'a Heap,

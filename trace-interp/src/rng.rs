@@ -1,24 +1,8 @@
-//! A small deterministic pseudo-random number generator (SplitMix64) and the mixing function
-//! the interpreter uses to derive deterministic values. `trace-ir` does not depend on `rand`;
-//! nothing here is for cryptography.
+//! A small deterministic pseudo-random number generator (SplitMix64) for the random trace
+//! generator and tests, with the mixing and hashing functions of [`trace_ir::abi`] the
+//! interpreter derives its deterministic values from. Nothing here is for cryptography.
 
-/// The SplitMix64 finalizer: a bijective mix of 64 bits (Steele, Lea, Flood 2014).
-#[inline]
-pub fn mix64(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
-/// Hash a sequence of words into one (order-sensitive), deterministic across runs and
-/// platforms.
-pub fn hash_words(words: &[u64]) -> u64 {
-    let mut h: u64 = 0x6a09_e667_f3bc_c908;
-    for &w in words {
-        h = mix64(h ^ mix64(w.wrapping_add(0x9e37_79b9_7f4a_7c15)));
-    }
-    h
-}
+pub use trace_ir::abi::{hash_words, mix64};
 
 /// A SplitMix64 generator: 64 bits of state, full period, good enough for test generation.
 #[derive(Clone, Debug)]

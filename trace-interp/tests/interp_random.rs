@@ -1,8 +1,8 @@
 //! Random traces: they verify, run to their expected exit on their example inputs, and are
 //! deterministic in the seed.
 
-use trace_ir::interp::{run, Outcome, RunConfig};
-use trace_ir::random::{expected_exit_guard, is_expected_exit, random_trace, RandomConfig};
+use trace_interp::random::{expected_exit_guard, is_expected_exit, random_trace, RandomConfig};
+use trace_interp::{run, Outcome, RunConfig};
 use trace_ir::{verify, Opcode};
 
 fn check_many(cfg: &RandomConfig, seeds: std::ops::Range<u64>) -> (usize, usize, usize) {
@@ -87,7 +87,7 @@ fn some_example_inputs_alias() {
             let refs: Vec<u64> = inputs
                 .iter()
                 .filter_map(|v| match v {
-                    trace_ir::RtValue::Ref(a) if *a != 0 => Some(*a),
+                    trace_interp::RtValue::Ref(a) if *a != 0 => Some(*a),
                     _ => None,
                 })
                 .collect();

@@ -1,13 +1,13 @@
 //! The interpreter's heap and call model as a service for native code: [`ModelHeap`]
 //! executes single heap, call, allocation, exception and type-check ops of a trace on the
-//! model's state, exactly as [`super::run`] would, so that a backend can hand those ops to it
+//! model's state, exactly as [`crate::run`] would, so that a backend can hand those ops to it
 //! (the x86-64 backend's `MemoryAccess::Hooks` mode) and compare the whole run with the
 //! interpreter's afterwards.
 //!
 //! ```
 //! use trace_ir::{TraceBuilder, Kind, Opcode, OpRef};
 //! use trace_ir::descr::{Descr, FieldDescr};
-//! use trace_ir::interp::{ModelHeap, RunConfig, RtValue};
+//! use trace_interp::{ModelHeap, RunConfig, RtValue};
 //! let mut b = TraceBuilder::new();
 //! let p = b.input(Kind::Ref);
 //! let f = b.descr(Descr::Field(FieldDescr {
@@ -21,21 +21,23 @@
 //! let addr = 0x5000_0000_1008;
 //! let a = m.exec(OpRef::new(1), &[addr]).unwrap();
 //! // The same read in the interpreter gives the same derived value.
-//! let r = trace_ir::interp::run(&t, &[RtValue::Ref(addr)], &cfg);
+//! let r = trace_interp::run(&t, &[RtValue::Ref(addr)], &cfg);
 //! assert_eq!(r.outcome.values().unwrap()[0].bits(), a);
 //! ```
 //!
 //! The caller passes each op's operand values as 64-bit words (floats as IEEE bits,
 //! references as addresses); the model gives them the kinds the trace says. Values the model
 //! returns (allocated objects' addresses included) are the interpreter's, so a run through the
-//! model ends in the same heap state as [`super::run`] on the same inputs, and
+//! model ends in the same heap state as [`crate::run`] on the same inputs, and
 //! [`ModelHeap::into_result`] packs it as a [`RunResult`] for
-//! [`super::outcomes_equivalent`].
+//! [`crate::outcomes_equivalent`].
 
-use super::{Heap, Machine, Outcome, RtValue, RunConfig, RunResult, State};
-use crate::entity::{GuardId, OpRef, Value, ValueData};
-use crate::opcode::Kind;
-use crate::trace::Trace;
+use crate::machine::Machine;
+use crate::{Heap, Outcome, RtValue, RunConfig, RunResult, State};
+use trace_ir::entity::{GuardId, OpRef, Value, ValueData};
+use trace_ir::opcode::Kind;
+use trace_ir::trace::Trace;
+use trace_ir::Opcode;
 
 /// The interpreter's state for one run of `trace`, driven op by op from outside (see the
 /// module documentation). Ops are named by their index in `trace`: a native run must use
@@ -49,7 +51,7 @@ pub struct ModelHeap<'t> {
 
 impl<'t> ModelHeap<'t> {
     /// A fresh state for a run of `trace` under `cfg` (its functions, class policy and preset
-    /// memory apply as in [`super::run`]).
+    /// memory apply as in [`crate::run`]).
     pub fn new(trace: &'t Trace, cfg: &RunConfig) -> ModelHeap<'t> {
         ModelHeap {
             trace,
@@ -111,7 +113,7 @@ impl<'t> ModelHeap<'t> {
         let t = self.trace;
         self.set_args(op, args)?;
         let opc = t.ops[op.index()].opcode;
-        if opc.is_guard() || opc.has(crate::opcode::OpFlags::FINAL) || opc.is_input() || opc == crate::Opcode::Label {
+        if opc.is_guard() || opc.has(trace_ir::opcode::OpFlags::FINAL) || opc.is_input() || opc == Opcode::Label {
             return Err(Self::invalid(op, "not an op the model executes alone"));
         }
         let mut m = Machine {
@@ -212,8 +214,8 @@ impl<'t> ModelHeap<'t> {
 mod tests {
     use super::*;
     use crate::random::{random_trace, RandomConfig};
-    use crate::trace::Const;
-    use crate::Opcode;
+    use trace_ir::trace::Const;
+    use trace_ir::Opcode;
 
     /// Drive `trace` (straight-line) op by op from outside, as native code does: values are
     /// kept here and passed in as words; every op other than `finish` goes to the model.
@@ -284,7 +286,7 @@ mod tests {
             // Vary the inputs so that guards fail too.
             let mut rng = crate::rng::Rng::new(seed);
             for inp in [inputs.clone(), crate::random::random_inputs(&mut rng, &t)] {
-                let want = super::super::run(&t, &inp, &RunConfig::default());
+                let want = crate::run(&t, &inp, &RunConfig::default());
                 let got = drive(&t, &inp, &RunConfig::default());
                 assert_eq!(got.outcome, want.outcome, "seed {seed}");
                 assert_eq!(got.heap, want.heap, "seed {seed}");
@@ -302,7 +304,7 @@ mod tests {
     /// guard id the trace lacks is an invalid outcome, never a panic.
     #[test]
     fn misuse_is_reported() {
-        let mut b = crate::TraceBuilder::new();
+        let mut b = trace_ir::TraceBuilder::new();
         let i = b.input(Kind::Int);
         b.guard(Opcode::GuardTrue, &[i], &[i], 0);
         b.finish_with(&[i]);

@@ -4,12 +4,12 @@
 //! example inputs.
 //!
 //! ```
-//! use trace_ir::random::{random_trace, RandomConfig};
-//! use trace_ir::interp::{run, RunConfig};
+//! use trace_interp::random::{random_trace, RandomConfig};
+//! use trace_interp::{run, RunConfig};
 //! let (trace, inputs) = random_trace(&RandomConfig::default(), 7);
 //! trace_ir::verify(&trace).unwrap();
 //! let r = run(&trace, &inputs, &RunConfig::default());
-//! assert!(trace_ir::random::is_expected_exit(&trace, &r.outcome));
+//! assert!(trace_interp::random::is_expected_exit(&trace, &r.outcome));
 //! ```
 //!
 //! # Shape
@@ -36,14 +36,14 @@
 //! Run generated traces with [`RunConfig::default()`] (the class policy matters: a class
 //! guard on an external object is generated expecting the first check to decide the class).
 
-use crate::descr::{ArrayDescr, CallDescr, CallEffect, Descr, FieldDescr, SizeDescr};
-use crate::entity::{DescrRef, GuardId, GuardRef, OpRef, Value};
-use crate::interp::heap::{external_address, ObjKind};
-use crate::interp::{self, Outcome, RtValue, RunConfig, State};
-use crate::opcode::{Kind, Opcode};
+use crate::heap::{external_address, ObjKind};
 use crate::rng::{mix64, Rng};
-use crate::trace::{Aliasing, Const, FailArg, GuardData, Op, Trace};
+use crate::{self as interp, Outcome, RtValue, RunConfig, State};
 use smallvec::SmallVec;
+use trace_ir::descr::{ArrayDescr, CallDescr, CallEffect, Descr, FieldDescr, SizeDescr};
+use trace_ir::entity::{DescrRef, GuardId, GuardRef, OpRef, Value};
+use trace_ir::opcode::{Kind, Opcode};
+use trace_ir::trace::{Aliasing, Const, FailArg, GuardData, Op, Trace};
 
 /// What to generate. Weights are relative (0 disables a category).
 #[derive(Clone, Debug)]
@@ -251,7 +251,7 @@ pub fn expected_exit_guard(trace: &Trace) -> Option<GuardId> {
 
 /// A random trace and example inputs on which it runs to its end (see the module
 /// documentation). Deterministic in `(cfg, seed)`; the trace always passes
-/// [`crate::verify::verify`].
+/// [`trace_ir::verify::verify`].
 pub fn random_trace(cfg: &RandomConfig, seed: u64) -> (Trace, Vec<RtValue>) {
     for attempt in 0..8u64 {
         let s = if attempt == 0 {
@@ -260,7 +260,7 @@ pub fn random_trace(cfg: &RandomConfig, seed: u64) -> (Trace, Vec<RtValue>) {
             mix64(seed ^ attempt.wrapping_mul(0x9e37_79b9))
         };
         let (t, inputs) = Gen::new(cfg, s, cfg.loops).generate();
-        if crate::verify::verify(&t).is_ok() {
+        if trace_ir::verify::verify(&t).is_ok() {
             let r = interp::run(&t, &inputs, &RunConfig::default());
             if is_expected_exit(&t, &r.outcome) {
                 return (t, inputs);
@@ -798,7 +798,7 @@ impl<'c> Gen<'c> {
         let Some(r) = self.op(opc, &[x, y], None) else {
             return false;
         };
-        if opc.has(crate::opcode::OpFlags::BOOL_RESULT) && !self.is_variant(r) && self.rng.chance(1, 2) {
+        if opc.has(trace_ir::opcode::OpFlags::BOOL_RESULT) && !self.is_variant(r) && self.rng.chance(1, 2) {
             let g = if self.ex(r).bits() != 0 { GuardTrue } else { GuardFalse };
             self.guard(g, &[r]);
         }

@@ -2,8 +2,8 @@
 //! several deterministic input sets without a panic.
 
 use std::path::PathBuf;
-use trace_ir::interp::{guided::guided_inputs, heap::external_address, run, ClassPolicy, Outcome, RtValue, RunConfig};
-use trace_ir::rng::Rng;
+use trace_interp::rng::Rng;
+use trace_interp::{guided::guided_inputs, heap::external_address, run, ClassPolicy, Outcome, RtValue, RunConfig};
 use trace_ir::{parse_file, Kind, Trace};
 
 fn corpus_dir() -> PathBuf {
@@ -14,7 +14,7 @@ fn inputs_for(t: &Trace, rng: &mut Rng) -> Vec<RtValue> {
     t.input_kinds()
         .into_iter()
         .map(|k| match k {
-            Kind::Int => RtValue::Int(trace_ir::random::special_int(rng)),
+            Kind::Int => RtValue::Int(trace_interp::random::special_int(rng)),
             Kind::Float => RtValue::float(rng.range_i64(-1000, 1000) as f64 / 8.0),
             _ => RtValue::Ref(external_address(rng.next_u64())),
         })

@@ -1,4 +1,4 @@
-//! Unit tests of the backend, by topic (each file opens with what it covers). The shared
+//! The backend's tests against the reference interpreter, by topic (each file opens with what it covers). The shared
 //! helpers below compile and run traces and compare native exits with the reference
 //! interpreter's outcomes.
 
@@ -15,17 +15,18 @@ mod ops;
 mod random;
 mod selection;
 
-use crate::*;
+use backend_x86_64::*;
 use proptest::prelude::*;
+use trace_interp::native::exit_outcome;
+use trace_interp::random::{random_trace, RandomConfig, SPECIAL_INTS};
+use trace_interp::{self as interp, Outcome, RtValue, RunConfig};
 use trace_ir::descr::{Descr, FieldDescr};
 use trace_ir::eval::eval_pure;
-use trace_ir::interp::{self, Outcome, RtValue, RunConfig};
-use trace_ir::random::{random_trace, RandomConfig, SPECIAL_INTS};
-use trace_ir::{Kind, Opcode, TraceBuilder};
+use trace_ir::{Kind, Opcode, Trace, TraceBuilder};
 
 fn opts() -> CompileOptions {
     CompileOptions {
-        memory: crate::MemoryAccess::Direct,
+        memory: MemoryAccess::Direct,
         int_regs: 13,
         float_regs: 15,
         log_asm: false,
@@ -34,7 +35,7 @@ fn opts() -> CompileOptions {
 }
 fn tight() -> CompileOptions {
     CompileOptions {
-        memory: crate::MemoryAccess::Direct,
+        memory: MemoryAccess::Direct,
         int_regs: 3,
         float_regs: 2,
         log_asm: false,

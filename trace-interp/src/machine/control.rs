@@ -1,0 +1,261 @@
+//! Guards and exits (rebuilding virtual objects), labels and back edges, and calls.
+
+use super::*;
+
+impl<'a> Machine<'a> {
+    pub(crate) fn guard_holds(&mut self, at: OpRef) -> Result<bool, Stop> {
+        use Opcode::*;
+        let opc = self.trace.op(at).opcode;
+        Ok(match opc {
+            GuardTrue => self.arg(at, 0)?.bits() != 0,
+            GuardFalse => self.arg(at, 0)?.bits() == 0,
+            GuardValue => self.arg(at, 0)?.bits() == self.arg(at, 1)?.bits(),
+            GuardNoOverflow => !self.st.ovf,
+            GuardOverflow => self.st.ovf,
+            GuardNonnull => self.arg(at, 0)?.bits() != 0,
+            GuardIsnull => self.arg(at, 0)?.bits() == 0,
+            GuardClass | GuardSubclass | GuardGcType => {
+                let p = self.nonnull(at, 0)?;
+                let want = self.arg(at, 1)?.bits();
+                self.class_of(p, want, opc == GuardGcType) == want
+            }
+            GuardNonnullClass => {
+                let p = self.arg(at, 0)?.bits();
+                let want = self.arg(at, 1)?.bits();
+                p != 0 && self.class_of(p, want, false) == want
+            }
+            GuardIsObject => {
+                let p = self.nonnull(at, 0)?;
+                self.st.heap.objects.get(&p).is_none_or(|o| o.class != 0)
+            }
+            GuardNoException => self.st.exception.is_none(),
+            GuardException => {
+                let want = self.int_arg(at, 0)?;
+                match self.st.exception {
+                    Some((c, v)) if c == want => {
+                        self.st.exception = None;
+                        self.set(at, RtValue::Ref(v));
+                        true
+                    }
+                    _ => false,
+                }
+            }
+            GuardNotInvalidated => !self.cfg.invalidated,
+            GuardNotForced | GuardNotForced2 | GuardFutureCondition => true,
+            other => return Err(invalid(at, format!("{other} is not a known guard"))),
+        })
+    }
+
+    pub(crate) fn fail(&mut self, at: OpRef) -> Stop {
+        let t = self.trace;
+        let Some(g) = t.op(at).guard.filter(|g| g.index() < t.guards.len()) else {
+            return invalid(at, "guard without resume data");
+        };
+        let gd = t.guard(g);
+        let mut memo: HashMap<u32, u64> = HashMap::new();
+        let mut values = Vec::with_capacity(gd.fail_args.len());
+        for fa in &gd.fail_args {
+            match self.fail_value(at, gd, fa, &mut memo) {
+                Ok(v) => values.push(v),
+                Err(stop) => return stop,
+            }
+        }
+        Outcome::GuardFailed {
+            guard: gd.id,
+            resume_key: gd.resume_key,
+            values,
+        }
+    }
+
+    pub(crate) fn fail_value(
+        &mut self,
+        at: OpRef,
+        gd: &GuardData,
+        fa: &FailArg,
+        memo: &mut HashMap<u32, u64>,
+    ) -> Result<RtValue, Stop> {
+        match *fa {
+            FailArg::Value(v) => self.get(at, v),
+            FailArg::Hole => Ok(RtValue::Int(0)),
+            FailArg::Virtual(i) => self.rebuild(at, gd, i, memo).map(RtValue::Ref),
+        }
+    }
+
+    /// Allocate the virtual `i` of the guard (once per exit) and fill in its fields.
+    pub(crate) fn rebuild(
+        &mut self,
+        at: OpRef,
+        gd: &GuardData,
+        i: u32,
+        memo: &mut HashMap<u32, u64>,
+    ) -> Result<u64, Stop> {
+        if let Some(&a) = memo.get(&i) {
+            return Ok(a);
+        }
+        let t = self.trace;
+        let Some(v) = gd.virtuals.get(i as usize) else {
+            return Err(invalid(at, format!("fail argument names missing virtual {i}")));
+        };
+        let descr = |d: trace_ir::entity::DescrRef| {
+            if d.index() < t.descrs.len() {
+                Ok(t.descr(d))
+            } else {
+                Err(invalid(at, "virtual with a missing descriptor"))
+            }
+        };
+        let (addr, items) = match v.kind {
+            VirtualKind::Struct { opcode, descr: d } => {
+                let sd = descr(d)?
+                    .as_size()
+                    .ok_or_else(|| invalid(at, "struct virtual needs a size descriptor"))?;
+                let class = if opcode == Opcode::NewWithVtable {
+                    default_class(sd)
+                } else {
+                    0
+                };
+                (self.st.heap.alloc(ObjKind::Struct { size: sd.size }, class, true), None)
+            }
+            VirtualKind::Array { descr: d, len, .. } => {
+                let ad = descr(d)?
+                    .as_array()
+                    .ok_or_else(|| invalid(at, "array virtual needs an array descriptor"))?;
+                (
+                    self.alloc_array(len as u64, ad.clone(), d.index() as u32, true),
+                    Some((ad, d.index() as u32)),
+                )
+            }
+        };
+        memo.insert(i, addr);
+        for (field, fa) in &v.fields {
+            if *fa == FailArg::Hole {
+                continue;
+            }
+            let value = self.fail_value(at, gd, fa, memo)?;
+            let (view, immutable, value, writer) = match (*field, items) {
+                (VirtualField::Field(d), _) => {
+                    let fd = descr(d)?
+                        .as_field()
+                        .ok_or_else(|| invalid(at, "virtual field needs a field descriptor"))?;
+                    let view = View::new(fd.offset, fd.size);
+                    (view, fd.immutable, narrow(value, fd.size, fd.signed), d.index() as u32)
+                }
+                (VirtualField::Item(k), Some((ad, writer))) => {
+                    let view = self.item_view(at, addr, k as i64, ad)?;
+                    (view, false, narrow(value, ad.item_size, ad.signed), writer)
+                }
+                (VirtualField::Item(_), None) => return Err(invalid(at, "an item of a struct virtual")),
+            };
+            self.st.heap.write(addr, view, value, immutable, writer);
+        }
+        Ok(addr)
+    }
+
+    pub(crate) fn back_edge(&mut self) -> Result<(), Stop> {
+        self.st.iterations += 1;
+        if self.st.iterations > self.cfg.max_iterations {
+            return Err(Outcome::IterationLimit);
+        }
+        Ok(())
+    }
+
+    /// Assign `vals` to the parameters of the label at `label` and return the pc after them.
+    pub(crate) fn enter(&mut self, at: OpRef, label: usize, vals: Vec<RtValue>) -> Result<usize, Stop> {
+        let t = self.trace;
+        let n = t.ops.get(label).map_or(usize::MAX, |l| {
+            if l.opcode == Opcode::Label {
+                l.args.len()
+            } else {
+                usize::MAX
+            }
+        });
+        if n != vals.len() || label + n >= t.ops.len() {
+            return Err(invalid(at, "label and jump disagree on the number of loop parameters"));
+        }
+        for (k, v) in vals.into_iter().enumerate() {
+            let p = label + 1 + k;
+            self.st.vals[p] = v.with_kind(t.ops[p].opcode.result_kind());
+        }
+        Ok(label + 1 + n)
+    }
+
+    pub(crate) fn call(&mut self, at: OpRef) -> Result<(), Stop> {
+        use Opcode::*;
+        let t = self.trace;
+        let op = t.op(at);
+        let opc = op.opcode;
+        let all = self.args(at)?;
+        // Split into (function, arguments); handle the conditional forms.
+        let (func, args, writes): (u64, &[RtValue], bool) = match opc {
+            CallAssemblerI | CallAssemblerR | CallAssemblerF | CallAssemblerN => {
+                let id = match op.descr.and_then(|d| t.descrs.get(d.index())) {
+                    Some(Descr::Loop(n)) => hash_words(&[0xa55e, *n as u64]),
+                    Some(Descr::Target(n)) => hash_words(&[0xa55e, 1, *n]),
+                    Some(Descr::Other(s)) => hash_words(&s.bytes().map(u64::from).collect::<Vec<_>>()),
+                    _ => 0xa55e,
+                };
+                (id, &all[..], true)
+            }
+            CondCallN | CondCallValueI | CondCallValueR => {
+                if all.len() < 2 {
+                    return Err(invalid(at, "cond_call needs a condition and a function"));
+                }
+                // cond_call(c, f, ...) calls f when c != 0 (PyPy's COND_CALL);
+                // cond_call_value(v, f, ...) is v when v != 0, else f(...).
+                let cond = all[0].bits() != 0;
+                if opc == CondCallN && !cond {
+                    return Ok(());
+                }
+                if opc != CondCallN && cond {
+                    self.set(at, all[0]);
+                    return Ok(());
+                }
+                let eff = self.call_effect(at)?;
+                (all[1].bits(), &all[2..], eff.may_write_heap())
+            }
+            _ => {
+                if all.is_empty() {
+                    return Err(invalid(at, "call without a function"));
+                }
+                let eff = self.call_effect(at)?;
+                let never = matches!(
+                    opc,
+                    CallPureI
+                        | CallPureR
+                        | CallPureF
+                        | CallPureN
+                        | CallLoopinvariantI
+                        | CallLoopinvariantR
+                        | CallLoopinvariantF
+                        | CallLoopinvariantN
+                );
+                (all[0].bits(), &all[1..], eff.may_write_heap() && !never)
+            }
+        };
+        let canon: Vec<u64> = args.iter().map(|&v| canonical(&self.st.heap, v)).collect();
+        self.st.heap.escape_at_call(args);
+        let kind = opc.result_kind();
+        let result = match self.cfg.functions.get(&func) {
+            Some(f) => f(args).with_kind(kind),
+            None => {
+                let mut words = vec![0xca11, func];
+                words.extend_from_slice(&canon);
+                heap::derived_value(kind, hash_words(&words))
+            }
+        };
+        if writes {
+            self.st.heap.clobber();
+            self.st.calls.push(CallRecord { func, args: canon });
+        }
+        if kind != Kind::Void {
+            self.set(at, result);
+        }
+        Ok(())
+    }
+
+    pub(crate) fn call_effect(&self, at: OpRef) -> Result<CallEffect, Stop> {
+        match self.descr(at)? {
+            Descr::Call(cd) => Ok(cd.effect),
+            _ => Err(invalid(at, "expected a call descriptor")),
+        }
+    }
+}
