@@ -103,6 +103,22 @@ pub struct Recorder {
     loop_exit_guards: Vec<GuardId>,
 }
 
+/// The interpreter's state at the instruction being recorded.
+#[derive(Copy, Clone)]
+struct Frame<'a> {
+    program: &'a Program,
+    pc: usize,
+    slots: &'a [u64],
+    heap: &'a Heap,
+}
+
+impl Frame<'_> {
+    /// The class of the object in slot `s`.
+    fn class(&self, s: Slot) -> u64 {
+        self.heap.class_of(self.slots[s as usize])
+    }
+}
+
 fn field(name: &str, offset: i64, kind: Kind) -> Descr {
     Descr::Field(FieldDescr {
         name: name.to_string(),
@@ -338,7 +354,12 @@ impl Recorder {
         const_boxes: &[u64],
     ) -> Result<(), Abort> {
         self.check_length()?;
-        let cls = |s: Slot| heap.class_of(slots[s as usize]);
+        let frame = Frame {
+            program,
+            pc,
+            slots,
+            heap,
+        };
         match program.code[pc] {
             Instr::LoadConst { dst, k } => {
                 // Constants are prebuilt boxes: the trace refers to them by address.
@@ -352,59 +373,11 @@ impl Recorder {
                 self.set(dst, v);
             }
             Instr::Binary { op, dst, a, b } => {
-                let (ca, cb) = (cls(a), cls(b));
-                let v = if ca == INT_CLASS && cb == INT_CLASS && op != BinOp::Div {
-                    let ia = self.int_of(program, a, slots[a as usize], heap, pc)?;
-                    let ib = self.int_of(program, b, slots[b as usize], heap, pc)?;
-                    self.int_binary(program, op, ia, ib, heap.int_value(slots[b as usize]), pc)?
-                } else if matches!(ca, INT_CLASS | FLOAT_CLASS) && matches!(cb, INT_CLASS | FLOAT_CLASS) {
-                    let fa = self.float_of(program, a, slots[a as usize], heap, pc)?;
-                    let fb = self.float_of(program, b, slots[b as usize], heap, pc)?;
-                    self.float_binary(program, op, fa, fb, pc)?
-                } else {
-                    return Err(Abort("unsupported operand types".into()));
-                };
+                let v = self.record_binary(frame, op, a, b)?;
                 self.set(dst, v);
             }
             Instr::Unary { op, dst, a } => {
-                let obj = slots[a as usize];
-                let v = match (op, heap.class_of(obj)) {
-                    (UnOp::Neg, INT_CLASS) => {
-                        let i = self.int_of(program, a, obj, heap, pc)?;
-                        let zero = self.b.const_int(0);
-                        let r = self.b.op(Opcode::IntSubOvf, &[zero, i]);
-                        self.guard(program, Opcode::GuardNoOverflow, &[], pc)?;
-                        self.box_int(r)
-                    }
-                    (UnOp::Neg, FLOAT_CLASS) => {
-                        let f = self.float_of(program, a, obj, heap, pc)?;
-                        let r = self.b.op(Opcode::FloatNeg, &[f]);
-                        self.box_float(r)
-                    }
-                    (UnOp::Invert, INT_CLASS) => {
-                        let i = self.int_of(program, a, obj, heap, pc)?;
-                        let r = self.b.op(Opcode::IntInvert, &[i]);
-                        self.box_int(r)
-                    }
-                    (UnOp::Not, INT_CLASS) => {
-                        let i = self.int_of(program, a, obj, heap, pc)?;
-                        let r = self.b.op(Opcode::IntIsZero, &[i]);
-                        self.box_int(r)
-                    }
-                    (UnOp::Not, FLOAT_CLASS) => {
-                        let f = self.float_of(program, a, obj, heap, pc)?;
-                        let zero = self.b.const_float(0.0);
-                        let r = self.b.op(Opcode::FloatEq, &[f, zero]);
-                        self.box_int(r)
-                    }
-                    (UnOp::Not, c) => {
-                        let v = self.val(a)?;
-                        self.ensure_class(program, v, c, pc)?;
-                        let r = self.b.const_int((c == NONE_CLASS) as i64);
-                        self.box_int(r)
-                    }
-                    _ => return Err(Abort("unsupported operand type".into())),
-                };
+                let v = self.record_unary(frame, op, a)?;
                 self.set(dst, v);
             }
             Instr::GetItem { dst, arr, idx } => {
@@ -414,7 +387,7 @@ impl Recorder {
                 self.set(dst, v);
             }
             Instr::SetItem { arr, idx, val } => {
-                if cls(val) != INT_CLASS {
+                if frame.class(val) != INT_CLASS {
                     return Err(Abort("type error while recording".into()));
                 }
                 let (av, i) = self.array_index(program, arr, idx, slots, heap, pc)?;
@@ -427,77 +400,7 @@ impl Recorder {
                 args,
                 argc: _,
             } => {
-                let a = args[0];
-                let obj = slots[a as usize];
-                let v = match (builtin, heap.class_of(obj)) {
-                    (Builtin::Len, ARRAY_CLASS) => {
-                        let av = self.val(a)?;
-                        self.ensure_class(program, av, ARRAY_CLASS, pc)?;
-                        let n = self.b.op_with_descr(Opcode::ArraylenGc, &[av], self.d.array);
-                        self.box_int(n)
-                    }
-                    (Builtin::Abs, INT_CLASS) => {
-                        let i = self.int_of(program, a, obj, heap, pc)?;
-                        let zero = self.b.const_int(0);
-                        let neg = self.b.op(Opcode::IntLt, &[i, zero]);
-                        if heap.int_value(obj) < 0 {
-                            self.guard(program, Opcode::GuardTrue, &[neg], pc)?;
-                            let r = self.b.op(Opcode::IntSubOvf, &[zero, i]);
-                            self.guard(program, Opcode::GuardNoOverflow, &[], pc)?;
-                            self.box_int(r)
-                        } else {
-                            self.guard(program, Opcode::GuardFalse, &[neg], pc)?;
-                            self.box_int(i)
-                        }
-                    }
-                    (Builtin::Abs, FLOAT_CLASS) => {
-                        let f = self.float_of(program, a, obj, heap, pc)?;
-                        let r = self.b.op(Opcode::FloatAbs, &[f]);
-                        self.box_float(r)
-                    }
-                    (Builtin::Sqrt, INT_CLASS | FLOAT_CLASS) => {
-                        let f = self.float_of(program, a, obj, heap, pc)?;
-                        let fp = self
-                            .b
-                            .const_int(sqrt_f64 as extern "sysv64" fn(f64) -> f64 as usize as i64);
-                        let r = self.b.op_with_descr(Opcode::CallF, &[fp, f], self.d.sqrt);
-                        self.box_float(r)
-                    }
-                    (Builtin::Float, INT_CLASS) => {
-                        let f = self.float_of(program, a, obj, heap, pc)?;
-                        self.box_float(f)
-                    }
-                    (Builtin::Float, FLOAT_CLASS) | (Builtin::Int, INT_CLASS) => {
-                        let v = self.val(a)?;
-                        self.ensure_class(program, v, heap.class_of(obj), pc)?;
-                        v
-                    }
-                    (Builtin::Int, FLOAT_CLASS) => {
-                        let f = self.float_of(program, a, obj, heap, pc)?;
-                        let i = self.b.op(Opcode::CastFloatToInt, &[f]);
-                        self.box_int(i)
-                    }
-                    (Builtin::Pair, _) => {
-                        let (x, y) = (self.val(args[0])?, self.val(args[1])?);
-                        let p = self.b.op_with_descr(Opcode::NewWithVtable, &[], self.d.pair_size);
-                        self.b.op_with_descr(Opcode::SetfieldGc, &[p, x], self.d.first);
-                        self.b.op_with_descr(Opcode::SetfieldGc, &[p, y], self.d.second);
-                        self.known_class.insert(p, PAIR_CLASS);
-                        p
-                    }
-                    (Builtin::Fst | Builtin::Snd, PAIR_CLASS) => {
-                        let pv = self.val(a)?;
-                        self.ensure_class(program, pv, PAIR_CLASS, pc)?;
-                        let d = if builtin == Builtin::Fst {
-                            self.d.first
-                        } else {
-                            self.d.second
-                        };
-                        self.b.op_with_descr(Opcode::GetfieldGcR, &[pv], d)
-                    }
-                    (Builtin::Array, _) => return Err(Abort("array allocation is not traced".into())),
-                    _ => return Err(Abort("type error while recording".into())),
-                };
+                let v = self.record_call(frame, builtin, args)?;
                 self.set(dst, v);
             }
             Instr::Print { .. } => return Err(Abort("print is not traced".into())),
@@ -506,42 +409,186 @@ impl Recorder {
                 cond,
                 loop_test,
                 target,
-            } => {
-                let obj = slots[cond as usize];
-                let v = self.val(cond)?;
-                let (truth, test) = match heap.class_of(obj) {
-                    INT_CLASS => {
-                        let i = self.int_of(program, cond, obj, heap, pc)?;
-                        (heap.int_value(obj) != 0, Some(i))
-                    }
-                    FLOAT_CLASS => {
-                        let f = self.float_of(program, cond, obj, heap, pc)?;
-                        let zero = self.b.const_float(0.0);
-                        (
-                            heap.float_value(obj) != 0.0,
-                            Some(self.b.op(Opcode::FloatNe, &[f, zero])),
-                        )
-                    }
-                    c => {
-                        self.ensure_class(program, v, c, pc)?;
-                        (c != NONE_CLASS, None)
-                    }
-                };
-                if loop_test && !truth && (target as usize) > self.header_pc && pc > self.header_pc {
-                    return Err(Abort("the loop exited while recording".into()));
-                }
-                if let Some(t) = test {
-                    if !t.is_const() {
-                        let op = if truth { Opcode::GuardTrue } else { Opcode::GuardFalse };
-                        let g = self.guard(program, op, &[t], pc)?;
-                        if loop_test {
-                            self.loop_exit_guards.push(g);
-                        }
-                    }
-                }
-            }
+            } => self.record_branch(frame, cond, loop_test, target)?,
             Instr::LoopHeader { .. } => return Err(Abort("nested loop while recording".into())),
             Instr::Halt => return Err(Abort("program ended while recording".into())),
+        }
+        Ok(())
+    }
+
+    /// The boxed result of a binary operator: int arithmetic when both operands are ints (and
+    /// the operator is not `/`), float arithmetic when both are numbers.
+    fn record_binary(&mut self, frame: Frame<'_>, op: BinOp, a: Slot, b: Slot) -> Result<Value, Abort> {
+        let (program, pc, slots, heap) = (frame.program, frame.pc, frame.slots, frame.heap);
+        let (ca, cb) = (frame.class(a), frame.class(b));
+        if ca == INT_CLASS && cb == INT_CLASS && op != BinOp::Div {
+            let ia = self.int_of(program, a, slots[a as usize], heap, pc)?;
+            let ib = self.int_of(program, b, slots[b as usize], heap, pc)?;
+            self.int_binary(program, op, ia, ib, heap.int_value(slots[b as usize]), pc)
+        } else if matches!(ca, INT_CLASS | FLOAT_CLASS) && matches!(cb, INT_CLASS | FLOAT_CLASS) {
+            let fa = self.float_of(program, a, slots[a as usize], heap, pc)?;
+            let fb = self.float_of(program, b, slots[b as usize], heap, pc)?;
+            self.float_binary(program, op, fa, fb, pc)
+        } else {
+            Err(Abort("unsupported operand types".into()))
+        }
+    }
+
+    /// The boxed result of a unary operator on the value in slot `a`.
+    fn record_unary(&mut self, frame: Frame<'_>, op: UnOp, a: Slot) -> Result<Value, Abort> {
+        let (program, pc, slots, heap) = (frame.program, frame.pc, frame.slots, frame.heap);
+        let obj = slots[a as usize];
+        Ok(match (op, heap.class_of(obj)) {
+            (UnOp::Neg, INT_CLASS) => {
+                let i = self.int_of(program, a, obj, heap, pc)?;
+                let zero = self.b.const_int(0);
+                let r = self.b.op(Opcode::IntSubOvf, &[zero, i]);
+                self.guard(program, Opcode::GuardNoOverflow, &[], pc)?;
+                self.box_int(r)
+            }
+            (UnOp::Neg, FLOAT_CLASS) => {
+                let f = self.float_of(program, a, obj, heap, pc)?;
+                let r = self.b.op(Opcode::FloatNeg, &[f]);
+                self.box_float(r)
+            }
+            (UnOp::Invert, INT_CLASS) => {
+                let i = self.int_of(program, a, obj, heap, pc)?;
+                let r = self.b.op(Opcode::IntInvert, &[i]);
+                self.box_int(r)
+            }
+            (UnOp::Not, INT_CLASS) => {
+                let i = self.int_of(program, a, obj, heap, pc)?;
+                let r = self.b.op(Opcode::IntIsZero, &[i]);
+                self.box_int(r)
+            }
+            (UnOp::Not, FLOAT_CLASS) => {
+                let f = self.float_of(program, a, obj, heap, pc)?;
+                let zero = self.b.const_float(0.0);
+                let r = self.b.op(Opcode::FloatEq, &[f, zero]);
+                self.box_int(r)
+            }
+            (UnOp::Not, c) => {
+                let v = self.val(a)?;
+                self.ensure_class(program, v, c, pc)?;
+                let r = self.b.const_int((c == NONE_CLASS) as i64);
+                self.box_int(r)
+            }
+            _ => return Err(Abort("unsupported operand type".into())),
+        })
+    }
+
+    /// The result of calling `builtin` on the values in `args` (the first one decides which
+    /// specialization is recorded).
+    fn record_call(&mut self, frame: Frame<'_>, builtin: Builtin, args: [Slot; 2]) -> Result<Value, Abort> {
+        let (program, pc, slots, heap) = (frame.program, frame.pc, frame.slots, frame.heap);
+        let a = args[0];
+        let obj = slots[a as usize];
+        Ok(match (builtin, heap.class_of(obj)) {
+            (Builtin::Len, ARRAY_CLASS) => {
+                let av = self.val(a)?;
+                self.ensure_class(program, av, ARRAY_CLASS, pc)?;
+                let n = self.b.op_with_descr(Opcode::ArraylenGc, &[av], self.d.array);
+                self.box_int(n)
+            }
+            (Builtin::Abs, INT_CLASS) => {
+                let i = self.int_of(program, a, obj, heap, pc)?;
+                let zero = self.b.const_int(0);
+                let neg = self.b.op(Opcode::IntLt, &[i, zero]);
+                if heap.int_value(obj) < 0 {
+                    self.guard(program, Opcode::GuardTrue, &[neg], pc)?;
+                    let r = self.b.op(Opcode::IntSubOvf, &[zero, i]);
+                    self.guard(program, Opcode::GuardNoOverflow, &[], pc)?;
+                    self.box_int(r)
+                } else {
+                    self.guard(program, Opcode::GuardFalse, &[neg], pc)?;
+                    self.box_int(i)
+                }
+            }
+            (Builtin::Abs, FLOAT_CLASS) => {
+                let f = self.float_of(program, a, obj, heap, pc)?;
+                let r = self.b.op(Opcode::FloatAbs, &[f]);
+                self.box_float(r)
+            }
+            (Builtin::Sqrt, INT_CLASS | FLOAT_CLASS) => {
+                let f = self.float_of(program, a, obj, heap, pc)?;
+                let fp = self
+                    .b
+                    .const_int(sqrt_f64 as extern "sysv64" fn(f64) -> f64 as usize as i64);
+                let r = self.b.op_with_descr(Opcode::CallF, &[fp, f], self.d.sqrt);
+                self.box_float(r)
+            }
+            (Builtin::Float, INT_CLASS) => {
+                let f = self.float_of(program, a, obj, heap, pc)?;
+                self.box_float(f)
+            }
+            (Builtin::Float, FLOAT_CLASS) | (Builtin::Int, INT_CLASS) => {
+                let v = self.val(a)?;
+                self.ensure_class(program, v, heap.class_of(obj), pc)?;
+                v
+            }
+            (Builtin::Int, FLOAT_CLASS) => {
+                let f = self.float_of(program, a, obj, heap, pc)?;
+                let i = self.b.op(Opcode::CastFloatToInt, &[f]);
+                self.box_int(i)
+            }
+            (Builtin::Pair, _) => {
+                let (x, y) = (self.val(args[0])?, self.val(args[1])?);
+                let p = self.b.op_with_descr(Opcode::NewWithVtable, &[], self.d.pair_size);
+                self.b.op_with_descr(Opcode::SetfieldGc, &[p, x], self.d.first);
+                self.b.op_with_descr(Opcode::SetfieldGc, &[p, y], self.d.second);
+                self.known_class.insert(p, PAIR_CLASS);
+                p
+            }
+            (Builtin::Fst | Builtin::Snd, PAIR_CLASS) => {
+                let pv = self.val(a)?;
+                self.ensure_class(program, pv, PAIR_CLASS, pc)?;
+                let d = if builtin == Builtin::Fst {
+                    self.d.first
+                } else {
+                    self.d.second
+                };
+                self.b.op_with_descr(Opcode::GetfieldGcR, &[pv], d)
+            }
+            (Builtin::Array, _) => return Err(Abort("array allocation is not traced".into())),
+            _ => return Err(Abort("type error while recording".into())),
+        })
+    }
+
+    /// A conditional jump: guards the truth of `cond` as it is now, and abandons the recording
+    /// when the loop's own exit test exits the loop.
+    fn record_branch(&mut self, frame: Frame<'_>, cond: Slot, loop_test: bool, target: u32) -> Result<(), Abort> {
+        let (program, pc, slots, heap) = (frame.program, frame.pc, frame.slots, frame.heap);
+        let obj = slots[cond as usize];
+        let v = self.val(cond)?;
+        let (truth, test) = match heap.class_of(obj) {
+            INT_CLASS => {
+                let i = self.int_of(program, cond, obj, heap, pc)?;
+                (heap.int_value(obj) != 0, Some(i))
+            }
+            FLOAT_CLASS => {
+                let f = self.float_of(program, cond, obj, heap, pc)?;
+                let zero = self.b.const_float(0.0);
+                (
+                    heap.float_value(obj) != 0.0,
+                    Some(self.b.op(Opcode::FloatNe, &[f, zero])),
+                )
+            }
+            c => {
+                self.ensure_class(program, v, c, pc)?;
+                (c != NONE_CLASS, None)
+            }
+        };
+        if loop_test && !truth && (target as usize) > self.header_pc && pc > self.header_pc {
+            return Err(Abort("the loop exited while recording".into()));
+        }
+        if let Some(t) = test {
+            if !t.is_const() {
+                let op = if truth { Opcode::GuardTrue } else { Opcode::GuardFalse };
+                let g = self.guard(program, op, &[t], pc)?;
+                if loop_test {
+                    self.loop_exit_guards.push(g);
+                }
+            }
         }
         Ok(())
     }

@@ -1,0 +1,231 @@
+//! The JIT driver: loop counting, recording, installing compiled traces, entering them, handling exits.
+
+use super::config::Mode;
+use super::results::{RuntimeError, TraceStats};
+use super::Vm;
+use crate::jit::exec::LoopCode;
+use crate::jit::recorder::{Abort, Recorded, Recorder};
+use crate::lang::bytecode::Slot;
+use std::collections::{HashMap, HashSet};
+use std::time::Instant;
+use trace_ir::{GuardId, Opcode, Trace};
+
+/// A loop's compiled code and the bookkeeping of its exits.
+struct CompiledLoop {
+    code: Box<dyn LoopCode>,
+    entry_slots: Vec<Slot>,
+    /// Exits per resume key (a guard and its copy in the peeled loop body count together).
+    failures: HashMap<u64, u32>,
+    loop_exit_guards: HashSet<GuardId>,
+}
+
+/// The driver's state of one loop: hotness, abandoned recordings, retraces, compiled code.
+#[derive(Default)]
+pub(super) struct LoopState {
+    counter: u32,
+    aborts: u32,
+    retraces: u32,
+    disabled: bool,
+    compiled: Option<CompiledLoop>,
+}
+
+/// The ops of `t` whose opcode satisfies `f`.
+fn count_ops(t: &Trace, f: impl Fn(Opcode) -> bool) -> usize {
+    t.ops.iter().filter(|o| f(o.opcode)).count()
+}
+
+impl Vm<'_> {
+    pub(super) fn abort_recording(&mut self, id: usize, why: &str) {
+        self.recorder = None;
+        self.stats.aborts += 1;
+        let l = &mut self.loops[id];
+        l.aborts += 1;
+        l.counter = 0;
+        if l.aborts >= self.config.max_aborts {
+            l.disabled = true;
+        }
+        if self.config.log.jit {
+            eprintln!("[jit] recording of loop {id} abandoned: {why}");
+        }
+    }
+
+    /// Execute the `loop_header` at `pc`; returns the next position.
+    pub(super) fn loop_header(&mut self, pc: usize, id: usize) -> Result<usize, RuntimeError> {
+        // Close or abandon a recording in progress.
+        if let Some(rec) = self.recorder.take() {
+            if rec.loop_id() as usize != id {
+                let rid = rec.loop_id() as usize;
+                self.abort_recording(rid, "nested loop while recording");
+            } else {
+                match rec.close(&self.slots, &self.heap) {
+                    Ok(recorded) => self.install(pc, id, recorded),
+                    Err(Abort(why)) => self.abort_recording(id, &why),
+                }
+            }
+        }
+        if self.config.mode == Mode::Interpreter {
+            return Ok(pc + 1);
+        }
+        if self.skip_entry_at == Some(pc) {
+            self.skip_entry_at = None;
+            return Ok(pc + 1);
+        }
+        if self.loops[id].compiled.is_some() {
+            return self.enter(pc, id);
+        }
+        let l = &mut self.loops[id];
+        if l.disabled || self.recorder.is_some() {
+            return Ok(pc + 1);
+        }
+        l.counter += 1;
+        if l.counter >= self.config.hot_threshold {
+            if self.config.log.jit {
+                eprintln!("[jit] recording loop {id} at line {}", self.program.positions[pc].line);
+            }
+            let unbox = self.config.mode == Mode::JitOptimized;
+            self.recorder = Some(Recorder::start(self.program, pc, &self.slots, &self.heap, unbox));
+        }
+        Ok(pc + 1)
+    }
+
+    fn install(&mut self, pc: usize, id: usize, rec: Recorded) {
+        let log = self.config.log.clone();
+        let line = self.program.positions[pc].line;
+        let recorded = rec.trace;
+        let mut ts = TraceStats {
+            line,
+            ops_recorded: recorded.num_real_ops(),
+            guards_recorded: count_ops(&recorded, |o| o.is_guard()),
+            allocs_recorded: count_ops(&recorded, |o| o.has(trace_ir::OpFlags::ALLOC)),
+            ..TraceStats::default()
+        };
+        if log.opt {
+            eprintln!(
+                "[jit] recorded trace of loop {id} (line {line}):\n{}",
+                trace_ir::print_trace(&recorded)
+            );
+        }
+        ts.recorded = recorded.clone();
+        let mut loop_exit_guards: HashSet<GuardId> = rec.loop_exit_guards.into_iter().collect();
+        let trace = if self.config.mode == Mode::JitOptimized {
+            let t0 = Instant::now();
+            let opts = optimizer::Options {
+                peel: true,
+                ..optimizer::Options::default()
+            };
+            let opt = match self.optimizer.optimize(&recorded, &opts) {
+                Ok(o) => o,
+                Err(e) => {
+                    self.abort_recording(id, &format!("optimizer refused the trace: {e:?}"));
+                    return;
+                }
+            };
+            ts.optimize_time = t0.elapsed();
+            // The loop's normal exits have copies in the peeled loop body.
+            for (o, c) in trace_ir::peeled_guard_copies(&recorded) {
+                if loop_exit_guards.contains(&o) {
+                    loop_exit_guards.insert(c);
+                }
+            }
+            ts.virtuals_removed = opt.stats.virtuals_removed;
+            if log.opt {
+                eprintln!(
+                    "[jit] optimized trace of loop {id}:\n{}",
+                    trace_ir::print_trace(&opt.trace)
+                );
+            }
+            if log.stats {
+                eprintln!("[jit] optimizer stats of loop {id}: {:?}", opt.stats);
+            }
+            opt.trace
+        } else {
+            recorded
+        };
+        ts.ops_final = trace.num_real_ops();
+        ts.guards_final = count_ops(&trace, |o| o.is_guard());
+        ts.allocs_final = count_ops(&trace, |o| o.has(trace_ir::OpFlags::ALLOC));
+        ts.compiled = trace.clone();
+        let t0 = Instant::now();
+        let code = match self.compiler.compile(trace, &log) {
+            Ok(c) => c,
+            Err(e) => {
+                self.abort_recording(id, &format!("compilation failed: {e}"));
+                return;
+            }
+        };
+        ts.compile_time = t0.elapsed();
+        if log.jit || log.stats {
+            eprintln!(
+                "[jit] loop {id} (line {line}) compiled: {} -> {} ops, {} -> {} guards, {} -> {} allocations, optimize {:?}, compile {:?}",
+                ts.ops_recorded, ts.ops_final, ts.guards_recorded, ts.guards_final, ts.allocs_recorded, ts.allocs_final,
+                ts.optimize_time, ts.compile_time
+            );
+        }
+        self.stats.traces.push(ts);
+        self.loops[id].compiled = Some(CompiledLoop {
+            code,
+            entry_slots: rec.entry_slots,
+            failures: HashMap::new(),
+            loop_exit_guards,
+        });
+    }
+
+    /// Enter the compiled loop `id` at its header `pc`; returns where to resume.
+    fn enter(&mut self, pc: usize, id: usize) -> Result<usize, RuntimeError> {
+        let compiled = self.loops[id].compiled.as_mut().expect("compiled");
+        let inputs: Vec<u64> = compiled.entry_slots.iter().map(|&s| self.slots[s as usize]).collect();
+        self.stats.entries += 1;
+        let exit = compiled.code.run(&inputs, &mut self.heap).map_err(|e| RuntimeError {
+            pos: self.program.positions[pc],
+            message: format!("compiled code failed: {e}"),
+        })?;
+        self.stats.guard_failures += 1;
+        let resume = exit.resume_key as usize;
+        if resume >= self.program.code.len() {
+            return Err(self.error(pc, format!("compiled code returned a bad resume position {resume}")));
+        }
+        let live = self.program.live_slots(resume);
+        if live.len() != exit.values.len() {
+            return Err(self.error(
+                pc,
+                format!(
+                    "exit of {} carries {} values for {} live slots",
+                    exit.guard,
+                    exit.values.len(),
+                    live.len()
+                ),
+            ));
+        }
+        for (&s, &v) in live.iter().zip(&exit.values) {
+            if !self.heap.contains(v) {
+                return Err(self.error(
+                    pc,
+                    format!("exit of {} returned an invalid object address {v:#x}", exit.guard),
+                ));
+            }
+            self.slots[s as usize] = v;
+        }
+        if resume == pc {
+            self.skip_entry_at = Some(pc);
+        }
+        let l = &mut self.loops[id];
+        let compiled = l.compiled.as_mut().expect("compiled");
+        if !compiled.loop_exit_guards.contains(&exit.guard) {
+            let n = compiled.failures.entry(exit.resume_key).or_insert(0);
+            *n += 1;
+            if *n >= self.config.retrace_threshold && l.retraces < self.config.max_retraces {
+                l.retraces += 1;
+                l.compiled = None;
+                l.counter = 0;
+                self.stats.retraces += 1;
+                if self.config.log.jit {
+                    eprintln!(
+                        "[jit] {} of loop {id} failed too often: recording the loop again",
+                        exit.guard
+                    );
+                }
+            }
+        }
+        Ok(resume)
+    }
+}
