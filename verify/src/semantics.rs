@@ -303,9 +303,9 @@ mod tests {
         for n in [6, 8] {
             let (a, b) = (BV::new_const("a", n), BV::new_const("b", n));
             let wide = a.sign_ext(n).bvmul(b.sign_ext(n));
-            let seed004 = a.bvmul(&b).sign_ext(n).eq(&wide);
+            let sign_extended_product_fits = a.bvmul(&b).sign_ext(n).eq(&wide);
             let solver = z3::Solver::new();
-            solver.assert(mul_no_overflow(&a, &b).iff(&seed004).not());
+            solver.assert(mul_no_overflow(&a, &b).iff(&sign_extended_product_fits).not());
             assert_eq!(solver.check(), z3::SatResult::Unsat, "width {n}");
         }
         // And exhaustively against the definition at 8 bits.

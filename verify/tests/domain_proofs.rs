@@ -1737,7 +1737,7 @@ fn xorshift(s: &mut u64) -> u64 {
     *s
 }
 
-/// A random knownbits value mixing seed 003's special integers with random ones.
+/// A random knownbits value mixing the special integers of the knownbits domain's article with random ones.
 fn random_kb(s: &mut u64) -> KnownBits<u64> {
     let specials = [
         0u64,
@@ -1771,7 +1771,7 @@ fn z3kb(k: &KnownBits<u64>) -> KnownBits<Z<64>> {
     KnownBits::new(Z3Word::from_u64(k.ones), Z3Word::from_u64(k.unknowns))
 }
 
-/// Seed 003's precision search, quantifier-free: a strictly better result would know a bit
+/// The knownbits article's precision search, quantifier-free: a strictly better result would know a bit
 /// that `result` leaves unknown, i.e. a bit that is the same for all members. For every
 /// unknown bit of `result`, Z3 must find two pairs of members whose results differ there.
 /// Returns the first such bit that is in fact constant (an imprecision), if any.

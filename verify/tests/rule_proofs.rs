@@ -71,7 +71,7 @@ fn a_wrong_rule_is_rejected_with_a_counterexample() {
 
 #[test]
 fn checks_are_taken_into_account_in_counterexamples() {
-    // Seed 001's second example: with a > 1 and b > 2 the smallest counterexample is still wrong.
+    // The rule-language article's second example: with a > 1 and b > 2 the smallest counterexample is still wrong.
     let err = prove_src(
         "mul_is_add: int_mul(a, b)\n    check a.known_gt_const(1) and b.known_gt_const(2)\n    => int_add(a, b)\n",
     )
@@ -89,7 +89,7 @@ fn checks_are_taken_into_account_in_counterexamples() {
 
 #[test]
 fn subtle_wrong_rules_are_rejected() {
-    // Forgetting the check of the seed's `and_x_c_in_range`.
+    // `and_x_c_in_range` without its check.
     assert!(matches!(
         prove_src("r: int_and(x, C)\n    => x\n"),
         Err(ProofError::Counterexample(_))

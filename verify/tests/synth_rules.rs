@@ -1,9 +1,8 @@
-//! Rule synthesis (seed 000): the rules Z3 finds include the seed's list, and the optimizer
-//! does every one of them (no `MISSING`).
+//! Rule synthesis (Z3 searches for rewrites of small op patterns): the rules Z3 finds
+//! include known ones, and the optimizer does every one of them (no `MISSING`).
 //!
 //! The division ops are left out here: their exists-forall queries take tens of seconds
-//! each at 64 bits; `tracejit synth-rules` searches them too (all covered at the time of
-//! writing).
+//! each at 64 bits; `tracejit synth-rules` searches them too.
 
 use trace_ir::Opcode;
 use verify::synth::{synthesize, Found, Lhs, Rhs, BINARY_OPS};
@@ -25,7 +24,7 @@ fn synthesized_rules_are_all_covered() {
         })
         .collect();
     let found = synthesize(&ops);
-    // A few of seed 000's findings, as a check that the search works.
+    // A few rules the search is known to find, as a check that it works.
     assert!(has(&found, Lhs::ConstRight(Opcode::IntAdd, 0), Rhs::X));
     assert!(has(&found, Lhs::Same(Opcode::IntAnd), Rhs::X));
     assert!(has(&found, Lhs::Same(Opcode::IntSub), Rhs::Const(0)));

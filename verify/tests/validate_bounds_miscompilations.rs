@@ -1,4 +1,4 @@
-//! Translation validation on the bugs of seed 004, written as (original, wrong optimized)
+//! Translation validation on PyPy's integer-bounds miscompilations, written as (original, wrong optimized)
 //! text pairs: each must be `Invalid` with a counterexample; correct optimizations of the
 //! same traces must be `Valid`.
 
@@ -39,7 +39,7 @@ fn assert_invalid(v: &Verdict, message_part: &str) {
     }
 }
 
-// --- seed 004, unit-test bug 1: int_add(x, 10) < 15 does not imply x < 6 (wrap-around) ----
+// --- unit-test bug 1: int_add(x, 10) < 15 does not imply x < 6 (wrap-around) ----
 
 const ADD_WRAP: &str = "
 [i0]
@@ -72,7 +72,7 @@ fn add_wrap_identity_is_valid() {
     assert_eq!(check(ADD_WRAP, ADD_WRAP), Verdict::Valid);
 }
 
-// --- seed 004, unit-test bug 2: -x < 0 does not imply x > 0 (x = MININT) -------------------
+// --- unit-test bug 2: -x < 0 does not imply x > 0 (x = MININT) -------------------
 
 const NEG: &str = "
 [i0]
@@ -120,7 +120,7 @@ finish(1)
     assert_eq!(input(&v, "i0"), i64::MIN);
 }
 
-// --- seed 004, fuzzer bug: 12 == int_mul(x, 12) does not imply x == 1 ---------------------
+// --- fuzzer bug: 12 == int_mul(x, 12) does not imply x == 1 ---------------------
 
 const MUL12: &str = "
 [i0]
@@ -155,7 +155,7 @@ finish(6)
     }
 }
 
-// --- seed 004, fuzzer bug: 0 == int_lshift(0x1000000000000000, x), x in [0, 15] -----------
+// --- fuzzer bug: 0 == int_lshift(0x1000000000000000, x), x in [0, 15] -----------
 // The optimizer reasoned about the shift without overflow: a nonzero constant shifted left
 // by at most 15 "is nonzero", so `guard_false(shifted == 0)` was dropped.
 
@@ -188,7 +188,7 @@ finish(i3)
     assert!((4..=15).contains(&x), "x = {x}");
 }
 
-// --- seed 004, fuzzer bug: chained additions with a constant, the wrong IR value used -----
+// --- fuzzer bug: chained additions with a constant, the wrong IR value used -----
 
 const CHAIN: &str = "
 [i0]
@@ -222,7 +222,7 @@ finish(i3, i1)
     assert_eq!(check(CHAIN, right), Verdict::Valid);
 }
 
-// --- seed 004, Z3-found bug: int_sub_ovf(int_add(a, b), b) is not a ------------------------
+// --- Z3-found bug: int_sub_ovf(int_add(a, b), b) is not a ------------------------
 
 #[test]
 fn sub_ovf_of_wrapping_add_is_not_identity() {
@@ -248,7 +248,7 @@ finish(i0)
 
 #[test]
 fn sub_of_checked_add_is_identity() {
-    // The related, correct optimization of seed 004.
+    // The related, correct optimization.
     let orig = "
 [i0, i1]
 i2 = int_add_ovf(i0, i1)
