@@ -101,7 +101,8 @@ fn check_value(trace: &Trace, at: OpRef, v: Value, what: &str) -> Result<Kind, V
     }
 }
 
-fn descr_matches(kind: DescrKind, d: &Descr) -> bool {
+/// Whether descriptor `d` is of the kind an opcode asks for (`DescrKind::None`: never).
+pub(crate) fn descr_matches(kind: DescrKind, d: &Descr) -> bool {
     match kind {
         DescrKind::None => false,
         DescrKind::Any => true,
