@@ -17,7 +17,7 @@
 //!    of this trace passes one value of the right kind per label parameter.
 
 use crate::descr::Descr;
-use crate::entity::{OpRef, Value, ValueData};
+use crate::entity::{GuardId, OpRef, Value, ValueData};
 use crate::opcode::{DescrKind, Kind, OpFlags, Opcode};
 use crate::trace::{FailArg, Trace};
 use std::collections::HashSet;
@@ -101,7 +101,8 @@ fn check_value(trace: &Trace, at: OpRef, v: Value, what: &str) -> Result<Kind, V
     }
 }
 
-fn descr_matches(kind: DescrKind, d: &Descr) -> bool {
+/// Whether descriptor `d` is of the kind an opcode asks for (`DescrKind::None`: never).
+pub(crate) fn descr_matches(kind: DescrKind, d: &Descr) -> bool {
     match kind {
         DescrKind::None => false,
         DescrKind::Any => true,
@@ -114,7 +115,32 @@ fn descr_matches(kind: DescrKind, d: &Descr) -> bool {
 }
 
 /// Check every invariant listed in the module documentation.
+///
+/// The checks run in a fixed order (the trace-wide ones, then each op's in op order), so the
+/// error reported is always the first one found in that order.
 pub fn verify(trace: &Trace) -> Result<(), VerifyError> {
+    check_inputs(trace)?;
+    check_descr_table(trace)?;
+    let mut labels = LabelParams::default();
+    let mut guard_ids = HashSet::new();
+    for r in trace.op_refs().skip(trace.num_inputs) {
+        if labels.check_param(trace, r)? {
+            continue;
+        }
+        let kinds = check_operands(trace, r)?;
+        check_descr(trace, r)?;
+        check_load_store_kinds(trace, r, &kinds)?;
+        check_resume_data(trace, r, &mut guard_ids)?;
+        check_overflow_pairing(trace, r)?;
+        labels.check_label(trace, r)?;
+        check_final(trace, r, &kinds)?;
+    }
+    labels.check_none_pending()?;
+    check_ends_with_final(trace)
+}
+
+/// Invariant 1, at the trace start: the first `num_inputs` ops exist and are inputs.
+fn check_inputs(trace: &Trace) -> Result<(), VerifyError> {
     let n = trace.ops.len();
     if trace.num_inputs > n {
         return err(None, format!("{} inputs but only {} ops", trace.num_inputs, n));
@@ -124,205 +150,280 @@ pub fn verify(trace: &Trace) -> Result<(), VerifyError> {
             return err(Some(r), "trace inputs must come first".into());
         }
     }
+    Ok(())
+}
+
+/// Invariant 4, for the descriptor table: no two equal descriptors.
+fn check_descr_table(trace: &Trace) -> Result<(), VerifyError> {
     let mut seen = HashSet::new();
     for (i, d) in trace.descrs.iter().enumerate() {
         if !seen.insert(d) {
             return err(None, format!("descriptor {i} repeats an earlier one: {d:?}"));
         }
     }
-    let mut guard_ids = HashSet::new();
-    let mut pending_params = 0usize; // label parameters still expected
-    let mut label_at: Option<OpRef> = None;
-    for r in trace.op_refs().skip(trace.num_inputs) {
-        let op = trace.op(r);
-        let opc = op.opcode;
-        if opc.is_input() {
-            if pending_params == 0 {
-                return err(
-                    Some(r),
-                    "an input op outside the trace start and label parameters".into(),
-                );
+    Ok(())
+}
+
+/// Invariant 1, after the trace start: the label whose parameters are being read, and how
+/// many of them are still expected.
+#[derive(Default)]
+struct LabelParams {
+    label: Option<OpRef>,
+    pending: usize,
+}
+
+impl LabelParams {
+    /// If `r` is an input op, check that it is the next expected parameter of the current
+    /// label, of its operand's kind, and return `true` (the op needs no other check).
+    /// Otherwise check that no parameter is missing and return `false`.
+    fn check_param(&mut self, trace: &Trace, r: OpRef) -> Result<bool, VerifyError> {
+        let opc = trace.op(r).opcode;
+        if !opc.is_input() {
+            if self.pending != 0 {
+                return err(Some(r), format!("label is missing {} parameter(s)", self.pending));
             }
-            let label = label_at.expect("pending params imply a label");
-            let idx = trace.op(label).args.len() - pending_params;
-            let arg_kind = trace.kind_of(trace.op(label).args[idx]);
-            if arg_kind != opc.result_kind() {
-                return err(
-                    Some(r),
-                    format!(
-                        "label parameter of kind {:?} for an operand of kind {:?}",
-                        opc.result_kind(),
-                        arg_kind
-                    ),
-                );
-            }
-            pending_params -= 1;
-            continue;
+            return Ok(false);
         }
-        if pending_params != 0 {
-            return err(Some(r), format!("label is missing {pending_params} parameter(s)"));
+        if self.pending == 0 {
+            return err(
+                Some(r),
+                "an input op outside the trace start and label parameters".into(),
+            );
         }
-        if !opc.arity_ok(op.args.len()) {
+        let label = self.label.expect("pending params imply a label");
+        let idx = trace.op(label).args.len() - self.pending;
+        let arg_kind = trace.kind_of(trace.op(label).args[idx]);
+        if arg_kind != opc.result_kind() {
             return err(
                 Some(r),
                 format!(
-                    "{} takes {}{} operand(s), got {}",
-                    opc,
-                    if opc.is_variadic() { "at least " } else { "" },
-                    opc.fixed_arity(),
-                    op.args.len()
+                    "label parameter of kind {:?} for an operand of kind {:?}",
+                    opc.result_kind(),
+                    arg_kind
                 ),
             );
         }
-        let mut kinds = Vec::with_capacity(op.args.len());
+        self.pending -= 1;
+        Ok(true)
+    }
+
+    /// If `r` is a label, check that one input op of each operand's kind follows it, and
+    /// expect them as its parameters.
+    fn check_label(&mut self, trace: &Trace, r: OpRef) -> Result<(), VerifyError> {
+        let op = trace.op(r);
+        if op.opcode != Opcode::Label {
+            return Ok(());
+        }
         for (i, &a) in op.args.iter().enumerate() {
-            let k = check_value(trace, r, a, &format!("operand {}", i + 1))?;
-            if let Some(want) = opc.arg_kind(i) {
-                if want != k {
-                    return err(
-                        Some(r),
-                        format!("{} operand {} must be {:?}, got {:?}", opc, i + 1, want, k),
-                    );
-                }
-            }
-            kinds.push(k);
-        }
-        if opc == Opcode::GuardValue && kinds[0] != kinds[1] {
-            return err(Some(r), "guard_value compares values of different kinds".into());
-        }
-        // Descriptor.
-        match (opc.descr_kind(), op.descr) {
-            (DescrKind::None, Some(_)) => return err(Some(r), format!("{opc} takes no descriptor")),
-            (DescrKind::None | DescrKind::Any, None) => {}
-            (k, None) => return err(Some(r), format!("{opc} needs a {k:?} descriptor")),
-            (k, Some(d)) => {
-                if d.index() >= trace.descrs.len() {
-                    return err(Some(r), format!("missing descriptor {d}"));
-                }
-                if !descr_matches(k, trace.descr(d)) {
-                    return err(
-                        Some(r),
-                        format!("{opc} needs a {k:?} descriptor, got {:?}", trace.descr(d)),
-                    );
-                }
-            }
-        }
-        // Loads and stores move values of their descriptor's kind: no op reinterprets the
-        // bits of a slot as another kind (two descriptors viewing the same bytes may).
-        if let Some(dk) = op
-            .descr
-            .and_then(|d| trace.descrs.get(d.index()))
-            .and_then(Descr::value_kind)
-        {
-            if opc.has(OpFlags::READS_HEAP) && opc != Opcode::ArraylenGc && opc.result_kind() != dk {
+            let want = Opcode::input_for(trace.kind_of(a)).unwrap();
+            let got = trace.ops.get(r.index() + 1 + i).map(|o| o.opcode);
+            if got != Some(want) {
                 return err(
                     Some(r),
                     format!(
-                        "{opc} loads a {:?} through a descriptor of {:?} values",
-                        opc.result_kind(),
-                        dk
-                    ),
-                );
-            }
-            if opc.has(OpFlags::WRITES_HEAP) && kinds.last() != Some(&dk) {
-                return err(
-                    Some(r),
-                    format!(
-                        "{opc} stores a {:?} through a descriptor of {dk:?} values",
-                        kinds.last()
+                        "label parameter {} must be {} right after the label",
+                        i + 1,
+                        want.name()
                     ),
                 );
             }
         }
-        // Guards and resume data.
-        match (opc.is_guard(), op.guard) {
-            (true, None) => return err(Some(r), format!("{opc} has no resume data")),
-            (false, Some(_)) => return err(Some(r), format!("{opc} is not a guard but has resume data")),
-            (true, Some(g)) => {
-                if g.index() >= trace.guards.len() {
-                    return err(Some(r), format!("missing guard data {g}"));
-                }
-                let gd = trace.guard(g);
-                if !guard_ids.insert(gd.id) {
-                    return err(Some(r), format!("duplicate guard id {}", gd.id));
-                }
-                let check_fail = |fa: &FailArg| -> Result<(), VerifyError> {
-                    match *fa {
-                        FailArg::Value(v) => check_value(trace, r, v, "fail argument").map(|_| ()),
-                        FailArg::Virtual(i) if (i as usize) < gd.virtuals.len() => Ok(()),
-                        FailArg::Virtual(i) => err(Some(r), format!("fail argument names missing virtual {i}")),
-                        FailArg::Hole => Ok(()),
-                    }
-                };
-                let mut checked = Ok(());
-                gd.for_each_entry(|fa| {
-                    if checked.is_ok() {
-                        checked = check_fail(&fa);
-                    }
-                });
-                checked?;
-            }
-            (false, None) => {}
+        self.pending = op.args.len();
+        self.label = Some(r);
+        Ok(())
+    }
+
+    /// At the end of the trace: no label parameter is still expected.
+    fn check_none_pending(&self) -> Result<(), VerifyError> {
+        if self.pending != 0 {
+            return err(None, "trace ends inside a label's parameters".into());
         }
-        // Overflow pairing.
-        if opc.is_ovf() {
-            let next = trace.ops.get(r.index() + 1).map(|o| o.opcode);
-            if !matches!(next, Some(Opcode::GuardNoOverflow | Opcode::GuardOverflow)) {
+        Ok(())
+    }
+}
+
+/// Invariants 2 and 3 for the operands of `r`: arity, definition before use, kinds
+/// (`guard_value`'s two operands have one kind). Returns the operands' kinds.
+fn check_operands(trace: &Trace, r: OpRef) -> Result<Vec<Kind>, VerifyError> {
+    let op = trace.op(r);
+    let opc = op.opcode;
+    if !opc.arity_ok(op.args.len()) {
+        return err(
+            Some(r),
+            format!(
+                "{} takes {}{} operand(s), got {}",
+                opc,
+                if opc.is_variadic() { "at least " } else { "" },
+                opc.fixed_arity(),
+                op.args.len()
+            ),
+        );
+    }
+    let mut kinds = Vec::with_capacity(op.args.len());
+    for (i, &a) in op.args.iter().enumerate() {
+        let k = check_value(trace, r, a, &format!("operand {}", i + 1))?;
+        if let Some(want) = opc.arg_kind(i) {
+            if want != k {
                 return err(
                     Some(r),
-                    format!("{opc} must be followed by guard_no_overflow or guard_overflow"),
+                    format!("{} operand {} must be {:?}, got {:?}", opc, i + 1, want, k),
                 );
             }
         }
-        if matches!(opc, Opcode::GuardNoOverflow | Opcode::GuardOverflow)
-            && !(r.index() > 0 && trace.ops[r.index() - 1].opcode.is_ovf())
-        {
-            return err(Some(r), format!("{opc} must follow an _ovf operation"));
-        }
-        // Labels and final ops.
-        if opc == Opcode::Label {
-            for (i, &a) in op.args.iter().enumerate() {
-                let want = Opcode::input_for(trace.kind_of(a)).unwrap();
-                let got = trace.ops.get(r.index() + 1 + i).map(|o| o.opcode);
-                if got != Some(want) {
-                    return err(
-                        Some(r),
-                        format!(
-                            "label parameter {} must be {} right after the label",
-                            i + 1,
-                            want.name()
-                        ),
-                    );
-                }
+        kinds.push(k);
+    }
+    if opc == Opcode::GuardValue && kinds[0] != kinds[1] {
+        return err(Some(r), "guard_value compares values of different kinds".into());
+    }
+    Ok(kinds)
+}
+
+/// Invariant 4 for `r`: a descriptor exactly when the opcode table asks for one, of the
+/// right kind.
+fn check_descr(trace: &Trace, r: OpRef) -> Result<(), VerifyError> {
+    let op = trace.op(r);
+    let opc = op.opcode;
+    match (opc.descr_kind(), op.descr) {
+        (DescrKind::None, Some(_)) => err(Some(r), format!("{opc} takes no descriptor")),
+        (DescrKind::None | DescrKind::Any, None) => Ok(()),
+        (k, None) => err(Some(r), format!("{opc} needs a {k:?} descriptor")),
+        (k, Some(d)) => {
+            if d.index() >= trace.descrs.len() {
+                return err(Some(r), format!("missing descriptor {d}"));
             }
-            pending_params = op.args.len();
-            label_at = Some(r);
-        }
-        if opc.is_final() {
-            if r.index() + 1 != n {
-                return err(Some(r), format!("{opc} must be the last op"));
+            if !descr_matches(k, trace.descr(d)) {
+                return err(
+                    Some(r),
+                    format!("{opc} needs a {k:?} descriptor, got {:?}", trace.descr(d)),
+                );
             }
-            if opc == Opcode::Jump {
-                let params: Vec<Kind> = match jump_target(trace, r) {
-                    JumpTarget::Label(l) => trace
-                        .label_params(l)
-                        .map(|p| trace.op(p).opcode.result_kind())
-                        .collect(),
-                    JumpTarget::Start => trace.input_kinds(),
-                    JumpTarget::External => kinds.clone(),
-                };
-                if params != kinds {
-                    return err(
-                        Some(r),
-                        format!("jump passes {:?} but its target expects {:?}", kinds, params),
-                    );
-                }
-            }
+            Ok(())
         }
     }
-    if pending_params != 0 {
-        return err(None, "trace ends inside a label's parameters".into());
+}
+
+/// Invariant 3 for loads and stores: they move values of their descriptor's kind, so no op
+/// reinterprets the bits of a slot as another kind (two descriptors viewing the same bytes
+/// may). `kinds` are the operands' kinds.
+fn check_load_store_kinds(trace: &Trace, r: OpRef, kinds: &[Kind]) -> Result<(), VerifyError> {
+    let op = trace.op(r);
+    let opc = op.opcode;
+    let Some(dk) = op
+        .descr
+        .and_then(|d| trace.descrs.get(d.index()))
+        .and_then(Descr::value_kind)
+    else {
+        return Ok(());
+    };
+    if opc.has(OpFlags::READS_HEAP) && opc != Opcode::ArraylenGc && opc.result_kind() != dk {
+        return err(
+            Some(r),
+            format!(
+                "{opc} loads a {:?} through a descriptor of {:?} values",
+                opc.result_kind(),
+                dk
+            ),
+        );
     }
+    if opc.has(OpFlags::WRITES_HEAP) && kinds.last() != Some(&dk) {
+        return err(
+            Some(r),
+            format!(
+                "{opc} stores a {:?} through a descriptor of {dk:?} values",
+                kinds.last()
+            ),
+        );
+    }
+    Ok(())
+}
+
+/// Invariant 5 for `r`: resume data exactly on guards, a guard id not in `guard_ids` (which
+/// collects them), fail arguments defined before the guard, virtual references in range.
+fn check_resume_data(trace: &Trace, r: OpRef, guard_ids: &mut HashSet<GuardId>) -> Result<(), VerifyError> {
+    let op = trace.op(r);
+    let opc = op.opcode;
+    let g = match (opc.is_guard(), op.guard) {
+        (true, None) => return err(Some(r), format!("{opc} has no resume data")),
+        (false, Some(_)) => return err(Some(r), format!("{opc} is not a guard but has resume data")),
+        (false, None) => return Ok(()),
+        (true, Some(g)) => g,
+    };
+    if g.index() >= trace.guards.len() {
+        return err(Some(r), format!("missing guard data {g}"));
+    }
+    let gd = trace.guard(g);
+    if !guard_ids.insert(gd.id) {
+        return err(Some(r), format!("duplicate guard id {}", gd.id));
+    }
+    let check_fail = |fa: &FailArg| -> Result<(), VerifyError> {
+        match *fa {
+            FailArg::Value(v) => check_value(trace, r, v, "fail argument").map(|_| ()),
+            FailArg::Virtual(i) if (i as usize) < gd.virtuals.len() => Ok(()),
+            FailArg::Virtual(i) => err(Some(r), format!("fail argument names missing virtual {i}")),
+            FailArg::Hole => Ok(()),
+        }
+    };
+    let mut checked = Ok(());
+    gd.for_each_entry(|fa| {
+        if checked.is_ok() {
+            checked = check_fail(&fa);
+        }
+    });
+    checked
+}
+
+/// Invariant 6 for `r`: an `_ovf` op is immediately followed by an overflow guard, and an
+/// overflow guard immediately follows an `_ovf` op.
+fn check_overflow_pairing(trace: &Trace, r: OpRef) -> Result<(), VerifyError> {
+    let opc = trace.op(r).opcode;
+    if opc.is_ovf() {
+        let next = trace.ops.get(r.index() + 1).map(|o| o.opcode);
+        if !matches!(next, Some(Opcode::GuardNoOverflow | Opcode::GuardOverflow)) {
+            return err(
+                Some(r),
+                format!("{opc} must be followed by guard_no_overflow or guard_overflow"),
+            );
+        }
+    }
+    if matches!(opc, Opcode::GuardNoOverflow | Opcode::GuardOverflow)
+        && !(r.index() > 0 && trace.ops[r.index() - 1].opcode.is_ovf())
+    {
+        return err(Some(r), format!("{opc} must follow an _ovf operation"));
+    }
+    Ok(())
+}
+
+/// Invariant 7 for `r`: a final op is the last op, and a `jump` passes one value of the
+/// right kind per parameter of its target. `kinds` are the operands' kinds.
+fn check_final(trace: &Trace, r: OpRef, kinds: &[Kind]) -> Result<(), VerifyError> {
+    let opc = trace.op(r).opcode;
+    if !opc.is_final() {
+        return Ok(());
+    }
+    if r.index() + 1 != trace.ops.len() {
+        return err(Some(r), format!("{opc} must be the last op"));
+    }
+    if opc == Opcode::Jump {
+        let params: Vec<Kind> = match jump_target(trace, r) {
+            JumpTarget::Label(l) => trace
+                .label_params(l)
+                .map(|p| trace.op(p).opcode.result_kind())
+                .collect(),
+            JumpTarget::Start => trace.input_kinds(),
+            JumpTarget::External => kinds.to_vec(),
+        };
+        if params != kinds {
+            return err(
+                Some(r),
+                format!("jump passes {:?} but its target expects {:?}", kinds, params),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Invariant 7 for the whole trace: it ends with `jump` or `finish`.
+fn check_ends_with_final(trace: &Trace) -> Result<(), VerifyError> {
     match trace.ops.last() {
         Some(op) if op.opcode.is_final() => Ok(()),
         _ => err(None, "a trace must end with jump or finish".into()),

@@ -1,0 +1,145 @@
+//! The `{$0 = allocation fields; ...}` block of virtual objects after a guard's fail arguments.
+
+use super::{DescrText, TraceParser};
+use crate::descr::Descr;
+use crate::opcode::Opcode;
+use crate::text::descr_text::parse_angle_descr;
+use crate::text::lexer::{Cursor, Number};
+use crate::text::ParseError;
+use crate::trace::{FailArg, VirtualField, VirtualKind, VirtualObject};
+
+impl TraceParser {
+    /// The `{...}` block of virtual objects (after `{`). Each `$k` in it is added to `refs`
+    /// with its byte position.
+    pub(super) fn virtuals(
+        &mut self,
+        cur: &mut Cursor<'_>,
+        refs: &mut Vec<(u32, usize)>,
+    ) -> Result<Vec<VirtualObject>, ParseError> {
+        let mut out = Vec::new();
+        if cur.eat('}') {
+            return Ok(out);
+        }
+        loop {
+            let pos = {
+                cur.skip_ws();
+                cur.pos()
+            };
+            if !cur.eat('$') {
+                return Err(cur.unexpected("`$N = ...` describing a virtual object"));
+            }
+            match cur.number() {
+                Ok(Number::Int(k)) if k == out.len() as i64 => {}
+                _ => {
+                    return Err(cur.error_at(
+                        pos,
+                        format!("expected `${}` (virtual objects are numbered in order)", out.len()),
+                    ))
+                }
+            }
+            cur.expect('=', "after the virtual object's number")?;
+            let kind = self.virtual_allocation(cur)?;
+            let is_array = matches!(kind, VirtualKind::Array { .. });
+            let fields = self.virtual_fields(cur, is_array, refs)?;
+            out.push(VirtualObject { kind, fields });
+            if cur.eat('}') {
+                return Ok(out);
+            }
+            cur.expect(';', "or `}` after a virtual object")?;
+        }
+    }
+
+    /// A virtual object's allocation after `$k =`: `new(descr=...)`, `new_with_vtable(...)`,
+    /// `new_array(len, descr=...)` or `new_array_clear(len, descr=...)`.
+    fn virtual_allocation(&mut self, cur: &mut Cursor<'_>) -> Result<VirtualKind, ParseError> {
+        let op_pos = {
+            cur.skip_ws();
+            cur.pos()
+        };
+        let opname = cur
+            .ident()
+            .ok_or_else(|| cur.unexpected("an allocation (new, new_with_vtable, new_array)"))?;
+        let opcode = match Opcode::from_name(opname) {
+            Some(o @ (Opcode::New | Opcode::NewWithVtable | Opcode::NewArray | Opcode::NewArrayClear)) => o,
+            _ => return Err(cur.error_at(op_pos, format!("`{opname}` cannot describe a virtual object"))),
+        };
+        cur.expect('(', &format!("after `{opname}`"))?;
+        let is_array = matches!(opcode, Opcode::NewArray | Opcode::NewArrayClear);
+        let mut len = 0u32;
+        if is_array {
+            let lpos = cur.pos();
+            len = match cur.number() {
+                Ok(Number::Int(n)) if (0..=u32::MAX as i64).contains(&n) => n as u32,
+                _ => return Err(cur.error_at(lpos, "a virtual array needs a constant length")),
+            };
+            cur.expect(',', "after the array length")?;
+        }
+        if !cur.eat_str("descr=") {
+            return Err(cur.unexpected("`descr=`"));
+        }
+        let d = match self.descr_text(cur)? {
+            DescrText::Angle(text, dpos) => {
+                let d = parse_angle_descr(text).map_err(|m| cur.error_at(dpos, format!("bad descriptor: {m}")))?;
+                let ok = if is_array {
+                    matches!(d, Descr::Array(_))
+                } else {
+                    matches!(d, Descr::Size(_))
+                };
+                if !ok {
+                    return Err(cur.error_at(dpos, format!("bad descriptor for `{opname}`")));
+                }
+                self.intern_descr(d)
+            }
+            DescrText::Target(_, dpos) => return Err(cur.error_at(dpos, format!("bad descriptor for `{opname}`"))),
+        };
+        cur.expect(')', &format!("to close `{opname}(`"))?;
+        Ok(if is_array {
+            VirtualKind::Array { opcode, descr: d, len }
+        } else {
+            VirtualKind::Struct { opcode, descr: d }
+        })
+    }
+
+    /// A virtual object's fields after its allocation: `<field descriptor>: value` (structs)
+    /// or `[index]: value` (arrays), separated by `,`. Each `$k` value is added to `refs`.
+    fn virtual_fields(
+        &mut self,
+        cur: &mut Cursor<'_>,
+        is_array: bool,
+        refs: &mut Vec<(u32, usize)>,
+    ) -> Result<Vec<(VirtualField, FailArg)>, ParseError> {
+        let mut fields = Vec::new();
+        loop {
+            cur.skip_ws();
+            let fpos = cur.pos();
+            let field = if is_array && cur.eat('[') {
+                let ipos = cur.pos();
+                let i = match cur.number() {
+                    Ok(Number::Int(n)) if (0..=u32::MAX as i64).contains(&n) => n as u32,
+                    _ => return Err(cur.error_at(ipos, "expected an item index")),
+                };
+                cur.expect(']', "after the item index")?;
+                VirtualField::Item(i)
+            } else if !is_array && cur.peek() == Some('<') {
+                let text = cur.angle_block()?;
+                let d = parse_angle_descr(text).map_err(|m| cur.error_at(fpos, format!("bad descriptor: {m}")))?;
+                if !matches!(d, Descr::Field(_)) {
+                    return Err(cur.error_at(fpos, "bad descriptor: a virtual's field needs a field descriptor"));
+                }
+                VirtualField::Field(self.intern_descr(d))
+            } else {
+                break;
+            };
+            cur.expect(':', "after the field")?;
+            let (fa, pos) = self.fail_arg(cur)?;
+            if let FailArg::Virtual(k) = fa {
+                refs.push((k, pos));
+            }
+            fields.push((field, fa));
+            if !cur.eat(',') {
+                break;
+            }
+        }
+        Ok(fields)
+    }
+}
