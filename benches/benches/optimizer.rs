@@ -7,44 +7,11 @@
 //! `TRACEJIT_BENCH_BASELINE=1` measures a trace copy plus one verifier pass instead (a
 //! calibration of the machine: the cheapest linear pass over a trace).
 
+use benches::{corpus_noopt, optimizer_set};
 use criterion::{criterion_group, BenchmarkId, Criterion, Throughput};
 use optimizer::{Optimizer, Options};
 use std::hint::black_box;
-use trace_interp::random::{random_trace, RandomConfig};
 use trace_ir::Trace;
-
-/// Several random traces of about `len` ops (different seeds, so one odd trace does not
-/// dominate).
-fn random_set(len: usize, count: u64) -> Vec<Trace> {
-    let cfg = RandomConfig {
-        length: len,
-        ..RandomConfig::default()
-    };
-    (0..count).map(|s| random_trace(&cfg, 1000 + s).0).collect()
-}
-
-fn corpus() -> Vec<Trace> {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/pypy-dev");
-    let mut out = Vec::new();
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        return out;
-    };
-    let mut paths: Vec<_> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
-    paths.sort();
-    for p in paths {
-        if p.extension().map(|x| x == "pypylog").unwrap_or(false) {
-            if let Ok(text) = std::fs::read_to_string(&p) {
-                if let Ok(ts) = trace_ir::parse_file(&text) {
-                    out.extend(
-                        ts.into_iter()
-                            .filter(|t| t.info.section.as_deref() == Some("jit-log-noopt")),
-                    );
-                }
-            }
-        }
-    }
-    out
-}
 
 fn bench_set(c: &mut Criterion, group: &str, name: &str, traces: &[Trace]) {
     let ops: usize = traces.iter().map(|t| t.num_real_ops()).sum();
@@ -63,11 +30,11 @@ fn bench_set(c: &mut Criterion, group: &str, name: &str, traces: &[Trace]) {
 }
 
 fn optimizer_benches(c: &mut Criterion) {
-    for (len, count) in [(100usize, 40u64), (1_000, 8), (10_000, 2)] {
-        let set = random_set(len, count);
+    for len in [100usize, 1_000, 10_000] {
+        let set = optimizer_set(len);
         bench_set(c, "optimize_random", &format!("{len}_ops"), &set);
     }
-    let corpus = corpus();
+    let corpus = corpus_noopt();
     if !corpus.is_empty() {
         bench_set(c, "optimize_corpus", "pypy_dev", &corpus);
     }
@@ -119,10 +86,10 @@ criterion_group!(benches, optimizer_benches);
 
 fn main() {
     if std::env::var_os("TRACEJIT_BENCH_CPU").is_some() {
-        for (len, count) in [(100usize, 40u64), (1_000, 8), (10_000, 2)] {
-            cpu_throughput(&format!("random {len} ops"), &random_set(len, count), 2.0);
+        for len in [100usize, 1_000, 10_000] {
+            cpu_throughput(&format!("random {len} ops"), &optimizer_set(len), 2.0);
         }
-        cpu_throughput("pypy-dev corpus", &corpus(), 2.0);
+        cpu_throughput("pypy-dev corpus", &corpus_noopt(), 2.0);
     }
     benches();
     Criterion::default().configure_from_args().final_summary();

@@ -117,3 +117,42 @@ pub fn compile_set(len: usize) -> Vec<trace_ir::Trace> {
         .map(|s| trace_interp::random::random_trace(&cfg, 1000 + s).0)
         .collect()
 }
+
+/// The optimizer benchmark's set of random traces of about `len` ops (40 of 100 ops, 8 of
+/// 1,000, 2 of 10,000; fixed seeds, so one odd trace does not dominate), shared by the
+/// criterion `optimizer` benchmark and the `opt_profile` driver.
+pub fn optimizer_set(len: usize) -> Vec<trace_ir::Trace> {
+    let count = match len {
+        0..=100 => 40,
+        101..=1000 => 8,
+        _ => 2,
+    };
+    let cfg = trace_interp::random::RandomConfig {
+        length: len,
+        ..trace_interp::random::RandomConfig::default()
+    };
+    (0..count)
+        .map(|s| trace_interp::random::random_trace(&cfg, 1000 + s).0)
+        .collect()
+}
+
+/// The unoptimized traces (`jit-log-noopt` sections) of the pypy-dev corpus
+/// (`../shared/corpus/pypy-dev/*.pypylog`), in file order; empty when the corpus is absent.
+pub fn corpus_noopt() -> Vec<trace_ir::Trace> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/pypy-dev");
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Vec::new();
+    };
+    let mut paths: Vec<_> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "pypylog"))
+        .collect();
+    paths.sort();
+    paths
+        .iter()
+        .filter_map(|p| std::fs::read_to_string(p).ok())
+        .filter_map(|text| trace_ir::parse_file(&text).ok())
+        .flatten()
+        .filter(|t| t.info.section.as_deref() == Some("jit-log-noopt"))
+        .collect()
+}

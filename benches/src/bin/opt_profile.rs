@@ -7,41 +7,10 @@
 //! `cargo build --release -p benches --bin opt_profile`, then
 //! `target/release/opt_profile [LEN|corpus] [SECONDS] [--peel]` (defaults: 1000 ops, 3 s).
 
+use benches::{corpus_noopt, optimizer_set};
 use optimizer::{Optimizer, Options};
 use std::hint::black_box;
 use std::time::Instant;
-use trace_interp::random::{random_trace, RandomConfig};
-use trace_ir::Trace;
-
-/// The optimizer benchmark's sets: several random traces of about `len` ops.
-fn random_set(len: usize) -> Vec<Trace> {
-    let count = match len {
-        0..=100 => 40,
-        101..=1000 => 8,
-        _ => 2,
-    };
-    let cfg = RandomConfig {
-        length: len,
-        ..RandomConfig::default()
-    };
-    (0..count).map(|s| random_trace(&cfg, 1000 + s).0).collect()
-}
-
-/// The unoptimized traces of the pypy-dev corpus.
-fn corpus() -> Vec<Trace> {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/pypy-dev");
-    let mut paths: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "pypylog"))
-        .collect();
-    paths.sort();
-    paths
-        .iter()
-        .flat_map(|p| trace_ir::parse_file(&std::fs::read_to_string(p).expect("readable")).expect("parses"))
-        .filter(|t| t.info.section.as_deref() == Some("jit-log-noopt"))
-        .collect()
-}
 
 /// CPU time of this thread in seconds (Linux `schedstat`).
 fn thread_cpu_seconds() -> f64 {
@@ -62,9 +31,9 @@ fn main() {
         ..Options::default()
     };
     let traces = if set == "corpus" {
-        corpus()
+        corpus_noopt()
     } else {
-        random_set(set.parse().expect("LEN or corpus"))
+        optimizer_set(set.parse().expect("LEN or corpus"))
     };
     let ops: usize = traces.iter().map(|t| t.num_real_ops()).sum();
     let mut optimizer = Optimizer::new();
