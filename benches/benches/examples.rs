@@ -3,7 +3,7 @@
 //! so criterion's "elem/s" compares across variants run with different `N`; the compile
 //! group counts trace ops (`cargo bench -p benches --bench examples -- compile`).
 
-use backend_x86_64::{compile, CompileOptions};
+use backend_x86_64::{CompileOptions, Compiler};
 use benches::{bench_n, compile_set, optimized_traces, run_variant, Variant, EXAMPLES};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use std::hint::black_box;
@@ -35,9 +35,12 @@ fn compile_throughput(c: &mut Criterion) {
         perf_map: false,
         ..CompileOptions::default()
     };
+    let mut compiler = Compiler::new();
     for (name, t) in &traces {
         g.throughput(Throughput::Elements(t.num_real_ops() as u64));
-        g.bench_function(name.as_str(), |b| b.iter(|| compile(t, &opts).expect("compiles")));
+        g.bench_function(name.as_str(), |b| {
+            b.iter(|| compiler.compile(t, &opts).expect("compiles"))
+        });
     }
     for len in [100usize, 1_000, 10_000] {
         let set = compile_set(len);
@@ -46,7 +49,7 @@ fn compile_throughput(c: &mut Criterion) {
         g.bench_function(format!("random_{len}_ops"), |b| {
             b.iter(|| {
                 for t in &set {
-                    black_box(compile(black_box(t), &opts).expect("compiles"));
+                    black_box(compiler.compile(black_box(t), &opts).expect("compiles"));
                 }
             })
         });

@@ -182,18 +182,18 @@ impl Gen<'_> {
     /// The stub of an exit that reports an invalid operation at the current op.
     #[inline]
     pub(super) fn invalid_exit(&mut self) -> u32 {
-        self.exits.invalid_exit(self.pos)
+        self.r.exits.invalid_exit(self.pos)
     }
 
     /// `jcc rel32` to stub `s`.
     #[inline]
     pub(super) fn jcc_stub(&mut self, c: Cond, s: u32) {
-        self.exits.jcc_stub(&mut self.em, c, s);
+        self.r.exits.jcc_stub(&mut self.em, c, s);
     }
 
     /// `jmp rel32` to stub `s`.
     pub(super) fn jmp_stub(&mut self, s: u32) {
-        self.exits.jmp_stub(&mut self.em, s);
+        self.r.exits.jmp_stub(&mut self.em, s);
     }
 
     /// Snapshot the fail arguments of the guard at the current op and jump to its stub when
@@ -205,10 +205,10 @@ impl Gen<'_> {
             .guard
             .ok_or_else(|| internal("guard without resume data".into()))?;
         let gd = t.guard(g);
-        let mut words = std::mem::take(&mut self.exits.stub_words);
+        let mut words = std::mem::take(&mut self.r.exits.stub_words);
         let first = words.len();
-        let stub_index = self.exits.stubs.len() as u32;
-        let mut undos = std::mem::take(&mut self.exits.undos);
+        let stub_index = self.r.exits.stubs.len() as u32;
+        let mut undos = std::mem::take(&mut self.r.exits.undos);
         let mut slot_of = |fa: &FailArg, words: &mut Vec<Reg>, me: &Self| -> R<ExitSlot> {
             Ok(match *fa {
                 FailArg::Value(v) => {
@@ -230,7 +230,7 @@ impl Gen<'_> {
                 FailArg::Hole => ExitSlot::Hole,
             })
         };
-        let mut slots = std::mem::take(&mut self.exits.slots);
+        let mut slots = std::mem::take(&mut self.r.exits.slots);
         let fail_start = slots.len() as u32;
         for fa in &gd.fail_args {
             // Most fail arguments are plain values with nothing to undo: straight to their slot.
@@ -241,7 +241,7 @@ impl Gen<'_> {
             slots.push(slot);
         }
         let fail = (fail_start, slots.len() as u32);
-        self.exits.slots = slots;
+        self.r.exits.slots = slots;
         let mut virtuals = Vec::new();
         for vo in &gd.virtuals {
             let init = virtual_init(t, vo)?;
@@ -252,19 +252,19 @@ impl Gen<'_> {
             }
             virtuals.push(VirtualLayout { init, fields });
         }
-        self.exits.undos = undos;
-        let code = self.exits.push_exit(ExitInfo::Guard {
+        self.r.exits.undos = undos;
+        let code = self.r.exits.push_exit(ExitInfo::Guard {
             guard: gd.id,
             resume_key: gd.resume_key,
             fail,
             virtuals,
         });
-        self.exits.stubs.push(Stub {
+        self.r.exits.stubs.push(Stub {
             at: 0,
             code,
             words: (first as u32, words.len() as u32),
         });
-        self.exits.stub_words = words;
+        self.r.exits.stub_words = words;
         self.jcc_stub(exit_if, stub_index);
         Ok(())
     }
@@ -290,7 +290,7 @@ impl Gen<'_> {
             let src = self.loc(v)?;
             self.em.mov(Loc::Mem(self.frame.exit_disp(k)), src);
         }
-        let code = self.exits.push_exit(info) as i32;
+        let code = self.r.exits.push_exit(info) as i32;
         let e = self.epilogue;
         dynasm!(self.em.asm ; .arch x64 ; mov eax, code ; jmp =>e);
         self.em.record(Event::End);

@@ -87,7 +87,7 @@ impl Gen<'_> {
         let Some(next) = t.ops.get(at + 1) else { return false };
         matches!(next.opcode, Opcode::GuardTrue | Opcode::GuardFalse)
             && next.args[0] == Value::op(OpRef::new(at))
-            && self.live.used_only_next(at)
+            && self.r.live.used_only_next(at)
             && {
                 let mut also_fail_arg = false;
                 let mut seen = 0;
@@ -129,7 +129,7 @@ impl Gen<'_> {
         let me = Value::op(OpRef::new(at));
         let direct = self.fusable(at);
         let via = !direct
-            && self.live.used_only_next(at)
+            && self.r.live.used_only_next(at)
             && t.ops.get(at + 1).is_some_and(|n| match n.opcode {
                 IntIsTrue | IntIsZero => n.args[0] == me,
                 IntNe | IntEq => {
@@ -167,8 +167,8 @@ impl Gen<'_> {
     pub(super) fn undoable(&self, v: Value) -> bool {
         let Some(o) = v.as_op() else { return false };
         let o = o.index();
-        self.ra.reg_of(o).is_some()
-            && self.live.last_use(o) == self.pos + 1
+        self.r.ra.reg_of(o).is_some()
+            && self.r.live.last_use(o) == self.pos + 1
             && self
                 .t
                 .ops

@@ -92,9 +92,9 @@ impl Gen<'_> {
         let last_param = at + op.args.len();
         let mut keep = Vec::new();
         for v in 0..at {
-            if self.live.used_from(v, last_param + 1) && self.ra.has_location(v) {
+            if self.r.live.used_from(v, last_param + 1) && self.r.ra.has_location(v) {
                 self.ensure_slot(v)?;
-                keep.push((self.ra.slot_loc(v).unwrap(), v as u32));
+                keep.push((self.r.ra.slot_loc(v).unwrap(), v as u32));
             }
         }
         let params = self.label_params(at)?;
@@ -111,7 +111,7 @@ impl Gen<'_> {
             keep: keep.clone(),
         });
         // Canonical state: parameters in their fixed locations, nothing else in registers.
-        self.ra.reset_to_params(&params, at + 1);
+        self.r.ra.reset_to_params(&params, at + 1);
         let label = self.em.asm.new_dynamic_label();
         // The loop starts on a 64-byte boundary (NOPs, run once on entry): a small loop body
         // that straddles two 64-byte lines costs a second fetch line per iteration (measured
@@ -127,14 +127,14 @@ impl Gen<'_> {
             self.loops.first = Some(at + op.args.len() + 1);
         }
         // Memory may differ when the loop comes back.
-        self.heap.forget_memory();
+        self.r.heap.forget_memory();
         // Non-null parameters: those whose argument is, when every entry passes that same
         // value (the loop's jump gives the parameter back unchanged, or nothing jumps here).
         let looped = self.loops.first == Some(at + op.args.len() + 1);
         for (k, &arg) in op.args.iter().enumerate() {
             let param = Value::op(OpRef::new(at + 1 + k));
             if self.known_nonnull(arg) && (!looped || t.ops[last].args.get(k) == Some(&param)) {
-                self.heap.make_nonnull(param);
+                self.r.heap.make_nonnull(param);
             }
         }
         self.loops.labels.insert(at, LabelInfo { label, params, keep });
@@ -146,8 +146,8 @@ impl Gen<'_> {
     fn label_params(&mut self, at: usize) -> R<Vec<Loc>> {
         let t = self.t;
         let op = &t.ops[at];
-        let gpr_pool = self.ra.gpr_order().to_vec();
-        let xmm_pool = self.ra.xmm_order().to_vec();
+        let gpr_pool = self.r.ra.gpr_order().to_vec();
+        let xmm_pool = self.r.ra.xmm_order().to_vec();
         let mut gprs = gpr_pool.iter().copied().take(gpr_pool.len().saturating_sub(4));
         let mut xmms = xmm_pool.iter().copied().take(xmm_pool.len().saturating_sub(2));
         let mut params = Vec::new();
@@ -162,14 +162,14 @@ impl Gen<'_> {
             let dst = match r {
                 Some(r) => r.loc(),
                 None => {
-                    let s = self.ra.give_slot(p, false);
+                    let s = self.r.ra.give_slot(p, false);
                     Loc::Mem(self.frame.slot_disp(s))
                 }
             };
             params.push(dst);
             moves.push((dst, self.loc(a)?));
         }
-        self.pm.emit(&mut self.em, &moves);
+        self.r.pm.emit(&mut self.em, &moves);
         for (k, &(dst, _)) in moves.iter().enumerate() {
             self.em.expect(dst, self.val(op.args[k]), self.pos);
         }
@@ -182,7 +182,7 @@ impl Gen<'_> {
     /// the critical path).
     pub(super) fn jump_hint(&self, kind: Kind) -> Option<Reg> {
         let (jpos, params) = self.loops.jump.as_ref()?;
-        if self.live.last_use(self.pos) != *jpos {
+        if self.r.live.last_use(self.pos) != *jpos {
             return None;
         }
         let me = Value::op(OpRef::new(self.pos));
@@ -190,7 +190,7 @@ impl Gen<'_> {
         match params.get(k) {
             Some(&Loc::Reg(r)) => {
                 let r = Reg::new(r);
-                (r.is_xmm() == (kind == Kind::Float) && self.ra.is_free(r)).then_some(r)
+                (r.is_xmm() == (kind == Kind::Float) && self.r.ra.is_free(r)).then_some(r)
             }
             _ => None,
         }
@@ -234,7 +234,7 @@ impl Gen<'_> {
         for (k, &v) in op.args.iter().enumerate() {
             moves.push((params[k], self.loc(v)?));
         }
-        self.pm.emit(&mut self.em, &moves);
+        self.r.pm.emit(&mut self.em, &moves);
         for (k, &v) in op.args.iter().enumerate() {
             self.em.expect(params[k], self.val(v), self.pos);
         }

@@ -21,8 +21,8 @@
 //! For each op the driver ([`Gen::generate`]) hands the op the fusion the previous op
 //! returned; the op's selection loads its operands through the allocator, emits its code
 //! and returns its own fusion; then `Allocator::end_op` releases the registers of the values
-//! that died. A per-thread `Scratch` hands the rooms' buffers from one compilation to the
-//! next.
+//! that died. The context ([`crate::Compiler`]) hands the rooms' buffers ([`Rooms`]) from one
+//! compilation to the next.
 
 // dynasm's expansion converts dynamic register numbers with `.into()`: from a `Reg` for
 // general-purpose registers, a no-op from the `u8` of an XMM register's number.
@@ -58,7 +58,6 @@ use crate::pmove::Loc;
 use crate::runtime::{self, ArrayLayout};
 use crate::{CompileError, CompileOptions, ExitInfo, ExitSlot};
 use dynasmrt::{dynasm, DynamicLabel, DynasmApi, DynasmLabelApi};
-use std::cell::Cell;
 use trace_ir::{Opcode, Trace};
 
 /// The result of code generation, before it is copied into executable memory.
@@ -92,24 +91,15 @@ pub(crate) struct Gen<'t> {
     pos: usize,
     /// The code and the checker's events.
     em: Emitter,
-    /// Last and next uses of every value.
-    live: Liveness,
-    /// Registers, pins and spill slots.
-    ra: Allocator,
+    /// The rooms whose buffers outlive one compilation: liveness, allocator, parallel
+    /// moves, exits, heap facts, calls.
+    r: Rooms,
     /// Where the frame's words are.
     frame: FrameLayout,
-    /// The working memory of parallel moves.
-    pm: ParallelMoves,
-    /// Guard exits, invalid-operation exits and their stubs.
-    exits: Exits,
     /// The epilogue every exit returns through.
     epilogue: DynamicLabel,
     /// Labels, the back edge, loop rotation.
     loops: Loops,
-    /// What is known about memory (non-null values, in-bounds accesses).
-    heap: HeapFacts,
-    /// Call working memory and the data allocations point to.
-    calls: Calls,
     /// Ops handed to the runtime (see the `hooks` module).
     hk: hooks::HookState,
     /// Code range of each op: (op index, start, end).
@@ -121,39 +111,34 @@ pub(crate) struct Gen<'t> {
 /// every call).
 type R<T> = Result<T, Box<CompileError>>;
 
-/// The rooms whose buffers a compilation hands to the next compilation on the same thread
+/// The rooms whose buffers one compilation hands to the next through a [`crate::Compiler`]
 /// (cleared, capacity kept): compiling then allocates little beyond its output, and the heap
-/// does not shrink and grow again around every trace. A thread keeps the buffers of the
+/// does not shrink and grow again around every trace. A context keeps the buffers of the
 /// largest trace it compiled (about 40 bytes per op). A compilation that fails leaves
 /// fresh, empty buffers behind.
 #[derive(Default)]
-struct Scratch {
-    /// Liveness tables.
+pub(crate) struct Rooms {
+    /// Last and next uses of every value.
     live: Liveness,
-    /// Allocator tables.
+    /// Registers, pins and spill slots.
     ra: Allocator,
-    /// Stubs and their words.
+    /// Stubs and their words: guard exits, invalid-operation exits.
     exits: Exits,
-    /// Parallel-move working memory.
+    /// The working memory of parallel moves.
     pm: ParallelMoves,
-    /// Non-null bits and bounds facts.
+    /// What is known about memory (non-null values, in-bounds accesses).
     heap: HeapFacts,
-    /// Call working memory.
+    /// Call working memory and the data allocations point to.
     calls: Calls,
-    /// The checker's events.
+    /// The checker's events (held by the emitter while compiling).
     events: Vec<Event>,
 }
 
-thread_local! {
-    static SCRATCH: Cell<Scratch> = Cell::new(Scratch::default());
-}
-
 impl<'t> Gen<'t> {
-    /// A code generator for `t` (its liveness computed), with the buffers this thread's
-    /// previous compilation left.
-    pub(crate) fn new(t: &'t Trace, opts: &CompileOptions) -> R<Gen<'t>> {
+    /// A code generator for `t` (its liveness computed), with the buffers of `sc` (what the
+    /// context's previous compilation left).
+    pub(crate) fn new(t: &'t Trace, opts: &CompileOptions, mut sc: Rooms) -> R<Gen<'t>> {
         let n = t.ops.len();
-        let mut sc = SCRATCH.with(Cell::take);
         let frame = FrameLayout {
             exit_len: sc.live.compute(t),
         };
@@ -176,27 +161,23 @@ impl<'t> Gen<'t> {
         Ok(Gen {
             t,
             pos: 0,
-            em: Emitter::new(asm, sc.events),
-            live: sc.live,
-            ra: sc.ra,
+            em: Emitter::new(asm, std::mem::take(&mut sc.events)),
+            r: sc,
             frame,
-            pm: sc.pm,
-            exits: sc.exits,
             epilogue,
             loops: Loops::default(),
-            heap: sc.heap,
-            calls: sc.calls,
             hk: hooks::HookState::new(t, opts),
             ranges: Vec::with_capacity(n),
         })
     }
 
     /// Compile the trace: the prologue, every op in order, the epilogue, the exit stubs.
-    pub(crate) fn generate(mut self) -> R<Generated> {
+    /// Returns the code and the rooms, for the context's next compilation.
+    pub(crate) fn generate(mut self) -> R<(Generated, Rooms)> {
         let t = self.t;
         self.em.prologue();
         for i in 0..t.num_inputs {
-            self.ra.give_slot(i, true);
+            self.r.ra.give_slot(i, true);
         }
         let start = self.em.asm.new_dynamic_label();
         dynasm!(self.em.asm ; .arch x64 ; =>start);
@@ -220,7 +201,7 @@ impl<'t> Gen<'t> {
                 fusion = self.op(i, fusion)?;
                 i += 1;
             }
-            self.ra.end_op(&mut self.live, self.pos);
+            self.r.ra.end_op(&mut self.r.live, self.pos);
             self.ranges
                 .push((self.pos as u32, begin as u32, self.em.asm.offset().0 as u32));
         }
@@ -231,7 +212,7 @@ impl<'t> Gen<'t> {
         let e_off = self.em.asm.offset().0;
         dynasm!(self.em.asm ; .arch x64 ; =>e);
         self.em.epilogue();
-        self.exits.place_stubs(&mut self.em, self.frame, e_off)?;
+        self.r.exits.place_stubs(&mut self.em, self.frame, e_off)?;
         if CHECK {
             let inputs: Vec<(Loc, u32)> = (0..t.num_inputs)
                 .map(|i| (Loc::Mem(self.frame.slot_disp(i as u32)), i as u32))
@@ -241,22 +222,12 @@ impl<'t> Gen<'t> {
         }
         let (asm, events) = self.em.finish();
         let mut code = asm.finalize().map_err(|e| internal(format!("assembler: {e}")))?;
-        self.exits.patch_stub_jumps(&mut code)?;
-        let (exits, exit_slots) = self.exits.take_output();
-        let array_layouts = std::mem::take(&mut self.calls.array_layouts);
-        let frame_words = self.frame.words(self.ra.nslots());
-        SCRATCH.with(|c| {
-            c.set(Scratch {
-                live: self.live,
-                ra: self.ra,
-                exits: self.exits,
-                pm: self.pm,
-                heap: self.heap,
-                calls: self.calls,
-                events,
-            })
-        });
-        Ok(Generated {
+        self.r.exits.patch_stub_jumps(&mut code)?;
+        let (exits, exit_slots) = self.r.exits.take_output();
+        let array_layouts = std::mem::take(&mut self.r.calls.array_layouts);
+        let frame_words = self.frame.words(self.r.ra.nslots());
+        self.r.events = events;
+        let generated = Generated {
             code,
             exits,
             exit_slots,
@@ -265,7 +236,8 @@ impl<'t> Gen<'t> {
             ranges: self.ranges,
             array_layouts,
             hook_ops: self.hk.ops,
-        })
+        };
+        Ok((generated, self.r))
     }
 }
 

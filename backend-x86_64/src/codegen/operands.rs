@@ -14,10 +14,10 @@ impl<'t> Gen<'t> {
     #[inline]
     pub(super) fn ra(&mut self) -> (&mut Allocator, Cx<'_>) {
         (
-            &mut self.ra,
+            &mut self.r.ra,
             Cx {
                 em: &mut self.em,
-                live: &self.live,
+                live: &self.r.live,
                 pos: self.pos,
             },
         )
@@ -34,7 +34,7 @@ impl<'t> Gen<'t> {
     /// Whether `v` (an op index) is used after the current op.
     #[inline]
     pub(super) fn live_after(&self, v: usize) -> bool {
-        self.live.live_after(v, self.pos)
+        self.r.live.live_after(v, self.pos)
     }
 
     /// Where the value `v` is right now.
@@ -42,7 +42,7 @@ impl<'t> Gen<'t> {
     pub(super) fn loc(&self, v: Value) -> R<Loc> {
         match v.data() {
             ValueData::Const(c) => Ok(Loc::Imm(self.t.consts.get(c).bits())),
-            ValueData::Op(o) => self.ra.loc_of(&self.em, o.index(), self.pos),
+            ValueData::Op(o) => self.r.ra.loc_of(&self.em, o.index(), self.pos),
         }
     }
 
@@ -50,7 +50,7 @@ impl<'t> Gen<'t> {
     #[inline]
     pub(super) fn use_reg(&mut self, r: Reg, v: usize) {
         self.em.record_use(r.loc(), v, self.pos);
-        self.ra.pin(r);
+        self.r.ra.pin(r);
     }
 
     /// A free register of the class of `kind` for this op, outside `avoid` (see
@@ -77,7 +77,7 @@ impl<'t> Gen<'t> {
     #[inline]
     pub(super) fn load(&mut self, v: Value) -> R<Reg> {
         if let Some(o) = v.as_op() {
-            if let Some(r) = self.ra.reg_of(o.index()) {
+            if let Some(r) = self.r.ra.reg_of(o.index()) {
                 self.use_reg(r, o.index());
                 return Ok(r);
             }
@@ -87,7 +87,7 @@ impl<'t> Gen<'t> {
         let r = self.alloc_reg(kind, RegSet::EMPTY)?;
         self.em.mov(r.loc(), src);
         if let Some(o) = v.as_op() {
-            self.ra.set_owner(r, o.index());
+            self.r.ra.set_owner(r, o.index());
         }
         Ok(r)
     }
@@ -100,7 +100,7 @@ impl<'t> Gen<'t> {
             Loc::Imm(_) => Ok(Opnd::Reg(self.load(v)?)),
             Loc::Reg(r) => {
                 let r = Reg::new(r);
-                self.ra.pin(r);
+                self.r.ra.pin(r);
                 Ok(Opnd::Reg(r))
             }
             Loc::Mem(d) => Ok(Opnd::Mem(d)),
@@ -112,7 +112,7 @@ impl<'t> Gen<'t> {
         match self.loc(v)? {
             Loc::Reg(r) => {
                 let r = Reg::new(r);
-                self.ra.pin(r);
+                self.r.ra.pin(r);
                 Ok(Opnd::Reg(r))
             }
             Loc::Mem(m) => Ok(Opnd::Mem(m)),
@@ -125,11 +125,11 @@ impl<'t> Gen<'t> {
     #[inline]
     pub(super) fn copy_to_new(&mut self, v: Value, kind: Kind) -> R<Reg> {
         if let Some(o) = v.as_op() {
-            if let Some(r) = self.ra.reg_of(o.index()) {
+            if let Some(r) = self.r.ra.reg_of(o.index()) {
                 if !self.live_after(o.index()) {
                     self.em.record_use(r.loc(), o.index(), self.pos);
-                    self.ra.release(r);
-                    self.ra.pin(r);
+                    self.r.ra.release(r);
+                    self.r.ra.pin(r);
                     return Ok(r);
                 }
             }
@@ -145,7 +145,7 @@ impl<'t> Gen<'t> {
     pub(super) fn alloc_result(&mut self, kind: Kind) -> R<Reg> {
         match self.jump_hint(kind) {
             Some(r) => {
-                self.ra.pin(r);
+                self.r.ra.pin(r);
                 Ok(r)
             }
             None => self.alloc_reg(kind, RegSet::EMPTY),
@@ -160,19 +160,19 @@ impl<'t> Gen<'t> {
         let src = match self.loc(x)? {
             Loc::Reg(r) => {
                 let r = Reg::new(r);
-                self.ra.pin(r);
+                self.r.ra.pin(r);
                 Opnd::Reg(r)
             }
             Loc::Mem(m) => Opnd::Mem(m),
             Loc::Imm(_) => return Err(internal("three-operand form of a constant".into())),
         };
         if let Some(h) = self.jump_hint(kind) {
-            self.ra.pin(h);
+            self.r.ra.pin(h);
             return Ok((h, src));
         }
         if let (Opnd::Reg(r), Some(o)) = (src, x.as_op()) {
             if !self.live_after(o.index()) {
-                self.ra.release(r);
+                self.r.ra.release(r);
                 return Ok((r, src));
             }
         }
@@ -182,6 +182,6 @@ impl<'t> Gen<'t> {
     /// The result of the current op is in `r`.
     #[inline]
     pub(super) fn def(&mut self, r: Reg) {
-        self.ra.define(&self.em, r, self.pos);
+        self.r.ra.define(&self.em, r, self.pos);
     }
 }

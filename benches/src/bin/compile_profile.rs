@@ -1,4 +1,4 @@
-//! A profiling driver for the backend: compiles the same random traces (100, 1,000 or 10,000
+//! A profiling driver for the backend: compiles (with one reusable `Compiler` context) the same random traces (100, 1,000 or 10,000
 //! ops, the compile benchmark's sets) in a loop for a while and prints the throughput, so
 //! `perf record` sees nothing but compilation.
 //!
@@ -6,7 +6,7 @@
 //! `perf record -g target/release/compile_profile [LEN] [SECONDS] [TRACES]` (defaults: 1000 ops, 5 s,
 //! the whole set).
 
-use backend_x86_64::{compile, CompileOptions};
+use backend_x86_64::{CompileOptions, Compiler};
 use benches::compile_set;
 use std::hint::black_box;
 use std::time::Instant;
@@ -25,9 +25,10 @@ fn main() {
         perf_map: false,
         ..CompileOptions::default()
     };
+    let mut compiler = Compiler::new();
     let code: usize = traces
         .iter()
-        .map(|t| compile(t, &opts).expect("compiles").code_size())
+        .map(|t| compiler.compile(t, &opts).expect("compiles").code_size())
         .sum();
     let guards: usize = traces.iter().map(|t| t.guards.len()).sum();
     println!("{} bytes of code, {guards} guards", code);
@@ -36,7 +37,7 @@ fn main() {
     let mut rounds = 0u64;
     while t0.elapsed().as_secs_f64() < secs {
         for t in &traces {
-            black_box(compile(black_box(t), &opts).expect("compiles"));
+            black_box(compiler.compile(black_box(t), &opts).expect("compiles"));
         }
         rounds += 1;
     }

@@ -4,7 +4,7 @@
 use crate::jit::exec::{LoopCode, LoopExit};
 use crate::lang::heap::Heap;
 use crate::lang::vm::{Compiler, LogFlags};
-use backend_x86_64::{compile, CompileOptions, CompiledTrace, Exit, Runtime};
+use backend_x86_64::{CompileOptions, CompiledTrace, Exit, Runtime};
 use trace_ir::Trace;
 
 /// The arena is the allocator of native code: `new_with_vtable` in a trace and the rebuilding
@@ -44,7 +44,11 @@ impl LoopCode for NativeLoop {
     }
 }
 
-struct NativeCompiler;
+/// The backend with one compilation context for all of a run's traces.
+#[derive(Default)]
+struct NativeCompiler {
+    backend: backend_x86_64::Compiler,
+}
 
 impl Compiler for NativeCompiler {
     fn compile(&mut self, trace: Trace, log: &LogFlags) -> Result<Box<dyn LoopCode>, String> {
@@ -52,12 +56,12 @@ impl Compiler for NativeCompiler {
             log_asm: log.asm,
             ..CompileOptions::default()
         };
-        let code = compile(&trace, &opts).map_err(|e| e.to_string())?;
+        let code = self.backend.compile(&trace, &opts).map_err(|e| e.to_string())?;
         Ok(Box::new(NativeLoop { code }))
     }
 }
 
 /// The compiler producing native code.
 pub fn native_compiler() -> Box<dyn Compiler> {
-    Box::new(NativeCompiler)
+    Box::new(NativeCompiler::default())
 }

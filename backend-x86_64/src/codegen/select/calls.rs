@@ -68,7 +68,7 @@ impl Gen<'_> {
             len_offset: ad.len_offset.max(0) as u64,
         });
         let lp = &*layout as *const ArrayLayout as u64;
-        self.calls.array_layouts.push(layout);
+        self.r.calls.array_layouts.push(layout);
         let f = runtime::tramp_new_array as *const () as usize as u64;
         self.call(
             Loc::Imm(f),
@@ -90,7 +90,7 @@ impl Gen<'_> {
         let a = |i: usize| args[i];
         let cd = op.descr.and_then(|d| t.descr(d).as_call());
         let nargs = op.args.len() - 1;
-        let mut args = std::mem::take(&mut self.calls.args);
+        let mut args = std::mem::take(&mut self.r.calls.args);
         args.clear();
         for k in 0..nargs {
             let v = a(k + 1);
@@ -104,7 +104,7 @@ impl Gen<'_> {
             args.push(ArgSrc::Value(v));
         }
         self.call_inner(None, Some(a(0)), &args, opc.result_kind(), None)?;
-        self.calls.args = args;
+        self.r.calls.args = args;
         Ok(())
     }
 
@@ -116,11 +116,11 @@ impl Gen<'_> {
         let args: &[Value] = &op.args;
         let a = |i: usize| args[i];
         let nargs = op.args.len() - 2;
-        let mut args = std::mem::take(&mut self.calls.args);
+        let mut args = std::mem::take(&mut self.r.calls.args);
         args.clear();
         args.extend((0..nargs).map(|k| ArgSrc::Value(a(k + 2))));
         self.call_inner(None, Some(a(1)), &args, opc.result_kind(), Some(a(0)))?;
-        self.calls.args = args;
+        self.r.calls.args = args;
         Ok(())
     }
 
@@ -159,7 +159,7 @@ impl Gen<'_> {
             Some(c) => Some(self.skip_unless(c, result)?),
             None => None,
         };
-        let mut moves = std::mem::take(&mut self.calls.moves);
+        let mut moves = std::mem::take(&mut self.r.calls.moves);
         moves.clear();
         // Arguments beyond the argument registers go on the stack (System V: the first
         // stack argument at `[rsp]` at the call, 8 bytes each, `rsp` 16-byte aligned there;
@@ -194,11 +194,11 @@ impl Gen<'_> {
             self.em.push_arg(src);
         }
         moves.push((RAX.loc(), fsrc));
-        self.pm.emit(&mut self.em, &moves);
+        self.r.pm.emit(&mut self.em, &moves);
         if CHECK {
             self.expect_register_arguments(args, &moves);
         }
-        self.calls.moves = moves;
+        self.r.calls.moves = moves;
         dynasm!(self.em.asm ; .arch x64 ; call rax);
         if stack_bytes != 0 {
             // The caller pops the stack arguments (`lea` keeps the flags, though nothing
@@ -262,7 +262,7 @@ impl Gen<'_> {
                 self.em.record(Event::Clobber { reg: r.number() });
             }
         }
-        self.ra.release_all(CALL_CLOBBERED);
+        self.r.ra.release_all(CALL_CLOBBERED);
         match result {
             Kind::Int | Kind::Ref => self.def(RAX),
             Kind::Float => self.def(XMM0),

@@ -28,7 +28,7 @@ impl Gen<'_> {
                 if let Fusion::LoopTest { x: rx, y: s, .. } = fusion {
                     // The loop's first test: rotate (see `LoopTop`). The body starts on
                     // a 64-byte boundary (the NOPs run once per entry).
-                    let stub = self.exits.num_stubs() - 1;
+                    let stub = self.r.exits.num_stubs() - 1;
                     let body = self.em.asm.new_dynamic_label();
                     self.em.align_with_nops(64);
                     dynasm!(self.em.asm ; .arch x64 ; =>body);
@@ -113,7 +113,7 @@ impl Gen<'_> {
         }
         self.guard_exit(if opc == GuardNonnull { Cond::E } else { Cond::Ne }, None)?;
         if opc == GuardNonnull {
-            self.heap.make_nonnull(a(0));
+            self.r.heap.make_nonnull(a(0));
         }
         Ok(())
     }
@@ -137,7 +137,7 @@ impl Gen<'_> {
             dynasm!(self.em.asm ; .arch x64 ; test Rq(r), Rq(r));
             // Both branches share one stub: nothing moves between them.
             self.guard_exit(Cond::E, None)?;
-            self.heap.make_nonnull(a(0));
+            self.r.heap.make_nonnull(a(0));
         }
         match self.loc(a(1))? {
             Loc::Imm(v) if fits_i32(v as i64) => {
@@ -150,7 +150,7 @@ impl Gen<'_> {
             }
         }
         if opc == GuardNonnullClass {
-            self.jcc_stub(Cond::Ne, self.exits.num_stubs() - 1);
+            self.jcc_stub(Cond::Ne, self.r.exits.num_stubs() - 1);
         } else {
             self.guard_exit(Cond::Ne, None)?;
         }

@@ -255,9 +255,9 @@ impl<'t> Gen<'t> {
         let fact = len_off.map(|l| (self.val(base), self.val(index), l));
         // A checked access needs no second check until memory changes.
         let len_off = match fact {
-            Some(f) if self.heap.knows(&f) => None,
+            Some(f) if self.r.heap.knows(&f) => None,
             Some(f) => {
-                self.heap.learn(f);
+                self.r.heap.learn(f);
                 len_off
             }
             None => None,
@@ -377,7 +377,7 @@ impl<'t> Gen<'t> {
         let inv = self.invalid_exit();
         dynasm!(self.em.asm ; .arch x64 ; test Rq(r), Rq(r));
         self.jcc_stub(Cond::E, inv);
-        self.heap.make_nonnull(v);
+        self.r.heap.make_nonnull(v);
     }
 
     /// Whether `v` is a non-zero constant or an op known to be non-null here (the trace is
@@ -385,7 +385,7 @@ impl<'t> Gen<'t> {
     pub(in crate::codegen) fn known_nonnull(&self, v: Value) -> bool {
         match v.data() {
             ValueData::Const(c) => self.t.consts.get(c).bits() != 0,
-            ValueData::Op(o) => self.heap.known_nonnull_op(o.index()),
+            ValueData::Op(o) => self.r.heap.known_nonnull_op(o.index()),
         }
     }
     /// Whether an op may change memory (or call code that may): it ends what
@@ -414,13 +414,13 @@ impl<'t> Gen<'t> {
         let Some(l) = len.as_op().map(|o| o.index()) else {
             return;
         };
-        if !self.heap.lens.contains(&l) || t.ops[l].opcode != ArraylenGc {
+        if !self.r.heap.lens.contains(&l) || t.ops[l].opcode != ArraylenGc {
             return;
         }
         let Some(ad) = t.ops[l].descr.and_then(|d| t.descr(d).as_array()) else {
             return;
         };
         let fact = (self.val(t.ops[l].args[0]), self.val(index), ad.len_offset);
-        self.heap.learn(fact);
+        self.r.heap.learn(fact);
     }
 }

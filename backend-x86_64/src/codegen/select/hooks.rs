@@ -164,9 +164,9 @@ impl Gen<'_> {
         match self.hk.area {
             Some((first, len)) if len >= n => first,
             _ => {
-                let first = self.ra.nslots();
+                let first = self.r.ra.nslots();
                 for _ in 0..n {
-                    self.ra.new_slot();
+                    self.r.ra.new_slot();
                 }
                 self.hk.area = Some((first, n));
                 first
@@ -197,6 +197,7 @@ impl Gen<'_> {
             });
             for v in read {
                 if self
+                    .r
                     .ra
                     .reg_of(v)
                     .is_some_and(|r| r.is_xmm() || CALLER_SAVED_GPR.contains(&r))

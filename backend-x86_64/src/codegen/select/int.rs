@@ -72,8 +72,8 @@ impl Gen<'_> {
         if op.opcode.is_commutative() {
             if let (Some(xo), Some(yo)) = (x.as_op(), y.as_op()) {
                 let (xo, yo) = (xo.index(), yo.index());
-                if self.ra.reg_of(xo).is_some()
-                    && self.ra.reg_of(yo).is_some()
+                if self.r.ra.reg_of(xo).is_some()
+                    && self.r.ra.reg_of(yo).is_some()
                     && self.live_after(xo)
                     && !self.live_after(yo)
                 {
@@ -122,7 +122,9 @@ impl Gen<'_> {
         let Some(xo) = x.as_op().map(|o| o.index()) else {
             return Ok(false);
         };
-        let Some(rx) = self.ra.reg_of(xo) else { return Ok(false) };
+        let Some(rx) = self.r.ra.reg_of(xo) else {
+            return Ok(false);
+        };
         let elsewhere = self.live_after(xo) || self.jump_hint(Kind::Int).is_some();
         if let Some(c) = self.t.const_int(y) {
             let c = if opc == Opcode::IntSub {
@@ -145,7 +147,7 @@ impl Gen<'_> {
         };
         let ry = Reg::new(ry);
         self.use_reg(rx, xo);
-        self.ra.pin(ry);
+        self.r.ra.pin(ry);
         let d = self.alloc_result(Kind::Int)?;
         dynasm!(self.em.asm ; .arch x64 ; lea Rq(d), [Rq(rx) + Rq(ry)]);
         self.def(d);
@@ -166,15 +168,15 @@ impl Gen<'_> {
             Loc::Imm(_) => return Ok(None),
             Loc::Reg(r) => {
                 let r = Reg::new(r);
-                self.ra.pin(r);
+                self.r.ra.pin(r);
                 Opnd::Reg(r)
             }
             Loc::Mem(m) => Opnd::Mem(m),
         };
-        let rx = self.ra.reg_of(xo).unwrap();
+        let rx = self.r.ra.reg_of(xo).unwrap();
         self.em.record_use(rx.loc(), xo, self.pos);
-        self.ra.release(rx);
-        self.ra.pin(rx);
+        self.r.ra.release(rx);
+        self.r.ra.pin(rx);
         self.em.alu(opc, rx, s);
         self.def(rx);
         Ok(Some(Fusion::Overflow(Some(Undo {

@@ -27,10 +27,10 @@ impl Gen<'_> {
         let args: &[Value] = &op.args;
         let a = |i: usize| args[i];
         if at > 0 && self.may_write(t.ops[at - 1].opcode) {
-            self.heap.forget_memory();
+            self.r.heap.forget_memory();
         }
         if opc == ArraylenGc {
-            self.heap.note_len(at);
+            self.r.heap.note_len(at);
         }
         if self.hk.routes(opc) {
             self.hook_op(at)?;
