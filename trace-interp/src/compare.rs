@@ -115,7 +115,7 @@ pub fn outcomes_equivalent(a: &RunResult, b: &RunResult) -> Result<(), String> {
 }
 
 /// [`outcomes_equivalent`] for two traces whose guards may carry different ids for the same
-/// resume point (a trace and its peeled form, [`crate::peel::peel_loop`]): a guard exit
+/// resume point (a trace and its peeled form, [`trace_ir::peel::peel_loop`]): a guard exit
 /// matches one with the same resume key, whatever its id.
 pub fn outcomes_equivalent_by_resume_key(a: &RunResult, b: &RunResult) -> Result<(), String> {
     compare(a, b, false)

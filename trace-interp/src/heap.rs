@@ -27,7 +27,7 @@
 //! whose view is exactly one cell returns that cell's value; a read that overlaps several
 //! cells, or cells and unwritten bytes, assembles its bytes (little-endian) from them and
 //! from the view's value of unwritten memory. Each cell remembers the descriptor that wrote
-//! it, for the type-based aliasing rule ([`crate::Aliasing::TypeBased`], checked by the
+//! it, for the type-based aliasing rule ([`trace_ir::Aliasing::TypeBased`], checked by the
 //! interpreter before the access).
 //!
 //! # Reads of memory nobody wrote

@@ -35,7 +35,7 @@ pub struct RunConfig {
     /// How external objects get their class.
     pub class_policy: ClassPolicy,
     /// Initial contents of external memory: `(address, byte offset) -> value` (see
-    /// [`heap::Heap::preset`]); [`guided::guided_inputs`] fills it in.
+    /// [`crate::heap::Heap::preset`]); [`crate::guided::guided_inputs`] fills it in.
     pub preset: HashMap<(u64, i64), RtValue>,
 }
 
