@@ -1,5 +1,5 @@
 //! `tracejit eval-pypy FILE... [--json] [--timeout MS] [--runs N] [--peel]`: optimize every trace
-//! PyPy logged unoptimized (`jit-log-noopt`), validate our output (the reference interpreter
+//! PyPy logged unoptimized (`jit-log-noopt`), check that our output verifies, validate it (the reference interpreter
 //! on guided random inputs, and Z3 where the ops are modelled), and compare our op counts
 //! with PyPy's optimized version of the same trace (the `jit-log-opt-*` section that follows
 //! the noopt section: its total, and its peeled loop body after the last `label`).
@@ -99,6 +99,8 @@ struct Row {
     interp_runs: usize,
     interp_diff: usize,
     opt_errors: usize,
+    /// Optimized traces that fail the IR verifier.
+    bad_output: usize,
     notes: Vec<String>,
 }
 
@@ -117,6 +119,7 @@ impl Row {
         self.interp_runs += o.interp_runs;
         self.interp_diff += o.interp_diff;
         self.opt_errors += o.opt_errors;
+        self.bad_output += o.bad_output;
     }
 }
 
@@ -147,6 +150,11 @@ fn eval_file(path: &str, cfg: &Config, runs: u64, options: &optimizer::Options) 
                 continue;
             }
         };
+        if let Err(e) = trace_ir::verify(&out) {
+            row.bad_output += 1;
+            row.notes
+                .push(format!("{}: the optimized trace fails the verifier: {e}", t.info.name));
+        }
         let ours = Counts::of(&out, 0);
         row.ours.add(&ours);
         if let Some(p) = pypy {
@@ -230,10 +238,10 @@ pub fn eval_pypy(args: &[String]) -> CliResult {
     } else {
         print_table(&rows, &total);
     }
-    if total.z3[1] > 0 || total.interp_diff > 0 {
+    if total.z3[1] > 0 || total.interp_diff > 0 || total.bad_output > 0 {
         return Err(CliError::Failed(format!(
-            "{} trace(s) invalid (Z3), {} interpreter run(s) differ",
-            total.z3[1], total.interp_diff
+            "{} trace(s) invalid (Z3), {} interpreter run(s) differ, {} optimized trace(s) fail the verifier",
+            total.z3[1], total.interp_diff, total.bad_output
         )));
     }
     Ok(())
@@ -302,7 +310,7 @@ fn counts_json(c: &Counts) -> String {
 fn print_json(rows: &[Row], total: &Row) {
     let one = |r: &Row| {
         format!(
-            "{{\"file\": {}, \"traces\": {}, \"paired\": {}, \"ops_in\": {}, \"ours\": {}, \"ours_paired\": {}, \"pypy\": {}, \"pypy_body\": {}, \"z3\": {{\"valid\": {}, \"invalid\": {}, \"unknown\": {}}}, \"interp\": {{\"runs\": {}, \"differ\": {}}}, \"optimizer_errors\": {}, \"notes\": [{}]}}",
+            "{{\"file\": {}, \"traces\": {}, \"paired\": {}, \"ops_in\": {}, \"ours\": {}, \"ours_paired\": {}, \"pypy\": {}, \"pypy_body\": {}, \"z3\": {{\"valid\": {}, \"invalid\": {}, \"unknown\": {}}}, \"interp\": {{\"runs\": {}, \"differ\": {}}}, \"optimizer_errors\": {}, \"verifier_failures\": {}, \"notes\": [{}]}}",
             json_str(&r.name),
             r.traces,
             r.paired,
@@ -317,6 +325,7 @@ fn print_json(rows: &[Row], total: &Row) {
             r.interp_runs,
             r.interp_diff,
             r.opt_errors,
+            r.bad_output,
             r.notes.iter().map(|n| json_str(n)).collect::<Vec<_>>().join(", ")
         )
     };
