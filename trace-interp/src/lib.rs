@@ -1,6 +1,12 @@
-//! The reference interpreter of tracejit's trace IR: its executable semantics. Every op of the opcode
-//! table runs here, deterministically, on concrete values with a modelled heap. Every other
-//! stage (optimizer, backend) is tested against it.
+//! The reference interpreter of tracejit's trace IR: its executable semantics. Every op of
+//! the opcode table runs here, deterministically, on concrete values with a modelled heap.
+//! Every other stage (optimizer, backend, validator) is tested against it.
+//!
+//! Besides [`run`]: [`ModelHeap`], the interpreter's heap and call model driven op by op from
+//! outside (native code in the backend's Hooks mode); [`compare`], the comparison of two runs;
+//! [`guided`], inputs that make a trace run further. Features: `random`, the random trace
+//! generator (module `random`); `native`, the backend's `Runtime` for [`ModelHeap`] and the outcome
+//! of a native exit (module `native`).
 //!
 //! ```
 //! use trace_ir::{TraceBuilder, Kind, Opcode};
