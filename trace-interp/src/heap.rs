@@ -428,6 +428,27 @@ impl Heap {
             .is_some_and(|c| overlapping(c, view).next().is_some())
     }
 
+    /// Whether a reference read of `view` of `addr` would assemble an address out of bytes
+    /// that were not written as one reference (or one header word): an integer or a float
+    /// written over any of them, or a reference of which the view sees only a part. Nobody
+    /// handed such an address out (a forged reference), so reading one is a broken promise
+    /// (see `docs/memory-model.md`). Unwritten bytes and stale external cells forge nothing.
+    pub fn forges_reference(&self, addr: u64, view: View, pure: bool) -> bool {
+        let Some(cells) = self.cells_of(addr) else {
+            return false;
+        };
+        let external = !self.objects.contains_key(&addr);
+        let mut seen = overlapping(cells, view).filter(|(_, c)| !external || self.visible(c, pure));
+        match (seen.next(), seen.next()) {
+            (None, _) => false,
+            (Some((s, c)), None) => {
+                let whole = s == view.offset && c.size == view.size;
+                !(whole && (c.value.kind() == Kind::Ref || c.header))
+            }
+            _ => true,
+        }
+    }
+
     /// Whether a write of `view` into `addr` would change a class or length word.
     pub fn writes_header(&self, addr: u64, view: View) -> bool {
         self.cells_of(addr)

@@ -1010,3 +1010,57 @@ fn nan_payloads_are_compared() {
     assert!(outcomes_equivalent(&x, &y).is_err());
     outcomes_equivalent(&x, &go(&build(false), &[payload])).unwrap();
 }
+
+/// A reference read is defined only from bytes written as that reference: an integer field
+/// written over half of a reference item forges an address nobody handed out, and reading it
+/// is a broken promise (native code would dereference it). Found by `native_diff`: a loop
+/// stored an array into its own item, and the next iteration wrote a struct field over it.
+#[test]
+fn a_reference_read_from_other_bytes_is_a_broken_promise() {
+    let forged = trace_ir::parse_trace(
+        "[i0]
+        p1 = new_array_clear(1, descr=<ArrayP 8>)
+        setarrayitem_gc(p1, 0, p1, descr=<ArrayP 8>)
+        setfield_gc(p1, i0, descr=<FieldS T.inst_b 16 size=4>)
+        p2 = getarrayitem_gc_r(p1, 0, descr=<ArrayP 8>)
+        finish(p2)",
+    )
+    .unwrap();
+    let r = go(&forged, &ints(&[7]));
+    assert!(
+        matches!(r.outcome, Outcome::Invalid { promise: true, .. }),
+        "{}",
+        r.outcome
+    );
+    // The reference as it was written reads back.
+    let intact = trace_ir::parse_trace(
+        "[i0]
+        p1 = new_array_clear(1, descr=<ArrayP 8>)
+        setarrayitem_gc(p1, 0, p1, descr=<ArrayP 8>)
+        p2 = getarrayitem_gc_r(p1, 0, descr=<ArrayP 8>)
+        finish(p2)",
+    )
+    .unwrap();
+    let r = go(&intact, &ints(&[7]));
+    assert!(
+        matches!(r.outcome, Outcome::Finish(ref v) if v[0] != RtValue::Ref(0)),
+        "{}",
+        r.outcome
+    );
+    // An integer written where a reference is read forges one too; an unwritten item is null.
+    let int_item = trace_ir::parse_trace(
+        "[i0]
+        p1 = new_array_clear(2, descr=<ArrayP 8>)
+        setarrayitem_gc(p1, 0, i0, descr=<ArrayS 8>)
+        p2 = getarrayitem_gc_r(p1, 1, descr=<ArrayP 8>)
+        p3 = getarrayitem_gc_r(p1, 0, descr=<ArrayP 8>)
+        finish(p2, p3)",
+    )
+    .unwrap();
+    let r = go(&int_item, &ints(&[7]));
+    assert!(
+        matches!(r.outcome, Outcome::Invalid { promise: true, op: Some(op), .. } if op.index() == 4),
+        "{}",
+        r.outcome
+    );
+}

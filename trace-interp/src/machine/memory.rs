@@ -213,11 +213,15 @@ impl<'a> Machine<'a> {
                 "an immutable read of bytes this trace wrote into an object it did not allocate",
             ));
         }
+        let kind = self.trace.op(at).opcode.result_kind();
+        if kind == Kind::Ref && self.st.heap.forges_reference(addr, view, pure) {
+            return Err(broken(
+                at,
+                "a reference read from bytes not written as that reference (a forged address)",
+            ));
+        }
         self.note_read(at, addr, view, pure);
-        let v = self
-            .st
-            .heap
-            .read(addr, view, self.trace.op(at).opcode.result_kind(), pure);
+        let v = self.st.heap.read(addr, view, kind, pure);
         self.set(at, narrow(v, view.size, signed));
         Ok(())
     }
