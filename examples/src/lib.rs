@@ -8,3 +8,8 @@
 pub mod jit;
 pub mod lang;
 pub mod programs;
+
+/// The README, whose quick start runs as a doctest so that it stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctest;
