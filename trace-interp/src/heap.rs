@@ -449,6 +449,20 @@ impl Heap {
         }
     }
 
+    /// Whether a read of `view` of `addr` as an integer or a float would see bytes of a
+    /// reference (a visible cell written as a reference): an address's bytes are not the same
+    /// from one run of a program to the next (allocation), so such a read is a broken promise
+    /// too (see `docs/memory-model.md`).
+    pub fn exposes_reference(&self, addr: u64, view: View, pure: bool) -> bool {
+        let Some(cells) = self.cells_of(addr) else {
+            return false;
+        };
+        let external = !self.objects.contains_key(&addr);
+        overlapping(cells, view)
+            .filter(|(_, c)| !external || self.visible(c, pure))
+            .any(|(_, c)| c.value.kind() == Kind::Ref && !c.header)
+    }
+
     /// Whether a write of `view` into `addr` would change a class or length word.
     pub fn writes_header(&self, addr: u64, view: View) -> bool {
         self.cells_of(addr)

@@ -1064,3 +1064,25 @@ fn a_reference_read_from_other_bytes_is_a_broken_promise() {
         r.outcome
     );
 }
+
+/// A reference's bytes are not read as a number: the address differs between runs of one
+/// program (found by `native_diff`: a loop wrote a reference into an array's item and the
+/// next iteration read a byte of it through a struct field descriptor).
+#[test]
+fn a_number_read_of_a_reference_is_a_broken_promise() {
+    let t = trace_ir::parse_trace(
+        "[i0]
+        p1 = new_array_clear(2, descr=<ArrayP 8>)
+        setarrayitem_gc(p1, 0, p1, descr=<ArrayP 8>)
+        i2 = getarrayitem_gc_i(p1, 1, descr=<ArrayS 8>)
+        i3 = getfield_gc_i(p1, descr=<FieldU T.inst_c 20 size=1>)
+        finish(i2, i3)",
+    )
+    .unwrap();
+    let r = go(&t, &ints(&[7]));
+    assert!(
+        matches!(r.outcome, Outcome::Invalid { promise: true, op: Some(op), .. } if op.index() == 4),
+        "{}",
+        r.outcome
+    );
+}

@@ -220,6 +220,12 @@ impl<'a> Machine<'a> {
                 "a reference read from bytes not written as that reference (a forged address)",
             ));
         }
+        if kind != Kind::Ref && self.st.heap.exposes_reference(addr, view, pure) {
+            return Err(broken(
+                at,
+                "an integer or float read of a reference's bytes (an address)",
+            ));
+        }
         self.note_read(at, addr, view, pure);
         let v = self.st.heap.read(addr, view, kind, pure);
         self.set(at, narrow(v, view.size, signed));
