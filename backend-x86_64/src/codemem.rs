@@ -208,6 +208,22 @@ impl CodeMemory {
         self.len
     }
 
+    /// Overwrite the code bytes at `at..at + bytes.len()` (inside the code): the pages are
+    /// made writable, written, and made executable again.
+    ///
+    /// # Safety
+    /// No thread may run this code while it is patched.
+    pub(crate) unsafe fn patch(&mut self, at: usize, bytes: &[u8]) -> io::Result<()> {
+        assert!(at + bytes.len() <= self.len, "a patch inside the code");
+        let pages = self.pages.as_mut().expect("code memory is mapped until dropped");
+        // SAFETY: the caller guarantees nothing runs the code while it is writable.
+        unsafe { pages.make_writable()? };
+        // SAFETY: the range lies inside the code pages (asserted), which are writable now and
+        // which nothing else refers to.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), pages.ptr.as_ptr().add(at), bytes.len()) };
+        pages.make_exec()
+    }
+
     /// The code.
     pub(crate) fn bytes(&self) -> &[u8] {
         // SAFETY: the pages are readable (read+execute) for as long as `self` lives, hold

@@ -147,6 +147,7 @@ mod codegen;
 mod codemem;
 pub mod pmove;
 mod runtime;
+mod tree;
 
 pub use runtime::{exec_in_memory, Allocation, ExitRequest, HookReply, HookRequest, Runtime, SimpleHeap};
 
@@ -221,6 +222,9 @@ pub enum CompileError {
     Memory(String),
     /// A bug in the backend.
     Internal(String),
+    /// The bridge cannot be attached where it was asked to be (see
+    /// [`CompiledTrace::attach_bridge`]).
+    Bridge(String),
 }
 
 impl fmt::Display for CompileError {
@@ -232,6 +236,7 @@ impl fmt::Display for CompileError {
             CompileError::BadTrace(m) => write!(f, "malformed trace: {m}"),
             CompileError::Memory(m) => write!(f, "executable memory: {m}"),
             CompileError::Internal(m) => write!(f, "internal backend error: {m}"),
+            CompileError::Bridge(m) => write!(f, "cannot attach the bridge: {m}"),
         }
     }
 }
@@ -337,11 +342,15 @@ pub(crate) struct VirtualLayout {
 /// What an exit code returned by native code means.
 #[derive(Clone, Debug)]
 pub(crate) enum ExitInfo {
+    /// `finish`: its `n` values are at frame words `at..at + n`.
     Finish {
+        at: u32,
         n: usize,
     },
+    /// A `jump` out of the tree: its `n` values are at frame words `at..at + n`.
     External {
         target: Option<i64>,
+        at: u32,
         n: usize,
     },
     Guard {
@@ -381,6 +390,8 @@ pub struct CompiledTrace {
     #[allow(clippy::vec_box)]
     _hook_ops: Vec<Box<runtime::HookOp>>,
     memory: MemoryAccess,
+    /// Guard counters, the labels bridges may enter, and the bridges.
+    tree: tree::Tree,
 }
 
 impl fmt::Debug for CompiledTrace {
@@ -424,7 +435,7 @@ impl Compiler {
     /// Compile `trace` to x86-64 code (see [`compile`]), reusing this context's buffers.
     pub fn compile(&mut self, trace: &Trace, opts: &CompileOptions) -> Result<CompiledTrace, CompileError> {
         let rooms = std::mem::take(&mut self.rooms);
-        let (g, rooms) = codegen::Gen::new(trace, opts, rooms)
+        let (g, rooms) = codegen::Gen::new(trace, opts, rooms, None)
             .and_then(codegen::Gen::generate)
             .map_err(|e| *e)?;
         self.rooms = rooms;
@@ -433,8 +444,13 @@ impl Compiler {
 }
 
 /// Copy generated code into executable memory and describe its exits.
-fn finish_compile(trace: &Trace, opts: &CompileOptions, g: codegen::Generated) -> Result<CompiledTrace, CompileError> {
+fn finish_compile(
+    trace: &Trace,
+    opts: &CompileOptions,
+    mut g: codegen::Generated,
+) -> Result<CompiledTrace, CompileError> {
     let code = CodeMemory::new(&g.code).map_err(|e| CompileError::Memory(e.to_string()))?;
+    let tree = tree::Tree::new(trace, &mut g, code.as_ptr() as u64);
     let ct = CompiledTrace {
         code,
         exits: g.exits,
@@ -447,6 +463,7 @@ fn finish_compile(trace: &Trace, opts: &CompileOptions, g: codegen::Generated) -
         _array_layouts: g.array_layouts,
         _hook_ops: g.hook_ops,
         memory: opts.memory,
+        tree,
     };
     if opts.log_asm {
         eprint!("{}", ct.disassembly(trace));
@@ -492,16 +509,15 @@ impl CompiledTrace {
             let f: extern "sysv64" fn(*mut u64) -> u64 = std::mem::transmute(self.code.as_ptr());
             f(fp)
         };
-        let words = &frame[codegen::FRAME_HEADER..slots];
         let rt = ctx.rt;
         Ok(match &self.exits[code as usize] {
-            ExitInfo::Finish { n } => Exit::Finish {
-                values: words[..*n].to_vec(),
+            ExitInfo::Finish { at, n } => Exit::Finish {
+                values: frame[*at as usize..*at as usize + n].to_vec(),
             },
             ExitInfo::Invalid { op } => Exit::Invalid { op: *op },
-            ExitInfo::External { target, n } => Exit::ExternalJump {
+            ExitInfo::External { target, at, n } => Exit::ExternalJump {
                 target: *target,
-                values: words[..*n].to_vec(),
+                values: frame[*at as usize..*at as usize + n].to_vec(),
             },
             ExitInfo::Guard {
                 guard,

@@ -113,8 +113,10 @@ mod value;
 
 pub use compare::{outcomes_equivalent, outcomes_equivalent_by_resume_key};
 pub use heap::{Cell, Heap, HeapObject, ObjKind, View};
-pub use machine::run;
-pub(crate) use machine::{run_recording, step_op, State};
+#[cfg(feature = "random")]
+pub(crate) use machine::step_op;
+pub use machine::{run, run_tree};
+pub(crate) use machine::{run_recording, State};
 pub use model::ModelHeap;
 pub use outcome::{CallRecord, ClassPolicy, HostFn, Outcome, RunConfig, RunResult};
 pub use value::RtValue;

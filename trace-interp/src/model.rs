@@ -116,11 +116,7 @@ impl<'t> ModelHeap<'t> {
         if opc.is_guard() || opc.has(trace_ir::opcode::OpFlags::FINAL) || opc.is_input() || opc == Opcode::Label {
             return Err(Self::invalid(op, "not an op the model executes alone"));
         }
-        let mut m = Machine {
-            trace: t,
-            cfg: &self.cfg,
-            st: std::mem::take(&mut self.st),
-        };
+        let mut m = Machine::new(t, &self.cfg, std::mem::take(&mut self.st));
         let r = m.step(op.index());
         self.st = m.st;
         r?;
@@ -142,11 +138,7 @@ impl<'t> ModelHeap<'t> {
         if !opc.is_guard() {
             return Err(Self::invalid(op, "not a guard"));
         }
-        let mut m = Machine {
-            trace: t,
-            cfg: &self.cfg,
-            st: std::mem::take(&mut self.st),
-        };
+        let mut m = Machine::new(t, &self.cfg, std::mem::take(&mut self.st));
         let r = m.guard_holds(op);
         self.st = m.st;
         Ok(match r? {
@@ -186,11 +178,7 @@ impl<'t> ModelHeap<'t> {
             };
             self.set_value(v, w);
         }
-        let mut m = Machine {
-            trace: t,
-            cfg: &self.cfg,
-            st: std::mem::take(&mut self.st),
-        };
+        let mut m = Machine::new(t, &self.cfg, std::mem::take(&mut self.st));
         let out = m.fail(OpRef::new(at));
         self.st = m.st;
         out

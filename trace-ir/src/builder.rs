@@ -34,6 +34,12 @@ impl TraceBuilder {
     pub fn new() -> TraceBuilder {
         TraceBuilder::default()
     }
+    /// Number the guards from `first` on (ids count up from 0 by default): a bridge's
+    /// guards need ids its tree does not use yet.
+    pub fn guard_ids_from(&mut self, first: u32) -> &mut Self {
+        self.next_guard_id = first;
+        self
+    }
     /// Choose how accesses through different descriptors alias ([`crate::Aliasing`]; the
     /// default is [`crate::Aliasing::Bytes`]).
     pub fn aliasing(&mut self, aliasing: crate::Aliasing) -> &mut Self {

@@ -144,6 +144,11 @@ impl Emitter {
         (self.asm, self.events.into_inner())
     }
 
+    /// Drop the events recorded so far (a bridge's entry: the checker starts after it).
+    pub(super) fn forget_events(&mut self) {
+        self.events.get_mut().clear();
+    }
+
     /// The events recorded so far.
     pub(super) fn events(&self) -> std::cell::Ref<'_, Vec<Event>> {
         self.events.borrow()

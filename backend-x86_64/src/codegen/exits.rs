@@ -10,7 +10,7 @@
 //! carries most of its fail arguments in slots: its stubs shrink to a few stores.
 
 use super::emit::{rel32, Cond, Emitter, Opnd};
-use super::frame::{FrameLayout, FRAME_HEADER};
+use super::frame::FrameLayout;
 use super::fusion::Undo;
 use super::regs::{Reg, R11};
 use super::{bad, internal, Gen, R};
@@ -19,7 +19,7 @@ use crate::pmove::Loc;
 use crate::runtime::ArrayLayout;
 use crate::{ExitInfo, ExitSlot, VirtualInit, VirtualLayout};
 use dynasmrt::{dynasm, DynasmApi, DynasmLabelApi};
-use trace_ir::{FailArg, OpRef, Opcode, Trace, Value, VirtualField, VirtualKind, VirtualObject};
+use trace_ir::{FailArg, Kind, OpRef, Opcode, Trace, Value, VirtualField, VirtualKind, VirtualObject};
 
 /// A guard or invalid-operation exit waiting for its stub.
 pub(super) struct Stub {
@@ -31,7 +31,26 @@ pub(super) struct Stub {
     code: u32,
     /// The registers each exit-buffer word comes from: `Exits::stub_words[words.0..words.1]`.
     words: (u32, u32),
+    /// For a guard's stub, the index of its failure counter (the guard's index in the
+    /// trace's guard table); `u32::MAX` for an invalid-operation stub.
+    counter: u32,
 }
+
+/// What a guard's exit stub offers a bridge: where its patchable tail is.
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct GuardTail {
+    /// The exit code of the guard (as the code returns it).
+    pub(crate) exit: u32,
+    /// The code offset of the stub's tail: `jmp rel32` to the epilogue followed by
+    /// [`TAIL_PAD`] bytes never executed, together room for `mov r11, imm64; jmp r11`.
+    pub(crate) tail: u32,
+    /// The guard's exit words, `Exits::word_facts[words.0..words.1]`: the kind of each,
+    /// and whether native code knew it to be non-null at the guard.
+    pub(crate) words: (u32, u32),
+}
+
+/// The bytes after a guard stub's `jmp rel32` that a bridge's jump may overwrite.
+pub(crate) const TAIL_PAD: usize = 8;
 
 /// The exits of a trace: what each exit code means, and the stubs that produce them. The
 /// buffers are reused from trace to trace ([`Exits::reset`]).
@@ -56,6 +75,16 @@ pub(super) struct Exits {
     /// Exit-buffer words that a stub recomputes after copying: `(stub index, word index,
     /// inverse op, other operand)`, in stub order (see [`Undo`]).
     undos: Vec<(u32, u32, Opcode, Opnd)>,
+    /// The exit code of this trace's first exit (a bridge's exits follow those of the
+    /// traces compiled before it in its tree).
+    pub(super) code_base: u32,
+    /// The address of the trace's guard failure counters (one 64-bit word per guard, by
+    /// the guard's index in the trace's guard table).
+    pub(super) counters: u64,
+    /// The patchable tails of the guard stubs, by guard index, once placed.
+    pub(super) tails: Vec<GuardTail>,
+    /// The exit words of all guards, back to back (see [`GuardTail::words`]).
+    pub(super) word_facts: Vec<(Kind, bool)>,
 }
 
 impl Exits {
@@ -68,6 +97,10 @@ impl Exits {
         self.stub_jumps.clear();
         self.invalid = None;
         self.undos.clear();
+        self.code_base = 0;
+        self.counters = 0;
+        self.tails.clear();
+        self.word_facts.clear();
     }
 
     /// The exit descriptions and fail-argument slots, for the compiled trace.
@@ -100,6 +133,7 @@ impl Exits {
             at: 0,
             code,
             words: (0, 0),
+            counter: u32::MAX,
         });
         self.invalid = Some((pos, stub));
         stub
@@ -119,13 +153,18 @@ impl Exits {
         self.stub_jumps.push((at, s));
     }
 
-    /// Emit every stub (at the current code offset, after the epilogue at `epilogue`): each
-    /// copies its register words into the exit buffer, recomputes its overwritten operands,
-    /// and returns its exit code through the epilogue.
+    /// Emit every stub (at the current code offset, after the epilogue at `epilogue`): a
+    /// guard's stub counts the failure, and each copies its register words into the exit
+    /// buffer, recomputes its overwritten operands, and returns its exit code through the
+    /// epilogue; a guard's stub ends in a tail that a bridge may redirect ([`GuardTail`]).
     pub(super) fn place_stubs(&mut self, em: &mut Emitter, frame: FrameLayout, epilogue: usize) -> R<()> {
         let mut undo_next = 0usize;
         for (stub_index, stub) in self.stubs.iter_mut().enumerate() {
             stub.at = em.asm.offset().0 as u32;
+            if stub.counter != u32::MAX {
+                let counter = self.counters + 8 * u64::from(stub.counter);
+                dynasm!(em.asm ; .arch x64 ; mov r11, QWORD counter as i64 ; inc QWORD [r11]);
+            }
             for w in stub.words.0..stub.words.1 {
                 let r = self.stub_words[w as usize];
                 em.store(frame.exit_disp((w - stub.words.0) as usize), r);
@@ -138,11 +177,18 @@ impl Exits {
                 em.undo_word(frame.exit_disp(w as usize), inverse, y);
                 undo_next += 1;
             }
-            let code = stub.code as i32;
+            let code = (self.code_base + stub.code) as i32;
             dynasm!(em.asm ; .arch x64 ; mov eax, code);
             // `jmp rel32` back to the epilogue, whose offset is known.
-            let rel = rel32(em.asm.offset().0 + 5, epilogue)?;
+            let tail = em.asm.offset().0;
+            let rel = rel32(tail + 5, epilogue)?;
             em.rel32_insn(&[0xe9], rel);
+            if stub.counter != u32::MAX {
+                em.asm.put(0xcccc_cccc_cccc_cccc, TAIL_PAD);
+                let site = &mut self.tails[stub.counter as usize];
+                site.exit = self.code_base + stub.code;
+                site.tail = tail as u32;
+            }
         }
         Ok(())
     }
@@ -224,7 +270,7 @@ impl Gen<'_> {
                         }
                         _ => return me.exit_slot(v, words, first),
                     }
-                    ExitSlot::Frame((FRAME_HEADER + words.len() - 1 - first) as u32)
+                    ExitSlot::Frame(me.frame.exit_word(words.len() - 1 - first) as u32)
                 }
                 FailArg::Virtual(k) => ExitSlot::Virtual(k),
                 FailArg::Hole => ExitSlot::Hole,
@@ -253,6 +299,11 @@ impl Gen<'_> {
             virtuals.push(VirtualLayout { init, fields });
         }
         self.r.exits.undos = undos;
+        let facts_from = self.r.exits.word_facts.len() as u32;
+        let mut facts = std::mem::take(&mut self.r.exits.word_facts);
+        gd.for_each_value(|v| facts.push((t.kind_of(v), self.known_nonnull(v))));
+        self.r.exits.tails[g.index()].words = (facts_from, facts.len() as u32);
+        self.r.exits.word_facts = facts;
         let code = self.r.exits.push_exit(ExitInfo::Guard {
             guard: gd.id,
             resume_key: gd.resume_key,
@@ -263,6 +314,7 @@ impl Gen<'_> {
             at: 0,
             code,
             words: (first as u32, words.len() as u32),
+            counter: g.index() as u32,
         });
         self.r.exits.stub_words = words;
         self.jcc_stub(exit_if, stub_index);
@@ -279,7 +331,7 @@ impl Gen<'_> {
             Loc::Imm(bits) => ExitSlot::Const(bits),
             Loc::Reg(r) => {
                 words.push(Reg::new(r));
-                ExitSlot::Frame((FRAME_HEADER + words.len() - 1 - first) as u32)
+                ExitSlot::Frame(self.frame.exit_word(words.len() - 1 - first) as u32)
             }
         })
     }
@@ -290,7 +342,7 @@ impl Gen<'_> {
             let src = self.loc(v)?;
             self.em.mov(Loc::Mem(self.frame.exit_disp(k)), src);
         }
-        let code = self.r.exits.push_exit(info) as i32;
+        let code = (self.r.exits.code_base + self.r.exits.push_exit(info)) as i32;
         let e = self.epilogue;
         dynasm!(self.em.asm ; .arch x64 ; mov eax, code ; jmp =>e);
         self.em.record(Event::End);

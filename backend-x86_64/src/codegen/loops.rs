@@ -14,7 +14,7 @@ use super::{bad, Gen, R};
 use crate::checker::{Event, Val};
 use crate::pmove::Loc;
 use crate::ExitInfo;
-use dynasmrt::{dynasm, DynamicLabel, DynasmLabelApi};
+use dynasmrt::{dynasm, DynamicLabel, DynasmApi, DynasmLabelApi};
 use std::collections::HashMap;
 use trace_ir::{jump_target, JumpTarget, Kind, OpRef, Opcode, Value};
 
@@ -48,6 +48,22 @@ pub(super) struct LabelInfo {
     keep: Vec<(Loc, u32)>,
 }
 
+/// A label of a compiled trace that a bridge of its tree may jump to.
+#[derive(Clone, Debug)]
+pub(crate) struct TreeLabel {
+    /// The label's address in the code.
+    pub(crate) addr: u64,
+    /// Where each parameter lives (frame displacements are the tree's: one frame).
+    pub(crate) params: Vec<Loc>,
+    /// The parameters the code after the label takes to be non-null (their null checks are
+    /// gone): a jump into the label must pass values known to be non-null there.
+    pub(crate) nonnull: Vec<bool>,
+}
+
+/// A label of the trace being compiled, for its tree: its `TargetToken`, code offset,
+/// parameters and the parameters taken to be non-null (see [`TreeLabel`]).
+pub(crate) type LabelExport = (u64, u32, Vec<Loc>, Vec<bool>);
+
 /// What code generation knows about the trace's labels and its loop.
 #[derive(Default)]
 pub(super) struct Loops {
@@ -64,6 +80,8 @@ pub(super) struct Loops {
     first: Option<usize>,
     /// The loop is rotated (see [`LoopTop`]).
     pub(super) top: Option<LoopTop>,
+    /// The labels with a `TargetToken`, for the tree.
+    pub(super) exported: Vec<LabelExport>,
 }
 
 impl Loops {
@@ -118,6 +136,7 @@ impl Gen<'_> {
         // on the sum example: 0.62 -> 0.31 ns per iteration).
         self.em.align_with_nops(64);
         dynasm!(self.em.asm ; .arch x64 ; =>label);
+        let offset = self.em.asm.offset().0 as u32;
         // The jump back to this label, for result register hints.
         let last = t.ops.len() - 1;
         if t.ops[last].opcode == Opcode::Jump
@@ -130,12 +149,20 @@ impl Gen<'_> {
         self.r.heap.forget_memory();
         // Non-null parameters: those whose argument is, when every entry passes that same
         // value (the loop's jump gives the parameter back unchanged, or nothing jumps here).
+        // (A bridge that jumps here later must pass non-null values for those: see
+        // `TreeLabel::nonnull`.)
         let looped = self.loops.first == Some(at + op.args.len() + 1);
+        let mut nonnull = Vec::with_capacity(op.args.len());
         for (k, &arg) in op.args.iter().enumerate() {
             let param = Value::op(OpRef::new(at + 1 + k));
-            if self.known_nonnull(arg) && (!looped || t.ops[last].args.get(k) == Some(&param)) {
+            let yes = self.known_nonnull(arg) && (!looped || t.ops[last].args.get(k) == Some(&param));
+            if yes {
                 self.r.heap.make_nonnull(param);
             }
+            nonnull.push(yes && t.kind_of(arg) == Kind::Ref);
+        }
+        if let Some(trace_ir::Descr::Target(token)) = op.descr.map(|d| t.descr(d)) {
+            self.loops.exported.push((*token, offset, params.clone(), nonnull));
         }
         self.loops.labels.insert(at, LabelInfo { label, params, keep });
         Ok(())
@@ -214,10 +241,14 @@ impl Gen<'_> {
                     Some(trace_ir::Descr::Loop(n)) => Some(*n),
                     _ => None,
                 };
+                if let Some(tl) = self.tree_label(op) {
+                    return self.enter_tree_label(at, &tl);
+                }
                 self.leave(
                     &op.args,
                     ExitInfo::External {
                         target,
+                        at: self.frame.exit_word(0) as u32,
                         n: op.args.len(),
                     },
                 )?;
@@ -252,4 +283,51 @@ impl Gen<'_> {
         self.em.record(Event::End);
         Ok(())
     }
+}
+
+impl Gen<'_> {
+    /// The label of another trace of the tree that the `jump` `op` names, when this trace
+    /// is a bridge and its tree has that label.
+    fn tree_label(&self, op: &trace_ir::Op) -> Option<TreeLabel> {
+        let env = self.bridge.as_ref()?;
+        match op.descr.map(|d| self.t.descr(d)) {
+            Some(trace_ir::Descr::Target(token)) => env.labels.get(token).cloned(),
+            _ => None,
+        }
+    }
+
+    /// The bridge's `jump` at `at` into the label `tl` of another trace of its tree: its
+    /// operands into the label's parameters (the tree's frame is one), then an absolute jump
+    /// to the label.
+    fn enter_tree_label(&mut self, at: usize, tl: &TreeLabel) -> R<()> {
+        let op = &self.t.ops[at];
+        if tl.params.len() != op.args.len() {
+            return Err(bridge_error(format!(
+                "the jump passes {} values to a label of {} parameters",
+                op.args.len(),
+                tl.params.len()
+            )));
+        }
+        for (k, &a) in op.args.iter().enumerate() {
+            if tl.nonnull[k] && !self.known_nonnull(a) {
+                return Err(bridge_error(format!(
+                    "the jump passes operand {k}, not known to be non-null, to a parameter the loop's code takes \
+                     to be non-null (check it with `guard_nonnull` first)"
+                )));
+            }
+        }
+        let mut moves = Vec::with_capacity(op.args.len());
+        for (k, &v) in op.args.iter().enumerate() {
+            moves.push((tl.params[k], self.loc(v)?));
+        }
+        self.r.pm.emit(&mut self.em, &moves);
+        let addr = tl.addr;
+        dynasm!(self.em.asm ; .arch x64 ; mov r11, QWORD addr as i64 ; jmp r11);
+        self.em.record(Event::End);
+        Ok(())
+    }
+}
+
+fn bridge_error(msg: String) -> Box<crate::CompileError> {
+    Box::new(crate::CompileError::Bridge(msg))
 }

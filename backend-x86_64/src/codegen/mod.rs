@@ -50,7 +50,9 @@ use moves::ParallelMoves;
 use regalloc::Allocator;
 use select::{hooks, Calls, HeapFacts};
 
+pub(crate) use exits::{GuardTail, TAIL_PAD};
 pub(crate) use frame::FRAME_HEADER;
+pub(crate) use loops::{LabelExport, TreeLabel};
 
 use crate::asm::CodeBuf;
 use crate::checker::Event;
@@ -58,6 +60,8 @@ use crate::pmove::Loc;
 use crate::runtime::{self, ArrayLayout};
 use crate::{CompileError, CompileOptions, ExitInfo, ExitSlot};
 use dynasmrt::{dynasm, DynamicLabel, DynasmApi, DynasmLabelApi};
+use std::collections::HashMap;
+use std::sync::atomic::AtomicU64;
 use trace_ir::{Opcode, Trace};
 
 /// The result of code generation, before it is copied into executable memory.
@@ -80,6 +84,30 @@ pub(crate) struct Generated {
     /// Ops handed to the runtime, boxed for the same reason.
     #[allow(clippy::vec_box)]
     pub hook_ops: Vec<Box<runtime::HookOp>>,
+    /// The guard failure counters (by guard index), which the exit stubs increment.
+    pub counters: Box<[AtomicU64]>,
+    /// The patchable tail of each guard's stub, by guard index (`tail == u32::MAX`: the
+    /// guard has no stub, it never fails natively).
+    pub tails: Vec<GuardTail>,
+    /// The labels with a `TargetToken`, which bridges may enter.
+    pub labels: Vec<LabelExport>,
+    /// The exit words of the guards (see `GuardTail::words`): kind, known non-null.
+    pub word_facts: Vec<(trace_ir::Kind, bool)>,
+}
+
+/// How a bridge joins the tree it is compiled into.
+pub(crate) struct BridgeEnv<'e> {
+    /// Where each input is when the bridge starts: the frame word (or constant) of each
+    /// exit word of the guard it leaves from.
+    pub entry: Vec<ExitSlot>,
+    /// Which inputs native code knew to be non-null at that guard.
+    pub nonnull: Vec<bool>,
+    /// The first frame word the bridge may use.
+    pub exit_at: usize,
+    /// The bridge's first exit code.
+    pub code_base: u32,
+    /// The tree's labels a bridge may jump to, by `TargetToken`.
+    pub labels: &'e HashMap<u64, TreeLabel>,
 }
 
 /// The code generator of one trace: the trace, the op being compiled, and the rooms of the
@@ -104,6 +132,10 @@ pub(crate) struct Gen<'t> {
     hk: hooks::HookState,
     /// Code range of each op: (op index, start, end).
     ranges: Vec<(u32, u32, u32)>,
+    /// The guard failure counters the stubs increment.
+    counters: Box<[AtomicU64]>,
+    /// When compiling a bridge: how it joins its tree.
+    bridge: Option<BridgeEnv<'t>>,
 }
 
 /// Results inside code generation: the error boxed, so a result fits in registers (most
@@ -137,9 +169,10 @@ pub(crate) struct Rooms {
 impl<'t> Gen<'t> {
     /// A code generator for `t` (its liveness computed), with the buffers of `sc` (what the
     /// context's previous compilation left).
-    pub(crate) fn new(t: &'t Trace, opts: &CompileOptions, mut sc: Rooms) -> R<Gen<'t>> {
+    pub(crate) fn new(t: &'t Trace, opts: &CompileOptions, mut sc: Rooms, bridge: Option<BridgeEnv<'t>>) -> R<Gen<'t>> {
         let n = t.ops.len();
         let frame = FrameLayout {
+            exit_at: bridge.as_ref().map_or(FRAME_HEADER, |b| b.exit_at),
             exit_len: sc.live.compute(t),
         };
         sc.ra.reset(opts, n, frame);
@@ -154,6 +187,17 @@ impl<'t> Gen<'t> {
         let nexits = nguards + n / 8 + 2;
         let nslots: usize = t.guards.iter().map(|g| g.fail_args.len() + 2 * g.virtuals.len()).sum();
         sc.exits.reset(nexits, nslots);
+        let counters: Box<[AtomicU64]> = (0..nguards).map(|_| AtomicU64::new(0)).collect();
+        sc.exits.counters = counters.as_ptr() as u64;
+        sc.exits.code_base = bridge.as_ref().map_or(0, |b| b.code_base);
+        sc.exits.tails.resize(
+            nguards,
+            GuardTail {
+                exit: u32::MAX,
+                tail: u32::MAX,
+                words: (0, 0),
+            },
+        );
         sc.heap.reset(n);
         sc.calls.array_layouts = Vec::new();
         let mut asm = CodeBuf::with_capacity(64 + 40 * n, nexits + 8, 4 * nguards + n / 2 + 8);
@@ -168,14 +212,48 @@ impl<'t> Gen<'t> {
             loops: Loops::default(),
             hk: hooks::HookState::new(t, opts),
             ranges: Vec::with_capacity(n),
+            counters,
+            bridge,
         })
+    }
+
+    /// The start of the code: a root trace saves the callee-saved registers and takes its
+    /// frame; a bridge, reached from a guard's stub inside the tree's code (registers
+    /// saved, frame in `rbp`), copies its inputs from where the guard left them into its
+    /// own input slots, and knows what native code knew of them at the guard.
+    fn entry(&mut self) {
+        let Some(env) = &self.bridge else {
+            self.em.prologue();
+            return;
+        };
+        let moves: Vec<(Loc, Loc)> = env
+            .entry
+            .iter()
+            .enumerate()
+            .map(|(i, slot)| {
+                let src = match *slot {
+                    ExitSlot::Frame(w) => Loc::Mem(8 * w as i32),
+                    ExitSlot::Const(bits) => Loc::Imm(bits),
+                    ExitSlot::Virtual(_) | ExitSlot::Hole => unreachable!("exit words are values"),
+                };
+                (Loc::Mem(self.frame.slot_disp(i as u32)), src)
+            })
+            .collect();
+        for (i, &nonnull) in env.nonnull.iter().enumerate() {
+            if nonnull {
+                self.r.heap.make_nonnull(trace_ir::Value::op(trace_ir::OpRef::new(i)));
+            }
+        }
+        self.r.pm.emit(&mut self.em, &moves);
+        // The checker starts from the inputs in their slots, where these moves put them.
+        self.em.forget_events();
     }
 
     /// Compile the trace: the prologue, every op in order, the epilogue, the exit stubs.
     /// Returns the code and the rooms, for the context's next compilation.
     pub(crate) fn generate(mut self) -> R<(Generated, Rooms)> {
         let t = self.t;
-        self.em.prologue();
+        self.entry();
         for i in 0..t.num_inputs {
             self.r.ra.give_slot(i, true);
         }
@@ -236,6 +314,10 @@ impl<'t> Gen<'t> {
             ranges: self.ranges,
             array_layouts,
             hook_ops: self.hk.ops,
+            counters: self.counters,
+            tails: std::mem::take(&mut self.r.exits.tails),
+            word_facts: std::mem::take(&mut self.r.exits.word_facts),
+            labels: std::mem::take(&mut self.loops.exported),
         };
         Ok((generated, self.r))
     }

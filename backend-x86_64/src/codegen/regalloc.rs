@@ -447,7 +447,14 @@ mod tests {
                 int_regs,
                 ..CompileOptions::default()
             };
-            ra.reset(&opts, t.ops.len(), FrameLayout { exit_len });
+            ra.reset(
+                &opts,
+                t.ops.len(),
+                FrameLayout {
+                    exit_len,
+                    ..FrameLayout::default()
+                },
+            );
             for i in 0..t.num_inputs {
                 ra.give_slot(i, true);
             }

@@ -6,6 +6,7 @@
 #![allow(clippy::useless_conversion)]
 
 mod api;
+mod bridges;
 mod calls;
 mod exits;
 mod heap;

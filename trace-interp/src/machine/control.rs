@@ -52,6 +52,9 @@ impl<'a> Machine<'a> {
             return invalid(at, "guard without resume data");
         };
         let gd = t.guard(g);
+        if let Some(to) = self.bridge_of(gd.id) {
+            return self.enter_bridge(at, gd, to);
+        }
         let mut memo: HashMap<u32, u64> = HashMap::new();
         let mut values = Vec::with_capacity(gd.fail_args.len());
         for fa in &gd.fail_args {
@@ -120,8 +123,8 @@ impl<'a> Machine<'a> {
                     .as_array()
                     .ok_or_else(|| invalid(at, "array virtual needs an array descriptor"))?;
                 (
-                    self.alloc_array(len as u64, ad.clone(), d.index() as u32, true),
-                    Some((ad, d.index() as u32)),
+                    self.alloc_array(len as u64, ad.clone(), self.descr_id(d), true),
+                    Some((ad, self.descr_id(d))),
                 )
             }
         };
@@ -137,7 +140,7 @@ impl<'a> Machine<'a> {
                         .as_field()
                         .ok_or_else(|| invalid(at, "virtual field needs a field descriptor"))?;
                     let view = View::new(fd.offset, fd.size);
-                    (view, fd.immutable, narrow(value, fd.size, fd.signed), d.index() as u32)
+                    (view, fd.immutable, narrow(value, fd.size, fd.signed), self.descr_id(d))
                 }
                 (VirtualField::Item(k), Some((ad, writer))) => {
                     let view = self.item_view(at, addr, k as i64, ad)?;

@@ -14,9 +14,9 @@ impl<'a> Machine<'a> {
         }
     }
 
-    /// The writer identity of the op's descriptor (its index in the trace).
+    /// The writer identity of the op's descriptor (see [`Machine::descr_id`]).
     pub(crate) fn writer(&self, at: OpRef) -> u32 {
-        self.trace.op(at).descr.map_or(u32::MAX, |d| d.index() as u32)
+        self.trace.op(at).descr.map_or(u32::MAX, |d| self.descr_id(d))
     }
 
     /// The memory model's checks of an access to `view` of the object at `addr` by `writer`:

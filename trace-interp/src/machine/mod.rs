@@ -20,6 +20,10 @@ use trace_ir::opcode::{Kind, Opcode};
 use trace_ir::trace::{FailArg, GuardData, Trace, VirtualField, VirtualKind};
 use trace_ir::verify::{jump_target, JumpTarget};
 
+mod tree;
+pub use tree::run_tree;
+pub(crate) use tree::TreeStep;
+
 /// Canonical word of a call argument: allocated objects lose their address.
 pub(crate) fn canonical(heap: &Heap, v: RtValue) -> u64 {
     match v {
@@ -103,16 +107,28 @@ pub(crate) struct Machine<'a> {
     pub(crate) trace: &'a Trace,
     pub(crate) cfg: &'a RunConfig,
     pub(crate) st: State,
+    /// When the trace is one of a tree: the tree's links, and where the run goes on after
+    /// this trace (a bridge or another trace's label), set where it leaves.
+    pub(crate) tree: Option<TreeStep<'a>>,
+}
+
+impl<'a> Machine<'a> {
+    /// A machine running `trace` alone.
+    pub(crate) fn new(trace: &'a Trace, cfg: &'a RunConfig, st: State) -> Machine<'a> {
+        Machine {
+            trace,
+            cfg,
+            st,
+            tree: None,
+        }
+    }
 }
 
 /// Execute the single op at `pc` of `trace` on `st` (whose `vals` must cover every op);
 /// returns the next pc, or how the run stops there.
+#[cfg(feature = "random")]
 pub(crate) fn step_op(trace: &Trace, cfg: &RunConfig, st: &mut State, pc: usize) -> Result<usize, Outcome> {
-    let mut m = Machine {
-        trace,
-        cfg,
-        st: std::mem::take(st),
-    };
+    let mut m = Machine::new(trace, cfg, std::mem::take(st));
     let r = m.step(pc);
     *st = m.st;
     r
@@ -137,7 +153,7 @@ pub(crate) fn run_recording(
     if record {
         st.provenance = Some(HashMap::new());
     }
-    let mut m = Machine { trace, cfg, st };
+    let mut m = Machine::new(trace, cfg, st);
     let outcome = m.execute(inputs);
     let mut st = m.st;
     let vals = std::mem::take(&mut st.vals);
@@ -174,7 +190,12 @@ impl<'a> Machine<'a> {
         for (i, &v) in inputs.iter().enumerate() {
             self.st.vals[i] = v.with_kind(t.ops[i].opcode.result_kind());
         }
-        let mut pc = t.num_inputs;
+        self.execute_from(t.num_inputs)
+    }
+
+    /// Run from the op at `pc` on.
+    pub(crate) fn execute_from(&mut self, mut pc: usize) -> Outcome {
+        let t = self.trace;
         loop {
             if pc >= t.ops.len() {
                 return Outcome::Invalid {

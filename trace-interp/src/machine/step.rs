@@ -88,6 +88,13 @@ impl<'a> Machine<'a> {
                     JumpTarget::External => {
                         let target = match op.descr.map(|d| t.descrs.get(d.index())) {
                             Some(Some(Descr::Loop(n))) => Some(*n),
+                            Some(Some(Descr::Target(token))) => {
+                                if let Some((to, label)) = self.tree_label(*token) {
+                                    self.back_edge()?;
+                                    return Err(self.go_to(to, tree::Entry::Label(label, vals)));
+                                }
+                                None
+                            }
                             _ => None,
                         };
                         Err(Outcome::ExternalJump { target, values: vals })

@@ -44,10 +44,12 @@ use smallvec::SmallVec;
 mod gen;
 mod heap;
 mod ops;
+mod tree;
 use trace_ir::descr::{ArrayDescr, CallDescr, CallEffect, Descr, FieldDescr, SizeDescr};
 use trace_ir::entity::{DescrRef, GuardId, GuardRef, OpRef, Value};
 use trace_ir::opcode::{Kind, Opcode};
 use trace_ir::trace::{Aliasing, Const, FailArg, GuardData, Op, Trace};
+pub use tree::{grow_tree, random_tree};
 
 /// What to generate. Weights are relative (0 disables a category).
 #[derive(Clone, Debug)]

@@ -69,6 +69,11 @@
 //! `jit-log-opt-loop`, `jit-log-opt-bridge`; other sections are skipped) or plain text with
 //! one or more traces. Errors are [`ParseError`]s with the line and column in the file;
 //! the parser never panics, and it runs [`crate::verify()`] on every trace.
+//!
+//! Trace trees (a loop and its bridges, [`crate::tree`]) are written as the root trace
+//! followed by each bridge after a `# bridge out of Guard<N>` header: [`parse_tree`],
+//! [`print_tree`]; [`assemble_trees`] links the traces of any file, a PyPy log's bridges
+//! (`# bridge out of Guard 0x...`) included, to the guards they leave from.
 
 mod descr_text;
 mod equiv;
@@ -76,11 +81,13 @@ mod lexer;
 mod parser;
 mod printer;
 mod pypylog;
+mod tree_text;
 
 pub use descr_text::{descr_to_string, parse_angle_descr, DEFAULT_FIELD_SIZE, DEFAULT_INTERIOR_ITEM};
 pub use equiv::traces_equivalent;
 pub use printer::{const_to_string, print_trace};
 pub use pypylog::{is_pypy_log, parse_file, parse_trace, TRACE_SECTIONS};
+pub use tree_text::{assemble_trees, bridge_origin, parse_tree, print_tree, GuardName};
 
 use std::fmt;
 

@@ -31,7 +31,6 @@
 
 use super::calls::ArgSrc;
 use crate::codegen::emit::Cond;
-use crate::codegen::frame::FRAME_HEADER;
 use crate::codegen::regs::{RegSet, CALLER_SAVED_GPR};
 use crate::codegen::{Gen, R};
 use crate::pmove::Loc;
@@ -210,7 +209,7 @@ impl Gen<'_> {
             op: OpRef::new(at),
             opcode: opc,
             descr: op.descr.map(|d| t.descr(d).clone()),
-            area: FRAME_HEADER + self.frame.exit_len + first as usize,
+            area: self.frame.slot_word(first),
             nargs: n,
             local: !self.hk.all && (sets_or_reads_exception(opc) || opc == Opcode::GuardNoException),
         });

@@ -91,7 +91,10 @@ impl Gen<'_> {
             CondCallN | CondCallValueI | CondCallValueR => self.cond_call_op(at)?,
 
             Jump => self.jump(at)?,
-            Finish => self.leave(&op.args, ExitInfo::Finish { n: op.args.len() })?,
+            Finish => {
+                let at = self.frame.exit_word(0) as u32;
+                self.leave(&op.args, ExitInfo::Finish { at, n: op.args.len() })?
+            }
             _ => {
                 return Err(Box::new(CompileError::Unsupported {
                     op: OpRef::new(at),

@@ -1,0 +1,133 @@
+//! Running trace trees: bridges entered from failing guards with the exit words, jumps
+//! into another trace's label, the iteration limit over the whole tree, one memory model
+//! across the traces, and random trees.
+
+use trace_interp::random::{random_tree, RandomConfig};
+use trace_interp::{run, run_tree, Outcome, RtValue, RunConfig};
+use trace_ir::{parse_tree, verify_tree, GuardId};
+
+const BRANCHY: &str = "
+[i0, i1, i2]
+label(i0, i1, i2, descr=TargetToken(7))
+i3 = int_lt(i0, i1)
+guard_true(i3, descr=<Guard0>) [i0, i1, i2]
+i4 = int_and(i0, 7)
+guard_true(i4, descr=<Guard1>) [i0, i1, i2]
+i5 = int_add(i2, i0)
+i6 = int_add(i0, 1)
+jump(i6, i1, i5, descr=TargetToken(7))
+
+# bridge out of Guard1
+[i0, i1, i2]
+i3 = int_mul(i0, 100)
+i4 = int_add(i2, i3)
+i5 = int_add(i0, 1)
+jump(i5, i1, i4, descr=TargetToken(7))
+";
+
+fn ints(v: &[i64]) -> Vec<RtValue> {
+    v.iter().map(|&x| RtValue::Int(x)).collect()
+}
+
+#[test]
+fn a_failing_guard_with_a_bridge_goes_on_in_the_bridge() {
+    let tree = parse_tree(BRANCHY).unwrap();
+    let cfg = RunConfig::default();
+    let r = run_tree(&tree, &ints(&[0, 20, 0]), &cfg);
+    // 0..20 with i = 0, 8, 16 counted a hundredfold.
+    let sum: i64 = (0..20).sum::<i64>() + 99 * (8 + 16);
+    assert_eq!(
+        r.outcome,
+        Outcome::GuardFailed {
+            guard: GuardId(0),
+            resume_key: 0,
+            values: ints(&[20, 20, sum])
+        }
+    );
+    // Each jump back from the bridge is an iteration.
+    assert_eq!(r.iterations, 20);
+    // The root alone leaves at the first failure of Guard1.
+    let alone = run(&tree.root, &ints(&[0, 20, 0]), &cfg);
+    assert!(matches!(alone.outcome, Outcome::GuardFailed { guard: GuardId(1), .. }));
+}
+
+#[test]
+fn the_iteration_limit_counts_the_whole_tree() {
+    let tree = parse_tree(BRANCHY).unwrap();
+    let cfg = RunConfig {
+        max_iterations: 10,
+        ..RunConfig::default()
+    };
+    assert_eq!(
+        run_tree(&tree, &ints(&[0, 20, 0]), &cfg).outcome,
+        Outcome::IterationLimit
+    );
+}
+
+#[test]
+fn equal_descriptors_of_two_traces_are_one_writer() {
+    // Under type-based aliasing, the bridge reads the field the root wrote through an equal
+    // descriptor (fine), or through another descriptor of the same bytes (a broken promise).
+    let tree = |read: &str| {
+        parse_tree(&format!(
+            "aliasing type-based
+[i0]
+p1 = new(descr=<SizeDescr 16>)
+setfield_gc(p1, i0, descr=<FieldS x 8>)
+guard_false(i0, descr=<Guard0>) [p1]
+finish(i0)
+
+# bridge out of Guard0
+aliasing type-based
+[p0]
+i1 = {read}(p0, descr=<FieldU other 8>)
+i2 = getfield_gc_i(p0, descr=<FieldS x 8>)
+finish(i2)
+"
+        ))
+        .unwrap()
+    };
+    let cfg = RunConfig::default();
+    let fine = parse_tree(
+        "aliasing type-based
+[i0]
+p1 = new(descr=<SizeDescr 16>)
+setfield_gc(p1, i0, descr=<FieldS x 8>)
+guard_false(i0, descr=<Guard0>) [p1]
+finish(i0)
+
+# bridge out of Guard0
+aliasing type-based
+[p0]
+i2 = getfield_gc_i(p0, descr=<FieldS x 8>)
+finish(i2)
+",
+    )
+    .unwrap();
+    assert_eq!(run_tree(&fine, &ints(&[5]), &cfg).outcome, Outcome::Finish(ints(&[5])));
+    match run_tree(&tree("getfield_gc_i"), &ints(&[5]), &cfg).outcome {
+        Outcome::Invalid { promise: true, .. } => {}
+        other => panic!("{other}"),
+    }
+}
+
+#[test]
+fn random_trees_verify_and_leave() {
+    let cfg = RandomConfig::self_contained();
+    let (mut bridged, mut deeper) = (0, 0);
+    for seed in 0..2000 {
+        let (tree, inputs) = random_tree(&cfg, seed);
+        verify_tree(&tree).unwrap_or_else(|e| panic!("seed {seed}: {e}\n{}", trace_ir::print_tree(&tree)));
+        let r = run_tree(&tree, &inputs, &RunConfig::default());
+        assert_ne!(r.outcome, Outcome::IterationLimit, "seed {seed}");
+        let alone = run(&tree.root, &inputs, &RunConfig::default());
+        if r.outcome != alone.outcome {
+            bridged += 1;
+        }
+        if tree.bridges.len() >= 2 && tree.bridges[1].guard != tree.bridges[0].guard {
+            deeper += 1;
+        }
+    }
+    assert!(bridged > 1500, "only {bridged} trees ran a bridge");
+    assert!(deeper > 1000, "only {deeper} trees have a second bridge");
+}
