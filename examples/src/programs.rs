@@ -181,6 +181,59 @@ fn branch_impl<const SCALAR: bool>(n: i64) -> String {
     format!("{rare} {acc}\n")
 }
 
+/// The nested branch loop.
+pub fn native_nested_branch(n: i64) -> String {
+    nested_branch_impl::<false>(n)
+}
+
+/// [`native_nested_branch`] with an optimization barrier on the loop counter (scalar code).
+pub fn scalar_nested_branch(n: i64) -> String {
+    nested_branch_impl::<true>(n)
+}
+
+fn nested_branch_impl<const SCALAR: bool>(n: i64) -> String {
+    let (mut x, mut rare, mut rarer, mut acc, mut i) = (2_463_534_242i64, 0i64, 0i64, 0i64, 0i64);
+    while i < n {
+        x ^= (x << 13) & 0xffff_ffff;
+        x ^= x >> 17;
+        x ^= (x << 5) & 0xffff_ffff;
+        if x & 3 == 0 {
+            if x & 12 == 0 {
+                rarer += 1;
+            } else {
+                rare += x & 15;
+            }
+        } else {
+            acc = (acc + (x & 0xff)) & 0xff_ffff;
+        }
+        i = step::<SCALAR>(i + 1);
+    }
+    format!("{rare} {rarer} {acc}\n")
+}
+
+/// The loop whose hot path changes mid-run.
+pub fn native_phase_change(n: i64) -> String {
+    phase_change_impl::<false>(n)
+}
+
+/// [`native_phase_change`] with an optimization barrier on the loop counter (scalar code).
+pub fn scalar_phase_change(n: i64) -> String {
+    phase_change_impl::<true>(n)
+}
+
+fn phase_change_impl<const SCALAR: bool>(n: i64) -> String {
+    let (mut s, mut t, mut i, h) = (0i64, 0i64, 0i64, n / 2);
+    while i < n {
+        if i < h {
+            s = (s + i * 3) & 0xff_ffff;
+        } else {
+            t = (t + (i ^ 5)) & 0xff_ffff;
+        }
+        i = step::<SCALAR>(i + 1);
+    }
+    format!("{s} {t}\n")
+}
+
 /// The float loop.
 pub fn native_float(n: i64) -> String {
     float_impl::<false>(n)
@@ -261,6 +314,26 @@ pub const EXAMPLES: &[Example] = &[
         integer_kernel: false,
         native: native_branch,
         scalar: scalar_branch,
+    },
+    Example {
+        name: "nested_branch",
+        about: "a branch inside a branch (bridge out of a bridge)",
+        source: include_str!("../programs/nested_branch.tj"),
+        demo_n: 300_000,
+        test_n: 5_000,
+        integer_kernel: false,
+        native: native_nested_branch,
+        scalar: scalar_nested_branch,
+    },
+    Example {
+        name: "phase_change",
+        about: "the hot path changes mid-run",
+        source: include_str!("../programs/phase_change.tj"),
+        demo_n: 600_000,
+        test_n: 5_000,
+        integer_kernel: false,
+        native: native_phase_change,
+        scalar: scalar_phase_change,
     },
     Example {
         name: "float",

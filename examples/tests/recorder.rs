@@ -107,10 +107,13 @@ fn program(r: &mut Rng) -> String {
         let v = VARS[r.below(3) as usize];
         let e = expr(r, 3);
         if r.below(3) == 0 {
-            s += &format!(
-                "    if {} {{ {v} = {e} & 65535 }} else {{ {v} = {v} + 1 }}\n",
-                expr(r, 2)
-            );
+            // Half of the conditions change with `i`: their guards fail every few
+            // iterations, and get bridges (and bridges out of bridges).
+            let cond = match r.below(2) {
+                0 => expr(r, 2),
+                _ => format!("((i ^ {}) & {}) == 0", expr(r, 1), [1, 3, 7][r.below(3) as usize]),
+            };
+            s += &format!("    if {cond} {{ {v} = {e} & 65535 }} else {{ {v} = {v} + 1 }}\n");
         } else {
             s += &format!("    {v} = ({e}) & 65535\n");
         }
@@ -122,17 +125,23 @@ fn program(r: &mut Rng) -> String {
 #[test]
 fn random_programs_agree_in_all_modes() {
     let mut r = Rng(2024);
-    let mut compiled = 0;
-    for case in 0..300 {
+    let (mut compiled, mut bridges) = (0, 0);
+    for case in 0..1000 {
         let src = program(&mut r);
         let reference = run_source(&src, &[("N", 300)], config(Mode::Interpreter, Engine::TraceRunner));
         for engine in [Engine::TraceRunner, Engine::Native] {
             for mode in [Mode::JitUnoptimized, Mode::JitOptimized] {
-                let got = run_source(&src, &[("N", 300)], config(mode, engine));
+                // Guards get bridges after a few failures (bridges out of bridges too).
+                let cfg = Config {
+                    bridge_threshold: 3,
+                    ..config(mode, engine)
+                };
+                let got = run_source(&src, &[("N", 300)], cfg);
                 match (&reference, &got) {
                     (Ok(a), Ok(b)) => {
                         assert_eq!(a.output, b.output, "case {case} {mode:?} {engine:?}:\n{src}");
                         compiled += b.stats.traces.len();
+                        bridges += b.stats.bridges;
                     }
                     (Err(a), Err(b)) => assert_eq!(a, b, "case {case} {mode:?} {engine:?}:\n{src}"),
                     _ => panic!("case {case} {mode:?} {engine:?}: {reference:?} vs {got:?}\n{src}"),
@@ -141,5 +150,7 @@ fn random_programs_agree_in_all_modes() {
         }
     }
     // Most programs run long enough to be compiled (the rest fail early with an error).
-    assert!(compiled > 400, "only {compiled} traces compiled");
+    assert!(compiled > 2000, "only {compiled} traces compiled");
+    // Native code attaches bridges to the guards that fail often.
+    assert!(bridges > 250, "only {bridges} bridges attached");
 }

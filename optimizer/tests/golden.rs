@@ -1310,18 +1310,18 @@ fn peeling_removes_a_loop_invariant_guard() {
          i8 = int_add(i2, 1)
          jump(i0, i1, i8, descr=TargetToken(1))",
         "[i0, i1, i2]
-         label(i0, i1, i2) -> [i3, i4, i5]
+         label(i0, i1, i2, descr=TargetToken(1)) -> [i3, i4, i5]
          i6 = int_lt(i5, i3)
          guard_true(i6, descr=<Guard1>) [i5]
          i7 = int_and(i4, 7)
          i8 = int_is_true(i7)
          guard_false(i8, descr=<Guard2>) [i5]
          i9 = int_add(i5, 1)
-         label(i3, i4, i9, descr=TargetToken(1)) -> [i10, i11, i12]
+         label(i3, i4, i9, descr=TargetToken(4611686018427387905)) -> [i10, i11, i12]
          i13 = int_lt(i12, i10)
          guard_true(i13, descr=<Guard3 key=1>) [i12]
          i14 = int_add(i12, 1)
-         jump(i10, i11, i14, descr=TargetToken(1))",
+         jump(i10, i11, i14, descr=TargetToken(4611686018427387905))",
         &peel(),
     );
     // Without peeling the guard stays in the loop: the output is the input.
@@ -1351,16 +1351,16 @@ fn peeling_drops_the_overflow_check_of_a_masked_accumulator() {
          i4 = int_and(i3, 16777215)
          jump(i4, i1, descr=TargetToken(1))",
         "[i0, i1]
-         label(i0, i1) -> [i2, i3]
+         label(i0, i1, descr=TargetToken(1)) -> [i2, i3]
          i4 = int_and(i3, 255)
          i5 = int_add_ovf(i2, i4)
          guard_no_overflow(descr=<Guard1>) [i2]
          i6 = int_and(i5, 16777215)
-         label(i6, i3, descr=TargetToken(1)) -> [i7, i8]
+         label(i6, i3, descr=TargetToken(4611686018427387905)) -> [i7, i8]
          i9 = int_and(i8, 255)
          i10 = int_add(i7, i9)
          i11 = int_and(i10, 16777215)
-         jump(i11, i8, descr=TargetToken(1))",
+         jump(i11, i8, descr=TargetToken(4611686018427387905))",
         &peel(),
     );
     // A mask wider than the sum can stay below keeps the check: `x` may be any integer.
@@ -1372,15 +1372,15 @@ fn peeling_drops_the_overflow_check_of_a_masked_accumulator() {
          i4 = int_and(i3, 16777215)
          jump(i4, i1, descr=TargetToken(1))",
         "[i0, i1]
-         label(i0, i1) -> [i2, i3]
+         label(i0, i1, descr=TargetToken(1)) -> [i2, i3]
          i5 = int_add_ovf(i2, i3)
          guard_no_overflow(descr=<Guard1>) [i2]
          i6 = int_and(i5, 16777215)
-         label(i6, i3, descr=TargetToken(1)) -> [i7, i8]
+         label(i6, i3, descr=TargetToken(4611686018427387905)) -> [i7, i8]
          i10 = int_add_ovf(i7, i8)
          guard_no_overflow(descr=<Guard2 key=1>) [i7]
          i11 = int_and(i10, 16777215)
-         jump(i11, i8, descr=TargetToken(1))",
+         jump(i11, i8, descr=TargetToken(4611686018427387905))",
         &peel(),
     );
 }

@@ -30,12 +30,14 @@ pub use descr::{ArrayDescr, CallDescr, CallEffect, Descr, FieldDescr, InteriorDe
 pub use entity::{ConstRef, DescrRef, GuardId, GuardRef, OpRef, Value, ValueData};
 pub use eval::{eval_ovf, eval_pure, EvalError};
 pub use opcode::{DescrKind, Kind, OpFlags, OpInfo, Opcode};
-pub use peel::{invariant_params, is_peelable, is_peeled_form, masked_params, peel_loop, peeled_guard_copies};
+pub use peel::{
+    invariant_params, is_peelable, is_peeled_form, masked_params, peel_loop, peeled_body_token, peeled_guard_copies,
+};
 pub use text::{parse_file, parse_trace, parse_tree, print_trace, print_tree, traces_equivalent, ParseError};
 pub use trace::{
     Aliasing, Const, ConstPool, FailArg, GuardData, Op, Trace, TraceInfo, VirtualField, VirtualKind, VirtualObject,
 };
-pub use tree::{exit_kinds, verify_tree, Bridge, TraceTree, TreeError, TreeJump};
+pub use tree::{bridge_prologue, exit_kinds, verify_tree, Bridge, TraceTree, TreeError, TreeJump};
 pub use unionfind::UnionFind;
 pub use verify::{jump_target, verify, JumpTarget, VerifyError};
 

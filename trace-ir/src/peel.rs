@@ -7,9 +7,12 @@
 //!  after:   inputs  preamble  label(a) [q]  body(q)  label(j(q)) [q']  body'(q')  jump(j'(q'))
 //! ```
 //! `body'` is `body` with the parameters `q` renamed to `q'` and every op to its copy. The
-//! first label keeps its parameters but loses its descriptor (the new label takes it, so a
-//! `jump` naming its target still reaches the loop header); nothing jumps to it any more. A
-//! loop without a label (its `jump` goes to the trace start) peels the same way, the inputs
+//! first label keeps its parameters and its `TargetToken(t)`: it is still the loop's header,
+//! which a bridge may enter with any values. The new label gets `TargetToken(t | 2^62)`
+//! ([`peeled_body_token`]), and the copied `jump` names it: the optimizer may specialize the
+//! body for what the preamble establishes, so only the loop itself jumps there. (A label
+//! with another descriptor hands it to the new label; one without stays without.) A loop
+//! without a label (its `jump` goes to the trace start) peels the same way, the inputs
 //! playing the parameters. Guards of the copy get fresh [`GuardId`]s after the trace's
 //! largest and keep their resume key: an exit of the copy resumes the interpreter where the
 //! original guard would, and the ids stay unique (the verifier's rule).
@@ -17,10 +20,17 @@
 //! The peeled trace computes what the original computes: the second iteration of the
 //! original is the first of the copy, and every later one runs the copy again.
 
+use crate::descr::Descr;
 use crate::entity::{GuardId, GuardRef, OpRef, Value, ValueData};
 use crate::opcode::Opcode;
 use crate::trace::{FailArg, GuardData, Op, Trace};
 use crate::verify::{jump_target, JumpTarget};
+
+/// The `TargetToken` [`peel_loop`] gives the label of the peeled loop body whose header
+/// label is `TargetToken(header)`.
+pub fn peeled_body_token(header: u64) -> u64 {
+    header | 1 << 62
+}
 
 /// The loop's header: the first parameter and their number.
 fn header(t: &Trace) -> Option<(Option<OpRef>, usize, usize)> {
@@ -124,10 +134,18 @@ pub fn peel_loop(t: &Trace) -> Option<Trace> {
     let jump_op = out.ops.pop().expect("the trace ends with its jump");
     // New position of each parameter and body op of the original (identity elsewhere).
     let mut rename: Vec<u32> = (0..t.ops.len() as u32).collect();
-    let descr = label.and_then(|l| out.ops[l.index()].descr.take());
+    let header_descr = label.and_then(|l| out.ops[l.index()].descr);
+    let header_token = header_descr.and_then(|d| match out.descr(d) {
+        Descr::Target(token) => Some(*token),
+        _ => None,
+    });
+    let body_descr = match header_token {
+        Some(token) => Some(out.make_descr(Descr::Target(peeled_body_token(token)))),
+        None => label.and_then(|l| out.ops[l.index()].descr.take()),
+    };
     out.ops.push(Op {
         opcode: Opcode::Label,
-        descr,
+        descr: body_descr,
         guard: None,
         args: jump_op.args.clone(),
     });
@@ -149,9 +167,14 @@ pub fn peel_loop(t: &Trace) -> Option<Trace> {
     let mut next_id = t.max_guard_id().map_or(0, |g| g.0 + 1);
     for i in body.chain(jump..jump + 1) {
         let op = &t.ops[i];
+        let named_header = op.opcode == Opcode::Jump && op.descr.is_some() && op.descr == header_descr;
         let mut copy = Op {
             opcode: op.opcode,
-            descr: op.descr,
+            descr: if named_header && header_token.is_some() {
+                body_descr
+            } else {
+                op.descr
+            },
             guard: None,
             args: op.args.iter().map(|&a| map(&rename, a)).collect(),
         };

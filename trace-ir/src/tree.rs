@@ -25,10 +25,11 @@
 //! The text format writes a tree as its root trace followed by one section per bridge,
 //! each headed by `# bridge out of Guard<N>` (see [`crate::text`]).
 
+use crate::builder::TraceBuilder;
 use crate::descr::Descr;
-use crate::entity::{GuardId, OpRef};
+use crate::entity::{GuardId, OpRef, Value};
 use crate::opcode::{Kind, Opcode};
-use crate::trace::{GuardData, Trace};
+use crate::trace::{FailArg, GuardData, Trace, VirtualField, VirtualKind};
 use crate::verify::{jump_target, verify, JumpTarget, VerifyError};
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -131,6 +132,71 @@ pub fn exit_kinds(t: &Trace, gd: &GuardData) -> Vec<Kind> {
     let mut kinds = Vec::new();
     gd.for_each_value(|v| kinds.push(t.kind_of(v)));
     kinds
+}
+
+/// Start a bridge out of guard `gd` of `parent` in `b` (an empty builder): one input per
+/// exit word, then the guard's virtual objects rebuilt from them (allocations and field
+/// writes, which the optimizer can remove again). Returns the value of each fail argument,
+/// in order (`None` for a hole): what an interpreter recording the bridge from the guard's
+/// resume point has in the places the fail arguments fill.
+pub fn bridge_prologue(parent: &Trace, gd: &GuardData, b: &mut TraceBuilder) -> Vec<Option<Value>> {
+    let mut words = Vec::new();
+    gd.for_each_value(|v| words.push(v));
+    let inputs: Vec<Value> = words.iter().map(|&v| b.input(parent.kind_of(v))).collect();
+    // The exit words in order: fail arguments first, then the fields of each virtual.
+    let mut next = inputs.iter().copied();
+    let fail: Vec<FailArg> = gd.fail_args.clone();
+    let mut word_of_fail = Vec::with_capacity(fail.len());
+    for fa in &fail {
+        word_of_fail.push(match fa {
+            FailArg::Value(_) => next.next(),
+            _ => None,
+        });
+    }
+    let objects: Vec<Value> = gd
+        .virtuals
+        .iter()
+        .map(|vo| match vo.kind {
+            VirtualKind::Struct { opcode, descr } => {
+                let d = b.descr(parent.descr(descr).clone());
+                b.op_with_descr(opcode, &[], d)
+            }
+            VirtualKind::Array { opcode, descr, len } => {
+                let d = b.descr(parent.descr(descr).clone());
+                let n = b.const_int(i64::from(len));
+                b.op_with_descr(opcode, &[n], d)
+            }
+        })
+        .collect();
+    for (vo, &obj) in gd.virtuals.iter().zip(&objects) {
+        for &(place, fa) in &vo.fields {
+            let value = match fa {
+                FailArg::Value(_) => next.next().expect("one exit word per value"),
+                FailArg::Virtual(k) => objects[k as usize],
+                FailArg::Hole => continue,
+            };
+            match (place, vo.kind) {
+                (VirtualField::Field(d), _) => {
+                    let d = b.descr(parent.descr(d).clone());
+                    b.op_with_descr(Opcode::SetfieldGc, &[obj, value], d);
+                }
+                (VirtualField::Item(i), VirtualKind::Array { descr, .. }) => {
+                    let d = b.descr(parent.descr(descr).clone());
+                    let i = b.const_int(i64::from(i));
+                    b.op_with_descr(Opcode::SetarrayitemGc, &[obj, i, value], d);
+                }
+                (VirtualField::Item(_), VirtualKind::Struct { .. }) => {}
+            }
+        }
+    }
+    fail.iter()
+        .zip(word_of_fail)
+        .map(|(fa, w)| match fa {
+            FailArg::Value(_) => w,
+            FailArg::Virtual(k) => Some(objects[*k as usize]),
+            FailArg::Hole => None,
+        })
+        .collect()
 }
 
 /// Where a `jump` of a tree's trace goes.

@@ -73,9 +73,9 @@ fn main() -> ExitCode {
         args.engine
     );
     println!(
-        "| program | N | interp ms | jit-noopt ms | jit-opt ms | opt vs interp | opt vs noopt | ops rec→opt | guards rec→opt | allocs rec→opt | virtuals removed | compile µs/trace |"
+        "| program | N | interp ms | jit-noopt ms | jit-opt ms | opt vs interp | opt vs noopt | ops rec→opt | guards rec→opt | allocs rec→opt | virtuals removed | bridges | exits/M iter | compile µs/loop | compile µs/bridge |"
     );
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let mut ok = true;
     let total = Instant::now();
     for ex in EXAMPLES {
@@ -124,9 +124,16 @@ fn main() -> ExitCode {
         } else {
             compile.as_secs_f64() * 1e6 / opt.traces.len() as f64
         };
+        let per_bridge = match opt.bridges {
+            0 => "–".to_string(),
+            b => format!("{:.0}", opt.bridge_time.as_secs_f64() * 1e6 / f64::from(b)),
+        };
+        // The iterations of all loops: the headers the interpreter passes in interpreter mode.
+        let iterations = outs[0].stats.header_passes.max(1);
+        let exits_per_m = opt.exits_after_warmup as f64 * 1e6 / iterations as f64;
         let ratio = |a: Duration, b: Duration| a.as_secs_f64() / b.as_secs_f64().max(1e-9);
         println!(
-            "| {} | {} | {} | {} | {} | {:.1}× | {:.1}× | {}→{} | {}→{} | {}→{} | {} | {:.0} |",
+            "| {} | {} | {} | {} | {} | {:.1}× | {:.1}× | {}→{} | {}→{} | {}→{} | {} | {} | {:.0} | {:.0} | {} |",
             ex.name,
             n,
             ms(times[0]),
@@ -141,11 +148,17 @@ fn main() -> ExitCode {
             sum(|t| t.allocs_recorded),
             sum(|t| t.allocs_final),
             sum(|t| t.virtuals_removed),
-            per_trace
+            opt.bridges,
+            exits_per_m,
+            per_trace,
+            per_bridge
         );
     }
     println!("\nTimes are whole runs (parse, interpret, record, optimize, compile, run); one run each.");
     println!("ops/guards/allocs: recorded trace → optimized trace, summed over the traces of the jit-opt run.");
+    println!(
+        "bridges, exits/M iter (exits to the interpreter after the last compilation, per million loop iterations) and compile times: the jit-opt run."
+    );
     println!(
         "Total {:.2} s. Outputs {}.",
         total.elapsed().as_secs_f64(),

@@ -26,6 +26,18 @@ pub trait LoopCode {
     /// Run the loop with the boxes of the live slots at its header until a guard fails.
     /// `Err` reports an invalid operation or an unsupported trace (a bug, not a guard).
     fn run(&mut self, inputs: &[u64], heap: &mut Heap) -> Result<LoopExit, String>;
+
+    /// Whether this code can have bridges attached ([`LoopCode::attach_bridge`]).
+    fn supports_bridges(&self) -> bool {
+        false
+    }
+
+    /// Attach `bridge` to the guard `guard` (of the loop or of a bridge attached before):
+    /// from then on that guard's failures go on in the bridge.
+    fn attach_bridge(&mut self, guard: GuardId, bridge: &Trace) -> Result<(), String> {
+        let _ = bridge;
+        Err(format!("this engine cannot attach a bridge to {guard}"))
+    }
 }
 
 /// Runs a trace by interpreting its ops on real memory.

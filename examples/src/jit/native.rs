@@ -5,7 +5,7 @@ use crate::jit::exec::{LoopCode, LoopExit};
 use crate::lang::heap::Heap;
 use crate::lang::vm::{Compiler, LogFlags};
 use backend_x86_64::{CompileOptions, CompiledTrace, Exit, Runtime};
-use trace_ir::Trace;
+use trace_ir::{GuardId, Trace};
 
 /// The arena is the allocator of native code: `new_with_vtable` in a trace and the rebuilding
 /// of virtual objects at an exit both allocate here (the backend writes class and length
@@ -41,6 +41,16 @@ impl LoopCode for NativeLoop {
             #[allow(unreachable_patterns)]
             other => Err(format!("unexpected exit {other:?}")),
         }
+    }
+
+    fn supports_bridges(&self) -> bool {
+        true
+    }
+
+    fn attach_bridge(&mut self, guard: GuardId, bridge: &Trace) -> Result<(), String> {
+        self.code
+            .attach_bridge(guard, bridge, &CompileOptions::default())
+            .map_err(|e| e.to_string())
     }
 }
 

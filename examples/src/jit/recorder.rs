@@ -61,6 +61,17 @@ pub enum ParamKind {
     Object(u64),
 }
 
+/// What a bridge needs to know of the loop it returns to.
+#[derive(Clone, Debug)]
+pub struct BridgeTarget {
+    /// The loop header's position.
+    pub header_pc: usize,
+    /// How the live slots cross the loop's label (in its parameter order).
+    pub params: Vec<(Slot, ParamKind)>,
+    /// The `TargetToken` of the loop's label.
+    pub token: u64,
+}
+
 /// Why recording stopped without a trace.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Abort(pub String);
@@ -70,6 +81,8 @@ pub struct Abort(pub String);
 pub struct Recorded {
     /// The trace.
     pub trace: Trace,
+    /// What a bridge of this loop needs to know of it.
+    pub target: BridgeTarget,
     /// The live slots at the header, in input order (the trace inputs are their boxes).
     pub entry_slots: Vec<Slot>,
     /// Guard ids of the loop's own exit test (expected to fail once per loop run).
@@ -88,6 +101,44 @@ struct Descrs {
     sqrt: DescrRef,
 }
 
+impl Descrs {
+    /// The descriptors of the language's objects, in `b`'s table.
+    fn new(b: &mut TraceBuilder) -> Descrs {
+        Descrs {
+            int_field: b.descr(field("IntBox.value", BOX_VALUE_OFFSET, Kind::Int)),
+            float_field: b.descr(field("FloatBox.value", BOX_VALUE_OFFSET, Kind::Float)),
+            first: b.descr(field("Pair.first", PAIR_FIRST_OFFSET, Kind::Ref)),
+            second: b.descr(field("Pair.second", PAIR_SECOND_OFFSET, Kind::Ref)),
+            int_size: b.descr(Descr::Size(SizeDescr {
+                size: BOX_SIZE as i64,
+                vtable: Some(INT_CLASS as i64),
+            })),
+            float_size: b.descr(Descr::Size(SizeDescr {
+                size: BOX_SIZE as i64,
+                vtable: Some(FLOAT_CLASS as i64),
+            })),
+            pair_size: b.descr(Descr::Size(SizeDescr {
+                size: PAIR_SIZE as i64,
+                vtable: Some(PAIR_CLASS as i64),
+            })),
+            array: b.descr(Descr::Array(ArrayDescr {
+                item_size: 8,
+                signed: true,
+                kind: Kind::Int,
+                base_offset: ARRAY_ITEMS_OFFSET,
+                len_offset: ARRAY_LEN_OFFSET,
+            })),
+            sqrt: b.descr(Descr::Call(CallDescr {
+                result: Kind::Float,
+                result_size: 8,
+                args: vec![Kind::Float],
+                effect: CallEffect::ElidableCannotRaise,
+                oopspec: None,
+            })),
+        }
+    }
+}
+
 /// Records one iteration of the loop whose header is at `header_pc`.
 pub struct Recorder {
     b: TraceBuilder,
@@ -101,6 +152,11 @@ pub struct Recorder {
     params: Vec<(Slot, ParamKind)>,
     entry_slots: Vec<Slot>,
     loop_exit_guards: Vec<GuardId>,
+    /// The `TargetToken` of the loop's label: a recorded loop's label gets it, a bridge's
+    /// closing `jump` names it.
+    token: u64,
+    /// For a bridge: the guard it leaves from.
+    bridge_of: Option<GuardId>,
 }
 
 /// The interpreter's state at the instruction being recorded.
@@ -132,44 +188,14 @@ fn field(name: &str, offset: i64, kind: Kind) -> Descr {
 
 impl Recorder {
     /// Start recording at the loop header `header_pc` (a `LoopHeader` instruction), with the
-    /// frame's current slot values. `unbox` selects the unboxed header shape.
-    pub fn start(program: &Program, header_pc: usize, slots: &[u64], heap: &Heap, unbox: bool) -> Recorder {
+    /// frame's current slot values. `unbox` selects the unboxed header shape; the loop's
+    /// label gets `TargetToken(token)` (what its bridges jump to).
+    pub fn start(program: &Program, header_pc: usize, slots: &[u64], heap: &Heap, unbox: bool, token: u64) -> Recorder {
         let Instr::LoopHeader { id } = program.code[header_pc] else {
             panic!("recording must start at a loop header");
         };
         let mut b = TraceBuilder::new();
-        let d = Descrs {
-            int_field: b.descr(field("IntBox.value", BOX_VALUE_OFFSET, Kind::Int)),
-            float_field: b.descr(field("FloatBox.value", BOX_VALUE_OFFSET, Kind::Float)),
-            first: b.descr(field("Pair.first", PAIR_FIRST_OFFSET, Kind::Ref)),
-            second: b.descr(field("Pair.second", PAIR_SECOND_OFFSET, Kind::Ref)),
-            int_size: b.descr(Descr::Size(SizeDescr {
-                size: BOX_SIZE as i64,
-                vtable: Some(INT_CLASS as i64),
-            })),
-            float_size: b.descr(Descr::Size(SizeDescr {
-                size: BOX_SIZE as i64,
-                vtable: Some(FLOAT_CLASS as i64),
-            })),
-            pair_size: b.descr(Descr::Size(SizeDescr {
-                size: PAIR_SIZE as i64,
-                vtable: Some(PAIR_CLASS as i64),
-            })),
-            array: b.descr(Descr::Array(ArrayDescr {
-                item_size: 8,
-                signed: true,
-                kind: Kind::Int,
-                base_offset: ARRAY_ITEMS_OFFSET,
-                len_offset: ARRAY_LEN_OFFSET,
-            })),
-            sqrt: b.descr(Descr::Call(CallDescr {
-                result: Kind::Float,
-                result_size: 8,
-                args: vec![Kind::Float],
-                effect: CallEffect::ElidableCannotRaise,
-                oopspec: None,
-            })),
-        };
+        let d = Descrs::new(&mut b);
         let entry_slots = program.live_slots(header_pc);
         let inputs: Vec<Value> = entry_slots.iter().map(|_| b.input(Kind::Ref)).collect();
         let mut r = Recorder {
@@ -182,6 +208,8 @@ impl Recorder {
             params: Vec::new(),
             entry_slots: entry_slots.clone(),
             loop_exit_guards: Vec::new(),
+            token,
+            bridge_of: None,
         };
         for (&s, &v) in entry_slots.iter().zip(&inputs) {
             r.vals[s as usize] = Some(v);
@@ -230,6 +258,73 @@ impl Recorder {
             r.vals[s as usize] = Some(v);
         }
         r
+    }
+
+    /// Start recording a bridge out of guard `guard` of `parent` (a trace of the compiled
+    /// loop `loop_`: the loop or one of its bridges), at the guard's resume position
+    /// `resume_pc`, where the interpreter has just written the exit's values into the live
+    /// slots. The bridge's inputs are the guard's exit words; its virtual objects are
+    /// rebuilt at the bridge's start (`trace_ir::tree::bridge_prologue`), so the optimizer
+    /// can keep them virtual. The bridge ends at the loop's header with a jump to the loop's
+    /// label. Its guards get ids from `first_guard_id` on.
+    pub fn start_bridge(
+        program: &Program,
+        loop_: &BridgeTarget,
+        parent: &Trace,
+        guard: GuardId,
+        resume_pc: usize,
+        first_guard_id: u32,
+    ) -> Result<Recorder, Abort> {
+        let Instr::LoopHeader { id } = program.code[loop_.header_pc] else {
+            return Err(Abort("a bridge must end at a loop header".into()));
+        };
+        let at = trace_ir::tree::guard_op(parent, guard).ok_or_else(|| Abort(format!("no {guard} in the trace")))?;
+        let gd = parent
+            .guard_of(at)
+            .ok_or_else(|| Abort(format!("{guard} has no resume data")))?;
+        let mut b = TraceBuilder::new();
+        b.guard_ids_from(first_guard_id);
+        let fail = trace_ir::bridge_prologue(parent, gd, &mut b);
+        let d = Descrs::new(&mut b);
+        let live = program.live_slots(resume_pc);
+        if live.len() != fail.len() {
+            return Err(Abort(format!(
+                "{guard} has {} fail arguments for {} live slots",
+                fail.len(),
+                live.len()
+            )));
+        }
+        let mut r = Recorder {
+            b,
+            d,
+            header_pc: loop_.header_pc,
+            loop_id: id,
+            vals: vec![None; program.num_slots],
+            known_class: HashMap::new(),
+            params: loop_.params.clone(),
+            entry_slots: program.live_slots(loop_.header_pc),
+            loop_exit_guards: Vec::new(),
+            token: loop_.token,
+            bridge_of: Some(guard),
+        };
+        for (&s, v) in live.iter().zip(fail) {
+            r.vals[s as usize] = v;
+            // The boxes the prologue allocates have the class of their size descriptor.
+            if let Some(v) = v {
+                let t = r.b.trace();
+                if let Some(o) = v.as_op().map(|o| t.op(o)).filter(|o| o.opcode == Opcode::NewWithVtable) {
+                    if let Some(Descr::Size(SizeDescr { vtable: Some(c), .. })) = o.descr.map(|d| t.descr(d)) {
+                        r.known_class.insert(v, *c as u64);
+                    }
+                }
+            }
+        }
+        Ok(r)
+    }
+
+    /// For a bridge recording: the guard it leaves from.
+    pub fn bridge_of(&self) -> Option<GuardId> {
+        self.bridge_of
     }
 
     /// The loop (`LoopHeader` id) being recorded.
@@ -767,13 +862,31 @@ impl Recorder {
             };
             args.push(arg);
         }
-        self.b.jump(&args);
-        let trace = self
+        let target = self.b.descr(Descr::Target(self.token));
+        match self.bridge_of {
+            // A bridge jumps to the loop's label, in another trace.
+            Some(_) => {
+                self.b.op_with_descr(Opcode::Jump, &args, target);
+            }
+            None => self.b.jump(&args),
+        }
+        let mut trace = self
             .b
             .finish()
             .map_err(|e| Abort(format!("recorded trace does not verify: {e}")))?;
+        if self.bridge_of.is_none() {
+            // The loop's label is the one its bridges enter.
+            if let Some(l) = trace.last_label() {
+                trace.ops[l.index()].descr = Some(target);
+            }
+        }
         Ok(Recorded {
             trace,
+            target: BridgeTarget {
+                header_pc: self.header_pc,
+                params: self.params,
+                token: self.token,
+            },
             entry_slots: self.entry_slots,
             loop_exit_guards: self.loop_exit_guards,
         })

@@ -87,8 +87,10 @@ pub struct Config {
     pub engine: Engine,
     /// Iterations before a loop is recorded.
     pub hot_threshold: u32,
-    /// Failures of one guard before its loop is recorded again.
+    /// Failures of one guard before its loop is recorded again (engines without bridges).
     pub retrace_threshold: u32,
+    /// Failures of one guard before a bridge is recorded from it (engines with bridges).
+    pub bridge_threshold: u32,
     /// Re-recordings of one loop before the last trace is kept for good.
     pub max_retraces: u32,
     /// Abandoned recordings before a loop is never recorded again.
@@ -105,6 +107,7 @@ impl Config {
             engine,
             hot_threshold: 50,
             retrace_threshold: 100,
+            bridge_threshold: 20,
             max_retraces: 2,
             max_aborts: 3,
             log: LogFlags::from_env(),

@@ -4,7 +4,7 @@ use super::config::Mode;
 use super::results::{RuntimeError, TraceStats};
 use super::Vm;
 use crate::jit::exec::LoopCode;
-use crate::jit::recorder::{Abort, Recorded, Recorder};
+use crate::jit::recorder::{Abort, BridgeTarget, Recorded, Recorder};
 use crate::lang::bytecode::Slot;
 use std::collections::{HashMap, HashSet};
 use std::time::Instant;
@@ -17,6 +17,30 @@ struct CompiledLoop {
     /// Exits per resume key (a guard and its copy in the peeled loop body count together).
     failures: HashMap<u64, u32>,
     loop_exit_guards: HashSet<GuardId>,
+    /// What its bridges jump back to.
+    target: BridgeTarget,
+    /// The compiled traces: the loop, then each bridge.
+    traces: Vec<Trace>,
+    /// Which of `traces` each guard is in.
+    guard_trace: HashMap<GuardId, usize>,
+    /// Failures per guard, for bridges.
+    guard_failures: HashMap<GuardId, u32>,
+    /// Guards that have a bridge, or whose bridge could not be made.
+    no_more_bridges: HashSet<GuardId>,
+    /// The first guard id no trace of the loop uses.
+    next_guard_id: u32,
+}
+
+impl CompiledLoop {
+    /// Add a compiled trace (the loop, or a bridge) to the bookkeeping.
+    fn add_trace(&mut self, t: Trace) {
+        let k = self.traces.len();
+        for gd in &t.guards {
+            self.guard_trace.insert(gd.id, k);
+        }
+        self.next_guard_id = self.next_guard_id.max(t.max_guard_id().map_or(0, |g| g.0 + 1));
+        self.traces.push(t);
+    }
 }
 
 /// The driver's state of one loop: hotness, abandoned recordings, retraces, compiled code.
@@ -35,8 +59,30 @@ fn count_ops(t: &Trace, f: impl Fn(Opcode) -> bool) -> usize {
 }
 
 impl Vm<'_> {
+    /// Abandon the recording in progress (of loop `id`, or of a bridge of it).
     pub(super) fn abort_recording(&mut self, id: usize, why: &str) {
-        self.recorder = None;
+        if let Some(g) = self.recorder.take().and_then(|r| r.bridge_of()) {
+            self.abandon_bridge(id, g, why);
+            return;
+        }
+        self.abandon_loop(id, why);
+    }
+
+    /// A bridge out of `g` that cannot be recorded: the guard exits to the interpreter for
+    /// good.
+    fn abandon_bridge(&mut self, id: usize, g: GuardId, why: &str) {
+        self.stats.aborts += 1;
+        if let Some(c) = self.loops[id].compiled.as_mut() {
+            c.no_more_bridges.insert(g);
+        }
+        if self.config.log.jit {
+            eprintln!("[jit] recording of a bridge out of {g} of loop {id} abandoned: {why}");
+        }
+    }
+
+    /// A recording of loop `id` abandoned: after enough of them the loop is never recorded
+    /// again.
+    fn abandon_loop(&mut self, id: usize, why: &str) {
         self.stats.aborts += 1;
         let l = &mut self.loops[id];
         l.aborts += 1;
@@ -51,15 +97,21 @@ impl Vm<'_> {
 
     /// Execute the `loop_header` at `pc`; returns the next position.
     pub(super) fn loop_header(&mut self, pc: usize, id: usize) -> Result<usize, RuntimeError> {
+        self.stats.header_passes += 1;
         // Close or abandon a recording in progress.
         if let Some(rec) = self.recorder.take() {
-            if rec.loop_id() as usize != id {
-                let rid = rec.loop_id() as usize;
-                self.abort_recording(rid, "nested loop while recording");
+            let (rid, bridge) = (rec.loop_id() as usize, rec.bridge_of());
+            if rid != id {
+                match bridge {
+                    Some(g) => self.abandon_bridge(rid, g, "another loop while recording"),
+                    None => self.abandon_loop(rid, "nested loop while recording"),
+                }
             } else {
-                match rec.close(&self.slots, &self.heap) {
-                    Ok(recorded) => self.install(pc, id, recorded),
-                    Err(Abort(why)) => self.abort_recording(id, &why),
+                match (rec.close(&self.slots, &self.heap), bridge) {
+                    (Ok(recorded), None) => self.install(pc, id, recorded),
+                    (Ok(recorded), Some(g)) => self.install_bridge(id, g, recorded),
+                    (Err(Abort(why)), Some(g)) => self.abandon_bridge(id, g, &why),
+                    (Err(Abort(why)), None) => self.abandon_loop(id, &why),
                 }
             }
         }
@@ -83,7 +135,8 @@ impl Vm<'_> {
                 eprintln!("[jit] recording loop {id} at line {}", self.program.positions[pc].line);
             }
             let unbox = self.config.mode == Mode::JitOptimized;
-            self.recorder = Some(Recorder::start(self.program, pc, &self.slots, &self.heap, unbox));
+            let token = id as u64 + 1;
+            self.recorder = Some(Recorder::start(self.program, pc, &self.slots, &self.heap, unbox, token));
         }
         Ok(pc + 1)
     }
@@ -161,13 +214,104 @@ impl Vm<'_> {
                 ts.optimize_time, ts.compile_time
             );
         }
+        let compiled_trace = ts.compiled.clone();
         self.stats.traces.push(ts);
-        self.loops[id].compiled = Some(CompiledLoop {
+        let mut compiled = CompiledLoop {
             code,
             entry_slots: rec.entry_slots,
             failures: HashMap::new(),
             loop_exit_guards,
-        });
+            target: rec.target,
+            traces: Vec::new(),
+            guard_trace: HashMap::new(),
+            guard_failures: HashMap::new(),
+            no_more_bridges: HashSet::new(),
+            next_guard_id: 0,
+        };
+        compiled.add_trace(compiled_trace);
+        self.loops[id].compiled = Some(compiled);
+        self.stats.exits_after_warmup = 0;
+    }
+
+    /// Optimize (in [`Mode::JitOptimized`]) and compile the recorded bridge out of guard `g`
+    /// of loop `id`, and attach it.
+    fn install_bridge(&mut self, id: usize, g: GuardId, rec: Recorded) {
+        let t0 = Instant::now();
+        let log = self.config.log.clone();
+        let Some(compiled) = self.loops[id].compiled.as_mut() else {
+            return;
+        };
+        compiled.no_more_bridges.insert(g);
+        let trace = if self.config.mode == Mode::JitOptimized {
+            match self.optimizer.optimize(&rec.trace, &optimizer::Options::default()) {
+                Ok(o) => o.trace,
+                Err(e) => {
+                    if log.jit {
+                        eprintln!("[jit] optimizer refused the bridge out of {g}: {e:?}");
+                    }
+                    return;
+                }
+            }
+        } else {
+            rec.trace
+        };
+        if log.opt {
+            eprintln!(
+                "[jit] bridge out of {g} of loop {id}:\n{}",
+                trace_ir::print_trace(&trace)
+            );
+        }
+        match compiled.code.attach_bridge(g, &trace) {
+            Ok(()) => {
+                compiled.add_trace(trace);
+                self.stats.bridges += 1;
+                self.stats.exits_after_warmup = 0;
+                self.stats.bridge_time += t0.elapsed();
+                if log.jit {
+                    eprintln!("[jit] bridge out of {g} of loop {id} attached in {:?}", t0.elapsed());
+                }
+            }
+            Err(e) => {
+                if log.jit {
+                    eprintln!("[jit] bridge out of {g} of loop {id} not attached: {e}");
+                }
+            }
+        }
+    }
+
+    /// After an exit through guard `g` of loop `id` to `resume`: when the guard has failed
+    /// often enough and the engine attaches bridges, start recording one. Returns whether
+    /// a recording started.
+    fn maybe_record_bridge(&mut self, id: usize, g: GuardId, resume: usize) -> bool {
+        let threshold = self.config.bridge_threshold;
+        let Some(c) = self.loops[id].compiled.as_mut() else {
+            return false;
+        };
+        if !c.code.supports_bridges() || c.loop_exit_guards.contains(&g) || c.no_more_bridges.contains(&g) {
+            return false;
+        }
+        let n = c.guard_failures.entry(g).or_insert(0);
+        *n += 1;
+        if *n < threshold || self.recorder.is_some() {
+            return false;
+        }
+        let Some(&k) = c.guard_trace.get(&g) else { return false };
+        match Recorder::start_bridge(self.program, &c.target, &c.traces[k], g, resume, c.next_guard_id) {
+            Ok(r) => {
+                if self.config.log.jit {
+                    eprintln!("[jit] recording a bridge out of {g} of loop {id}");
+                }
+                self.recorder = Some(r);
+                true
+            }
+            Err(Abort(why)) => {
+                c.no_more_bridges.insert(g);
+                if self.config.log.jit {
+                    eprintln!("[jit] no bridge out of {g} of loop {id}: {why}");
+                }
+                false
+            }
+        }
     }
 
     /// Enter the compiled loop `id` at its header `pc`; returns where to resume.
@@ -180,6 +324,7 @@ impl Vm<'_> {
             message: format!("compiled code failed: {e}"),
         })?;
         self.stats.guard_failures += 1;
+        self.stats.exits_after_warmup += 1;
         let resume = exit.resume_key as usize;
         if resume >= self.program.code.len() {
             return Err(self.error(pc, format!("compiled code returned a bad resume position {resume}")));
@@ -208,9 +353,12 @@ impl Vm<'_> {
         if resume == pc {
             self.skip_entry_at = Some(pc);
         }
+        if self.maybe_record_bridge(id, exit.guard, resume) {
+            return Ok(resume);
+        }
         let l = &mut self.loops[id];
         let compiled = l.compiled.as_mut().expect("compiled");
-        if !compiled.loop_exit_guards.contains(&exit.guard) {
+        if !compiled.code.supports_bridges() && !compiled.loop_exit_guards.contains(&exit.guard) {
             let n = compiled.failures.entry(exit.resume_key).or_insert(0);
             *n += 1;
             if *n >= self.config.retrace_threshold && l.retraces < self.config.max_retraces {

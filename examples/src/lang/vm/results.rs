@@ -64,6 +64,16 @@ pub struct RunStats {
     pub guard_failures: u64,
     /// Loops recorded again because a guard failed too often.
     pub retraces: u32,
+    /// Loop headers the interpreter passed (in interpreter mode: the iterations of all
+    /// loops; compiled code passes headers without the interpreter).
+    pub header_passes: u64,
+    /// Bridges compiled and attached.
+    pub bridges: u32,
+    /// Guard failures (exits to the interpreter) since the last trace or bridge was
+    /// compiled: the exits of the warmed-up program.
+    pub exits_after_warmup: u64,
+    /// Time spent optimizing and compiling bridges.
+    pub bridge_time: Duration,
     /// Objects allocated (by the interpreter, compiled code and exits).
     pub allocations: u64,
 }
