@@ -1,22 +1,25 @@
-//! `tracejit fuzz --count N --seed S [--z3] [--native] [--out DIR]`: the fuzz checks of
-//! `verify::fuzzing` on N random traces, without libFuzzer.
+//! `tracejit fuzz --count N --seed S [--z3] [--native] [--trees] [--out DIR]`: the fuzz
+//! checks of `verify::fuzzing` on N random traces, without libFuzzer.
 //!
 //! Every trace is checked with the interpreter before and after optimization; `--z3` adds
 //! translation validation, `--native` the native-code differential (integer traces, and
-//! traces that touch only memory they allocate). Every
+//! traces that touch only memory they allocate), `--trees` the trace-tree differential
+//! (`verify::fuzzing::tree_failure`: a random loop with bridges, its bridges optimized, in
+//! the interpreter and natively, and with `--z3` each optimized bridge validated; a failing
+//! tree is saved whole, in the tree text format). Every
 //! other group of four traces is optimized with loop peeling (`optimizer::Options::peel`). A
 //! failing trace is minimized (ops deleted while the failure persists) and saved under
 //! `--out` (default `fuzz-failures/`) as `<check>-<seed>.trace`, with the failure as a
 //! comment. The last line is exactly `N passed, N failed`.
 
 use crate::common::{Args, CliError, CliResult};
-use trace_interp::random::{random_trace, RandomConfig};
+use trace_interp::random::{grow_tree, random_trace, random_tree, RandomConfig};
 use trace_interp::rng::mix64;
-use verify::fuzzing::{minimize, trace_failure, Check};
+use verify::fuzzing::{minimize, trace_failure, tree_failure, Check};
 
 /// `tracejit fuzz ...`.
 pub fn fuzz(args: &[String]) -> CliResult {
-    let a = Args::parse(args, &["count", "seed", "out"], &["z3", "native"])?;
+    let a = Args::parse(args, &["count", "seed", "out"], &["z3", "native", "trees"])?;
     if !a.positional.is_empty() {
         return Err(CliError::Usage("fuzz takes no FILE".into()));
     }
@@ -90,6 +93,9 @@ pub fn fuzz(args: &[String]) -> CliResult {
                 );
             }
         }
+        if a.has("trees") && !check_tree(s, i, &out, a.has("z3"))? {
+            ok = false;
+        }
         if ok {
             passed += 1;
         } else {
@@ -110,4 +116,40 @@ fn check_name(c: Check) -> &'static str {
         Check::NativeDiff => "native_diff",
         Check::Validate => "validate",
     }
+}
+
+/// The tree check on the tree of seed `s` (integer loops and self-contained ones in turn,
+/// every other pair grown on the optimized loop); a failing tree is saved under `out`.
+/// Returns whether it passed.
+fn check_tree(s: u64, i: u64, out: &str, z3: bool) -> Result<bool, CliError> {
+    let cfg = match i % 2 {
+        0 => RandomConfig::self_contained(),
+        _ => RandomConfig::integers_only(),
+    };
+    let (mut tree, inputs) = random_tree(&cfg, s);
+    if i % 4 >= 2 {
+        if let Ok(opt) = optimizer::optimize(&tree.root, &optimizer::Options::default()) {
+            tree = grow_tree(opt.trace, &inputs, s);
+        }
+    }
+    let Some(msg) = tree_failure(&tree, &inputs, z3) else {
+        return Ok(true);
+    };
+    std::fs::create_dir_all(out).map_err(|e| CliError::Failed(format!("{out}: {e}")))?;
+    let path = format!("{out}/tree_diff-{s:016x}.trace");
+    let mut text = String::new();
+    for line in msg.lines() {
+        text.push_str(&format!("# {line}\n"));
+    }
+    text.push_str(&format!(
+        "# inputs: {:?}\n",
+        inputs.iter().map(|v| v.bits() as i64).collect::<Vec<_>>()
+    ));
+    text.push_str(&trace_ir::print_tree(&tree));
+    std::fs::write(&path, text).map_err(|e| CliError::Failed(format!("{path}: {e}")))?;
+    println!(
+        "FAIL tree_diff seed {s:#x}: {} (saved {path})",
+        msg.lines().next().unwrap_or("")
+    );
+    Ok(false)
 }

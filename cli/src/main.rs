@@ -46,9 +46,10 @@ commands:
   eval-pypy FILE... [--json] [--timeout MS] [--runs N] [--peel]
                                   optimize PyPy's noopt traces, validate (interpreter and
                                   Z3) and compare op counts with PyPy's optimized traces
-  fuzz --count N --seed S [--z3] [--native] [--out DIR]
-                                  fuzz checks on random traces; failures minimized and
-                                  saved under DIR (default fuzz-failures/)
+  fuzz --count N --seed S [--z3] [--native] [--trees] [--out DIR]
+                                  fuzz checks on random traces (--trees: and on random
+                                  trace trees, a loop with bridges); failures minimized
+                                  and saved under DIR (default fuzz-failures/)
   synth-rules [--json] [--op NAME]
                                   synthesize simple rules with Z3; mark each
                                   covered or MISSING in the optimizer

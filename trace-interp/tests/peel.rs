@@ -22,16 +22,18 @@ fn peels_a_labelled_loop() {
     trace_ir::verify(&p).unwrap();
     assert!(is_peeled_form(&t, &p) && !is_peeled_form(&p, &t) && !is_peeled_form(&t, &t));
     let text = print_trace(&p);
+    // The header keeps its token; the body's label gets its own.
+    assert_eq!(trace_ir::peeled_body_token(7), 7 | 1 << 62);
     let want = "[i0, i1]\n\
-         label(i0, i1) -> [i3, i4]\n\
+         label(i0, i1, descr=TargetToken(7)) -> [i3, i4]\n\
          i5 = int_lt(i3, i4)\n\
          guard_true(i5, descr=<Guard3 key=40>) [i3]\n\
          i7 = int_add(i3, 1)\n\
-         label(i7, i4, descr=TargetToken(7)) -> [i9, i10]\n\
+         label(i7, i4, descr=TargetToken(4611686018427387911)) -> [i9, i10]\n\
          i11 = int_lt(i9, i10)\n\
          guard_true(i11, descr=<Guard4 key=40>) [i9]\n\
          i13 = int_add(i9, 1)\n\
-         jump(i13, i10, descr=TargetToken(7))\n";
+         jump(i13, i10, descr=TargetToken(4611686018427387911))\n";
     if let Err(e) = trace_ir::traces_equivalent(&p, &parse_trace(want).unwrap()) {
         panic!("{e}; got\n{text}");
     }

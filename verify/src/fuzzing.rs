@@ -9,6 +9,7 @@
 //! | [`check_optimize_diff`] | the reference interpreter gives equivalent outcomes before and after `optimize` (example inputs and random ones) |
 //! | [`check_native_diff`] | the native code of the original and of the optimized trace exits like the interpreter (integer traces, or traces that touch only memory they allocate: byte and word views, floats, hints; with and without loops) |
 //! | [`check_validate`] | translation validation of the optimized trace is not `Invalid` |
+//! | [`check_tree_diff`] | a random trace tree (a loop, bridges out of its guards, out of a bridge, jumping back into the loop; on the loop as generated or optimized) and its form with optimized bridges: equivalent outcomes in the interpreter (`run_tree`), and native code with the bridges attached exits like it |
 //!
 //! A random trace is derived from the fuzz bytes: the first bytes choose the generator's
 //! knobs (length, loops, weights) and the optimizer's options (loop peeling for loops), a
@@ -29,6 +30,9 @@ use trace_interp::{outcomes_equivalent, run, Outcome, RtValue, RunConfig};
 use trace_ir::{FailArg, Trace, Value, ValueData, VirtualField};
 
 use crate::validate::{validate, Config, Verdict};
+
+mod trees;
+pub use trees::{bytes_tree, check_tree_diff, tree_failure};
 
 /// Which check.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -213,6 +217,13 @@ fn native_matches(trace: &Trace, inputs: &[RtValue]) -> Result<(), String> {
     let got = compiled
         .run(&bits, &mut heap)
         .map_err(|e| format!("run error: {e:?}"))?;
+    native_agrees(&want.outcome, &got)
+}
+
+/// A native exit agrees with the interpreter's outcome: integers and floats as bits,
+/// references by whether they are null; an interpreter run without a defined outcome
+/// agrees with anything.
+fn native_agrees(want: &Outcome, got: &Exit) -> Result<(), String> {
     let same = |a: &[RtValue], n: &[u64]| {
         a.len() == n.len()
             && a.iter().zip(n).all(|(x, &y)| match x {
@@ -220,7 +231,7 @@ fn native_matches(trace: &Trace, inputs: &[RtValue]) -> Result<(), String> {
                 other => other.bits() == y,
             })
     };
-    match (&want.outcome, &got) {
+    match (want, got) {
         (Outcome::Finish(a), Exit::Finish { values }) if same(a, values) => Ok(()),
         (Outcome::GuardFailed { guard, values: a, .. }, Exit::Guard { guard: g, values, .. })
             if guard == g && same(a, values) =>

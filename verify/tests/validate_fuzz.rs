@@ -2,7 +2,7 @@
 //! `fuzz/` targets and `tracejit fuzz` run), plus regression cases.
 
 use trace_interp::rng::Rng;
-use verify::fuzzing::{check_native_diff, check_optimize_diff, check_parse, check_validate};
+use verify::fuzzing::{check_native_diff, check_optimize_diff, check_parse, check_tree_diff, check_validate};
 
 /// A trace from its text (the regression cases are written by hand, so they parse).
 fn parse(text: &str) -> trace_ir::Trace {
@@ -67,6 +67,45 @@ fn fuzz_inputs_cover_peeled_loops() {
 fn native_diff_smoke() {
     for (i, c) in cases(150, 3, 64).iter().enumerate() {
         check_native_diff(c).unwrap_or_else(|e| panic!("case {i} {c:?}: {e}"));
+    }
+}
+
+/// Random trees: most have a bridge that jumps back into the loop, some grown on an
+/// optimized loop whose guards carry virtual objects.
+#[test]
+fn tree_diff_smoke() {
+    let (mut reentered, mut with_virtuals) = (0, 0);
+    for (i, c) in cases(2000, 5, 64).iter().enumerate() {
+        check_tree_diff(c).unwrap_or_else(|e| panic!("case {i} {c:?}: {e}"));
+        let (tree, inputs) = verify::fuzzing::bytes_tree(c).unwrap();
+        let cfg = trace_interp::RunConfig::default();
+        if trace_interp::run_tree(&tree, &inputs, &cfg).iterations
+            > trace_interp::run(&tree.root, &inputs, &cfg).iterations
+        {
+            reentered += 1;
+        }
+        if tree.root.guards.iter().any(|g| !g.virtuals.is_empty()) {
+            with_virtuals += 1;
+        }
+    }
+    assert!(
+        reentered > 700,
+        "only {reentered} trees went back into the loop from a bridge"
+    );
+    assert!(
+        with_virtuals > 90,
+        "only {with_virtuals} trees have guards with virtual objects"
+    );
+}
+
+/// Translation validation of the optimized bridges of random trees.
+#[test]
+fn tree_validate_smoke() {
+    for (i, c) in cases(200, 6, 64).iter().enumerate() {
+        let (tree, inputs) = verify::fuzzing::bytes_tree(c).unwrap();
+        if let Some(e) = verify::fuzzing::tree_failure(&tree, &inputs, true) {
+            panic!("case {i} {c:?}: {e}");
+        }
     }
 }
 

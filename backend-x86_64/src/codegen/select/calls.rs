@@ -7,7 +7,7 @@ use crate::codegen::{bad, Gen, R};
 use crate::pmove::Loc;
 use crate::runtime::{self, ArrayLayout};
 use dynasmrt::{dynasm, DynamicLabel, DynasmApi, DynasmLabelApi};
-use trace_ir::{Kind, Opcode, Value};
+use trace_ir::{Kind, OpRef, Opcode, Value};
 
 /// The working memory of calls (reused from trace to trace) and the data the code of
 /// allocations points to.
@@ -52,6 +52,8 @@ impl Gen<'_> {
         let inv = self.invalid_exit();
         dynasm!(self.em.asm ; .arch x64 ; test rax, rax);
         self.jcc_stub(Cond::E, inv);
+        // A failed allocation has left: the object is not null from here on.
+        self.r.heap.make_nonnull(Value::op(OpRef::new(at)));
         Ok(())
     }
 
@@ -78,6 +80,8 @@ impl Gen<'_> {
         let inv = self.invalid_exit();
         dynasm!(self.em.asm ; .arch x64 ; test rax, rax);
         self.jcc_stub(Cond::E, inv);
+        // A failed allocation has left: the object is not null from here on.
+        self.r.heap.make_nonnull(Value::op(OpRef::new(at)));
         Ok(())
     }
 
