@@ -61,6 +61,17 @@
 //!   (arrays of structs) use the default array layout: length word at offset 8, item `i` at
 //!   `16 + i * item_size`, the field at its offset inside the item.
 //!
+//! # Trace trees
+//! Each guard's exit stub counts the guard's failures ([`CompiledTrace::guard_failures`]:
+//! one memory increment per failure, for the embedder's "is this guard hot" decision).
+//! [`CompiledTrace::attach_bridge`] (or [`Compiler::attach_bridge`]) compiles a bridge, a
+//! trace whose inputs are the guard's exit words (`trace_ir::tree`), into the same tree and
+//! patches the guard's stub to jump to it; its `jump` to a `TargetToken` of the tree enters
+//! that label with the label's own register and frame locations, and its guards can get
+//! bridges in turn. The tree runs in one frame and is freed as one. The design is in the
+//! `tree` module; the bridges that are refused (with [`CompileError::Bridge`]) are listed
+//! at [`Compiler::attach_bridge`].
+//!
 //! # Ops served by the runtime
 //! In [`MemoryAccess::Hooks`] mode every op that reads or writes memory, allocates, calls
 //! (`call_*`, `call_pure_*`, `call_loopinvariant_*`, `call_may_force_*`,
@@ -622,13 +633,18 @@ impl CompiledTrace {
     }
 
     fn write_perf_map(&self, name: &str) {
-        use std::io::Write;
-        let path = format!("/tmp/perf-{}.map", std::process::id());
-        let base = self.code.as_ptr() as u64;
-        let name = if name.is_empty() { "trace" } else { name };
-        if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
-            let _ = writeln!(f, "{base:x} {:x} tracejit:{}", self.code.len(), name.replace('\n', " "));
-        }
+        write_perf_map(&self.code, name);
+    }
+}
+
+/// Append an entry for `code` named `name` to `/tmp/perf-<pid>.map`.
+fn write_perf_map(code: &CodeMemory, name: &str) {
+    use std::io::Write;
+    let path = format!("/tmp/perf-{}.map", std::process::id());
+    let base = code.as_ptr() as u64;
+    let name = if name.is_empty() { "trace" } else { name };
+    if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
+        let _ = writeln!(f, "{base:x} {:x} tracejit:{}", code.len(), name.replace('\n', " "));
     }
 }
 

@@ -268,9 +268,16 @@ impl Compiler {
             .and_then(codegen::Gen::generate)
             .map_err(|e| *e)?;
         self.rooms = rooms;
+        let len = g.code.len();
+        tree.add_bridge(guard, bridge, g)?;
+        let code = &tree.tree.bridges.last().expect("just added").code;
         if opts.log_asm {
-            eprintln!("; bridge out of {guard}: {} bytes", g.code.len());
+            eprintln!("; bridge out of {guard} at {:#x}, {len} bytes", code.as_ptr() as u64);
+            eprint!("{}", crate::disasm(code.bytes(), code.as_ptr() as u64));
         }
-        tree.add_bridge(guard, bridge, g)
+        if opts.perf_map {
+            crate::write_perf_map(code, &format!("bridge out of {guard}"));
+        }
+        Ok(())
     }
 }

@@ -434,11 +434,7 @@ impl Heap {
     /// handed such an address out (a forged reference), so reading one is a broken promise
     /// (see `docs/memory-model.md`). Unwritten bytes and stale external cells forge nothing.
     pub fn forges_reference(&self, addr: u64, view: View, pure: bool) -> bool {
-        let Some(cells) = self.cells_of(addr) else {
-            return false;
-        };
-        let external = !self.objects.contains_key(&addr);
-        let mut seen = overlapping(cells, view).filter(|(_, c)| !external || self.visible(c, pure));
+        let mut seen = self.seen_cells(addr, view, pure);
         match (seen.next(), seen.next()) {
             (None, _) => false,
             (Some((s, c)), None) => {
@@ -454,13 +450,18 @@ impl Heap {
     /// from one run of a program to the next (allocation), so such a read is a broken promise
     /// too (see `docs/memory-model.md`).
     pub fn exposes_reference(&self, addr: u64, view: View, pure: bool) -> bool {
-        let Some(cells) = self.cells_of(addr) else {
-            return false;
-        };
-        let external = !self.objects.contains_key(&addr);
-        overlapping(cells, view)
-            .filter(|(_, c)| !external || self.visible(c, pure))
+        self.seen_cells(addr, view, pure)
             .any(|(_, c)| c.value.kind() == Kind::Ref && !c.header)
+    }
+
+    /// The cells of `addr` overlapping `view` that a read (`pure`: an immutable one) sees:
+    /// all of an allocated object's, the visible ones of an external object's.
+    fn seen_cells(&self, addr: u64, view: View, pure: bool) -> impl Iterator<Item = (i64, &Cell)> {
+        let external = !self.objects.contains_key(&addr);
+        self.cells_of(addr)
+            .into_iter()
+            .flat_map(move |cells| overlapping(cells, view))
+            .filter(move |(_, c)| !external || self.visible(c, pure))
     }
 
     /// Whether a write of `view` into `addr` would change a class or length word.
@@ -535,13 +536,10 @@ impl Heap {
         if let Some(obj) = self.objects.get(&addr) {
             return obj.read(view, kind, self.epoch, pure);
         }
-        let pieces: Vec<(i64, u8, RtValue)> = match self.external.get(&addr) {
-            Some(ext) => overlapping(&ext.cells, view)
-                .filter(|(_, c)| self.visible(c, pure))
-                .map(|(s, c)| (s, c.size, c.value))
-                .collect(),
-            None => Vec::new(),
-        };
+        let pieces: Vec<(i64, u8, RtValue)> = self
+            .seen_cells(addr, view, pure)
+            .map(|(s, c)| (s, c.size, c.value))
+            .collect();
         match pieces.as_slice() {
             [] => self.unwritten(addr, view, kind, pure),
             [(s, n, v)] if *s == view.offset && *n == view.size => v.with_kind(kind),

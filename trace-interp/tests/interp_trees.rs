@@ -131,3 +131,46 @@ fn random_trees_verify_and_leave() {
     assert!(bridged > 1500, "only {bridged} trees ran a bridge");
     assert!(deeper > 1000, "only {deeper} trees have a second bridge");
 }
+
+#[test]
+fn a_bridge_prologue_rebuilds_the_guards_virtual_objects_from_its_exit_words() {
+    // The guard's resume data holds an object (its field x = i0 * 3) and a hole; the bridge
+    // starts with the prologue, reads the field back and finishes with it and the value.
+    let root = trace_ir::parse_trace(
+        "[i0]\ni1 = int_mul(i0, 3)\nguard_false(i0, descr=<Guard0>) [i0, $0, None] {$0 = new_with_vtable(descr=<SizeDescr 16 vtable=7>) <FieldS x 8>: i1}\nfinish(i0)\n",
+    )
+    .unwrap();
+    let gd = &root.guards[0];
+    let mut b = trace_ir::TraceBuilder::new();
+    b.guard_ids_from(1);
+    let fail = trace_ir::bridge_prologue(&root, gd, &mut b);
+    assert_eq!(fail.len(), 3);
+    assert!(fail[2].is_none());
+    let (i0, obj) = (fail[0].unwrap(), fail[1].unwrap());
+    let x = b.descr(trace_ir::Descr::Field(trace_ir::FieldDescr {
+        name: "x".into(),
+        offset: 8,
+        size: 8,
+        signed: true,
+        kind: trace_ir::Kind::Int,
+        immutable: false,
+    }));
+    let v = b.op_with_descr(trace_ir::Opcode::GetfieldGcI, &[obj], x);
+    // The rebuilt instance has its class.
+    let seven = b.const_int(7);
+    b.guard(trace_ir::Opcode::GuardClass, &[obj, seven], &[], 0);
+    b.finish_with(&[i0, v]);
+    let bridge = b.finish().unwrap();
+    // Two exit words: i0 and the field.
+    assert_eq!(bridge.num_inputs, 2);
+    let tree = trace_ir::TraceTree {
+        root,
+        bridges: vec![trace_ir::Bridge {
+            guard: GuardId(0),
+            trace: bridge,
+        }],
+    };
+    verify_tree(&tree).unwrap();
+    let r = run_tree(&tree, &ints(&[5]), &RunConfig::default());
+    assert_eq!(r.outcome, Outcome::Finish(ints(&[5, 15])));
+}
