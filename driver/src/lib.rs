@@ -43,6 +43,8 @@ pub struct DriverConfig {
     pub hot_guard: u32,
     /// Abandoned recordings of a location before it is never recorded again.
     pub max_aborts: u32,
+    /// Ops a recording may have ([`Driver::too_long`]); a longer trace is abandoned.
+    pub max_trace_ops: usize,
     /// Run the optimizer (loops with `Options::peel`).
     pub optimize: bool,
     /// How to compile.
@@ -55,6 +57,7 @@ impl Default for DriverConfig {
             hot_loop: 50,
             hot_guard: 20,
             max_aborts: 3,
+            max_trace_ops: 4000,
             optimize: true,
             compile: CompileOptions::default(),
         }
@@ -230,6 +233,12 @@ impl<K: Copy + Eq + Hash + fmt::Debug> Driver<K> {
         self.recording.is_some()
     }
 
+    /// Whether the recording in `b` has grown past [`DriverConfig::max_trace_ops`]: the
+    /// interpreter then abandons it ([`Driver::abort_recording`]).
+    pub fn too_long(&self, b: &TraceBuilder) -> bool {
+        b.trace().ops.len() > self.config.max_trace_ops
+    }
+
     /// End the recording in `b` at the loop header (at [`AtHeader::Close`]) with the `jump`
     /// it needs: back to its own label for a loop, to the loop's header (its
     /// `TargetToken`) for a bridge; `args` are the live values, in the order of the loop's
@@ -281,6 +290,14 @@ impl<K: Copy + Eq + Hash + fmt::Debug> Driver<K> {
     /// (a bridge). On an error the recording is abandoned as by
     /// [`Driver::abort_recording`].
     pub fn finish_recording(&mut self, trace: Trace) -> Result<(), DriverError> {
+        if trace.ops.len() > self.config.max_trace_ops && self.recording.is_some() {
+            self.abort_recording();
+            return Err(DriverError::State(format!(
+                "the trace has {} ops, more than {}",
+                trace.ops.len(),
+                self.config.max_trace_ops
+            )));
+        }
         let r = match self.recording.clone() {
             Some(Recording::Loop(k)) => self.install_loop(k, trace),
             Some(Recording::Bridge(k, g)) => self.install_bridge(k, g, trace),

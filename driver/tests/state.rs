@@ -71,6 +71,21 @@ fn calls_that_do_not_fit_the_state_are_errors() {
     assert!(d.finish_recording(bad).is_err());
     assert!(!d.is_recording());
     assert_eq!(d.stats().aborts, 1);
+    // So does one longer than the limit.
+    let mut short: Driver<u32> = Driver::new(DriverConfig {
+        max_trace_ops: 8,
+        ..config(1, 5, 2)
+    });
+    assert_eq!(short.loop_header(3), AtHeader::Record);
+    let mut b = TraceBuilder::new();
+    let x = b.input(Kind::Int);
+    assert!(!short.too_long(&b));
+    for _ in 0..8 {
+        b.op(Opcode::IntAdd, &[x, x]);
+    }
+    assert!(short.too_long(&b));
+    assert!(short.finish_recording(loop_trace()).is_err());
+    assert!(!short.is_recording());
 }
 
 #[test]
