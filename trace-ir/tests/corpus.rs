@@ -73,3 +73,33 @@ fn names_and_headers_come_from_the_log() {
         .unwrap();
     assert_eq!(bridge.info.name, "bridge out of Guard 0x7f316aa4e698 (line 439)");
 }
+
+/// The optimized bridges of each log are linked to the guards they leave from: every bridge
+/// names its guard's address, the guard is in a loop or bridge logged before it, and each
+/// loop with its bridges is a tree `verify_tree` accepts (inputs of the guards' kinds,
+/// jumps that fit the labels they enter).
+#[test]
+fn logged_bridges_are_linked_to_their_guards() {
+    for &(file, _, loops, bridges) in EXPECTED {
+        let opt: Vec<_> = parse_file(&read(file))
+            .unwrap()
+            .into_iter()
+            .filter(|t| t.info.section.as_deref() != Some("jit-log-noopt"))
+            .collect();
+        assert!(opt
+            .iter()
+            .skip(1)
+            .all(|t| (trace_ir::text::bridge_origin(&t.info).is_some())
+                == (t.info.section.as_deref() == Some("jit-log-opt-bridge"))));
+        let trees = trace_ir::text::assemble_trees(opt);
+        let linked: usize = trees.iter().map(|t| t.bridges.len()).sum();
+        assert_eq!(
+            (trees.len(), linked),
+            (loops, bridges),
+            "{file}: one tree per loop, every bridge in one"
+        );
+        for t in &trees {
+            trace_ir::verify_tree(t).unwrap_or_else(|e| panic!("{file} {}: {e}", t.root.info.name));
+        }
+    }
+}

@@ -63,7 +63,9 @@ pub fn print_tree(tree: &TraceTree) -> String {
 /// bridge joins the tree that holds its guard (by id, or by address as resume key) as a
 /// bridge of that guard. Bridges are taken in order, so a bridge out of a bridge follows
 /// it. A bridge whose guard no earlier trace has (the log did not keep its loop) starts a
-/// tree of its own. The trees are not verified (see [`verify_tree`]).
+/// tree of its own. The guards of a bridge named by address (PyPy's, whose ids the reader
+/// numbers from 0 in each trace) get ids after the tree's. The trees are not verified (see
+/// [`verify_tree`]).
 pub fn assemble_trees(traces: Vec<Trace>) -> Vec<TraceTree> {
     let mut trees: Vec<TraceTree> = Vec::new();
     for t in traces {
@@ -79,7 +81,22 @@ pub fn assemble_trees(traces: Vec<Trace>) -> Vec<TraceTree> {
             })
         });
         match found {
-            Some((k, guard)) => trees[k].bridges.push(Bridge { guard, trace: t }),
+            Some((k, guard)) => {
+                let mut t = t;
+                if let Some(GuardName::Address(_)) = bridge_origin(&t.info) {
+                    // PyPy's guards are named by address; their ids are the reader's and
+                    // start from 0 in every trace: renumber after the tree's.
+                    let first = trees[k]
+                        .traces()
+                        .filter_map(|tr| tr.max_guard_id())
+                        .max()
+                        .map_or(0, |g| g.0 + 1);
+                    for (i, gd) in t.guards.iter_mut().enumerate() {
+                        gd.id = GuardId(first + i as u32);
+                    }
+                }
+                trees[k].bridges.push(Bridge { guard, trace: t })
+            }
             None => trees.push(TraceTree::new(t)),
         }
     }
