@@ -15,6 +15,7 @@
 use crate::common::{Args, CliError, CliResult};
 use trace_interp::random::{grow_tree, random_trace, random_tree, RandomConfig};
 use trace_interp::rng::mix64;
+use trace_interp::RtValue;
 use verify::fuzzing::{minimize, trace_failure, tree_failure, Check};
 
 /// `tracejit fuzz ...`.
@@ -68,22 +69,12 @@ pub fn fuzz(args: &[String]) -> CliResult {
                 ok = false;
                 let small = minimize(check, &trace, &inputs, &options);
                 let msg_small = trace_failure(check, &small, &inputs, &options).unwrap_or_else(|| msg.clone());
-                std::fs::create_dir_all(&out).map_err(|e| CliError::Failed(format!("{out}: {e}")))?;
-                let name = format!("{}-{s:016x}.trace", check_name(check));
-                let path = format!("{out}/{name}");
-                let mut text = String::new();
+                let mut msg_file = msg_small.clone();
                 if options.peel {
-                    text.push_str("# optimized with loop peeling (`tracejit opt --peel`)\n");
+                    msg_file.insert_str(0, "optimized with loop peeling (`tracejit opt --peel`)\n");
                 }
-                for line in msg_small.lines() {
-                    text.push_str(&format!("# {line}\n"));
-                }
-                text.push_str(&format!(
-                    "# inputs: {:?}\n",
-                    inputs.iter().map(|v| v.bits() as i64).collect::<Vec<_>>()
-                ));
-                text.push_str(&trace_ir::print_trace(&small));
-                std::fs::write(&path, text).map_err(|e| CliError::Failed(format!("{path}: {e}")))?;
+                let name = format!("{}-{s:016x}.trace", check_name(check));
+                let path = save_failure(&out, &name, &msg_file, &inputs, &trace_ir::print_trace(&small))?;
                 println!(
                     "FAIL {} seed {s:#x}: {} ({} -> {} ops, saved {path})",
                     check_name(check),
@@ -135,21 +126,26 @@ fn check_tree(s: u64, i: u64, out: &str, z3: bool) -> Result<bool, CliError> {
     let Some(msg) = tree_failure(&tree, &inputs, z3) else {
         return Ok(true);
     };
-    std::fs::create_dir_all(out).map_err(|e| CliError::Failed(format!("{out}: {e}")))?;
-    let path = format!("{out}/tree_diff-{s:016x}.trace");
-    let mut text = String::new();
-    for line in msg.lines() {
-        text.push_str(&format!("# {line}\n"));
-    }
-    text.push_str(&format!(
-        "# inputs: {:?}\n",
-        inputs.iter().map(|v| v.bits() as i64).collect::<Vec<_>>()
-    ));
-    text.push_str(&trace_ir::print_tree(&tree));
-    std::fs::write(&path, text).map_err(|e| CliError::Failed(format!("{path}: {e}")))?;
+    let name = format!("tree_diff-{s:016x}.trace");
+    let path = save_failure(out, &name, &msg, &inputs, &trace_ir::print_tree(&tree))?;
     println!(
         "FAIL tree_diff seed {s:#x}: {} (saved {path})",
         msg.lines().next().unwrap_or("")
     );
     Ok(false)
+}
+
+/// Save a failing case as `out/name`: the failure `msg` and the inputs as comments, then
+/// `text` (a trace or a tree). Returns the path.
+fn save_failure(out: &str, name: &str, msg: &str, inputs: &[RtValue], text: &str) -> Result<String, CliError> {
+    std::fs::create_dir_all(out).map_err(|e| CliError::Failed(format!("{out}: {e}")))?;
+    let path = format!("{out}/{name}");
+    let mut file = String::new();
+    for line in msg.lines() {
+        file.push_str(&format!("# {line}\n"));
+    }
+    let words: Vec<i64> = inputs.iter().map(|v| v.bits() as i64).collect();
+    file.push_str(&format!("# inputs: {words:?}\n{text}"));
+    std::fs::write(&path, file).map_err(|e| CliError::Failed(format!("{path}: {e}")))?;
+    Ok(path)
 }

@@ -6,24 +6,8 @@ use trace_interp::random::{random_tree, RandomConfig};
 use trace_interp::{run, run_tree, Outcome, RtValue, RunConfig};
 use trace_ir::{parse_tree, verify_tree, GuardId};
 
-const BRANCHY: &str = "
-[i0, i1, i2]
-label(i0, i1, i2, descr=TargetToken(7))
-i3 = int_lt(i0, i1)
-guard_true(i3, descr=<Guard0>) [i0, i1, i2]
-i4 = int_and(i0, 7)
-guard_true(i4, descr=<Guard1>) [i0, i1, i2]
-i5 = int_add(i2, i0)
-i6 = int_add(i0, 1)
-jump(i6, i1, i5, descr=TargetToken(7))
-
-# bridge out of Guard1
-[i0, i1, i2]
-i3 = int_mul(i0, 100)
-i4 = int_add(i2, i3)
-i5 = int_add(i0, 1)
-jump(i5, i1, i4, descr=TargetToken(7))
-";
+/// `sum += i` for `i < n`; every eighth `i` the bridge adds `100 * i` instead.
+const BRANCHY: &str = include_str!("../../trace-ir/tests/data/branchy.tree");
 
 fn ints(v: &[i64]) -> Vec<RtValue> {
     v.iter().map(|&x| RtValue::Int(x)).collect()
@@ -80,32 +64,22 @@ finish(i0)
 # bridge out of Guard0
 aliasing type-based
 [p0]
-i1 = {read}(p0, descr=<FieldU other 8>)
-i2 = getfield_gc_i(p0, descr=<FieldS x 8>)
+{read}i2 = getfield_gc_i(p0, descr=<FieldS x 8>)
 finish(i2)
 "
         ))
         .unwrap()
     };
     let cfg = RunConfig::default();
-    let fine = parse_tree(
-        "aliasing type-based
-[i0]
-p1 = new(descr=<SizeDescr 16>)
-setfield_gc(p1, i0, descr=<FieldS x 8>)
-guard_false(i0, descr=<Guard0>) [p1]
-finish(i0)
-
-# bridge out of Guard0
-aliasing type-based
-[p0]
-i2 = getfield_gc_i(p0, descr=<FieldS x 8>)
-finish(i2)
-",
-    )
-    .unwrap();
+    let fine = tree("");
     assert_eq!(run_tree(&fine, &ints(&[5]), &cfg).outcome, Outcome::Finish(ints(&[5])));
-    match run_tree(&tree("getfield_gc_i"), &ints(&[5]), &cfg).outcome {
+    match run_tree(
+        &tree("i1 = getfield_gc_i(p0, descr=<FieldU other 8>)\n"),
+        &ints(&[5]),
+        &cfg,
+    )
+    .outcome
+    {
         Outcome::Invalid { promise: true, .. } => {}
         other => panic!("{other}"),
     }

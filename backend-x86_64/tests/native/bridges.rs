@@ -36,24 +36,7 @@ fn tree_differential(tree: &TraceTree, inputs: &[RtValue], o: &CompileOptions) -
 /// `sum += i` for `i < n`; every eighth `i` the guard `i & 7 != 0` fails: the bridge adds
 /// `100 * i` instead and jumps back into the loop.
 fn branchy_loop() -> TraceTree {
-    let text = "
-[i0, i1, i2]
-label(i0, i1, i2, descr=TargetToken(7))
-i3 = int_lt(i0, i1)
-guard_true(i3, descr=<Guard0>) [i0, i1, i2]
-i4 = int_and(i0, 7)
-guard_true(i4, descr=<Guard1>) [i0, i1, i2]
-i5 = int_add(i2, i0)
-i6 = int_add(i0, 1)
-jump(i6, i1, i5, descr=TargetToken(7))
-
-# bridge out of Guard1
-[i0, i1, i2]
-i3 = int_mul(i0, 100)
-i4 = int_add(i2, i3)
-i5 = int_add(i0, 1)
-jump(i5, i1, i4, descr=TargetToken(7))
-";
+    let text = include_str!("../../../trace-ir/tests/data/branchy.tree");
     trace_ir::parse_tree(text).unwrap()
 }
 
