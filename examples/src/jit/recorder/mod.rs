@@ -34,11 +34,12 @@
 use crate::lang::bytecode::{Builtin, Instr, Program, Slot};
 use crate::lang::heap::*;
 use crate::lang::parser::{BinOp, UnOp};
+
+mod bridge;
+mod descrs;
+pub use bridge::BridgeTarget;
 use std::collections::HashMap;
-use trace_ir::{
-    ArrayDescr, CallDescr, CallEffect, Descr, DescrRef, FieldDescr, GuardId, Kind, Opcode, SizeDescr, Trace,
-    TraceBuilder, Value,
-};
+use trace_ir::{Descr, DescrRef, FieldDescr, GuardId, Kind, Opcode, Trace, TraceBuilder, Value};
 
 /// Traces longer than this are abandoned.
 pub const MAX_TRACE_OPS: usize = 4000;
@@ -59,17 +60,6 @@ pub enum ParamKind {
     Float,
     /// An object of this class (arrays, pairs, None), passed as a reference.
     Object(u64),
-}
-
-/// What a bridge needs to know of the loop it returns to.
-#[derive(Clone, Debug)]
-pub struct BridgeTarget {
-    /// The loop header's position.
-    pub header_pc: usize,
-    /// How the live slots cross the loop's label (in its parameter order).
-    pub params: Vec<(Slot, ParamKind)>,
-    /// The `TargetToken` of the loop's label.
-    pub token: u64,
 }
 
 /// Why recording stopped without a trace.
@@ -99,44 +89,6 @@ struct Descrs {
     pair_size: DescrRef,
     array: DescrRef,
     sqrt: DescrRef,
-}
-
-impl Descrs {
-    /// The descriptors of the language's objects, in `b`'s table.
-    fn new(b: &mut TraceBuilder) -> Descrs {
-        Descrs {
-            int_field: b.descr(field("IntBox.value", BOX_VALUE_OFFSET, Kind::Int)),
-            float_field: b.descr(field("FloatBox.value", BOX_VALUE_OFFSET, Kind::Float)),
-            first: b.descr(field("Pair.first", PAIR_FIRST_OFFSET, Kind::Ref)),
-            second: b.descr(field("Pair.second", PAIR_SECOND_OFFSET, Kind::Ref)),
-            int_size: b.descr(Descr::Size(SizeDescr {
-                size: BOX_SIZE as i64,
-                vtable: Some(INT_CLASS as i64),
-            })),
-            float_size: b.descr(Descr::Size(SizeDescr {
-                size: BOX_SIZE as i64,
-                vtable: Some(FLOAT_CLASS as i64),
-            })),
-            pair_size: b.descr(Descr::Size(SizeDescr {
-                size: PAIR_SIZE as i64,
-                vtable: Some(PAIR_CLASS as i64),
-            })),
-            array: b.descr(Descr::Array(ArrayDescr {
-                item_size: 8,
-                signed: true,
-                kind: Kind::Int,
-                base_offset: ARRAY_ITEMS_OFFSET,
-                len_offset: ARRAY_LEN_OFFSET,
-            })),
-            sqrt: b.descr(Descr::Call(CallDescr {
-                result: Kind::Float,
-                result_size: 8,
-                args: vec![Kind::Float],
-                effect: CallEffect::ElidableCannotRaise,
-                oopspec: None,
-            })),
-        }
-    }
 }
 
 /// Records one iteration of the loop whose header is at `header_pc`.
@@ -258,73 +210,6 @@ impl Recorder {
             r.vals[s as usize] = Some(v);
         }
         r
-    }
-
-    /// Start recording a bridge out of guard `guard` of `parent` (a trace of the compiled
-    /// loop `loop_`: the loop or one of its bridges), at the guard's resume position
-    /// `resume_pc`, where the interpreter has just written the exit's values into the live
-    /// slots. The bridge's inputs are the guard's exit words; its virtual objects are
-    /// rebuilt at the bridge's start (`trace_ir::tree::bridge_prologue`), so the optimizer
-    /// can keep them virtual. The bridge ends at the loop's header with a jump to the loop's
-    /// label. Its guards get ids from `first_guard_id` on.
-    pub fn start_bridge(
-        program: &Program,
-        loop_: &BridgeTarget,
-        parent: &Trace,
-        guard: GuardId,
-        resume_pc: usize,
-        first_guard_id: u32,
-    ) -> Result<Recorder, Abort> {
-        let Instr::LoopHeader { id } = program.code[loop_.header_pc] else {
-            return Err(Abort("a bridge must end at a loop header".into()));
-        };
-        let at = trace_ir::tree::guard_op(parent, guard).ok_or_else(|| Abort(format!("no {guard} in the trace")))?;
-        let gd = parent
-            .guard_of(at)
-            .ok_or_else(|| Abort(format!("{guard} has no resume data")))?;
-        let mut b = TraceBuilder::new();
-        b.guard_ids_from(first_guard_id);
-        let fail = trace_ir::bridge_prologue(parent, gd, &mut b);
-        let d = Descrs::new(&mut b);
-        let live = program.live_slots(resume_pc);
-        if live.len() != fail.len() {
-            return Err(Abort(format!(
-                "{guard} has {} fail arguments for {} live slots",
-                fail.len(),
-                live.len()
-            )));
-        }
-        let mut r = Recorder {
-            b,
-            d,
-            header_pc: loop_.header_pc,
-            loop_id: id,
-            vals: vec![None; program.num_slots],
-            known_class: HashMap::new(),
-            params: loop_.params.clone(),
-            entry_slots: program.live_slots(loop_.header_pc),
-            loop_exit_guards: Vec::new(),
-            token: loop_.token,
-            bridge_of: Some(guard),
-        };
-        for (&s, v) in live.iter().zip(fail) {
-            r.vals[s as usize] = v;
-            // The boxes the prologue allocates have the class of their size descriptor.
-            if let Some(v) = v {
-                let t = r.b.trace();
-                if let Some(o) = v.as_op().map(|o| t.op(o)).filter(|o| o.opcode == Opcode::NewWithVtable) {
-                    if let Some(Descr::Size(SizeDescr { vtable: Some(c), .. })) = o.descr.map(|d| t.descr(d)) {
-                        r.known_class.insert(v, *c as u64);
-                    }
-                }
-            }
-        }
-        Ok(r)
-    }
-
-    /// For a bridge recording: the guard it leaves from.
-    pub fn bridge_of(&self) -> Option<GuardId> {
-        self.bridge_of
     }
 
     /// The loop (`LoopHeader` id) being recorded.
