@@ -8,7 +8,9 @@ use trace_interp::rng::Rng;
 use trace_interp::{outcomes_equivalent, run as interp_run, ModelHeap, Outcome, RtValue, RunConfig};
 use trace_ir::{Kind, Trace};
 
-/// `tracejit run FILE [--inputs 1,2.5,0 | --random N --seed S] [--opt] [--hooks]`.
+/// `tracejit run FILE [--inputs 1,2.5,0 | --random N --seed S] [--opt] [--hooks]`; with
+/// `--tree` the file is one trace tree, run with its bridges attached
+/// ([`crate::cmd_run_tree`]).
 ///
 /// Each trace runs in one of the backend's two memory modes:
 /// - **Direct** (traces that only touch objects they allocate): native code reads and writes
@@ -31,9 +33,8 @@ use trace_ir::{Kind, Trace};
 /// interpreter's or a trace cannot be compiled. Inputs for which the interpreter hits its
 /// iteration limit are not run natively (native loops have no limit).
 pub fn run(args: &[String]) -> CliResult {
-    let a = Args::parse(args, &["inputs", "random", "seed"], &["opt", "hooks"])?;
+    let a = Args::parse(args, &["inputs", "random", "seed"], &["opt", "hooks", "tree"])?;
     let file = a.one_file()?;
-    let traces = crate::common::load_traces(file)?;
     let count: usize = match a.value("random") {
         Some(n) => n
             .parse()
@@ -46,6 +47,10 @@ pub fn run(args: &[String]) -> CliResult {
             .map_err(|_| CliError::Usage(format!("--seed needs a number, got `{s}`")))?,
         None => 0,
     };
+    if a.has("tree") {
+        return crate::cmd_run_tree::run_tree_file(&a, file, count, seed);
+    }
+    let traces = crate::common::load_traces(file)?;
     let mut failures = 0;
     for (ti, t) in traces.iter().enumerate() {
         let name = if t.info.name.is_empty() {
@@ -162,7 +167,7 @@ pub fn run(args: &[String]) -> CliResult {
     Ok(())
 }
 
-fn parse_inputs(list: &str, kinds: &[Kind], hooks: bool) -> Result<Vec<RtValue>, CliError> {
+pub(crate) fn parse_inputs(list: &str, kinds: &[Kind], hooks: bool) -> Result<Vec<RtValue>, CliError> {
     let items: Vec<&str> = list.split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
     if items.len() != kinds.len() {
         return Err(CliError::Usage(format!(
@@ -209,7 +214,7 @@ fn parse_int(s: &str) -> Option<i64> {
     Some(if neg { v.wrapping_neg() } else { v })
 }
 
-fn random_inputs(rng: &mut Rng, kinds: &[Kind], hooks: bool) -> Vec<RtValue> {
+pub(crate) fn random_inputs(rng: &mut Rng, kinds: &[Kind], hooks: bool) -> Vec<RtValue> {
     kinds
         .iter()
         .map(|k| match k {
@@ -254,7 +259,7 @@ fn kinds_of_exit(t: &Trace, e: &Exit) -> Vec<Kind> {
     }
 }
 
-fn show_exit(e: &Exit, kinds: &[Kind]) -> String {
+pub(crate) fn show_exit(e: &Exit, kinds: &[Kind]) -> String {
     let list = |vs: &[u64]| {
         vs.iter()
             .enumerate()
@@ -280,7 +285,7 @@ fn show_exit(e: &Exit, kinds: &[Kind]) -> String {
 
 /// Whether a native exit matches the interpreter's outcome: same exit, same non-reference
 /// values, references agreeing on null-ness (addresses differ between the two heaps).
-fn agree(native: &Exit, int: &Outcome) -> bool {
+pub(crate) fn agree(native: &Exit, int: &Outcome) -> bool {
     let vals = |n: &[u64], i: &[RtValue]| {
         n.len() == i.len()
             && n.iter().zip(i).all(|(&w, v)| match v {

@@ -9,6 +9,7 @@ mod cmd_interp;
 mod cmd_mine;
 mod cmd_opt;
 mod cmd_run;
+mod cmd_run_tree;
 mod cmd_synth;
 mod cmd_text;
 mod common;
@@ -28,11 +29,12 @@ commands:
                                   optimize every trace (parts: fold intbounds rules cse
                                   guards ovf virtuals heapcache dce; --peel: peel each
                                   loop's first iteration first); PyPy's counts alongside
-  run FILE [--inputs 1,2.5,0 | --random N --seed S] [--opt] [--hooks]
+  run FILE [--inputs 1,2.5,0 | --random N --seed S] [--opt] [--hooks] [--tree]
                                   compile every trace to x86-64, run it natively and
                                   print its exit next to the interpreter's; traces that
                                   name foreign memory or functions (and all with --hooks)
-                                  run with memory and calls through the interpreter's model
+                                  run with memory and calls through the interpreter's model;
+                                  --tree: FILE is a loop and its bridges, run as one tree
   mine FILE... [--json] [--limit N] [--seconds S] [--findings] [--no-opt]
                                   find missed optimizations in the optimized traces with
                                   Z3; patterns by count

@@ -183,6 +183,31 @@ fn run_native_code_agrees_with_the_interpreter() {
     assert_eq!(tracejit(&["run", &m]).code, 2);
 }
 
+#[test]
+fn run_a_tree_with_its_bridges_attached() {
+    let tree = concat!(env!("CARGO_MANIFEST_DIR"), "/../trace-ir/tests/data/branchy.tree");
+    // sum of i below 100, the multiples of 8 a hundredfold.
+    for extra in [&[][..], &["--opt"][..]] {
+        let mut args = vec!["run", tree, "--tree", "--inputs", "0,100,0"];
+        args.extend_from_slice(extra);
+        let out = ok(&args);
+        assert!(
+            out.contains("native: guard Guard0 failed (resume key 0) [100, 100, 66726]"),
+            "{out}"
+        );
+        assert!(
+            out.contains("interp: Guard0 failed (resume key 0) [100, 100, 66726]"),
+            "{out}"
+        );
+        assert!(out.contains("  same"), "{out}");
+    }
+    // Trees run in Direct mode only.
+    assert_eq!(
+        tracejit(&["run", tree, "--tree", "--hooks", "--inputs", "0,1,0"]).code,
+        2
+    );
+}
+
 // --- mine -------------------------------------------------------------------------------
 
 #[test]

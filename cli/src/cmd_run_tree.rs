@@ -1,0 +1,93 @@
+//! `tracejit run FILE --tree`: a trace tree (a loop and its bridges: the text format's
+//! `# bridge out of Guard<N>` sections) compiled with its bridges attached, run natively and
+//! compared with the reference interpreter's `run_tree`.
+
+use crate::cmd_run::{agree, parse_inputs, random_inputs, show_exit};
+use crate::common::{read_file, Args, CliError, CliResult};
+use backend_x86_64::{compile, CompileOptions, Compiler, SimpleHeap};
+use trace_interp::rng::Rng;
+use trace_interp::{run_tree, Outcome, RunConfig};
+use trace_ir::tree::{Bridge, TraceTree};
+
+/// Run the tree in `file` on `count` input vectors (`--inputs`, or `--random` from `seed`)
+/// in Direct mode; with `--opt` every bridge is optimized first (the interpreter runs the tree
+/// as written). Exit status 1 when a native run differs.
+pub fn run_tree_file(a: &Args, file: &str, count: usize, seed: u64) -> CliResult {
+    if a.has("hooks") {
+        return Err(CliError::Usage("trees run in Direct mode only (no --hooks)".into()));
+    }
+    let tree = trace_ir::parse_tree(&read_file(file)?).map_err(|e| CliError::Failed(format!("{file}: {e}")))?;
+    let compiled = if a.has("opt") {
+        optimized_bridges(&tree)?
+    } else {
+        tree.clone()
+    };
+    let opts = CompileOptions::default();
+    let mut code = compile(&compiled.root, &opts).map_err(|e| CliError::Failed(format!("{file}: {e}")))?;
+    let mut compiler = Compiler::new();
+    for b in &compiled.bridges {
+        compiler
+            .attach_bridge(&mut code, b.guard, &b.trace, &opts)
+            .map_err(|e| CliError::Failed(format!("{file}: bridge out of {}: {e}", b.guard)))?;
+    }
+    let kinds = tree.root.input_kinds();
+    let mut rng = Rng::new(seed);
+    let mut failures = 0;
+    for k in 0..count {
+        let inputs = match (a.value("inputs"), a.value("random")) {
+            (Some(list), _) => parse_inputs(list, &kinds, false)?,
+            (None, Some(_)) => random_inputs(&mut rng, &kinds, false),
+            (None, None) if kinds.is_empty() => Vec::new(),
+            (None, None) => {
+                return Err(CliError::Usage(format!(
+                    "the tree takes {} inputs: give --inputs or --random",
+                    kinds.len()
+                )))
+            }
+        };
+        let shown: Vec<String> = inputs.iter().map(|v| v.to_string()).collect();
+        let int = run_tree(&tree, &inputs, &RunConfig::default()).outcome;
+        let nth = if count > 1 { format!(" (#{k})") } else { String::new() };
+        if int == Outcome::IterationLimit {
+            println!(
+                "tree [{}]{nth}\n  interp: {int}\n  not run natively (native loops have no limit)",
+                shown.join(", ")
+            );
+            continue;
+        }
+        let words: Vec<u64> = inputs.iter().map(|v| v.bits()).collect();
+        let native = code
+            .run(&words, &mut SimpleHeap::new())
+            .map_err(|e| CliError::Failed(format!("{file}: {e}")))?;
+        let same = agree(&native, &int);
+        failures += usize::from(!same);
+        let kinds: Vec<_> = int.values().unwrap_or(&[]).iter().map(|v| v.kind()).collect();
+        println!(
+            "tree [{}]{nth}\n  native: {}\n  interp: {int}\n  {}",
+            shown.join(", "),
+            show_exit(&native, &kinds),
+            if same { "same" } else { "DIFFERENT" }
+        );
+    }
+    if failures > 0 {
+        return Err(CliError::Failed(format!("{failures} run(s) differ")));
+    }
+    Ok(())
+}
+
+/// `tree` with every bridge optimized; a bridge out of a guard the optimizer removed (it
+/// never fails) goes.
+fn optimized_bridges(tree: &TraceTree) -> Result<TraceTree, CliError> {
+    let mut out = TraceTree::new(tree.root.clone());
+    for b in &tree.bridges {
+        let opt = optimizer::optimize(&b.trace, &optimizer::Options::default())
+            .map_err(|e| CliError::Failed(format!("bridge out of {}: optimizer: {e}", b.guard)))?;
+        if out.find_guard(b.guard).is_some() {
+            out.bridges.push(Bridge {
+                guard: b.guard,
+                trace: opt.trace,
+            });
+        }
+    }
+    Ok(out)
+}
