@@ -25,7 +25,35 @@
 //! recorded again (blacklisted); a guard whose bridge cannot be recorded or attached keeps
 //! exiting to the interpreter. Compiled loops and their bridges are kept per location.
 //!
-//! `examples/examples/hello_driver.rs` is a complete toy interpreter built on it.
+//! `examples/examples/hello_driver.rs` is a complete toy interpreter built on it. In short:
+//!
+//! ```
+//! use backend_x86_64::{Exit, SimpleHeap};
+//! use driver::{AtHeader, Driver, DriverConfig};
+//! use trace_ir::{Kind, Opcode, TraceBuilder};
+//! let mut d: Driver<usize> = Driver::new(DriverConfig { hot_loop: 1, ..DriverConfig::default() });
+//! // The interpreter reaches the header of loop 0 (`while i < n: i += 1`) with i = 0, n = 10.
+//! assert_eq!(d.loop_header(0), AtHeader::Record);
+//! // It records one iteration...
+//! let mut b = TraceBuilder::new();
+//! let ins = [b.input(Kind::Int), b.input(Kind::Int)];
+//! let p = b.label(&ins);
+//! let lt = b.op(Opcode::IntLt, &[p[0], p[1]]);
+//! b.guard(Opcode::GuardTrue, &[lt], &p, 0); // leaves at bytecode position 0
+//! let one = b.const_int(1);
+//! let i = b.op(Opcode::IntAdd, &[p[0], one]);
+//! // ...and is back at the header: close and hand it over.
+//! assert_eq!(d.loop_header(0), AtHeader::Close);
+//! d.close_jump(&mut b, &[i, p[1]]);
+//! d.finish_recording(b.finish()?)?;
+//! // From now on the loop runs natively.
+//! assert_eq!(d.loop_header(0), AtHeader::Run);
+//! match d.run(0, &[1, 10], &mut SimpleHeap::new())? {
+//!     Exit::Guard { resume_key: 0, values, .. } => assert_eq!(values, vec![10, 10]),
+//!     other => panic!("{other:?}"),
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 #![deny(missing_docs)]
 
 use backend_x86_64::{CompileError, CompileOptions, CompiledTrace, Compiler, Exit, RunError, Runtime};
