@@ -249,6 +249,53 @@ jump(i3, p1, descr=TargetToken(9))
     }
 }
 
+#[test]
+fn a_bridge_with_a_loop_of_its_own_is_entered_by_a_bridge_out_of_it() {
+    // Bridge 1 (out of the loop's guard) runs a loop of its own, labelled TargetToken(50);
+    // bridge 2, out of a guard in that loop, jumps back into it; the loop reads a value of
+    // bridge 1 from before its label (i3), computed on the way to bridge 2.
+    let text = "
+[i0, i1]
+label(i0, i1, descr=TargetToken(1))
+i2 = int_lt(i0, 10)
+guard_true(i2, descr=<Guard0>) [i0, i1]
+i3 = int_add(i1, i0)
+i4 = int_add(i0, 1)
+jump(i4, i3, descr=TargetToken(1))
+
+# bridge out of Guard0
+[i0, i1]
+i3 = int_mul(i1, 2)
+label(i0, i1, descr=TargetToken(50))
+i6 = int_lt(i0, 30)
+guard_true(i6, descr=<Guard1>) [i0, i1]
+i7 = int_and(i0, 3)
+guard_true(i7, descr=<Guard2>) [i0, i1]
+i8 = int_add(i1, i3)
+i9 = int_add(i0, 1)
+jump(i9, i8, descr=TargetToken(50))
+
+# bridge out of Guard2
+[i0, i1]
+i2 = int_add(i0, 1)
+i3 = int_sub(i1, 1)
+jump(i2, i3, descr=TargetToken(50))
+";
+    let tree = trace_ir::parse_tree(text).unwrap();
+    for o in [opts(), tight()] {
+        let int = tree_differential(&tree, &[RtValue::Int(0), RtValue::Int(0)], &o).unwrap();
+        // i0 from 10 to 30 adds 2 * 45 fifteen times and, at 12, 16, 20, 24 and 28, takes 1.
+        match &int.outcome {
+            Outcome::GuardFailed {
+                guard: GuardId(1),
+                values,
+                ..
+            } => assert_eq!(values, &[RtValue::Int(30), RtValue::Int(45 + 15 * 90 - 5)]),
+            other => panic!("{other}"),
+        }
+    }
+}
+
 /// Random trees (random loops with bridges out of the failing guard, out of that bridge,
 /// and out of another guard) run natively and in the interpreter.
 #[test]
