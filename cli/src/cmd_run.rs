@@ -103,17 +103,7 @@ pub fn run(args: &[String]) -> CliResult {
         let kinds = t.input_kinds();
         let mut rng = Rng::new(seed ^ (ti as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
         for k in 0..count {
-            let inputs = match (a.value("inputs"), a.value("random")) {
-                (Some(list), _) => parse_inputs(list, &kinds, hooks)?,
-                (None, Some(_)) => random_inputs(&mut rng, &kinds, hooks),
-                (None, None) if kinds.is_empty() => Vec::new(),
-                (None, None) => {
-                    return Err(CliError::Usage(format!(
-                        "{name} takes {} inputs: give --inputs or --random",
-                        kinds.len()
-                    )))
-                }
-            };
+            let inputs = next_inputs(&a, &mut rng, &kinds, hooks, &name)?;
             let shown: Vec<String> = inputs.iter().map(|v| v.to_string()).collect();
             let cfg = RunConfig::default();
             let int_run = interp_run(t, &inputs, &cfg);
@@ -167,7 +157,29 @@ pub fn run(args: &[String]) -> CliResult {
     Ok(())
 }
 
-pub(crate) fn parse_inputs(list: &str, kinds: &[Kind], hooks: bool) -> Result<Vec<RtValue>, CliError> {
+/// The next input vector for `what` (taking `kinds`): `--inputs`, or drawn from `rng` with
+/// `--random`; none needed when it takes no inputs.
+pub(crate) fn next_inputs(
+    a: &Args,
+    rng: &mut Rng,
+    kinds: &[Kind],
+    hooks: bool,
+    what: &str,
+) -> Result<Vec<RtValue>, CliError> {
+    Ok(match (a.value("inputs"), a.value("random")) {
+        (Some(list), _) => parse_inputs(list, kinds, hooks)?,
+        (None, Some(_)) => random_inputs(rng, kinds, hooks),
+        (None, None) if kinds.is_empty() => Vec::new(),
+        (None, None) => {
+            return Err(CliError::Usage(format!(
+                "{what} takes {} inputs: give --inputs or --random",
+                kinds.len()
+            )))
+        }
+    })
+}
+
+fn parse_inputs(list: &str, kinds: &[Kind], hooks: bool) -> Result<Vec<RtValue>, CliError> {
     let items: Vec<&str> = list.split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
     if items.len() != kinds.len() {
         return Err(CliError::Usage(format!(
@@ -214,7 +226,7 @@ fn parse_int(s: &str) -> Option<i64> {
     Some(if neg { v.wrapping_neg() } else { v })
 }
 
-pub(crate) fn random_inputs(rng: &mut Rng, kinds: &[Kind], hooks: bool) -> Vec<RtValue> {
+fn random_inputs(rng: &mut Rng, kinds: &[Kind], hooks: bool) -> Vec<RtValue> {
     kinds
         .iter()
         .map(|k| match k {

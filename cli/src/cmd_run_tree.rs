@@ -2,7 +2,7 @@
 //! `# bridge out of Guard<N>` sections) compiled with its bridges attached, run natively and
 //! compared with the reference interpreter's `run_tree`.
 
-use crate::cmd_run::{agree, parse_inputs, random_inputs, show_exit};
+use crate::cmd_run::{agree, next_inputs, show_exit};
 use crate::common::{read_file, Args, CliError, CliResult};
 use backend_x86_64::{compile, CompileOptions, Compiler, SimpleHeap};
 use trace_interp::rng::Rng;
@@ -34,17 +34,7 @@ pub fn run_tree_file(a: &Args, file: &str, count: usize, seed: u64) -> CliResult
     let mut rng = Rng::new(seed);
     let mut failures = 0;
     for k in 0..count {
-        let inputs = match (a.value("inputs"), a.value("random")) {
-            (Some(list), _) => parse_inputs(list, &kinds, false)?,
-            (None, Some(_)) => random_inputs(&mut rng, &kinds, false),
-            (None, None) if kinds.is_empty() => Vec::new(),
-            (None, None) => {
-                return Err(CliError::Usage(format!(
-                    "the tree takes {} inputs: give --inputs or --random",
-                    kinds.len()
-                )))
-            }
-        };
+        let inputs = next_inputs(a, &mut rng, &kinds, false, "the tree")?;
         let shown: Vec<String> = inputs.iter().map(|v| v.to_string()).collect();
         let int = run_tree(&tree, &inputs, &RunConfig::default()).outcome;
         let nth = if count > 1 { format!(" (#{k})") } else { String::new() };

@@ -32,6 +32,12 @@ pub trait LoopCode {
         false
     }
 
+    /// How often the guard `guard` has failed in this code, when the code counts it.
+    fn guard_failures(&self, guard: GuardId) -> Option<u64> {
+        let _ = guard;
+        None
+    }
+
     /// Attach `bridge` to the guard `guard` (of the loop or of a bridge attached before):
     /// from then on that guard's failures go on in the bridge.
     fn attach_bridge(&mut self, guard: GuardId, bridge: &Trace) -> Result<(), String> {

@@ -47,6 +47,10 @@ impl LoopCode for NativeLoop {
         true
     }
 
+    fn guard_failures(&self, guard: GuardId) -> Option<u64> {
+        self.code.guard_failures(guard)
+    }
+
     fn attach_bridge(&mut self, guard: GuardId, bridge: &Trace) -> Result<(), String> {
         self.code
             .attach_bridge(guard, bridge, &CompileOptions::default())

@@ -23,8 +23,6 @@ struct CompiledLoop {
     traces: Vec<Trace>,
     /// Which of `traces` each guard is in.
     guard_trace: HashMap<GuardId, usize>,
-    /// Failures per guard, for bridges.
-    guard_failures: HashMap<GuardId, u32>,
     /// Guards that have a bridge, or whose bridge could not be made.
     no_more_bridges: HashSet<GuardId>,
     /// The first guard id no trace of the loop uses.
@@ -224,7 +222,6 @@ impl Vm<'_> {
             target: rec.target,
             traces: Vec::new(),
             guard_trace: HashMap::new(),
-            guard_failures: HashMap::new(),
             no_more_bridges: HashSet::new(),
             next_guard_id: 0,
         };
@@ -290,9 +287,8 @@ impl Vm<'_> {
         if !c.code.supports_bridges() || c.loop_exit_guards.contains(&g) || c.no_more_bridges.contains(&g) {
             return false;
         }
-        let n = c.guard_failures.entry(g).or_insert(0);
-        *n += 1;
-        if *n < threshold || self.recorder.is_some() {
+        let hot = c.code.guard_failures(g).is_some_and(|n| n >= u64::from(threshold));
+        if !hot || self.recorder.is_some() {
             return false;
         }
         let Some(&k) = c.guard_trace.get(&g) else { return false };
