@@ -13,10 +13,10 @@
 //! comment. The last line is exactly `N passed, N failed`.
 
 use crate::common::{Args, CliError, CliResult};
-use trace_interp::random::{grow_tree, random_trace, random_tree, RandomConfig};
+use trace_interp::random::{random_trace, RandomConfig};
 use trace_interp::rng::mix64;
 use trace_interp::RtValue;
-use verify::fuzzing::{minimize, trace_failure, tree_failure, Check};
+use verify::fuzzing::{minimize, seed_tree, trace_failure, tree_failure, Check};
 
 /// `tracejit fuzz ...`.
 pub fn fuzz(args: &[String]) -> CliResult {
@@ -109,25 +109,20 @@ fn check_name(c: Check) -> &'static str {
     }
 }
 
-/// The tree check on the tree of seed `s` (integer loops and self-contained ones in turn,
-/// every other pair grown on the optimized loop); a failing tree is saved under `out`.
-/// Returns whether it passed.
+/// The tree check on the tree of seed `s` (integer loops and self-contained ones in turn;
+/// of every four pairs, one as generated, one grown on the optimized loop, two on the
+/// optimized peeled loop); a failing tree is saved under `out`. Returns whether it passed.
 fn check_tree(s: u64, i: u64, out: &str, z3: bool) -> Result<bool, CliError> {
     let cfg = match i % 2 {
         0 => RandomConfig::self_contained(),
         _ => RandomConfig::integers_only(),
     };
-    let (mut tree, inputs) = random_tree(&cfg, s);
-    if i % 4 >= 2 {
-        if let Ok(opt) = optimizer::optimize(&tree.root, &optimizer::Options::default()) {
-            tree = grow_tree(opt.trace, &inputs, s);
-        }
-    }
-    let Some(msg) = tree_failure(&tree, &inputs, z3) else {
+    let case = seed_tree(&cfg, s, i % 8 >= 2, i % 8 >= 4);
+    let Some(msg) = tree_failure(&case, z3) else {
         return Ok(true);
     };
     let name = format!("tree_diff-{s:016x}.trace");
-    let path = save_failure(out, &name, &msg, &inputs, &trace_ir::print_tree(&tree))?;
+    let path = save_failure(out, &name, &msg, &case.inputs, &trace_ir::print_tree(&case.tree))?;
     println!(
         "FAIL tree_diff seed {s:#x}: {} (saved {path})",
         msg.lines().next().unwrap_or("")

@@ -175,6 +175,10 @@ struct Tree {
     /// The compiled traces (the loop, then each bridge): a bridge's prologue needs its
     /// guard's resume data.
     traces: Vec<Trace>,
+    /// What the optimizer knew at the guards of `traces` (a bridge starts from it).
+    facts: Vec<trace_ir::GuardFacts>,
+    /// The loop's body as a way in for bridges (see `Optimizer::optimize_bridge`).
+    entries: Vec<trace_ir::BodyEntry>,
     token: u64,
     next_guard: u32,
     /// Guards that have a bridge, or whose bridge could not be made.
@@ -349,17 +353,18 @@ impl<K: Copy + Eq + Hash + fmt::Debug> Driver<K> {
             let d = trace.make_descr(Descr::Target(token));
             trace.ops[l.index()].descr = Some(d);
         }
-        let trace = if self.config.optimize {
+        let (trace, facts, entries) = if self.config.optimize {
             let opts = optimizer::Options {
                 peel: true,
                 ..optimizer::Options::default()
             };
-            self.optimizer
+            let out = self
+                .optimizer
                 .optimize(&trace, &opts)
-                .map_err(|e| DriverError::Compile(format!("{e:?}")))?
-                .trace
+                .map_err(|e| DriverError::Compile(format!("{e:?}")))?;
+            (out.trace, out.guard_facts, out.body_entries)
         } else {
-            trace
+            (trace, Vec::new(), Vec::new())
         };
         let code = self.compiler.compile(&trace, &self.config.compile)?;
         self.next_token += 1;
@@ -370,6 +375,8 @@ impl<K: Copy + Eq + Hash + fmt::Debug> Driver<K> {
             Location::Compiled(Box::new(Tree {
                 code,
                 traces: vec![trace],
+                facts,
+                entries,
                 token,
                 next_guard,
                 done: Default::default(),
@@ -384,10 +391,12 @@ impl<K: Copy + Eq + Hash + fmt::Debug> Driver<K> {
         };
         t.done.insert(guard);
         let trace = if self.config.optimize {
-            self.optimizer
-                .optimize(&trace, &optimizer::Options::default())
-                .map_err(|e| DriverError::Compile(format!("{e:?}")))?
-                .trace
+            let out = self
+                .optimizer
+                .optimize_bridge(&trace, &optimizer::Options::default(), &t.entries)
+                .map_err(|e| DriverError::Compile(format!("{e:?}")))?;
+            t.facts.extend(out.guard_facts);
+            out.trace
         } else {
             trace
         };
@@ -439,7 +448,8 @@ impl<K: Copy + Eq + Hash + fmt::Debug> Driver<K> {
         let gd = parent.guard_of(at)?;
         let mut builder = TraceBuilder::new();
         builder.guard_ids_from(t.next_guard);
-        let fail_values = trace_ir::bridge_prologue(parent, gd, &mut builder);
+        let facts = t.facts.iter().find(|f| f.guard == guard).map_or(&[][..], |f| &f.words);
+        let fail_values = trace_ir::bridge_prologue(parent, gd, facts, &mut builder);
         self.recording = Some(Recording::Bridge(key, guard));
         Some(BridgeStart {
             guard,

@@ -106,7 +106,7 @@ fn trace_trees_keep_nested_and_changing_paths_native() {
     // nested_branch: the rare path's bridge has a guard of its own for the rarer path, which
     // gets a bridge out of the bridge; phase_change: the path the loop was compiled on stops
     // being taken halfway, and its guard gets a bridge.
-    for (name, min_bridges) in [("nested_branch", 3), ("phase_change", 1)] {
+    for (name, min_bridges) in [("nested_branch", 2), ("phase_change", 1)] {
         let ex = example(name).unwrap();
         let out = run(ex.source, 20_000, Mode::JitOptimized, Engine::Native).unwrap();
         assert_eq!(out.output, (ex.native)(20_000), "{name}");

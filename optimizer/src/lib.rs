@@ -232,6 +232,14 @@ pub struct Optimized {
     pub trace: Trace,
     /// What was done.
     pub stats: Stats,
+    /// Per guard of `trace`, in trace order: what the optimizer knew about its exit words
+    /// whenever it fails (a bridge out of it starts from these, see
+    /// [`trace_ir::bridge_prologue`]).
+    pub guard_facts: Vec<trace_ir::GuardFacts>,
+    /// The peeled loop of `trace` (with [`Options::peel`]), as a way into its body: what the
+    /// body assumes about its parameters. Empty when `trace` is not a peeled loop or its body
+    /// reads values of the preamble that only the preamble computes.
+    pub body_entries: Vec<trace_ir::BodyEntry>,
 }
 
 /// Why [`optimize`] refused a trace.

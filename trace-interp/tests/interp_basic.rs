@@ -1086,3 +1086,23 @@ fn a_number_read_of_a_reference_is_a_broken_promise() {
         r.outcome
     );
 }
+
+/// `record_int_range` and `record_int_bits` are promises: a value outside what they state
+/// is an invalid operation (so every part may rely on them), a value inside passes.
+#[test]
+fn integer_hints_are_promises() {
+    let t = trace_ir::parse_trace(
+        "
+[i0]
+record_int_range(i0, -3, 10)
+record_int_bits(i0, 1, 0)
+finish(i0)
+",
+    )
+    .unwrap();
+    for (x, broken) in [(-4, true), (-2, false), (10, false), (11, true), (3, true), (4, false)] {
+        let r = go(&t, &ints(&[x]));
+        let is_broken = matches!(r.outcome, Outcome::Invalid { promise: true, .. });
+        assert_eq!(is_broken, broken, "{x}: {:?}", r.outcome);
+    }
+}

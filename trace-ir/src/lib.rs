@@ -16,6 +16,7 @@ pub mod builder;
 pub mod descr;
 pub mod entity;
 pub mod eval;
+pub mod facts;
 pub mod fxhash;
 pub mod opcode;
 pub mod peel;
@@ -29,6 +30,7 @@ pub use builder::TraceBuilder;
 pub use descr::{ArrayDescr, CallDescr, CallEffect, Descr, FieldDescr, InteriorDescr, SizeDescr};
 pub use entity::{ConstRef, DescrRef, GuardId, GuardRef, OpRef, Value, ValueData};
 pub use eval::{eval_ovf, eval_pure, EvalError};
+pub use facts::{BodyEntry, GuardFacts, WordFacts};
 pub use opcode::{DescrKind, Kind, OpFlags, OpInfo, Opcode};
 pub use peel::{
     invariant_params, is_peelable, is_peeled_form, masked_params, peel_loop, peeled_body_token, peeled_guard_copies,

@@ -351,6 +351,8 @@ define_opcodes! {
     RecordKnownResult = "record_known_result", "ai*" -> "v", Call, [HINT], "Records that calling the function with these arguments gives the value.";
     RecordExactClass = "record_exact_class", "ri" -> "v", None, [HINT], "Records the exact class of an object.";
     AssertNotNone = "assert_not_none", "r" -> "v", None, [HINT], "Records that a pointer is not null.";
+    RecordIntRange = "record_int_range", "iii" -> "v", None, [HINT], "Records that an integer lies in the signed range [lo, hi].";
+    RecordIntBits = "record_int_bits", "iii" -> "v", None, [HINT], "Records that an integer's bits under a mask (operand 1) are the given bits (operand 2).";
     SaveException = "save_exception", "" -> "r", None, [], "Reads and clears the pending exception value.";
     SaveExcClass = "save_exc_class", "" -> "i", None, [], "Reads the pending exception class.";
     RestoreException = "restore_exception", "ir" -> "v", None, [], "Sets the pending exception (class, value).";

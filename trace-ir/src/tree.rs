@@ -28,6 +28,7 @@
 use crate::builder::TraceBuilder;
 use crate::descr::Descr;
 use crate::entity::{GuardId, OpRef, Value};
+use crate::facts::WordFacts;
 use crate::opcode::{Kind, Opcode};
 use crate::trace::{FailArg, GuardData, Trace, VirtualField, VirtualKind};
 use crate::verify::{jump_target, verify, JumpTarget, VerifyError};
@@ -135,14 +136,24 @@ pub fn exit_kinds(t: &Trace, gd: &GuardData) -> Vec<Kind> {
 }
 
 /// Start a bridge out of guard `gd` of `parent` in `b` (an empty builder): one input per
-/// exit word, then the guard's virtual objects rebuilt from them (allocations and field
-/// writes, which the optimizer can remove again). Returns the value of each fail argument,
-/// in order (`None` for a hole): what an interpreter recording the bridge from the guard's
-/// resume point has in the places the fail arguments fill.
-pub fn bridge_prologue(parent: &Trace, gd: &GuardData, b: &mut TraceBuilder) -> Vec<Option<Value>> {
+/// exit word, the hints that state `facts` about them (what the optimizer of `parent` knew
+/// at the guard, [`crate::GuardFacts::words`]; empty or shorter: nothing more), then the
+/// guard's virtual objects rebuilt from them (allocations and field writes, which the
+/// optimizer can remove again). Returns the value of each fail argument, in order (`None`
+/// for a hole): what an interpreter recording the bridge from the guard's resume point has
+/// in the places the fail arguments fill.
+pub fn bridge_prologue(
+    parent: &Trace,
+    gd: &GuardData,
+    facts: &[WordFacts],
+    b: &mut TraceBuilder,
+) -> Vec<Option<Value>> {
     let mut words = Vec::new();
     gd.for_each_value(|v| words.push(v));
     let inputs: Vec<Value> = words.iter().map(|&v| b.input(parent.kind_of(v))).collect();
+    for (f, &x) in facts.iter().zip(&inputs) {
+        f.record(x, b);
+    }
     // The exit words in order: fail arguments first, then the fields of each virtual.
     let mut next = inputs.iter().copied();
     let fail: Vec<FailArg> = gd.fail_args.clone();
@@ -343,19 +354,7 @@ fn check_entry(tree: &TraceTree, k: TraceIndex, jump: OpRef, to: TraceIndex, lab
     }
     // The position in `to` this execution left it from, if it passed through `to`.
     let left_at = chain_position(tree, k, to);
-    let first_param = label.index() + 1;
-    let after = first_param + params.len();
-    let mut bad = None;
-    for op in &target.ops[after..] {
-        op.for_each_value_read(&target.guards, |v| {
-            if let Some(o) = v.as_op() {
-                let computed = left_at.is_some_and(|at| o.index() < at.index());
-                if o.index() < label.index() && !computed && bad.is_none() {
-                    bad = Some(o);
-                }
-            }
-        });
-    }
+    let bad = read_before_label(target, label, |o| left_at.is_none_or(|at| o.index() >= at.index()));
     match bad {
         Some(o) => tree_err(
             k,
@@ -367,6 +366,28 @@ fn check_entry(tree: &TraceTree, k: TraceIndex, jump: OpRef, to: TraceIndex, lab
         ),
         None => Ok(()),
     }
+}
+
+/// The first value defined before `label` that an op after its parameters reads, among
+/// those `counts` accepts (`None`: the ops after the label read only its parameters and
+/// what they define, apart from values `counts` excuses). A label for which this is `None`
+/// with every value counted can be entered from anywhere.
+pub fn read_before_label(t: &Trace, label: OpRef, mut counts: impl FnMut(OpRef) -> bool) -> Option<OpRef> {
+    let after = label.index() + 1 + t.op(label).args.len();
+    let mut bad = None;
+    for op in &t.ops[after..] {
+        op.for_each_value_read(&t.guards, |v| {
+            if let Some(o) = v.as_op() {
+                if o.index() < label.index() && bad.is_none() && counts(o) {
+                    bad = Some(o);
+                }
+            }
+        });
+        if bad.is_some() {
+            break;
+        }
+    }
+    bad
 }
 
 /// Following trace `k`'s chain of bridges back to the root: the guard op of trace `to`

@@ -32,7 +32,7 @@ use trace_ir::{FailArg, Trace, Value, ValueData, VirtualField};
 use crate::validate::{validate, Config, Verdict};
 
 mod trees;
-pub use trees::{bytes_tree, check_tree_diff, tree_failure};
+pub use trees::{bytes_tree, check_tree_diff, seed_tree, tree_failure, FuzzTree};
 
 /// Which check.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

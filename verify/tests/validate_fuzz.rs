@@ -70,22 +70,46 @@ fn native_diff_smoke() {
     }
 }
 
+/// Whether a bridge of `case`, optimized, jumps into a peeled loop's body.
+fn enters_a_body(case: &verify::fuzzing::FuzzTree) -> bool {
+    case.tree.bridges.iter().any(|b| {
+        let out = optimizer::Optimizer::new()
+            .optimize_bridge(&b.trace, &optimizer::Options::default(), &case.entries)
+            .unwrap();
+        let t = &out.trace;
+        let jump = t.ops.last().unwrap();
+        let token = match jump.descr.map(|d| t.descr(d)) {
+            Some(trace_ir::Descr::Target(x)) if jump.opcode == trace_ir::Opcode::Jump => Some(*x),
+            _ => None,
+        };
+        case.entries.iter().any(|e| Some(e.body) == token)
+    })
+}
+
 /// Random trees: most have a bridge that jumps back into the loop, some grown on an
-/// optimized loop whose guards carry virtual objects.
+/// optimized loop whose guards carry virtual objects, some whose bridges start from the
+/// optimizer's facts at their guard and, optimized, jump into the peeled loop's body.
 #[test]
 fn tree_diff_smoke() {
-    let (mut reentered, mut with_virtuals) = (0, 0);
+    let (mut reentered, mut with_virtuals, mut with_facts, mut into_body) = (0, 0, 0, 0);
     for (i, c) in cases(2000, 5, 64).iter().enumerate() {
         check_tree_diff(c).unwrap_or_else(|e| panic!("case {i} {c:?}: {e}"));
-        let (tree, inputs) = verify::fuzzing::bytes_tree(c).unwrap();
+        let case = verify::fuzzing::bytes_tree(c).unwrap();
+        let (tree, inputs) = (&case.tree, &case.inputs);
         let cfg = trace_interp::RunConfig::default();
-        if trace_interp::run_tree(&tree, &inputs, &cfg).iterations
-            > trace_interp::run(&tree.root, &inputs, &cfg).iterations
+        if trace_interp::run_tree(tree, inputs, &cfg).iterations
+            > trace_interp::run(&tree.root, inputs, &cfg).iterations
         {
             reentered += 1;
         }
         if tree.root.guards.iter().any(|g| !g.virtuals.is_empty()) {
             with_virtuals += 1;
+        }
+        if case.unhinted.as_ref().is_some_and(|u| u != tree) {
+            with_facts += 1;
+        }
+        if enters_a_body(&case) {
+            into_body += 1;
         }
     }
     assert!(
@@ -96,14 +120,22 @@ fn tree_diff_smoke() {
         with_virtuals > 90,
         "only {with_virtuals} trees have guards with virtual objects"
     );
+    assert!(
+        with_facts > 600,
+        "only {with_facts} trees have bridges that start from facts"
+    );
+    assert!(
+        into_body > 200,
+        "only {into_body} trees have a bridge that enters a loop body"
+    );
 }
 
 /// Translation validation of the optimized bridges of random trees.
 #[test]
 fn tree_validate_smoke() {
     for (i, c) in cases(200, 6, 64).iter().enumerate() {
-        let (tree, inputs) = verify::fuzzing::bytes_tree(c).unwrap();
-        if let Some(e) = verify::fuzzing::tree_failure(&tree, &inputs, true) {
+        let case = verify::fuzzing::bytes_tree(c).unwrap();
+        if let Some(e) = verify::fuzzing::tree_failure(&case, true) {
             panic!("case {i} {c:?}: {e}");
         }
     }

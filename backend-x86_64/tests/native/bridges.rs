@@ -342,7 +342,7 @@ fn random_trees_of_optimized_loops() {
         let Ok(opt) = optimizer::optimize(&t, &optimizer::Options::default()) else {
             continue;
         };
-        let tree = grow_tree(opt.trace, &inputs, seed);
+        let tree = grow_tree(opt.trace, &inputs, seed, &opt.guard_facts);
         verify_tree(&tree).unwrap_or_else(|e| panic!("seed {seed}: {e}\n{}", trace_ir::print_tree(&tree)));
         if tree.bridges.iter().any(|b| {
             let (k, at) = tree.find_guard(b.guard).unwrap();

@@ -19,6 +19,8 @@ pub(crate) struct Resume {
     /// Scratch of `emit_guard`: virtual op -> index in the guard's resume data (empty between
     /// guards; kept only to reuse its allocation).
     pub memo: FxHashMap<OpRef, u32>,
+    /// What is known about the exit words of each emitted guard, by `GuardRef`.
+    pub facts: Vec<Vec<trace_ir::WordFacts>>,
     /// Scratch of `resume_value`: virtuals whose description is pending.
     pub work: Vec<(OpRef, u32)>,
     /// While a `guard_true`/`guard_false` is emitted: its condition and the constant the
@@ -63,12 +65,17 @@ impl<'a> Pass<'a> {
         }
         self.resume.memo = memo;
         let g = GuardRef::new(self.resume.guards.len());
-        self.resume.guards.push(GuardData {
+        let data = GuardData {
             id: gd.id,
             resume_key: gd.resume_key,
             fail_args,
             virtuals,
-        });
+        };
+        // What holds whenever the guard fails: known before the guard learns from passing.
+        let mut words = Vec::new();
+        data.for_each_value(|v| words.push(self.word_facts(v)));
+        self.resume.facts.push(words);
+        self.resume.guards.push(data);
         self.emit(Op {
             opcode: op.opcode,
             descr: op.descr,

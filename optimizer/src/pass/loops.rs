@@ -5,7 +5,7 @@
 use super::pure::map_args;
 use super::{Pass, F_FRESH, F_NONNULL};
 use crate::domain::IntBound;
-use trace_ir::{Const, Kind, Op, OpRef, Opcode, Trace, Value, ValueData};
+use trace_ir::{BodyEntry, Const, Descr, Kind, Op, OpRef, Opcode, Trace, Value, ValueData, WordFacts};
 
 /// What the second run over a peeled loop assumes about its header's parameters: which are
 /// loop-invariant (they get their operand's facts, see `Pass::import_facts`) and which are
@@ -55,6 +55,9 @@ pub(crate) struct Header<'a> {
     pub facts: Option<(usize, &'a HeaderFacts)>,
     /// Input op -> index of its last use (operand or resume data).
     pub last_use: Vec<u32>,
+    /// Per emitted label with a `TargetToken`: the label (a working op) and what the pass
+    /// knew about each parameter right after it (what the ops after it may rely on).
+    pub label_facts: Vec<(OpRef, Vec<WordFacts>)>,
 }
 
 impl<'a> Pass<'a> {
@@ -115,11 +118,97 @@ impl<'a> Pass<'a> {
                 self.assume_masked(v, arg, mask);
             }
         }
+        if matches!(op.descr.map(|d| t.descr(d)), Some(Descr::Target(_))) {
+            let params = (0..op.args.len())
+                .map(|k| self.word_facts(self.v.map[i + 1 + k]))
+                .collect();
+            let label = label.as_op().expect("an emitted op");
+            self.header.label_facts.push((label, params));
+        }
         self.mem.heap.clear();
         self.cse.pure.clear();
         self.cse.ovf.clear();
         self.effects.exc_clear = false;
         self.effects.not_invalidated = false;
+    }
+
+    /// The body token of the loop in `self.entries` whose header the final `jump` `op`
+    /// names, when its operands `args` (forced) provably satisfy what the body assumes.
+    pub(super) fn body_entry(&mut self, op: &Op, args: &[Value]) -> Option<u64> {
+        let Some(Descr::Target(t)) = op.descr.map(|d| self.input.descr(d)) else {
+            return None;
+        };
+        let entries = self.entries;
+        let e = entries
+            .iter()
+            .find(|e| e.header == *t && e.params.len() == args.len())?;
+        e.params
+            .iter()
+            .zip(args)
+            .all(|(f, &a)| self.satisfies(a, f))
+            .then_some(e.body)
+    }
+
+    /// Whether what is known about `a` implies the facts `f`.
+    fn satisfies(&mut self, a: Value, f: &WordFacts) -> bool {
+        let a = self.find(a);
+        let kind = self.kind_of(a);
+        if f.range.is_some() || f.bits.is_some() {
+            let b = self.bound_of(a);
+            if kind != Kind::Int || b.is_empty() {
+                return false;
+            }
+            if let Some((lo, hi)) = f.range {
+                if b.lower_i64() < lo || b.upper_i64() > hi {
+                    return false;
+                }
+            }
+            if let Some((mask, bits)) = f.bits {
+                let r = IntBound::bits_from_range(&b.range);
+                let (known, ones) = (b.bits.knowns() | r.knowns(), b.bits.known_ones() | r.known_ones());
+                if known & mask != mask || ones & mask != bits {
+                    return false;
+                }
+            }
+        }
+        if f.class.is_some() && (kind != Kind::Ref || self.known_class(a) != f.class) {
+            return false;
+        }
+        !f.nonnull || (kind == Kind::Ref && self.known_nonnull(a))
+    }
+
+    /// The output's peeled loop bodies as [`BodyEntry`]s: a label with `TargetToken(b)`
+    /// after one with `TargetToken(h)`, `b` the [`trace_ir::peeled_body_token`] of `h`,
+    /// whose ops read nothing defined before it but its parameters.
+    pub(super) fn body_entries(&self, out: &Trace) -> Vec<BodyEntry> {
+        let token = |t: &Trace, l: OpRef| match t.op(l).descr.map(|d| t.descr(d)) {
+            Some(Descr::Target(x)) => Some(*x),
+            _ => None,
+        };
+        let labels: Vec<OpRef> = out.op_refs().filter(|&r| out.op(r).opcode == Opcode::Label).collect();
+        let mut entries = Vec::new();
+        for (working, params) in &self.header.label_facts {
+            let Some(&k) = self.sweep.new_index.get(working.index()).filter(|&&k| k != u32::MAX) else {
+                continue;
+            };
+            let body = OpRef::new(k as usize);
+            let Some(b) = token(out, body) else { continue };
+            let header = labels
+                .iter()
+                .take_while(|&&l| l != body)
+                .filter_map(|&l| token(out, l))
+                .find(|&h| trace_ir::peeled_body_token(h) == b);
+            if let Some(header) = header {
+                if trace_ir::tree::read_before_label(out, body, |_| true).is_none() {
+                    entries.push(BodyEntry {
+                        header,
+                        body: b,
+                        params: params.clone(),
+                    });
+                }
+            }
+        }
+        entries
     }
 
     /// Give the label parameter `param`, whose back edge brings `x & mask` (a low mask), the

@@ -87,6 +87,7 @@ mod tests;
 mod values;
 mod virtuals;
 
+use crate::domain::{IntBound, KnownBits};
 use crate::{OptError, Optimized, Options, Reason, Stats};
 use guards::{Effects, Resume};
 use loops::{Header, HeaderFacts};
@@ -165,7 +166,22 @@ impl Optimizer {
 
     /// Optimize `trace` with the parts enabled in `opts` (see [`crate::optimize`]).
     pub fn optimize(&mut self, trace: &Trace, opts: &Options) -> Result<Optimized, OptError> {
-        run(self, trace, opts)
+        run(self, trace, opts, &[])
+    }
+
+    /// Optimize a bridge (or any trace that ends by jumping to another trace's loop):
+    /// like [`Optimizer::optimize`], and a final `jump` to the header of a loop in
+    /// `entries` ([`Optimized::body_entries`] of the loops it may enter) goes to that loop's
+    /// body instead when the optimizer proves its operands satisfy what the body assumes,
+    /// skipping the loop's preamble. The facts the bridge starts from are the hints
+    /// [`trace_ir::bridge_prologue`] put at its start.
+    pub fn optimize_bridge(
+        &mut self,
+        trace: &Trace,
+        opts: &Options,
+        entries: &[trace_ir::BodyEntry],
+    ) -> Result<Optimized, OptError> {
+        run(self, trace, opts, entries)
     }
 
     fn take_tables(&mut self) -> Box<Tables> {
@@ -204,6 +220,10 @@ pub(crate) struct Pass<'a> {
     sweep: Sweep,
     /// Nesting depth of `RuleEnv::emit` and of backward propagation.
     depth: u32,
+    /// Loop bodies a final `jump` may enter instead of their header ([`loops`]).
+    entries: &'a [trace_ir::BodyEntry],
+    /// The emitted final `jump` that enters a loop body, and the body's token.
+    retarget: Option<(OpRef, u64)>,
 }
 
 /// What the pass removed and why (moved into [`Stats`] at the end).
@@ -214,14 +234,19 @@ struct Counts {
 }
 
 /// Run the pass (see the module documentation).
-pub(crate) fn run(ctx: &mut Optimizer, input: &Trace, opts: &Options) -> Result<Optimized, OptError> {
+pub(crate) fn run(
+    ctx: &mut Optimizer,
+    input: &Trace,
+    opts: &Options,
+    entries: &[trace_ir::BodyEntry],
+) -> Result<Optimized, OptError> {
     if cfg!(debug_assertions) {
         trace_ir::verify(input).map_err(OptError::BadInput)?;
     } else {
         precheck(input)?;
     }
     let Some(peeled) = opts.peel.then(|| trace_ir::peel_loop(input)).flatten() else {
-        return run_once(ctx, input, opts, &HeaderFacts::default());
+        return run_once(ctx, input, opts, &HeaderFacts::default(), entries);
     };
     // Which loop parameters are invariant shows only in the output (the recorded jump passes
     // values read back from boxes, forwarded to the parameters by the pass), so a first run
@@ -234,12 +259,12 @@ pub(crate) fn run(ctx: &mut Optimizer, input: &Trace, opts: &Options) -> Result<
     // in `[0, C]` in every iteration, and the second run assumes so. The second output is
     // kept only if its jump still masks them with the same constants (the validator checks
     // the assumption by that same shape).
-    let first = run_once(ctx, &peeled, opts, &HeaderFacts::default())?;
+    let first = run_once(ctx, &peeled, opts, &HeaderFacts::default(), entries)?;
     let facts = HeaderFacts::of(&first.trace);
     if facts.is_empty() {
         return Ok(first);
     }
-    let second = run_once(ctx, &peeled, opts, &facts)?;
+    let second = run_once(ctx, &peeled, opts, &facts, entries)?;
     Ok(if facts.hold_in(&HeaderFacts::of(&second.trace)) {
         second
     } else {
@@ -249,8 +274,15 @@ pub(crate) fn run(ctx: &mut Optimizer, input: &Trace, opts: &Options) -> Result<
 
 /// One pass over `input` with `ctx`'s tables, assuming `facts` about the parameters of the
 /// loop header (the label the final jump goes back to).
-fn run_once(ctx: &mut Optimizer, input: &Trace, opts: &Options, facts: &HeaderFacts) -> Result<Optimized, OptError> {
+fn run_once(
+    ctx: &mut Optimizer,
+    input: &Trace,
+    opts: &Options,
+    facts: &HeaderFacts,
+    entries: &[trace_ir::BodyEntry],
+) -> Result<Optimized, OptError> {
     let mut p = Pass::new(input, opts, ctx.take_tables());
+    p.entries = entries;
     if !facts.is_empty() {
         p.header.facts = trace_ir::invariant_params(input).map(|(header, _)| (header.index(), facts));
     }
@@ -360,6 +392,7 @@ impl<'a> Pass<'a> {
         resume.memo.clear();
         resume.work.clear();
         resume.exit_subst = None;
+        resume.facts = Vec::with_capacity(input.guards.len());
         Pass {
             input,
             opts,
@@ -369,7 +402,11 @@ impl<'a> Pass<'a> {
             virtuals,
             resume,
             effects: Effects::default(),
-            header: Header { facts: None, last_use },
+            header: Header {
+                facts: None,
+                last_use,
+                label_facts: Vec::new(),
+            },
             counts: Counts {
                 stats: Stats {
                     ops_in: input.num_real_ops(),
@@ -379,6 +416,8 @@ impl<'a> Pass<'a> {
             },
             sweep,
             depth: 0,
+            entries: &[],
+            retarget: None,
         }
     }
 
@@ -445,12 +484,18 @@ impl<'a> Pass<'a> {
                     for &a in &args {
                         self.force(a);
                     }
-                    self.emit(Op {
+                    let body = if opc == Opcode::Jump {
+                        self.body_entry(op, &args)
+                    } else {
+                        None
+                    };
+                    let jump = self.emit(Op {
                         opcode: opc,
                         descr: op.descr,
                         guard: None,
                         args,
                     });
+                    self.retarget = body.map(|b| (jump.as_op().expect("an emitted op"), b));
                     None
                 }
                 Opcode::QuasiimmutField | Opcode::Keepalive
@@ -471,6 +516,20 @@ impl<'a> Pass<'a> {
                     Some(args[0])
                 }
                 Opcode::VirtualRefFinish if self.opts.virtuals => {
+                    self.removed(Reason::Hint);
+                    None
+                }
+                // Promises about an integer: what they state is known from here on.
+                Opcode::RecordIntRange | Opcode::RecordIntBits if self.opts.intbounds => {
+                    if let (Some(a), Some(b)) = (self.const_i64(args[1]), self.const_i64(args[2])) {
+                        let bound = if opc == Opcode::RecordIntRange {
+                            IntBound::from_range_i64(a, b)
+                        } else {
+                            let (mask, bits) = (a as u64, b as u64);
+                            IntBound::from_knownbits(KnownBits::new(bits & mask, !mask))
+                        };
+                        self.narrow(args[0], bound, 0);
+                    }
                     self.removed(Reason::Hint);
                     None
                 }

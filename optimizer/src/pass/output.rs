@@ -26,6 +26,13 @@ impl<'a> Pass<'a> {
         let dead = self.number_kept();
         self.counts.removed[Reason::Dead as usize] += dead;
         let trace = self.renumbered()?;
+        let body_entries = self.body_entries(&trace);
+        let guard_facts = trace
+            .guards
+            .iter()
+            .zip(std::mem::take(&mut self.resume.facts))
+            .map(|(gd, words)| trace_ir::GuardFacts { guard: gd.id, words })
+            .collect();
         let never = self.v.info.iter().filter(|i| i.virt != NO_VIRT).count();
         self.counts.stats.virtuals_removed = never;
         self.counts.removed[Reason::VirtualAlloc as usize] += never;
@@ -53,6 +60,8 @@ impl<'a> Pass<'a> {
             Optimized {
                 trace,
                 stats: self.counts.stats,
+                guard_facts,
+                body_entries,
             },
             tables,
         ))
@@ -161,11 +170,17 @@ impl<'a> Pass<'a> {
                 }
             }
         }
+        let mut descrs = self.input.descrs.clone();
+        if let Some((jump, body)) = self.retarget {
+            let k = new_index[jump.index()] as usize;
+            ops[k].descr = Some(trace_ir::DescrRef::new(descrs.len()));
+            descrs.push(trace_ir::Descr::Target(body));
+        }
         Ok(Trace {
             ops,
             num_inputs: self.input.num_inputs,
             consts: std::mem::take(&mut self.v.consts),
-            descrs: self.input.descrs.clone(),
+            descrs,
             guards,
             info: self.input.info.clone(),
             aliasing: self.input.aliasing,

@@ -6,7 +6,7 @@ use super::{Pass, F_FRESH, F_NONNULL, NO_VIRT};
 use crate::domain::IntBound;
 use crate::Reason;
 use trace_ir::fxhash::FxHashMap;
-use trace_ir::{Const, Kind, Op, OpRef, Value, ValueData};
+use trace_ir::{Const, Kind, Op, OpRef, Value, ValueData, WordFacts};
 use trace_ir::{ConstPool, UnionFind};
 
 /// What the pass knows about one arena op.
@@ -210,6 +210,36 @@ impl<'a> Pass<'a> {
             self.v.info[o.index()].bound = IntBound::from_i64(i);
         }
         self.v.uf.make_equal_to(o, c);
+    }
+
+    /// What is known about `v` now, as facts another trace may start from (a non-virtual
+    /// value: a virtual one has no word of its own).
+    pub(super) fn word_facts(&mut self, v: Value) -> WordFacts {
+        let v = self.find(v);
+        let mut f = WordFacts::default();
+        match self.kind_of(v) {
+            Kind::Int => {
+                let b = self.bound_of(v);
+                if b.is_empty() {
+                    return f;
+                }
+                let (lo, hi) = (b.lower_i64(), b.upper_i64());
+                if (lo, hi) != (i64::MIN, i64::MAX) {
+                    f.range = Some((lo, hi));
+                }
+                // Bits the range implies already are not repeated.
+                let known = b.bits.knowns() & !IntBound::bits_from_range(&b.range).knowns();
+                if known != 0 {
+                    f.bits = Some((known, b.bits.known_ones()));
+                }
+            }
+            Kind::Ref => {
+                f.class = self.known_class(v);
+                f.nonnull = self.known_nonnull(v);
+            }
+            _ => {}
+        }
+        f
     }
 
     pub(super) fn set_nonnull(&mut self, v: Value) {

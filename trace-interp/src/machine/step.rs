@@ -49,7 +49,7 @@ impl<'a> Machine<'a> {
             | Unicodehash | Copystrcontent | Copyunicodecontent => self.step_strings(at)?,
             ForceToken | VirtualRef | SaveException | SaveExcClass | RestoreException | AssertNotNone
             | RecordExactClass | QuasiimmutField | VirtualRefFinish | EnterPortalFrame | LeavePortalFrame
-            | Keepalive | RecordKnownResult => self.step_other(at)?,
+            | Keepalive | RecordKnownResult | RecordIntRange | RecordIntBits => self.step_other(at)?,
             // Handled above by flag; listed so the match stays exhaustive over the table.
             InputI | InputR | InputF => {}
             _ => return Err(not_handled(at, opc)),
@@ -366,6 +366,21 @@ impl<'a> Machine<'a> {
                     return Err(broken(
                         at,
                         format!("record_exact_class names class 0x{want:x}; the object's is 0x{class:x}"),
+                    ));
+                }
+            }
+            RecordIntRange => {
+                let (x, lo, hi) = (self.int_arg(at, 0)?, self.int_arg(at, 1)?, self.int_arg(at, 2)?);
+                if !(lo..=hi).contains(&x) {
+                    return Err(broken(at, format!("record_int_range: {x} is not in [{lo}, {hi}]")));
+                }
+            }
+            RecordIntBits => {
+                let (x, mask, bits) = (self.int_arg(at, 0)?, self.int_arg(at, 1)?, self.int_arg(at, 2)?);
+                if x & mask != bits {
+                    return Err(broken(
+                        at,
+                        format!("record_int_bits: {x:#x} & {mask:#x} is not {bits:#x}"),
                     ));
                 }
             }

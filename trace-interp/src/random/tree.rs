@@ -27,7 +27,7 @@ use trace_ir::entity::{GuardId, OpRef, Value};
 use trace_ir::opcode::{Kind, Opcode};
 use trace_ir::trace::{FailArg, Trace};
 use trace_ir::tree::{exit_kinds, Bridge, TraceTree};
-use trace_ir::{jump_target, JumpTarget, TraceBuilder};
+use trace_ir::{jump_target, GuardFacts, JumpTarget, TraceBuilder, WordFacts};
 
 /// A random tree (see the module documentation) from a random loop of `cfg` (loops forced
 /// on) and its example inputs. A deterministic function of `(cfg, seed)`; the tree passes
@@ -41,25 +41,30 @@ pub fn random_tree(cfg: &RandomConfig, seed: u64) -> (TraceTree, Vec<RtValue>) {
     for attempt in 0..8u64 {
         let (root, inputs) = random_trace(&cfg, seed.wrapping_add(attempt.wrapping_mul(0x9e37_79b9)));
         if root.last_label().is_some() {
-            return (grow_tree(root, &inputs, seed), inputs);
+            return (grow_tree(root, &inputs, seed, &[]), inputs);
         }
         last = Some((root, inputs));
     }
     let (root, inputs) = last.expect("eight attempts");
-    (grow_tree(root, &inputs, seed), inputs)
+    (grow_tree(root, &inputs, seed, &[]), inputs)
 }
 
 /// Attach random bridges to `root` (a verified trace, e.g. an optimized random loop) run
 /// on `inputs`, as the module documentation describes: the guard that fails on `inputs`
 /// gets bridge 1 (and through it bridge 2), another guard bridge 3. A root without a
-/// failing guard or without a label gets the bridges it can.
-pub fn grow_tree(mut root: Trace, inputs: &[RtValue], seed: u64) -> TraceTree {
+/// failing guard or without a label gets the bridges it can. A bridge out of a guard of
+/// the root starts with hints that state the guard's entry of `facts` (what the optimizer
+/// of `root` knew at its exits, `optimizer::Optimized::guard_facts`; empty for a root that
+/// was not optimized). When `root` is a peeled loop, bridges jump to its header label.
+pub fn grow_tree(mut root: Trace, inputs: &[RtValue], seed: u64, facts: &[GuardFacts]) -> TraceTree {
     let mut rng = Rng::new(seed ^ 0x0b41_d6e5_7ee5);
     let mut token = 0x7000 + rng.below(0x1000);
     let label = root.last_label();
     if let Some(l) = label {
         match root.ops[l.index()].descr.map(|d| root.descr(d)) {
-            Some(Descr::Target(t)) => token = *t,
+            // A peeled loop's body is entered through its header (the optimizer of a
+            // bridge may go to the body when it proves what the body assumes).
+            Some(Descr::Target(t)) => token = peeled_header(&root, *t).unwrap_or(*t),
             _ => {
                 let d = root.make_descr(Descr::Target(token));
                 root.ops[l.index()].descr = Some(d);
@@ -78,33 +83,57 @@ pub fn grow_tree(mut root: Trace, inputs: &[RtValue], seed: u64) -> TraceTree {
         .collect();
     let other = (!others.is_empty()).then(|| *rng.pick(&others));
     // The label parameters among the fail arguments of both guards (when placed after it).
+    let mut facts = facts.to_vec();
     if let Some(l) = label {
         for g in [failing, other].into_iter().flatten() {
-            add_params_to_fail_args(&mut root, l, g);
+            add_params_to_fail_args(&mut root, l, g, &mut facts);
         }
     }
+    let facts_of = |g: GuardId| facts.iter().find(|f| f.guard == g).map_or(&[][..], |f| &f.words[..]);
     let mut next_id = root.max_guard_id().map_or(0, |g| g.0 + 1);
     let mut tree = TraceTree::new(root);
     if let Some(g) = failing {
         let counting = label.and_then(|l| counting_loop(&tree.root, l));
         let exit = exit_of(&tree.root, g);
-        let (b1, fuel) = bridge_one(&mut rng, &tree.root, g, exit, counting, token, &mut next_id);
+        let (b1, fuel) = bridge_one(
+            &mut rng,
+            &tree.root,
+            (g, facts_of(g)),
+            exit,
+            counting,
+            token,
+            &mut next_id,
+        );
         tree.bridges.push(Bridge { guard: g, trace: b1 });
         if let Some(fuel) = fuel {
-            let b2 = finishing_bridge(&mut rng, &tree.bridges[0].trace, fuel, &mut next_id);
+            let b2 = finishing_bridge(&mut rng, &tree.bridges[0].trace, (fuel, &[]), &mut next_id);
             tree.bridges.push(Bridge { guard: fuel, trace: b2 });
         }
     }
     if let Some(g) = other {
-        let b3 = finishing_bridge(&mut rng, &tree.root, g, &mut next_id);
+        let b3 = finishing_bridge(&mut rng, &tree.root, (g, facts_of(g)), &mut next_id);
         tree.bridges.push(Bridge { guard: g, trace: b3 });
     }
     tree
 }
 
+/// The header token of the peeled loop whose body label has `TargetToken(body)`, when `t`
+/// has that header.
+fn peeled_header(t: &Trace, body: u64) -> Option<u64> {
+    t.ops
+        .iter()
+        .filter(|o| o.opcode == Opcode::Label)
+        .find_map(|o| match o.descr.map(|d| t.descr(d)) {
+            Some(Descr::Target(h)) if *h != body && trace_ir::peeled_body_token(*h) == body => Some(*h),
+            _ => None,
+        })
+}
+
 /// Give the guard `g` of `t` every parameter of the label `l` as a fail argument, when the
-/// guard comes after the label.
-fn add_params_to_fail_args(t: &mut Trace, l: OpRef, g: GuardId) {
+/// guard comes after the label; its entry of `facts` (exit words) follows: the new fail
+/// arguments come after the old ones, before the fields of virtual objects, and nothing is
+/// known of them.
+fn add_params_to_fail_args(t: &mut Trace, l: OpRef, g: GuardId, facts: &mut [GuardFacts]) {
     let Some(at) = trace_ir::tree::guard_op(t, g) else {
         return;
     };
@@ -114,9 +143,18 @@ fn add_params_to_fail_args(t: &mut Trace, l: OpRef, g: GuardId) {
     let params: Vec<Value> = t.label_params(l).map(Value::op).collect();
     let gr = t.ops[at.index()].guard.expect("a guard op");
     let gd = &mut t.guards[gr.index()];
+    let values = gd.fail_args.iter().filter(|fa| matches!(fa, FailArg::Value(_))).count();
+    let mut added = 0;
     for p in params {
         if !gd.fail_args.contains(&FailArg::Value(p)) {
             gd.fail_args.push(FailArg::Value(p));
+            added += 1;
+        }
+    }
+    if let Some(f) = facts.iter_mut().find(|f| f.guard == g) {
+        if f.words.len() >= values {
+            f.words
+                .splice(values..values, std::iter::repeat_n(WordFacts::default(), added));
         }
     }
 }
@@ -161,7 +199,14 @@ struct Gen<'r> {
 }
 
 impl<'r> Gen<'r> {
-    fn new(rng: &'r mut Rng, kinds: &[Kind], first_guard: u32, aliasing: trace_ir::Aliasing) -> Gen<'r> {
+    /// A bridge whose inputs have `kinds`, with hints stating `facts` about them.
+    fn new(
+        rng: &'r mut Rng,
+        kinds: &[Kind],
+        facts: &[WordFacts],
+        first_guard: u32,
+        aliasing: trace_ir::Aliasing,
+    ) -> Gen<'r> {
         let mut b = TraceBuilder::new();
         b.guard_ids_from(first_guard).aliasing(aliasing);
         let mut g = Gen {
@@ -176,6 +221,9 @@ impl<'r> Gen<'r> {
             let v = g.b.input(k);
             g.inputs.push(v);
             g.add(k, v);
+        }
+        for (f, &v) in facts.iter().zip(&g.inputs) {
+            f.record(v, &mut g.b);
         }
         g
     }
@@ -261,14 +309,14 @@ impl<'r> Gen<'r> {
 fn bridge_one(
     rng: &mut Rng,
     root: &Trace,
-    g: GuardId,
+    (g, facts): (GuardId, &[WordFacts]),
     exit: Vec<(Kind, Value)>,
     counting: Option<(Value, Value)>,
     token: u64,
     next_id: &mut u32,
 ) -> (Trace, Option<GuardId>) {
     let kinds: Vec<Kind> = exit.iter().map(|e| e.0).collect();
-    let mut gen = Gen::new(rng, &kinds, *next_id, root.aliasing);
+    let mut gen = Gen::new(rng, &kinds, facts, *next_id, root.aliasing);
     gen.body(u64::from(g.0) << 8);
     let word = |v: Value| exit.iter().position(|e| e.1 == v);
     let params: Vec<Value> = match root.last_label() {
@@ -312,10 +360,11 @@ fn bridge_one(
     (t, fuel)
 }
 
-/// A bridge out of guard `g` of `parent` that computes a little and finishes.
-fn finishing_bridge(rng: &mut Rng, parent: &Trace, g: GuardId, next_id: &mut u32) -> Trace {
+/// A bridge out of guard `g` of `parent` (with what is known of its exit words) that
+/// computes a little and finishes.
+fn finishing_bridge(rng: &mut Rng, parent: &Trace, (g, facts): (GuardId, &[WordFacts]), next_id: &mut u32) -> Trace {
     let kinds: Vec<Kind> = exit_of(parent, g).iter().map(|e| e.0).collect();
-    let mut gen = Gen::new(rng, &kinds, *next_id, parent.aliasing);
+    let mut gen = Gen::new(rng, &kinds, facts, *next_id, parent.aliasing);
     gen.body(u64::from(g.0) << 8);
     let vals = gen.some_values();
     gen.b.finish_with(&vals);

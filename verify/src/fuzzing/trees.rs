@@ -7,54 +7,100 @@ use super::{guarded, native_agrees, panic_message, trace_params, Family};
 use crate::validate::{validate, Config, Verdict};
 use backend_x86_64::{compile, CompileError, CompileOptions, Compiler, SimpleHeap};
 use std::panic::catch_unwind;
-use trace_interp::random::{grow_tree, random_tree};
-use trace_interp::{outcomes_equivalent, run_tree, Outcome, RtValue, RunConfig, RunResult};
+use trace_interp::random::{grow_tree, random_tree, RandomConfig};
+use trace_interp::{
+    outcomes_equivalent, outcomes_equivalent_by_resume_key, run_tree, Outcome, RtValue, RunConfig, RunResult,
+};
 use trace_ir::tree::{verify_tree, Bridge, TraceTree};
+
+/// A random tree to check: the tree, its inputs, and what a bridge may assume.
+#[derive(Clone, Debug)]
+pub struct FuzzTree {
+    /// The tree (bridges as recorded).
+    pub tree: TraceTree,
+    /// The root's inputs.
+    pub inputs: Vec<RtValue>,
+    /// The peeled loop bodies bridges may enter ([`optimizer::Optimized::body_entries`] of
+    /// the root).
+    pub entries: Vec<trace_ir::BodyEntry>,
+    /// The same tree without the hints that state the optimizer's facts at the root's
+    /// guards, when the bridges have them.
+    pub unhinted: Option<TraceTree>,
+}
+
+/// The tree of `(cfg, seed)` (`cfg.loops` forced on): `random_tree`'s, or with `optimize`
+/// its bridges grown again on the optimized loop (peeled with `peel`), their bridges
+/// starting from the facts the optimizer knew at the guards.
+pub fn seed_tree(cfg: &RandomConfig, seed: u64, optimize: bool, peel: bool) -> FuzzTree {
+    let cfg = RandomConfig {
+        loops: true,
+        ..cfg.clone()
+    };
+    let (tree, inputs) = random_tree(&cfg, seed);
+    let plain = FuzzTree {
+        tree,
+        inputs,
+        entries: Vec::new(),
+        unhinted: None,
+    };
+    if !optimize {
+        return plain;
+    }
+    let opts = optimizer::Options {
+        peel,
+        ..optimizer::Options::default()
+    };
+    match optimizer::optimize(&plain.tree.root, &opts) {
+        Ok(opt) => FuzzTree {
+            tree: grow_tree(opt.trace.clone(), &plain.inputs, seed, &opt.guard_facts),
+            unhinted: Some(grow_tree(opt.trace, &plain.inputs, seed, &[])),
+            entries: opt.body_entries,
+            inputs: plain.inputs,
+        },
+        Err(_) => plain,
+    }
+}
 
 /// The tree the fuzz bytes stand for: integer loops, or (the second byte's third bit) loops
 /// that touch only memory they allocate; with bridges grown on the loop as generated, or
 /// (the fourth bit) on the loop after `optimizer::optimize` (its guards carry virtual
-/// objects).
-pub fn bytes_tree(bytes: &[u8]) -> Result<(TraceTree, Vec<RtValue>), String> {
+/// objects), peeled when the fifth bit is set too.
+pub fn bytes_tree(bytes: &[u8]) -> Result<FuzzTree, String> {
     let b1 = bytes.get(1).copied().unwrap_or(0);
     let family = if b1 & 4 != 0 {
         Family::SelfContained
     } else {
         Family::Integers
     };
-    let (mut cfg, seed) = trace_params(bytes, family);
-    cfg.loops = true;
-    catch_unwind(|| {
-        let (tree, inputs) = random_tree(&cfg, seed);
-        if b1 & 8 == 0 {
-            return (tree, inputs);
-        }
-        match optimizer::optimize(&tree.root, &optimizer::Options::default()) {
-            Ok(opt) => (grow_tree(opt.trace, &inputs, seed), inputs),
-            Err(_) => (tree, inputs),
-        }
-    })
-    .map_err(|e| format!("generator panic: {}", panic_message(e)))
+    let (cfg, seed) = trace_params(bytes, family);
+    catch_unwind(|| seed_tree(&cfg, seed, b1 & 8 != 0, b1 & 16 != 0))
+        .map_err(|e| format!("generator panic: {}", panic_message(e)))
 }
 
 /// `tree_diff` target.
 pub fn check_tree_diff(bytes: &[u8]) -> Result<(), String> {
-    let (tree, inputs) = bytes_tree(bytes)?;
-    tree_failure(&tree, &inputs, false).map_or(Ok(()), Err)
+    let case = bytes_tree(bytes)?;
+    tree_failure(&case, false).map_or(Ok(()), Err)
 }
 
-/// What is wrong with `tree` on `inputs`, if anything: the tree and its form with every
-/// bridge optimized verify as trees; the interpreter runs both to equivalent outcomes;
-/// native code with the bridges attached exits like the interpreter for both; and, with
-/// `z3`, translation validation proves each optimized bridge equivalent to its recorded
-/// form (every bridge enters its loop at the loop's header, which assumes nothing of the
-/// values it is given, so the jump's operands are all there is to prove).
-pub fn tree_failure(tree: &TraceTree, inputs: &[RtValue], z3: bool) -> Option<String> {
+/// What is wrong with `case`, if anything: the tree and its form with every bridge
+/// optimized (`Optimizer::optimize_bridge` with the case's loop bodies) verify as trees;
+/// the facts the optimizer stated at the root's guards hold whenever the bridges start
+/// (the hinted tree breaks no promise the unhinted one keeps); the interpreter runs both
+/// forms to equivalent outcomes; native code with the bridges attached exits like the
+/// interpreter for both; and, with `z3`, translation validation proves each optimized
+/// bridge equivalent to its recorded form, including what a loop body it jumps into
+/// assumes of the jump's operands.
+pub fn tree_failure(case: &FuzzTree, z3: bool) -> Option<String> {
+    let (tree, inputs) = (&case.tree, &case.inputs[..]);
     guarded(|| {
         verify_tree(tree).map_err(|e| format!("the generated tree: {e}"))?;
+        facts_hold(case)?;
         let mut optimized = TraceTree::new(tree.root.clone());
+        let mut opt = optimizer::Optimizer::new();
         for b in &tree.bridges {
-            let out = optimizer::optimize(&b.trace, &optimizer::Options::default())
+            let out = opt
+                .optimize_bridge(&b.trace, &optimizer::Options::default(), &case.entries)
                 .map_err(|e| format!("optimizer error on the bridge out of {}: {e}", b.guard))?;
             // A guard the optimizer removed from its bridge never fails: a bridge out of it
             // is never entered, and goes.
@@ -64,6 +110,7 @@ pub fn tree_failure(tree: &TraceTree, inputs: &[RtValue], z3: bool) -> Option<St
             if z3 {
                 let cfg = Config {
                     timeout_ms: 1000,
+                    body_entries: case.entries.clone(),
                     ..Config::default()
                 };
                 if let Verdict::Invalid { counterexample } = validate(&b.trace, &out.trace, &cfg) {
@@ -83,14 +130,60 @@ pub fn tree_failure(tree: &TraceTree, inputs: &[RtValue], z3: bool) -> Option<St
         let want = run_tree(tree, inputs, &cfg);
         if !matches!(want.outcome, Outcome::Invalid { .. } | Outcome::IterationLimit) {
             let got = run_tree(&optimized, inputs, &cfg);
-            outcomes_equivalent(&want, &got)
-                .map_err(|e| format!("interpreter before/after optimizing the bridges: {e}"))?;
+            // A bridge that enters the peeled body meets the copies of the preamble's
+            // guards, which share their resume keys (and are told apart by them).
+            let same = if case.entries.is_empty() {
+                outcomes_equivalent(&want, &got)
+            } else {
+                outcomes_equivalent_by_resume_key(&want, &got)
+            };
+            if let Err(e) = same {
+                if !exits_at_unbridged_copy(tree, &want) && !exits_at_unbridged_copy(&optimized, &got) {
+                    return Err(format!("interpreter before/after optimizing the bridges: {e}"));
+                }
+            }
         }
         native_tree_matches(tree, inputs, &want).map_err(|e| format!("native tree: {e}"))?;
         let want_opt = run_tree(&optimized, inputs, &cfg);
         native_tree_matches(&optimized, inputs, &want_opt).map_err(|e| format!("native tree, optimized bridges: {e}"))
     })
     .err()
+}
+
+/// Whether `got` left `tree` through a guard without a bridge whose resume key a guard with
+/// a bridge shares (a peeled loop's guard and its copy). Entering the loop's body instead
+/// of its header meets the body's copies of the preamble's guards (and the other way
+/// round): in a running system such an exit resumes the interpreter where the bridge of
+/// the twin starts (and the guard gets a bridge of its own when it is hot), so the two
+/// runs are not compared past that exit.
+fn exits_at_unbridged_copy(tree: &TraceTree, got: &RunResult) -> bool {
+    let Outcome::GuardFailed { guard, resume_key, .. } = got.outcome else {
+        return false;
+    };
+    let key_of = |g| {
+        let (k, at) = tree.find_guard(g)?;
+        tree.trace(k).guard_of(at).map(|gd| gd.resume_key)
+    };
+    tree.bridge_of(guard).is_none() && tree.bridges.iter().any(|b| key_of(b.guard) == Some(resume_key))
+}
+
+/// The facts stated at the start of the case's bridges hold: the hinted tree breaks no
+/// promise the unhinted one keeps.
+fn facts_hold(case: &FuzzTree) -> Result<(), String> {
+    let Some(unhinted) = &case.unhinted else {
+        return Ok(());
+    };
+    let cfg = RunConfig::default();
+    let broken = |t: &TraceTree| match run_tree(t, &case.inputs, &cfg).outcome {
+        Outcome::Invalid {
+            promise: true, reason, ..
+        } => Some(reason),
+        _ => None,
+    };
+    match (broken(&case.tree), broken(unhinted)) {
+        (Some(why), None) => Err(format!("a fact the optimizer stated at a guard does not hold: {why}")),
+        _ => Ok(()),
+    }
 }
 
 /// The tree compiled natively (its bridges attached in order) exits like the interpreter's

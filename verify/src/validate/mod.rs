@@ -261,6 +261,11 @@ pub struct Config {
     /// uninterpreted functions (abstraction refinement, see the module documentation; on by
     /// default). Off: every query uses the full bit-vector semantics directly.
     pub abstract_heavy_ops: bool,
+    /// Loop bodies the optimized trace may enter where the original jumps to the loop's
+    /// header ([`optimizer::Optimizer::optimize_bridge`]): such a final `jump` is valid when
+    /// its operands are proven equal to the original's and to satisfy every fact the body
+    /// assumes. A `jump` to any other label than the original's is invalid.
+    pub body_entries: Vec<trace_ir::BodyEntry>,
 }
 
 impl Default for Config {
@@ -270,6 +275,7 @@ impl Default for Config {
             check_fail_args: true,
             check_heap: true,
             abstract_heavy_ops: true,
+            body_entries: Vec::new(),
         }
     }
 }

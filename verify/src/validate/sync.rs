@@ -419,6 +419,50 @@ impl<'t> Validator<'t> {
             self.prove_heap_equal(&format!("at {}", opo.opcode))?;
         }
         self.flush()?;
-        Ok(())
+        self.check_jump_target(ro, rp)
+    }
+
+    /// Both final `jump`s go to the same label, or the optimized one to the body of the
+    /// loop whose header the original names, with operands that satisfy what the body
+    /// assumes (`Config::body_entries`).
+    fn check_jump_target(&mut self, ro: OpRef, rp: OpRef) -> R<()> {
+        let target = |t: &Trace, r: OpRef| match t.op(r).descr.map(|d| t.descr(d)) {
+            Some(trace_ir::Descr::Target(x)) if t.op(r).opcode == trace_ir::Opcode::Jump => Some(*x),
+            _ => None,
+        };
+        let (to, tp) = (target(self.o.trace, ro), target(self.p.trace, rp));
+        if to == tp {
+            return Ok(());
+        }
+        let entry = self
+            .cfg
+            .body_entries
+            .iter()
+            .find(|e| Some(e.header) == to && Some(e.body) == tp)
+            .cloned();
+        let Some(entry) = entry else {
+            return Err(Stop::Invalid(self.structural(format!(
+                "the original jumps to {to:?}, the optimized trace to {tp:?}"
+            ))));
+        };
+        let args = self.p.trace.op(rp).args.clone();
+        if args.len() != entry.params.len() {
+            return Err(Stop::Invalid(self.structural(format!(
+                "the jump passes {} operands to a loop body of {} parameters",
+                args.len(),
+                entry.params.len()
+            ))));
+        }
+        self.open_batch();
+        for (j, (f, &a)) in entry.params.iter().zip(&args).enumerate() {
+            let x = self.p.value(a)?;
+            let claim = self.p.satisfies(&x, f);
+            self.prove(
+                &claim,
+                || format!("jump into the loop body: operand {j} may not satisfy what the body assumes ({f:?})"),
+                None,
+            )?;
+        }
+        self.flush()
     }
 }

@@ -70,7 +70,7 @@ impl Gen<'_> {
             VirtualRef => self.virtual_ref(at)?,
             // ---- hints -------------------------------------------------------------------
             Keepalive | EnterPortalFrame | LeavePortalFrame | RecordKnownResult | RecordExactClass | AssertNotNone
-            | QuasiimmutField | VirtualRefFinish => {}
+            | RecordIntRange | RecordIntBits | QuasiimmutField | VirtualRefFinish => {}
             GetfieldGcI | GetfieldGcR | GetfieldGcF | GetfieldRawI | GetfieldRawR | GetfieldRawF => {
                 self.getfield(at)?
             }

@@ -3,7 +3,7 @@
 use super::{Abort, Descrs, ParamKind, Recorder};
 use crate::lang::bytecode::{Instr, Program, Slot};
 use std::collections::HashMap;
-use trace_ir::{Descr, GuardId, Opcode, SizeDescr, Trace, TraceBuilder};
+use trace_ir::{Descr, GuardId, Opcode, SizeDescr, Trace, TraceBuilder, WordFacts};
 
 /// What a bridge needs to know of the loop it returns to.
 #[derive(Clone, Debug)]
@@ -18,7 +18,8 @@ pub struct BridgeTarget {
 
 impl Recorder {
     /// Start recording a bridge out of guard `guard` of `parent` (a trace of the compiled
-    /// loop `loop_`: the loop or one of its bridges), at the guard's resume position
+    /// loop `loop_`: the loop or one of its bridges, with what its optimizer knew at its
+    /// guards' exits, `GuardFacts::words` of `guard`), at the guard's resume position
     /// `resume_pc`, where the interpreter has just written the exit's values into the live
     /// slots. The bridge's inputs are the guard's exit words; its virtual objects are
     /// rebuilt at the bridge's start (`trace_ir::tree::bridge_prologue`), so the optimizer
@@ -27,7 +28,7 @@ impl Recorder {
     pub fn start_bridge(
         program: &Program,
         loop_: &BridgeTarget,
-        parent: &Trace,
+        (parent, facts): (&Trace, &[WordFacts]),
         guard: GuardId,
         resume_pc: usize,
         first_guard_id: u32,
@@ -41,7 +42,7 @@ impl Recorder {
             .ok_or_else(|| Abort(format!("{guard} has no resume data")))?;
         let mut b = TraceBuilder::new();
         b.guard_ids_from(first_guard_id);
-        let fail = trace_ir::bridge_prologue(parent, gd, &mut b);
+        let fail = trace_ir::bridge_prologue(parent, gd, facts, &mut b);
         let d = Descrs::new(&mut b);
         let live = program.live_slots(resume_pc);
         if live.len() != fail.len() {

@@ -8,7 +8,7 @@ use crate::jit::recorder::{Abort, BridgeTarget, Recorded, Recorder};
 use crate::lang::bytecode::Slot;
 use std::collections::{HashMap, HashSet};
 use std::time::Instant;
-use trace_ir::{GuardId, Opcode, Trace};
+use trace_ir::{BodyEntry, GuardFacts, GuardId, Opcode, Trace, WordFacts};
 
 /// A loop's compiled code and the bookkeeping of its exits.
 struct CompiledLoop {
@@ -27,11 +27,16 @@ struct CompiledLoop {
     no_more_bridges: HashSet<GuardId>,
     /// The first guard id no trace of the loop uses.
     next_guard_id: u32,
+    /// What the optimizer knew at each guard about its exit words (a bridge starts from it).
+    guard_facts: HashMap<GuardId, Vec<WordFacts>>,
+    /// The loop's peeled body as a way in for bridges.
+    body_entries: Vec<BodyEntry>,
 }
 
 impl CompiledLoop {
     /// Add a compiled trace (the loop, or a bridge) to the bookkeeping.
-    fn add_trace(&mut self, t: Trace) {
+    fn add_trace(&mut self, t: Trace, facts: Vec<GuardFacts>) {
+        self.guard_facts.extend(facts.into_iter().map(|f| (f.guard, f.words)));
         let k = self.traces.len();
         for gd in &t.guards {
             self.guard_trace.insert(gd.id, k);
@@ -158,6 +163,8 @@ impl Vm<'_> {
         }
         ts.recorded = recorded.clone();
         let mut loop_exit_guards: HashSet<GuardId> = rec.loop_exit_guards.into_iter().collect();
+        let mut guard_facts = Vec::new();
+        let mut body_entries = Vec::new();
         let trace = if self.config.mode == Mode::JitOptimized {
             let t0 = Instant::now();
             let opts = optimizer::Options {
@@ -188,6 +195,8 @@ impl Vm<'_> {
             if log.stats {
                 eprintln!("[jit] optimizer stats of loop {id}: {:?}", opt.stats);
             }
+            guard_facts = opt.guard_facts;
+            body_entries = opt.body_entries;
             opt.trace
         } else {
             recorded
@@ -224,8 +233,10 @@ impl Vm<'_> {
             guard_trace: HashMap::new(),
             no_more_bridges: HashSet::new(),
             next_guard_id: 0,
+            guard_facts: HashMap::new(),
+            body_entries,
         };
-        compiled.add_trace(compiled_trace);
+        compiled.add_trace(compiled_trace, guard_facts);
         self.loops[id].compiled = Some(compiled);
         self.stats.exits_after_warmup = 0;
     }
@@ -239,9 +250,13 @@ impl Vm<'_> {
             return;
         };
         compiled.no_more_bridges.insert(g);
+        let mut facts = Vec::new();
         let trace = if self.config.mode == Mode::JitOptimized {
-            match self.optimizer.optimize(&rec.trace, &optimizer::Options::default()) {
-                Ok(o) => o.trace,
+            match (self.optimizer).optimize_bridge(&rec.trace, &optimizer::Options::default(), &compiled.body_entries) {
+                Ok(o) => {
+                    facts = o.guard_facts;
+                    o.trace
+                }
                 Err(e) => {
                     if log.jit {
                         eprintln!("[jit] optimizer refused the bridge out of {g}: {e:?}");
@@ -260,7 +275,7 @@ impl Vm<'_> {
         }
         match compiled.code.attach_bridge(g, &trace) {
             Ok(()) => {
-                compiled.add_trace(trace);
+                compiled.add_trace(trace, facts);
                 self.stats.bridges += 1;
                 self.stats.exits_after_warmup = 0;
                 self.stats.bridge_time += t0.elapsed();
@@ -292,7 +307,15 @@ impl Vm<'_> {
             return false;
         }
         let Some(&k) = c.guard_trace.get(&g) else { return false };
-        match Recorder::start_bridge(self.program, &c.target, &c.traces[k], g, resume, c.next_guard_id) {
+        let facts = c.guard_facts.get(&g).map_or(&[][..], Vec::as_slice);
+        match Recorder::start_bridge(
+            self.program,
+            &c.target,
+            (&c.traces[k], facts),
+            g,
+            resume,
+            c.next_guard_id,
+        ) {
             Ok(r) => {
                 if self.config.log.jit {
                     eprintln!("[jit] recording a bridge out of {g} of loop {id}");

@@ -1,7 +1,7 @@
 //! Translation of elidable and loop-invariant calls, hints and frame ops.
 
-use trace_ir::{Kind, Op, OpRef};
-use z3::ast::Bool;
+use trace_ir::{Kind, Op, OpRef, Opcode, WordFacts};
+use z3::ast::{Bool, BV};
 
 use super::Translated;
 use crate::validate::layout::descr_key;
@@ -34,19 +34,48 @@ impl<'t> Side<'t> {
         if orig {
             let x = self.value(op.args[0])?;
             let c = self.bv_of(op.args[1])?;
-            t.fact = Some(match self.tracked(&x) {
-                Some(id) => self.objs[id]
-                    .class
-                    .clone()
-                    .unwrap_or_else(|| uf_bv("class_of_shape", &[bv(id as u64)]))
-                    .eq(&c),
-                None => {
-                    let p = self.escape(&x);
-                    Bool::and(&[p.eq(zero()).not(), class_of(&p).eq(&c)])
-                }
-            });
+            t.fact = Some(self.has_class(&x, &c));
         }
         Ok(())
+    }
+
+    /// That `x` is a non-null reference to an object of class `c`.
+    fn has_class(&mut self, x: &Sym, c: &BV) -> Bool {
+        match self.tracked(x) {
+            Some(id) => self.objs[id]
+                .class
+                .clone()
+                .unwrap_or_else(|| uf_bv("class_of_shape", &[bv(id as u64)]))
+                .eq(c),
+            None => {
+                let p = self.escape(x);
+                Bool::and(&[p.eq(zero()).not(), class_of(&p).eq(c)])
+            }
+        }
+    }
+
+    /// That the word `x` satisfies the facts `f` (what a loop body assumes of a parameter).
+    pub(crate) fn satisfies(&mut self, x: &Sym, f: &WordFacts) -> Bool {
+        let mut all = Vec::new();
+        if let Some(c) = f.class {
+            all.push(self.has_class(x, &bv(c as u64)));
+        }
+        // An object of the trace is not null and has no integer facts to meet.
+        if self.tracked(x).is_some() {
+            return Bool::and(&all);
+        }
+        let w = self.escape(x);
+        if f.nonnull {
+            all.push(w.eq(zero()).not());
+        }
+        if let Some((lo, hi)) = f.range {
+            all.push(bv(lo as u64).bvsle(&w));
+            all.push(w.bvsle(bv(hi as u64)));
+        }
+        if let Some((mask, bits)) = f.bits {
+            all.push(w.bvand(bv(mask)).eq(bv(bits)));
+        }
+        Bool::and(&all)
     }
 
     /// `assert_not_none(p)`, a promise assumed on the original: `p` is not null.
@@ -57,6 +86,20 @@ impl<'t> Side<'t> {
             if orig {
                 t.fact = Some(p.eq(zero()).not());
             }
+        }
+        Ok(())
+    }
+
+    /// `record_int_range(x, lo, hi)` and `record_int_bits(x, mask, bits)`, promises assumed
+    /// on the original: `lo <= x <= hi` (signed), `x & mask == bits`.
+    pub(super) fn record_int(&mut self, orig: bool, op: &Op, t: &mut Translated) -> R<()> {
+        if orig {
+            let x = self.bv_of(op.args[0])?;
+            let (a, b) = (self.bv_of(op.args[1])?, self.bv_of(op.args[2])?);
+            t.fact = Some(match op.opcode {
+                Opcode::RecordIntRange => Bool::and(&[a.bvsle(&x), x.bvsle(&b)]),
+                _ => x.bvand(&a).eq(&b),
+            });
         }
         Ok(())
     }

@@ -118,6 +118,7 @@ impl<'t> Validator<'t> {
             | Opcode::RecordKnownResult => {}
             Opcode::RecordExactClass => self.side(orig).record_exact_class(orig, &op, &mut t)?,
             Opcode::AssertNotNone => self.side(orig).assert_not_none(orig, &op, &mut t)?,
+            Opcode::RecordIntRange | Opcode::RecordIntBits => self.side(orig).record_int(orig, &op, &mut t)?,
             Opcode::ForceToken => self.side(orig).set(r, Sym::Bv(BV::new_const("force_token", 64))),
             Opcode::VirtualRef => self.side(orig).virtual_ref(r, &op)?,
             _ => return unsupported(format!("{} is not modelled by the validator", opc)),

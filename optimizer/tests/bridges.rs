@@ -1,0 +1,188 @@
+//! Bridges: what the optimizer states at a loop's guards, what a peeled loop's body
+//! assumes, and a bridge optimized from the former into the latter.
+
+use optimizer::{Optimized, Optimizer, Options};
+use trace_interp::{outcomes_equivalent_by_resume_key, run_tree, RtValue, RunConfig};
+use trace_ir::tree::{guard_op, Bridge, TraceTree};
+use trace_ir::{
+    bridge_prologue, parse_trace, BodyEntry, Descr, GuardId, Opcode, Trace, TraceBuilder, Value, WordFacts,
+};
+
+/// A counting loop with an accumulator kept in `[0, 255]` by a mask, and a pass number
+/// it passes on unchanged.
+const MASKED_LOOP: &str = "
+[i0, i1, i2]
+label(i0, i1, i2, descr=TargetToken(7)) -> [i3, i4, i5]
+i6 = int_lt(i3, 1000)
+guard_true(i6, descr=<Guard0 key=1>) [i3, i4, i5]
+i7 = int_add(i4, i3)
+i8 = int_and(i7, 255)
+i9 = int_add(i3, 1)
+jump(i9, i8, i5, descr=TargetToken(7))
+";
+
+fn peeled(text: &str) -> Optimized {
+    let t = parse_trace(text).unwrap();
+    let opts = Options {
+        peel: true,
+        ..Options::default()
+    };
+    Optimizer::new().optimize(&t, &opts).unwrap()
+}
+
+/// The guard of `t` with resume key `key` that comes last (in a peeled loop: the body's).
+fn last_guard_with_key(t: &Trace, key: u64) -> GuardId {
+    t.guards.iter().rev().find(|g| g.resume_key == key).unwrap().id
+}
+
+/// A bridge out of guard `g` of the loop `out` (with the optimizer's facts there) that
+/// counts the pass and leaves at the third, sets the counter to `counter - 1000` and the
+/// accumulator to what `acc` makes of it, then jumps to the loop's header.
+fn bridge(out: &Optimized, g: GuardId, acc: impl Fn(&mut TraceBuilder, Value) -> Value) -> Trace {
+    let at = guard_op(&out.trace, g).unwrap();
+    let gd = out.trace.guard_of(at).unwrap();
+    let facts = &out.guard_facts.iter().find(|f| f.guard == g).unwrap().words;
+    let mut b = TraceBuilder::new();
+    b.guard_ids_from(100);
+    let fail = bridge_prologue(&out.trace, gd, facts, &mut b);
+    let (i, a, p) = (fail[0].unwrap(), fail[1].unwrap(), fail[2].unwrap());
+    let (one, three) = (b.const_int(1), b.const_int(3));
+    let p2 = b.op(Opcode::IntAdd, &[p, one]);
+    let more = b.op(Opcode::IntLt, &[p2, three]);
+    b.guard(Opcode::GuardTrue, &[more], &[i, a, p2], 50);
+    let k = b.const_int(1000);
+    let i2 = b.op(Opcode::IntSub, &[i, k]);
+    let a2 = acc(&mut b, a);
+    let d = b.descr(Descr::Target(7));
+    b.op_with_descr(Opcode::Jump, &[i2, a2, p2], d);
+    b.finish().unwrap()
+}
+
+fn jump_token(t: &Trace) -> Option<u64> {
+    let jump = t.ops.last()?;
+    match jump.descr.map(|d| t.descr(d)) {
+        Some(Descr::Target(x)) if jump.opcode == Opcode::Jump => Some(*x),
+        _ => None,
+    }
+}
+
+#[test]
+fn a_peeled_loop_exports_its_body_and_its_guard_facts() {
+    let out = peeled(MASKED_LOOP);
+    assert_eq!(
+        out.body_entries,
+        vec![BodyEntry {
+            header: 7,
+            body: trace_ir::peeled_body_token(7),
+            params: vec![
+                WordFacts::default(),
+                WordFacts {
+                    range: Some((0, 255)),
+                    ..WordFacts::default()
+                },
+                WordFacts::default(),
+            ],
+        }]
+    );
+    // One entry per guard, one per exit word; at the body's guard the accumulator is in its
+    // mask (what is known before the guard: a bridge does not learn from the failed test).
+    assert_eq!(out.guard_facts.len(), out.trace.guards.len());
+    let body_guard = last_guard_with_key(&out.trace, 1);
+    let f = &out.guard_facts.iter().find(|f| f.guard == body_guard).unwrap().words;
+    assert_eq!(f.len(), 3);
+    assert!(f[0].is_empty(), "{:?}", f[0]);
+    assert_eq!(f[1].range, Some((0, 255)));
+}
+
+#[test]
+fn hints_state_facts_the_optimizer_learns_and_drops() {
+    let t = parse_trace(
+        "
+[i0, i1]
+record_int_range(i0, 0, 255)
+record_int_bits(i1, 3, 2)
+i2 = int_lt(i0, 256)
+guard_true(i2, descr=<Guard0 key=1>) []
+i3 = int_and(i1, 3)
+finish(i3)
+",
+    )
+    .unwrap();
+    let out = Optimizer::new().optimize(&t, &Options::default()).unwrap();
+    let printed = trace_ir::print_trace(&out.trace);
+    assert!(!printed.contains("record_int"), "{printed}");
+    assert!(!printed.contains("guard_true"), "{printed}");
+    assert!(printed.contains("finish(2)"), "{printed}");
+}
+
+#[test]
+fn a_bridge_that_keeps_the_mask_enters_the_body() {
+    let out = peeled(MASKED_LOOP);
+    let g = last_guard_with_key(&out.trace, 1);
+    let b = bridge(&out, g, |_, a| a);
+    let opt = Optimizer::new()
+        .optimize_bridge(&b, &Options::default(), &out.body_entries)
+        .unwrap();
+    assert_eq!(jump_token(&opt.trace), Some(trace_ir::peeled_body_token(7)));
+    // Without the body as an entry, or without the facts at the guard, it stays at the header.
+    let alone = Optimizer::new().optimize(&b, &Options::default()).unwrap();
+    assert_eq!(jump_token(&alone.trace), Some(7));
+    let at = guard_op(&out.trace, g).unwrap();
+    let mut bare = TraceBuilder::new();
+    let fail = bridge_prologue(&out.trace, out.trace.guard_of(at).unwrap(), &[], &mut bare);
+    let d = bare.descr(Descr::Target(7));
+    let args: Vec<Value> = fail.iter().map(|v| v.unwrap()).collect();
+    bare.op_with_descr(Opcode::Jump, &args, d);
+    let bare = Optimizer::new()
+        .optimize_bridge(&bare.finish().unwrap(), &Options::default(), &out.body_entries)
+        .unwrap();
+    assert_eq!(jump_token(&bare.trace), Some(7));
+}
+
+#[test]
+fn a_bridge_that_breaks_the_mask_enters_the_header() {
+    let out = peeled(MASKED_LOOP);
+    let g = last_guard_with_key(&out.trace, 1);
+    let b = bridge(&out, g, |b, a| {
+        let one = b.const_int(1);
+        b.op(Opcode::IntAdd, &[a, one])
+    });
+    let opt = Optimizer::new()
+        .optimize_bridge(&b, &Options::default(), &out.body_entries)
+        .unwrap();
+    assert_eq!(jump_token(&opt.trace), Some(7));
+}
+
+/// The tree with the bridge entering the body computes what it computes with the bridge
+/// entering the header, for accumulators at the edges of the mask.
+#[test]
+fn entering_the_body_computes_what_entering_the_header_does() {
+    let out = peeled(MASKED_LOOP);
+    let g = last_guard_with_key(&out.trace, 1);
+    let b = bridge(&out, g, |_, a| a);
+    let opt = Optimizer::new()
+        .optimize_bridge(&b, &Options::default(), &out.body_entries)
+        .unwrap();
+    assert_eq!(jump_token(&opt.trace), Some(trace_ir::peeled_body_token(7)));
+    let tree = |bt: Trace| TraceTree {
+        root: out.trace.clone(),
+        bridges: vec![Bridge { guard: g, trace: bt }],
+    };
+    let (header, body) = (tree(b), tree(opt.trace));
+    trace_ir::verify_tree(&body).unwrap();
+    let cfg = RunConfig {
+        max_iterations: 100_000,
+        ..RunConfig::default()
+    };
+    for (i, a) in [(0, 0), (5, 255), (990, 17), (999, 128)] {
+        let inputs = [RtValue::Int(i), RtValue::Int(a), RtValue::Int(0)];
+        let (want, got) = (run_tree(&header, &inputs, &cfg), run_tree(&body, &inputs, &cfg));
+        outcomes_equivalent_by_resume_key(&want, &got).unwrap_or_else(|e| panic!("({i}, {a}): {e}"));
+        assert!(
+            matches!(got.outcome, trace_interp::Outcome::GuardFailed { resume_key: 50, .. }),
+            "({i}, {a}): {:?}",
+            got.outcome
+        );
+        assert!(got.iterations > 2000, "({i}, {a}): {} iterations", got.iterations);
+    }
+}

@@ -1,0 +1,80 @@
+//! Facts about values that cross from one trace to another: what an optimizer knew about a
+//! guard's exit words when it compiled the guard ([`GuardFacts`]: a bridge out of the guard
+//! starts from them, as PyPy keeps them on a guard's resume descriptor), and what a peeled
+//! loop's body assumes about its parameters ([`BodyEntry`]: a trace may jump into the body
+//! instead of the loop's header only with operands that satisfy it).
+//!
+//! A fact enters a trace as a hint op ([`WordFacts::record`]: `record_int_range`,
+//! `record_int_bits`, `record_exact_class`, `assert_not_none`). Hints are promises: the
+//! interpreter reports a broken one as an invalid operation, the translation validator
+//! assumes them on the original trace, the optimizer learns from them and the backend emits
+//! nothing for them. So a wrong fact shows up in differential testing instead of being
+//! silently relied on.
+
+use crate::builder::TraceBuilder;
+use crate::entity::{GuardId, Value};
+use crate::opcode::Opcode;
+
+/// What is known about one word (an integer, a reference or a float). Each part is optional;
+/// the default knows nothing.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WordFacts {
+    /// An integer in the signed range `[lo, hi]`.
+    pub range: Option<(i64, i64)>,
+    /// An integer whose bits under the mask (`.0`) are `.1`.
+    pub bits: Option<(u64, u64)>,
+    /// A reference to an object of exactly this class (so not null).
+    pub class: Option<i64>,
+    /// A reference that is not null.
+    pub nonnull: bool,
+}
+
+impl WordFacts {
+    /// Whether nothing is known.
+    pub fn is_empty(&self) -> bool {
+        *self == WordFacts::default()
+    }
+
+    /// Append to `b` the hints that state these facts about `x`.
+    pub fn record(&self, x: Value, b: &mut TraceBuilder) {
+        if let Some((lo, hi)) = self.range {
+            let (lo, hi) = (b.const_int(lo), b.const_int(hi));
+            b.op(Opcode::RecordIntRange, &[x, lo, hi]);
+        }
+        if let Some((mask, bits)) = self.bits {
+            let (mask, bits) = (b.const_int(mask as i64), b.const_int(bits as i64));
+            b.op(Opcode::RecordIntBits, &[x, mask, bits]);
+        }
+        if let Some(c) = self.class {
+            let c = b.const_int(c);
+            b.op(Opcode::RecordExactClass, &[x, c]);
+        } else if self.nonnull {
+            b.op(Opcode::AssertNotNone, &[x]);
+        }
+    }
+}
+
+/// What an optimizer knew at a guard of its output about the guard's exit words (the
+/// bridge inputs of [`crate::tree::exit_kinds`], in that order) whenever the guard fails.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GuardFacts {
+    /// The guard.
+    pub guard: GuardId,
+    /// One entry per exit word.
+    pub words: Vec<WordFacts>,
+}
+
+/// A peeled loop's body as a second way into its loop: the label `TargetToken(body)`
+/// computes what the header `TargetToken(header)` computes when its operands satisfy
+/// `params` (one entry per parameter), which the body was optimized to assume. A `jump` to
+/// the header may go to the body instead when it provably passes such operands, and then
+/// skips the preamble.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BodyEntry {
+    /// The loop header's token.
+    pub header: u64,
+    /// The body label's token.
+    pub body: u64,
+    /// What the body assumes about each of its parameters.
+    pub params: Vec<WordFacts>,
+}

@@ -1,0 +1,134 @@
+//! Translation validation of bridges: the facts stated at a bridge's start are assumed, and
+//! a bridge whose optimized form jumps into a peeled loop's body must prove what the body
+//! assumes of each operand; a jump to any other label than the original's is invalid.
+
+use trace_ir::{parse_trace, BodyEntry, Trace, WordFacts};
+use verify::validate::{validate, Config, Verdict};
+
+fn parse(text: &str) -> Trace {
+    parse_trace(text).unwrap_or_else(|e| panic!("{e}\n{text}"))
+}
+
+/// The body of the loop with header `TargetToken(7)` assumes its second parameter in
+/// `[0, 255]`, its third of class 0x50 and its fourth not null.
+fn entries() -> Vec<BodyEntry> {
+    vec![BodyEntry {
+        header: 7,
+        body: trace_ir::peeled_body_token(7),
+        params: vec![
+            WordFacts::default(),
+            WordFacts {
+                range: Some((0, 255)),
+                ..WordFacts::default()
+            },
+            WordFacts {
+                class: Some(0x50),
+                nonnull: true,
+                ..WordFacts::default()
+            },
+            WordFacts {
+                nonnull: true,
+                ..WordFacts::default()
+            },
+        ],
+    }]
+}
+
+fn verdict(original: &str, optimized: &str) -> Verdict {
+    let cfg = Config {
+        body_entries: entries(),
+        ..Config::default()
+    };
+    validate(&parse(original), &parse(optimized), &cfg)
+}
+
+#[track_caller]
+fn assert_valid(original: &str, optimized: &str) {
+    let v = verdict(original, optimized);
+    assert!(v.is_valid(), "expected valid, got {v}\noptimized:\n{optimized}");
+}
+
+#[track_caller]
+fn assert_invalid(original: &str, optimized: &str) {
+    let v = verdict(original, optimized);
+    assert!(v.is_invalid(), "expected invalid, got {v}\noptimized:\n{optimized}");
+}
+
+/// A bridge whose inputs come with the facts of its guard, jumping to the header.
+const BRIDGE: &str = "
+[i0, i1, p2, p3]
+record_int_range(i1, 0, 200)
+record_exact_class(p2, 80)
+assert_not_none(p3)
+i4 = int_add(i1, 55)
+jump(i0, i4, p2, p3, descr=TargetToken(7))
+";
+
+const INTO_BODY: &str = "
+[i0, i1, p2, p3]
+i4 = int_add(i1, 55)
+jump(i0, i4, p2, p3, descr=TargetToken(4611686018427387911))
+";
+
+#[test]
+fn a_jump_into_the_body_with_what_it_assumes_is_valid() {
+    assert_valid(BRIDGE, INTO_BODY);
+}
+
+#[test]
+fn a_jump_into_the_body_out_of_range_is_invalid() {
+    // 200 + 56 leaves [0, 255].
+    let original = BRIDGE.replace("int_add(i1, 55)", "int_add(i1, 56)");
+    let optimized = INTO_BODY.replace("int_add(i1, 55)", "int_add(i1, 56)");
+    assert_invalid(&original, &optimized);
+}
+
+#[test]
+fn a_jump_into_the_body_without_the_class_is_invalid() {
+    let original = BRIDGE.replace("record_exact_class(p2, 80)", "record_exact_class(p2, 81)");
+    assert_invalid(&original, INTO_BODY);
+}
+
+#[test]
+fn a_jump_into_the_body_with_a_null_is_invalid() {
+    let original = BRIDGE.replace("assert_not_none(p3)\n", "");
+    assert_invalid(&original, INTO_BODY);
+}
+
+#[test]
+fn a_jump_to_another_label_is_invalid() {
+    let optimized = INTO_BODY.replace("4611686018427387911", "8");
+    assert_invalid(BRIDGE, &optimized);
+    // Without the body as an entry, jumping into it is invalid too.
+    let v = validate(&parse(BRIDGE), &parse(INTO_BODY), &Config::default());
+    assert!(v.is_invalid(), "{v}");
+}
+
+#[test]
+fn integer_hints_are_promises_on_the_original() {
+    // The hint makes the comparison known; dropping it from the optimized side is fine.
+    assert_valid(
+        "
+[i0]
+record_int_bits(i0, 255, 7)
+i1 = int_and(i0, 15)
+finish(i1)
+",
+        "
+[i0]
+finish(7)
+",
+    );
+    assert_invalid(
+        "
+[i0]
+record_int_bits(i0, 255, 7)
+i1 = int_and(i0, 511)
+finish(i1)
+",
+        "
+[i0]
+finish(7)
+",
+    );
+}
