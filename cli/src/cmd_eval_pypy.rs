@@ -141,8 +141,8 @@ fn eval_file(path: &str, cfg: &Config, runs: u64, options: &optimizer::Options) 
         row.traces += 1;
         let ops_in = Counts::of(t, 0);
         row.ops_in.add(&ops_in);
-        let out = match optimizer::optimize(t, options) {
-            Ok(o) => o.trace,
+        let (out, guard_facts) = match optimizer::optimize(t, options) {
+            Ok(o) => (o.trace, o.guard_facts),
             Err(e) => {
                 row.opt_errors += 1;
                 row.notes.push(format!("{}: optimizer refused: {e}", t.info.name));
@@ -164,8 +164,12 @@ fn eval_file(path: &str, cfg: &Config, runs: u64, options: &optimizer::Options) 
             let body = p.last_label().map(|l| l.index()).unwrap_or(0);
             row.pypy_body.add(&Counts::of(p, body));
         }
-        // Z3 translation validation.
-        match validate(t, &out, cfg) {
+        // Z3 translation validation, with the facts stated at the guards.
+        let cfg = Config {
+            guard_facts,
+            ..cfg.clone()
+        };
+        match validate(t, &out, &cfg) {
             Verdict::Valid => row.z3[0] += 1,
             Verdict::Invalid { counterexample } => {
                 row.z3[1] += 1;

@@ -17,9 +17,12 @@
 //! failures ([`backend_x86_64::CompiledTrace::guard_failures`]). Once a guard is hot,
 //! [`Driver::bridge_to_record`] hands the interpreter what it needs to record a **bridge**
 //! from the guard's resume point: a builder whose inputs are the guard's exit words, with
-//! the guard's virtual objects rebuilt ([`trace_ir::bridge_prologue`]), the value of each
-//! fail argument, and the `TargetToken` to jump back to when it reaches the loop header.
-//! [`Driver::finish_recording`] then optimizes the bridge and attaches it.
+//! the guard's virtual objects rebuilt and what the optimizer knew of them at the guard
+//! stated ([`trace_ir::bridge_prologue`]), the value of each fail argument, and the
+//! `TargetToken` to jump back to when it reaches the loop header.
+//! [`Driver::finish_recording`] then optimizes the bridge (into the loop's peeled body when
+//! it proves what the body assumes, `optimizer::Optimizer::optimize_bridge`) and attaches
+//! it.
 //!
 //! A location whose recording is abandoned [`DriverConfig::max_aborts`] times is never
 //! recorded again (blacklisted); a guard whose bridge cannot be recorded or attached keeps
@@ -150,7 +153,7 @@ pub struct BridgeStart {
     /// order: what the interpreter's resumed state holds in the places they fill.
     pub fail_values: Vec<Option<Value>>,
     /// The `TargetToken` the bridge's final `jump` names (the loop's header; see
-    /// [`Driver::close_jump`]).
+    /// [`Driver::close_jump`]; the optimizer may send it into the loop's peeled body).
     pub target: u64,
 }
 

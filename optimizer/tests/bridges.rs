@@ -186,3 +186,23 @@ fn entering_the_body_computes_what_entering_the_header_does() {
         assert!(got.iterations > 2000, "({i}, {a}): {} iterations", got.iterations);
     }
 }
+
+/// Known bits at a guard are stated under their mask: the bits outside it are zero.
+#[test]
+fn guard_facts_state_known_bits_under_their_mask() {
+    let t = parse_trace(
+        "
+[i0]
+i1 = int_or(i0, 12)
+i2 = int_lt(i0, 3)
+guard_true(i2, descr=<Guard0 key=1>) [i1]
+finish(i1)
+",
+    )
+    .unwrap();
+    let out = Optimizer::new().optimize(&t, &Options::default()).unwrap();
+    let f = &out.guard_facts[0].words[0];
+    let (mask, bits) = f.bits.expect("known bits");
+    assert_eq!(bits & !mask, 0, "{f:?}");
+    assert_eq!((mask & 12, bits & 12), (12, 12), "{f:?}");
+}

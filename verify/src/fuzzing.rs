@@ -156,6 +156,7 @@ pub fn trace_failure(check: Check, trace: &Trace, inputs: &[RtValue], options: &
                 for set in sets {
                     let a = run(trace, &set, &cfg);
                     let b = run(&out.trace, &set, &cfg);
+                    exit_facts_hold(&out, &b.outcome)?;
                     // An original that reaches an invalid operation has no defined outcome.
                     if matches!(a.outcome, Outcome::Invalid { .. }) {
                         continue;
@@ -178,6 +179,7 @@ pub fn trace_failure(check: Check, trace: &Trace, inputs: &[RtValue], options: &
                 &out.trace,
                 &Config {
                     timeout_ms: 1000,
+                    guard_facts: out.guard_facts.clone(),
                     ..Config::default()
                 },
             ) {
@@ -187,6 +189,39 @@ pub fn trace_failure(check: Check, trace: &Trace, inputs: &[RtValue], options: &
         }
     })
     .err()
+}
+
+/// The facts the optimizer stated at the guard a run of its output left through
+/// ([`optimizer::Optimized::guard_facts`]) hold for the exit's fail arguments: integer
+/// ranges and known bits, non-null references. (Classes and the fields of virtual objects,
+/// which a run's exit values do not show, are checked by the tree check: a bridge states
+/// them as promises.)
+fn exit_facts_hold(out: &optimizer::Optimized, outcome: &Outcome) -> Result<(), String> {
+    let Outcome::GuardFailed { guard, values, .. } = outcome else {
+        return Ok(());
+    };
+    let gd = out.trace.guards.iter().find(|g| g.id == *guard);
+    let facts = out.guard_facts.iter().find(|f| f.guard == *guard);
+    let (Some(gd), Some(facts)) = (gd, facts) else {
+        return Err(format!("{guard} of the optimized trace has no exit facts"));
+    };
+    let words = gd
+        .fail_args
+        .iter()
+        .zip(values)
+        .filter(|(fa, _)| matches!(fa, FailArg::Value(_)));
+    for (k, ((_, v), f)) in words.zip(&facts.words).enumerate() {
+        let x = v.bits() as i64;
+        let holds = f.range.is_none_or(|(lo, hi)| (lo..=hi).contains(&x))
+            && f.bits.is_none_or(|(mask, bits)| x as u64 & mask == bits)
+            && (!f.nonnull || x != 0);
+        if !holds {
+            return Err(format!(
+                "exit of {guard}: exit word {k} is {v:?}, against what the optimizer stated: {f:?}"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Native code exits like the interpreter: integers and floats compared as bits, references

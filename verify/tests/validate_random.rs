@@ -41,6 +41,10 @@ fn run_with(cfg: &RandomConfig, seeds: std::ops::Range<u64>, opts: &Options) -> 
             ),
         };
         tally.total += 1;
+        let vcfg = Config {
+            guard_facts: out.guard_facts.clone(),
+            ..vcfg.clone()
+        };
         let (verdict, stats) = validate_with_stats(&trace, &out.trace, &vcfg);
         tally.stats.add(&stats);
         match verdict {

@@ -230,7 +230,7 @@ impl<'a> Pass<'a> {
                 // Bits the range implies already are not repeated.
                 let known = b.bits.knowns() & !IntBound::bits_from_range(&b.range).knowns();
                 if known != 0 {
-                    f.bits = Some((known, b.bits.known_ones()));
+                    f.bits = Some((known, b.bits.known_ones() & known));
                 }
             }
             Kind::Ref => {

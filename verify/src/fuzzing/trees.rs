@@ -111,6 +111,7 @@ pub fn tree_failure(case: &FuzzTree, z3: bool) -> Option<String> {
                 let cfg = Config {
                     timeout_ms: 1000,
                     body_entries: case.entries.clone(),
+                    guard_facts: out.guard_facts.clone(),
                     ..Config::default()
                 };
                 if let Verdict::Invalid { counterexample } = validate(&b.trace, &out.trace, &cfg) {

@@ -266,6 +266,10 @@ pub struct Config {
     /// its operands are proven equal to the original's and to satisfy every fact the body
     /// assumes. A `jump` to any other label than the original's is invalid.
     pub body_entries: Vec<trace_ir::BodyEntry>,
+    /// What the optimizer states about the exit words of the optimized trace's guards
+    /// ([`optimizer::Optimized::guard_facts`]): each fact is proven to hold whenever its
+    /// guard fails (checked with the fail arguments). Empty: nothing to prove.
+    pub guard_facts: Vec<trace_ir::GuardFacts>,
 }
 
 impl Default for Config {
@@ -276,6 +280,7 @@ impl Default for Config {
             check_heap: true,
             abstract_heavy_ops: true,
             body_entries: Vec::new(),
+            guard_facts: Vec::new(),
         }
     }
 }

@@ -231,6 +231,30 @@ impl<'t> Validator<'t> {
         if self.cfg.check_heap {
             self.prove_heap_equal(&format!("when guard {g} fails"))?;
         }
+        self.prove_guard_facts(g, rp)
+    }
+
+    /// What `Config::guard_facts` states about the exit words of the optimized guard at `rp`
+    /// holds (the guard failing).
+    fn prove_guard_facts(&mut self, g: GuardId, rp: OpRef) -> R<()> {
+        let Some(facts) = self.cfg.guard_facts.iter().find(|f| f.guard == g).cloned() else {
+            return Ok(());
+        };
+        let gp = self.p.trace.guard_of(rp).expect("guard data");
+        let mut words = Vec::new();
+        gp.for_each_value(|v| words.push(v));
+        for (k, (&v, f)) in words.iter().zip(&facts.words).enumerate() {
+            if f.is_empty() {
+                continue;
+            }
+            let x = self.p.value(v)?;
+            let claim = self.p.satisfies(&x, f);
+            self.prove(
+                &claim,
+                || format!("guard {g}: exit word {k} may not satisfy what the optimizer states of it ({f:?})"),
+                None,
+            )?;
+        }
         Ok(())
     }
 
