@@ -174,6 +174,50 @@ fn cast_float_to_int_edges() {
     }
 }
 
+/// `int_mul_ovf` by a power of two (a shift with its overflow test beside it) for every
+/// shift, operands at the edges of fitting, in a register or a slot, living on or not, and
+/// both overflow guards: native exit = interpreter outcome.
+#[test]
+fn multiplication_by_powers_of_two_overflows_at_the_edges() {
+    for k in 1..=62u32 {
+        let c = 1i64 << k;
+        let edge = i64::MAX >> k;
+        let xs = [
+            0,
+            1,
+            -1,
+            edge,
+            edge + 1,
+            -edge - 1,
+            -edge - 2,
+            i64::MAX,
+            i64::MIN,
+            12345,
+        ];
+        for guard in [Opcode::GuardNoOverflow, Opcode::GuardOverflow] {
+            for (in_reg, lives) in [(false, false), (true, false), (true, true)] {
+                let mut b = TraceBuilder::new();
+                let ix = b.input(Kind::Int);
+                let zero = b.input(Kind::Int);
+                let xv = if in_reg { b.op(Opcode::IntXor, &[ix, zero]) } else { ix };
+                let kc = b.const_int(c);
+                let r = b.op(Opcode::IntMulOvf, &[xv, kc]);
+                let fail: Vec<trace_ir::Value> = if lives { vec![xv, r] } else { vec![r] };
+                b.guard(guard, &[], &fail, 7);
+                let one = b.const_int(1);
+                let after = if lives { b.op(Opcode::IntAdd, &[xv, one]) } else { r };
+                b.finish_with(&[r, after]);
+                let t = b.finish().unwrap();
+                for &x in &xs {
+                    let native = run_native(&t, &[x as u64, 0], &opts());
+                    let int = interp::run(&t, &[RtValue::Int(x), RtValue::Int(0)], &RunConfig::default()).outcome;
+                    same(&t, &native, &int).unwrap_or_else(|e| panic!("k {k}, x {x}: {e}"));
+                }
+            }
+        }
+    }
+}
+
 /// `_ovf` + guard at the overflow edges: native exit = interpreter outcome.
 #[test]
 fn overflow_guards_at_the_edges() {

@@ -36,6 +36,12 @@ impl Gen<'_> {
                 return Ok(Fusion::None);
             }
         }
+        if opc == IntMulOvf && !x.is_const() {
+            if let Some(c) = t.const_int(y).filter(|&c| c > 1 && c.count_ones() == 1) {
+                self.shl_checked(x, c.trailing_zeros() as i8)?;
+                return Ok(Fusion::Cmp(Cond::A));
+            }
+        }
         if matches!(opc, IntMul | IntMulOvf) && !x.is_const() {
             if let Some(c) = t.const_int(y).filter(|&c| fits_i32(c)) {
                 self.mul_imm(x, c as i32)?;
@@ -111,6 +117,30 @@ impl Gen<'_> {
             (Err(_), Opnd::Mem(m)) => dynasm!(self.em.asm ; .arch x64 ; imul Rq(d), QWORD [rbp + m], c),
             (_, Opnd::Imm(_)) => unreachable!("three_operand gives a register or a slot"),
         }
+        self.def(d);
+        Ok(())
+    }
+
+    /// `int_mul_ovf(x, 2^k)` (`1 <= k <= 62`) as `d = x << k`, a one-cycle shift on the
+    /// result's path (where `imul` takes three), with the overflow test beside it: the product
+    /// fits iff the top `k + 1` bits of `x` are equal, i.e. `(x >> (63 - k)) + 1` is 0 or 1.
+    /// The flags end up `above` exactly when it overflows (for the overflow guard).
+    fn shl_checked(&mut self, x: Value, k: i8) -> R<()> {
+        let (d, s) = self.three_operand(x, Kind::Int)?;
+        let top = 63 - k;
+        match s {
+            Opnd::Reg(r) => dynasm!(self.em.asm ; .arch x64 ; mov r11, Rq(r)),
+            Opnd::Mem(m) => dynasm!(self.em.asm ; .arch x64 ; mov r11, QWORD [rbp + m]),
+            Opnd::Imm(_) => unreachable!("three_operand gives a register or a slot"),
+        }
+        dynasm!(self.em.asm ; .arch x64 ; sar r11, top ; add r11, 1);
+        match s {
+            Opnd::Reg(r) if r == d => {}
+            Opnd::Reg(r) => dynasm!(self.em.asm ; .arch x64 ; mov Rq(d), Rq(r)),
+            Opnd::Mem(m) => dynasm!(self.em.asm ; .arch x64 ; mov Rq(d), QWORD [rbp + m]),
+            Opnd::Imm(_) => unreachable!("three_operand gives a register or a slot"),
+        }
+        dynasm!(self.em.asm ; .arch x64 ; shl Rq(d), k ; cmp r11, 1);
         self.def(d);
         Ok(())
     }
