@@ -33,7 +33,8 @@ pub use eval::{eval_ovf, eval_pure, EvalError};
 pub use facts::{BodyEntry, GuardFacts, WordFacts};
 pub use opcode::{DescrKind, Kind, OpFlags, OpInfo, Opcode};
 pub use peel::{
-    invariant_params, is_peelable, is_peeled_form, masked_params, peel_loop, peeled_body_token, peeled_guard_copies,
+    constant_params, invariant_params, is_peelable, is_peeled_form, masked_params, peel_loop, peeled_body_token,
+    peeled_guard_copies,
 };
 pub use text::{parse_file, parse_trace, parse_tree, print_trace, print_tree, traces_equivalent, ParseError};
 pub use trace::{

@@ -93,6 +93,26 @@ pub fn masked_params(t: &Trace) -> Option<(OpRef, Vec<Option<u64>>)> {
     Some((header, masks))
 }
 
+/// The loop header of `t` (as in [`invariant_params`]) and, per parameter of it, the
+/// constant (as a value of `t`) that both the label and the final `jump` pass for it: such
+/// a parameter holds that constant in every iteration (the optimizer of a peeled loop
+/// assumes so, and the translation validator checks it by the same definition).
+pub fn constant_params(t: &Trace) -> Option<(OpRef, Vec<Option<Value>>)> {
+    let (header, _) = invariant_params(t)?;
+    let jump = t.ops.last()?;
+    let label = t.op(header);
+    let consts = label
+        .args
+        .iter()
+        .zip(&jump.args)
+        .map(|(&entry, &back)| {
+            let (a, b) = (entry.as_const()?, back.as_const()?);
+            (t.consts.get(a) == t.consts.get(b)).then_some(entry)
+        })
+        .collect();
+    Some((header, consts))
+}
+
 /// The guards [`peel_loop`] copies, as `(original id, id of the copy)` pairs in trace order
 /// (empty when `t` is not peelable). An embedder that treats some guards specially (a
 /// loop's normal exit, say) extends that to their copies with this.

@@ -125,7 +125,7 @@ fn tree_diff_smoke() {
         "only {with_facts} trees have bridges that start from facts"
     );
     assert!(
-        into_body > 200,
+        into_body > 100,
         "only {into_body} trees have a bridge that enters a loop body"
     );
 }

@@ -8,12 +8,14 @@ use crate::domain::IntBound;
 use trace_ir::{BodyEntry, Const, Descr, Kind, Op, OpRef, Opcode, Trace, Value, ValueData, WordFacts};
 
 /// What the second run over a peeled loop assumes about its header's parameters: which are
-/// loop-invariant (they get their operand's facts, see `Pass::import_facts`) and which are
-/// masked by the back edge (`[0, C]` when their entry operand is in it too).
+/// loop-invariant (they get their operand's facts, see `Pass::import_facts`), which are
+/// masked by the back edge (`[0, C]` when their entry operand is in it too), and which the
+/// label and the back edge both pass the same constant (they are that constant).
 #[derive(Default)]
 pub(crate) struct HeaderFacts {
     pub(super) invariant: Vec<bool>,
     pub(super) masks: Vec<Option<u64>>,
+    pub(super) constants: Vec<bool>,
 }
 
 impl HeaderFacts {
@@ -22,18 +24,28 @@ impl HeaderFacts {
         HeaderFacts {
             invariant: trace_ir::invariant_params(t).map(|(_, v)| v).unwrap_or_default(),
             masks: trace_ir::masked_params(t).map(|(_, v)| v).unwrap_or_default(),
+            constants: trace_ir::constant_params(t)
+                .map(|(_, v)| v.iter().map(Option::is_some).collect())
+                .unwrap_or_default(),
         }
     }
 
     pub(super) fn is_empty(&self) -> bool {
-        !self.invariant.contains(&true) && self.masks.iter().all(Option::is_none)
+        !self.invariant.contains(&true) && self.masks.iter().all(Option::is_none) && !self.constants.contains(&true)
     }
 
     /// Whether everything assumed here still holds by the shape of `later` (the output of
-    /// the run that assumed it): the same parameters invariant, the same masks.
+    /// the run that assumed it): the same parameters invariant, the same masks, the same
+    /// constant parameters.
     pub(super) fn hold_in(&self, later: &HeaderFacts) -> bool {
         later.invariant.len() == self.invariant.len()
             && later.masks.len() == self.masks.len()
+            && later.constants.len() == self.constants.len()
+            && self
+                .constants
+                .iter()
+                .zip(&later.constants)
+                .all(|(&was, &now)| now || !was)
             && self
                 .invariant
                 .iter()
@@ -112,7 +124,11 @@ impl<'a> Pass<'a> {
             let Some(facts) = facts else { continue };
             let label = label.as_op().expect("an emitted op");
             let arg = self.find(self.v.ops[label.index()].args[k]);
-            if facts.invariant.get(k) == Some(&true) {
+            // (Integers only: what a body assumes of a parameter must be a fact a bridge
+            // entering it can meet, and a range states an integer constant.)
+            if facts.constants.get(k) == Some(&true) && arg.is_const() && self.kind_of(arg) == Kind::Int {
+                self.make_equal(v, arg);
+            } else if facts.invariant.get(k) == Some(&true) {
                 self.import_facts(v, arg);
             } else if let Some(&Some(mask)) = facts.masks.get(k) {
                 self.assume_masked(v, arg, mask);

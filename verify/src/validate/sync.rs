@@ -373,11 +373,18 @@ impl<'t> Validator<'t> {
                 }
             }
         }
+        // A parameter that the optimized label and jump both pass the same constant for
+        // (`trace_ir::constant_params`) is that constant in every iteration, on both sides:
+        // the same induction.
+        let constant = match (header(ot, ro), trace_ir::constant_params(pt).filter(|(h, _)| *h == rp)) {
+            (Some(_), Some((_, c))) => c,
+            _ => Vec::new(),
+        };
         let invariant: Vec<Option<BV>> = operands
             .into_iter()
             .enumerate()
             .map(|(j, so)| match so {
-                Sym::Bv(b) if same.get(j) == Some(&true) => Some(b),
+                Sym::Bv(b) if same.get(j) == Some(&true) || constant.get(j).is_some_and(Option::is_some) => Some(b),
                 _ => None,
             })
             .collect();
