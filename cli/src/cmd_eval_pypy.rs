@@ -75,6 +75,12 @@ impl Counts {
         }
         c
     }
+    /// The ops that run per iteration: those after the last `label` (the closing `jump`
+    /// included), or the whole trace when it has no label.
+    fn per_iteration(t: &Trace) -> Counts {
+        Counts::of(t, t.last_label().map_or(0, |l| l.index() + 1))
+    }
+
     fn add(&mut self, o: &Counts) {
         self.total += o.total;
         for i in 0..7 {
@@ -95,6 +101,8 @@ struct Row {
     pypy_body: Counts,
     /// Our counts on the traces that have a PyPy counterpart (for a like-for-like ratio).
     ours_paired: Counts,
+    /// Our per-iteration counts ([`Counts::per_iteration`]) on those traces.
+    ours_body: Counts,
     z3: [usize; 3],
     interp_runs: usize,
     interp_diff: usize,
@@ -113,6 +121,7 @@ impl Row {
         self.pypy.add(&o.pypy);
         self.pypy_body.add(&o.pypy_body);
         self.ours_paired.add(&o.ours_paired);
+        self.ours_body.add(&o.ours_body);
         for i in 0..3 {
             self.z3[i] += o.z3[i];
         }
@@ -160,9 +169,9 @@ fn eval_file(path: &str, cfg: &Config, runs: u64, options: &optimizer::Options) 
         if let Some(p) = pypy {
             row.paired += 1;
             row.ours_paired.add(&ours);
+            row.ours_body.add(&Counts::per_iteration(&out));
             row.pypy.add(&Counts::of(p, 0));
-            let body = p.last_label().map(|l| l.index()).unwrap_or(0);
-            row.pypy_body.add(&Counts::of(p, body));
+            row.pypy_body.add(&Counts::per_iteration(p));
         }
         // Z3 translation validation, with the facts stated at the guards.
         let cfg = Config {
@@ -253,24 +262,32 @@ pub fn eval_pypy(args: &[String]) -> CliResult {
 
 fn print_table(rows: &[Row], total: &Row) {
     println!(
-        "{:<18} {:>6} {:>6} {:>6} {:>6} {:>7} {:>9}  {:<33} {:<11}",
-        "file", "traces", "in", "ours", "pypy", "pypy-bd", "ours/pypy", "z3 valid/invalid/unknown", "interp diff"
+        "{:<18} {:>6} {:>6} {:>6} {:>6} {:>9} {:>7} {:>7} {:>7}  {:<33} {:<11}",
+        "file",
+        "traces",
+        "in",
+        "ours",
+        "pypy",
+        "ours/pypy",
+        "ours-bd",
+        "pypy-bd",
+        "bd",
+        "z3 valid/invalid/unknown",
+        "interp diff"
     );
+    let ratio = |a: usize, b: usize| if b > 0 { a as f64 / b as f64 } else { 0.0 };
     let line = |r: &Row| {
-        let ratio = if r.pypy.total > 0 {
-            r.ours_paired.total as f64 / r.pypy.total as f64
-        } else {
-            0.0
-        };
         println!(
-            "{:<18} {:>6} {:>6} {:>6} {:>6} {:>7} {:>9.2}  {:<33} {:<11}",
+            "{:<18} {:>6} {:>6} {:>6} {:>6} {:>9.2} {:>7} {:>7} {:>7.2}  {:<33} {:<11}",
             r.name,
             r.traces,
             r.ops_in.total,
             r.ours.total,
             r.pypy.total,
+            ratio(r.ours_paired.total, r.pypy.total),
+            r.ours_body.total,
             r.pypy_body.total,
-            ratio,
+            ratio(r.ours_body.total, r.pypy_body.total),
             format!("{}/{}/{}", r.z3[0], r.z3[1], r.z3[2]),
             format!("{}/{}", r.interp_diff, r.interp_runs)
         );
@@ -295,6 +312,19 @@ fn print_table(rows: &[Row], total: &Row) {
         }
         println!();
     }
+    println!();
+    print!("{:<18}", "per iteration");
+    for c in CATS {
+        print!(" {:>20}", format!("{c} ours/pypy"));
+    }
+    println!();
+    for r in rows.iter().chain(std::iter::once(total)) {
+        print!("{:<18}", r.name);
+        for k in 0..7 {
+            print!(" {:>20}", format!("{}/{}", r.ours_body.cat[k], r.pypy_body.cat[k]));
+        }
+        println!();
+    }
     for r in rows {
         for n in &r.notes {
             println!("note: {}: {n}", r.name);
@@ -314,13 +344,14 @@ fn counts_json(c: &Counts) -> String {
 fn print_json(rows: &[Row], total: &Row) {
     let one = |r: &Row| {
         format!(
-            "{{\"file\": {}, \"traces\": {}, \"paired\": {}, \"ops_in\": {}, \"ours\": {}, \"ours_paired\": {}, \"pypy\": {}, \"pypy_body\": {}, \"z3\": {{\"valid\": {}, \"invalid\": {}, \"unknown\": {}}}, \"interp\": {{\"runs\": {}, \"differ\": {}}}, \"optimizer_errors\": {}, \"verifier_failures\": {}, \"notes\": [{}]}}",
+            "{{\"file\": {}, \"traces\": {}, \"paired\": {}, \"ops_in\": {}, \"ours\": {}, \"ours_paired\": {}, \"ours_body\": {}, \"pypy\": {}, \"pypy_body\": {}, \"z3\": {{\"valid\": {}, \"invalid\": {}, \"unknown\": {}}}, \"interp\": {{\"runs\": {}, \"differ\": {}}}, \"optimizer_errors\": {}, \"verifier_failures\": {}, \"notes\": [{}]}}",
             json_str(&r.name),
             r.traces,
             r.paired,
             counts_json(&r.ops_in),
             counts_json(&r.ours),
             counts_json(&r.ours_paired),
+            counts_json(&r.ours_body),
             counts_json(&r.pypy),
             counts_json(&r.pypy_body),
             r.z3[0],
