@@ -58,6 +58,14 @@ fn bridge(out: &Optimized, g: GuardId, acc: impl Fn(&mut TraceBuilder, Value) ->
     b.finish().unwrap()
 }
 
+/// Where the final jump of `b` goes once optimized as a bridge of the loop `out`.
+fn optimized_target(b: &Trace, out: &Optimized) -> Option<u64> {
+    let opt = Optimizer::new()
+        .optimize_bridge(b, &Options::default(), &out.body_entries)
+        .unwrap();
+    jump_token(&opt.trace)
+}
+
 fn jump_token(t: &Trace) -> Option<u64> {
     let jump = t.ops.last()?;
     match jump.descr.map(|d| t.descr(d)) {
@@ -120,10 +128,7 @@ fn a_bridge_that_keeps_the_mask_enters_the_body() {
     let out = peeled(MASKED_LOOP);
     let g = last_guard_with_key(&out.trace, 1);
     let b = bridge(&out, g, |_, a| a);
-    let opt = Optimizer::new()
-        .optimize_bridge(&b, &Options::default(), &out.body_entries)
-        .unwrap();
-    assert_eq!(jump_token(&opt.trace), Some(trace_ir::peeled_body_token(7)));
+    assert_eq!(optimized_target(&b, &out), Some(trace_ir::peeled_body_token(7)));
     // Without the body as an entry, or without the facts at the guard, it stays at the header.
     let alone = Optimizer::new().optimize(&b, &Options::default()).unwrap();
     assert_eq!(jump_token(&alone.trace), Some(7));
@@ -133,10 +138,7 @@ fn a_bridge_that_keeps_the_mask_enters_the_body() {
     let d = bare.descr(Descr::Target(7));
     let args: Vec<Value> = fail.iter().map(|v| v.unwrap()).collect();
     bare.op_with_descr(Opcode::Jump, &args, d);
-    let bare = Optimizer::new()
-        .optimize_bridge(&bare.finish().unwrap(), &Options::default(), &out.body_entries)
-        .unwrap();
-    assert_eq!(jump_token(&bare.trace), Some(7));
+    assert_eq!(optimized_target(&bare.finish().unwrap(), &out), Some(7));
 }
 
 #[test]
@@ -147,10 +149,7 @@ fn a_bridge_that_breaks_the_mask_enters_the_header() {
         let one = b.const_int(1);
         b.op(Opcode::IntAdd, &[a, one])
     });
-    let opt = Optimizer::new()
-        .optimize_bridge(&b, &Options::default(), &out.body_entries)
-        .unwrap();
-    assert_eq!(jump_token(&opt.trace), Some(7));
+    assert_eq!(optimized_target(&b, &out), Some(7));
 }
 
 /// The tree with the bridge entering the body computes what it computes with the bridge
