@@ -15,7 +15,7 @@
 //! let one = b.const_int(1);
 //! let i2 = b.op(Opcode::IntAdd, &[p[0], one]);
 //! b.jump(&[i2, p[1], s2]);
-//! let trace = b.finish().unwrap();
+//! let trace = b.build().unwrap();
 //! let code = compile(&trace, &CompileOptions::default()).unwrap();
 //! match code.run(&[0, 10, 0], &mut SimpleHeap::new()).unwrap() {
 //!     Exit::Guard { values, .. } => assert_eq!(values, vec![45]),

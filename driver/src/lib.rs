@@ -48,7 +48,7 @@
 //! // ...and is back at the header: close and hand it over.
 //! assert_eq!(d.loop_header(0), AtHeader::Close);
 //! d.close_jump(&mut b, &[i, p[1]]);
-//! d.finish_recording(b.finish()?)?;
+//! d.finish_recording(b.build()?)?;
 //! // From now on the loop runs natively.
 //! assert_eq!(d.loop_header(0), AtHeader::Run);
 //! match d.run(0, &[1, 10], &mut SimpleHeap::new())? {

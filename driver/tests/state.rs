@@ -29,7 +29,7 @@ fn loop_trace() -> Trace {
     let one = b.const_int(1);
     let i = b.op(Opcode::IntAdd, &[p[0], one]);
     b.jump(&[i, p[1], s]);
-    b.finish().unwrap()
+    b.build().unwrap()
 }
 
 #[test]
@@ -113,7 +113,7 @@ fn hot_guards_get_bridges_and_bridges_get_bridges() {
         let one = b.const_int(1);
         let i2 = b.op(Opcode::IntAdd, &[v[0], one]);
         d.close_jump(b, &[i2, v[1], s2]);
-        d.finish_recording(s.builder.finish().unwrap()).unwrap();
+        d.finish_recording(s.builder.build().unwrap()).unwrap();
     };
     rare_path(&mut d);
     assert_eq!(d.stats().bridges, 1);
@@ -137,8 +137,8 @@ fn hot_guards_get_bridges_and_bridges_get_bridges() {
     // The bridge's guard is hot in turn: a bridge out of the bridge that finishes.
     let mut s = d.bridge_to_record().expect("the bridge's guard is hot");
     let v: Vec<_> = s.fail_values.iter().map(|v| v.unwrap()).collect();
-    s.builder.finish_with(&[v[2]]);
-    d.finish_recording(s.builder.finish().unwrap()).unwrap();
+    s.builder.finish(&[v[2]]);
+    d.finish_recording(s.builder.build().unwrap()).unwrap();
     assert_eq!(d.stats().bridges, 3);
     match run(&mut d, 0) {
         Exit::Finish { values } => assert_eq!(values, vec![expected]),

@@ -19,7 +19,7 @@ pub fn sum_below(n: i64, s0: i64, verbose: bool) -> Option<i64> {
     let i2 = b.op(Opcode::IntAddOvf, &[i, one]); // cannot overflow since i < n:
     b.guard(Opcode::GuardNoOverflow, &[], &[s2], 1); // the optimizer drops this guard
     b.jump(&[i2, s2, n_]);
-    let trace = b.finish().expect("the trace verifies");
+    let trace = b.build().expect("the trace verifies");
 
     let opt = optimize(&trace, &Options::default()).expect("the optimizer accepts it");
     if verbose {

@@ -12,8 +12,8 @@
 //! let x = b.input(Kind::Int);
 //! let zero = b.const_int(0);
 //! let y = b.op(Opcode::IntAdd, &[x, zero]);
-//! b.finish_with(&[y]);
-//! let trace = b.finish().unwrap();
+//! b.finish(&[y]);
+//! let trace = b.build().unwrap();
 //! let out = optimizer::optimize(&trace, &optimizer::Options::default()).unwrap();
 //! assert_eq!(out.trace.num_real_ops(), 1); // just the finish
 //! ```

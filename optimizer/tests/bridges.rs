@@ -55,7 +55,7 @@ fn bridge(out: &Optimized, g: GuardId, acc: impl Fn(&mut TraceBuilder, Value) ->
     let a2 = acc(&mut b, a);
     let d = b.descr(Descr::Target(7));
     b.op_with_descr(Opcode::Jump, &[i2, a2, p2], d);
-    b.finish().unwrap()
+    b.build().unwrap()
 }
 
 /// Where the final jump of `b` goes once optimized as a bridge of the loop `out`.
@@ -138,7 +138,7 @@ fn a_bridge_that_keeps_the_mask_enters_the_body() {
     let d = bare.descr(Descr::Target(7));
     let args: Vec<Value> = fail.iter().map(|v| v.unwrap()).collect();
     bare.op_with_descr(Opcode::Jump, &args, d);
-    assert_eq!(optimized_target(&bare.finish().unwrap(), &out), Some(7));
+    assert_eq!(optimized_target(&bare.build().unwrap(), &out), Some(7));
 }
 
 #[test]

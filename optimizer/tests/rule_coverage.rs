@@ -160,10 +160,10 @@ fn fire(rule: &CheckedRule, opts: &Options) -> Option<usize> {
         };
         bld.vars(rule);
         let root = bld.pattern(&rule.rule.pattern);
-        bld.b.finish_with(&[root]);
+        bld.b.finish(&[root]);
         let trace = bld
             .b
-            .finish()
+            .build()
             .unwrap_or_else(|e| panic!("{}: invalid test trace: {e}", rule.name()));
         // A trace the optimizer refuses is a bug in the optimizer, not a reason to skip.
         let out = optimize(&trace, opts).unwrap_or_else(|e| panic!("{}: optimize failed: {e}", rule.name()));
@@ -244,8 +244,8 @@ fn a_simple_rule_rewrites_and_counts() {
     let y = b.input(Kind::Int);
     let s = b.op(Opcode::IntAdd, &[y, x]);
     let d = b.op(Opcode::IntSub, &[s, y]);
-    b.finish_with(&[d]);
-    let out = optimize(&b.finish().unwrap(), &Options::default()).unwrap();
+    b.finish(&[d]);
+    let out = optimize(&b.build().unwrap(), &Options::default()).unwrap();
     assert_eq!(out.stats.rules.get("sub_add"), Some(&1));
     assert_eq!(out.trace.num_real_ops(), 1, "only the finish is left");
 }

@@ -23,7 +23,7 @@
 //! let one = b.const_int(1);
 //! let i2 = b.op(Opcode::IntAdd, &[i, one]);
 //! b.jump(&[i2, sum2, n]);
-//! let trace = b.finish().unwrap();
+//! let trace = b.build().unwrap();
 //! let r = run(&trace, &[RtValue::Int(5)], &RunConfig::default());
 //! assert!(matches!(r.outcome, Outcome::GuardFailed { ref values, .. } if values == &[RtValue::Int(10)]));
 //! ```

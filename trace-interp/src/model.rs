@@ -14,8 +14,8 @@
 //!     name: "x".into(), offset: 8, size: 8, signed: true, kind: Kind::Int, immutable: false,
 //! }));
 //! let x = b.op_with_descr(Opcode::GetfieldGcI, &[p], f);
-//! b.finish_with(&[x]);
-//! let t = b.finish().unwrap();
+//! b.finish(&[x]);
+//! let t = b.build().unwrap();
 //! let cfg = RunConfig::default();
 //! let mut m = ModelHeap::new(&t, &cfg);
 //! let addr = 0x5000_0000_1008;
@@ -295,8 +295,8 @@ mod tests {
         let mut b = trace_ir::TraceBuilder::new();
         let i = b.input(Kind::Int);
         b.guard(Opcode::GuardTrue, &[i], &[i], 0);
-        b.finish_with(&[i]);
-        let t = b.finish().unwrap();
+        b.finish(&[i]);
+        let t = b.build().unwrap();
         let mut m = ModelHeap::new(&t, &RunConfig::default());
         assert!(matches!(m.exec(OpRef::new(1), &[1]), Err(Outcome::Invalid { .. })));
         assert!(matches!(m.exec(OpRef::new(2), &[1]), Err(Outcome::Invalid { .. })));

@@ -43,8 +43,8 @@ fn wrapping_add_pair() -> (Trace, Trace) {
             b.guard(Opcode::GuardTrue, &[i3], &[i0], 2);
         }
         let zero = b.const_int(0);
-        b.finish_with(&[zero]);
-        b.finish().unwrap()
+        b.finish(&[zero]);
+        b.build().unwrap()
     };
     (build(true), build(false))
 }
@@ -62,8 +62,8 @@ fn neg_pair() -> (Trace, Trace) {
             let i3 = b.op(Opcode::IntGt, &[i0, zero]);
             b.guard(Opcode::GuardTrue, &[i3], &[i0], 2);
         }
-        b.finish_with(&[i0]);
-        b.finish().unwrap()
+        b.finish(&[i0]);
+        b.build().unwrap()
     };
     (build(true), build(false))
 }
@@ -77,14 +77,14 @@ fn add_sub_ovf_pair() -> (Trace, Trace) {
     let c = b.op(Opcode::IntAdd, &[a, bb]);
     let r = b.op(Opcode::IntSubOvf, &[c, bb]);
     b.guard(Opcode::GuardNoOverflow, &[], &[a, bb], 1);
-    b.finish_with(&[r]);
-    let orig = b.finish().unwrap();
+    b.finish(&[r]);
+    let orig = b.build().unwrap();
 
     let mut b = TraceBuilder::new();
     let a = b.input(Kind::Int);
     let _bb = b.input(Kind::Int);
-    b.finish_with(&[a]);
-    (orig, b.finish().unwrap())
+    b.finish(&[a]);
+    (orig, b.build().unwrap())
 }
 
 #[test]
@@ -145,15 +145,15 @@ fn control_add_ovf_then_sub_is_a() {
     let c = b.op(Opcode::IntAddOvf, &[a, bb]);
     b.guard(Opcode::GuardNoOverflow, &[], &[a, bb], 1);
     let r = b.op(Opcode::IntSub, &[c, bb]);
-    b.finish_with(&[r]);
-    let orig = b.finish().unwrap();
+    b.finish(&[r]);
+    let orig = b.build().unwrap();
     let mut b = TraceBuilder::new();
     let a = b.input(Kind::Int);
     let bb = b.input(Kind::Int);
     let _c = b.op(Opcode::IntAddOvf, &[a, bb]);
     b.guard(Opcode::GuardNoOverflow, &[], &[a, bb], 1);
-    b.finish_with(&[a]);
-    let good = b.finish().unwrap();
+    b.finish(&[a]);
+    let good = b.build().unwrap();
     let specials = [
         0,
         1,

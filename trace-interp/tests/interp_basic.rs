@@ -77,7 +77,7 @@ fn sum_loop() -> Trace {
     let one = b.const_int(1);
     let i2 = b.op(Opcode::IntAdd, &[i, one]);
     b.jump(&[i2, sum2, n]);
-    b.finish().unwrap()
+    b.build().unwrap()
 }
 
 #[test]
@@ -115,7 +115,7 @@ fn jump_without_label_restarts_at_the_inputs() {
     let one = b.const_int(1);
     let i2 = b.op(Opcode::IntAdd, &[i, one]);
     b.jump(&[i2, acc2]);
-    let t = b.finish().unwrap();
+    let t = b.build().unwrap();
     let r = go(&t, &ints(&[7, 1]));
     assert_eq!(r.outcome.values(), Some(&ints(&[10, 27])[..]));
     assert_eq!(r.iterations, 3);
@@ -128,7 +128,7 @@ fn iteration_limit_stops_an_endless_loop() {
     let one = b.const_int(1);
     let i2 = b.op(Opcode::IntAdd, &[i, one]);
     b.jump(&[i2]);
-    let t = b.finish().unwrap();
+    let t = b.build().unwrap();
     let cfg = RunConfig {
         max_iterations: 50,
         ..RunConfig::default()
@@ -146,8 +146,8 @@ fn guard_exit_values_holes_and_constants() {
     let y = b.op(Opcode::IntMul, &[x, x]);
     let c = b.const_int(-5);
     b.guard(Opcode::GuardFalse, &[x], &[y, c, x], 9);
-    b.finish_with(&[]);
-    let mut t = b.finish().unwrap();
+    b.finish(&[]);
+    let mut t = b.build().unwrap();
     t.guards[0].fail_args.push(FailArg::Hole);
     t.guards[0].fail_args.push(FailArg::Value(f));
     let r = go(&t, &[RtValue::Int(6), RtValue::float(2.5)]);
@@ -197,8 +197,8 @@ fn virtual_pair(int_in_b: i64) -> (Trace, Trace) {
     b.op_with_descr(Opcode::SetarrayitemGc, &[pc, zero, pb], ar);
     b.op_with_descr(Opcode::SetarrayitemGc, &[pc, one, pa], ar);
     b.guard(Opcode::GuardFalse, &[x], &[pa, pc, pa], 5);
-    b.finish_with(&[]);
-    let orig = b.finish().unwrap();
+    b.finish(&[]);
+    let orig = b.build().unwrap();
 
     // Optimized: no allocations; the guard describes them.
     let mut b = TraceBuilder::new();
@@ -209,8 +209,8 @@ fn virtual_pair(int_in_b: i64) -> (Trace, Trace) {
     let ar = array(&mut b, Kind::Ref);
     let k = b.const_int(int_in_b);
     b.guard(Opcode::GuardFalse, &[x], &[], 5);
-    b.finish_with(&[]);
-    let mut opt = b.finish().unwrap();
+    b.finish(&[]);
+    let mut opt = b.build().unwrap();
     let g = &mut opt.guards[0];
     g.virtuals = vec![
         VirtualObject {
@@ -293,8 +293,8 @@ fn aliasing_must_match_one_to_one() {
         let sz = size(&mut b, 16);
         let p = b.op_with_descr(Opcode::New, &[], sz);
         let q = if same { p } else { b.op_with_descr(Opcode::New, &[], sz) };
-        b.finish_with(&[p, q]);
-        b.finish().unwrap()
+        b.finish(&[p, q]);
+        b.build().unwrap()
     };
     let (one, two) = (go(&build(true), &[]), go(&build(false), &[]));
     assert!(outcomes_equivalent(&one, &two).is_err());
@@ -325,8 +325,8 @@ fn heap_call_pair(external: bool, effect: CallEffect, pass_p: bool) -> (RunResul
         } else {
             b.op_with_descr(Opcode::GetfieldGcI, &[p], fi)
         };
-        b.finish_with(&[i]);
-        b.finish().unwrap()
+        b.finish(&[i]);
+        b.build().unwrap()
     };
     let input = [RtValue::Ref(0x4000_0000_1000)];
     (go(&build(false), &input), go(&build(true), &input))
@@ -382,8 +382,8 @@ fn heap_writing_calls_change_reference_fields_of_escaped_objects() {
         } else {
             b.op_with_descr(Opcode::GetfieldGcR, &[p], fp)
         };
-        b.finish_with(&[r]);
-        b.finish().unwrap()
+        b.finish(&[r]);
+        b.build().unwrap()
     };
     let real = go(&build(false, CallEffect::CannotRaise), &[]);
     let forwarded = go(&build(true, CallEffect::CannotRaise), &[]);
@@ -415,8 +415,8 @@ fn stores_into_external_objects_escape_and_are_compared() {
         let v = b.const_int(value);
         b.op_with_descr(Opcode::SetfieldGc, &[p, v], fi);
         b.op_with_descr(Opcode::SetfieldGc, &[e, p], fr);
-        b.finish_with(&[]);
-        b.finish().unwrap()
+        b.finish(&[]);
+        b.build().unwrap()
     };
     let e = [RtValue::Ref(0x4000_0000_2000)];
     let (a, a2, c) = (go(&build(1), &e), go(&build(1), &e), go(&build(2), &e));
@@ -450,8 +450,8 @@ fn escape_is_decided_at_calls_not_at_stores() {
         let f = b.const_int(0x77);
         b.op_with_descr(Opcode::CallN, &[f], cd);
         let r = b.op_with_descr(Opcode::GetfieldGcI, &[p], fi);
-        b.finish_with(&[r]);
-        b.finish().unwrap()
+        b.finish(&[r]);
+        b.build().unwrap()
     };
     let e = [RtValue::Ref(0x4000_0000_2000)];
     let (with, without) = (go(&build(true), &e), go(&build(false), &e));
@@ -471,8 +471,8 @@ fn escape_is_decided_at_calls_not_at_stores() {
     let f = b.const_int(0x77);
     b.op_with_descr(Opcode::CallN, &[f], cd);
     let r = b.op_with_descr(Opcode::GetfieldGcI, &[p], fi);
-    b.finish_with(&[r]);
-    let escaped = go(&b.finish().unwrap(), &e);
+    b.finish(&[r]);
+    let escaped = go(&b.build().unwrap(), &e);
     assert_ne!(
         escaped.outcome,
         Outcome::Finish(ints(&[41])),
@@ -495,8 +495,8 @@ fn immutable_fields_survive_heap_writing_calls() {
     b.op_with_descr(Opcode::CallI, &[f], cd);
     let k2 = b.op_with_descr(Opcode::GetfieldGcI, &[e], fk);
     let m2 = b.op_with_descr(Opcode::GetfieldGcI, &[e], fi);
-    b.finish_with(&[k1, k2, m1, m1b, m2]);
-    let t = b.finish().unwrap();
+    b.finish(&[k1, k2, m1, m1b, m2]);
+    let t = b.build().unwrap();
     let r = go(&t, &[RtValue::Ref(0x4000_0000_3000)]);
     let v = r.outcome.values().unwrap().to_vec();
     assert_eq!(v[0], v[1], "immutable field changed across a call");
@@ -513,8 +513,8 @@ fn one_op_trace(build: impl FnOnce(&mut TraceBuilder, Value) -> Value) -> Trace 
     let mut b = TraceBuilder::new();
     let x = b.input(Kind::Int);
     let r = build(&mut b, x);
-    b.finish_with(&[r]);
-    b.finish().unwrap()
+    b.finish(&[r]);
+    b.build().unwrap()
 }
 
 #[test]
@@ -640,8 +640,8 @@ fn overflow_guards() {
         let y = b.input(Kind::Int);
         let r = b.op(Opcode::IntMulOvf, &[x, y]);
         b.guard(g, &[], &[r], 0);
-        b.finish_with(&[r]);
-        b.finish().unwrap()
+        b.finish(&[r]);
+        b.build().unwrap()
     };
     let (no, yes) = (build(Opcode::GuardNoOverflow), build(Opcode::GuardOverflow));
     assert_eq!(go(&no, &ints(&[3, 4])).outcome, Outcome::Finish(ints(&[12])));
@@ -666,8 +666,8 @@ fn exceptions_are_modelled_state() {
     let k = b.const_int(77);
     let (e, _) = b.guard_op(Opcode::GuardException, &[k], &[c], 1);
     b.guard(Opcode::GuardNoException, &[], &[], 2);
-    b.finish_with(&[c, e]);
-    let t = b.finish().unwrap();
+    b.finish(&[c, e]);
+    let t = b.build().unwrap();
     let r = go(&t, &[RtValue::Int(77), RtValue::Ref(0x4000_0000_0040)]);
     assert_eq!(
         r.outcome,
@@ -690,8 +690,8 @@ fn invalidation_and_class_policies() {
     b.guard(Opcode::GuardNonnullClass, &[p, c1], &[], 2);
     let c2 = b.const_int(0x7200);
     b.guard(Opcode::GuardClass, &[p, c2], &[], 3);
-    b.finish_with(&[]);
-    let t = b.finish().unwrap();
+    b.finish(&[]);
+    let t = b.build().unwrap();
     let p = [RtValue::Ref(0x4000_0000_0080)];
     // First check decides the class: the guards with 0x7100 pass, the one with 0x7200 fails.
     assert!(matches!(
@@ -722,8 +722,8 @@ fn invalidation_and_class_policies() {
     let vt = b.const_int(0x7000);
     b.guard(Opcode::GuardClass, &[o, vt], &[], 0);
     b.guard(Opcode::GuardIsObject, &[o], &[], 1);
-    b.finish_with(&[o]);
-    assert!(matches!(go(&b.finish().unwrap(), &[]).outcome, Outcome::Finish(_)));
+    b.finish(&[o]);
+    assert!(matches!(go(&b.build().unwrap(), &[]).outcome, Outcome::Finish(_)));
 }
 
 #[test]
@@ -736,8 +736,8 @@ fn registered_functions_and_derived_call_results() {
     let r1 = b.op_with_descr(Opcode::CallI, &[f, x], cd);
     let r2 = b.op_with_descr(Opcode::CallPureI, &[g, x], cd);
     let r3 = b.op_with_descr(Opcode::CallPureI, &[g, x], cd);
-    b.finish_with(&[r1, r2, r3]);
-    let t = b.finish().unwrap();
+    b.finish(&[r1, r2, r3]);
+    let t = b.build().unwrap();
     let mut cfg = RunConfig::default();
     let double: HostFn = Arc::new(|args: &[RtValue]| RtValue::Int(args[0].bits() as i64 * 2));
     cfg.functions.insert(0x5000, double);
@@ -756,7 +756,7 @@ fn external_jump_and_float_nan_comparison() {
     let mut op = Op::new(Opcode::Jump, &[f]);
     op.descr = Some(target);
     b.push(op);
-    let t = b.finish().unwrap();
+    let t = b.build().unwrap();
     let nan = RtValue::Float(0x7ff8_0000_0000_0001);
     let r = go(&t, &[nan]);
     assert_eq!(
@@ -794,8 +794,8 @@ fn strings_and_narrow_fields() {
     let o = b.op_with_descr(Opcode::New, &[], sz);
     b.op_with_descr(Opcode::SetfieldGc, &[o, x], narrow);
     let y = b.op_with_descr(Opcode::GetfieldGcI, &[o], narrow);
-    b.finish_with(&[c, n, y]);
-    let t = b.finish().unwrap();
+    b.finish(&[c, n, y]);
+    let t = b.build().unwrap();
     assert_eq!(go(&t, &ints(&[0x1ff])).outcome, Outcome::Finish(ints(&[0xff, 3, -1])));
 }
 
@@ -820,8 +820,8 @@ fn explicit_zero_stores_do_not_matter_after_escape() {
             b.op_with_descr(Opcode::SetfieldGc, &[p, v], fi);
         }
         let i = b.op_with_descr(Opcode::GetfieldGcI, &[p], fi);
-        b.finish_with(&[i, p]);
-        b.finish().unwrap()
+        b.finish(&[i, p]);
+        b.build().unwrap()
     };
     let with = go(&build(true, None), &[]);
     let without = go(&build(false, None), &[]);
@@ -872,8 +872,8 @@ fn removing_a_redundant_write_back_is_equivalent() {
                 }
                 b.op_with_descr(Opcode::CallN, &[f, p], cd);
                 let y = b.op_with_descr(Opcode::GetfieldGcI, &[p], fd);
-                b.finish_with(&[x, y, p]);
-                b.finish().unwrap()
+                b.finish(&[x, y, p]);
+                b.build().unwrap()
             };
             let e = [RtValue::Ref(0x4000_0000_5000)];
             let (a, b) = (go(&build(true), &e), go(&build(false), &e));
@@ -902,8 +902,8 @@ fn pure_field_reads_may_be_reused_across_calls() {
         } else {
             b.op_with_descr(Opcode::GetfieldGcI, &[p], fk)
         };
-        b.finish_with(&[k1, k2, p]);
-        b.finish().unwrap()
+        b.finish(&[k1, k2, p]);
+        b.build().unwrap()
     };
     outcomes_equivalent(&go(&build(false), &[]), &go(&build(true), &[])).unwrap();
 }
@@ -925,8 +925,8 @@ fn guided_inputs_satisfy_guards_on_inputs_and_initial_memory() {
     b.guard(Opcode::GuardTrue, &[lt], &[], 1);
     let p3 = b.op_with_descr(Opcode::GetfieldGcR, &[p0], fg);
     b.guard(Opcode::GuardIsnull, &[p3], &[], 2);
-    b.finish_with(&[i2, i1]);
-    let t = b.finish().unwrap();
+    b.finish(&[i2, i1]);
+    let t = b.build().unwrap();
     let start = [RtValue::Ref(0x4000_0000_7000), RtValue::Int(1000)];
     assert!(matches!(
         go(&t, &start).outcome,
@@ -954,8 +954,8 @@ fn cond_call_calls_on_nonzero_condition() {
     let f = b.const_int(0x7000);
     let seven = b.const_int(7);
     let r = b.op_with_descr(Opcode::CondCallValueI, &[c, f, seven], vd);
-    b.finish_with(&[r]);
-    let t = b.finish().unwrap();
+    b.finish(&[r]);
+    let t = b.build().unwrap();
     let mut cfg = RunConfig::default();
     let plus_one: HostFn = Arc::new(|args: &[RtValue]| RtValue::Int(args[0].bits() as i64 + 1));
     cfg.functions.insert(0x7000, plus_one);
@@ -968,8 +968,8 @@ fn cond_call_calls_on_nonzero_condition() {
     let nd = calldescr(&mut b, Kind::Void, &[], CallEffect::CanRaise);
     let g = b.const_int(0x7100);
     b.op_with_descr(Opcode::CondCallN, &[c, g], nd);
-    b.finish_with(&[c]);
-    let t = b.finish().unwrap();
+    b.finish(&[c]);
+    let t = b.build().unwrap();
     let cfg = RunConfig::default();
     assert_eq!(
         run(&t, &ints(&[1]), &cfg).calls.len(),
@@ -997,8 +997,8 @@ fn nan_payloads_are_compared() {
         } else {
             b.op(Opcode::FloatMul, &[nan, f])
         };
-        b.finish_with(&[m]);
-        b.finish().unwrap()
+        b.finish(&[m]);
+        b.build().unwrap()
     };
     let payload = RtValue::Int(-4); // 0xffff_ffff_ffff_fffc: a NaN with a payload
     let (x, y) = (go(&build(false), &[payload]), go(&build(true), &[payload]));

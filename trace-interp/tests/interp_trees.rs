@@ -133,8 +133,8 @@ fn a_bridge_prologue_rebuilds_the_guards_virtual_objects_from_its_exit_words() {
     // The rebuilt instance has its class.
     let seven = b.const_int(7);
     b.guard(trace_ir::Opcode::GuardClass, &[obj, seven], &[], 0);
-    b.finish_with(&[i0, v]);
-    let bridge = b.finish().unwrap();
+    b.finish(&[i0, v]);
+    let bridge = b.build().unwrap();
     // Two exit words: i0 and the field.
     assert_eq!(bridge.num_inputs, 2);
     let tree = trace_ir::TraceTree {

@@ -11,8 +11,19 @@
 //! let one = b.const_int(1);
 //! let i2 = b.op(Opcode::IntAdd, &[i, one]);
 //! b.jump(&[i2, n]);
-//! let trace = b.finish().unwrap();
+//! let trace = b.build().unwrap();
 //! assert_eq!(trace.num_real_ops(), 5);
+//! ```
+//!
+//! Mistakes come back from [`TraceBuilder::build`] as errors, never as panics:
+//!
+//! ```
+//! use trace_ir::{TraceBuilder, Kind, Opcode};
+//! let mut b = TraceBuilder::new();
+//! let x = b.input(Kind::Void); // no value is void
+//! b.finish(&[x]);
+//! let err = b.build().unwrap_err();
+//! assert!(err.to_string().contains("void"), "{err}");
 //! ```
 
 use crate::descr::Descr;
@@ -21,12 +32,15 @@ use crate::opcode::{Kind, Opcode};
 use crate::trace::{Const, FailArg, GuardData, Op, Trace};
 use crate::verify::{verify, VerifyError};
 
-/// Records a trace op by op. Mistakes (wrong arity, kinds, use before definition) are
-/// reported by [`TraceBuilder::finish`], which runs the verifier.
+/// Records a trace op by op. Mistakes (a void input, wrong arity, kinds, use before
+/// definition) are reported by [`TraceBuilder::build`], which runs the verifier; the first
+/// mistake the builder itself sees (before verification) is the one reported.
 #[derive(Debug, Default)]
 pub struct TraceBuilder {
     trace: Trace,
     next_guard_id: u32,
+    /// The first mistake seen while recording, reported by `build`.
+    error: Option<VerifyError>,
 }
 
 impl TraceBuilder {
@@ -46,9 +60,16 @@ impl TraceBuilder {
         self.trace.aliasing = aliasing;
         self
     }
-    /// Add a trace input of `kind`. Inputs must be added before any other op.
+    /// Name the trace (shown in messages, the disassembly, perf maps and debuggers).
+    pub fn name(&mut self, name: impl Into<String>) -> &mut Self {
+        self.trace.info.name = name.into();
+        self
+    }
+    /// Add a trace input of `kind`. Inputs must be added before any other op. A `Void`
+    /// input is a mistake that [`TraceBuilder::build`] reports (an integer input stands in
+    /// for it meanwhile).
     pub fn input(&mut self, kind: Kind) -> Value {
-        let opcode = Opcode::input_for(kind).expect("an input cannot be void");
+        let opcode = self.input_opcode(kind, "a trace input cannot be void");
         let r = self.push(Op::new(opcode, &[]));
         if self.trace.num_inputs == r.index() {
             self.trace.num_inputs += 1;
@@ -119,15 +140,28 @@ impl TraceBuilder {
         self.op(Opcode::Label, args);
         kinds
             .into_iter()
-            .map(|k| self.op(Opcode::input_for(k).expect("label operand cannot be void"), &[]))
+            .map(|k| {
+                let opcode = self.input_opcode(k, "a label operand cannot be void");
+                self.op(opcode, &[])
+            })
             .collect()
+    }
+    /// The input opcode for `kind`; for `Void`, records `mistake` at the next op and
+    /// answers an integer input.
+    fn input_opcode(&mut self, kind: Kind, mistake: &str) -> Opcode {
+        Opcode::input_for(kind).unwrap_or_else(|| {
+            let op = OpRef::new(self.trace.ops.len());
+            self.error.get_or_insert(VerifyError { op: Some(op), message: mistake.to_string() });
+            Opcode::InputI
+        })
     }
     /// End the trace with a jump back to the label (or the trace start).
     pub fn jump(&mut self, args: &[Value]) {
         self.op(Opcode::Jump, args);
     }
-    /// End the trace returning `args`.
-    pub fn finish_with(&mut self, args: &[Value]) {
+    /// End the trace with a `finish` op returning `args` (see [`TraceBuilder::build`] for
+    /// getting the recorded trace).
+    pub fn finish(&mut self, args: &[Value]) {
         self.op(Opcode::Finish, args);
     }
     /// The kind of a value recorded so far (`Void` for void ops and unknown values).
@@ -142,13 +176,18 @@ impl TraceBuilder {
     pub fn trace(&self) -> &Trace {
         &self.trace
     }
-    /// Verify and return the trace.
-    pub fn finish(self) -> Result<Trace, VerifyError> {
+    /// Verify and return the recorded trace: the first recording mistake or verifier
+    /// finding is the error.
+    pub fn build(self) -> Result<Trace, VerifyError> {
+        if let Some(e) = self.error {
+            return Err(e);
+        }
         verify(&self.trace)?;
         Ok(self.trace)
     }
-    /// Return the trace without verifying it.
-    pub fn finish_unverified(self) -> Trace {
+    /// Return the recorded trace without verifying it (for tests of verifiers and of
+    /// error paths; a recording mistake leaves its stand-in op in the trace).
+    pub fn build_unverified(self) -> Trace {
         self.trace
     }
 }

@@ -536,9 +536,9 @@ fn random_trace(seed: u64) -> Trace {
         }
     } else {
         let args = g.fail_args();
-        g.b.finish_with(&args);
+        g.b.finish(&args);
     }
-    let mut t = g.b.finish_unverified();
+    let mut t = g.b.build_unverified();
     let mut r = Rng(seed.wrapping_mul(31) | 1);
     decorate(&mut t, &mut r);
     verify(&t).unwrap_or_else(|e| panic!("the test generator made an invalid trace: {e}\n{t}"));

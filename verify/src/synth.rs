@@ -155,8 +155,8 @@ pub fn optimizer_covers(lhs: Lhs) -> bool {
         Lhs::ConstLeft(op, c) => (op, [b.const_int(c), x]),
     };
     let r = b.op(op, &args);
-    b.finish_with(&[r]);
-    let Ok(trace) = b.finish() else { return false };
+    b.finish(&[r]);
+    let Ok(trace) = b.build() else { return false };
     match optimize(&trace, &Options::default()) {
         Ok(out) => !out.trace.ops.iter().any(|o| o.opcode == op),
         Err(_) => false,

@@ -7,8 +7,8 @@ use super::*;
 fn wrong_input_count_is_an_error() {
     let mut b = TraceBuilder::new();
     let i = b.input(Kind::Int);
-    b.finish_with(&[i]);
-    let t = b.finish().unwrap();
+    b.finish(&[i]);
+    let t = b.build().unwrap();
     let c = compile(&t, &opts()).unwrap();
     assert_eq!(
         c.run(&[], &mut SimpleHeap::new()),
@@ -22,8 +22,8 @@ fn compiled_trace_is_send_and_sync_and_drops() {
     assert_send_sync::<CompiledTrace>();
     let mut b = TraceBuilder::new();
     let i = b.input(Kind::Int);
-    b.finish_with(&[i]);
-    let t = b.finish().unwrap();
+    b.finish(&[i]);
+    let t = b.build().unwrap();
     let c = compile(&t, &opts()).unwrap();
     let h = std::thread::spawn(move || c.run(&[5], &mut SimpleHeap::new()).unwrap());
     assert_eq!(h.join().unwrap(), Exit::Finish { values: vec![5] });
@@ -38,8 +38,8 @@ fn code_in_recycled_memory_runs() {
         let i = b.input(Kind::Int);
         let c = b.const_int(k as i64);
         let s = b.op(Opcode::IntAdd, &[i, c]);
-        b.finish_with(&[s]);
-        let t = b.finish().unwrap();
+        b.finish(&[s]);
+        let t = b.build().unwrap();
         let c = compile(&t, &opts()).unwrap();
         assert_eq!(
             c.run(&[5], &mut SimpleHeap::new()).unwrap(),
@@ -52,8 +52,8 @@ fn code_in_recycled_memory_runs() {
 fn perf_map_gets_an_entry() {
     let mut b = TraceBuilder::new();
     let x = b.input(Kind::Int);
-    b.finish_with(&[x]);
-    let mut t = b.finish().unwrap();
+    b.finish(&[x]);
+    let mut t = b.build().unwrap();
     t.info.name = "perf map test trace".into();
     let c = compile(
         &t,
@@ -126,8 +126,8 @@ fn a_reused_compiler_gives_the_code_of_a_fresh_one() {
     let x = b.input(Kind::Int);
     let y = b.op(Opcode::IntAddOvf, &[x, x]);
     b.guard(Opcode::GuardNoOverflow, &[], &[x], 0);
-    b.finish_with(&[y]);
-    let mut bad = b.finish().unwrap();
+    b.finish(&[y]);
+    let mut bad = b.build().unwrap();
     let add = bad.ops.iter().position(|o| o.opcode == Opcode::IntAddOvf).unwrap();
     bad.ops[add].opcode = Opcode::IntAdd;
     let mut compiler = Compiler::new();

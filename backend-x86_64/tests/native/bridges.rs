@@ -167,15 +167,15 @@ fn bridges_that_cannot_be_attached_are_refused_and_leave_the_tree_as_it_was() {
     // Inputs of other kinds than the guard's exit words.
     let mut b = TraceBuilder::new();
     let x = b.input(Kind::Float);
-    b.finish_with(&[x]);
-    let m = refused(c.attach_bridge(GuardId(1), &b.finish().unwrap(), &opts()));
+    b.finish(&[x]);
+    let m = refused(c.attach_bridge(GuardId(1), &b.build().unwrap(), &opts()));
     assert!(m.contains("takes inputs"), "{m}");
     // A guard id the tree has already.
     let mut b = TraceBuilder::new();
     let ins: Vec<_> = (0..3).map(|_| b.input(Kind::Int)).collect();
     b.guard(Opcode::GuardTrue, &[ins[0]], &[], 0);
-    b.finish_with(&ins);
-    let m = refused(c.attach_bridge(GuardId(1), &b.finish().unwrap(), &opts()));
+    b.finish(&ins);
+    let m = refused(c.attach_bridge(GuardId(1), &b.build().unwrap(), &opts()));
     assert!(m.contains("also a guard of the tree"), "{m}");
     // Hooks mode.
     let hooks = CompileOptions {

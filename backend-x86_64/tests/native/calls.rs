@@ -19,8 +19,8 @@ fn calls_with_stack_arguments_compile_in_both_modes() {
         oopspec: None,
     }));
     let r = b.op_with_descr(Opcode::CallI, &args, cd);
-    b.finish_with(&[r]);
-    let t = b.finish().unwrap();
+    b.finish(&[r]);
+    let t = b.build().unwrap();
     let direct = compile(&t, &opts()).unwrap();
     // `push 6` (the seventh argument, `push imm32`), after `sub rsp, 8` for alignment.
     let code = direct.code();
@@ -133,7 +133,7 @@ fn values_live_across_calls() {
     let mask = b.const_int(0xffff);
     let x2 = b.op(Opcode::IntAnd, &[sum, mask]);
     b.jump(&[n2, x2, f2]);
-    let t = b.finish().unwrap();
+    let t = b.build().unwrap();
     for o in [opts(), tight()] {
         for iters in [0i64, 1, 4] {
             let inputs = [RtValue::Int(iters), RtValue::Int(7), RtValue::float(1.25)];
@@ -180,8 +180,8 @@ fn conditional_calls() {
     let hundred = b.const_int(100);
     b.op_with_descr(Opcode::CondCallN, &[c, fcount, hundred], dn);
     let s = b.op(Opcode::IntAdd, &[r, live]);
-    b.finish_with(&[r, s, live]);
-    let t = b.finish().unwrap();
+    b.finish(&[r, s, live]);
+    let t = b.build().unwrap();
     for o in [opts(), tight()] {
         for (vv, cc) in [(0i64, 0i64), (5, 0), (0, 1), (-3, 7)] {
             let inputs = [RtValue::Int(vv), RtValue::Int(cc), RtValue::Int(11)];
@@ -427,7 +427,7 @@ fn stack_call_loop(f: u64, kinds: &[Kind], result: Kind) -> Trace {
     let mut jargs = vec![n2, acc2, facc2, xs[1], xs[2], xs[3], x0];
     jargs.extend([ys[1], ys[2], ys[0]]);
     b.jump(&jargs);
-    b.finish().unwrap()
+    b.build().unwrap()
 }
 
 /// Calls to real `extern "sysv64"` functions with 7..12 integer, 9..12 float and mixed
@@ -568,7 +568,7 @@ fn conditional_calls_with_stack_arguments() {
     let n2 = b.op(Opcode::IntSub, &[n, one]);
     let x2 = b.op(Opcode::IntAdd, &[x, r]);
     b.jump(&[n2, x2, y, acc2]);
-    let t = b.finish().unwrap();
+    let t = b.build().unwrap();
     let mut cfg = RunConfig::default();
     cfg.functions.insert(f8, host_model(Kind::Int));
     cfg.functions.insert(

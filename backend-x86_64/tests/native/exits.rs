@@ -68,8 +68,8 @@ fn exits_rebuild_virtual_objects() {
     let ten = b.const_int(10);
     let lt = b.op(Opcode::IntLt, &[x, ten]);
     b.guard(Opcode::GuardTrue, &[lt], &[], 77);
-    b.finish_with(&[y2]);
-    let mut t = b.finish().unwrap();
+    b.finish(&[y2]);
+    let mut t = b.build().unwrap();
     let c99 = t.make_const_int(-99);
     t.guards[0].fail_args = vec![
         FailArg::Value(x),

@@ -51,8 +51,8 @@ fn interior_fields_of_an_array_of_structs() {
     let k = b.op_with_descr(Opcode::GetinteriorfieldGcI, &[p, i], dk);
     let v = b.op_with_descr(Opcode::GetinteriorfieldGcI, &[p, one], dv);
     let w = b.op_with_descr(Opcode::GetinteriorfieldGcI, &[p, i], dv);
-    b.finish_with(&[k, v, w]);
-    let t = b.finish().unwrap();
+    b.finish(&[k, v, w]);
+    let t = b.build().unwrap();
     for o in [opts(), tight()] {
         for (iv, xv) in [(0i64, 5i64), (1, -7), (2, 1 << 40), (3, 1), (-1, 1)] {
             let inputs = [RtValue::Int(iv), RtValue::Int(xv)];
@@ -101,8 +101,8 @@ fn raw_memory_round_trips() {
     let three = b.const_int(3);
     b.op_with_descr(Opcode::SetarrayitemRaw, &[addr, three, x], a1);
     let r3 = b.op_with_descr(Opcode::GetarrayitemRawI, &[addr, three], a1);
-    b.finish_with(&[r1, r2, r3]);
-    let t = b.finish().unwrap();
+    b.finish(&[r1, r2, r3]);
+    let t = b.build().unwrap();
     let mut buf = vec![0u64; 8];
     let p = buf.as_mut_ptr() as i64;
     for o in [opts(), tight()] {
@@ -141,8 +141,8 @@ fn class_guards() {
             };
             let cls = b.const_int(if right { 0x7000_2000 } else { 0x7000_3000 });
             b.guard(opc, &[p, cls], &[x], 8);
-            b.finish_with(&[x]);
-            let t = b.finish().unwrap();
+            b.finish(&[x]);
+            let t = b.build().unwrap();
             let int = interp::run(&t, &[RtValue::Int(4)], &RunConfig::default()).outcome;
             let native = run_native(&t, &[4], &opts());
             same(&t, &native, &int).unwrap();
@@ -233,8 +233,8 @@ fn displacements_beyond_32_bits() {
     let r7 = b.op_with_descr(Opcode::GetfieldRawI, &[a], fraw);
     b.op_with_descr(Opcode::SetinteriorfieldGc, &[q, j, x1], di);
     let r8 = b.op_with_descr(Opcode::GetinteriorfieldGcI, &[q, j], di);
-    b.finish_with(&[r1, r2, r3, r4, r5, r6, r7, r8]);
-    let t = b.finish().unwrap();
+    b.finish(&[r1, r2, r3, r4, r5, r6, r7, r8]);
+    let t = b.build().unwrap();
 
     let medium = CompileOptions {
         int_regs: 5,
@@ -304,8 +304,8 @@ fn wide_length_word_bounds_check() {
     let r = b.op_with_descr(Opcode::GetarrayitemGcI, &[p, i], ad);
     let k = b.const_int(2);
     let r2 = b.op_with_descr(Opcode::GetarrayitemGcI, &[p, k], ad);
-    b.finish_with(&[n, r, r2]);
-    let t = b.finish().unwrap();
+    b.finish(&[n, r, r2]);
+    let t = b.build().unwrap();
     for o in [opts(), tight()] {
         let c = compile(&t, &o).unwrap();
         for len in [2u64, 3, 5] {

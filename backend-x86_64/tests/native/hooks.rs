@@ -159,8 +159,8 @@ fn string_trace(unicode: bool) -> Trace {
     let h = b.op(hash, &[p]);
     let y = b.op(get, &[q, m]);
     let h2 = b.op(hash, &[q]);
-    b.finish_with(&[x, l, h, y, h2]);
-    b.finish().unwrap()
+    b.finish(&[x, l, h, y, h2]);
+    b.build().unwrap()
 }
 
 /// String and unicode ops, in Direct mode (served on real memory by `exec_in_memory`) and
@@ -257,8 +257,8 @@ fn exception_trace() -> Trace {
     b.op(RestoreException, &[w, v]);
     let e2 = b.op(SaveException, &[]);
     b.guard(GuardNoException, &[], &[e2], 4);
-    b.finish_with(&[k, e, e2]);
-    b.finish().unwrap()
+    b.finish(&[k, e, e2]);
+    b.build().unwrap()
 }
 
 /// The exception ops in both modes against the interpreter: Direct mode keeps a per-run
@@ -306,8 +306,8 @@ fn exception_ops_match_the_interpreter() {
         b.op(RestoreException, &[c, v]);
         let (e, _) = b.guard_op(GuardException, &[w], &[c], 2);
         b.guard(GuardNoException, &[], &[e], 3);
-        b.finish_with(&[e]);
-        b.finish().unwrap()
+        b.finish(&[e]);
+        b.build().unwrap()
     };
     for (c, val, w) in [(5, v, 5), (5, v, 6), (0, 0, 0), (0, v, 0)] {
         let inputs = [RtValue::Int(c), RtValue::Ref(val), RtValue::Int(w)];
@@ -338,8 +338,8 @@ fn call_assembler_through_the_runtime() {
     let looptok = b.descr(Descr::Loop(3));
     let r = b.op_with_descr(CallAssemblerI, &[p, i], looptok);
     let after = b.op_with_descr(GetfieldGcI, &[p], f);
-    b.finish_with(&[before, r, after]);
-    let t = b.finish().unwrap();
+    b.finish(&[before, r, after]);
+    let t = b.build().unwrap();
     let p0 = trace_interp::heap::external_address(5);
     let out = model_run(
         &t,
@@ -420,8 +420,8 @@ fn type_guards_match_the_interpreter() {
             b.guard(GuardIsObject, &[e], &[want], 7);
             b.guard(GuardGcType, &[e, cls], &[want], 8);
         }
-        b.finish_with(&[arr]);
-        b.finish().unwrap()
+        b.finish(&[arr]);
+        b.build().unwrap()
     };
     // Allocated objects only: both modes.
     let t = build(false);
@@ -465,8 +465,8 @@ fn guard_not_invalidated_asks_the_runtime_in_hooks_mode() {
     let mut b = TraceBuilder::new();
     let i = b.input(Kind::Int);
     b.guard(Opcode::GuardNotInvalidated, &[], &[i], 9);
-    b.finish_with(&[i]);
-    let t = b.finish().unwrap();
+    b.finish(&[i]);
+    let t = b.build().unwrap();
     for invalidated in [false, true] {
         let cfg = RunConfig {
             invalidated,
@@ -569,8 +569,8 @@ fn every_opcode_compiles_in_hooks_mode_and_runs_like_the_interpreter() {
         if opc.result_kind() != Kind::Void {
             outs.push(result);
         }
-        b.finish_with(&outs);
-        let t = b.finish().unwrap_or_else(|e| panic!("{opc}: {e}"));
+        b.finish(&outs);
+        let t = b.build().unwrap_or_else(|e| panic!("{opc}: {e}"));
         compile(&t, &hooks_opts()).unwrap_or_else(|e| panic!("{opc}: {e}"));
         // Direct mode compiles every op too (nothing is `CompileError::Unsupported`).
         compile(&t, &opts()).unwrap_or_else(|e| panic!("{opc} in Direct mode: {e}"));
@@ -615,8 +615,8 @@ fn a_panicking_hook_is_an_invalid_exit() {
     let (p, i) = (b.input(Kind::Ref), b.input(Kind::Int));
     let f = int_field(&mut b, 8);
     b.op_with_descr(Opcode::SetfieldGc, &[p, i], f);
-    b.finish_with(&[i]);
-    let t = b.finish().unwrap();
+    b.finish(&[i]);
+    let t = b.build().unwrap();
     let c = compile(&t, &hooks_opts()).unwrap();
     assert_eq!(
         c.run(&[0x1000, 4], &mut Panics).unwrap(),

@@ -23,7 +23,7 @@ pub(super) fn rotation_loop(k: usize, iters: i64) -> Trace {
     }
     b.jump(&next);
     let _ = iters;
-    b.finish().unwrap()
+    b.build().unwrap()
 }
 
 #[test]
@@ -75,8 +75,8 @@ fn more_live_values_than_registers() {
             acc = b.op(Opcode::IntXor, &[acc, v]);
             acc = b.op(Opcode::IntAdd, &[acc, v]);
         }
-        b.finish_with(&[acc]);
-        let t = b.finish().unwrap();
+        b.finish(&[acc]);
+        let t = b.build().unwrap();
         for input in [3i64, 7] {
             let native = run_native(&t, &[input as u64], &o);
             let int = interp::run(&t, &[RtValue::Int(input)], &RunConfig::default()).outcome;
@@ -98,7 +98,7 @@ fn jump_to_trace_start() {
     let one = b.const_int(1);
     let i2 = b.op(Opcode::IntAdd, &[i, one]);
     b.jump(&[i2, acc2]);
-    let t = b.finish().unwrap();
+    let t = b.build().unwrap();
     match run_native(&t, &[0, 0], &opts()) {
         Exit::Guard {
             guard,

@@ -50,8 +50,8 @@ fn check_binary(opc: Opcode, x: i64, y: i64) {
         let vy = if cy { b.const_int(y) } else { iy };
         let r = b.op(opc, &[vx, vy]);
         // Keep x alive past the op so the result cannot reuse its register (exercises `lea`).
-        b.finish_with(&[r, ix]);
-        let t = b.finish().unwrap();
+        b.finish(&[r, ix]);
+        let t = b.build().unwrap();
         let got = run_native(&t, &[x as u64, y as u64], &opts());
         match &want {
             Ok(w) => assert_eq!(
@@ -88,8 +88,8 @@ fn unary_ops_on_special_values() {
             let mut b = TraceBuilder::new();
             let ix = b.input(Kind::Int);
             let r = b.op(opc, &[ix]);
-            b.finish_with(&[r]);
-            let t = b.finish().unwrap();
+            b.finish(&[r]);
+            let t = b.build().unwrap();
             let want = eval_pure(opc, &[x as u64]).unwrap();
             assert_eq!(
                 run_native(&t, &[x as u64], &opts()),
@@ -115,8 +115,8 @@ proptest! {
             let fx = b.input(Kind::Float);
             let fy = b.input(Kind::Float);
             let r = b.op(opc, &[fx, fy]);
-            b.finish_with(&[r]);
-            let t = b.finish().unwrap();
+            b.finish(&[r]);
+            let t = b.build().unwrap();
             let want = eval_pure(opc, &[x.to_bits(), y.to_bits()]).unwrap();
             let got = run_native(&t, &[x.to_bits(), y.to_bits()], &opts());
             prop_assert_eq!(got, Exit::Finish { values: vec![want] }, "{}({}, {})", opc, x, y);
@@ -125,8 +125,8 @@ proptest! {
             let mut b = TraceBuilder::new();
             let fx = b.input(Kind::Float);
             let r = b.op(opc, &[fx]);
-            b.finish_with(&[r]);
-            let t = b.finish().unwrap();
+            b.finish(&[r]);
+            let t = b.build().unwrap();
             let want = eval_pure(opc, &[x.to_bits()]).unwrap();
             prop_assert_eq!(run_native(&t, &[x.to_bits()], &opts()), Exit::Finish { values: vec![want] }, "{}({})", opc, x);
         }
@@ -138,8 +138,8 @@ proptest! {
             let mut b = TraceBuilder::new();
             let ix = b.input(Kind::Int);
             let r = b.op(opc, &[ix]);
-            b.finish_with(&[r]);
-            let t = b.finish().unwrap();
+            b.finish(&[r]);
+            let t = b.build().unwrap();
             let want = eval_pure(opc, &[x as u64]).unwrap();
             prop_assert_eq!(run_native(&t, &[x as u64], &opts()), Exit::Finish { values: vec![want] });
         }
@@ -163,8 +163,8 @@ fn cast_float_to_int_edges() {
         let mut b = TraceBuilder::new();
         let fx = b.input(Kind::Float);
         let r = b.op(Opcode::CastFloatToInt, &[fx]);
-        b.finish_with(&[r]);
-        let t = b.finish().unwrap();
+        b.finish(&[r]);
+        let t = b.build().unwrap();
         let want = eval_pure(Opcode::CastFloatToInt, &[x.to_bits()]).unwrap();
         assert_eq!(
             run_native(&t, &[x.to_bits()], &opts()),
@@ -206,8 +206,8 @@ fn multiplication_by_powers_of_two_overflows_at_the_edges() {
                 b.guard(guard, &[], &fail, 7);
                 let one = b.const_int(1);
                 let after = if lives { b.op(Opcode::IntAdd, &[xv, one]) } else { r };
-                b.finish_with(&[r, after]);
-                let t = b.finish().unwrap();
+                b.finish(&[r, after]);
+                let t = b.build().unwrap();
                 for &x in &xs {
                     let native = run_native(&t, &[x as u64, 0], &opts());
                     let int = interp::run(&t, &[RtValue::Int(x), RtValue::Int(0)], &RunConfig::default()).outcome;
@@ -230,8 +230,8 @@ fn overflow_guards_at_the_edges() {
                     let iy = b.input(Kind::Int);
                     let r = b.op(opc, &[ix, iy]);
                     b.guard(guard, &[], &[ix, r], 42);
-                    b.finish_with(&[r]);
-                    let t = b.finish().unwrap();
+                    b.finish(&[r]);
+                    let t = b.build().unwrap();
                     let native = run_native(&t, &[x as u64, y as u64], &opts());
                     let int = interp::run(&t, &[RtValue::Int(x), RtValue::Int(y)], &RunConfig::default()).outcome;
                     same(&t, &native, &int).unwrap();

@@ -73,8 +73,8 @@ fn values_are_never_lost_reading_the_argument_twice() {
         let one = b.const_int(1);
         let y = b.op(Opcode::IntAdd, &[x, one]);
         let r = b.op(opc, &[y, y]);
-        b.finish_with(&[r]);
-        let t = b.finish().unwrap();
+        b.finish(&[r]);
+        let t = b.build().unwrap();
         let yv = 6u64;
         let want = eval_pure(opc, &[yv, yv]).unwrap();
         assert_eq!(run_native(&t, &[5], &opts()), Exit::Finish { values: vec![want] });

@@ -14,8 +14,8 @@ fn comparison_is_fused_into_its_guard() {
     let y = b.input(Kind::Int);
     let lt = b.op(Opcode::IntLt, &[x, y]);
     b.guard(Opcode::GuardTrue, &[lt], &[x], 1);
-    b.finish_with(&[y]);
-    let t = b.finish().unwrap();
+    b.finish(&[y]);
+    let t = b.build().unwrap();
     let c = compile(&t, &opts()).unwrap();
     let code = c.code();
     // No setcc (0f 9x) anywhere, and `cmp rbx, [rbp + 0x20]` (x in rbx, y in its input
@@ -72,11 +72,11 @@ fn and_masks_on_special_values() {
                     b.op(Opcode::IntAnd, &[xv, m])
                 };
                 if lives {
-                    b.finish_with(&[r, xv]);
+                    b.finish(&[r, xv]);
                 } else {
-                    b.finish_with(&[r]);
+                    b.finish(&[r]);
                 }
-                let t = b.finish().unwrap();
+                let t = b.build().unwrap();
                 let mut values = vec![want];
                 if lives {
                     values.push(x as u64);
@@ -118,8 +118,8 @@ fn and_test_trace(consumer: usize, guard: Opcode, y: Option<i64>) -> Trace {
         _ => b.op(Opcode::IntEq, &[zero, a]),
     };
     b.guard(guard, &[c], &[ix, iy], 9);
-    b.finish_with(&[ix]);
-    b.finish().unwrap()
+    b.finish(&[ix]);
+    b.build().unwrap()
 }
 
 #[test]
@@ -197,8 +197,8 @@ fn multiplication_by_constants_on_special_values() {
                     let fail: &[trace_ir::Value] = if lives { &[xv] } else { &[] };
                     b.guard(Opcode::GuardNoOverflow, &[], fail, 3);
                 }
-                b.finish_with(&[r]);
-                let t = b.finish().unwrap();
+                b.finish(&[r]);
+                let t = b.build().unwrap();
                 for &x in SPECIAL_INTS.iter().chain(MASK_VALUES) {
                     same_as_interpreter(&t, &[x, 0]);
                 }
@@ -238,8 +238,8 @@ fn commutative_ops_with_either_operand_living_on() {
             if keep & 2 != 0 {
                 out.push(y);
             }
-            b.finish_with(&out);
-            let t = b.finish().unwrap();
+            b.finish(&out);
+            let t = b.build().unwrap();
             for &(p, q) in &[(3i64, 4i64), (i64::MAX, 1), (-1, i64::MIN), (0x1234_5678, -0x9abc)] {
                 same_as_interpreter(&t, &[p, q]);
             }
@@ -268,7 +268,7 @@ fn loop_carried_mask_lands_in_the_jump_register() {
     let k = b.op(Opcode::IntAdd, &[p[1], one]);
     let n = b.op(Opcode::IntSub, &[p[2], one]);
     b.jump(&[h, k, n]);
-    let t = b.finish().unwrap();
+    let t = b.build().unwrap();
     let (mut h, mut k) = (2_166_136_261i64, 5i64);
     for _ in 0..1000 {
         h = ((h ^ k) * 16_777_619) & 0xffff_ffff;
@@ -358,8 +358,8 @@ fn overwritten_operands_are_recomputed_at_overflow_exits() {
                         fail.push(r);
                     }
                     b.guard(guard, &[], &fail, 5);
-                    b.finish_with(&[r]);
-                    let t = b.finish().unwrap();
+                    b.finish(&[r]);
+                    let t = b.build().unwrap();
                     for &xv in &[0i64, 1, -1, i64::MAX, i64::MIN, i64::MAX - 15, 1 << 62] {
                         same_as_interpreter(&t, &[xv, y.unwrap_or(i64::MAX), 0]);
                         same_as_interpreter(&t, &[xv, y.unwrap_or(-7), 0]);
@@ -428,7 +428,7 @@ fn rotated_loops_exit_with_the_right_values() {
             next.push(p[3 + (k + 1) % extra]);
         }
         b.jump(&next);
-        let t = b.finish().unwrap();
+        let t = b.build().unwrap();
         for n in [0i64, 1, 5, 9] {
             for start in [0i64, 3, 7] {
                 let mut inputs = vec![start, n, 100];
@@ -476,8 +476,8 @@ fn accesses_after_a_passed_bounds_guard_skip_the_checks_but_keep_their_meaning()
             b.op_with_descr(Opcode::SetfieldGc, &[p, one], f);
         }
         let r = b.op_with_descr(Opcode::GetarrayitemGcI, &[p, i], ad);
-        b.finish_with(&[r]);
-        let t = b.finish().unwrap();
+        b.finish(&[r]);
+        let t = b.build().unwrap();
         for o in [opts(), tight()] {
             let c = compile(&t, &o).unwrap();
             for iv in [-1i64, 0, 1, 2, 3, 7] {
@@ -549,7 +549,7 @@ fn null_checks_once_per_value() {
     let one = b.const_int(1);
     let n1 = b.op(Opcode::IntSub, &[n, one]);
     b.jump(&[p, n1, s2]);
-    let t = b.finish().unwrap();
+    let t = b.build().unwrap();
     let mut obj = vec![0u64, 5, 7];
     let pv = obj.as_mut_ptr() as u64;
     for o in [opts(), tight()] {
@@ -591,7 +591,7 @@ fn loop_bodies_are_aligned_with_multi_byte_nops() {
         let one = b.const_int(1);
         let i = b.op(Opcode::IntAdd, &[p[0], one]);
         b.jump(&[i, p[1]]);
-        let t = b.finish().unwrap();
+        let t = b.build().unwrap();
         same_as_interpreter(&t, &[0, 50]);
         let c = compile(&t, &opts()).unwrap();
         let label = t.ops.iter().position(|o| o.opcode == Opcode::Label).unwrap();

@@ -140,8 +140,8 @@ const KEEP_TABLES_OPS: usize = 1 << 16;
 ///     let x = b.input(Kind::Int);
 ///     let c = b.const_int(k);
 ///     let y = b.op(Opcode::IntAdd, &[x, c]);
-///     b.finish_with(&[y]);
-///     let out = opt.optimize(&b.finish().unwrap(), &optimizer::Options::default()).unwrap();
+///     b.finish(&[y]);
+///     let out = opt.optimize(&b.build().unwrap(), &optimizer::Options::default()).unwrap();
 ///     assert_eq!(out.trace.num_real_ops(), if k == 0 { 1 } else { 2 });
 /// }
 /// ```

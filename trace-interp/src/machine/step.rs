@@ -461,7 +461,7 @@ mod tests {
             let mut op = trace_ir::Op::new(opc, &args);
             op.descr = d;
             let trace = if opc.is_guard() {
-                let mut t = b.finish_unverified();
+                let mut t = b.build_unverified();
                 t.guards.push(GuardData {
                     id: GuardId(0),
                     resume_key: 0,
@@ -474,8 +474,8 @@ mod tests {
                 t
             } else {
                 b.push(op);
-                b.finish_with(&[]);
-                b.finish_unverified()
+                b.finish(&[]);
+                b.build_unverified()
             };
             let r = run(&trace, &[], &RunConfig::default());
             if let Outcome::Invalid { reason, .. } = &r.outcome {

@@ -351,11 +351,11 @@ fn bridge_one(
         }
         None => {
             let vals = gen.some_values();
-            gen.b.finish_with(&vals);
+            gen.b.finish(&vals);
             None
         }
     };
-    let t = gen.b.finish().expect("a well-formed bridge");
+    let t = gen.b.build().expect("a well-formed bridge");
     *next_id = t.max_guard_id().map_or(*next_id, |g| g.0 + 1);
     (t, fuel)
 }
@@ -367,8 +367,8 @@ fn finishing_bridge(rng: &mut Rng, parent: &Trace, (g, facts): (GuardId, &[WordF
     let mut gen = Gen::new(rng, &kinds, facts, *next_id, parent.aliasing);
     gen.body(u64::from(g.0) << 8);
     let vals = gen.some_values();
-    gen.b.finish_with(&vals);
-    let t = gen.b.finish().expect("a well-formed bridge");
+    gen.b.finish(&vals);
+    let t = gen.b.build().expect("a well-formed bridge");
     *next_id = t.max_guard_id().map_or(*next_id, |g| g.0 + 1);
     t
 }

@@ -757,7 +757,7 @@ impl Recorder {
         }
         let mut trace = self
             .b
-            .finish()
+            .build()
             .map_err(|e| Abort(format!("recorded trace does not verify: {e}")))?;
         if self.bridge_of.is_none() {
             // The loop's label is the one its bridges enter.
