@@ -3,7 +3,7 @@
 //! runs it.
 //!
 //! ```
-//! use backend_x86_64::{compile, CompileOptions, Exit, SimpleHeap};
+//! use backend_x86_64::{compile, CompileOptions, Exit, ExitValue, SimpleHeap};
 //! use trace_ir::{TraceBuilder, Kind, Opcode};
 //! // sum = 0; i = 0; while i < n { sum += i; i += 1 }
 //! let mut b = TraceBuilder::new();
@@ -17,8 +17,10 @@
 //! b.jump(&[i2, p[1], s2]);
 //! let trace = b.build().unwrap();
 //! let code = compile(&trace, &CompileOptions::default()).unwrap();
-//! match code.run(&[0, 10, 0], &mut SimpleHeap::new()).unwrap() {
-//!     Exit::Guard { values, .. } => assert_eq!(values, vec![45]),
+//! // SAFETY: the trace reads no memory and calls nothing, so any inputs are valid.
+//! let exit = unsafe { code.run(&[0, 10, 0], &mut SimpleHeap::new()) }.unwrap();
+//! match exit {
+//!     Exit::Guard { values, .. } => assert_eq!(values, vec![ExitValue::Int(45)]),
 //!     other => panic!("{other:?}"),
 //! }
 //! ```
@@ -115,7 +117,10 @@
 //!   (one branch per iteration instead of two).
 //!
 //! # What the embedder guarantees
-//! In Direct mode native code works on real memory: a reference input, a pointer constant or
+//! [`CompiledTrace::run`] is `unsafe`; its `# Safety` section is the contract, and this is
+//! its summary. [`compile`] checks everything it can first: the trace passes
+//! `trace_ir::verify` and the options are in range. In Direct mode native code works on
+//! real memory: a reference input, a pointer constant or
 //! an integer used as a raw address must point to memory laid out as the trace's
 //! descriptors say, and a called function address must be a `sysv64` function of the
 //! descriptor's signature. Objects allocated by the trace come from the [`Runtime`]. In
@@ -156,10 +161,12 @@ mod asm;
 mod checker;
 mod codegen;
 mod codemem;
+mod exit;
 pub mod pmove;
 mod runtime;
 mod tree;
 
+pub use exit::{Exit, ExitValue, RunError};
 pub use runtime::{exec_in_memory, Allocation, ExitRequest, HookReply, HookRequest, Runtime, SimpleHeap};
 
 use codemem::CodeMemory;
@@ -185,35 +192,60 @@ pub enum MemoryAccess {
     Hooks,
 }
 
-/// How to compile.
+/// How to compile. `Default` is the fast configuration with no logging; it reads no
+/// environment ([`CompileOptions::from_env`] does).
 #[derive(Clone, Debug)]
 pub struct CompileOptions {
     /// How native code reaches memory and functions (default [`MemoryAccess::Direct`]).
     pub memory: MemoryAccess,
-    /// Number of general-purpose registers the allocator may use (3..=13; fewer registers
-    /// means more spilling, for tests).
+    /// Number of general-purpose registers the allocator may use (3..=13, default 13;
+    /// fewer registers means more spilling, for tests). Outside the range, compiling fails
+    /// with [`CompileError::Options`].
     pub int_regs: usize,
-    /// Number of XMM registers the allocator may use (2..=15).
+    /// Number of XMM registers the allocator may use (2..=15, default 15). Outside the
+    /// range, compiling fails with [`CompileError::Options`].
     pub float_regs: usize,
     /// Print the disassembly with each op's code range to stderr (needs the `disasm`
-    /// feature for instructions; without it the bytes are printed). Defaults to whether
-    /// `TRACEJIT_LOG` contains `asm`.
+    /// feature for instructions; without it the bytes are printed). Default off.
     pub log_asm: bool,
-    /// Append an entry for the code to `/tmp/perf-<pid>.map`. Defaults to whether
-    /// `TRACEJIT_PERFMAP` is `1`.
+    /// Append an entry for the code to `/tmp/perf-<pid>.map`. Default off.
     pub perf_map: bool,
 }
 
 impl Default for CompileOptions {
     fn default() -> Self {
-        let log = std::env::var("TRACEJIT_LOG").unwrap_or_default();
         CompileOptions {
             memory: MemoryAccess::Direct,
             int_regs: 13,
             float_regs: 15,
-            log_asm: log.split(',').any(|w| w.trim() == "asm"),
-            perf_map: std::env::var("TRACEJIT_PERFMAP").map(|v| v == "1").unwrap_or(false),
+            log_asm: false,
+            perf_map: false,
         }
+    }
+}
+
+impl CompileOptions {
+    /// The defaults, with logging switched on from the environment: `log_asm` when
+    /// `TRACEJIT_LOG` (a comma-separated list) contains `asm`, `perf_map` when
+    /// `TRACEJIT_PERFMAP` is `1`.
+    pub fn from_env() -> Self {
+        let log = std::env::var("TRACEJIT_LOG").unwrap_or_default();
+        CompileOptions {
+            log_asm: log.split(',').any(|w| w.trim() == "asm"),
+            perf_map: std::env::var("TRACEJIT_PERFMAP").is_ok_and(|v| v == "1"),
+            ..CompileOptions::default()
+        }
+    }
+
+    /// Check the register counts.
+    pub(crate) fn check(&self) -> Result<(), CompileError> {
+        if !(3..=13).contains(&self.int_regs) {
+            return Err(CompileError::Options(format!("int_regs is {}, not in 3..=13", self.int_regs)));
+        }
+        if !(2..=15).contains(&self.float_regs) {
+            return Err(CompileError::Options(format!("float_regs is {}, not in 2..=15", self.float_regs)));
+        }
+        Ok(())
     }
 }
 
@@ -227,8 +259,11 @@ pub enum CompileError {
         /// Its opcode.
         opcode: Opcode,
     },
-    /// The trace breaks an invariant the backend relies on (run `trace_ir::verify`).
+    /// The trace does not pass `trace_ir::verify` (checked before compiling), or breaks
+    /// an invariant the backend relies on.
     BadTrace(String),
+    /// The [`CompileOptions`] are out of range.
+    Options(String),
     /// Executable memory could not be obtained.
     Memory(String),
     /// A bug in the backend.
@@ -245,6 +280,7 @@ impl fmt::Display for CompileError {
                 write!(f, "{op}: `{opcode}` is not supported by the x86-64 backend")
             }
             CompileError::BadTrace(m) => write!(f, "malformed trace: {m}"),
+            CompileError::Options(m) => write!(f, "compile options: {m}"),
             CompileError::Memory(m) => write!(f, "executable memory: {m}"),
             CompileError::Internal(m) => write!(f, "internal backend error: {m}"),
             CompileError::Bridge(m) => write!(f, "cannot attach the bridge: {m}"),
@@ -253,61 +289,6 @@ impl fmt::Display for CompileError {
 }
 
 impl std::error::Error for CompileError {}
-
-/// How a run of compiled code ended.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Exit {
-    /// `finish` was reached: its operands (floats as IEEE bits, references as addresses).
-    Finish {
-        /// The operands of `finish`.
-        values: Vec<u64>,
-    },
-    /// A guard failed.
-    Guard {
-        /// The guard's stable id.
-        guard: GuardId,
-        /// The embedder's resume key of the guard.
-        resume_key: u64,
-        /// The fail arguments, in order: values as 64-bit words, virtual objects rebuilt
-        /// through the [`Runtime`] (their addresses), holes as 0.
-        values: Vec<u64>,
-    },
-    /// A `jump` to another compiled loop (`<LoopN>`, N >= 0) was reached: the embedder
-    /// continues there with these values.
-    ExternalJump {
-        /// The target loop number, when the descriptor names one.
-        target: Option<i64>,
-        /// The jump's operands.
-        values: Vec<u64>,
-    },
-    /// An invalid operation (see the crate documentation) at this op.
-    Invalid {
-        /// The op.
-        op: OpRef,
-    },
-}
-
-/// Why [`CompiledTrace::run`] refused to run.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum RunError {
-    /// The number of inputs differs from the trace's.
-    InputCount {
-        /// Inputs the trace has.
-        expected: usize,
-        /// Inputs given.
-        got: usize,
-    },
-}
-
-impl fmt::Display for RunError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            RunError::InputCount { expected, got } => write!(f, "the trace takes {expected} inputs, got {got}"),
-        }
-    }
-}
-
-impl std::error::Error for RunError {}
 
 /// Where a fail argument's value is when its guard's exit returns.
 #[derive(Clone, Debug)]
@@ -387,6 +368,8 @@ pub struct CompiledTrace {
     exits: Vec<ExitInfo>,
     /// The fail-argument slots of all guard exits, back to back.
     exit_slots: Vec<ExitSlot>,
+    /// The kinds of each exit's values.
+    exit_kinds: exit::ExitKinds,
     frame_words: usize,
     exit_len: usize,
     num_inputs: usize,
@@ -414,8 +397,8 @@ impl fmt::Debug for CompiledTrace {
     }
 }
 
-/// Compile `trace` to x86-64 code with a fresh [`Compiler`] context. The trace should
-/// satisfy `trace_ir::verify`. An embedder that compiles many traces keeps one `Compiler`
+/// Compile `trace` to x86-64 code with a fresh [`Compiler`] context. The trace is checked
+/// with `trace_ir::verify` first ([`CompileError::BadTrace`] when it fails). An embedder that compiles many traces keeps one `Compiler`
 /// instead, so that each compilation reuses the working memory of the one before.
 pub fn compile(trace: &Trace, opts: &CompileOptions) -> Result<CompiledTrace, CompileError> {
     Compiler::new().compile(trace, opts)
@@ -445,6 +428,8 @@ impl Compiler {
 
     /// Compile `trace` to x86-64 code (see [`compile`]), reusing this context's buffers.
     pub fn compile(&mut self, trace: &Trace, opts: &CompileOptions) -> Result<CompiledTrace, CompileError> {
+        opts.check()?;
+        trace_ir::verify(trace).map_err(|e| CompileError::BadTrace(e.to_string()))?;
         let rooms = std::mem::take(&mut self.rooms);
         let (g, rooms) = codegen::Gen::new(trace, opts, rooms, None)
             .and_then(codegen::Gen::generate)
@@ -462,8 +447,11 @@ fn finish_compile(
 ) -> Result<CompiledTrace, CompileError> {
     let code = CodeMemory::new(&g.code).map_err(|e| CompileError::Memory(e.to_string()))?;
     let tree = tree::Tree::new(trace, &mut g, code.as_ptr() as u64);
+    let mut exit_kinds = exit::ExitKinds::default();
+    exit_kinds.extend(trace, &g.exits);
     let ct = CompiledTrace {
         code,
+        exit_kinds,
         exits: g.exits,
         exit_slots: g.exit_slots,
         frame_words: g.frame_words,
@@ -487,12 +475,41 @@ fn finish_compile(
 
 impl CompiledTrace {
     /// Run the code on `inputs` (one 64-bit word per trace input: integers as two's
-    /// complement, floats as IEEE bits, references as addresses) until it leaves.
+    /// complement, floats as IEEE bits, references as addresses) until it leaves. The
+    /// runtime allocates objects for `new*` ops and for the virtual objects of a failing
+    /// guard.
     ///
-    /// Reference inputs must point to memory laid out as the trace's descriptors say
-    /// (native code reads and writes it). The runtime allocates objects for `new*` ops and
-    /// for the virtual objects of a failing guard.
-    pub fn run(&self, inputs: &[u64], rt: &mut dyn Runtime) -> Result<Exit, RunError> {
+    /// Running is `unsafe` because native code works on the embedder's memory at addresses
+    /// the library cannot check: the point of compiling is to read and write objects and
+    /// call functions at full speed, without a check per access. (An API that vouched for
+    /// every reference would have to route each access through the embedder, which is what
+    /// [`MemoryAccess::Hooks`] does, at the cost of a call per access; the contract below is
+    /// then kept by the embedder's [`Runtime`] instead.) Everything the library can check,
+    /// it checks: the number of inputs ([`RunError::InputCount`]), null references, array
+    /// bounds of `*_gc` accesses, shift amounts, divisors and allocation sizes
+    /// ([`Exit::Invalid`]).
+    ///
+    /// # Safety
+    /// In [`MemoryAccess::Direct`] mode (the crate documentation's "What the embedder
+    /// guarantees"):
+    /// - every non-null reference input, pointer constant, and integer the trace uses as a
+    ///   raw address points to live memory laid out as the trace's descriptors say, for as
+    ///   long as the run lasts (no other thread writes it meanwhile unless the embedder's
+    ///   own synchronization makes that sound);
+    /// - every function address the trace calls is an `extern "sysv64"` function with the
+    ///   call descriptor's signature, safe to call with any arguments the trace passes;
+    /// - the [`Runtime`] keeps the invariants listed on the trait (zeroed, aligned, live
+    ///   memory from `alloc`/`alloc_array`; no unwinding out of them);
+    /// - the trace's promises hold on this run (`docs/memory-model.md`: type-based aliasing
+    ///   when the trace declares it, and hints such as `record_exact_class`).
+    ///
+    /// In [`MemoryAccess::Hooks`] mode native code never dereferences a trace value; the
+    /// contract is the [`Runtime`]'s: its `exec` and `guard_exit` must be sound for the
+    /// requests they get (the defaults, [`exec_in_memory`] and the backend's rebuilding of
+    /// virtual objects, work on real memory and need the Direct-mode guarantees above; an
+    /// embedder whose runtime interprets references itself, like
+    /// `trace_interp::ModelHeap`, needs nothing more).
+    pub unsafe fn run(&self, inputs: &[u64], rt: &mut dyn Runtime) -> Result<Exit, RunError> {
         if inputs.len() != self.num_inputs {
             return Err(RunError::InputCount {
                 expected: self.num_inputs,
@@ -514,21 +531,26 @@ impl CompiledTrace {
         unsafe { fp.write(cp) };
         // SAFETY: the buffer holds a function generated by `codegen` with this signature; it
         // only touches the frame (sized `frame_words`, which covers every displacement it
-        // uses), memory reachable from the inputs, and the runtime through `ctx`, which
-        // outlives the call.
+        // uses), the runtime through `ctx`, which outlives the call, and memory the caller
+        // vouches for (this function's contract).
         let code = unsafe {
             let f: extern "sysv64" fn(*mut u64) -> u64 = std::mem::transmute(self.code.as_ptr());
             f(fp)
         };
         let rt = ctx.rt;
-        Ok(match &self.exits[code as usize] {
+        let code = code as usize;
+        let kinds = self.exit_kinds.of(code);
+        let typed = |words: &[u64]| -> Vec<ExitValue> {
+            words.iter().zip(kinds).map(|(&w, &k)| ExitValue::from_bits(k, w)).collect()
+        };
+        Ok(match &self.exits[code] {
             ExitInfo::Finish { at, n } => Exit::Finish {
-                values: frame[*at as usize..*at as usize + n].to_vec(),
+                values: typed(&frame[*at as usize..*at as usize + n]),
             },
             ExitInfo::Invalid { op } => Exit::Invalid { op: *op },
             ExitInfo::External { target, at, n } => Exit::ExternalJump {
                 target: *target,
-                values: frame[*at as usize..*at as usize + n].to_vec(),
+                values: typed(&frame[*at as usize..*at as usize + n]),
             },
             ExitInfo::Guard {
                 guard,
@@ -554,16 +576,18 @@ impl CompiledTrace {
                         return Ok(Exit::Guard {
                             guard: *guard,
                             resume_key: *resume_key,
-                            values,
+                            values: typed(&values),
                         });
                     }
                 }
                 let addrs = rebuild_virtuals(virtuals, &frame, rt);
                 let values = fail
                     .iter()
-                    .map(|s| match *s {
-                        ExitSlot::Virtual(k) => addrs[k as usize],
-                        ref s => s.word(&frame).unwrap_or(0),
+                    .zip(kinds)
+                    .map(|(s, &k)| match *s {
+                        ExitSlot::Virtual(k) => ExitValue::Ref(addrs[k as usize]),
+                        ExitSlot::Hole => ExitValue::Hole,
+                        ref s => ExitValue::from_bits(k, s.word(&frame).unwrap_or(0)),
                     })
                     .collect();
                 Exit::Guard {
@@ -600,10 +624,12 @@ impl CompiledTrace {
             .map(|&(op, start, end)| (OpRef::new(op as usize), start as usize..end as usize))
     }
 
-    /// A listing of the code: each op of the trace followed by its instructions
+    /// A listing of the code: each op of the trace, as the printed trace shows it (the
+    /// same value names, `trace_ir::print_listing`), followed by its instructions
     /// (disassembled with iced-x86 under the `disasm` feature, as hex bytes otherwise).
     pub fn disassembly(&self, trace: &Trace) -> String {
         use std::fmt::Write;
+        let listing = trace_ir::print_listing(trace);
         let mut out = String::new();
         let base = self.code.as_ptr() as u64;
         let _ = writeln!(
@@ -621,9 +647,8 @@ impl CompiledTrace {
         for &(op, start, end) in &self.ranges {
             let (op, start, end) = (op as usize, start as usize, end as usize);
             emit(&mut out, last, start);
-            let o = &trace.ops[op];
-            let args: Vec<String> = o.args.iter().map(|a| format!("{a:?}")).collect();
-            let _ = writeln!(out, "; op{op} = {}({})", o.opcode, args.join(", "));
+            let line = listing.line_of(OpRef::new(op)).unwrap_or("?");
+            let _ = writeln!(out, "; {line}");
             emit(&mut out, start, end);
             last = end;
         }

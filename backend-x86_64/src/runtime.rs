@@ -66,8 +66,11 @@ pub trait Runtime {
     }
 }
 
-/// One op compiled code hands to the [`Runtime`] (see [`Runtime::exec`]).
+/// One op compiled code hands to the [`Runtime`] (see [`Runtime::exec`]). Only a run
+/// creates requests (the type cannot be built outside this crate), so a request always
+/// describes an op of code running under [`crate::CompiledTrace::run`]'s contract.
 #[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
 pub struct HookRequest<'a> {
     /// The op in the compiled trace.
     pub op: OpRef,
@@ -93,8 +96,9 @@ pub enum HookReply {
 }
 
 /// A failing guard's exit handed to the [`Runtime`] in Hooks mode (see
-/// [`Runtime::guard_exit`]).
+/// [`Runtime::guard_exit`]); only a run creates them.
 #[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
 pub struct ExitRequest<'a> {
     /// The guard's stable id.
     pub guard: GuardId,

@@ -195,6 +195,7 @@ impl CompiledTrace {
         let code = CodeMemory::new(&g.code).map_err(|e| CompileError::Memory(e.to_string()))?;
         let base = code.as_ptr() as u64;
         let slot_base = self.exit_slots.len() as u32;
+        self.exit_kinds.extend(bridge, &g.exits);
         self.exits.extend(g.exits.drain(..).map(|e| match e {
             ExitInfo::Guard {
                 guard,
@@ -262,6 +263,8 @@ impl Compiler {
         bridge: &Trace,
         opts: &CompileOptions,
     ) -> Result<(), CompileError> {
+        opts.check()?;
+        trace_ir::verify(bridge).map_err(|e| CompileError::BadTrace(e.to_string()))?;
         let env = tree.bridge_env(guard, bridge, opts)?;
         let rooms = std::mem::take(&mut self.rooms);
         let (g, rooms) = codegen::Gen::new(bridge, opts, rooms, Some(env))

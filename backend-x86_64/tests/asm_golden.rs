@@ -104,23 +104,15 @@ fn listing(t: &Trace, opts: &CompileOptions) -> String {
         Ok(c) => c,
         Err(e) => return format!("error: {e}\n"),
     };
-    // The printed trace: an optional `aliasing` line, the inputs, then one line per op that
-    // is neither an input nor a label parameter, in order.
-    let printed = trace_ir::print_trace(t);
-    let mut lines = printed.lines().filter(|l| !l.starts_with("aliasing")).skip(1);
-    let mut op_text = vec![String::new(); t.ops.len()];
-    for (i, op) in t.ops.iter().enumerate() {
-        if !op.opcode.is_input() {
-            op_text[i] = lines.next().unwrap_or("?").trim().to_string();
-        }
-    }
+    // Each op as the printed trace shows it.
+    let printed = trace_ir::print_listing(t);
     let consts: HashSet<u64> = t.consts.iter().map(|c| c.bits()).collect();
     let bytes = code.code();
     let mut out = String::from("; prologue\n");
     let mut last = 0;
     for (op, range) in code.op_ranges() {
         disassemble(bytes, last..range.start, &consts, &mut out);
-        let _ = writeln!(out, "; {}", op_text[op.index()]);
+        let _ = writeln!(out, "; {}", printed.line_of(op).unwrap_or("?").trim());
         disassemble(bytes, range.clone(), &consts, &mut out);
         last = range.end;
     }

@@ -2,7 +2,7 @@
 //! next to the reference interpreter's outcome.
 
 use crate::common::{Args, CliError, CliResult};
-use backend_x86_64::{compile, CompileOptions, Exit, MemoryAccess, SimpleHeap};
+use backend_x86_64::{compile, CompileOptions, Exit, ExitValue, MemoryAccess, SimpleHeap};
 use trace_interp::heap::external_address;
 use trace_interp::rng::Rng;
 use trace_interp::{outcomes_equivalent, run as interp_run, ModelHeap, Outcome, RtValue, RunConfig};
@@ -86,7 +86,7 @@ pub fn run(args: &[String]) -> CliResult {
         };
         let opts = CompileOptions {
             memory,
-            ..CompileOptions::default()
+            ..CompileOptions::from_env()
         };
         let code = match compile(&compiled_trace, &opts) {
             Ok(c) => c,
@@ -119,15 +119,16 @@ pub fn run(args: &[String]) -> CliResult {
             let words: Vec<u64> = inputs.iter().map(|v| v.bits()).collect();
             let (native, verdict) = if hooks {
                 let mut model = ModelHeap::new(&compiled_trace, &cfg);
-                let native = code
-                    .run(&words, &mut model)
+                // SAFETY: in Hooks mode every memory access and call goes to the model.
+                let native = unsafe { code.run(&words, &mut model) }
                     .map_err(|e| CliError::Failed(format!("{name}: {e}")))?;
-                let native_run = model.into_result(trace_interp::native::exit_outcome(&native, &compiled_trace));
+                let native_run = model.into_result(trace_interp::native::exit_outcome(&native));
                 (native, outcomes_equivalent(&int_run, &native_run))
             } else {
                 let mut heap = SimpleHeap::new();
-                let native = code
-                    .run(&words, &mut heap)
+                // SAFETY: Direct mode is chosen only for traces that name no foreign memory
+                // or function (`why_hooks`) and get integer and float inputs.
+                let native = unsafe { code.run(&words, &mut heap) }
                     .map_err(|e| CliError::Failed(format!("{name}: {e}")))?;
                 let v = if agree(&native, &int) {
                     Ok(())
@@ -143,7 +144,7 @@ pub fn run(args: &[String]) -> CliResult {
                 "{name} [{}]{}\n  native: {}\n  interp: {int}\n  {}",
                 shown.join(", "),
                 if count > 1 { format!(" (#{k})") } else { String::new() },
-                show_exit(&native, &kinds_of_exit(&compiled_trace, &native)),
+                show_exit(&native),
                 match verdict {
                     Ok(()) => "same".to_string(),
                     Err(e) => format!("DIFFERENT: {e}"),
@@ -239,43 +240,13 @@ fn random_inputs(rng: &mut Rng, kinds: &[Kind], hooks: bool) -> Vec<RtValue> {
         .collect()
 }
 
-/// The kinds of the values of a native exit (for printing).
-fn kinds_of_exit(t: &Trace, e: &Exit) -> Vec<Kind> {
-    match e {
-        Exit::Finish { .. } => t
-            .ops
-            .last()
-            .map(|op| op.args.iter().map(|&v| t.kind_of(v)).collect())
-            .unwrap_or_default(),
-        Exit::Guard { guard, .. } => t
-            .guards
-            .iter()
-            .find(|g| g.id == *guard)
-            .map(|g| {
-                g.fail_args
-                    .iter()
-                    .map(|fa| match fa {
-                        trace_ir::FailArg::Value(v) => t.kind_of(*v),
-                        trace_ir::FailArg::Virtual(_) => Kind::Ref,
-                        trace_ir::FailArg::Hole => Kind::Int,
-                    })
-                    .collect()
-            })
-            .unwrap_or_default(),
-        Exit::ExternalJump { .. } => t
-            .ops
-            .last()
-            .map(|op| op.args.iter().map(|&v| t.kind_of(v)).collect())
-            .unwrap_or_default(),
-        Exit::Invalid { .. } => Vec::new(),
-    }
-}
-
-pub(crate) fn show_exit(e: &Exit, kinds: &[Kind]) -> String {
-    let list = |vs: &[u64]| {
+pub(crate) fn show_exit(e: &Exit) -> String {
+    let list = |vs: &[ExitValue]| {
         vs.iter()
-            .enumerate()
-            .map(|(i, &w)| RtValue::from_bits(kinds.get(i).copied().unwrap_or(Kind::Int), w).to_string())
+            .map(|&v| match v {
+                ExitValue::Hole => "None".to_string(),
+                v => RtValue::from_bits(v.kind(), v.bits()).to_string(),
+            })
             .collect::<Vec<_>>()
             .join(", ")
     };
@@ -298,11 +269,11 @@ pub(crate) fn show_exit(e: &Exit, kinds: &[Kind]) -> String {
 /// Whether a native exit matches the interpreter's outcome: same exit, same non-reference
 /// values, references agreeing on null-ness (addresses differ between the two heaps).
 pub(crate) fn agree(native: &Exit, int: &Outcome) -> bool {
-    let vals = |n: &[u64], i: &[RtValue]| {
+    let vals = |n: &[ExitValue], i: &[RtValue]| {
         n.len() == i.len()
-            && n.iter().zip(i).all(|(&w, v)| match v {
-                RtValue::Ref(a) => (*a == 0) == (w == 0),
-                other => other.bits() == w,
+            && n.iter().zip(i).all(|(w, v)| match v {
+                RtValue::Ref(a) => (*a == 0) == (w.bits() == 0),
+                other => other.bits() == w.bits(),
             })
     };
     match (native, int) {
@@ -330,7 +301,7 @@ pub(crate) fn agree(native: &Exit, int: &Outcome) -> bool {
 /// Why `t` would touch memory or functions named by the trace file rather than objects it
 /// allocates, if it would: a call, a reference input, a non-null reference constant, a
 /// raw-memory op, or `cast_int_to_ptr`.
-fn foreign(t: &trace_ir::Trace) -> Option<String> {
+pub(crate) fn foreign(t: &trace_ir::Trace) -> Option<String> {
     use trace_ir::{Const, OpFlags, Opcode};
     if let Some(op) = t.ops.iter().find(|op| op.opcode.is_call()) {
         return Some(format!("it calls `{}` at an address from the trace file", op.opcode));

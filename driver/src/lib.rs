@@ -31,7 +31,7 @@
 //! `examples/examples/hello_driver.rs` is a complete toy interpreter built on it. In short:
 //!
 //! ```
-//! use backend_x86_64::{Exit, SimpleHeap};
+//! use backend_x86_64::{Exit, ExitValue, SimpleHeap};
 //! use driver::{AtHeader, Driver, DriverConfig};
 //! use trace_ir::{Kind, Opcode, TraceBuilder};
 //! let mut d: Driver<usize> = Driver::new(DriverConfig { hot_loop: 1, ..DriverConfig::default() });
@@ -51,8 +51,11 @@
 //! d.finish_recording(b.build()?)?;
 //! // From now on the loop runs natively.
 //! assert_eq!(d.loop_header(0), AtHeader::Run);
-//! match d.run(0, &[1, 10], &mut SimpleHeap::new())? {
-//!     Exit::Guard { resume_key: 0, values, .. } => assert_eq!(values, vec![10, 10]),
+//! // SAFETY: the loop reads no memory and calls nothing.
+//! match unsafe { d.run(0, &[1, 10], &mut SimpleHeap::new()) }? {
+//!     Exit::Guard { resume_key: 0, values, .. } => {
+//!         assert_eq!(values, vec![ExitValue::Int(10), ExitValue::Int(10)])
+//!     }
 //!     other => panic!("{other:?}"),
 //! }
 //! # Ok::<(), Box<dyn std::error::Error>>(())
@@ -415,12 +418,18 @@ impl<K: Copy + Eq + Hash + fmt::Debug> Driver<K> {
     /// interpreter recorded: its live values at the header). Returns the exit; a guard's
     /// exit is counted, and a guard that is hot now gets a bridge recorded next (see
     /// [`Driver::bridge_to_record`]).
-    pub fn run(&mut self, key: K, inputs: &[u64], rt: &mut dyn Runtime) -> Result<Exit, DriverError> {
+    ///
+    /// # Safety
+    /// The contract of [`CompiledTrace::run`]: the inputs, the addresses and functions the
+    /// loop and its bridges use, and `rt`, are valid for native code compiled with
+    /// [`DriverConfig::compile`].
+    pub unsafe fn run(&mut self, key: K, inputs: &[u64], rt: &mut dyn Runtime) -> Result<Exit, DriverError> {
         let Some(Location::Compiled(t)) = self.locations.get(&key) else {
             return Err(DriverError::State(format!("no compiled loop at {key:?}")));
         };
         self.stats.entries += 1;
-        let exit = t.code.run(inputs, rt).map_err(DriverError::Run)?;
+        // SAFETY: this function's contract is the run's.
+        let exit = unsafe { t.code.run(inputs, rt) }.map_err(DriverError::Run)?;
         if let Exit::Guard { guard, .. } = exit {
             self.stats.exits += 1;
             let hot = t

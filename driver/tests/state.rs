@@ -2,7 +2,7 @@
 //! loops, hot guards and their bridges (out of bridges too), and the errors of calls that
 //! do not fit the state.
 
-use backend_x86_64::{Exit, SimpleHeap};
+use backend_x86_64::{Exit, ExitValue, SimpleHeap};
 use driver::{AtHeader, Driver, DriverConfig, DriverError};
 use trace_ir::{Kind, Opcode, Trace, TraceBuilder};
 
@@ -60,10 +60,9 @@ fn a_hot_location_is_recorded_and_one_that_keeps_failing_is_blacklisted() {
 fn calls_that_do_not_fit_the_state_are_errors() {
     let mut d: Driver<u32> = Driver::new(config(1, 5, 2));
     assert!(matches!(d.finish_recording(loop_trace()), Err(DriverError::State(_))));
-    assert!(matches!(
-        d.run(3, &[0, 0, 0], &mut SimpleHeap::new()),
-        Err(DriverError::State(_))
-    ));
+    // SAFETY: nothing runs: no loop is compiled at 3.
+    let nothing = unsafe { d.run(3, &[0, 0, 0], &mut SimpleHeap::new()) };
+    assert!(matches!(nothing, Err(DriverError::State(_))));
     // A trace that does not compile abandons the recording.
     assert_eq!(d.loop_header(3), AtHeader::Record);
     let mut bad = loop_trace();
@@ -95,7 +94,8 @@ fn hot_guards_get_bridges_and_bridges_get_bridges() {
     d.finish_recording(loop_trace()).unwrap();
     assert_eq!(d.loop_header(0), AtHeader::Run);
     // Each run from a multiple of 4 leaves through the guard at once.
-    let run = |d: &mut Driver<u32>, i: u64| d.run(0, &[i, 1000, 0], &mut SimpleHeap::new()).unwrap();
+    // SAFETY: the loop and its bridges work on integers only.
+    let run = |d: &mut Driver<u32>, i: u64| unsafe { d.run(0, &[i, 1000, 0], &mut SimpleHeap::new()) }.unwrap();
     assert!(matches!(run(&mut d, 4), Exit::Guard { resume_key: 1, .. }));
     assert!(d.bridge_to_record().is_none());
     assert!(matches!(run(&mut d, 8), Exit::Guard { resume_key: 1, .. }));
@@ -130,7 +130,7 @@ fn hot_guards_get_bridges_and_bridges_get_bridges() {
         match run(&mut d, 0) {
             Exit::Guard {
                 resume_key: 2, values, ..
-            } => assert_eq!(values, vec![40, 1000, expected]),
+            } => assert_eq!(values, ints(&[40, 1000, expected as i64])),
             other => panic!("{other:?}"),
         }
     }
@@ -141,7 +141,12 @@ fn hot_guards_get_bridges_and_bridges_get_bridges() {
     d.finish_recording(s.builder.build().unwrap()).unwrap();
     assert_eq!(d.stats().bridges, 3);
     match run(&mut d, 0) {
-        Exit::Finish { values } => assert_eq!(values, vec![expected]),
+        Exit::Finish { values } => assert_eq!(values, ints(&[expected as i64])),
         other => panic!("{other:?}"),
     }
+}
+
+/// Integer exit values.
+fn ints(v: &[i64]) -> Vec<ExitValue> {
+    v.iter().map(|&i| ExitValue::Int(i)).collect()
 }

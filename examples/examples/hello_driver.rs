@@ -38,9 +38,11 @@ pub fn run(n: i64, driver: &mut Driver<usize>) -> Vec<i64> {
                 }
                 AtHeader::Run => {
                     let inputs: Vec<u64> = regs.iter().map(|&r| r as u64).collect();
-                    if let Ok(Exit::Guard { resume_key, values, .. }) = driver.run(pc, &inputs, &mut SimpleHeap::new())
-                    {
-                        regs = values.iter().map(|&v| v as i64).collect();
+                    // SAFETY: the toy language has integer registers only: its loops read no
+                    // memory and call nothing.
+                    let exit = unsafe { driver.run(pc, &inputs, &mut SimpleHeap::new()) };
+                    if let Ok(Exit::Guard { resume_key, values, .. }) = exit {
+                        regs = values.iter().map(|v| v.bits() as i64).collect();
                         pc = resume_key as usize;
                         if let Some(s) = driver.bridge_to_record() {
                             let values = s.fail_values.iter().map(|v| v.expect("registers are values")).collect();

@@ -3,8 +3,8 @@
 //! that compiled code and the interpreter can be compared on the same heap.
 
 use crate::{ModelHeap, Outcome, RtValue};
-use backend_x86_64::{Exit, ExitRequest, HookReply, HookRequest, Runtime};
-use trace_ir::{FailArg, Kind, Trace};
+use backend_x86_64::{Exit, ExitRequest, ExitValue, HookReply, HookRequest, Runtime};
+use trace_ir::Kind;
 
 /// The interpreter's heap and call model as a runtime (Hooks mode): every hooked op runs
 /// through the interpreter's own code on the model's state ([`ModelHeap::exec`],
@@ -48,47 +48,34 @@ impl Runtime for ModelHeap<'_> {
     }
 }
 
-/// A native exit as the reference interpreter's [`Outcome`] for `trace` (the trace that was
-/// compiled): each value gets the kind the trace gives it (fail arguments: their value's
-/// kind, references for virtual objects, integers for holes; `finish` and external
-/// `jump` operands: their kinds), so a native run can be compared with
+/// A native exit as the reference interpreter's [`Outcome`]: each value keeps the kind the
+/// exit gives it (the interpreter reports a hole as integer 0), so a native run can be
+/// compared with
 /// [`crate::outcomes_equivalent`] (with the heap of a `ModelHeap` run in Hooks
 /// mode). An invalid exit has no reason text beyond "native code".
-pub fn exit_outcome(exit: &Exit, trace: &Trace) -> Outcome {
-    let typed = |kinds: &mut dyn Iterator<Item = Kind>, words: &[u64]| -> Vec<RtValue> {
-        words
+pub fn exit_outcome(exit: &Exit) -> Outcome {
+    // The interpreter reports a hole as integer 0.
+    let typed = |values: &[ExitValue]| -> Vec<RtValue> {
+        values
             .iter()
-            .map(|&w| RtValue::from_bits(kinds.next().unwrap_or(Kind::Int), w))
+            .map(|&v| RtValue::from_bits(if v == ExitValue::Hole { Kind::Int } else { v.kind() }, v.bits()))
             .collect()
     };
-    let final_kinds = || {
-        let last = trace.ops.iter().rev().find(|o| o.opcode.has(trace_ir::OpFlags::FINAL));
-        last.map(|o| o.args.iter().map(|&v| trace.kind_of(v)).collect::<Vec<_>>())
-            .unwrap_or_default()
-    };
     match exit {
-        Exit::Finish { values } => Outcome::Finish(typed(&mut final_kinds().into_iter(), values)),
+        Exit::Finish { values } => Outcome::Finish(typed(values)),
         Exit::ExternalJump { target, values } => Outcome::ExternalJump {
             target: *target,
-            values: typed(&mut final_kinds().into_iter(), values),
+            values: typed(values),
         },
         Exit::Guard {
             guard,
             resume_key,
             values,
-        } => {
-            let fail_args = trace.guards.iter().find(|g| g.id == *guard).map(|g| &g.fail_args[..]);
-            let mut kinds = fail_args.unwrap_or(&[]).iter().map(|fa| match fa {
-                FailArg::Value(v) => trace.kind_of(*v),
-                FailArg::Virtual(_) => Kind::Ref,
-                FailArg::Hole => Kind::Int,
-            });
-            Outcome::GuardFailed {
-                guard: *guard,
-                resume_key: *resume_key,
-                values: typed(&mut kinds, values),
-            }
-        }
+        } => Outcome::GuardFailed {
+            guard: *guard,
+            resume_key: *resume_key,
+            values: typed(values),
+        },
         Exit::Invalid { op } => Outcome::Invalid {
             op: Some(*op),
             reason: "invalid operation in native code".into(),

@@ -9,6 +9,17 @@
 //! is one model that the interpreter, the optimizer, the validator and the backend obey:
 //! `docs/memory-model.md` in the repository. The reference interpreter (`trace-interp`) is its
 //! executable form.
+//!
+//! Traces are built with [`TraceBuilder`] (see the [`builder`] module) or read from text:
+//!
+//! ```
+//! use trace_ir::{parse_trace, print_trace, verify::verify, Opcode};
+//! let t = parse_trace("[i0, i1]\ni2 = int_add(i0, i1)\nguard_true(i2, descr=<Guard0>) [i0]\nfinish(i2)\n")?;
+//! verify(&t)?; // the invariants every stage relies on
+//! assert_eq!(t.ops[2].opcode, Opcode::IntAdd);
+//! assert_eq!(print_trace(&t), "[i0, i1]\ni2 = int_add(i0, i1)\nguard_true(i2, descr=<Guard0>) [i0]\nfinish(i2)\n");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 #![deny(missing_docs)]
 
 pub mod abi;
@@ -36,7 +47,9 @@ pub use peel::{
     constant_params, invariant_params, is_peelable, is_peeled_form, masked_params, peel_loop, peeled_body_token,
     peeled_guard_copies,
 };
-pub use text::{parse_file, parse_trace, parse_tree, print_trace, print_tree, traces_equivalent, ParseError};
+pub use text::{
+    parse_file, parse_trace, parse_tree, print_listing, print_trace, print_tree, traces_equivalent, Listing, ParseError,
+};
 pub use trace::{
     Aliasing, Const, ConstPool, FailArg, GuardData, Op, Trace, TraceInfo, VirtualField, VirtualKind, VirtualObject,
 };

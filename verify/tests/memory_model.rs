@@ -6,7 +6,7 @@
 //! store merged across another view, a value forwarded between views, a commuted float op)
 //! must be `Invalid` for the validator and differ in the interpreter.
 
-use backend_x86_64::{compile, CompileOptions, Exit, MemoryAccess, SimpleHeap};
+use backend_x86_64::{compile, CompileOptions, Exit, ExitValue, MemoryAccess, SimpleHeap};
 use trace_interp::{outcomes_equivalent, run, ModelHeap, Outcome, RtValue, RunConfig, RunResult};
 use trace_ir::text::{parse_trace, print_trace};
 use trace_ir::Trace;
@@ -60,7 +60,9 @@ fn direct(t: &Trace, inputs: &[RtValue]) -> (Exit, Vec<Vec<u64>>) {
         })
         .collect();
     let mut heap = SimpleHeap::new();
-    let exit = code.run(&words, &mut heap).expect("runs");
+    // SAFETY: every reference input is a buffer of this function, alive during the run, and
+    // the tests' traces access only the bytes of those buffers the test chose.
+    let exit = unsafe { code.run(&words, &mut heap) }.expect("runs");
     (exit, buffers.into_iter().map(|b| b.0).collect())
 }
 
@@ -70,8 +72,9 @@ fn hooks(t: &Trace, inputs: &[RtValue]) -> RunResult {
     let code = compile(t, &options(MemoryAccess::Hooks)).unwrap_or_else(|e| panic!("{e}\n{}", print_trace(t)));
     let words: Vec<u64> = inputs.iter().map(|v| v.bits()).collect();
     let mut model = ModelHeap::new(t, &cfg);
-    let exit = code.run(&words, &mut model).expect("runs");
-    model.into_result(trace_interp::native::exit_outcome(&exit, t))
+    // SAFETY: in Hooks mode every access goes to the interpreter's model.
+    let exit = unsafe { code.run(&words, &mut model) }.expect("runs");
+    model.into_result(trace_interp::native::exit_outcome(&exit))
 }
 
 fn finish_values(r: &RunResult) -> Vec<u64> {
@@ -104,7 +107,7 @@ fn holds(original: &str, inputs: &[RtValue], expected: Option<&[u64]>) -> Trace 
         (Exit::Finish { values: x }, Exit::Finish { values: y }) => {
             assert_eq!(x, y, "native, original vs optimized\n{}", print_trace(&out));
             if let Some(want) = expected {
-                assert_eq!(x.as_slice(), want, "native, original");
+                assert_eq!(Exit::Finish { values: x.clone() }.words(), want, "native, original");
             }
         }
         other => panic!("native exits: {other:?}"),
@@ -582,8 +585,9 @@ finish(i1)
     let out = optimizer::optimize(&t, &optimizer::Options::default()).unwrap().trace;
     outcomes_equivalent(&r, &interp(&out, &ints(&[addr as i64]))).unwrap();
     let code = compile(&out, &options(MemoryAccess::Direct)).unwrap();
-    match code.run(&[addr], &mut SimpleHeap::new()).unwrap() {
-        Exit::Finish { values } => assert_eq!(values, vec![0x1122_3344_5566_0088]),
+    // SAFETY: `addr` points into `buffer`, which the trace reads and writes 8 bytes of.
+    match unsafe { code.run(&[addr], &mut SimpleHeap::new()) }.unwrap() {
+        Exit::Finish { values } => assert_eq!(values, vec![ExitValue::Int(0x1122_3344_5566_0088)]),
         other => panic!("{other:?}"),
     }
     assert!(validate(&t, &out, &Config::default()).is_valid());
@@ -611,16 +615,16 @@ fn the_allocation_limit_is_the_same_everywhere() {
     let code = compile(&t, &options(MemoryAccess::Direct)).unwrap();
     let fits = limit - 16;
     assert_eq!(finish_values(&interp(&t, &ints(&[fits]))), vec![fits as u64]);
-    match code.run(&[fits as u64], &mut SimpleHeap::new()).unwrap() {
-        Exit::Finish { values } => assert_eq!(values, vec![fits as u64]),
+    // SAFETY: the trace touches only the array it allocates.
+    match unsafe { code.run(&[fits as u64], &mut SimpleHeap::new()) }.unwrap() {
+        Exit::Finish { values } => assert_eq!(values, vec![ExitValue::Int(fits)]),
         other => panic!("{other:?}"),
     }
     assert!(matches!(
         interp(&t, &ints(&[fits + 1])).outcome,
         Outcome::Invalid { promise: false, .. }
     ));
-    assert!(matches!(
-        code.run(&[fits as u64 + 1], &mut SimpleHeap::new()).unwrap(),
-        Exit::Invalid { .. }
-    ));
+    // SAFETY: as above; the allocation is refused.
+    let over = unsafe { code.run(&[fits as u64 + 1], &mut SimpleHeap::new()) }.unwrap();
+    assert!(matches!(over, Exit::Invalid { .. }));
 }

@@ -263,9 +263,9 @@ impl Pool {
 }
 
 /// The allocatable registers in order of preference: general-purpose and XMM, as many as
-/// `opts` allows (at least 3 and 2).
+/// `opts` allows (`CompileOptions::check` keeps the counts in range).
 pub(super) fn pools(opts: &CompileOptions) -> (Pool, Pool) {
-    let ni = opts.int_regs.clamp(3, GPR_ORDER.len());
+    let ni = opts.int_regs;
     // With a restricted pool keep rax, rcx, rdx (needed by div, mul, shifts) in it.
     let gpr_pool: Vec<Reg> = if ni == GPR_ORDER.len() {
         GPR_ORDER.to_vec()
@@ -280,7 +280,7 @@ pub(super) fn pools(opts: &CompileOptions) -> (Pool, Pool) {
         );
         p
     };
-    let nf = opts.float_regs.clamp(2, 15);
+    let nf = opts.float_regs;
     let xmm_pool: Vec<Reg> = (0..nf as u8).map(Reg::xmm_reg).collect();
     (Pool::new(gpr_pool), Pool::new(xmm_pool))
 }
@@ -323,7 +323,7 @@ mod tests {
     #[test]
     fn first_free_is_the_first_free_register_in_pool_order() {
         let mut rng = trace_interp::rng::Rng::new(7);
-        for (ni, nf) in (0..16).flat_map(|i| (0..17).map(move |f| (i, f))) {
+        for (ni, nf) in (3..=13).flat_map(|i| (2..=15).map(move |f| (i, f))) {
             let opts = CompileOptions {
                 int_regs: ni,
                 float_regs: nf,

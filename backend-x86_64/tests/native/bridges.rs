@@ -28,7 +28,7 @@ fn tree_differential(tree: &TraceTree, inputs: &[RtValue], o: &CompileOptions) -
     }
     let words: Vec<u64> = inputs.iter().map(|v| v.bits()).collect();
     let mut heap = SimpleHeap::new();
-    let native = c.run(&words, &mut heap).unwrap();
+    let native = c.run_test(&words, &mut heap).unwrap();
     same_with_heap(&tree.root, &native, &heap, &int).map_err(|e| format!("{e}\n{}", trace_ir::print_tree(tree)))?;
     Ok(int)
 }
@@ -51,10 +51,10 @@ fn a_bridge_keeps_the_rare_path_native() {
     assert_eq!(c.num_bridges(), 1);
     assert!(c.has_bridge(GuardId(1)) && !c.has_bridge(GuardId(0)));
     for n in [0i64, 1, 8, 9, 100] {
-        match c.run(&[0, n as u64, 0], &mut SimpleHeap::new()).unwrap() {
+        match c.run_test(&[0, n as u64, 0], &mut SimpleHeap::new()).unwrap() {
             Exit::Guard { guard, values, .. } => {
                 assert_eq!(guard, GuardId(0));
-                assert_eq!(values, vec![n as u64, n as u64, expected_branchy_sum(n) as u64]);
+                assert_eq!(values, ints(&[n, n, expected_branchy_sum(n)]));
             }
             other => panic!("{other:?}"),
         }
@@ -72,13 +72,13 @@ fn exit_stubs_count_guard_failures() {
     assert_eq!(c.guard_failures(GuardId(1)), Some(0));
     assert_eq!(c.guard_failures(GuardId(9)), None);
     for start in [0u64, 8, 16] {
-        c.run(&[start, 100, 0], &mut SimpleHeap::new()).unwrap();
+        c.run_test(&[start, 100, 0], &mut SimpleHeap::new()).unwrap();
     }
     assert_eq!(c.guard_failures(GuardId(1)), Some(3));
     assert_eq!(c.guard_failures(GuardId(0)), Some(0));
     // With the bridge attached the stub still counts, and the bridge runs each time.
     c.attach_bridge(GuardId(1), &tree.bridges[0].trace, &opts()).unwrap();
-    c.run(&[0, 100, 0], &mut SimpleHeap::new()).unwrap();
+    c.run_test(&[0, 100, 0], &mut SimpleHeap::new()).unwrap();
     assert_eq!(c.guard_failures(GuardId(1)), Some(3 + 13));
     assert_eq!(c.guard_failures(GuardId(0)), Some(1));
 }
@@ -114,8 +114,8 @@ finish(i0, i2)
     let c = compile_tree(&tree, &opts()).unwrap();
     // i = 0, 4, ..., 48 take bridge 1 (13 times); i = 52 leaves through bridge 2.
     let sum = 52 + 13 * 1000 - 13;
-    match c.run(&[0, 100, 0], &mut SimpleHeap::new()).unwrap() {
-        Exit::Finish { values } => assert_eq!(values, vec![sum as u64, 104]),
+    match c.run_test(&[0, 100, 0], &mut SimpleHeap::new()).unwrap() {
+        Exit::Finish { values } => assert_eq!(values, ints(&[sum, 104])),
         other => panic!("{other:?}"),
     }
     assert_eq!(c.guard_failures(GuardId(2)), Some(1));
@@ -146,8 +146,8 @@ finish(i4)
 ";
     let tree = trace_ir::parse_tree(text).unwrap();
     let c = compile_tree(&tree, &opts()).unwrap();
-    match c.run(&[0, 5], &mut SimpleHeap::new()).unwrap() {
-        Exit::Finish { values } => assert_eq!(values, vec![5 + 15]),
+    match c.run_test(&[0, 5], &mut SimpleHeap::new()).unwrap() {
+        Exit::Finish { values } => assert_eq!(values, ints(&[5 + 15])),
         other => panic!("{other:?}"),
     }
     tree_differential(&tree, &[RtValue::Int(0), RtValue::Int(5)], &opts()).unwrap();

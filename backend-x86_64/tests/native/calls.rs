@@ -198,7 +198,7 @@ fn conditional_calls() {
             assert_eq!(
                 native,
                 Exit::Finish {
-                    values: vec![r as u64, r.wrapping_add(121) as u64, 121]
+                    values: ints(&[r, r.wrapping_add(121), 121])
                 }
             );
         }
@@ -471,7 +471,7 @@ fn calls_with_stack_arguments_match_the_interpreter() {
                 let int = interp::run(&t, &inputs, &cfg).outcome;
                 assert!(matches!(int, Outcome::GuardFailed { .. }), "{int}");
                 let words: Vec<u64> = inputs.iter().map(|v| v.bits()).collect();
-                let native = c.run(&words, &mut SimpleHeap::new()).unwrap();
+                let native = c.run_test(&words, &mut SimpleHeap::new()).unwrap();
                 same(&t, &native, &int).unwrap();
             }
         }
@@ -591,7 +591,7 @@ fn conditional_calls_with_stack_arguments() {
             SINK.with(|s| s.set(0));
             MODEL_SINK.with(|s| s.set(0));
             let int = interp::run(&t, &inputs, &cfg).outcome;
-            let native = c.run(&words, &mut SimpleHeap::new()).unwrap();
+            let native = c.run_test(&words, &mut SimpleHeap::new()).unwrap();
             same(&t, &native, &int).unwrap();
             // The last `cond_call` (at n == 1) passed the same words natively and in the
             // interpreter; none happens without iterations.

@@ -268,7 +268,7 @@ fn displacements_beyond_32_bits() {
             ];
             let int = interp::run(&t, &inputs, &RunConfig::default()).outcome;
             let words: Vec<u64> = inputs.iter().map(|v| v.bits()).collect();
-            let native = c.run(&words, &mut SimpleHeap::new()).unwrap();
+            let native = c.run_test(&words, &mut SimpleHeap::new()).unwrap();
             same(&t, &native, &int).unwrap();
             assert_eq!(buf[1], xv as u64);
             assert_eq!(buf[2], yv.to_bits());
@@ -312,7 +312,7 @@ fn wide_length_word_bounds_check() {
             let mut buf = vec![0u64, len, 100, 101, 102, 103, 104];
             let pv = (buf.as_mut_ptr() as u64).wrapping_sub(BIG as u64);
             for iv in [-1i64, 0, 1, 2, 4, 5] {
-                let native = c.run(&[pv, iv as u64], &mut SimpleHeap::new()).unwrap();
+                let native = c.run_test(&[pv, iv as u64], &mut SimpleHeap::new()).unwrap();
                 if iv < 0 || iv as u64 >= len || len <= 2 {
                     assert!(
                         matches!(native, Exit::Invalid { .. }),
@@ -322,7 +322,7 @@ fn wide_length_word_bounds_check() {
                     assert_eq!(
                         native,
                         Exit::Finish {
-                            values: vec![len, 100 + iv as u64, 102]
+                            values: ints(&[len as i64, 100 + iv, 102])
                         },
                         "len {len} index {iv}"
                     );

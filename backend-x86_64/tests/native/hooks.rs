@@ -22,8 +22,8 @@ fn model_run(t: &Trace, inputs: &[RtValue], cfg: &RunConfig, o: &CompileOptions)
     let c = compile(t, o).map_err(|e| format!("compile: {e}\n{}", trace_ir::text::print_trace(t)))?;
     let words: Vec<u64> = inputs.iter().map(|v| v.bits()).collect();
     let mut model = ModelHeap::new(t, cfg);
-    let exit = c.run(&words, &mut model).map_err(|e| e.to_string())?;
-    let got = model.into_result(exit_outcome(&exit, t));
+    let exit = c.run_test(&words, &mut model).map_err(|e| e.to_string())?;
+    let got = model.into_result(exit_outcome(&exit));
     // A broken promise of the memory model (type-based aliasing, a hint) has no defined
     // outcome, and native code does not check promises.
     if matches!(want.outcome, Outcome::Invalid { promise: true, .. }) {
@@ -116,7 +116,7 @@ fn hooks_mode_with_the_default_hooks_on_real_memory() {
             let c = compile(v, &hooks_opts()).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
             let words: Vec<u64> = inputs.iter().map(|x| x.bits()).collect();
             let mut heap = SimpleHeap::new();
-            let native = c.run(&words, &mut heap).unwrap();
+            let native = c.run_test(&words, &mut heap).unwrap();
             if let Err(e) = same_with_heap(v, &native, &heap, &int) {
                 panic!("seed {seed}: {e}\n{}", trace_ir::text::print_trace(v));
             }
@@ -210,7 +210,7 @@ fn string_ops_match_the_interpreter() {
             }
             let native = compile(&t, &opts())
                 .unwrap()
-                .run(&words, &mut SimpleHeap::new())
+                .run_test(&words, &mut SimpleHeap::new())
                 .unwrap();
             same(&t, &native, &int).unwrap_or_else(|e| panic!("direct, inputs {inputs:?}: {e}"));
             model_run(&t, &rt, &RunConfig::default(), &hooks_opts())
@@ -219,7 +219,7 @@ fn string_ops_match_the_interpreter() {
         // The fixed first round: p = [300, 0, 0, 0, 301], q[1..6] = p[0..5].
         let native = compile(&t, &opts())
             .unwrap()
-            .run(&[5, 4, 300, 4, 6, 0, 1, 5, 5], &mut SimpleHeap::new())
+            .run_test(&[5, 4, 300, 4, 6, 0, 1, 5, 5], &mut SimpleHeap::new())
             .unwrap();
         let Exit::Finish { values } = native else {
             panic!("{native:?}")
@@ -227,17 +227,17 @@ fn string_ops_match_the_interpreter() {
         let (c0, c4) = if unicode { (300, 301) } else { (300 & 0xff, 301 & 0xff) };
         assert_eq!(
             (values[0], values[1], values[3]),
-            (c4, 5, c4),
+            (ExitValue::Int(c4), ExitValue::Int(5), ExitValue::Int(c4)),
             "q[5] is the copied p[4]: {values:?}"
         );
         let Exit::Finish { values: v2 } = compile(&t, &opts())
             .unwrap()
-            .run(&[5, 4, 300, 4, 6, 0, 1, 5, 1], &mut SimpleHeap::new())
+            .run_test(&[5, 4, 300, 4, 6, 0, 1, 5, 1], &mut SimpleHeap::new())
             .unwrap()
         else {
             panic!()
         };
-        assert_eq!(v2[3], c0, "q[1] is the copied p[0]");
+        assert_eq!(v2[3], ExitValue::Int(c0), "q[1] is the copied p[0]");
         assert!(valid > 250, "only {valid} valid runs");
     }
 }
@@ -281,7 +281,7 @@ fn exception_ops_match_the_interpreter() {
         let int = interp::run(&t, &inputs, &RunConfig::default()).outcome;
         let native = compile(&t, &opts())
             .unwrap()
-            .run(&words, &mut SimpleHeap::new())
+            .run_test(&words, &mut SimpleHeap::new())
             .unwrap();
         same(&t, &native, &int).unwrap_or_else(|e| panic!("direct ({c}, {val:#x}, {w}): {e}"));
         model_run(&t, &inputs, &RunConfig::default(), &hooks_opts())
@@ -292,7 +292,7 @@ fn exception_ops_match_the_interpreter() {
     let run = |c: i64, val: u64, w: i64| {
         compile(&t, &opts())
             .unwrap()
-            .run(&[c as u64, val, w as u64], &mut SimpleHeap::new())
+            .run_test(&[c as u64, val, w as u64], &mut SimpleHeap::new())
             .unwrap()
     };
     assert!(matches!(run(5, v, 5), Exit::Guard { resume_key: 1, .. }));
@@ -314,16 +314,16 @@ fn exception_ops_match_the_interpreter() {
         let int = interp::run(&t2, &inputs, &RunConfig::default()).outcome;
         let native = compile(&t2, &opts())
             .unwrap()
-            .run(&[c as u64, val, w as u64], &mut SimpleHeap::new())
+            .run_test(&[c as u64, val, w as u64], &mut SimpleHeap::new())
             .unwrap();
         same(&t2, &native, &int).unwrap_or_else(|e| panic!("direct ({c}, {val:#x}, {w}): {e}"));
         model_run(&t2, &inputs, &RunConfig::default(), &hooks_opts()).unwrap();
     }
     let native = compile(&t2, &opts())
         .unwrap()
-        .run(&[5, v, 5], &mut SimpleHeap::new())
+        .run_test(&[5, v, 5], &mut SimpleHeap::new())
         .unwrap();
-    assert_eq!(native, Exit::Finish { values: vec![v] });
+    assert_eq!(native, Exit::Finish { values: vec![ExitValue::Ref(v)] });
 }
 
 /// `call_assembler_r` in Hooks mode (the model derives its result and clobbers the heap),
@@ -354,7 +354,7 @@ fn call_assembler_through_the_runtime() {
     let mut obj = [0u64, 41];
     let addr = obj.as_mut_ptr() as u64;
     assert_eq!(
-        code.run(&[addr, 4], &mut SimpleHeap::new()).unwrap(),
+        code.run_test(&[addr, 4], &mut SimpleHeap::new()).unwrap(),
         Exit::Invalid {
             op: trace_ir::OpRef::new(3)
         }
@@ -380,8 +380,8 @@ fn call_assembler_through_the_runtime() {
             }
         }
     }
-    let exit = code.run(&[addr, 4], &mut Loops(SimpleHeap::new())).unwrap();
-    assert_eq!(exit, Exit::Finish { values: vec![41, 7, 4] });
+    let exit = code.run_test(&[addr, 4], &mut Loops(SimpleHeap::new())).unwrap();
+    assert_eq!(exit, Exit::Finish { values: ints(&[41, 7, 4]) });
     obj[1] = 0;
     assert_eq!(obj, [0, 0]);
 }
@@ -430,7 +430,7 @@ fn type_guards_match_the_interpreter() {
         let int = interp::run(&t, &inputs, &RunConfig::default()).outcome;
         let native = compile(&t, &opts())
             .unwrap()
-            .run(&[0, want as u64], &mut SimpleHeap::new())
+            .run_test(&[0, want as u64], &mut SimpleHeap::new())
             .unwrap();
         same(&t, &native, &int).unwrap_or_else(|e| panic!("direct {want:#x}: {e}"));
         model_run(&t, &inputs, &RunConfig::default(), &hooks_opts()).unwrap();
@@ -438,7 +438,7 @@ fn type_guards_match_the_interpreter() {
     // `guard_is_object` on a plain `new` struct fails (class 0) once the gc-type checks pass.
     let native = compile(&t, &opts())
         .unwrap()
-        .run(&[0, class], &mut SimpleHeap::new())
+        .run_test(&[0, class], &mut SimpleHeap::new())
         .unwrap();
     assert!(matches!(native, Exit::Guard { resume_key: 5, .. }), "{native:?}");
     // External objects: Hooks mode, both class policies.
@@ -475,8 +475,8 @@ fn guard_not_invalidated_asks_the_runtime_in_hooks_mode() {
         let out = model_run(&t, &[RtValue::Int(3)], &cfg, &hooks_opts()).unwrap();
         assert_eq!(matches!(out, Outcome::GuardFailed { resume_key: 9, .. }), invalidated);
     }
-    let direct = compile(&t, &opts()).unwrap().run(&[3], &mut SimpleHeap::new()).unwrap();
-    assert_eq!(direct, Exit::Finish { values: vec![3] });
+    let direct = compile(&t, &opts()).unwrap().run_test(&[3], &mut SimpleHeap::new()).unwrap();
+    assert_eq!(direct, Exit::Finish { values: ints(&[3]) });
 }
 
 /// Every op of the opcode table compiles in Hooks mode, and a one-op trace of it (operands
@@ -619,7 +619,7 @@ fn a_panicking_hook_is_an_invalid_exit() {
     let t = b.build().unwrap();
     let c = compile(&t, &hooks_opts()).unwrap();
     assert_eq!(
-        c.run(&[0x1000, 4], &mut Panics).unwrap(),
+        c.run_test(&[0x1000, 4], &mut Panics).unwrap(),
         Exit::Invalid {
             op: trace_ir::OpRef::new(2)
         }

@@ -48,7 +48,7 @@ fn jump_permutes_its_arguments() {
             if o.int_regs == opts().int_regs && cfg!(feature = "disasm") {
                 let t = rotation_loop(k, 0);
                 let listing = compile(&t, &o).unwrap().disassembly(&t);
-                let jump = &listing[listing.find("= jump(").unwrap()..];
+                let jump = &listing[listing.find("; jump(").unwrap()..];
                 assert!(jump.contains("r11") && !jump.contains("[rbp+8]"), "{jump}");
             }
         }
@@ -106,7 +106,7 @@ fn jump_to_trace_start() {
             values,
         } => {
             assert_eq!((guard.0, resume_key), (0, 3));
-            assert_eq!(values, vec![45, 10]);
+            assert_eq!(values, ints(&[45, 10]));
         }
         other => panic!("{other:?}"),
     }

@@ -44,14 +44,37 @@ fn tight() -> CompileOptions {
     }
 }
 
+/// Running compiled code in these tests.
+trait RunTest {
+    /// [`CompiledTrace::run`], for the traces of these tests.
+    fn run_test(&self, inputs: &[u64], rt: &mut dyn Runtime) -> Result<Exit, RunError>;
+}
+
+impl RunTest for CompiledTrace {
+    fn run_test(&self, inputs: &[u64], rt: &mut dyn Runtime) -> Result<Exit, RunError> {
+        // SAFETY: the traces of these tests keep the run's contract: in Direct mode they
+        // read and write only objects they allocate, buffers the test owns for the whole
+        // run (reference inputs, raw addresses), and call `extern "sysv64"` functions of
+        // the test with the signatures of their call descriptors; in Hooks mode every
+        // access and call goes to the runtime the test passes, whose `exec` serves it from
+        // the interpreter's model or from those same buffers.
+        unsafe { self.run(inputs, rt) }
+    }
+}
+
+/// Integer exit values.
+fn ints(v: &[i64]) -> Vec<ExitValue> {
+    v.iter().map(|&i| ExitValue::Int(i)).collect()
+}
+
 fn run_native(t: &Trace, inputs: &[u64], o: &CompileOptions) -> Exit {
     let c = compile(t, o).unwrap_or_else(|e| panic!("compile failed: {e}\n{}", trace_ir::text::print_trace(t)));
-    c.run(inputs, &mut SimpleHeap::new()).unwrap()
+    c.run_test(inputs, &mut SimpleHeap::new()).unwrap()
 }
 
 /// Native exit vs interpreter outcome, for traces without references in their exits.
 fn same(t: &Trace, native: &Exit, int: &Outcome) -> Result<(), String> {
-    let bits = |v: &[RtValue]| v.iter().map(|x| x.bits()).collect::<Vec<u64>>();
+    let bits = |v: &[RtValue]| v.iter().map(|x| ExitValue::from_bits(x.kind(), x.bits())).collect::<Vec<_>>();
     let ok = match (native, int) {
         (Exit::Finish { values }, Outcome::Finish(w)) => *values == bits(w),
         (

@@ -57,7 +57,7 @@ fn check_binary(opc: Opcode, x: i64, y: i64) {
             Ok(w) => assert_eq!(
                 got,
                 Exit::Finish {
-                    values: vec![*w, x as u64]
+                    values: vec![ExitValue::from_bits(opc.result_kind(), *w), ExitValue::Int(x)]
                 },
                 "{opc}({x}, {y}) consts {cx} {cy}"
             ),
@@ -93,7 +93,7 @@ fn unary_ops_on_special_values() {
             let want = eval_pure(opc, &[x as u64]).unwrap();
             assert_eq!(
                 run_native(&t, &[x as u64], &opts()),
-                Exit::Finish { values: vec![want] },
+                Exit::Finish { values: vec![ExitValue::from_bits(opc.result_kind(), want)] },
                 "{opc}({x})"
             );
         }
@@ -119,7 +119,7 @@ proptest! {
             let t = b.build().unwrap();
             let want = eval_pure(opc, &[x.to_bits(), y.to_bits()]).unwrap();
             let got = run_native(&t, &[x.to_bits(), y.to_bits()], &opts());
-            prop_assert_eq!(got, Exit::Finish { values: vec![want] }, "{}({}, {})", opc, x, y);
+            prop_assert_eq!(got, Exit::Finish { values: vec![ExitValue::from_bits(opc.result_kind(), want)] }, "{}({}, {})", opc, x, y);
         }
         for opc in [Opcode::FloatNeg, Opcode::FloatAbs, Opcode::CastFloatToInt, Opcode::ConvertFloatBytesToLonglong] {
             let mut b = TraceBuilder::new();
@@ -128,7 +128,7 @@ proptest! {
             b.finish(&[r]);
             let t = b.build().unwrap();
             let want = eval_pure(opc, &[x.to_bits()]).unwrap();
-            prop_assert_eq!(run_native(&t, &[x.to_bits()], &opts()), Exit::Finish { values: vec![want] }, "{}({})", opc, x);
+            prop_assert_eq!(run_native(&t, &[x.to_bits()], &opts()), Exit::Finish { values: vec![ExitValue::from_bits(opc.result_kind(), want)] }, "{}({})", opc, x);
         }
     }
 
@@ -141,7 +141,7 @@ proptest! {
             b.finish(&[r]);
             let t = b.build().unwrap();
             let want = eval_pure(opc, &[x as u64]).unwrap();
-            prop_assert_eq!(run_native(&t, &[x as u64], &opts()), Exit::Finish { values: vec![want] });
+            prop_assert_eq!(run_native(&t, &[x as u64], &opts()), Exit::Finish { values: vec![ExitValue::from_bits(opc.result_kind(), want)] });
         }
     }
 }
@@ -168,7 +168,7 @@ fn cast_float_to_int_edges() {
         let want = eval_pure(Opcode::CastFloatToInt, &[x.to_bits()]).unwrap();
         assert_eq!(
             run_native(&t, &[x.to_bits()], &opts()),
-            Exit::Finish { values: vec![want] },
+            Exit::Finish { values: ints(&[want as i64]) },
             "{x}"
         );
     }

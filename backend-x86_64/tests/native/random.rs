@@ -25,7 +25,7 @@ fn differential(cfg: &RandomConfig, seeds: std::ops::Range<u64>, o: &CompileOpti
         };
         compiled += 1;
         let words: Vec<u64> = inputs.iter().map(|v| v.bits()).collect();
-        let native = c.run(&words, &mut SimpleHeap::new()).unwrap();
+        let native = c.run_test(&words, &mut SimpleHeap::new()).unwrap();
         if let Err(e) = same(&t, &native, &int) {
             panic!("seed {seed}: {e}");
         }
@@ -77,7 +77,7 @@ fn values_are_never_lost_reading_the_argument_twice() {
         let t = b.build().unwrap();
         let yv = 6u64;
         let want = eval_pure(opc, &[yv, yv]).unwrap();
-        assert_eq!(run_native(&t, &[5], &opts()), Exit::Finish { values: vec![want] });
+        assert_eq!(run_native(&t, &[5], &opts()), Exit::Finish { values: ints(&[want as i64]) });
     }
 }
 
@@ -186,12 +186,12 @@ pub(super) fn same_with_heap(
         nheap,
         pairs: Default::default(),
     };
-    let pairwise = |c: &mut HeapCmp, x: &[RtValue], y: &[u64]| -> Result<(), String> {
+    let pairwise = |c: &mut HeapCmp, x: &[RtValue], y: &[ExitValue]| -> Result<(), String> {
         if x.len() != y.len() {
             return Err("different number of values".into());
         }
         for (k, (&a, &b)) in x.iter().zip(y).enumerate() {
-            c.value(&format!("value {k}"), a, b)?;
+            c.value(&format!("value {k}"), a, b.bits())?;
         }
         Ok(())
     };
@@ -227,7 +227,7 @@ fn heap_differential(cfg: &RandomConfig, seeds: std::ops::Range<u64>, o: &Compil
         let c = compile(&t, o).unwrap_or_else(|e| panic!("seed {seed}: {e}\n{}", trace_ir::text::print_trace(&t)));
         let words: Vec<u64> = inputs.iter().map(|v| v.bits()).collect();
         let mut heap = SimpleHeap::new();
-        let native = c.run(&words, &mut heap).unwrap();
+        let native = c.run_test(&words, &mut heap).unwrap();
         if !heap.allocations.is_empty() {
             with_heap += 1;
         }
@@ -284,7 +284,7 @@ fn random_optimized_traces() {
             compile(&t, &opts()).unwrap_or_else(|e| panic!("seed {seed}: {e}\n{}", trace_ir::text::print_trace(&t)));
         let words: Vec<u64> = inputs.iter().map(|v| v.bits()).collect();
         let mut heap = SimpleHeap::new();
-        let native = c.run(&words, &mut heap).unwrap();
+        let native = c.run_test(&words, &mut heap).unwrap();
         if let Err(e) = same_with_heap(&t, &native, &heap, &int) {
             panic!("seed {seed}: {e}\n{}", trace_ir::text::print_trace(&t));
         }

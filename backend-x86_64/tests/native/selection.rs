@@ -30,11 +30,11 @@ fn comparison_is_fused_into_its_guard() {
         "{code:02x?}"
     );
     assert_eq!(
-        c.run(&[1, 2], &mut SimpleHeap::new()).unwrap(),
-        Exit::Finish { values: vec![2] }
+        c.run_test(&[1, 2], &mut SimpleHeap::new()).unwrap(),
+        Exit::Finish { values: ints(&[2]) }
     );
     assert!(
-        matches!(c.run(&[3, 2], &mut SimpleHeap::new()).unwrap(), Exit::Guard { ref values, .. } if values == &[3])
+        matches!(c.run_test(&[3, 2], &mut SimpleHeap::new()).unwrap(), Exit::Guard { ref values, .. } if values == &ints(&[3]))
     );
 }
 
@@ -77,9 +77,9 @@ fn and_masks_on_special_values() {
                     b.finish(&[r]);
                 }
                 let t = b.build().unwrap();
-                let mut values = vec![want];
+                let mut values = ints(&[want as i64]);
                 if lives {
-                    values.push(x as u64);
+                    values.push(ExitValue::Int(x as i64));
                 }
                 for o in [opts(), tight()] {
                     assert_eq!(
@@ -277,11 +277,11 @@ fn loop_carried_mask_lands_in_the_jump_register() {
     for o in [opts(), tight()] {
         let c = compile(&t, &o).unwrap();
         assert_eq!(
-            c.run(&[2_166_136_261, 5, 1000], &mut SimpleHeap::new()).unwrap(),
+            c.run_test(&[2_166_136_261, 5, 1000], &mut SimpleHeap::new()).unwrap(),
             Exit::Guard {
                 guard: t.guards[0].id,
                 resume_key: 1,
-                values: vec![h as u64, 0]
+                values: ints(&[h as i64, 0])
             }
         );
     }
@@ -295,7 +295,7 @@ fn loop_carried_mask_lands_in_the_jump_register() {
     let at = |what: &str| {
         lines
             .iter()
-            .position(|l| l.starts_with("; op") && l.contains(what))
+            .position(|l| l.starts_with("; ") && l.contains(what))
             .unwrap()
     };
     let code_of = |k: usize| -> Vec<&str> {
@@ -308,7 +308,7 @@ fn loop_carried_mask_lands_in_the_jump_register() {
     // The loop is rotated: the jump repeats the loop's first test (`cmp r, imm32` and `jg`
     // back into the body, 7 + 6 bytes) and otherwise jumps to that guard's exit (`jmp rel32`,
     // 5 bytes). No `mov` before: 18 bytes in the hex listing, no `mov` with `disasm`.
-    let jump = code_of(at("= jump("));
+    let jump = code_of(at("; jump("));
     let tokens: Vec<&str> = jump.iter().flat_map(|l| l.split_whitespace().skip(1)).collect();
     let hex = tokens.iter().all(|w| w.len() == 2 && u8::from_str_radix(w, 16).is_ok());
     if hex {
@@ -441,7 +441,7 @@ fn rotated_loops_exit_with_the_right_values() {
                     i += 1;
                 }
                 match run_native(&t, &inputs.iter().map(|&v| v as u64).collect::<Vec<_>>(), &opts()) {
-                    Exit::Guard { values, .. } => assert_eq!(&values[..3], &[i as u64, n as u64, s as u64]),
+                    Exit::Guard { values, .. } => assert_eq!(&values[..3], &ints(&[i as i64, n as i64, s as i64])),
                     other => panic!("{other:?}"),
                 }
             }
@@ -483,10 +483,10 @@ fn accesses_after_a_passed_bounds_guard_skip_the_checks_but_keep_their_meaning()
             for iv in [-1i64, 0, 1, 2, 3, 7] {
                 let mut buf = vec![0u64, 3, 100, 101, 102, 103];
                 let pv = buf.as_mut_ptr() as u64;
-                let got = c.run(&[pv, iv as u64], &mut SimpleHeap::new()).unwrap();
+                let got = c.run_test(&[pv, iv as u64], &mut SimpleHeap::new()).unwrap();
                 if !(0..3).contains(&iv) {
                     assert!(
-                        matches!(&got, Exit::Guard { values, .. } if values == &[pv, iv as u64]),
+                        matches!(&got, Exit::Guard { values, .. } if values == &[ExitValue::Ref(pv), ExitValue::Int(iv)]),
                         "index {iv}: {got:?}"
                     );
                 } else if write_len && iv >= 1 {
@@ -495,7 +495,7 @@ fn accesses_after_a_passed_bounds_guard_skip_the_checks_but_keep_their_meaning()
                     assert_eq!(
                         got,
                         Exit::Finish {
-                            values: vec![100 + iv as u64]
+                            values: ints(&[100 + iv])
                         },
                         "index {iv}"
                     );
@@ -503,7 +503,7 @@ fn accesses_after_a_passed_bounds_guard_skip_the_checks_but_keep_their_meaning()
                 buf[0] = 0;
             }
             assert!(matches!(
-                c.run(&[0, 0], &mut SimpleHeap::new()).unwrap(),
+                c.run_test(&[0, 0], &mut SimpleHeap::new()).unwrap(),
                 Exit::Invalid { .. }
             ));
             // The access's own code: no conditional branch (0f 8x / a jcc mnemonic) unless
@@ -555,16 +555,16 @@ fn null_checks_once_per_value() {
     for o in [opts(), tight()] {
         let c = compile(&t, &o).unwrap();
         assert!(matches!(
-            c.run(&[pv, 10, 1], &mut SimpleHeap::new()).unwrap(),
-            Exit::Guard { values, .. } if values == [pv, 0, 1 + 10 * 12]
+            c.run_test(&[pv, 10, 1], &mut SimpleHeap::new()).unwrap(),
+            Exit::Guard { values, .. } if values == [ExitValue::Ref(pv), ExitValue::Int(0), ExitValue::Int(1 + 10 * 12)]
         ));
         assert!(matches!(
-            c.run(&[0, 10, 1], &mut SimpleHeap::new()).unwrap(),
-            Exit::Guard { values, .. } if values == [0]
+            c.run_test(&[0, 10, 1], &mut SimpleHeap::new()).unwrap(),
+            Exit::Guard { values, .. } if values == [ExitValue::Ref(0)]
         ));
         // No `test r, r` (48/49/4d 85 with mod 11) anywhere in the loop body after the guard.
         let listing = c.disassembly(&t);
-        let body = &listing[listing.find("= getfield_gc_i(").unwrap()..listing.find("= jump(").unwrap()];
+        let body = &listing[listing.find("= getfield_gc_i(").unwrap()..listing.find("; jump(").unwrap()];
         assert!(!body.contains("test") && !body.contains(" 85 "), "{listing}");
     }
     obj[0] = 0;
@@ -600,8 +600,8 @@ fn loop_bodies_are_aligned_with_multi_byte_nops() {
         assert_eq!(c.code().as_ptr() as usize % 64, 0, "code mapping is page-aligned");
         if cfg!(feature = "disasm") {
             let listing = c.disassembly(&t);
-            let label_part = &listing[listing.find("= label(").unwrap()..];
-            let label_part = &label_part[..label_part[1..].find("; op").unwrap()];
+            let label_part = &listing[listing.find("; label(").unwrap()..];
+            let label_part = &label_part[..label_part[1..].find("\n; ").unwrap()];
             let nops = label_part.matches("nop").count();
             assert!(nops <= 8, "{nops} NOPs pad the loop:\n{label_part}");
         }

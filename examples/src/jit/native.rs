@@ -26,7 +26,9 @@ pub struct NativeLoop {
 
 impl LoopCode for NativeLoop {
     fn run(&mut self, inputs: &[u64], heap: &mut Heap) -> Result<LoopExit, String> {
-        match self.code.run(inputs, heap).map_err(|e| e.to_string())? {
+        // SAFETY: the loop was recorded by this interpreter: its references are objects of
+        // `heap` laid out as the recorded descriptors say, and it calls no function.
+        match unsafe { self.code.run(inputs, heap) }.map_err(|e| e.to_string())? {
             Exit::Guard {
                 guard,
                 resume_key,
@@ -34,7 +36,7 @@ impl LoopCode for NativeLoop {
             } => Ok(LoopExit {
                 guard,
                 resume_key,
-                values,
+                values: values.iter().map(|v| v.bits()).collect(),
             }),
             Exit::Finish { .. } => Err("the loop finished instead of leaving through a guard".into()),
             Exit::Invalid { op } => Err(format!("invalid operation at {op}")),
@@ -68,7 +70,7 @@ impl Compiler for NativeCompiler {
     fn compile(&mut self, trace: Trace, log: &LogFlags) -> Result<Box<dyn LoopCode>, String> {
         let opts = CompileOptions {
             log_asm: log.asm,
-            ..CompileOptions::default()
+            ..CompileOptions::from_env()
         };
         let code = self.backend.compile(&trace, &opts).map_err(|e| e.to_string())?;
         Ok(Box::new(NativeLoop { code }))

@@ -10,6 +10,17 @@
 //! - [`rt`]: the integer helpers of rule expressions, shared by the generated code.
 //!
 //! `verify` uses the same [`CheckedRule`]s to prove every rule with Z3.
+//!
+//! ```
+//! let rules = rule_dsl::parse_file("# x + 0 == x\nadd_zero: int_add(x, 0)\n    => x\n", "arith.rules")?;
+//! assert_eq!(rules.len(), 1);
+//! let checked = rule_dsl::check_rule(&rules[0])?;
+//! assert_eq!(checked.rule.name, "add_zero");
+//! // A mistake comes back with its place.
+//! let err = rule_dsl::parse_file("broken: int_add(x, \n", "bad.rules").unwrap_err();
+//! assert!(err.to_string().starts_with("bad.rules:"), "{err}");
+//! # Ok::<(), rule_dsl::RuleError>(())
+//! ```
 #![deny(missing_docs)]
 
 pub mod ast;

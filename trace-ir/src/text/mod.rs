@@ -85,7 +85,7 @@ mod tree_text;
 
 pub use descr_text::{descr_to_string, parse_angle_descr, DEFAULT_FIELD_SIZE, DEFAULT_INTERIOR_ITEM};
 pub use equiv::traces_equivalent;
-pub use printer::{const_to_string, print_trace};
+pub use printer::{const_to_string, print_listing, print_trace, Listing};
 pub use pypylog::{is_pypy_log, parse_file, parse_trace, TRACE_SECTIONS};
 pub use tree_text::{assemble_trees, bridge_origin, parse_tree, print_tree, GuardName};
 

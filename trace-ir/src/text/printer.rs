@@ -11,6 +11,31 @@ use std::fmt::{self, Write};
 /// `?op7`, `?const3`, `?descr2`. A guard prints its `<GuardN>` descriptor; a table
 /// descriptor attached to a guard op as well (which the verifier allows) is not printed.
 pub fn print_trace(trace: &Trace) -> String {
+    Printer::new(trace).print().text
+}
+
+/// A trace's printed text with the line each op is on: the one numbering of values that
+/// every view of a trace shares (the printed trace, the disassembly, debuggers' line
+/// tables).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Listing {
+    /// The text, as [`print_trace`] prints it.
+    pub text: String,
+    /// For each op of the trace, the 0-based line of `text` it is printed on (inputs on
+    /// the inputs line, label parameters on their label's line).
+    pub op_lines: Vec<u32>,
+}
+
+impl Listing {
+    /// The line op `op` is printed on, without its line break.
+    pub fn line_of(&self, op: OpRef) -> Option<&str> {
+        let n = *self.op_lines.get(op.index())? as usize;
+        self.text.lines().nth(n)
+    }
+}
+
+/// Print `trace` like [`print_trace`], with the line of each op.
+pub fn print_listing(trace: &Trace) -> Listing {
     Printer::new(trace).print()
 }
 
@@ -208,12 +233,16 @@ impl<'t> Printer<'t> {
         out.push('}');
     }
 
-    fn print(&self) -> String {
+    fn print(&self) -> Listing {
         let t = self.trace;
         let mut out = String::new();
+        let mut op_lines = Vec::with_capacity(t.ops.len());
+        let mut line = 0u32;
         if t.aliasing != crate::trace::Aliasing::default() {
             let _ = writeln!(out, "aliasing {}", t.aliasing.name());
+            line += 1;
         }
+        op_lines.resize(t.num_inputs.min(t.ops.len()), line);
         out.push('[');
         for i in 0..t.num_inputs.min(t.ops.len()) {
             if i > 0 {
@@ -227,9 +256,13 @@ impl<'t> Printer<'t> {
             let op = &t.ops[i];
             if op.opcode.is_input() && params_left > 0 {
                 params_left -= 1;
+                // On its label's line.
+                op_lines.push(line);
                 continue;
             }
             params_left = 0;
+            line += 1;
+            op_lines.push(line);
             if op.opcode.is_input() {
                 // A stray input op (unverified trace): show it so nothing is hidden.
                 let _ = writeln!(out, "{} = {}()", self.names[i], op.opcode.name());
@@ -285,6 +318,6 @@ impl<'t> Printer<'t> {
             }
             out.push('\n');
         }
-        out
+        Listing { text: out, op_lines }
     }
 }

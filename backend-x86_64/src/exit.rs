@@ -1,0 +1,168 @@
+//! What a run reports when it leaves native code: the exit, its typed values, and the
+//! table of value kinds per exit that types them.
+
+use crate::ExitInfo;
+use std::fmt;
+use trace_ir::{FailArg, GuardId, Kind, OpFlags, OpRef, Trace};
+
+/// One value an exit reports, typed as the trace types it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ExitValue {
+    /// An integer.
+    Int(i64),
+    /// A float, as its IEEE bits (NaN payloads kept exactly; see [`ExitValue::as_f64`]).
+    Float(u64),
+    /// A reference: an address, 0 for null (a virtual object rebuilt at the exit too).
+    Ref(u64),
+    /// No value: a hole in the guard's resume data (the interpreter does not need it there).
+    Hole,
+}
+
+impl ExitValue {
+    /// The value of `kind` with these bits (`Void` gives a hole).
+    pub fn from_bits(kind: Kind, bits: u64) -> ExitValue {
+        match kind {
+            Kind::Int => ExitValue::Int(bits as i64),
+            Kind::Float => ExitValue::Float(bits),
+            Kind::Ref => ExitValue::Ref(bits),
+            Kind::Void => ExitValue::Hole,
+        }
+    }
+    /// The value as one 64-bit word: integers as two's complement, floats as IEEE bits,
+    /// references as addresses, a hole as 0.
+    pub fn bits(self) -> u64 {
+        match self {
+            ExitValue::Int(v) => v as u64,
+            ExitValue::Float(b) | ExitValue::Ref(b) => b,
+            ExitValue::Hole => 0,
+        }
+    }
+    /// The value's kind (`Void` for a hole).
+    pub fn kind(self) -> Kind {
+        match self {
+            ExitValue::Int(_) => Kind::Int,
+            ExitValue::Float(_) => Kind::Float,
+            ExitValue::Ref(_) => Kind::Ref,
+            ExitValue::Hole => Kind::Void,
+        }
+    }
+    /// The float, for a `Float` value.
+    pub fn as_f64(self) -> Option<f64> {
+        match self {
+            ExitValue::Float(b) => Some(f64::from_bits(b)),
+            _ => None,
+        }
+    }
+}
+
+/// How a run of compiled code ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Exit {
+    /// `finish` was reached: its operands.
+    Finish {
+        /// The operands of `finish`.
+        values: Vec<ExitValue>,
+    },
+    /// A guard failed.
+    Guard {
+        /// The guard's stable id.
+        guard: GuardId,
+        /// The embedder's resume key of the guard.
+        resume_key: u64,
+        /// The fail arguments, in order: values, virtual objects rebuilt through the
+        /// [`crate::Runtime`] (as references), and holes.
+        values: Vec<ExitValue>,
+    },
+    /// A `jump` to another compiled loop (`<LoopN>`, N >= 0) was reached: the embedder
+    /// continues there with these values.
+    ExternalJump {
+        /// The target loop number, when the descriptor names one.
+        target: Option<i64>,
+        /// The jump's operands.
+        values: Vec<ExitValue>,
+    },
+    /// An invalid operation (see the crate documentation) at this op.
+    Invalid {
+        /// The op.
+        op: OpRef,
+    },
+}
+
+impl Exit {
+    /// The exit's values as 64-bit words ([`ExitValue::bits`]; empty for `Invalid`).
+    pub fn words(&self) -> Vec<u64> {
+        match self {
+            Exit::Finish { values } | Exit::Guard { values, .. } | Exit::ExternalJump { values, .. } => {
+                values.iter().map(|v| v.bits()).collect()
+            }
+            Exit::Invalid { .. } => Vec::new(),
+        }
+    }
+}
+
+/// Why [`crate::CompiledTrace::run`] refused to run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RunError {
+    /// The number of inputs differs from the trace's.
+    InputCount {
+        /// Inputs the trace has.
+        expected: usize,
+        /// Inputs given.
+        got: usize,
+    },
+}
+
+impl fmt::Display for RunError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RunError::InputCount { expected, got } => write!(f, "the trace takes {expected} inputs, got {got}"),
+        }
+    }
+}
+
+impl std::error::Error for RunError {}
+
+/// The kinds of each exit's values, by exit code: a guard's fail arguments (`Void` for a
+/// hole, `Ref` for a virtual object), the operands of `finish` or of a `jump` out of the
+/// tree; nothing for an invalid-operation exit.
+#[derive(Debug, Default)]
+pub(crate) struct ExitKinds {
+    kinds: Vec<Kind>,
+    /// Where each exit's kinds start in `kinds` (one more entry than exits).
+    start: Vec<u32>,
+}
+
+impl ExitKinds {
+    /// The kinds of the values of exit `code`.
+    pub(crate) fn of(&self, code: usize) -> &[Kind] {
+        &self.kinds[self.start[code] as usize..self.start[code + 1] as usize]
+    }
+
+    /// Add the kinds of `exits`, the exits generated for `trace` in order.
+    pub(crate) fn extend(&mut self, trace: &Trace, exits: &[ExitInfo]) {
+        if self.start.is_empty() {
+            self.start.push(0);
+        }
+        let final_op = trace.ops.iter().rev().find(|o| o.opcode.has(OpFlags::FINAL));
+        for e in exits {
+            match e {
+                ExitInfo::Guard { guard, .. } => {
+                    if let Some(gd) = trace.guards.iter().find(|g| g.id == *guard) {
+                        self.kinds.extend(gd.fail_args.iter().map(|fa| match fa {
+                            FailArg::Value(v) => trace.kind_of(*v),
+                            FailArg::Virtual(_) => Kind::Ref,
+                            FailArg::Hole => Kind::Void,
+                        }));
+                    }
+                }
+                ExitInfo::Finish { .. } | ExitInfo::External { .. } => {
+                    if let Some(op) = final_op {
+                        self.kinds.extend(op.args.iter().map(|&v| trace.kind_of(v)));
+                    }
+                }
+                ExitInfo::Invalid { .. } => {}
+            }
+            self.start.push(self.kinds.len() as u32);
+        }
+    }
+}
