@@ -1,4 +1,4 @@
-//! Prints the benchmark summary as markdown tables (the README reproduces them): time per
+//! Prints the benchmark summary as markdown tables (docs/performance.md reproduces them): time per
 //! unit of `N` of each example in each mode and in Rust, the ratios optimized/unoptimized and
 //! optimized/Rust, and the backend's compile throughput; with `--svg PATH`, also draws the
 //! times as a chart.
