@@ -6,6 +6,8 @@
 //! interpreter and the unoptimized JIT get a smaller `N` than the optimized JIT and Rust.
 #![deny(missing_docs)]
 
+pub mod chart;
+
 use examples::lang::vm::{run_source, Config, Engine, LogFlags, Mode, RunOutput};
 use examples::programs::Example;
 use std::hint::black_box;
