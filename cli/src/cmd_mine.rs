@@ -30,7 +30,7 @@ pub struct MineArgs {
     /// Time limit of each Z3 query, in milliseconds
     #[arg(long, value_name = "MS", default_value_t = MineConfig::default().timeout_ms)]
     timeout_ms: u32,
-    /// Depth of the expression cones examined
+    /// Levels of operands expanded below each op (its cone depth)
     #[arg(long, value_name = "D", default_value_t = MineConfig::default().depth)]
     depth: usize,
     /// Mine only the first N traces of each file
@@ -42,10 +42,10 @@ pub struct MineArgs {
     /// Mine the traces as written (by default they are optimized first)
     #[arg(long)]
     no_opt: bool,
-    /// Do not use the facts of earlier guards
+    /// Do not assume the earlier integer guards (and guard_no_overflows)
     #[arg(long)]
     no_guards: bool,
-    /// Do not minimize the findings' patterns
+    /// Do not shrink each finding to a small pattern
     #[arg(long)]
     no_minimize: bool,
     /// One line per trace on stderr: ops, queries, findings, time

@@ -411,3 +411,33 @@ fn foreign(t: &trace_ir::Trace) -> Option<String> {
     }
     None
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use trace_ir::OpRef;
+
+    fn invalid(promise: bool) -> Outcome {
+        Outcome::Invalid {
+            op: Some(OpRef::new(1)),
+            reason: "shift amount 64 outside 0..64".into(),
+            promise,
+        }
+    }
+
+    #[test]
+    fn an_invalid_original_is_refined_by_optimized_code_or_when_it_broke_a_promise() {
+        let differ = || Err("different exit".to_string());
+        let finish = Outcome::Finish(vec![RtValue::Int(5)]);
+        assert!(matches!(Verdict::of(Ok(()), &finish, true), Verdict::Same));
+        assert!(matches!(Verdict::of(differ(), &invalid(false), true), Verdict::Refines));
+        assert!(matches!(Verdict::of(differ(), &invalid(true), false), Verdict::Refines));
+        // Native code of the trace as written must stop at the invalid op itself.
+        assert!(matches!(
+            Verdict::of(differ(), &invalid(false), false),
+            Verdict::Different(_)
+        ));
+        assert!(matches!(Verdict::of(differ(), &finish, true), Verdict::Different(_)));
+        assert_eq!(Verdict::Refines.to_string(), "refines (original invalid)");
+    }
+}

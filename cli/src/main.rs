@@ -16,7 +16,7 @@ mod cmd_synth;
 mod cmd_text;
 mod common;
 
-use clap::{CommandFactory, Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use common::CliError;
 use std::process::ExitCode;
 
@@ -65,7 +65,9 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let matches = Cli::command().get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    let name = matches.subcommand_name().unwrap_or_default();
     let result = match cli.command {
         Command::Parse(a) => cmd_text::parse(a),
         Command::Print(a) => cmd_text::print(a),
@@ -81,10 +83,15 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(CliError::Usage(msg)) => {
-            // Printed like the argument parser's own usage errors.
-            let _ = Cli::command()
-                .error(clap::error::ErrorKind::ValueValidation, msg)
-                .print();
+            // Printed like the argument parser's own usage errors, with the command's usage.
+            let mut cmd = Cli::command();
+            cmd.build();
+            let kind = clap::error::ErrorKind::ValueValidation;
+            let err = match cmd.find_subcommand_mut(name) {
+                Some(sub) => sub.error(kind, msg),
+                None => cmd.error(kind, msg),
+            };
+            let _ = err.print();
             ExitCode::from(2)
         }
         Err(CliError::Failed(msg)) => {

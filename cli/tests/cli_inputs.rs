@@ -168,6 +168,41 @@ fn bad_option_values_and_missing_arguments_are_usage_errors() {
 }
 
 #[test]
+fn a_usage_error_found_after_parsing_shows_the_commands_usage() {
+    let d = temp_dir("late_usage");
+    let f = write(&d, "mul.txt", MUL);
+    let o = tracejit(&["run", &f]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.stderr.starts_with("error: "), "{}", o.stderr);
+    assert!(
+        o.stderr.contains("takes 2 inputs: give --inputs or --random"),
+        "{}",
+        o.stderr
+    );
+    assert!(
+        o.stderr.contains("Usage: tracejit run [OPTIONS] <FILE>"),
+        "{}",
+        o.stderr
+    );
+}
+
+#[test]
+fn progress_bars_stay_off_a_stderr_that_is_not_a_terminal() {
+    let d = temp_dir("no_bar");
+    let f = write(&d, "loop.txt", LOOP);
+    for args in [
+        &["fuzz", "--count", "3", "--out", d.to_str().unwrap()][..],
+        &["check", &f][..],
+        &["mine", &f][..],
+    ] {
+        let o = tracejit(args);
+        assert_eq!(o.code, 0, "{args:?}: {}", o.stderr);
+        assert_eq!(o.stderr, "", "{args:?}");
+        assert!(!o.stdout.is_empty(), "{args:?}");
+    }
+}
+
+#[test]
 fn help_of_every_subcommand_exits_0() {
     let top = ok(&["--help"]);
     assert_eq!(ok(&["help"]), top);
