@@ -62,8 +62,8 @@ enum InterpLine<'a> {
         name: &'a str,
         #[serde(skip_serializing_if = "Option::is_none")]
         error: Option<String>,
-        #[serde(skip_serializing_if = "Vec::is_empty")]
-        runs: Vec<RunJson>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        runs: Option<Vec<RunJson>>,
     },
     /// The totals, last.
     Summary { file: &'a str, traces: usize, runs: usize },
@@ -159,7 +159,7 @@ pub fn interp(args: InterpArgs) -> CliResult {
                         index: ti,
                         name: &t.info.name,
                         error: Some(e),
-                        runs: Vec::new(),
+                        runs: None,
                     });
                 } else {
                     out.line(&format!("{ti:4}  {}: {e}", t.info.name));
@@ -183,7 +183,7 @@ pub fn interp(args: InterpArgs) -> CliResult {
                 index: ti,
                 name: &t.info.name,
                 error: None,
-                runs,
+                runs: Some(runs),
             });
         } else {
             out.line(&format!("{ti:4}  {}", t.info.name));

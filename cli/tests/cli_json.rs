@@ -42,6 +42,9 @@ fn interp_json_is_a_line_per_trace_with_its_runs() {
     let lines = json_lines(&ok(&["interp", &m, "--inputs", "1,2", "--json"]));
     assert_eq!(keys(&lines[0]), ["error", "index", "name", "type"]);
     assert_eq!(lines[1]["runs"], 0);
+    // No input sets: an empty list of runs.
+    let lines = json_lines(&ok(&["interp", &m, "--random", "0", "--json"]));
+    assert_eq!(lines[0]["runs"], json!([]));
 }
 
 #[test]
