@@ -14,7 +14,8 @@
 //! a preamble and a body like PyPy's, and exits are compared by resume key (the copied
 //! guards have ids of their own).
 
-use crate::common::{json_str, Args, CliError, CliResult};
+use crate::common::{load_traces, no_traces, CliError, CliResult, Out};
+use serde::Serialize;
 use trace_interp::guided::guided_inputs;
 use trace_interp::outcomes_equivalent_by_resume_key;
 use trace_interp::random::random_inputs;
@@ -22,6 +23,26 @@ use trace_interp::rng::{mix64, Rng};
 use trace_interp::{outcomes_equivalent, run, RunConfig};
 use trace_ir::{Kind, OpFlags, Opcode, Trace};
 use verify::validate::{validate, Config, Verdict};
+
+/// Arguments of `tracejit eval-pypy`.
+#[derive(clap::Args)]
+pub struct EvalPypyArgs {
+    /// PyPy logs with jit-log-noopt and jit-log-opt sections
+    #[arg(value_name = "FILE", required = true)]
+    files: Vec<String>,
+    /// Print JSON Lines: one object per file, then a summary (docs/cli.md)
+    #[arg(long)]
+    json: bool,
+    /// Time limit of each Z3 query, in milliseconds
+    #[arg(long, value_name = "MS", default_value_t = 500)]
+    timeout: u32,
+    /// Interpreter runs (guided random inputs) per trace
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    runs: u64,
+    /// Optimize with loop peeling
+    #[arg(long)]
+    peel: bool,
+}
 
 const CATS: [&str; 7] = ["int", "guard", "alloc", "read", "write", "call", "other"];
 
@@ -132,17 +153,25 @@ impl Row {
     }
 }
 
-fn eval_file(path: &str, cfg: &Config, runs: u64, options: &optimizer::Options) -> Result<Row, CliError> {
-    let traces = crate::common::load_traces(path)?;
+/// The PyPy traces to optimize in `traces`: those logged unoptimized.
+fn is_noopt(t: &Trace) -> bool {
+    t.info.section.as_deref() == Some("jit-log-noopt")
+}
+
+/// Optimize, validate and count the noopt traces of one file (a step of `out`'s progress bar
+/// per trace).
+fn eval_file(path: &str, traces: &[Trace], cfg: &Config, runs: u64, options: &optimizer::Options, out: &Out) -> Row {
     let mut row = Row {
         name: path.rsplit('/').next().unwrap_or(path).to_string(),
         ..Row::default()
     };
     let run_cfg = RunConfig::default();
     for (i, t) in traces.iter().enumerate() {
-        if t.info.section.as_deref() != Some("jit-log-noopt") {
+        if !is_noopt(t) {
             continue;
         }
+        out.bar().set_message(format!("{}: {}", row.name, t.info.name));
+        out.bar().inc(1);
         // PyPy's optimized version: the next trace, when it is an opt section.
         let pypy = traces
             .get(i + 1)
@@ -207,37 +236,54 @@ fn eval_file(path: &str, cfg: &Config, runs: u64, options: &optimizer::Options) 
             }
         }
     }
-    Ok(row)
+    row
 }
 
-/// `tracejit eval-pypy FILE... [--json] [--timeout MS] [--runs N] [--peel]`.
-pub fn eval_pypy(args: &[String]) -> CliResult {
-    let a = Args::parse(args, &["timeout", "runs"], &["json", "peel"])?;
+/// `tracejit eval-pypy FILE... [--json] [--timeout MS] [--runs N] [--peel]`: each file's row
+/// is printed as soon as the file is done, the totals and the tables by category at the end.
+pub fn eval_pypy(a: EvalPypyArgs) -> CliResult {
     let options = optimizer::Options {
-        peel: a.has("peel"),
+        peel: a.peel,
         ..optimizer::Options::default()
     };
-    if a.positional.is_empty() {
-        return Err(CliError::Usage("missing FILE".into()));
-    }
-    let mut cfg = Config {
-        timeout_ms: 500,
+    let cfg = Config {
+        timeout_ms: a.timeout,
         ..Config::default()
     };
-    if let Some(t) = a.value("timeout") {
-        cfg.timeout_ms = t
-            .parse()
-            .map_err(|_| CliError::Usage(format!("--timeout: not a number: {t}")))?;
+    let mut files = Vec::new();
+    for f in &a.files {
+        let traces = load_traces(f)?;
+        if !traces.is_empty() {
+            files.push((f.as_str(), traces));
+        }
     }
-    let runs: u64 = match a.value("runs") {
-        Some(r) => r
-            .parse()
-            .map_err(|_| CliError::Usage(format!("--runs: not a number: {r}")))?,
-        None => 3,
-    };
+    if files.is_empty() {
+        return Err(no_traces());
+    }
+    let noopt: usize = files
+        .iter()
+        .map(|(_, ts)| ts.iter().filter(|t| is_noopt(t)).count())
+        .sum();
+    let out = Out::with_progress(noopt as u64, "eval-pypy");
+    if !a.json {
+        out.line(&table_header());
+    }
     let mut rows = Vec::new();
-    for f in &a.positional {
-        rows.push(eval_file(f, &cfg, runs, &options)?);
+    for (f, traces) in &files {
+        let row = eval_file(f, traces, &cfg, a.runs, &options, &out);
+        if a.json {
+            out.json(&EvalLine::File {
+                file: f,
+                row: row_json(&row),
+                notes: &row.notes,
+            });
+        } else {
+            out.line(&table_line(&row));
+            for n in &row.notes {
+                out.line(&format!("note: {}: {n}", row.name));
+            }
+        }
+        rows.push(row);
     }
     let mut total = Row {
         name: "TOTAL".into(),
@@ -246,11 +292,15 @@ pub fn eval_pypy(args: &[String]) -> CliResult {
     for r in &rows {
         total.add(r);
     }
-    if a.has("json") {
-        print_json(&rows, &total);
+    if a.json {
+        out.json(&EvalLine::Summary {
+            files: rows.len(),
+            row: row_json(&total),
+        });
     } else {
-        print_table(&rows, &total);
+        print_tables(&out, &rows, &total);
     }
+    out.finish()?;
     if total.z3[1] > 0 || total.interp_diff > 0 || total.bad_output > 0 {
         return Err(CliError::Failed(format!(
             "{} trace(s) invalid (Z3), {} interpreter run(s) differ, {} optimized trace(s) fail the verifier",
@@ -260,8 +310,8 @@ pub fn eval_pypy(args: &[String]) -> CliResult {
     Ok(())
 }
 
-fn print_table(rows: &[Row], total: &Row) {
-    println!(
+fn table_header() -> String {
+    format!(
         "{:<18} {:>6} {:>6} {:>6} {:>6} {:>9} {:>7} {:>7} {:>7}  {:<33} {:<11}",
         "file",
         "traces",
@@ -274,100 +324,160 @@ fn print_table(rows: &[Row], total: &Row) {
         "bd",
         "z3 valid/invalid/unknown",
         "interp diff"
-    );
+    )
+}
+
+fn table_line(r: &Row) -> String {
     let ratio = |a: usize, b: usize| if b > 0 { a as f64 / b as f64 } else { 0.0 };
-    let line = |r: &Row| {
-        println!(
-            "{:<18} {:>6} {:>6} {:>6} {:>6} {:>9.2} {:>7} {:>7} {:>7.2}  {:<33} {:<11}",
-            r.name,
-            r.traces,
-            r.ops_in.total,
-            r.ours.total,
-            r.pypy.total,
-            ratio(r.ours_paired.total, r.pypy.total),
-            r.ours_body.total,
-            r.pypy_body.total,
-            ratio(r.ours_body.total, r.pypy_body.total),
-            format!("{}/{}/{}", r.z3[0], r.z3[1], r.z3[2]),
-            format!("{}/{}", r.interp_diff, r.interp_runs)
-        );
-    };
-    for r in rows {
-        line(r);
-    }
-    line(total);
-    println!();
-    print!("{:<18}", "by category");
+    format!(
+        "{:<18} {:>6} {:>6} {:>6} {:>6} {:>9.2} {:>7} {:>7} {:>7.2}  {:<33} {:<11}",
+        r.name,
+        r.traces,
+        r.ops_in.total,
+        r.ours.total,
+        r.pypy.total,
+        ratio(r.ours_paired.total, r.pypy.total),
+        r.ours_body.total,
+        r.pypy_body.total,
+        ratio(r.ours_body.total, r.pypy_body.total),
+        format!("{}/{}/{}", r.z3[0], r.z3[1], r.z3[2]),
+        format!("{}/{}", r.interp_diff, r.interp_runs)
+    )
+}
+
+/// The totals line, then the tables by category (of every file and the totals).
+fn print_tables(out: &Out, rows: &[Row], total: &Row) {
+    out.line(&table_line(total));
+    out.line("");
+    let mut head = format!("{:<18}", "by category");
     for c in CATS {
-        print!(" {:>20}", format!("{c} in/ours/pypy"));
+        head.push_str(&format!(" {:>20}", format!("{c} in/ours/pypy")));
     }
-    println!();
+    out.line(&head);
     for r in rows.iter().chain(std::iter::once(total)) {
-        print!("{:<18}", r.name);
+        let mut line = format!("{:<18}", r.name);
         for k in 0..7 {
-            print!(
+            line.push_str(&format!(
                 " {:>20}",
                 format!("{}/{}/{}", r.ops_in.cat[k], r.ours.cat[k], r.pypy.cat[k])
-            );
+            ));
         }
-        println!();
+        out.line(&line);
     }
-    println!();
-    print!("{:<18}", "per iteration");
+    out.line("");
+    let mut head = format!("{:<18}", "per iteration");
     for c in CATS {
-        print!(" {:>20}", format!("{c} ours/pypy"));
+        head.push_str(&format!(" {:>20}", format!("{c} ours/pypy")));
     }
-    println!();
+    out.line(&head);
     for r in rows.iter().chain(std::iter::once(total)) {
-        print!("{:<18}", r.name);
+        let mut line = format!("{:<18}", r.name);
         for k in 0..7 {
-            print!(" {:>20}", format!("{}/{}", r.ours_body.cat[k], r.pypy_body.cat[k]));
+            line.push_str(&format!(
+                " {:>20}",
+                format!("{}/{}", r.ours_body.cat[k], r.pypy_body.cat[k])
+            ));
         }
-        println!();
-    }
-    for r in rows {
-        for n in &r.notes {
-            println!("note: {}: {n}", r.name);
-        }
+        out.line(&line);
     }
 }
 
-fn counts_json(c: &Counts) -> String {
-    let mut s = format!("{{\"total\": {}", c.total);
-    for (k, name) in CATS.iter().enumerate() {
-        s.push_str(&format!(", \"{name}\": {}", c.cat[k]));
-    }
-    s.push('}');
-    s
+/// Op counts in JSON: the total and one count per category.
+#[derive(Serialize)]
+struct CountsJson {
+    total: usize,
+    int: usize,
+    guard: usize,
+    alloc: usize,
+    read: usize,
+    write: usize,
+    call: usize,
+    other: usize,
 }
 
-fn print_json(rows: &[Row], total: &Row) {
-    let one = |r: &Row| {
-        format!(
-            "{{\"file\": {}, \"traces\": {}, \"paired\": {}, \"ops_in\": {}, \"ours\": {}, \"ours_paired\": {}, \"ours_body\": {}, \"pypy\": {}, \"pypy_body\": {}, \"z3\": {{\"valid\": {}, \"invalid\": {}, \"unknown\": {}}}, \"interp\": {{\"runs\": {}, \"differ\": {}}}, \"optimizer_errors\": {}, \"verifier_failures\": {}, \"notes\": [{}]}}",
-            json_str(&r.name),
-            r.traces,
-            r.paired,
-            counts_json(&r.ops_in),
-            counts_json(&r.ours),
-            counts_json(&r.ours_paired),
-            counts_json(&r.ours_body),
-            counts_json(&r.pypy),
-            counts_json(&r.pypy_body),
-            r.z3[0],
-            r.z3[1],
-            r.z3[2],
-            r.interp_runs,
-            r.interp_diff,
-            r.opt_errors,
-            r.bad_output,
-            r.notes.iter().map(|n| json_str(n)).collect::<Vec<_>>().join(", ")
-        )
-    };
-    let items: Vec<String> = rows.iter().map(one).collect();
-    println!(
-        "{{\"files\": [\n  {}\n], \"total\": {}}}",
-        items.join(",\n  "),
-        one(total)
-    );
+fn counts_json(c: &Counts) -> CountsJson {
+    let [int, guard, alloc, read, write, call, other] = c.cat;
+    CountsJson {
+        total: c.total,
+        int,
+        guard,
+        alloc,
+        read,
+        write,
+        call,
+        other,
+    }
+}
+
+/// The numbers of a file (or of all files) in JSON.
+#[derive(Serialize)]
+struct RowJson {
+    traces: usize,
+    paired: usize,
+    ops_in: CountsJson,
+    ours: CountsJson,
+    ours_paired: CountsJson,
+    ours_body: CountsJson,
+    pypy: CountsJson,
+    pypy_body: CountsJson,
+    z3: Z3Json,
+    interp: InterpJson,
+    optimizer_errors: usize,
+    verifier_failures: usize,
+}
+
+#[derive(Serialize)]
+struct Z3Json {
+    valid: usize,
+    invalid: usize,
+    unknown: usize,
+}
+
+#[derive(Serialize)]
+struct InterpJson {
+    runs: usize,
+    differ: usize,
+}
+
+fn row_json(r: &Row) -> RowJson {
+    RowJson {
+        traces: r.traces,
+        paired: r.paired,
+        ops_in: counts_json(&r.ops_in),
+        ours: counts_json(&r.ours),
+        ours_paired: counts_json(&r.ours_paired),
+        ours_body: counts_json(&r.ours_body),
+        pypy: counts_json(&r.pypy),
+        pypy_body: counts_json(&r.pypy_body),
+        z3: Z3Json {
+            valid: r.z3[0],
+            invalid: r.z3[1],
+            unknown: r.z3[2],
+        },
+        interp: InterpJson {
+            runs: r.interp_runs,
+            differ: r.interp_diff,
+        },
+        optimizer_errors: r.opt_errors,
+        verifier_failures: r.bad_output,
+    }
+}
+
+/// One line of `tracejit eval-pypy --json`.
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum EvalLine<'a> {
+    /// A file, when it is done.
+    File {
+        file: &'a str,
+        #[serde(flatten)]
+        row: RowJson,
+        notes: &'a [String],
+    },
+    /// The totals, last.
+    Summary {
+        files: usize,
+        #[serde(flatten)]
+        row: RowJson,
+    },
 }

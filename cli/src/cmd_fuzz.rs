@@ -12,34 +12,45 @@
 //! `--out` (default `fuzz-failures/`) as `<check>-<seed>.trace`, with the failure as a
 //! comment. The last line is exactly `N passed, N failed`.
 
-use crate::common::{Args, CliError, CliResult};
+use crate::common::{CliError, CliResult, Out};
 use trace_interp::random::{random_trace, RandomConfig};
 use trace_interp::rng::mix64;
 use trace_interp::RtValue;
 use verify::fuzzing::{minimize, seed_tree, trace_failure, tree_failure, Check};
 
+/// Arguments of `tracejit fuzz`.
+#[derive(clap::Args)]
+pub struct FuzzArgs {
+    /// Number of random traces
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    count: u64,
+    /// Seed of the first trace (trace i uses a hash of seed + i)
+    #[arg(long, value_name = "S", default_value_t = 0)]
+    seed: u64,
+    /// Add translation validation with Z3
+    #[arg(long)]
+    z3: bool,
+    /// Add the native-code differential
+    #[arg(long)]
+    native: bool,
+    /// Add the trace-tree differential (a random loop with bridges)
+    #[arg(long)]
+    trees: bool,
+    /// Directory for the minimized failing cases
+    #[arg(long, value_name = "DIR", default_value = "fuzz-failures")]
+    out: String,
+}
+
 /// `tracejit fuzz ...`.
-pub fn fuzz(args: &[String]) -> CliResult {
-    let a = Args::parse(args, &["count", "seed", "out"], &["z3", "native", "trees"])?;
-    if !a.positional.is_empty() {
-        return Err(CliError::Usage("fuzz takes no FILE".into()));
-    }
-    let num = |name: &str, default: u64| -> Result<u64, CliError> {
-        match a.value(name) {
-            None => Ok(default),
-            Some(s) => s
-                .parse()
-                .map_err(|_| CliError::Usage(format!("--{name}: `{s}` is not a number"))),
-        }
-    };
-    let count = num("count", 100)?;
-    let seed = num("seed", 0)?;
-    let out = a.value("out").unwrap_or("fuzz-failures").to_string();
+pub fn fuzz(a: FuzzArgs) -> CliResult {
+    let (count, seed) = (a.count, a.seed);
+    let report = Out::with_progress(count, "fuzz");
+    let out = a.out.clone();
     let mut checks = vec![Check::OptimizeDiff];
-    if a.has("z3") {
+    if a.z3 {
         checks.push(Check::Validate);
     }
-    if a.has("native") {
+    if a.native {
         checks.push(Check::NativeDiff);
     }
     let (mut passed, mut failed) = (0u64, 0u64);
@@ -75,16 +86,16 @@ pub fn fuzz(args: &[String]) -> CliResult {
                 }
                 let name = format!("{}-{s:016x}.trace", check_name(check));
                 let path = save_failure(&out, &name, &msg_file, &inputs, &trace_ir::print_trace(&small))?;
-                println!(
+                report.line(&format!(
                     "FAIL {} seed {s:#x}: {} ({} -> {} ops, saved {path})",
                     check_name(check),
                     msg_small.lines().next().unwrap_or(""),
                     trace.num_real_ops(),
                     small.num_real_ops()
-                );
+                ));
             }
         }
-        if a.has("trees") && !check_tree(s, i, &out, a.has("z3"))? {
+        if a.trees && !check_tree(s, i, &out, a.z3, &report)? {
             ok = false;
         }
         if ok {
@@ -92,8 +103,11 @@ pub fn fuzz(args: &[String]) -> CliResult {
         } else {
             failed += 1;
         }
+        report.bar().set_message(format!("{failed} failed"));
+        report.bar().inc(1);
     }
-    println!("{passed} passed, {failed} failed");
+    report.line(&format!("{passed} passed, {failed} failed"));
+    report.finish()?;
     if failed > 0 {
         Err(CliError::Failed(format!("{failed} trace(s) failed")))
     } else {
@@ -112,7 +126,7 @@ fn check_name(c: Check) -> &'static str {
 /// The tree check on the tree of seed `s` (integer loops and self-contained ones in turn;
 /// of every four pairs, one as generated, one grown on the optimized loop, two on the
 /// optimized peeled loop); a failing tree is saved under `out`. Returns whether it passed.
-fn check_tree(s: u64, i: u64, out: &str, z3: bool) -> Result<bool, CliError> {
+fn check_tree(s: u64, i: u64, out: &str, z3: bool, report: &Out) -> Result<bool, CliError> {
     let cfg = match i % 2 {
         0 => RandomConfig::self_contained(),
         _ => RandomConfig::integers_only(),
@@ -123,10 +137,10 @@ fn check_tree(s: u64, i: u64, out: &str, z3: bool) -> Result<bool, CliError> {
     };
     let name = format!("tree_diff-{s:016x}.trace");
     let path = save_failure(out, &name, &msg, &case.inputs, &trace_ir::print_tree(&case.tree))?;
-    println!(
+    report.line(&format!(
         "FAIL tree_diff seed {s:#x}: {} (saved {path})",
         msg.lines().next().unwrap_or("")
-    );
+    ));
     Ok(false)
 }
 

@@ -12,43 +12,129 @@
 //! from the constants of failing guards, so real traces run further) and reports how many
 //! external memory slots it preset.
 
-use crate::common::{json_str, Args, CliError, CliResult};
-use std::fmt::Write as _;
+use crate::common::{load_some_traces, CliResult, Out};
+use serde::Serialize;
 use trace_interp::guided::guided_inputs;
 use trace_interp::random::random_inputs;
 use trace_interp::rng::{mix64, Rng};
 use trace_interp::{run, Outcome, RtValue, RunConfig};
 use trace_ir::Kind;
 
+/// Arguments of `tracejit interp`.
+#[derive(clap::Args)]
+pub struct InterpArgs {
+    /// A trace file (the text format) or a PyPy log
+    #[arg(value_name = "FILE")]
+    file: String,
+    /// One input list for every trace: integers (decimal or 0x hex), floats, references
+    /// (null or an address), comma-separated
+    #[arg(long, value_name = "LIST", conflicts_with = "random", allow_hyphen_values = true)]
+    inputs: Option<String>,
+    /// Run N random input sets per trace [default: 1]
+    #[arg(long, value_name = "N", value_parser = parse_number)]
+    random: Option<u64>,
+    /// Seed of the random input sets
+    #[arg(long, value_name = "S", default_value = "0", value_parser = parse_number)]
+    seed: u64,
+    /// Improve each input set first (inputs and external memory chosen so guards hold)
+    #[arg(long)]
+    guided: bool,
+    /// Stop a loop after N iterations [default: the interpreter's]
+    #[arg(long, value_name = "N", value_parser = parse_number)]
+    max_iterations: Option<u64>,
+    /// Print JSON Lines: one object per trace, then a summary (docs/cli.md)
+    #[arg(long)]
+    json: bool,
+}
+
+/// A number in decimal or `0x` hex, for the argument parser.
+fn parse_number(s: &str) -> Result<u64, String> {
+    parse_u64(s).ok_or_else(|| format!("`{s}` is not a number"))
+}
+
+/// One line of `tracejit interp --json`.
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum InterpLine<'a> {
+    /// The runs of one trace, or why it was not run.
+    Trace {
+        index: usize,
+        name: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        runs: Option<Vec<RunJson>>,
+    },
+    /// The totals, last.
+    Summary { file: &'a str, traces: usize, runs: usize },
+}
+
+/// One run in JSON.
+#[derive(Serialize)]
+struct RunJson {
+    inputs: Vec<ValueJson>,
+    preset_slots: usize,
+    outcome: OutcomeJson,
+    iterations: u64,
+    steps: u64,
+}
+
+/// A value in JSON: `{"int": 5}`, `{"float": 2.5}` (non-finite ones as strings: `"NaN"`,
+/// `"inf"`), `{"ref": "0x4000"}`.
+#[derive(Serialize)]
+#[serde(rename_all = "snake_case")]
+enum ValueJson {
+    Int(i64),
+    Float(FloatJson),
+    Ref(String),
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum FloatJson {
+    Finite(f64),
+    Other(String),
+}
+
+/// An outcome in JSON, by `kind`.
+#[derive(Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+enum OutcomeJson {
+    Finish {
+        values: Vec<ValueJson>,
+    },
+    GuardFailed {
+        guard: u32,
+        resume_key: u64,
+        values: Vec<ValueJson>,
+    },
+    ExternalJump {
+        target: Option<i64>,
+        values: Vec<ValueJson>,
+    },
+    Invalid {
+        op: Option<usize>,
+        reason: String,
+        broken_promise: bool,
+    },
+    IterationLimit,
+}
+
 /// Entry point of `tracejit interp`.
-pub fn interp(args: &[String]) -> CliResult {
-    let args = Args::parse(
-        args,
-        &["inputs", "random", "seed", "max-iterations"],
-        &["json", "guided"],
-    )?;
-    let path = args.one_file()?;
-    let traces = crate::common::load_traces(path)?;
-    let number = |name: &str, default: u64| -> Result<u64, CliError> {
-        match args.value(name) {
-            None => Ok(default),
-            Some(s) => parse_u64(s).ok_or_else(|| CliError::Usage(format!("--{name}: `{s}` is not a number"))),
-        }
-    };
-    if args.value("inputs").is_some() && args.value("random").is_some() {
-        return Err(CliError::Usage("--inputs and --random exclude each other".into()));
-    }
-    let random = number("random", 1)?;
-    let seed = number("seed", 0)?;
+pub fn interp(args: InterpArgs) -> CliResult {
+    let path = &args.file;
+    let traces = load_some_traces(path)?;
+    let random = args.random.unwrap_or(1);
+    let seed = args.seed;
     let cfg = RunConfig {
-        max_iterations: number("max-iterations", RunConfig::default().max_iterations)?,
+        max_iterations: args.max_iterations.unwrap_or(RunConfig::default().max_iterations),
         ..RunConfig::default()
     };
-    let json = args.has("json");
-    let mut out = String::new();
-    let mut items = Vec::new();
+    let json = args.json;
+    let out = Out::plain();
+    let mut total_runs = 0;
     for (ti, t) in traces.iter().enumerate() {
-        let sets: Result<Vec<Vec<RtValue>>, String> = match args.value("inputs") {
+        let sets: Result<Vec<Vec<RtValue>>, String> = match &args.inputs {
             Some(list) => parse_inputs(list, &t.input_kinds()).map(|v| vec![v]),
             None => {
                 let mut rng = Rng::new(mix64(seed ^ mix64(ti as u64)));
@@ -59,7 +145,7 @@ pub fn interp(args: &[String]) -> CliResult {
             Ok(sets) => sets
                 .into_iter()
                 .map(|inputs| {
-                    if args.has("guided") {
+                    if args.guided {
                         let (inputs, gcfg) = guided_inputs(t, &inputs, &cfg, 64);
                         (run(t, &inputs, &gcfg), inputs, gcfg.preset.len())
                     } else {
@@ -69,37 +155,38 @@ pub fn interp(args: &[String]) -> CliResult {
                 .collect::<Vec<_>>(),
             Err(e) => {
                 if json {
-                    items.push(format!(
-                        "{{\"index\":{ti},\"name\":{},\"error\":{}}}",
-                        json_str(&t.info.name),
-                        json_str(&e)
-                    ));
+                    out.json(&InterpLine::Trace {
+                        index: ti,
+                        name: &t.info.name,
+                        error: Some(e),
+                        runs: None,
+                    });
                 } else {
-                    let _ = writeln!(out, "{ti:4}  {}: {e}", t.info.name);
+                    out.line(&format!("{ti:4}  {}: {e}", t.info.name));
                 }
                 continue;
             }
         };
+        total_runs += runs.len();
         if json {
-            let rs: Vec<String> = runs
+            let runs = runs
                 .iter()
-                .map(|(r, inputs, preset)| {
-                    format!(
-                        "{{\"inputs\":{},\"preset_slots\":{preset},\"outcome\":{},\"iterations\":{},\"steps\":{}}}",
-                        json_values(inputs),
-                        json_outcome(&r.outcome),
-                        r.iterations,
-                        r.steps
-                    )
+                .map(|(r, inputs, preset)| RunJson {
+                    inputs: json_values(inputs),
+                    preset_slots: *preset,
+                    outcome: json_outcome(&r.outcome),
+                    iterations: r.iterations,
+                    steps: r.steps,
                 })
                 .collect();
-            items.push(format!(
-                "{{\"index\":{ti},\"name\":{},\"runs\":[{}]}}",
-                json_str(&t.info.name),
-                rs.join(",")
-            ));
+            out.json(&InterpLine::Trace {
+                index: ti,
+                name: &t.info.name,
+                error: None,
+                runs: Some(runs),
+            });
         } else {
-            let _ = writeln!(out, "{ti:4}  {}", t.info.name);
+            out.line(&format!("{ti:4}  {}", t.info.name));
             for (r, inputs, preset) in &runs {
                 let shown: Vec<String> = inputs.iter().map(|v| v.to_string()).collect();
                 let preset = if *preset > 0 {
@@ -107,22 +194,24 @@ pub fn interp(args: &[String]) -> CliResult {
                 } else {
                     String::new()
                 };
-                let _ = writeln!(
-                    out,
+                out.line(&format!(
                     "      [{}] => {}  ({} iterations, {} steps{preset})",
                     shown.join(", "),
                     r.outcome,
                     r.iterations,
                     r.steps
-                );
+                ));
             }
         }
     }
     if json {
-        let _ = writeln!(out, "{{\"file\":{},\"traces\":[{}]}}", json_str(path), items.join(","));
+        out.json(&InterpLine::Summary {
+            file: path,
+            traces: traces.len(),
+            runs: total_runs,
+        });
     }
-    print!("{out}");
-    Ok(())
+    out.finish()
 }
 
 fn parse_u64(s: &str) -> Option<u64> {
@@ -180,48 +269,47 @@ fn parse_inputs(list: &str, kinds: &[Kind]) -> Result<Vec<RtValue>, String> {
         .collect()
 }
 
-fn json_value(v: &RtValue) -> String {
+fn json_value(v: &RtValue) -> ValueJson {
     match *v {
-        RtValue::Int(i) => format!("{{\"int\":{i}}}"),
+        RtValue::Int(i) => ValueJson::Int(i),
         RtValue::Float(b) => {
             let f = f64::from_bits(b);
-            if f.is_finite() {
-                format!("{{\"float\":{f:?}}}")
+            ValueJson::Float(if f.is_finite() {
+                FloatJson::Finite(f)
             } else {
-                format!("{{\"float\":{}}}", json_str(&f.to_string()))
-            }
+                FloatJson::Other(f.to_string())
+            })
         }
-        RtValue::Ref(a) => format!("{{\"ref\":\"0x{a:x}\"}}"),
+        RtValue::Ref(a) => ValueJson::Ref(format!("0x{a:x}")),
     }
 }
 
-fn json_values(vs: &[RtValue]) -> String {
-    format!("[{}]", vs.iter().map(json_value).collect::<Vec<_>>().join(","))
+fn json_values(vs: &[RtValue]) -> Vec<ValueJson> {
+    vs.iter().map(json_value).collect()
 }
 
-fn json_outcome(o: &Outcome) -> String {
+fn json_outcome(o: &Outcome) -> OutcomeJson {
     match o {
-        Outcome::Finish(v) => format!("{{\"kind\":\"finish\",\"values\":{}}}", json_values(v)),
+        Outcome::Finish(v) => OutcomeJson::Finish { values: json_values(v) },
         Outcome::GuardFailed {
             guard,
             resume_key,
             values,
-        } => format!(
-            "{{\"kind\":\"guard_failed\",\"guard\":{},\"resume_key\":{resume_key},\"values\":{}}}",
-            guard.0,
-            json_values(values)
-        ),
-        Outcome::ExternalJump { target, values } => format!(
-            "{{\"kind\":\"external_jump\",\"target\":{},\"values\":{}}}",
-            target.map_or("null".to_string(), |t| t.to_string()),
-            json_values(values)
-        ),
-        Outcome::Invalid { op, reason, promise } => format!(
-            "{{\"kind\":\"invalid\",\"op\":{},\"reason\":{},\"broken_promise\":{promise}}}",
-            op.map_or("null".to_string(), |o| o.index().to_string()),
-            json_str(reason)
-        ),
-        Outcome::IterationLimit => "{\"kind\":\"iteration_limit\"}".to_string(),
+        } => OutcomeJson::GuardFailed {
+            guard: guard.0,
+            resume_key: *resume_key,
+            values: json_values(values),
+        },
+        Outcome::ExternalJump { target, values } => OutcomeJson::ExternalJump {
+            target: *target,
+            values: json_values(values),
+        },
+        Outcome::Invalid { op, reason, promise } => OutcomeJson::Invalid {
+            op: op.map(|o| o.index()),
+            reason: reason.to_string(),
+            broken_promise: *promise,
+        },
+        Outcome::IterationLimit => OutcomeJson::IterationLimit,
     }
 }
 

@@ -5,11 +5,61 @@
 //! PyPy logs: the `jit-log-noopt` sections are optimized with our optimizer and the result is
 //! mined; other files: every trace is optimized and mined (`--no-opt` mines them as written).
 
-use crate::common::{json_str, read_file, Args, CliError, CliResult};
-use std::fmt::Write as _;
-use std::io::Write as _;
+use crate::common::{load_traces, no_traces, CliResult, Out};
+use serde::Serialize;
 use std::time::{Duration, Instant};
+use trace_ir::Trace;
 use verify::mine::{aggregate, mine_trace, prepare, Finding, FindingKind, MineConfig, MineStats, PatternCount};
+
+/// Arguments of `tracejit mine`.
+#[derive(clap::Args)]
+pub struct MineArgs {
+    /// Trace files (the text format) or PyPy logs
+    #[arg(value_name = "FILE", required = true)]
+    files: Vec<String>,
+    /// Print JSON Lines: findings and a line per file, then patterns and a summary
+    /// (docs/cli.md)
+    #[arg(long)]
+    json: bool,
+    /// Show the N most frequent patterns (0: all)
+    #[arg(long, value_name = "N", default_value_t = 30)]
+    limit: usize,
+    /// Time budget per file, in seconds
+    #[arg(long, value_name = "S", default_value_t = 60.0, value_parser = positive_seconds)]
+    seconds: f64,
+    /// Time limit of each Z3 query, in milliseconds
+    #[arg(long, value_name = "MS", default_value_t = MineConfig::default().timeout_ms)]
+    timeout_ms: u32,
+    /// Levels of operands expanded below each op (its cone depth)
+    #[arg(long, value_name = "D", default_value_t = MineConfig::default().depth)]
+    depth: usize,
+    /// Mine only the first N traces of each file
+    #[arg(long, value_name = "N")]
+    max_traces: Option<usize>,
+    /// List every finding, not only the patterns
+    #[arg(long)]
+    findings: bool,
+    /// Mine the traces as written (by default they are optimized first)
+    #[arg(long)]
+    no_opt: bool,
+    /// Do not assume the earlier integer guards (and guard_no_overflows)
+    #[arg(long)]
+    no_guards: bool,
+    /// Do not shrink each finding to a small pattern
+    #[arg(long)]
+    no_minimize: bool,
+    /// One line per trace on stderr: ops, queries, findings, time
+    #[arg(long)]
+    verbose: bool,
+}
+
+/// A positive, finite number of seconds, for the argument parser.
+fn positive_seconds(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v > 0.0 && v.is_finite() => Ok(v),
+        _ => Err(format!("`{s}` is not a positive number of seconds")),
+    }
+}
 
 /// What happened in one file.
 struct FileReport {
@@ -20,27 +70,16 @@ struct FileReport {
     seconds: f64,
 }
 
-fn number<T: std::str::FromStr>(a: &Args, name: &str, default: T) -> Result<T, CliError> {
-    match a.value(name) {
-        Some(v) => v
-            .parse()
-            .map_err(|_| CliError::Usage(format!("--{name} needs a number, got `{v}`"))),
-        None => Ok(default),
-    }
-}
-
-fn kind_value(k: &FindingKind) -> String {
+fn kind_value(k: &FindingKind) -> serde_json::Value {
     match k {
-        FindingKind::ConstBool(v) | FindingKind::Constant(v) => v.to_string(),
-        FindingKind::SameAsEarlier(y) | FindingKind::SameAsInput(y) => format!("\"op {y}\""),
-        FindingKind::NoOverflow | FindingKind::GuardImplied => "null".into(),
+        FindingKind::ConstBool(v) | FindingKind::Constant(v) => (*v).into(),
+        FindingKind::SameAsEarlier(y) | FindingKind::SameAsInput(y) => format!("op {y}").into(),
+        FindingKind::NoOverflow | FindingKind::GuardImplied => serde_json::Value::Null,
     }
 }
 
 /// The settings of a `mine` run, from its arguments.
 struct Settings {
-    /// The files to mine.
-    files: Vec<String>,
     /// Patterns shown (0 = all).
     limit: usize,
     /// Time budget per file.
@@ -60,46 +99,81 @@ struct Settings {
 }
 
 impl Settings {
-    /// Parse and check the arguments of `tracejit mine`.
-    fn parse(args: &[String]) -> Result<Settings, CliError> {
-        let a = Args::parse(
-            args,
-            &["limit", "seconds", "timeout-ms", "depth", "max-traces"],
-            &["json", "findings", "no-opt", "no-guards", "no-minimize", "verbose"],
-        )?;
-        if a.positional.is_empty() {
-            return Err(CliError::Usage("missing FILE".into()));
-        }
-        let limit: usize = number(&a, "limit", 30)?;
-        let seconds: f64 = number(&a, "seconds", 60.0)?;
-        if !(seconds > 0.0 && seconds.is_finite()) {
-            return Err(CliError::Usage("--seconds must be positive".into()));
-        }
-        let max_traces: usize = number(&a, "max-traces", usize::MAX)?;
-        let defaults = MineConfig::default();
-        let base = MineConfig {
-            timeout_ms: number(&a, "timeout-ms", defaults.timeout_ms)?,
-            depth: number(&a, "depth", defaults.depth)?,
-            use_guards: !a.has("no-guards"),
-            minimize: !a.has("no-minimize"),
-            ..defaults
-        };
-        Ok(Settings {
-            limit,
-            seconds,
-            max_traces,
-            base,
-            optimize: if a.has("no-opt") {
+    fn of(a: &MineArgs) -> Settings {
+        Settings {
+            limit: a.limit,
+            seconds: a.seconds,
+            max_traces: a.max_traces.unwrap_or(usize::MAX),
+            base: MineConfig {
+                timeout_ms: a.timeout_ms,
+                depth: a.depth,
+                use_guards: !a.no_guards,
+                minimize: !a.no_minimize,
+                ..MineConfig::default()
+            },
+            optimize: if a.no_opt {
                 None
             } else {
                 Some(optimizer::Options::default())
             },
-            json: a.has("json"),
-            findings: a.has("findings"),
-            verbose: a.has("verbose"),
-            files: a.positional,
-        })
+            json: a.json,
+            findings: a.findings,
+            verbose: a.verbose,
+        }
     }
+}
+
+/// One line of `tracejit mine --json`.
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum MineLine<'a> {
+    /// A finding (all findings of a file come before its `file` line).
+    Finding {
+        file: &'a str,
+        trace: &'a str,
+        op: usize,
+        opcode: &'a str,
+        kind: &'a str,
+        value: serde_json::Value,
+        pattern: &'a str,
+        shape: &'a str,
+        unminimized: &'a str,
+    },
+    /// A mined file.
+    File {
+        file: &'a str,
+        traces: usize,
+        ops: usize,
+        queries: usize,
+        unknown: usize,
+        contradictory: usize,
+        seconds: f64,
+        budget_exhausted: bool,
+        optimizer_errors: Vec<TraceError<'a>>,
+    },
+    /// A pattern, most frequent first (after all files).
+    Pattern {
+        count: usize,
+        kind: &'a str,
+        shape: &'a str,
+        distinct: usize,
+        example: &'a str,
+        first: &'a str,
+    },
+    /// The totals, last.
+    Summary {
+        files: usize,
+        findings: usize,
+        patterns: usize,
+        shown: usize,
+    },
+}
+
+/// A trace the optimizer refused.
+#[derive(Serialize)]
+struct TraceError<'a> {
+    trace: &'a str,
+    error: &'a str,
 }
 
 /// `tracejit mine FILE... [--json] [--limit N] [--seconds S] [--timeout-ms T] [--depth D]
@@ -108,14 +182,28 @@ impl Settings {
 /// `--limit N` shows the N most frequent patterns (default 30; 0 = all); `--seconds S` is the
 /// time budget per file (default 60); `--max-traces N` mines only the first N traces of each
 /// file; `--findings` also lists every finding; `--verbose` prints one line per trace on
-/// stderr (ops, queries, time). Exit status 0 when every file was read (also
-/// with findings), 1 on an unreadable or malformed file.
-pub fn mine(args: &[String]) -> CliResult {
-    let s = Settings::parse(args)?;
-    let mut reports = Vec::new();
+/// stderr (ops, queries, time). Each file's line (and findings) is printed when the file is
+/// done, the patterns at the end. Exit status 0 when every file was read (also with
+/// findings: they are the report, not a failure), 1 on an unreadable or malformed file or
+/// when no file has traces.
+pub fn mine(a: MineArgs) -> CliResult {
+    let s = Settings::of(&a);
+    let mut files = Vec::new();
+    for path in &a.files {
+        let traces = load_traces(path)?;
+        if !traces.is_empty() {
+            files.push((path.as_str(), traces));
+        }
+    }
+    if files.is_empty() {
+        return Err(no_traces());
+    }
+    let out = Out::with_progress(0, "mine");
     let mut findings: Vec<Finding> = Vec::new();
-    for path in &s.files {
-        reports.push(mine_file(&s, path, &mut findings)?);
+    for (path, traces) in &files {
+        let start = findings.len();
+        let rep = mine_file(&s, path, traces, &out, &mut findings);
+        print_file(&s, &out, &rep, &findings[start..]);
     }
     let patterns = aggregate(&findings);
     let shown = if s.limit == 0 {
@@ -123,20 +211,32 @@ pub fn mine(args: &[String]) -> CliResult {
     } else {
         s.limit.min(patterns.len())
     };
-    let out = if s.json {
-        json_report(&reports, &findings, &patterns, shown)
+    if s.json {
+        for p in &patterns[..shown] {
+            out.json(&MineLine::Pattern {
+                count: p.count,
+                kind: p.kind,
+                shape: &p.shape,
+                distinct: p.distinct,
+                example: &p.example,
+                first: &p.first,
+            });
+        }
+        out.json(&MineLine::Summary {
+            files: files.len(),
+            findings: findings.len(),
+            patterns: patterns.len(),
+            shown,
+        });
     } else {
-        text_report(&reports, &findings, &patterns, shown, s.findings)
-    };
-    write_stdout(&out)
+        print_patterns(&out, findings.len(), &patterns, shown);
+    }
+    out.finish()
 }
 
-/// Mine the traces of the file at `path` within the time budget; its findings are appended to
+/// Mine `traces` (of the file at `path`) within the time budget; its findings are appended to
 /// `findings`.
-fn mine_file(s: &Settings, path: &str, findings: &mut Vec<Finding>) -> Result<FileReport, CliError> {
-    let text = read_file(path)?;
-    let traces = trace_ir::parse_file(&text)
-        .map_err(|e| CliError::Failed(format!("{path}:{}:{}: {}", e.line, e.column, e.message)))?;
+fn mine_file(s: &Settings, path: &str, traces: &[Trace], out: &Out, findings: &mut Vec<Finding>) -> FileReport {
     let start = Instant::now();
     let cfg = MineConfig {
         deadline: Some(start + Duration::from_secs_f64(s.seconds)),
@@ -148,173 +248,124 @@ fn mine_file(s: &Settings, path: &str, findings: &mut Vec<Finding>) -> Result<Fi
         errors: Vec::new(),
         seconds: 0.0,
     };
-    let prepared = prepare(&traces, s.optimize.as_ref());
-    for (name, t) in prepared.into_iter().take(s.max_traces) {
+    let prepared = prepare(traces, s.optimize.as_ref());
+    let n = prepared.len().min(s.max_traces);
+    let bar = out.bar();
+    bar.inc_length(n as u64);
+    for (k, (name, t)) in prepared.into_iter().take(n).enumerate() {
         if Instant::now() >= start + Duration::from_secs_f64(s.seconds) {
             rep.stats.budget_exhausted = true;
+            bar.inc((n - k) as u64);
             break;
         }
+        bar.set_message(format!("{path}: {name}"));
         match t {
             Ok(t) => {
                 let (t0, before) = (Instant::now(), rep.stats.clone());
                 let found = mine_trace(&t, &cfg, &mut rep.stats);
                 if s.verbose {
-                    eprintln!(
+                    out.warn(&format!(
                         "{path}: {name}: {} ops, {} queries ({} unknown), {} findings, {:.2} s",
                         rep.stats.ops - before.ops,
                         rep.stats.queries - before.queries,
                         rep.stats.unknown - before.unknown,
                         found.len(),
                         t0.elapsed().as_secs_f64()
-                    );
+                    ));
                 }
                 findings.extend(found);
             }
             Err(e) => rep.errors.push((name, e)),
         }
+        bar.inc(1);
     }
     rep.seconds = start.elapsed().as_secs_f64();
-    Ok(rep)
+    rep
 }
 
-/// The report as one JSON object: per-file statistics, every finding, the `shown` most frequent
-/// patterns and the totals.
-fn json_report(reports: &[FileReport], findings: &[Finding], patterns: &[PatternCount], shown: usize) -> String {
-    let mut out = String::new();
-    let files: Vec<String> = reports
-        .iter()
-        .map(|r| {
-            let errors: Vec<String> = r
+/// The report of one file: its findings (JSON; text with `--findings`) and its line.
+fn print_file(s: &Settings, out: &Out, r: &FileReport, findings: &[Finding]) {
+    let st = &r.stats;
+    if s.json {
+        for f in findings {
+            out.json(&MineLine::Finding {
+                file: &r.path,
+                trace: &f.trace,
+                op: f.op,
+                opcode: f.opcode.name(),
+                kind: f.kind.name(),
+                value: kind_value(&f.kind),
+                pattern: &f.pattern,
+                shape: &f.shape,
+                unminimized: &f.unminimized,
+            });
+        }
+        out.json(&MineLine::File {
+            file: &r.path,
+            traces: st.traces,
+            ops: st.ops,
+            queries: st.queries,
+            unknown: st.unknown,
+            contradictory: st.contradictory,
+            seconds: r.seconds,
+            budget_exhausted: st.budget_exhausted,
+            optimizer_errors: r
                 .errors
                 .iter()
-                .map(|(n, e)| format!("{{\"trace\":{},\"error\":{}}}", json_str(n), json_str(e)))
-                .collect();
-            format!(
-                "{{\"file\":{},\"traces\":{},\"ops\":{},\"queries\":{},\"unknown\":{},\"contradictory\":{},\"seconds\":{:.3},\"budget_exhausted\":{},\"optimizer_errors\":[{}]}}",
-                json_str(&r.path),
-                r.stats.traces,
-                r.stats.ops,
-                r.stats.queries,
-                r.stats.unknown,
-                r.stats.contradictory,
-                r.seconds,
-                r.stats.budget_exhausted,
-                errors.join(",")
-            )
-        })
-        .collect();
-    let fs: Vec<String> = findings
-        .iter()
-        .map(|f| {
-            format!(
-                "{{\"trace\":{},\"op\":{},\"opcode\":{},\"kind\":{},\"value\":{},\"pattern\":{},\"shape\":{},\"unminimized\":{}}}",
-                json_str(&f.trace),
-                f.op,
-                json_str(f.opcode.name()),
-                json_str(f.kind.name()),
-                kind_value(&f.kind),
-                json_str(&f.pattern),
-                json_str(&f.shape),
-                json_str(&f.unminimized)
-            )
-        })
-        .collect();
-    let ps: Vec<String> = patterns[..shown]
-        .iter()
-        .map(|p| {
-            format!(
-                "{{\"count\":{},\"kind\":{},\"shape\":{},\"distinct\":{},\"example\":{},\"first\":{}}}",
-                p.count,
-                json_str(p.kind),
-                json_str(&p.shape),
-                p.distinct,
-                json_str(&p.example),
-                json_str(&p.first)
-            )
-        })
-        .collect();
-    let _ = writeln!(
-        out,
-        "{{\"files\":[{}],\"findings\":[{}],\"patterns\":[{}],\"total\":{{\"findings\":{},\"patterns\":{}}}}}",
-        files.join(","),
-        fs.join(","),
-        ps.join(","),
-        findings.len(),
-        patterns.len()
-    );
-    out
+                .map(|(n, e)| TraceError { trace: n, error: e })
+                .collect(),
+        });
+        return;
+    }
+    let budget = if st.budget_exhausted {
+        ", time budget exhausted"
+    } else {
+        ""
+    };
+    out.line(&format!(
+        "# {}: {} traces mined, {} ops examined, {} Z3 queries ({} unknown), {:.1} s{budget}",
+        r.path, st.traces, st.ops, st.queries, st.unknown, r.seconds
+    ));
+    if st.contradictory > 0 {
+        out.line(&format!(
+            "#   {} ops after contradictory guards skipped",
+            st.contradictory
+        ));
+    }
+    for (n, e) in &r.errors {
+        out.line(&format!("#   not mined: {n}: optimizer: {e}"));
+    }
+    if s.findings {
+        for f in findings {
+            out.line(&f.to_string());
+        }
+    }
 }
 
-/// The report as text: a line per file, every finding with `--findings`, the table of the
-/// `shown` most frequent patterns and the totals.
-fn text_report(
-    reports: &[FileReport],
-    findings: &[Finding],
-    patterns: &[PatternCount],
-    shown: usize,
-    list_findings: bool,
-) -> String {
-    let mut out = String::new();
-    for r in reports {
-        let s = &r.stats;
-        let budget = if s.budget_exhausted {
-            ", time budget exhausted"
-        } else {
-            ""
-        };
-        let _ = writeln!(
-            out,
-            "# {}: {} traces mined, {} ops examined, {} Z3 queries ({} unknown), {:.1} s{budget}",
-            r.path, s.traces, s.ops, s.queries, s.unknown, r.seconds
-        );
-        if s.contradictory > 0 {
-            let _ = writeln!(out, "#   {} ops after contradictory guards skipped", s.contradictory);
-        }
-        for (n, e) in &r.errors {
-            let _ = writeln!(out, "#   not mined: {n}: optimizer: {e}");
-        }
-    }
-    if list_findings {
-        for f in findings {
-            let _ = writeln!(out, "{f}");
-        }
-    }
+/// The table of the `shown` most frequent patterns and the totals, as text.
+fn print_patterns(out: &Out, findings: usize, patterns: &[PatternCount], shown: usize) {
     if !patterns.is_empty() {
-        let _ = writeln!(out, "{:>5}  {:<16} pattern", "count", "kind");
+        out.line(&format!("{:>5}  {:<16} pattern", "count", "kind"));
     }
     for p in &patterns[..shown] {
-        let _ = writeln!(out, "{:>5}  {:<16} {}", p.count, p.kind, p.shape);
+        out.line(&format!("{:>5}  {:<16} {}", p.count, p.kind, p.shape));
         let variants = if p.distinct > 1 {
             format!("; {} variants", p.distinct)
         } else {
             String::new()
         };
-        let _ = writeln!(
-            out,
+        out.line(&format!(
             "{:>5}  {:<16}   e.g. {}   [{}{variants}]",
             "", "", p.example, p.first
-        );
+        ));
     }
     let more = if shown < patterns.len() {
         format!(" ({} shown)", shown)
     } else {
         String::new()
     };
-    let _ = writeln!(
-        out,
-        "total: {} findings in {} patterns{more}",
-        findings.len(),
+    out.line(&format!(
+        "total: {findings} findings in {} patterns{more}",
         patterns.len()
-    );
-    out
-}
-
-/// Write `out` to stdout; a closed pipe is not an error.
-fn write_stdout(out: &str) -> CliResult {
-    let mut stdout = std::io::stdout().lock();
-    match stdout.write_all(out.as_bytes()).and_then(|()| stdout.flush()) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        Err(e) => Err(CliError::Failed(format!("writing output: {e}"))),
-    }
+    ));
 }

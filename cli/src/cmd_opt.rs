@@ -1,68 +1,133 @@
 //! `tracejit opt FILE [--stats] [--json] [--peel] [--no-<part>...]`: optimize every trace of a
-//! file and print the optimized traces (or, with `--json`, one JSON object per trace), with
+//! file and print the optimized traces (or, with `--json`, JSON Lines: one object per trace), with
 //! statistics. `--peel` peels each loop's first iteration first (`Options::peel`).
 //!
 //! When the file is a PyPy log with both unoptimized (`jit-log-noopt`) and PyPy-optimized
 //! sections, only the unoptimized traces are optimized, and each is shown with PyPy's op count
 //! for the same trace (the optimized section that follows it).
 
-use crate::common::{json_str, Args, CliError, CliResult};
+use crate::common::{load_some_traces, CliError, CliResult, JsonMap, Out};
+use clap::{Arg, ArgAction, ArgMatches, FromArgMatches};
 use optimizer::{optimize, Options, Stats};
-use std::io::Write;
+use serde::Serialize;
 use trace_ir::{print_trace, Trace};
+
+/// Arguments of `tracejit opt`.
+#[derive(clap::Args)]
+pub struct OptArgs {
+    /// A trace file (the text format) or a PyPy log
+    #[arg(value_name = "FILE")]
+    file: String,
+    /// Print the optimizer's statistics after each trace and the rule firings at the end
+    #[arg(long)]
+    stats: bool,
+    /// Print JSON Lines: one object per trace, then a summary (docs/cli.md)
+    #[arg(long)]
+    json: bool,
+    /// Peel each loop's first iteration first
+    #[arg(long)]
+    peel: bool,
+    #[command(flatten)]
+    disabled: DisabledParts,
+}
+
+/// The optimizer parts switched off on the command line: one `--no-<part>` flag per
+/// [`Options::PARTS`].
+pub struct DisabledParts(Vec<&'static str>);
+
+impl FromArgMatches for DisabledParts {
+    fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
+        let off = Options::PARTS
+            .iter()
+            .copied()
+            .filter(|p| m.get_flag(&format!("no-{p}")))
+            .collect();
+        Ok(DisabledParts(off))
+    }
+    fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(m)?;
+        Ok(())
+    }
+}
+
+impl clap::Args for DisabledParts {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        Options::PARTS.iter().fold(cmd, |cmd, p| {
+            cmd.arg(
+                Arg::new(format!("no-{p}"))
+                    .long(format!("no-{p}"))
+                    .action(ArgAction::SetTrue)
+                    .help(format!("Switch off the optimizer's `{p}` part")),
+            )
+        })
+    }
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment_args(cmd)
+    }
+}
 
 fn is_noopt(t: &Trace) -> bool {
     t.info.section.as_deref() == Some("jit-log-noopt")
 }
 
-fn stats_json(s: &Stats) -> String {
-    let removed: Vec<String> = s
-        .removed
-        .iter()
-        .map(|(r, n)| format!("{}:{n}", json_str(r.name())))
-        .collect();
-    let rules: Vec<String> = s.rules.iter().map(|(r, n)| format!("{}:{n}", json_str(r))).collect();
-    format!(
-        "{{\"ops_in\":{},\"ops_out\":{},\"removed\":{{{}}},\"rules\":{{{}}},\"virtuals_removed\":{},\"virtuals_materialized\":{}}}",
-        s.ops_in,
-        s.ops_out,
-        removed.join(","),
-        rules.join(","),
-        s.virtuals_removed,
-        s.virtuals_materialized
-    )
+/// The optimizer's statistics in JSON.
+#[derive(Serialize)]
+struct StatsJson {
+    ops_in: usize,
+    ops_out: usize,
+    /// Ops removed, by reason.
+    removed: JsonMap<&'static str, usize>,
+    /// Rule firings, by rule.
+    rules: JsonMap<&'static str, usize>,
+    virtuals_removed: usize,
+    virtuals_materialized: usize,
 }
 
-/// Write a line to `out`; a closed pipe (`tracejit opt ... | head`) ends the command quietly.
-macro_rules! outln {
-    ($out:expr, $($arg:tt)*) => {
-        if writeln!($out, $($arg)*).is_err() {
-            return Ok(());
-        }
-    };
+fn stats_json(s: &Stats) -> StatsJson {
+    StatsJson {
+        ops_in: s.ops_in,
+        ops_out: s.ops_out,
+        removed: JsonMap(s.removed.iter().map(|(r, n)| (r.name(), *n)).collect()),
+        rules: JsonMap(s.rules.iter().map(|(r, n)| (*r, *n)).collect()),
+        virtuals_removed: s.virtuals_removed,
+        virtuals_materialized: s.virtuals_materialized,
+    }
+}
+
+/// One line of `tracejit opt --json`.
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum OptLine<'a> {
+    /// An optimized trace.
+    Trace {
+        name: &'a str,
+        pypy_ops: Option<usize>,
+        stats: StatsJson,
+        trace: String,
+    },
+    /// The totals, last.
+    Summary {
+        file: &'a str,
+        traces: usize,
+        pypy_ops: usize,
+        stats: StatsJson,
+    },
 }
 
 /// `tracejit opt FILE [--stats] [--json] [--peel] [--no-<part>...]`.
-pub fn opt(args: &[String]) -> CliResult {
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
-    let no_parts: Vec<String> = Options::PARTS.iter().map(|p| format!("no-{p}")).collect();
-    let mut switches: Vec<&str> = vec!["stats", "json", "peel"];
-    switches.extend(no_parts.iter().map(|s| s.as_str()));
-    let a = Args::parse(args, &[], &switches)?;
-    let path = a.one_file()?;
+pub fn opt(a: OptArgs) -> CliResult {
+    let out = Out::plain();
+    let path = &a.file;
     let mut opts = Options {
-        peel: a.has("peel"),
+        peel: a.peel,
         ..Options::default()
     };
-    for p in Options::PARTS {
-        if a.has(&format!("no-{p}")) {
-            opts.set(p, false);
-        }
+    for p in &a.disabled.0 {
+        opts.set(p, false);
     }
-    let traces = crate::common::load_traces(path)?;
+    let traces = load_some_traces(path)?;
     let has_noopt = traces.iter().any(is_noopt);
-    let json = a.has("json");
+    let json = a.json;
     let mut total = Stats::default();
     let (mut pypy_total, mut n) = (0usize, 0usize);
     for (k, t) in traces.iter().enumerate() {
@@ -83,64 +148,55 @@ pub fn opt(args: &[String]) -> CliResult {
         pypy_total += pypy.unwrap_or(0);
         total.merge(&res.stats);
         if json {
-            outln!(
-                out,
-                "{{\"name\":{},\"pypy_ops\":{},\"stats\":{},\"trace\":{}}}",
-                json_str(&t.info.name),
-                pypy.map(|p| p.to_string()).unwrap_or_else(|| "null".into()),
-                stats_json(&res.stats),
-                json_str(&print_trace(&res.trace))
-            );
+            out.json(&OptLine::Trace {
+                name: &t.info.name,
+                pypy_ops: pypy,
+                stats: stats_json(&res.stats),
+                trace: print_trace(&res.trace),
+            });
             continue;
         }
         let pypy_txt = pypy.map(|p| format!(", PyPy {p}")).unwrap_or_default();
-        outln!(
-            out,
+        out.line(&format!(
             "# {}: {} ops -> {} ops{pypy_txt}",
-            t.info.name,
-            res.stats.ops_in,
-            res.stats.ops_out
-        );
-        outln!(out, "{}", print_trace(&res.trace).trim_end());
-        if a.has("stats") {
+            t.info.name, res.stats.ops_in, res.stats.ops_out
+        ));
+        out.line(print_trace(&res.trace).trim_end());
+        if a.stats {
             for line in res.stats.to_string().lines() {
-                outln!(out, "# {line}");
+                out.line(&format!("# {line}"));
             }
         }
-        outln!(out, "");
+        out.line("");
     }
     if json {
-        outln!(
-            out,
-            "{{\"total\":{},\"traces\":{n},\"pypy_ops\":{pypy_total}}}",
-            stats_json(&total)
-        );
+        out.json(&OptLine::Summary {
+            file: path,
+            traces: n,
+            pypy_ops: pypy_total,
+            stats: stats_json(&total),
+        });
     } else {
         let pypy_txt = if has_noopt {
             format!(", PyPy {pypy_total}")
         } else {
             String::new()
         };
-        outln!(
-            out,
+        out.line(&format!(
             "# total: {n} traces, {} ops -> {} ops{pypy_txt}",
-            total.ops_in,
-            total.ops_out
-        );
-        if a.has("stats") {
+            total.ops_in, total.ops_out
+        ));
+        if a.stats {
             for line in total.to_string().lines() {
-                outln!(out, "# {line}");
+                out.line(&format!("# {line}"));
             }
             // PyPy's rule statistics: every opcode with a firing, all its rules in the
             // order they are tried, with their counts.
-            outln!(out, "# rule firings per opcode:");
+            out.line("# rule firings per opcode:");
             for line in optimizer::peephole::format_stats(&total.rules).lines() {
-                outln!(out, "#   {line}");
+                out.line(&format!("#   {line}"));
             }
         }
     }
-    if out.flush().is_err() {
-        return Ok(());
-    }
-    Ok(())
+    out.finish()
 }

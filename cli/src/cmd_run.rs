@@ -1,12 +1,76 @@
 //! `tracejit run`: compile every trace of a file to x86-64, run it natively and print its exit
 //! next to the reference interpreter's outcome.
 
-use crate::common::{Args, CliError, CliResult};
+use crate::common::{load_some_traces, CliError, CliResult, Out};
 use backend_x86_64::{compile, CompileOptions, Exit, ExitValue, MemoryAccess, SimpleHeap};
 use trace_interp::heap::external_address;
 use trace_interp::rng::Rng;
 use trace_interp::{outcomes_equivalent, run as interp_run, ModelHeap, Outcome, RtValue, RunConfig};
 use trace_ir::{Kind, Trace};
+
+/// Arguments of `tracejit run`.
+#[derive(clap::Args)]
+pub struct RunArgs {
+    /// A trace file (the text format) or a PyPy log; with --tree, a trace tree
+    #[arg(value_name = "FILE")]
+    file: String,
+    /// One input list for every trace: integers (decimal or 0x hex), floats, references
+    /// (null; any address in Hooks mode), comma-separated
+    #[arg(long, value_name = "LIST", conflicts_with = "random", allow_hyphen_values = true)]
+    pub(crate) inputs: Option<String>,
+    /// Run N random input vectors per trace
+    #[arg(long, value_name = "N")]
+    pub(crate) random: Option<usize>,
+    /// Seed of the random input vectors
+    #[arg(long, value_name = "S", default_value_t = 0)]
+    seed: u64,
+    /// Optimize first (the interpreter still runs the original trace)
+    #[arg(long)]
+    pub(crate) opt: bool,
+    /// Run every trace in Hooks mode: memory and calls through the interpreter's model
+    #[arg(long)]
+    hooks: bool,
+    /// FILE is a loop and its bridges: compile them attached and run them as one tree
+    /// (Direct mode only)
+    #[arg(long, conflicts_with = "hooks")]
+    tree: bool,
+}
+
+/// How a native run compares with the interpreter's run of the original trace.
+pub(crate) enum Verdict {
+    /// The same exit and values.
+    Same,
+    /// The interpreter's run of the original ends in an invalid operation and the native run
+    /// does something else: allowed, since an invalid operation may do anything (the
+    /// optimizer may remove it, and native code does not check promises).
+    Refines,
+    /// A difference, with what differs.
+    Different(String),
+}
+
+impl Verdict {
+    /// The verdict of a comparison `cmp` of a native run with the interpreter's outcome
+    /// `int` on the original. An invalid original allows any native behaviour when the native
+    /// code is of the `optimized` trace, or when the original broke a promise (native code
+    /// does not check promises).
+    pub(crate) fn of(cmp: Result<(), String>, int: &Outcome, optimized: bool) -> Verdict {
+        match (cmp, int) {
+            (Ok(()), _) => Verdict::Same,
+            (Err(_), Outcome::Invalid { promise, .. }) if optimized || *promise => Verdict::Refines,
+            (Err(e), _) => Verdict::Different(e),
+        }
+    }
+}
+
+impl std::fmt::Display for Verdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Verdict::Same => write!(f, "same"),
+            Verdict::Refines => write!(f, "refines (original invalid)"),
+            Verdict::Different(e) => write!(f, "DIFFERENT: {e}"),
+        }
+    }
+}
 
 /// `tracejit run FILE [--inputs 1,2.5,0 | --random N --seed S] [--opt] [--hooks]`; with
 /// `--tree` the file is one trace tree, run with its bridges attached
@@ -29,28 +93,20 @@ use trace_ir::{Kind, Trace};
 /// references. `--random N` runs N input vectors drawn from special integers and floats
 /// (references null in Direct mode, external addresses in Hooks mode). `--opt` runs
 /// `optimizer::optimize` first (the interpreter still runs the original trace, so the line
-/// also checks the optimizer). Exit status 1 when a native run differs from the
-/// interpreter's or a trace cannot be compiled. Inputs for which the interpreter hits its
+/// also checks the optimizer; when the original hits an invalid operation, whatever the
+/// optimized code does refines it: reported as `refines (original invalid)`, not as a
+/// difference). Exit status 1 when a native run differs from the interpreter's or a trace
+/// cannot be compiled. Inputs for which the interpreter hits its
 /// iteration limit are not run natively (native loops have no limit).
-pub fn run(args: &[String]) -> CliResult {
-    let a = Args::parse(args, &["inputs", "random", "seed"], &["opt", "hooks", "tree"])?;
-    let file = a.one_file()?;
-    let count: usize = match a.value("random") {
-        Some(n) => n
-            .parse()
-            .map_err(|_| CliError::Usage(format!("--random needs a number, got `{n}`")))?,
-        None => 1,
-    };
-    let seed: u64 = match a.value("seed") {
-        Some(s) => s
-            .parse()
-            .map_err(|_| CliError::Usage(format!("--seed needs a number, got `{s}`")))?,
-        None => 0,
-    };
-    if a.has("tree") {
+pub fn run(a: RunArgs) -> CliResult {
+    let file = &a.file;
+    let count = a.random.unwrap_or(1);
+    let seed = a.seed;
+    if a.tree {
         return crate::cmd_run_tree::run_tree_file(&a, file, count, seed);
     }
-    let traces = crate::common::load_traces(file)?;
+    let traces = load_some_traces(file)?;
+    let out = Out::plain();
     let mut failures = 0;
     for (ti, t) in traces.iter().enumerate() {
         let name = if t.info.name.is_empty() {
@@ -58,11 +114,11 @@ pub fn run(args: &[String]) -> CliResult {
         } else {
             t.info.name.clone()
         };
-        let compiled_trace: Trace = if a.has("opt") {
+        let compiled_trace: Trace = if a.opt {
             match optimizer::optimize(t, &optimizer::Options::default()) {
                 Ok(o) => o.trace,
                 Err(e) => {
-                    println!("{name}: optimizer: {e}");
+                    out.line(&format!("{name}: optimizer: {e}"));
                     failures += 1;
                     continue;
                 }
@@ -74,7 +130,7 @@ pub fn run(args: &[String]) -> CliResult {
         // memory it names (a non-null pointer constant like `ConstPtr(ptr13)`, raw memory, a
         // pointer made from an integer, a reference input): such traces run in Hooks mode
         // against the interpreter's memory model.
-        let why_hooks = if a.has("hooks") {
+        let why_hooks = if a.hooks {
             Some("--hooks".to_string())
         } else {
             foreign(&compiled_trace)
@@ -91,13 +147,15 @@ pub fn run(args: &[String]) -> CliResult {
         let code = match compile(&compiled_trace, &opts) {
             Ok(c) => c,
             Err(e) => {
-                println!("{name}: not compiled: {e}");
+                out.line(&format!("{name}: not compiled: {e}"));
                 failures += 1;
                 continue;
             }
         };
         if let Some(why) = &why_hooks {
-            println!("{name}: Hooks mode (memory and calls through the interpreter's model): {why}");
+            out.line(&format!(
+                "{name}: Hooks mode (memory and calls through the interpreter's model): {why}"
+            ));
         }
         let hooks = why_hooks.is_some();
         let kinds = t.input_kinds();
@@ -110,14 +168,14 @@ pub fn run(args: &[String]) -> CliResult {
             let int = int_run.outcome.clone();
             if int == Outcome::IterationLimit {
                 // Native code has no iteration limit: it would run until the loop exits.
-                println!(
+                out.line(&format!(
                     "{name} [{}]\n  interp: {int}\n  not run natively (the loop may run for a very long time)",
                     shown.join(", ")
-                );
+                ));
                 continue;
             }
             let words: Vec<u64> = inputs.iter().map(|v| v.bits()).collect();
-            let (native, verdict) = if hooks {
+            let (native, cmp) = if hooks {
                 let mut model = ModelHeap::new(&compiled_trace, &cfg);
                 // SAFETY: in Hooks mode every memory access and call goes to the model.
                 let native = unsafe { code.run(&words, &mut model) }
@@ -137,21 +195,19 @@ pub fn run(args: &[String]) -> CliResult {
                 };
                 (native, v)
             };
-            if verdict.is_err() {
+            let verdict = Verdict::of(cmp, &int, a.opt);
+            if matches!(verdict, Verdict::Different(_)) {
                 failures += 1;
             }
-            println!(
-                "{name} [{}]{}\n  native: {}\n  interp: {int}\n  {}",
+            out.line(&format!(
+                "{name} [{}]{}\n  native: {}\n  interp: {int}\n  {verdict}",
                 shown.join(", "),
                 if count > 1 { format!(" (#{k})") } else { String::new() },
                 show_exit(&native),
-                match verdict {
-                    Ok(()) => "same".to_string(),
-                    Err(e) => format!("DIFFERENT: {e}"),
-                }
-            );
+            ));
         }
     }
+    out.finish()?;
     if failures > 0 {
         return Err(CliError::Failed(format!("{failures} run(s) differ or failed")));
     }
@@ -161,13 +217,13 @@ pub fn run(args: &[String]) -> CliResult {
 /// The next input vector for `what` (taking `kinds`): `--inputs`, or drawn from `rng` with
 /// `--random`; none needed when it takes no inputs.
 pub(crate) fn next_inputs(
-    a: &Args,
+    a: &RunArgs,
     rng: &mut Rng,
     kinds: &[Kind],
     hooks: bool,
     what: &str,
 ) -> Result<Vec<RtValue>, CliError> {
-    Ok(match (a.value("inputs"), a.value("random")) {
+    Ok(match (&a.inputs, a.random) {
         (Some(list), _) => parse_inputs(list, kinds, hooks)?,
         (None, Some(_)) => random_inputs(rng, kinds, hooks),
         (None, None) if kinds.is_empty() => Vec::new(),
@@ -325,4 +381,34 @@ pub(crate) fn foreign(t: &trace_ir::Trace) -> Option<String> {
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use trace_ir::OpRef;
+
+    fn invalid(promise: bool) -> Outcome {
+        Outcome::Invalid {
+            op: Some(OpRef::new(1)),
+            reason: "shift amount 64 outside 0..64".into(),
+            promise,
+        }
+    }
+
+    #[test]
+    fn an_invalid_original_is_refined_by_optimized_code_or_when_it_broke_a_promise() {
+        let differ = || Err("different exit".to_string());
+        let finish = Outcome::Finish(vec![RtValue::Int(5)]);
+        assert!(matches!(Verdict::of(Ok(()), &finish, true), Verdict::Same));
+        assert!(matches!(Verdict::of(differ(), &invalid(false), true), Verdict::Refines));
+        assert!(matches!(Verdict::of(differ(), &invalid(true), false), Verdict::Refines));
+        // Native code of the trace as written must stop at the invalid op itself.
+        assert!(matches!(
+            Verdict::of(differ(), &invalid(false), false),
+            Verdict::Different(_)
+        ));
+        assert!(matches!(Verdict::of(differ(), &finish, true), Verdict::Different(_)));
+        assert_eq!(Verdict::Refines.to_string(), "refines (original invalid)");
+    }
 }

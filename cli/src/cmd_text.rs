@@ -1,99 +1,123 @@
 //! `tracejit parse` and `tracejit print`: read a trace file or PyPy log, verify every trace,
 //! and summarize or print them in the normalized text format.
 
-use crate::common::{json_str, Args, CliError, CliResult};
-use std::fmt::Write as _;
-use std::io::Write as _;
+use crate::common::{load_some_traces, CliError, CliResult, Out};
+use serde::Serialize;
 use trace_ir::text::print_trace;
 use trace_ir::Trace;
 
-/// Parse `path`, turning a parse error into `FILE:LINE:COLUMN: message`.
-fn load(path: &str) -> Result<Vec<Trace>, CliError> {
-    crate::common::load_traces(path)
+/// Arguments of `tracejit parse`.
+#[derive(clap::Args)]
+pub struct ParseArgs {
+    /// A trace file (the text format) or a PyPy log
+    #[arg(value_name = "FILE")]
+    file: String,
+    /// Print JSON Lines: one object per trace, then a summary (docs/cli.md)
+    #[arg(long)]
+    json: bool,
 }
 
-/// Write `out` to stdout; a closed pipe (`tracejit print x | head`) is not an error.
-fn emit(out: &str) -> CliResult {
-    let mut stdout = std::io::stdout().lock();
-    match stdout.write_all(out.as_bytes()).and_then(|()| stdout.flush()) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        Err(e) => Err(CliError::Failed(format!("writing output: {e}"))),
-    }
+/// Arguments of `tracejit print`.
+#[derive(clap::Args)]
+pub struct PrintArgs {
+    /// A trace file (the text format) or a PyPy log
+    #[arg(value_name = "FILE")]
+    file: String,
+}
+
+/// Parse `path`, turning a parse error into `FILE:LINE:COLUMN: message`.
+fn load(path: &str) -> Result<Vec<Trace>, CliError> {
+    load_some_traces(path)
 }
 
 fn guards(t: &Trace) -> usize {
     t.ops.iter().filter(|op| op.opcode.is_guard()).count()
 }
 
+/// One line of `tracejit parse --json`.
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum ParseLine<'a> {
+    /// A trace.
+    Trace {
+        index: usize,
+        name: &'a str,
+        section: Option<&'a str>,
+        inputs: usize,
+        ops: usize,
+        guards: usize,
+    },
+    /// The totals, last.
+    Summary {
+        file: &'a str,
+        traces: usize,
+        ops: usize,
+        guards: usize,
+    },
+}
+
 /// `tracejit parse FILE [--json]`: one line per trace (index, section, name, inputs, ops
 /// not counting inputs and label parameters, guards), then a total line.
-pub fn parse(args: &[String]) -> CliResult {
-    let args = Args::parse(args, &[], &["json"])?;
-    let path = args.one_file()?;
+pub fn parse(args: ParseArgs) -> CliResult {
+    let path = &args.file;
     let traces = load(path)?;
+    let out = Out::plain();
     let (mut total_ops, mut total_guards) = (0, 0);
-    let json = args.has("json");
-    let mut items = Vec::new();
-    let mut out = String::new();
     for (i, t) in traces.iter().enumerate() {
         let (ops, gs) = (t.num_real_ops(), guards(t));
         total_ops += ops;
         total_guards += gs;
-        if json {
-            items.push(format!(
-                "{{\"index\":{i},\"name\":{},\"section\":{},\"inputs\":{},\"ops\":{ops},\"guards\":{gs}}}",
-                json_str(&t.info.name),
-                t.info.section.as_deref().map(json_str).unwrap_or_else(|| "null".into()),
-                t.num_inputs
-            ));
+        if args.json {
+            out.json(&ParseLine::Trace {
+                index: i,
+                name: &t.info.name,
+                section: t.info.section.as_deref(),
+                inputs: t.num_inputs,
+                ops,
+                guards: gs,
+            });
         } else {
             let section = t.info.section.as_deref().unwrap_or("-");
-            let _ = writeln!(
-                out,
+            out.line(&format!(
                 "{i:4}  {section:<18}  {:<48}  inputs {:3}  ops {:5}  guards {:4}",
                 t.info.name, t.num_inputs, ops, gs
-            );
+            ));
         }
     }
-    if json {
-        let _ = writeln!(
-            out,
-            "{{\"file\":{},\"traces\":[{}],\"total\":{{\"traces\":{},\"ops\":{total_ops},\"guards\":{total_guards}}}}}",
-            json_str(path),
-            items.join(","),
-            traces.len()
-        );
+    if args.json {
+        out.json(&ParseLine::Summary {
+            file: path,
+            traces: traces.len(),
+            ops: total_ops,
+            guards: total_guards,
+        });
     } else {
-        let _ = writeln!(
-            out,
+        out.line(&format!(
             "total: {} traces, {total_ops} ops, {total_guards} guards (all verified)",
             traces.len()
-        );
+        ));
     }
-    emit(&out)
+    out.finish()
 }
 
 /// `tracejit print FILE`: every trace in normalized text form, each after a `# name` line.
 /// The output is itself a valid input file.
-pub fn print(args: &[String]) -> CliResult {
-    let args = Args::parse(args, &[], &[])?;
-    let path = args.one_file()?;
-    let traces = load(path)?;
-    let mut out = String::new();
+pub fn print(args: PrintArgs) -> CliResult {
+    let traces = load(&args.file)?;
+    let out = Out::plain();
     for (i, t) in traces.iter().enumerate() {
         if i > 0 {
-            out.push('\n');
+            out.line("");
         }
         let name = if t.info.name.is_empty() {
             format!("trace #{}", i + 1)
         } else {
             t.info.name.clone()
         };
-        let _ = writeln!(out, "# {}", name.replace('\n', " "));
-        out.push_str(&print_trace(t));
+        out.line(&format!("# {}", name.replace('\n', " ")));
+        out.line(print_trace(t).trim_end_matches('\n'));
     }
-    emit(&out)
+    out.finish()
 }
 
 #[cfg(test)]

@@ -1,6 +1,8 @@
 //! `tracejit`: parse, print, run, optimize, compile and check traces from the command line.
 //!
-//! Each subcommand lives in its own module; `main` only dispatches.
+//! Each subcommand lives in its own module, with its arguments (a `clap::Args` struct) and its
+//! work; `main` only parses the command line and dispatches. Adding a subcommand is one
+//! variant of [`Command`] and one arm of its `match`.
 
 mod cmd_check;
 mod cmd_eval_pypy;
@@ -14,81 +16,86 @@ mod cmd_synth;
 mod cmd_text;
 mod common;
 
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+use common::CliError;
 use std::process::ExitCode;
 
-const USAGE: &str = "\
-usage: tracejit <command> [options] FILE...
+/// Parse, print, interpret, optimize, compile and check JIT traces (text format or PyPy logs).
+#[derive(Parser)]
+#[command(
+    name = "tracejit",
+    version,
+    arg_required_else_help = true,
+    after_help = "Exit status: 0 success; 1 a failure (unreadable or bad input, no traces, an invalid \
+                  optimization, a differing run, a failing fuzz case, a missing rule); 2 a usage error.\n\
+                  With --json, output is JSON Lines: one object per line, each with a \"type\" field \
+                  (docs/cli.md)."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
 
-commands:
-  parse FILE [--json]             parse and verify every trace; one line per trace
-  print FILE                      print every trace in normalized text form
-  interp FILE [--inputs 1,2,3 | --random N --seed S] [--guided] [--max-iterations N] [--json]
-                                  run every trace in the reference interpreter (--guided:
-                                  choose inputs and memory so guards hold, to run further)
-  opt FILE [--stats] [--json] [--peel] [--no-<part>...]
-                                  optimize every trace (parts: fold intbounds rules cse
-                                  guards ovf virtuals heapcache dce; --peel: peel each
-                                  loop's first iteration first); PyPy's counts alongside
-  run FILE [--inputs 1,2.5,0 | --random N --seed S] [--opt] [--hooks] [--tree]
-                                  compile every trace to x86-64, run it natively and
-                                  print its exit next to the interpreter's; traces that
-                                  name foreign memory or functions (and all with --hooks)
-                                  run with memory and calls through the interpreter's model;
-                                  --tree: FILE is a loop and its bridges, run as one tree
-  mine FILE... [--json] [--limit N] [--seconds S] [--findings] [--no-opt]
-                                  find missed optimizations in the optimized traces with
-                                  Z3; patterns by count
-  check FILE [--json] [--timeout MS] [--jobs N] [--stats] [--peel]
-                                  optimize every trace and validate the result with Z3
-                                  (--timeout: per query, default 2000; --jobs: traces in
-                                  parallel, default all cores; --stats: time and queries;
-                                  --peel: optimize with loop peeling)
-  check ORIGINAL --optimized OTHER [--json] [--timeout MS] [--jobs N] [--stats]
-                                  validate a given pair of traces (guards by descr=<GuardN>)
-  eval-pypy FILE... [--json] [--timeout MS] [--runs N] [--peel]
-                                  optimize PyPy's noopt traces, validate (interpreter and
-                                  Z3) and compare op counts with PyPy's optimized traces
-  fuzz --count N --seed S [--z3] [--native] [--trees] [--out DIR]
-                                  fuzz checks on random traces (--trees: and on random
-                                  trace trees, a loop with bridges); failures minimized
-                                  and saved under DIR (default fuzz-failures/)
-  synth-rules [--json] [--op NAME]
-                                  synthesize simple rules with Z3; mark each
-                                  covered or MISSING in the optimizer
-";
+#[derive(Subcommand)]
+enum Command {
+    /// Parse and verify every trace; one line per trace
+    Parse(cmd_text::ParseArgs),
+    /// Print every trace in normalized text form (itself a valid input file)
+    Print(cmd_text::PrintArgs),
+    /// Run every trace in the reference interpreter
+    Interp(cmd_interp::InterpArgs),
+    /// Optimize every trace; statistics and PyPy's op counts alongside
+    Opt(cmd_opt::OptArgs),
+    /// Compile every trace to x86-64, run it natively and compare with the interpreter
+    Run(cmd_run::RunArgs),
+    /// Find missed optimizations in the optimized traces with Z3; patterns by count
+    Mine(cmd_mine::MineArgs),
+    /// Validate the optimizer's output, or a given pair of traces, with Z3
+    ///
+    /// `check FILE` optimizes every trace of FILE and validates the result against the trace;
+    /// `check ORIGINAL --optimized OTHER` validates the k-th trace of OTHER against the k-th
+    /// trace of ORIGINAL (guards matched by their descr=<GuardN> ids).
+    Check(cmd_check::CheckArgs),
+    /// Optimize PyPy's unoptimized traces, validate them and compare op counts with PyPy's
+    EvalPypy(cmd_eval_pypy::EvalPypyArgs),
+    /// Fuzz checks on random traces; failures minimized and saved
+    Fuzz(cmd_fuzz::FuzzArgs),
+    /// Synthesize simple rules with Z3; each marked covered or MISSING in the optimizer
+    SynthRules(cmd_synth::SynthArgs),
+}
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let Some(cmd) = args.first() else {
-        eprint!("{USAGE}");
-        return ExitCode::from(2);
-    };
-    let rest = &args[1..];
-    let result = match cmd.as_str() {
-        "parse" => cmd_text::parse(rest),
-        "print" => cmd_text::print(rest),
-        "interp" => cmd_interp::interp(rest),
-        "opt" => cmd_opt::opt(rest),
-        "run" => cmd_run::run(rest),
-        "mine" => cmd_mine::mine(rest),
-        "check" => cmd_check::check(rest),
-        "eval-pypy" => cmd_eval_pypy::eval_pypy(rest),
-        "fuzz" => cmd_fuzz::fuzz(rest),
-        "synth-rules" => cmd_synth::synth_rules(rest),
-        "-h" | "--help" | "help" => {
-            print!("{USAGE}");
-            Ok(())
-        }
-        other => Err(common::CliError::Usage(format!("unknown command `{other}`"))),
+    let matches = Cli::command().get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    let name = matches.subcommand_name().unwrap_or_default();
+    let result = match cli.command {
+        Command::Parse(a) => cmd_text::parse(a),
+        Command::Print(a) => cmd_text::print(a),
+        Command::Interp(a) => cmd_interp::interp(a),
+        Command::Opt(a) => cmd_opt::opt(a),
+        Command::Run(a) => cmd_run::run(a),
+        Command::Mine(a) => cmd_mine::mine(a),
+        Command::Check(a) => cmd_check::check(a),
+        Command::EvalPypy(a) => cmd_eval_pypy::eval_pypy(a),
+        Command::Fuzz(a) => cmd_fuzz::fuzz(a),
+        Command::SynthRules(a) => cmd_synth::synth_rules(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(common::CliError::Usage(msg)) => {
-            eprintln!("tracejit: {msg}\n\n{USAGE}");
+        Err(CliError::Usage(msg)) => {
+            // Printed like the argument parser's own usage errors, with the command's usage.
+            let mut cmd = Cli::command();
+            cmd.build();
+            let kind = clap::error::ErrorKind::ValueValidation;
+            let err = match cmd.find_subcommand_mut(name) {
+                Some(sub) => sub.error(kind, msg),
+                None => cmd.error(kind, msg),
+            };
+            let _ = err.print();
             ExitCode::from(2)
         }
-        Err(common::CliError::Failed(msg)) => {
-            eprintln!("tracejit: {msg}");
+        Err(CliError::Failed(msg)) => {
+            eprintln!("error: {msg}");
             ExitCode::from(1)
         }
     }
