@@ -156,6 +156,7 @@ mod asm;
 mod checker;
 mod codegen;
 mod codemem;
+mod debuginfo;
 pub mod pmove;
 mod runtime;
 mod tree;
@@ -199,9 +200,18 @@ pub struct CompileOptions {
     /// feature for instructions; without it the bytes are printed). Defaults to whether
     /// `TRACEJIT_LOG` contains `asm`.
     pub log_asm: bool,
-    /// Append an entry for the code to `/tmp/perf-<pid>.map`. Defaults to whether
-    /// `TRACEJIT_PERFMAP` is `1`.
+    /// List the code in `/tmp/perf-<pid>.map` for `perf report` (entries of freed code
+    /// give way to the code that reuses its memory; see `docs/debugging.md`). Defaults to
+    /// whether `TRACEJIT_PERFMAP` is `1`.
     pub perf_map: bool,
+    /// Register the code with GDB through its JIT interface: a symbol per trace and bridge,
+    /// a line table into the trace's text and unwind information, removed when the code is
+    /// freed (`docs/debugging.md`). Default false.
+    pub gdb_jit: bool,
+    /// Write a perf jitdump, `jit-<pid>.dump`, into this directory (the first directory
+    /// given in the process is used for all code), for `perf inject --jit`
+    /// (`docs/debugging.md`). Default `None`.
+    pub jitdump: Option<std::path::PathBuf>,
 }
 
 impl Default for CompileOptions {
@@ -213,6 +223,8 @@ impl Default for CompileOptions {
             float_regs: 15,
             log_asm: log.split(',').any(|w| w.trim() == "asm"),
             perf_map: std::env::var("TRACEJIT_PERFMAP").map(|v| v == "1").unwrap_or(false),
+            gdb_jit: false,
+            jitdump: None,
         }
     }
 }
@@ -460,7 +472,19 @@ fn finish_compile(
     opts: &CompileOptions,
     mut g: codegen::Generated,
 ) -> Result<CompiledTrace, CompileError> {
-    let code = CodeMemory::new(&g.code).map_err(|e| CompileError::Memory(e.to_string()))?;
+    let mut code = CodeMemory::new(&g.code).map_err(|e| CompileError::Memory(e.to_string()))?;
+    if debuginfo::wanted(opts) {
+        code.set_registration(debuginfo::register(
+            opts,
+            &debuginfo::Piece {
+                trace,
+                code: code.bytes(),
+                ranges: &g.ranges,
+                unwind: &g.unwind,
+                bridge_of: None,
+            },
+        ));
+    }
     let tree = tree::Tree::new(trace, &mut g, code.as_ptr() as u64);
     let ct = CompiledTrace {
         code,
@@ -478,9 +502,6 @@ fn finish_compile(
     };
     if opts.log_asm {
         eprint!("{}", ct.disassembly(trace));
-    }
-    if opts.perf_map {
-        ct.write_perf_map(&trace.info.name);
     }
     Ok(ct)
 }
@@ -630,21 +651,6 @@ impl CompiledTrace {
         let _ = writeln!(out, "; exit stubs and epilogue");
         emit(&mut out, last, self.code.len());
         out
-    }
-
-    fn write_perf_map(&self, name: &str) {
-        write_perf_map(&self.code, name);
-    }
-}
-
-/// Append an entry for `code` named `name` to `/tmp/perf-<pid>.map`.
-fn write_perf_map(code: &CodeMemory, name: &str) {
-    use std::io::Write;
-    let path = format!("/tmp/perf-{}.map", std::process::id());
-    let base = code.as_ptr() as u64;
-    let name = if name.is_empty() { "trace" } else { name };
-    if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
-        let _ = writeln!(f, "{base:x} {:x} tracejit:{}", code.len(), name.replace('\n', " "));
     }
 }
 
