@@ -125,6 +125,12 @@
 //! which implements [`Runtime`] with the reference interpreter's own code (crate
 //! `trace-interp`, feature `native`).
 //!
+//! # Debugging and profiling
+//! [`CompileOptions::gdb_jit`], [`CompileOptions::jitdump`] and
+//! [`CompileOptions::perf_map`] announce compiled code to GDB (a symbol, the trace's text as
+//! its source, unwind information) and to `perf`, until the code is freed; the `debuginfo`
+//! module implements them and `docs/debugging.md` describes their use.
+//!
 //! # Testing
 //! Every op is compared with `trace_ir::eval::eval_pure` on special and random values;
 //! thousands of random traces (`trace_interp::random`: loops, overflow, floats, allocations,
