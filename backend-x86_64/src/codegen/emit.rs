@@ -28,8 +28,11 @@ pub(super) struct Emitter {
     pub(super) asm: CodeBuf,
     /// The events for the checker (interior mutability: reads are recorded by queries).
     events: RefCell<Vec<Event>>,
-    /// How to unwind the code: a step at each code offset where the rule changes.
-    pub(super) unwind: Vec<(u32, Unwind)>,
+    /// How to unwind the code: a step at each code offset where the rule changes (recorded
+    /// when `unwind_on`: only debug information uses them).
+    unwind: Vec<(u32, Unwind)>,
+    /// Whether to record [`Emitter::unwind`].
+    unwind_on: bool,
     /// The CFA's distance from `rsp` at the end of the code emitted so far (8 at a
     /// function's entry: the return address).
     cfa: u32,
@@ -143,8 +146,15 @@ impl Emitter {
             asm,
             events: RefCell::new(events),
             unwind: Vec::new(),
+            unwind_on: false,
             cfa: 8,
         }
+    }
+
+    /// This emitter, recording unwind steps when `on`.
+    pub(super) fn with_unwind(mut self, on: bool) -> Emitter {
+        self.unwind_on = on;
+        self
     }
 
     /// The code buffer, the events recorded and the unwind steps.
@@ -160,7 +170,14 @@ impl Emitter {
     /// From the end of the code emitted so far, the CFA is `rsp + cfa`.
     pub(super) fn set_cfa(&mut self, cfa: u32) {
         self.cfa = cfa;
-        self.unwind.push((self.asm.offset().0 as u32, Unwind::Cfa(cfa)));
+        self.unwind_step(Unwind::Cfa(cfa));
+    }
+
+    /// Record `step` at the end of the code emitted so far.
+    pub(super) fn unwind_step(&mut self, step: Unwind) {
+        if self.unwind_on {
+            self.unwind.push((self.asm.offset().0 as u32, step));
+        }
     }
 
     /// Drop the events recorded so far (a bridge's entry: the checker starts after it).

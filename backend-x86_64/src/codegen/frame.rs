@@ -23,8 +23,9 @@
 //! aligned for calls, and returns the exit code in `eax` through one epilogue.
 //!
 //! `rbp` is the frame pointer of the trace's frame, not of the machine stack, so a
-//! debugger needs call frame information to unwind through compiled code: the emitter
-//! records an [`Unwind`] step after each instruction that moves `rsp` or saves a register
+//! debugger needs call frame information to unwind through compiled code: when asked
+//! (`CompileOptions::gdb_jit`), the emitter records an [`Unwind`] step after each
+//! instruction that moves `rsp` or saves a register
 //! (the prologue's pushes, the pushes of stack arguments around a call, the epilogue's
 //! pops), and `debuginfo` turns them into DWARF CFI. In the body, between calls, the
 //! caller's stack pointer (the CFA) is `rsp + BODY_CFA`.
@@ -130,7 +131,7 @@ impl Emitter {
     pub(super) fn body_unwind_state(&mut self) {
         self.set_cfa(BODY_CFA);
         for (reg, at) in SAVED {
-            self.unwind.push((self.asm.offset().0 as u32, Unwind::Saved(reg, at)));
+            self.unwind_step(Unwind::Saved(reg, at));
         }
     }
 
@@ -138,7 +139,7 @@ impl Emitter {
     fn saved(&mut self, k: usize) {
         self.sp_moved(8);
         let (reg, at) = SAVED[k];
-        self.unwind.push((self.asm.offset().0 as u32, Unwind::Saved(reg, at)));
+        self.unwind_step(Unwind::Saved(reg, at));
     }
 
     /// Undo the prologue and return (the exit code is in `eax`). The code after the `ret`

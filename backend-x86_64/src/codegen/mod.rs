@@ -93,7 +93,8 @@ pub(crate) struct Generated {
     pub labels: Vec<LabelExport>,
     /// The exit words of the guards (see `GuardTail::words`): kind, known non-null.
     pub word_facts: Vec<(trace_ir::Kind, bool)>,
-    /// How to unwind the code (see `frame`): the steps, by code offset.
+    /// How to unwind the code (see `frame`): the steps, by code offset (empty unless
+    /// `CompileOptions::gdb_jit`).
     pub unwind: Vec<(u32, Unwind)>,
 }
 
@@ -207,7 +208,7 @@ impl<'t> Gen<'t> {
         Ok(Gen {
             t,
             pos: 0,
-            em: Emitter::new(asm, std::mem::take(&mut sc.events)),
+            em: Emitter::new(asm, std::mem::take(&mut sc.events)).with_unwind(opts.gdb_jit),
             r: sc,
             frame,
             epilogue,

@@ -81,10 +81,13 @@ pub(crate) fn register(opts: &CompileOptions, piece: &Piece<'_>) -> Registration
     }
     let symbol = symbol_name(piece);
     let addr = piece.code.as_ptr() as u64;
-    let source = SourceText::new(piece.trace, &symbol, addr, piece.code.len());
     if opts.perf_map {
         reg.perf_map = perfmap::add(addr, piece.code.len() as u64, &symbol);
     }
+    if !opts.gdb_jit && opts.jitdump.is_none() {
+        return reg;
+    }
+    let source = SourceText::new(piece.trace, &symbol, addr, piece.code.len());
     if let Some(dir) = &opts.jitdump {
         jitdump::record(dir, piece, &symbol, &source);
     }
