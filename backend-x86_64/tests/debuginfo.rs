@@ -108,6 +108,41 @@ fn gdb_registered_code_runs_and_calls_back() {
     assert_eq!(CALLS.load(Ordering::Relaxed) - before, 4);
 }
 
+/// With `gdb_jit`, the text of the loop and of its bridge is written to
+/// `$TMPDIR/tracejit-<pid>/<symbol>.trace` (each trace's printed text between comment
+/// lines) and removed when the compiled tree is dropped.
+#[test]
+fn gdb_trace_text_files_live_as_long_as_the_code() {
+    let dir = std::env::temp_dir().join(format!("tracejit-{}", std::process::id()));
+    let files = |prefix: &str| -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(&dir)
+            .map(|d| {
+                d.filter_map(|e| e.ok().map(|e| e.path()))
+                    .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with(prefix))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let o = CompileOptions {
+        gdb_jit: true,
+        ..opts()
+    };
+    let (root, _) = loop_and_bridge("textfile");
+    let c = compile_tree("textfile", &o);
+    let loops = files("tracejit_textfile_loop_");
+    let bridges = files("tracejit_textfile_bridge_");
+    assert_eq!((loops.len(), bridges.len()), (1, 1), "{loops:?} {bridges:?}");
+    assert!(bridges[0].to_string_lossy().ends_with("_bridge_0.trace"));
+    let text = std::fs::read_to_string(&loops[0]).unwrap();
+    let inner: Vec<&str> = text.lines().collect();
+    assert!(inner[0].starts_with("# tracejit_textfile_loop_"));
+    assert_eq!(inner[inner.len() - 1], "# exit stubs and epilogue");
+    let printed = trace_ir::print_trace(&root);
+    assert_eq!(inner[1..inner.len() - 1].join("\n") + "\n", printed);
+    drop(c);
+    assert!(files("tracejit_textfile_").is_empty(), "removed with the code");
+}
+
 /// Whether a test needing `tool` runs: yes when it is installed; when it is missing, a
 /// failure under `TRACEJIT_REQUIRE_TOOLS=1` (CI), else a message and a skip.
 fn tool_available(tool: &str) -> bool {

@@ -6,6 +6,10 @@
 //! GDB finds both symbols by name in the executable's symbol table (a stripped binary
 //! hides them). The list is process-wide and guarded by [`LIST`]; an entry stays linked
 //! until its [`Entry`] is dropped.
+//!
+//! The crate's own unit tests link two copies of it (theirs, and the library that
+//! `trace-interp` depends on): there the two symbols keep their mangled names, so that the
+//! copies do not define the same symbol twice. The GDB test (`tests/debuginfo.rs`) links one.
 
 use std::ptr::{addr_of_mut, null_mut};
 use std::sync::Mutex;
@@ -33,7 +37,8 @@ pub struct JitDescriptor {
 }
 
 /// The descriptor GDB reads (by this name); written only while [`LIST`] is held.
-#[no_mangle]
+#[cfg_attr(not(test), no_mangle)]
+#[allow(non_upper_case_globals)]
 pub static mut __jit_debug_descriptor: JitDescriptor = JitDescriptor {
     version: 1,
     action_flag: 0,
@@ -44,7 +49,7 @@ pub static mut __jit_debug_descriptor: JitDescriptor = JitDescriptor {
 /// The function GDB sets its breakpoint in (by this name): called after each change of
 /// [`__jit_debug_descriptor`]. Never inlined, and its body is an opaque empty `asm!` block,
 /// so neither the function nor its calls are optimized away.
-#[no_mangle]
+#[cfg_attr(not(test), no_mangle)]
 #[inline(never)]
 pub extern "C" fn __jit_debug_register_code() {
     // SAFETY: an empty assembly block: it reads and writes nothing.
@@ -143,6 +148,52 @@ mod tests {
             }
         }
         out
+    }
+
+    /// The objects of the list that contain `needle`.
+    fn objects_containing(needle: &[u8]) -> Vec<Vec<u8>> {
+        let _held = LIST.lock().unwrap();
+        let mut out = Vec::new();
+        // SAFETY: `LIST` is held; the list holds live entries, whose objects live at least
+        // as long as they are linked.
+        unsafe {
+            let mut e = (*addr_of_mut!(__jit_debug_descriptor)).first_entry;
+            while !e.is_null() {
+                let obj = std::slice::from_raw_parts((*e).symfile_addr, (*e).symfile_size as usize);
+                if obj.windows(needle.len()).any(|w| w == needle) {
+                    out.push(obj.to_vec());
+                }
+                e = (*e).next_entry;
+            }
+        }
+        out
+    }
+
+    /// A trace compiled with `gdb_jit` has one ELF object in the list, naming its symbol,
+    /// until the compiled trace is dropped; without `gdb_jit`, none.
+    #[test]
+    fn compiled_code_is_listed_until_dropped() {
+        use trace_ir::{Kind, TraceBuilder};
+        let mut b = TraceBuilder::new();
+        let x = b.input(Kind::Int);
+        b.finish_with(&[x]);
+        let mut t = b.finish().unwrap();
+        t.info.name = "gdb unit listed".into();
+        let plain = crate::CompileOptions {
+            log_asm: false,
+            perf_map: false,
+            ..Default::default()
+        };
+        let needle = b"tracejit_gdb_unit_listed_";
+        let c = crate::compile(&t, &plain).unwrap();
+        assert!(objects_containing(needle).is_empty(), "not registered without gdb_jit");
+        drop(c);
+        let c = crate::compile(&t, &crate::CompileOptions { gdb_jit: true, ..plain }).unwrap();
+        let objs = objects_containing(needle);
+        assert_eq!(objs.len(), 1);
+        assert_eq!(&objs[0][..4], b"\x7fELF");
+        drop(c);
+        assert!(objects_containing(needle).is_empty(), "unregistered when freed");
     }
 
     /// Registering links an entry at the head naming the object; dropping unlinks it from
