@@ -6,7 +6,6 @@
 use backend_x86_64::{compile, CompileOptions, CompiledTrace, Exit, SimpleHeap};
 use std::collections::HashMap;
 use std::process::Command;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use trace_ir::{CallDescr, CallEffect, Descr, GuardId, Kind, Opcode, Trace, TraceBuilder};
 
@@ -18,12 +17,16 @@ fn opts() -> CompileOptions {
     }
 }
 
-static CALLS: AtomicU64 = AtomicU64::new(0);
+thread_local! {
+    /// Calls of the two functions below on this thread (compiled code calls them on the
+    /// thread that runs it).
+    static CALLS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
 
 /// The Rust function the compiled code calls (GDB breaks in it by this name).
 #[no_mangle]
 pub extern "sysv64" fn tracejit_callback_target(x: i64) -> i64 {
-    CALLS.fetch_add(1, Ordering::Relaxed);
+    CALLS.set(CALLS.get() + 1);
     x * 2
 }
 
@@ -31,7 +34,7 @@ pub extern "sysv64" fn tracejit_callback_target(x: i64) -> i64 {
 /// through the bridge while they are pushed).
 #[no_mangle]
 pub extern "sysv64" fn tracejit_callback_many(x: i64, a: i64, b: i64, c: i64, d: i64, e: i64, f: i64, g: i64) -> i64 {
-    CALLS.fetch_add(1, Ordering::Relaxed);
+    CALLS.set(CALLS.get() + 1);
     x * 2 + a + b + c + d + e + f + g
 }
 
@@ -98,14 +101,14 @@ fn gdb_registered_code_runs_and_calls_back() {
         ..opts()
     };
     let c = compile_tree("gdb", &o);
-    let before = CALLS.load(Ordering::Relaxed);
+    let before = CALLS.get();
     let f = tracejit_callback_target as *const () as u64;
     let g = tracejit_callback_many as *const () as u64;
     match c.run(&[0, 3, f, g], &mut SimpleHeap::new()).unwrap() {
         Exit::Finish { values } => assert_eq!(values, vec![2 * 1003 + 28]),
         other => panic!("{other:?}"),
     }
-    assert_eq!(CALLS.load(Ordering::Relaxed) - before, 4);
+    assert_eq!(CALLS.get() - before, 4);
 }
 
 /// With `gdb_jit`, the text of the loop and of its bridge is written to
@@ -141,6 +144,41 @@ fn gdb_trace_text_files_live_as_long_as_the_code() {
     assert_eq!(inner[1..inner.len() - 1].join("\n") + "\n", printed);
     drop(c);
     assert!(files("tracejit_textfile_").is_empty(), "removed with the code");
+}
+
+/// Trees compiled, run and dropped on several threads at once with `gdb_jit` all run
+/// correctly and leave no trace text behind (registration and removal are serialized).
+#[test]
+fn gdb_registration_from_several_threads() {
+    let o = CompileOptions {
+        gdb_jit: true,
+        ..opts()
+    };
+    let f = tracejit_callback_target as *const () as u64;
+    let g = tracejit_callback_many as *const () as u64;
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(|| {
+                for _ in 0..25 {
+                    let c = compile_tree("threads", &o);
+                    match c.run(&[0, 1, f, g], &mut SimpleHeap::new()).unwrap() {
+                        Exit::Finish { values } => assert_eq!(values, vec![2 * 1001 + 28]),
+                        other => panic!("{other:?}"),
+                    }
+                }
+            });
+        }
+    });
+    let dir = std::env::temp_dir().join(format!("tracejit-{}", std::process::id()));
+    let left: Vec<String> = std::fs::read_dir(&dir)
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("tracejit_threads_"))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(left.is_empty(), "{left:?}");
 }
 
 /// Whether a test needing `tool` runs: yes when it is installed; when it is missing, a
