@@ -488,7 +488,9 @@ fn perf_map_lists_live_code_without_overlaps() {
             live.push((start, c));
         }
     }
-    let map = std::fs::read_to_string(format!("/tmp/perf-{}.map", std::process::id())).unwrap();
+    let path = format!("/tmp/perf-{}.map", std::process::id());
+    let map = std::fs::read_to_string(&path).unwrap();
+    let _ = std::fs::remove_file(&path);
     let mut entries: Vec<(u64, u64, &str)> = map
         .lines()
         .map(|l| {
