@@ -129,6 +129,9 @@ pub(crate) struct CodeMemory {
     /// Always `Some` but while being dropped.
     pages: Option<Pages>,
     len: usize,
+    /// What the debugger and profilers were told about the code (`debuginfo`); undone
+    /// before the pages go back to the cache.
+    registration: Option<crate::debuginfo::Registration>,
 }
 
 /// The mappings of dropped traces, read+execute, waiting for reuse by [`CodeMemory::new`].
@@ -191,7 +194,13 @@ impl CodeMemory {
         Ok(CodeMemory {
             pages: Some(pages),
             len: code.len(),
+            registration: None,
         })
+    }
+
+    /// Keep `reg` until the code is freed.
+    pub(crate) fn set_registration(&mut self, reg: crate::debuginfo::Registration) {
+        self.registration = Some(reg);
     }
 
     fn pages(&self) -> &Pages {
@@ -234,6 +243,8 @@ impl CodeMemory {
 
 impl Drop for CodeMemory {
     fn drop(&mut self) {
+        // The debugger and profilers forget the code before its memory can be reused.
+        self.registration.take();
         if let (Some(pages), Ok(mut cache)) = (self.pages.take(), CODE_CACHE.lock()) {
             cache.give(pages);
         }

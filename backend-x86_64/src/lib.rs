@@ -130,6 +130,12 @@
 //! which implements [`Runtime`] with the reference interpreter's own code (crate
 //! `trace-interp`, feature `native`).
 //!
+//! # Debugging and profiling
+//! [`CompileOptions::gdb_jit`], [`CompileOptions::jitdump`] and
+//! [`CompileOptions::perf_map`] announce compiled code to GDB (a symbol, the trace's text as
+//! its source, unwind information) and to `perf`, until the code is freed; the `debuginfo`
+//! module implements them and `docs/debugging.md` describes their use.
+//!
 //! # Testing
 //! Every op is compared with `trace_ir::eval::eval_pure` on special and random values;
 //! thousands of random traces (`trace_interp::random`: loops, overflow, floats, allocations,
@@ -161,6 +167,7 @@ mod asm;
 mod checker;
 mod codegen;
 mod codemem;
+mod debuginfo;
 mod exit;
 pub mod pmove;
 mod runtime;
@@ -208,8 +215,17 @@ pub struct CompileOptions {
     /// Print the disassembly with each op's code range to stderr (needs the `disasm`
     /// feature for instructions; without it the bytes are printed). Default off.
     pub log_asm: bool,
-    /// Append an entry for the code to `/tmp/perf-<pid>.map`. Default off.
+    /// List the code in `/tmp/perf-<pid>.map` for `perf report` (entries of freed code
+    /// give way to the code that reuses its memory; see `docs/debugging.md`). Default off.
     pub perf_map: bool,
+    /// Register the code with GDB through its JIT interface: a symbol per trace and bridge,
+    /// a line table into the trace's text and unwind information, removed when the code is
+    /// freed (`docs/debugging.md`). Default false.
+    pub gdb_jit: bool,
+    /// Write a perf jitdump, `jit-<pid>.dump`, into this directory (the first directory
+    /// given in the process is used for all code), for `perf inject --jit`
+    /// (`docs/debugging.md`). Default `None`.
+    pub jitdump: Option<std::path::PathBuf>,
 }
 
 impl Default for CompileOptions {
@@ -220,19 +236,26 @@ impl Default for CompileOptions {
             float_regs: 15,
             log_asm: false,
             perf_map: false,
+            gdb_jit: false,
+            jitdump: None,
         }
     }
 }
 
 impl CompileOptions {
-    /// The defaults, with logging switched on from the environment: `log_asm` when
-    /// `TRACEJIT_LOG` (a comma-separated list) contains `asm`, `perf_map` when
-    /// `TRACEJIT_PERFMAP` is `1`.
+    /// The defaults, with logging and profiler and debugger output switched on from the
+    /// environment: `log_asm` when `TRACEJIT_LOG` (a comma-separated list) contains `asm`,
+    /// `perf_map` when `TRACEJIT_PERFMAP` is `1`, `gdb_jit` when `TRACEJIT_GDB` is `1`, and
+    /// `jitdump` when `TRACEJIT_JITDUMP` names a directory.
     pub fn from_env() -> Self {
         let log = std::env::var("TRACEJIT_LOG").unwrap_or_default();
         CompileOptions {
             log_asm: log.split(',').any(|w| w.trim() == "asm"),
             perf_map: std::env::var("TRACEJIT_PERFMAP").is_ok_and(|v| v == "1"),
+            gdb_jit: std::env::var("TRACEJIT_GDB").is_ok_and(|v| v == "1"),
+            jitdump: std::env::var_os("TRACEJIT_JITDUMP")
+                .filter(|d| !d.is_empty())
+                .map(std::path::PathBuf::from),
             ..CompileOptions::default()
         }
     }
@@ -445,7 +468,19 @@ fn finish_compile(
     opts: &CompileOptions,
     mut g: codegen::Generated,
 ) -> Result<CompiledTrace, CompileError> {
-    let code = CodeMemory::new(&g.code).map_err(|e| CompileError::Memory(e.to_string()))?;
+    let mut code = CodeMemory::new(&g.code).map_err(|e| CompileError::Memory(e.to_string()))?;
+    if debuginfo::wanted(opts) {
+        code.set_registration(debuginfo::register(
+            opts,
+            &debuginfo::Piece {
+                trace,
+                code: code.bytes(),
+                ranges: &g.ranges,
+                unwind: &g.unwind,
+                bridge_of: None,
+            },
+        ));
+    }
     let tree = tree::Tree::new(trace, &mut g, code.as_ptr() as u64);
     let mut exit_kinds = exit::ExitKinds::default();
     exit_kinds.extend(trace, &g.exits);
@@ -466,9 +501,6 @@ fn finish_compile(
     };
     if opts.log_asm {
         eprint!("{}", ct.disassembly(trace));
-    }
-    if opts.perf_map {
-        ct.write_perf_map(&trace.info.name);
     }
     Ok(ct)
 }
@@ -655,21 +687,6 @@ impl CompiledTrace {
         let _ = writeln!(out, "; exit stubs and epilogue");
         emit(&mut out, last, self.code.len());
         out
-    }
-
-    fn write_perf_map(&self, name: &str) {
-        write_perf_map(&self.code, name);
-    }
-}
-
-/// Append an entry for `code` named `name` to `/tmp/perf-<pid>.map`.
-fn write_perf_map(code: &CodeMemory, name: &str) {
-    use std::io::Write;
-    let path = format!("/tmp/perf-{}.map", std::process::id());
-    let base = code.as_ptr() as u64;
-    let name = if name.is_empty() { "trace" } else { name };
-    if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
-        let _ = writeln!(f, "{base:x} {:x} tracejit:{}", code.len(), name.replace('\n', " "));
     }
 }
 

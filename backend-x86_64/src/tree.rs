@@ -267,19 +267,28 @@ impl Compiler {
         trace_ir::verify(bridge).map_err(|e| CompileError::BadTrace(e.to_string()))?;
         let env = tree.bridge_env(guard, bridge, opts)?;
         let rooms = std::mem::take(&mut self.rooms);
-        let (g, rooms) = codegen::Gen::new(bridge, opts, rooms, Some(env))
+        let (mut g, rooms) = codegen::Gen::new(bridge, opts, rooms, Some(env))
             .and_then(codegen::Gen::generate)
             .map_err(|e| *e)?;
         self.rooms = rooms;
         let len = g.code.len();
+        let (ranges, unwind) = (std::mem::take(&mut g.ranges), std::mem::take(&mut g.unwind));
         tree.add_bridge(guard, bridge, g)?;
-        let code = &tree.tree.bridges.last().expect("just added").code;
+        let code = &mut tree.tree.bridges.last_mut().expect("just added").code;
         if opts.log_asm {
             eprintln!("; bridge out of {guard} at {:#x}, {len} bytes", code.as_ptr() as u64);
             eprint!("{}", crate::disasm(code.bytes(), code.as_ptr() as u64));
         }
-        if opts.perf_map {
-            crate::write_perf_map(code, &format!("bridge out of {guard}"));
+        if crate::debuginfo::wanted(opts) {
+            let piece = crate::debuginfo::Piece {
+                trace: bridge,
+                code: code.bytes(),
+                ranges: &ranges,
+                unwind: &unwind,
+                bridge_of: Some(guard),
+            };
+            let reg = crate::debuginfo::register(opts, &piece);
+            code.set_registration(reg);
         }
         Ok(())
     }

@@ -3,6 +3,7 @@
 //! moves, register moves, constant loads, `rel32` jumps, NOP padding), each checked against
 //! the bytes dynasm assembles for it in the tests below.
 
+use super::frame::Unwind;
 use super::regs::Reg;
 use super::{internal, R};
 use crate::asm::CodeBuf;
@@ -27,6 +28,14 @@ pub(super) struct Emitter {
     pub(super) asm: CodeBuf,
     /// The events for the checker (interior mutability: reads are recorded by queries).
     events: RefCell<Vec<Event>>,
+    /// How to unwind the code: a step at each code offset where the rule changes (recorded
+    /// when `unwind_on`: only debug information uses them).
+    unwind: Vec<(u32, Unwind)>,
+    /// Whether to record [`Emitter::unwind`].
+    unwind_on: bool,
+    /// The CFA's distance from `rsp` at the end of the code emitted so far (8 at a
+    /// function's entry: the return address).
+    cfa: u32,
 }
 
 /// An operand of an integer ALU instruction.
@@ -136,12 +145,39 @@ impl Emitter {
         Emitter {
             asm,
             events: RefCell::new(events),
+            unwind: Vec::new(),
+            unwind_on: false,
+            cfa: 8,
         }
     }
 
-    /// The code buffer and the events recorded.
-    pub(super) fn finish(self) -> (CodeBuf, Vec<Event>) {
-        (self.asm, self.events.into_inner())
+    /// This emitter, recording unwind steps when `on`.
+    pub(super) fn with_unwind(mut self, on: bool) -> Emitter {
+        self.unwind_on = on;
+        self
+    }
+
+    /// The code buffer, the events recorded and the unwind steps.
+    pub(super) fn finish(self) -> (CodeBuf, Vec<Event>, Vec<(u32, Unwind)>) {
+        (self.asm, self.events.into_inner(), self.unwind)
+    }
+
+    /// The instruction just emitted moved `rsp` down by `bytes` (up when negative).
+    pub(super) fn sp_moved(&mut self, bytes: i32) {
+        self.set_cfa(self.cfa.wrapping_add_signed(bytes));
+    }
+
+    /// From the end of the code emitted so far, the CFA is `rsp + cfa`.
+    pub(super) fn set_cfa(&mut self, cfa: u32) {
+        self.cfa = cfa;
+        self.unwind_step(Unwind::Cfa(cfa));
+    }
+
+    /// Record `step` at the end of the code emitted so far.
+    pub(super) fn unwind_step(&mut self, step: Unwind) {
+        if self.unwind_on {
+            self.unwind.push((self.asm.offset().0 as u32, step));
+        }
     }
 
     /// Drop the events recorded so far (a bridge's entry: the checker starts after it).
@@ -465,7 +501,10 @@ impl Emitter {
         match src {
             Loc::Reg(r) if Reg::new(r).is_xmm() => {
                 let r = Reg::new(r);
-                dynasm!(self.asm ; .arch x64 ; sub rsp, 8 ; movsd QWORD [rsp], Rx(r.xmm()))
+                dynasm!(self.asm ; .arch x64 ; sub rsp, 8);
+                self.sp_moved(8);
+                dynasm!(self.asm ; .arch x64 ; movsd QWORD [rsp], Rx(r.xmm()));
+                return;
             }
             Loc::Reg(r) => dynasm!(self.asm ; .arch x64 ; push Rq(r)),
             Loc::Mem(m) => dynasm!(self.asm ; .arch x64 ; push QWORD [rbp + m]),
@@ -479,6 +518,7 @@ impl Emitter {
                 dynasm!(self.asm ; .arch x64 ; push r11)
             }
         }
+        self.sp_moved(8);
     }
 }
 

@@ -21,6 +21,14 @@
 //! The compiled function (`extern "sysv64" fn(frame: *mut u64) -> u64`, the exit code)
 //! saves `rbp` and the callee-saved registers the allocator uses, keeps `rsp` 16-byte
 //! aligned for calls, and returns the exit code in `eax` through one epilogue.
+//!
+//! `rbp` is the frame pointer of the trace's frame, not of the machine stack, so a
+//! debugger needs call frame information to unwind through compiled code: when asked
+//! (`CompileOptions::gdb_jit`), the emitter records an [`Unwind`] step after each
+//! instruction that moves `rsp` or saves a register
+//! (the prologue's pushes, the pushes of stack arguments around a call, the epilogue's
+//! pops), and `debuginfo` turns them into DWARF CFI. In the body, between calls, the
+//! caller's stack pointer (the CFA) is `rsp + BODY_CFA`.
 
 use super::emit::Emitter;
 use dynasmrt::{dynasm, DynasmApi};
@@ -81,24 +89,77 @@ impl FrameLayout {
     }
 }
 
+/// A change of how to unwind compiled code, from the end of the instruction it follows.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Unwind {
+    /// The caller's stack pointer (the CFA) is `rsp + n`.
+    Cfa(u32),
+    /// The caller's value of the register with this DWARF number is saved at `CFA - n`.
+    Saved(u16, u32),
+}
+
+/// The CFA's distance from `rsp` in the body: the return address, six saved registers and
+/// the alignment word.
+pub(crate) const BODY_CFA: u32 = 64;
+
+/// The registers the prologue saves, in push order, with their DWARF numbers (x86-64
+/// psABI: rbx 3, rbp 6, r12..r15 12..15).
+const SAVED: [(u16, u32); 6] = [(6, 16), (3, 24), (12, 32), (13, 40), (14, 48), (15, 56)];
+
 impl Emitter {
     /// Save the callee-saved registers, align the stack, frame base in `rbp` (from `rdi`).
     pub(super) fn prologue(&mut self) {
-        dynasm!(self.asm
-            ; .arch x64
-            ; push rbp ; push rbx ; push r12 ; push r13 ; push r14 ; push r15
-            ; sub rsp, 8
-            ; mov rbp, rdi
-        );
+        dynasm!(self.asm ; .arch x64 ; push rbp);
+        self.saved(0);
+        dynasm!(self.asm ; .arch x64 ; push rbx);
+        self.saved(1);
+        dynasm!(self.asm ; .arch x64 ; push r12);
+        self.saved(2);
+        dynasm!(self.asm ; .arch x64 ; push r13);
+        self.saved(3);
+        dynasm!(self.asm ; .arch x64 ; push r14);
+        self.saved(4);
+        dynasm!(self.asm ; .arch x64 ; push r15);
+        self.saved(5);
+        dynasm!(self.asm ; .arch x64 ; sub rsp, 8);
+        self.sp_moved(8);
+        dynasm!(self.asm ; .arch x64 ; mov rbp, rdi);
     }
 
-    /// Undo the prologue and return (the exit code is in `eax`).
+    /// The unwind state of code entered with the prologue already run (a bridge): the body's
+    /// CFA and every saved register.
+    pub(super) fn body_unwind_state(&mut self) {
+        self.set_cfa(BODY_CFA);
+        for (reg, at) in SAVED {
+            self.unwind_step(Unwind::Saved(reg, at));
+        }
+    }
+
+    /// After the prologue's push number `k`: the CFA moved and register `k` is saved.
+    fn saved(&mut self, k: usize) {
+        self.sp_moved(8);
+        let (reg, at) = SAVED[k];
+        self.unwind_step(Unwind::Saved(reg, at));
+    }
+
+    /// Undo the prologue and return (the exit code is in `eax`). The code after the `ret`
+    /// (exit stubs) runs in the body's frame again.
     pub(super) fn epilogue(&mut self) {
-        dynasm!(self.asm
-            ; .arch x64
-            ; add rsp, 8
-            ; pop r15 ; pop r14 ; pop r13 ; pop r12 ; pop rbx ; pop rbp
-            ; ret
-        );
+        dynasm!(self.asm ; .arch x64 ; add rsp, 8);
+        self.sp_moved(-8);
+        dynasm!(self.asm ; .arch x64 ; pop r15);
+        self.sp_moved(-8);
+        dynasm!(self.asm ; .arch x64 ; pop r14);
+        self.sp_moved(-8);
+        dynasm!(self.asm ; .arch x64 ; pop r13);
+        self.sp_moved(-8);
+        dynasm!(self.asm ; .arch x64 ; pop r12);
+        self.sp_moved(-8);
+        dynasm!(self.asm ; .arch x64 ; pop rbx);
+        self.sp_moved(-8);
+        dynasm!(self.asm ; .arch x64 ; pop rbp);
+        self.sp_moved(-8);
+        dynasm!(self.asm ; .arch x64 ; ret);
+        self.set_cfa(BODY_CFA);
     }
 }

@@ -51,7 +51,7 @@ use regalloc::Allocator;
 use select::{hooks, Calls, HeapFacts};
 
 pub(crate) use exits::{GuardTail, TAIL_PAD};
-pub(crate) use frame::FRAME_HEADER;
+pub(crate) use frame::{Unwind, FRAME_HEADER};
 pub(crate) use loops::{LabelExport, TreeLabel};
 
 use crate::asm::CodeBuf;
@@ -93,6 +93,9 @@ pub(crate) struct Generated {
     pub labels: Vec<LabelExport>,
     /// The exit words of the guards (see `GuardTail::words`): kind, known non-null.
     pub word_facts: Vec<(trace_ir::Kind, bool)>,
+    /// How to unwind the code (see `frame`): the steps, by code offset (empty unless
+    /// `CompileOptions::gdb_jit`).
+    pub unwind: Vec<(u32, Unwind)>,
 }
 
 /// How a bridge joins the tree it is compiled into.
@@ -205,7 +208,7 @@ impl<'t> Gen<'t> {
         Ok(Gen {
             t,
             pos: 0,
-            em: Emitter::new(asm, std::mem::take(&mut sc.events)),
+            em: Emitter::new(asm, std::mem::take(&mut sc.events)).with_unwind(opts.gdb_jit),
             r: sc,
             frame,
             epilogue,
@@ -226,6 +229,7 @@ impl<'t> Gen<'t> {
             self.em.prologue();
             return;
         };
+        self.em.body_unwind_state();
         let moves: Vec<(Loc, Loc)> = env
             .entry
             .iter()
@@ -298,7 +302,7 @@ impl<'t> Gen<'t> {
             crate::checker::check(&self.em.events(), &inputs)
                 .map_err(|e| internal(format!("register allocation checker: {e}")))?;
         }
-        let (asm, events) = self.em.finish();
+        let (asm, events, unwind) = self.em.finish();
         let mut code = asm.finalize().map_err(|e| internal(format!("assembler: {e}")))?;
         self.r.exits.patch_stub_jumps(&mut code)?;
         let (exits, exit_slots) = self.r.exits.take_output();
@@ -318,6 +322,7 @@ impl<'t> Gen<'t> {
             tails: std::mem::take(&mut self.r.exits.tails),
             word_facts: std::mem::take(&mut self.r.exits.word_facts),
             labels: std::mem::take(&mut self.loops.exported),
+            unwind,
         };
         Ok((generated, self.r))
     }

@@ -129,7 +129,7 @@ fn perf_map_gets_an_entry() {
     let start = c.code().as_ptr() as u64;
     assert!(
         map.lines()
-            .any(|l| l.starts_with(&format!("{start:x} ")) && l.ends_with("tracejit:perf map test trace")),
+            .any(|l| l.starts_with(&format!("{start:x} {:x} tracejit_perf_map_test_trace_", c.code_size()))),
         "{map}"
     );
     let listing = c.disassembly(&t);

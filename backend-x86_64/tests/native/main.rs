@@ -32,6 +32,8 @@ fn opts() -> CompileOptions {
         float_regs: 15,
         log_asm: false,
         perf_map: false,
+        gdb_jit: false,
+        jitdump: None,
     }
 }
 fn tight() -> CompileOptions {
@@ -41,6 +43,8 @@ fn tight() -> CompileOptions {
         float_regs: 2,
         log_asm: false,
         perf_map: false,
+        gdb_jit: false,
+        jitdump: None,
     }
 }
 

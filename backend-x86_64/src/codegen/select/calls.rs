@@ -193,6 +193,7 @@ impl Gen<'_> {
         let stack_bytes = 8 * (stack.len() + stack.len() % 2) as i32;
         if stack.len() % 2 == 1 {
             dynasm!(self.em.asm ; .arch x64 ; sub rsp, 8);
+            self.em.sp_moved(8);
         }
         for &src in stack.iter().rev() {
             self.em.push_arg(src);
@@ -208,6 +209,7 @@ impl Gen<'_> {
             // The caller pops the stack arguments (`lea` keeps the flags, though nothing
             // reads them after a call).
             dynasm!(self.em.asm ; .arch x64 ; lea rsp, [rsp + stack_bytes]);
+            self.em.sp_moved(-stack_bytes);
         }
         if let Some(skip) = skip {
             if result == Kind::Void {
