@@ -12,7 +12,10 @@ mod cmd_run;
 mod cmd_run_tree;
 mod cmd_synth;
 mod cmd_text;
+mod cmd_view;
 mod common;
+mod opcount;
+mod view;
 
 use std::process::ExitCode;
 
@@ -55,6 +58,11 @@ commands:
   synth-rules [--json] [--op NAME]
                                   synthesize simple rules with Z3; mark each
                                   covered or MISSING in the optimizer
+  view FILE -o REPORT.html [--no-asm]
+                                  write a self-contained HTML page: each trace's
+                                  recorded ops beside the optimized ones, what removed
+                                  or rewrote each op, the code of each op, PyPy's
+                                  counts beside ours by category
 ";
 
 fn main() -> ExitCode {
@@ -75,6 +83,7 @@ fn main() -> ExitCode {
         "eval-pypy" => cmd_eval_pypy::eval_pypy(rest),
         "fuzz" => cmd_fuzz::fuzz(rest),
         "synth-rules" => cmd_synth::synth_rules(rest),
+        "view" => cmd_view::view(rest),
         "-h" | "--help" | "help" => {
             print!("{USAGE}");
             Ok(())
