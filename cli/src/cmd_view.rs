@@ -1,5 +1,6 @@
-//! `tracejit view FILE -o REPORT.html [--no-asm]`: write the trace viewer's self-contained
-//! HTML page for every trace of a file (our text format or a PyPy log); see [`crate::view`].
+//! `tracejit view FILE -o REPORT.html [--no-asm] [--runs N [--seed S]]`: write the trace
+//! viewer's self-contained HTML page for every trace of a file (our text format or a PyPy
+//! log); see [`crate::view`].
 
 use crate::common::{CliError, CliResult};
 use crate::view::{render, ViewOptions};
@@ -9,12 +10,17 @@ use crate::view::{render, ViewOptions};
 struct ViewArgs {
     file: String,
     out: String,
-    asm: bool,
+    opts: ViewOptions,
 }
 
-/// `FILE -o OUT` (or `--output OUT`) and `--no-asm`, in any order.
+/// `FILE -o OUT` (or `--output OUT`), `--no-asm`, `--runs N`, `--seed S`, in any order.
 fn parse_args(args: &[String]) -> Result<ViewArgs, CliError> {
-    let (mut file, mut out, mut asm) = (None, None, true);
+    let (mut file, mut out, mut opts) = (None, None, ViewOptions::default());
+    let number = |flag: &str, v: Option<&String>| -> Result<u64, CliError> {
+        let v = v.ok_or_else(|| CliError::Usage(format!("{flag} needs a number")))?;
+        v.parse()
+            .map_err(|_| CliError::Usage(format!("{flag} needs a number, got `{v}`")))
+    };
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -24,7 +30,9 @@ fn parse_args(args: &[String]) -> Result<ViewArgs, CliError> {
                     .ok_or_else(|| CliError::Usage(format!("{a} needs a file name")))?;
                 out = Some(v.clone());
             }
-            "--no-asm" => asm = false,
+            "--no-asm" => opts.asm = false,
+            "--runs" => opts.runs = number(a, it.next())? as usize,
+            "--seed" => opts.seed = number(a, it.next())?,
             s if s.starts_with('-') && s != "-" => return Err(CliError::Usage(format!("unknown option {s}"))),
             s if file.is_none() => file = Some(s.to_string()),
             _ => return Err(CliError::Usage("expected exactly one FILE".into())),
@@ -33,16 +41,16 @@ fn parse_args(args: &[String]) -> Result<ViewArgs, CliError> {
     Ok(ViewArgs {
         file: file.ok_or_else(|| CliError::Usage("missing FILE".into()))?,
         out: out.ok_or_else(|| CliError::Usage("missing -o REPORT.html".into()))?,
-        asm,
+        opts,
     })
 }
 
-/// `tracejit view FILE -o REPORT.html [--no-asm]`.
+/// `tracejit view FILE -o REPORT.html [--no-asm] [--runs N [--seed S]]`.
 pub fn view(args: &[String]) -> CliResult {
     let a = parse_args(args)?;
     let traces = crate::common::load_traces(&a.file)?;
     let title = a.file.rsplit('/').next().unwrap_or(&a.file);
-    let html = render(title, &traces, &ViewOptions { asm: a.asm });
+    let html = render(title, &traces, &a.opts);
     std::fs::write(&a.out, html).map_err(|e| CliError::Failed(format!("{}: {e}", a.out)))?;
     println!("{}: {} trace(s) -> {}", a.file, traces.len(), a.out);
     Ok(())
@@ -57,15 +65,20 @@ mod tests {
     }
 
     #[test]
-    fn file_and_output_in_any_order() {
+    fn file_and_options_in_any_order() {
         let want = ViewArgs {
             file: "a.trace".into(),
             out: "r.html".into(),
-            asm: true,
+            opts: ViewOptions::default(),
         };
         assert_eq!(parse_args(&args(&["a.trace", "-o", "r.html"])).unwrap(), want);
         assert_eq!(parse_args(&args(&["--output", "r.html", "a.trace"])).unwrap(), want);
-        assert!(!parse_args(&args(&["a.trace", "-o", "r.html", "--no-asm"])).unwrap().asm);
+        let o = parse_args(&args(&[
+            "--runs", "5", "a.trace", "-o", "r.html", "--no-asm", "--seed", "9",
+        ]))
+        .unwrap()
+        .opts;
+        assert_eq!((o.asm, o.runs, o.seed), (false, 5, 9));
     }
 
     #[test]
@@ -76,6 +89,8 @@ mod tests {
             &["a", "b", "-o", "r"],
             &["a", "-o"],
             &["a", "--x"],
+            &["a", "-o", "r", "--runs", "many"],
+            &["a", "-o", "r", "--seed"],
         ] {
             assert!(matches!(parse_args(&args(bad)), Err(CliError::Usage(_))), "{bad:?}");
         }

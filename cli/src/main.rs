@@ -58,11 +58,12 @@ commands:
   synth-rules [--json] [--op NAME]
                                   synthesize simple rules with Z3; mark each
                                   covered or MISSING in the optimizer
-  view FILE -o REPORT.html [--no-asm]
+  view FILE -o REPORT.html [--no-asm] [--runs N [--seed S]]
                                   write a self-contained HTML page: each trace's
                                   recorded ops beside the optimized ones, what removed
                                   or rewrote each op, the code of each op, PyPy's
-                                  counts beside ours by category
+                                  counts beside ours by category (--runs: the exits of
+                                  N interpreter runs on guided random inputs)
 ";
 
 fn main() -> ExitCode {

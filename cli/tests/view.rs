@@ -51,10 +51,26 @@ fn temp_dir(test: &str) -> PathBuf {
     d
 }
 
-/// `tracejit view FILE -o OUT`, expecting success.
-fn view(file: &Path, out: &Path) {
+/// A loop whose guard fails when `i0 >= i1`, and a bridge out of that guard.
+const TREE: &str = "# loop
+[i0, i1]
+label(i0, i1, descr=TargetToken(1))
+i2 = int_lt(i0, i1)
+guard_true(i2, descr=<Guard0>) [i0, i1]
+i3 = int_add(i0, 1)
+jump(i3, i1, descr=TargetToken(1))
+
+# bridge out of Guard0
+[i0, i1]
+i2 = int_sub(i0, i1)
+finish(i2)
+";
+
+/// `tracejit view FILE -o OUT [extra...]`, expecting success.
+fn view_with(file: &Path, out: &Path, extra: &[&str]) {
     let o = Command::new(BIN)
         .args(["view", file.to_str().unwrap(), "-o", out.to_str().unwrap()])
+        .args(extra)
         .output()
         .expect("run tracejit");
     assert!(
@@ -63,6 +79,11 @@ fn view(file: &Path, out: &Path) {
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr)
     );
+}
+
+/// `tracejit view FILE -o OUT`, expecting success.
+fn view(file: &Path, out: &Path) {
+    view_with(file, out, &[]);
 }
 
 /// The DOM of `page` (with `fragment` after `#`, if not empty) after its script ran, as
@@ -211,5 +232,30 @@ fn pypy_log_report_has_every_noopt_trace_and_the_charts() {
     ] {
         assert!(dom.contains(needle), "{needle} missing");
     }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn tree_report_links_bridges_and_counts_guard_exits() {
+    let Some(chromium) = chromium("tree_report_links_bridges_and_counts_guard_exits") else {
+        return;
+    };
+    let d = temp_dir("tree");
+    let (src, page) = (d.join("tree.txt"), d.join("tree.html"));
+    std::fs::write(&src, TREE).unwrap();
+    view_with(&src, &page, &["--runs", "8", "--seed", "3", "--no-asm"]);
+    // the recorded guard (op 6) with its bridge highlights the optimized guard
+    let dom = dump_dom(&chromium, &d, &page, "t0-i6");
+    assert!(dom.contains("<body data-view-ready=\""), "script marker missing");
+    let row_end = dom
+        .find("id=\"t0-i6\"")
+        .map(|at| at + dom[at..].find("</tr>").unwrap())
+        .unwrap();
+    let row = &dom[dom[..row_end].rfind("<tr").unwrap()..row_end];
+    assert!(row.contains("<a class=\"bridge\" href=\"#t1\">bridge</a>"), "{row}");
+    assert!(row.contains("sample runs that failed this guard"), "{row}");
+    assert!(tag_of(&dom, "t0-o6").contains(" hl\""), "{}", tag_of(&dom, "t0-o6"));
+    assert!(dom.contains("exits of 8 runs in the reference interpreter"));
+    assert!(dom.contains("bridge out of Guard0 of <a href=\"#t0\">loop</a>"));
     let _ = std::fs::remove_dir_all(&d);
 }

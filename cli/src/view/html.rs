@@ -7,7 +7,7 @@ use crate::opcount::Counts;
 use optimizer::{Fate, Optimized, Reason};
 use std::fmt::Write;
 use trace_ir::text::const_to_string;
-use trace_ir::{print_trace, Trace, ValueData};
+use trace_ir::{print_trace, GuardId, Trace, ValueData};
 
 const STYLE: &str = include_str!("page.css");
 const SCRIPT: &str = include_str!("page.js");
@@ -93,8 +93,9 @@ fn summary(s: &mut String, views: &[TraceView]) {
     };
     let _ = write!(
         s,
-        "<p class=\"totals\">{} traces: {} recorded ops, {} optimized{pypy_txt}</p>",
+        "<p class=\"totals\">{} trace{}: {} recorded ops, {} optimized{pypy_txt}</p>",
         views.len(),
+        if views.len() == 1 { "" } else { "s" },
         input.total,
         ours.total
     );
@@ -151,6 +152,15 @@ fn trace_section(s: &mut String, v: &TraceView) {
             Counts::per_iteration(pt).total
         );
     }
+    runs_line(s, v);
+    if let Some((j, parent)) = &v.parent {
+        let _ = write!(
+            s,
+            "<p class=\"bridge-of\">{} of <a href=\"#t{j}\">{}</a></p>",
+            esc(v.input.info.header.as_deref().unwrap_or_default()),
+            esc(parent)
+        );
+    }
     s.push_str("</div>");
     if let (Some(o), Some(p)) = (o, p) {
         s.push_str(&chart::bars(&format!("chart-t{k}"), [Some(&i), Some(&o), Some(&p)]));
@@ -173,6 +183,36 @@ fn trace_section(s: &mut String, v: &TraceView) {
         );
     }
     s.push_str("</div></details></section>\n");
+}
+
+/// The exits of the sample runs (`--runs`).
+fn runs_line(s: &mut String, v: &TraceView) {
+    let Some((rec, opt)) = &v.runs else { return };
+    let n: usize = rec.guards.values().sum::<usize>() + rec.other.values().sum::<usize>();
+    let _ = write!(
+        s,
+        "<p class=\"runs\">exits of {n} runs in the reference interpreter (guided random inputs): \
+         recorded: {}; optimized: {}</p>",
+        esc(&rec.summary()),
+        esc(&opt.as_ref().map_or("not optimized".to_string(), |t| t.summary()))
+    );
+}
+
+/// What a guard row shows besides its fate: how many sample runs failed it, and a link to
+/// the bridge out of it.
+fn guard_extra(v: &TraceView, g: GuardId, optimized: bool) -> String {
+    let mut h = String::new();
+    if let Some(n) = v.failures(g, optimized) {
+        let _ = write!(
+            h,
+            " <span class=\"fails{}\" title=\"sample runs that failed this guard\">failed {n}</span>",
+            if n > 0 { " hot" } else { "" }
+        );
+    }
+    for &(_, k) in v.bridges.iter().filter(|(b, _)| *b == g) {
+        let _ = write!(h, " <a class=\"bridge\" href=\"#t{k}\">bridge</a>");
+    }
+    h
 }
 
 /// Removals by reason and rule firings of one trace.
@@ -215,14 +255,13 @@ fn input_table(s: &mut String, v: &TraceView) {
             Some(Fate::Unaccounted) | None => "unknown".to_string(),
         };
         let to: Vec<String> = v.outputs_of(i).iter().map(|o| format!("t{k}-o{o}")).collect();
-        let guard = v.input.ops[i]
-            .guard
-            .map(|g| format!(" data-guard=\"{}\"", v.input.guard(g).id))
-            .unwrap_or_default();
+        let gid = v.input.ops[i].guard.map(|g| v.input.guard(g).id);
+        let guard = gid.map(|g| format!(" data-guard=\"{g}\"")).unwrap_or_default();
+        let extra = gid.map(|g| guard_extra(v, g, false)).unwrap_or_default();
         let _ = write!(
             s,
             "<tr id=\"t{k}-i{i}\" class=\"op in {class}\" data-to=\"{}\"{guard}><td class=\"n\">{i}</td>\
-             <td class=\"txt\"><code>{}</code></td><td class=\"fate\">{}</td></tr>",
+             <td class=\"txt\"><code>{}</code></td><td class=\"fate\">{}{extra}</td></tr>",
             to.join(" "),
             esc(line),
             fate.map_or("—".to_string(), |f| fate_html(f, opt.map(|o| &o.trace)))
@@ -285,10 +324,14 @@ fn output_table(s: &mut String, v: &TraceView, opt: &Optimized) {
         let Some(line) = line else { continue };
         let ids: Vec<String> = from[o].iter().map(|i| format!("t{k}-i{i}")).collect();
         let nums: Vec<String> = from[o].iter().map(|i| format!("#{i}")).collect();
+        let extra = opt.trace.ops[o]
+            .guard
+            .map(|g| guard_extra(v, opt.trace.guard(g).id, true))
+            .unwrap_or_default();
         let _ = write!(
             s,
             "<tr id=\"t{k}-o{o}\" class=\"op out\" data-from=\"{}\"><td class=\"n\">{o}</td>\
-             <td class=\"txt\"><code>{}</code></td><td class=\"from\">{}</td>",
+             <td class=\"txt\"><code>{}</code></td><td class=\"from\">{}{extra}</td>",
             ids.join(" "),
             esc(line),
             nums.join(" ")

@@ -1,10 +1,11 @@
 //! What the viewer shows of one trace: its ops as printed, the optimizer's per-op
 //! explanation, the machine code of each optimized op, and PyPy's optimized version.
 
+use super::runs::{tally, Tally};
 use crate::opcount::Counts;
 use backend_x86_64::{compile, CompileOptions, MemoryAccess};
 use optimizer::{Fate, Optimized, Options};
-use trace_ir::{print_trace, Trace};
+use trace_ir::{print_trace, GuardId, Trace};
 
 /// One trace of the file, analysed.
 pub struct TraceView<'a> {
@@ -18,6 +19,12 @@ pub struct TraceView<'a> {
     pub code: Code,
     /// PyPy's optimized version of the same trace (PyPy logs with noopt sections).
     pub pypy: Option<&'a Trace>,
+    /// Exits on sample runs of the recorded and the optimized trace (`--runs`).
+    pub runs: Option<(Tally, Option<Tally>)>,
+    /// The bridges out of this trace's guards: guard id and the bridge's view index.
+    pub bridges: Vec<(GuardId, usize)>,
+    /// The trace this one is a bridge out of: its view index and name.
+    pub parent: Option<(usize, String)>,
 }
 
 /// The machine code of the optimized trace.
@@ -41,8 +48,15 @@ pub enum Code {
 }
 
 impl<'a> TraceView<'a> {
-    /// Optimize `input` with the explanation on and, with `asm`, compile the result.
-    pub fn new(index: usize, input: &'a Trace, pypy: Option<&'a Trace>, asm: bool) -> TraceView<'a> {
+    /// Optimize `input` with the explanation on and, with `asm`, compile the result; with
+    /// `runs > 0`, run both versions that often (inputs drawn from `seed`).
+    pub fn new(
+        index: usize,
+        input: &'a Trace,
+        pypy: Option<&'a Trace>,
+        asm: bool,
+        (runs, seed): (usize, u64),
+    ) -> TraceView<'a> {
         let opts = Options {
             explain: true,
             ..Options::default()
@@ -52,12 +66,19 @@ impl<'a> TraceView<'a> {
             (Ok(o), true) => compiled(&o.trace),
             _ => Code::None,
         };
+        let runs = (runs > 0).then(|| {
+            let out = optimized.as_ref().ok().map(|o| &o.trace);
+            tally(input, out, runs, seed ^ index as u64)
+        });
         TraceView {
             index,
             input,
             optimized,
             code,
             pypy,
+            runs,
+            bridges: Vec::new(),
+            parent: None,
         }
     }
 
@@ -74,6 +95,14 @@ impl<'a> TraceView<'a> {
     pub fn counts(&self) -> (Counts, Option<Counts>, Option<Counts>) {
         let ours = self.optimized.as_ref().ok().map(|o| Counts::of(&o.trace, 0));
         (Counts::of(self.input, 0), ours, self.pypy.map(|p| Counts::of(p, 0)))
+    }
+
+    /// How many sample runs failed guard `g` of the recorded (`optimized` false) or the
+    /// optimized trace.
+    pub fn failures(&self, g: GuardId, optimized: bool) -> Option<usize> {
+        let (rec, opt) = self.runs.as_ref()?;
+        let t = if optimized { opt.as_ref()? } else { rec };
+        Some(t.guards.get(&g).copied().unwrap_or(0))
     }
 
     /// Per op of the input: the output ops whose origin it is (where its click leads).

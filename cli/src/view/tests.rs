@@ -43,9 +43,41 @@ finish(p4)
 [1d] jit-log-opt-loop}
 ";
 
-fn page(text: &str, asm: bool) -> String {
+/// A loop and a bridge out of its guard.
+const TREE: &str = "# loop
+[i0, i1]
+label(i0, i1, descr=TargetToken(1))
+i2 = int_lt(i0, i1)
+guard_true(i2, descr=<Guard0>) [i0, i1]
+i3 = int_add(i0, 1)
+jump(i3, i1, descr=TargetToken(1))
+
+# bridge out of Guard0
+[i0, i1]
+i2 = int_sub(i0, i1)
+finish(i2)
+";
+
+/// A guard that fails on every input (`x < x` is false), before and after optimization.
+const ALWAYS_FAILS: &str = "[i0]
+i1 = int_lt(i0, i0)
+guard_true(i1, descr=<Guard3>) [i0]
+finish(i0)
+";
+
+fn page_with(text: &str, opts: &ViewOptions) -> String {
     let traces = trace_ir::parse_file(text).unwrap_or_else(|e| panic!("fixture does not parse: {e}"));
-    render("fixture <file>", &traces, &ViewOptions { asm })
+    render("fixture <file>", &traces, opts)
+}
+
+fn page(text: &str, asm: bool) -> String {
+    page_with(
+        text,
+        &ViewOptions {
+            asm,
+            ..ViewOptions::default()
+        },
+    )
 }
 
 #[test]
@@ -128,4 +160,35 @@ fn page_fetches_nothing() {
     }
     assert_eq!(html.matches("<script>").count(), 1);
     assert_eq!(html.matches("</script>").count(), 1);
+}
+
+#[test]
+fn bridges_link_to_their_guard_and_back() {
+    let html = page(TREE, false);
+    // the guard row of the loop, recorded and optimized, links to the bridge
+    assert_eq!(
+        html.matches("<a class=\"bridge\" href=\"#t1\">bridge</a>").count(),
+        2,
+        "{html}"
+    );
+    assert!(html.contains("<p class=\"bridge-of\">bridge out of Guard0 of <a href=\"#t0\">loop</a></p>"));
+}
+
+#[test]
+fn runs_count_the_exits_of_both_versions() {
+    let opts = ViewOptions {
+        asm: false,
+        runs: 4,
+        seed: 1,
+    };
+    let html = page_with(ALWAYS_FAILS, &opts);
+    assert!(
+        html.contains("exits of 4 runs in the reference interpreter (guided random inputs): recorded: Guard3 4; optimized: Guard3 4"),
+        "{html}"
+    );
+    // on the recorded guard row and on the optimized one
+    assert_eq!(html.matches(">failed 4</span>").count(), 2);
+    let html = page_with("[i0]\ni1 = int_add(i0, 1)\nfinish(i1)\n", &opts);
+    assert!(html.contains("recorded: finish 4; optimized: finish 4"));
+    assert!(!page(ALWAYS_FAILS, false).contains("failed"), "no counts without runs");
 }
