@@ -279,10 +279,10 @@ pub enum Fate {
 pub struct Explanation {
     /// Per op of the input (indexed like its `ops`), what became of it.
     pub fates: Vec<Fate>,
-    /// Per op of the output, the input op whose turn emitted it: the op itself, a delayed
-    /// write's own `setfield`/`setarrayitem`, the allocation of a materialized virtual; the
-    /// field writes of a materialization come from the op where the object escaped, and
-    /// the ops a rule builds from the op the rule rewrote.
+    /// Per op of the output, the input op it comes from: mostly the op itself (also for a
+    /// write the heap cache delayed, and for an allocation that stayed virtual until it
+    /// escaped); the field writes of a materialized virtual come from the op where the
+    /// object escaped, and the ops a rule builds from the op the rule rewrote.
     pub origins: Vec<OpRef>,
 }
 
