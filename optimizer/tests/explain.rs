@@ -6,7 +6,7 @@ mod common;
 use common::parse;
 use optimizer::{optimize, Explanation, Fate, Options};
 use trace_ir::text::const_to_string;
-use trace_ir::{OpRef, Trace, ValueData};
+use trace_ir::{print_trace, OpRef, Trace, ValueData};
 
 /// Optimize `input` with the explanation on.
 fn explained(input: &str) -> (Trace, Explanation) {
@@ -264,10 +264,11 @@ fn loop_parameters_are_kept() {
 }
 
 /// Every noopt trace of the dev corpus (`shared/corpus/pypy-dev`), with and without loop
-/// peeling: every input op has a fate, kept ops are distinct output ops that come from them,
-/// and the reasons attributed one to one agree with the statistics.
+/// peeling: the output is the same as without the explanation, every input op has a fate,
+/// kept ops are distinct output ops that come from them, and the reasons attributed one to
+/// one agree with the statistics.
 #[test]
-fn corpus_fates_agree_with_statistics() {
+fn corpus_explanations_change_nothing_and_agree_with_statistics() {
     use optimizer::Reason;
     let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/pypy-dev");
     let mut files: Vec<_> = std::fs::read_dir(&dir)
@@ -301,6 +302,17 @@ fn corpus_fates_agree_with_statistics() {
                 };
                 let out = optimize(t, &opts).unwrap_or_else(|e| panic!("{}: {e}", t.info.name));
                 let e = out.explanation.as_ref().unwrap();
+                // explaining changes nothing in the output
+                let plain = optimize(
+                    t,
+                    &Options {
+                        explain: false,
+                        ..opts.clone()
+                    },
+                )
+                .unwrap();
+                assert_eq!(print_trace(&plain.trace), print_trace(&out.trace), "{}", t.info.name);
+                assert_eq!(plain.stats, out.stats, "{}", t.info.name);
                 let input = if peel {
                     trace_ir::peel_loop(t).unwrap_or_else(|| t.clone())
                 } else {
