@@ -7,7 +7,7 @@ use crate::opcount::Counts;
 use optimizer::{Fate, Optimized, Reason};
 use std::fmt::Write;
 use trace_ir::text::const_to_string;
-use trace_ir::{print_trace, GuardId, Trace, ValueData};
+use trace_ir::{print_trace, GuardId, Opcode, Trace, ValueData};
 
 const STYLE: &str = include_str!("page.css");
 const SCRIPT: &str = include_str!("page.js");
@@ -264,16 +264,28 @@ fn input_table(s: &mut String, v: &TraceView) {
              <td class=\"txt\"><code>{}</code></td><td class=\"fate\">{}{extra}</td></tr>",
             to.join(" "),
             esc(line),
-            fate.map_or("—".to_string(), |f| fate_html(f, opt.map(|o| &o.trace)))
+            fate.map_or("—".to_string(), |f| {
+                fate_html(f, v.input.ops[i].opcode, opt.map(|o| &o.trace))
+            })
         );
     }
     s.push_str("</tbody></table></div>");
 }
 
 /// The fate of one recorded op, as the table shows it.
-fn fate_html(f: Fate, out: Option<&Trace>) -> String {
+fn fate_html(f: Fate, recorded: Opcode, out: Option<&Trace>) -> String {
     match f {
-        Fate::Kept(o) => format!("<span class=\"badge kept\">kept</span> #{}", o.index()),
+        Fate::Kept(o) => {
+            let mut h = format!("<span class=\"badge kept\">kept</span> #{}", o.index());
+            // an op kept in another form (an `_ovf` op that cannot overflow)
+            match out.and_then(|t| t.ops.get(o.index())) {
+                Some(op) if op.opcode != recorded => {
+                    let _ = write!(h, " as <code>{}</code>", op.opcode.name());
+                }
+                _ => {}
+            }
+            h
+        }
         Fate::Removed { reason, rule, value } => {
             let mut h = format!("<span class=\"badge r-{r}\">{r}</span>", r = reason.name());
             if let Some(rule) = rule {

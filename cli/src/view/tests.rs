@@ -192,3 +192,17 @@ fn runs_count_the_exits_of_both_versions() {
     assert!(html.contains("recorded: finish 4; optimized: finish 4"));
     assert!(!page(ALWAYS_FAILS, false).contains("failed"), "no counts without runs");
 }
+
+#[test]
+fn ops_kept_in_another_form_say_so() {
+    let html = page(
+        "[i0]\ni1 = int_and(i0, 255)\ni2 = int_add_ovf(i1, 1)\nguard_no_overflow(descr=<Guard1>) [i0]\nfinish(i2)\n",
+        false,
+    );
+    assert!(
+        html.contains("<span class=\"badge kept\">kept</span> #2 as <code>int_add</code>"),
+        "{html}"
+    );
+    assert!(html.contains("<tr id=\"t0-i3\" class=\"op in removed r-overflow\""));
+    assert!(!html.contains("#1 as"), "int_and is kept as it is");
+}
