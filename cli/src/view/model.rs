@@ -5,7 +5,7 @@ use super::runs::{tally, Tally};
 use crate::opcount::Counts;
 use backend_x86_64::{compile, CompileOptions, MemoryAccess};
 use optimizer::{Fate, Optimized, Options};
-use trace_ir::{print_trace, GuardId, Trace};
+use trace_ir::{print_trace, GuardId, OpRef, Trace};
 
 /// One trace of the file, analysed.
 pub struct TraceView<'a> {
@@ -109,13 +109,7 @@ impl<'a> TraceView<'a> {
     pub fn outputs_of(&self, i: usize) -> Vec<usize> {
         let Ok(o) = &self.optimized else { return Vec::new() };
         let Some(e) = &o.explanation else { return Vec::new() };
-        let mut v: Vec<usize> = e
-            .origins
-            .iter()
-            .enumerate()
-            .filter(|(_, o)| o.index() == i)
-            .map(|(k, _)| k)
-            .collect();
+        let mut v: Vec<usize> = e.outputs_of(OpRef::new(i)).map(|o| o.index()).collect();
         if let Some(Fate::Removed { value: Some(val), .. }) = e.fates.get(i) {
             if let Some(op) = val.as_op() {
                 if !v.contains(&op.index()) {
