@@ -16,12 +16,13 @@
 
 use crate::common::{load_traces, no_traces, CliError, CliResult, Out};
 use serde::Serialize;
+use crate::opcount::{Counts, CATS};
+use trace_ir::Trace;
 use trace_interp::guided::guided_inputs;
 use trace_interp::outcomes_equivalent_by_resume_key;
 use trace_interp::random::random_inputs;
 use trace_interp::rng::{mix64, Rng};
 use trace_interp::{outcomes_equivalent, run, RunConfig};
-use trace_ir::{Kind, OpFlags, Opcode, Trace};
 use verify::validate::{validate, Config, Verdict};
 
 /// Arguments of `tracejit eval-pypy`.
@@ -42,72 +43,6 @@ pub struct EvalPypyArgs {
     /// Optimize with loop peeling
     #[arg(long)]
     peel: bool,
-}
-
-const CATS: [&str; 7] = ["int", "guard", "alloc", "read", "write", "call", "other"];
-
-/// The category of an op (an index into [`CATS`]); `None` for inputs.
-fn category(op: Opcode) -> Option<usize> {
-    if op.is_input() {
-        return None;
-    }
-    let f = op.flags();
-    Some(if f.contains(OpFlags::GUARD) {
-        1
-    } else if f.contains(OpFlags::ALLOC) {
-        2
-    } else if f.contains(OpFlags::CALL) {
-        5
-    } else if f.contains(OpFlags::WRITES_HEAP) {
-        4
-    } else if f.contains(OpFlags::READS_HEAP) {
-        3
-    } else if op.result_kind() == Kind::Int
-        && (op.name().starts_with("int_")
-            || op.name().starts_with("uint_")
-            || op.name().starts_with("ptr_")
-            || op.name().starts_with("instance_ptr_")
-            || op.name().starts_with("cast_ptr")
-            || op == Opcode::SameAsI)
-        || op == Opcode::CastIntToPtr
-        || op == Opcode::SameAsR
-    {
-        0
-    } else {
-        6
-    })
-}
-
-/// Op counts: total and per category.
-#[derive(Clone, Copy, Default)]
-struct Counts {
-    total: usize,
-    cat: [usize; 7],
-}
-
-impl Counts {
-    fn of(t: &Trace, from: usize) -> Counts {
-        let mut c = Counts::default();
-        for op in &t.ops[from..] {
-            if let Some(k) = category(op.opcode) {
-                c.total += 1;
-                c.cat[k] += 1;
-            }
-        }
-        c
-    }
-    /// The ops that run per iteration: those after the last `label` (the closing `jump`
-    /// included), or the whole trace when it has no label.
-    fn per_iteration(t: &Trace) -> Counts {
-        Counts::of(t, t.last_label().map_or(0, |l| l.index() + 1))
-    }
-
-    fn add(&mut self, o: &Counts) {
-        self.total += o.total;
-        for i in 0..7 {
-            self.cat[i] += o.cat[i];
-        }
-    }
 }
 
 /// The totals of one file (or of all files).

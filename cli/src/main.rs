@@ -14,7 +14,10 @@ mod cmd_run;
 mod cmd_run_tree;
 mod cmd_synth;
 mod cmd_text;
+mod cmd_view;
 mod common;
+mod opcount;
+mod view;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use common::CliError;
@@ -62,6 +65,9 @@ enum Command {
     Fuzz(cmd_fuzz::FuzzArgs),
     /// Synthesize simple rules with Z3; each marked covered or MISSING in the optimizer
     SynthRules(cmd_synth::SynthArgs),
+    /// Write the trace viewer: one self-contained HTML page with each trace's recorded ops
+    /// beside the optimized ones, what removed or rewrote each op and the code of each op
+    View(cmd_view::ViewArgs),
 }
 
 fn main() -> ExitCode {
@@ -79,6 +85,7 @@ fn main() -> ExitCode {
         Command::EvalPypy(a) => cmd_eval_pypy::eval_pypy(a),
         Command::Fuzz(a) => cmd_fuzz::fuzz(a),
         Command::SynthRules(a) => cmd_synth::synth_rules(a),
+        Command::View(a) => cmd_view::view(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

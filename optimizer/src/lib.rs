@@ -4,7 +4,8 @@
 //! Entry point: [`optimize`]. It never mutates its input; it builds a new trace in one forward
 //! pass (see the `pass` module documentation for the order of the steps per op), followed by
 //! a backward sweep that drops unused pure ops. [`Options`] switches each part off (for
-//! benchmarks and bisecting a miscompilation); [`Stats`] says what was removed and why.
+//! benchmarks and bisecting a miscompilation); [`Stats`] says what was removed and why, and
+//! with [`Options::explain`] an [`Explanation`] says it per op.
 //!
 //! ```
 //! use trace_ir::{TraceBuilder, Kind, Opcode};
@@ -107,6 +108,10 @@ options! {
         /// copied body have fresh ids (same resume keys); validate it against the peeled input
         /// (`verify::validate` peels the original itself when the label counts say so).
         peel = false,
+        /// Record what became of every input op ([`Optimized::explanation`]): kept as which
+        /// output op, or removed for which reason (and by which rule, replaced by which
+        /// value). Off by default; when off the pass records nothing per op.
+        explain = false,
     }
 }
 
@@ -240,6 +245,56 @@ pub struct Optimized {
     /// body assumes about its parameters. Empty when `trace` is not a peeled loop or its body
     /// reads values of the preamble that only the preamble computes.
     pub body_entries: Vec<trace_ir::BodyEntry>,
+    /// What became of each input op and where each output op came from; only with
+    /// [`Options::explain`]. With [`Options::peel`] its input is the peeled trace
+    /// ([`trace_ir::peel_loop`] of the input) when the input is a loop.
+    pub explanation: Option<Explanation>,
+}
+
+/// What became of one op of the input ([`Explanation::fates`]).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Fate {
+    /// Emitted as this op of the output (with its operands replaced by what they became; an
+    /// `_ovf` op that cannot overflow is emitted as the plain op). Inputs and label
+    /// parameters are always kept.
+    Kept(OpRef),
+    /// Not in the output.
+    Removed {
+        /// Why.
+        reason: Reason,
+        /// The peephole rule (or identity) that replaced it, for [`Reason::Rule`] and
+        /// [`Reason::Identity`].
+        rule: Option<&'static str>,
+        /// What its result is in the output, when it has a result and the output still
+        /// computes that value: an op of the output trace or a constant of its pool.
+        value: Option<trace_ir::Value>,
+    },
+    /// Neither emitted nor removed by a step the pass records (a gap in the explanation;
+    /// reported rather than guessed).
+    Unaccounted,
+}
+
+/// Per-op account of one run of the optimizer ([`Options::explain`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Explanation {
+    /// Per op of the input (indexed like its `ops`), what became of it.
+    pub fates: Vec<Fate>,
+    /// Per op of the output, the input op it comes from: mostly the op itself (also for a
+    /// write the heap cache delayed, and for an allocation that stayed virtual until it
+    /// escaped); the field writes of a materialized virtual come from the op where the
+    /// object escaped, and the ops a rule builds from the op the rule rewrote.
+    pub origins: Vec<OpRef>,
+}
+
+impl Explanation {
+    /// The output ops whose origin is input op `i`.
+    pub fn outputs_of(&self, i: OpRef) -> impl Iterator<Item = OpRef> + '_ {
+        self.origins
+            .iter()
+            .enumerate()
+            .filter(move |(_, &o)| o == i)
+            .map(|(k, _)| OpRef::new(k))
+    }
 }
 
 /// Why [`optimize`] refused a trace.

@@ -120,6 +120,7 @@ impl<'a> Pass<'a> {
         for k in 0..op.args.len() {
             let p = i + 1 + k;
             let v = self.emit(Op::new(t.ops[p].opcode, &[]));
+            self.note_origin(p as u32);
             self.v.map[p] = v;
             let Some(facts) = facts else { continue };
             let label = label.as_op().expect("an emitted op");

@@ -20,6 +20,8 @@ pub(super) struct PendingWrite {
     pub(super) index: Option<Value>,
     pub(super) obj: Value,
     pub(super) val: Value,
+    /// The input op that wrote it.
+    pub(super) src: u32,
 }
 
 /// Facts about a descriptor that the pass asks often.
@@ -188,6 +190,7 @@ impl<'a> Pass<'a> {
             },
         };
         self.emit(op);
+        self.note_origin(w.src);
     }
 
     /// Emit the delayed writes that an access to `loc` of `obj` may observe or must stay
@@ -242,8 +245,10 @@ impl<'a> Pass<'a> {
         self.flush_conflicting(w.loc, w.obj, same);
         match self.mem.pending.iter_mut().find(|p| p.loc == w.loc && p.obj == w.obj) {
             Some(p) => {
+                let dead = p.src as usize;
                 p.val = w.val;
-                self.removed(Reason::DeadStore);
+                p.src = w.src;
+                self.removed_at(dead, Reason::DeadStore);
             }
             None => self.mem.pending.push(w),
         }
@@ -278,6 +283,7 @@ impl<'a> Pass<'a> {
             index: None,
             obj,
             val,
+            src: self.cur as u32,
         });
         let (info, layout) = (&self.v.info, &self.mem.layout);
         self.mem
@@ -372,6 +378,7 @@ impl<'a> Pass<'a> {
                 index: Some(idx),
                 obj: arr,
                 val,
+                src: self.cur as u32,
             });
         } else {
             self.flush_conflicting(loc, arr, None);

@@ -2,7 +2,8 @@
 //! [`pure`] (folding, bounds, rules, CSE), [`guards`] (guards and what they teach),
 //! [`overflow`] (`_ovf` ops), [`loops`] (labels and the facts a peeled loop's header
 //! assumes), [`calls`], [`virtuals`] (allocation removal), [`memory`] (the heap cache and
-//! delayed writes) and [`output`] (the final sweep). Each owns its part of the state
+//! delayed writes), [`output`] (the final sweep) and [`explain`] (the per-op account of
+//! [`crate::Options::explain`]). Each owns its part of the state
 //! ([`Pass`] holds one sub-struct per concern); [`Optimizer`] keeps the reusable tables
 //! between traces.
 //!
@@ -76,6 +77,7 @@
 //! valid (they do not change between iterations).
 
 mod calls;
+mod explain;
 mod guards;
 mod loops;
 mod memory;
@@ -224,6 +226,10 @@ pub(crate) struct Pass<'a> {
     entries: &'a [trace_ir::BodyEntry],
     /// The emitted final `jump` that enters a loop body, and the body's token.
     retarget: Option<(OpRef, u64)>,
+    /// The input op being processed (whose turn pushes arena ops; [`explain`]).
+    cur: usize,
+    /// The per-op account, with [`Options::explain`] ([`explain`]).
+    explain: Option<Box<explain::Explain>>,
 }
 
 /// What the pass removed and why (moved into [`Stats`] at the end).
@@ -418,6 +424,8 @@ impl<'a> Pass<'a> {
             depth: 0,
             entries: &[],
             retarget: None,
+            cur: 0,
+            explain: opts.explain.then(|| Box::new(explain::Explain::new(n))),
         }
     }
 
@@ -427,12 +435,14 @@ impl<'a> Pass<'a> {
             self.compute_last_use();
         }
         for i in 0..t.num_inputs {
+            self.cur = i;
             let v = self.emit(Op::new(t.ops[i].opcode, &[]));
             self.v.map[i] = v;
         }
         let mut i = t.num_inputs;
         while i < t.ops.len() {
             let op = &t.ops[i];
+            self.cur = i;
             if op.opcode == Opcode::Label {
                 self.label(i);
                 i += 1 + op.args.len();

@@ -25,6 +25,7 @@ impl<'a> Pass<'a> {
         self.mark_live();
         let dead = self.number_kept();
         self.counts.removed[Reason::Dead as usize] += dead;
+        let explanation = self.explanation();
         let trace = self.renumbered()?;
         let body_entries = self.body_entries(&trace);
         let guard_facts = trace
@@ -62,6 +63,7 @@ impl<'a> Pass<'a> {
                 stats: self.counts.stats,
                 guard_facts,
                 body_entries,
+                explanation,
             },
             tables,
         ))

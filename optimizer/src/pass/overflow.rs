@@ -36,7 +36,7 @@ impl<'a> Pass<'a> {
                     if overflowed != no_ovf_guard {
                         // the guard passes: op and guard go
                         self.removed(Reason::Folded);
-                        self.removed(Reason::Overflow);
+                        self.removed_at(i + 1, Reason::Overflow);
                         self.v.map[i] = self.make_int(r);
                         return Ok(());
                     }
@@ -50,7 +50,7 @@ impl<'a> Pass<'a> {
             _ => self.bound_of(args[0]).mul_ovf(&self.bound_of(args[1])),
         };
         if self.opts.intbounds && self.opts.ovf && cannot_overflow && no_ovf_guard {
-            self.removed(Reason::Overflow);
+            self.removed_at(i + 1, Reason::Overflow);
             let v = self.pure(plain, &args, None, false);
             self.v.map[i] = v;
             return Ok(());
@@ -59,7 +59,7 @@ impl<'a> Pass<'a> {
         if self.opts.cse && no_ovf_guard {
             if let Some(&v) = self.cse.ovf.get(&key) {
                 self.removed(Reason::Cse);
-                self.removed(Reason::Overflow);
+                self.removed_at(i + 1, Reason::Overflow);
                 self.v.map[i] = self.find(v);
                 return Ok(());
             }
@@ -69,6 +69,7 @@ impl<'a> Pass<'a> {
         let v = self.emit(Op::new(opc, &args));
         // the guard's fail arguments may name the op's own result
         self.v.map[i] = v;
+        self.cur = i + 1;
         self.emit_guard(gop, &[]);
         if no_ovf_guard {
             let o = v.as_op().unwrap();

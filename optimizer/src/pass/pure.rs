@@ -63,11 +63,14 @@ impl Cse {
 
 impl<'a> Pass<'a> {
     /// Optimize the pure op `opc(args)` (working values): fold, bounds, rules, CSE, emit.
-    /// `top` is true for ops of the input (counted in the statistics when removed).
+    /// `top` is true for ops of the input (counted in the statistics when removed); the
+    /// plain op an `_ovf` op becomes (`top` false, outside any rule) is only explained.
     pub(super) fn pure(&mut self, opc: Opcode, args: &[Value], descr: Option<DescrRef>, top: bool) -> Value {
         let count = |p: &mut Self, r: Reason| {
             if top {
                 p.removed(r)
+            } else if p.depth == 0 {
+                p.explain_removed(p.cur, r)
             }
         };
         if matches!(opc, Opcode::SameAsI | Opcode::SameAsR | Opcode::SameAsF) {

@@ -4,7 +4,6 @@
 
 use super::{Pass, F_FRESH, F_NONNULL, NO_VIRT};
 use crate::domain::IntBound;
-use crate::Reason;
 use trace_ir::fxhash::FxHashMap;
 use trace_ir::{Const, Kind, Op, OpRef, Value, ValueData, WordFacts};
 use trace_ir::{ConstPool, UnionFind};
@@ -66,14 +65,6 @@ impl Values {
 }
 
 impl<'a> Pass<'a> {
-    pub(super) fn removed(&mut self, r: Reason) {
-        self.counts.removed[r as usize] += 1;
-    }
-
-    pub(super) fn fired(&mut self, name: &'static str) {
-        *self.counts.stats.rules.entry(name).or_default() += 1;
-    }
-
     /// The working value of an input operand.
     #[inline]
     pub(super) fn get(&mut self, v: Value) -> Value {
@@ -93,6 +84,7 @@ impl<'a> Pass<'a> {
         self.v.ops.push(op);
         self.v.info.push(Info::default());
         self.v.uf.grow(self.v.ops.len());
+        self.note_pushed();
         r
     }
 
