@@ -63,6 +63,17 @@
 //!   (arrays of structs) use the default array layout: length word at offset 8, item `i` at
 //!   `16 + i * item_size`, the field at its offset inside the item.
 //!
+//! # Code space
+//! Compiled code lives in a process-wide code space: regions of 4 MiB (a larger trace gets
+//! a region of its own), each a memory file mapped twice, read+execute where code runs and
+//! read+write elsewhere for copying code in and patching it, so no page is ever writable
+//! and executable and compiling makes no system call once a region exists. Each trace takes
+//! a 64-byte aligned block (at most 63 bytes of padding; nothing else is kept per trace);
+//! a dropped trace's block is coalesced with its free neighbours and reused, a bridge is
+//! placed in its loop's region when there is room, and one empty region is kept while the
+//! others are unmapped. An inaccessible guard page follows each region's executable view.
+//! [`code_space_usage`] reports the regions and bytes in use.
+//!
 //! # Trace trees
 //! Each guard's exit stub counts the guard's failures ([`CompiledTrace::guard_failures`]:
 //! one memory increment per failure, for the embedder's "is this guard hot" decision).
@@ -177,6 +188,29 @@ pub use exit::{Exit, ExitValue, RunError};
 pub use runtime::{exec_in_memory, Allocation, ExitRequest, HookReply, HookRequest, Runtime, SimpleHeap};
 
 use codemem::CodeMemory;
+
+/// How much memory the process's code space holds: compiled code is packed into shared
+/// regions, each mapped twice (read+execute to run, read+write to write and patch; never
+/// both in one mapping), followed by a guard page.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CodeSpaceUsage {
+    /// Regions mapped.
+    pub regions: usize,
+    /// Bytes of code pages mapped (counted once, though each is mapped twice).
+    pub mapped_bytes: usize,
+    /// Bytes held by live traces and bridges, alignment included.
+    pub live_bytes: usize,
+}
+
+/// The code space's current usage.
+pub fn code_space_usage() -> CodeSpaceUsage {
+    let (regions, mapped_bytes, live_bytes) = codemem::footprint();
+    CodeSpaceUsage {
+        regions,
+        mapped_bytes,
+        live_bytes,
+    }
+}
 use std::fmt;
 use trace_ir::{GuardId, Kind, OpRef, Opcode, Trace};
 
@@ -263,10 +297,16 @@ impl CompileOptions {
     /// Check the register counts.
     pub(crate) fn check(&self) -> Result<(), CompileError> {
         if !(3..=13).contains(&self.int_regs) {
-            return Err(CompileError::Options(format!("int_regs is {}, not in 3..=13", self.int_regs)));
+            return Err(CompileError::Options(format!(
+                "int_regs is {}, not in 3..=13",
+                self.int_regs
+            )));
         }
         if !(2..=15).contains(&self.float_regs) {
-            return Err(CompileError::Options(format!("float_regs is {}, not in 2..=15", self.float_regs)));
+            return Err(CompileError::Options(format!(
+                "float_regs is {}, not in 2..=15",
+                self.float_regs
+            )));
         }
         Ok(())
     }
@@ -381,8 +421,8 @@ pub(crate) enum ExitInfo {
     },
 }
 
-/// A compiled trace: executable code (returned to the code cache on drop, see
-/// `CodeMemory`) and what its exits mean.
+/// A compiled trace: executable code (a block of the code space, freed on drop; see
+/// [`code_space_usage`]) and what its exits mean.
 ///
 /// It is `Send` and `Sync`: the code is immutable once compiled and every run uses its own
 /// frame.
@@ -573,7 +613,11 @@ impl CompiledTrace {
         let code = code as usize;
         let kinds = self.exit_kinds.of(code);
         let typed = |words: &[u64]| -> Vec<ExitValue> {
-            words.iter().zip(kinds).map(|(&w, &k)| ExitValue::from_bits(k, w)).collect()
+            words
+                .iter()
+                .zip(kinds)
+                .map(|(&w, &k)| ExitValue::from_bits(k, w))
+                .collect()
         };
         Ok(match &self.exits[code] {
             ExitInfo::Finish { at, n } => Exit::Finish {

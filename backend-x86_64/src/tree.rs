@@ -192,7 +192,9 @@ impl CompiledTrace {
 
     /// Add the generated code of `bridge` to the tree and redirect `guard`'s stub to it.
     fn add_bridge(&mut self, guard: GuardId, bridge: &Trace, mut g: codegen::Generated) -> Result<(), CompileError> {
-        let code = CodeMemory::new(&g.code).map_err(|e| CompileError::Memory(e.to_string()))?;
+        // Next to the loop where its region has room.
+        let code =
+            CodeMemory::new_near(&g.code, Some(self.code.as_ptr())).map_err(|e| CompileError::Memory(e.to_string()))?;
         let base = code.as_ptr() as u64;
         let slot_base = self.exit_slots.len() as u32;
         self.exit_kinds.extend(bridge, &g.exits);

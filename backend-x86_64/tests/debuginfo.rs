@@ -519,7 +519,7 @@ fn perf_map_lists_live_code_without_overlaps() {
             "{start:x} {size:x} {name}"
         );
     }
-    assert!(last.len() < 300, "the code cache handed freed memory to later traces");
+    assert!(last.len() < 300, "the code space handed freed memory to later traces");
     assert!(entries.len() <= last.len());
     for (start, c) in &live {
         assert!(

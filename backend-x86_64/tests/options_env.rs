@@ -11,7 +11,10 @@ fn only_from_env_reads_the_environment() {
     assert!(!d.log_asm && !d.perf_map);
     let e = CompileOptions::from_env();
     assert!(e.log_asm && e.perf_map);
-    assert_eq!((e.int_regs, e.float_regs, e.memory), (d.int_regs, d.float_regs, d.memory));
+    assert_eq!(
+        (e.int_regs, e.float_regs, e.memory),
+        (d.int_regs, d.float_regs, d.memory)
+    );
     std::env::set_var("TRACEJIT_LOG", "opt");
     std::env::set_var("TRACEJIT_PERFMAP", "0");
     let e = CompileOptions::from_env();

@@ -20,7 +20,7 @@
 //!   rewritten so that it never lists two entries for one address.
 //!
 //! The registration lives in the code's [`crate::codemem::CodeMemory`] and is undone before
-//! the memory goes back to the code cache.
+//! the memory goes back to the code space.
 
 mod elf;
 mod gdb;

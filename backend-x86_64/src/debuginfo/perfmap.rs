@@ -3,7 +3,7 @@
 //!
 //! perf reads the file after the run and does not know when an entry was valid, so two
 //! entries over the same addresses make its answer arbitrary (freed code's memory is reused
-//! by later traces through the code cache). The file therefore lists, for each address,
+//! by later traces through the code space). The file therefore lists, for each address,
 //! at most the code most recently placed there: every live piece, and a freed piece until
 //! code overlapping it is compiled (samples taken while it ran still get its name). A new
 //! piece that overlaps no entry is appended (one `write`); one that overlaps freed entries

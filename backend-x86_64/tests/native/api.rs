@@ -105,7 +105,9 @@ fn code_in_recycled_memory_runs() {
         let c = compile(&t, &opts()).unwrap();
         assert_eq!(
             c.run_test(&[5], &mut SimpleHeap::new()).unwrap(),
-            Exit::Finish { values: ints(&[5 + k as i64]) }
+            Exit::Finish {
+                values: ints(&[5 + k as i64])
+            }
         );
     }
 }
@@ -158,7 +160,10 @@ fn disassembly_names_instructions() {
     let t = super::loops::rotation_loop(3, 0);
     let c = compile(&t, &opts()).unwrap();
     let listing = c.disassembly(&t);
-    let label = trace_ir::print_listing(&t).line_of(trace_ir::OpRef::new(4)).unwrap().to_string();
+    let label = trace_ir::print_listing(&t)
+        .line_of(trace_ir::OpRef::new(4))
+        .unwrap()
+        .to_string();
     assert!(label.starts_with("label("), "{label}");
     assert!(listing.contains(&format!("; {label}\n")), "{listing}");
     assert!(listing.contains("jmp") && listing.contains("cmp"), "{listing}");

@@ -323,7 +323,12 @@ fn exception_ops_match_the_interpreter() {
         .unwrap()
         .run_test(&[5, v, 5], &mut SimpleHeap::new())
         .unwrap();
-    assert_eq!(native, Exit::Finish { values: vec![ExitValue::Ref(v)] });
+    assert_eq!(
+        native,
+        Exit::Finish {
+            values: vec![ExitValue::Ref(v)]
+        }
+    );
 }
 
 /// `call_assembler_r` in Hooks mode (the model derives its result and clobbers the heap),
@@ -381,7 +386,12 @@ fn call_assembler_through_the_runtime() {
         }
     }
     let exit = code.run_test(&[addr, 4], &mut Loops(SimpleHeap::new())).unwrap();
-    assert_eq!(exit, Exit::Finish { values: ints(&[41, 7, 4]) });
+    assert_eq!(
+        exit,
+        Exit::Finish {
+            values: ints(&[41, 7, 4])
+        }
+    );
     obj[1] = 0;
     assert_eq!(obj, [0, 0]);
 }
@@ -475,7 +485,10 @@ fn guard_not_invalidated_asks_the_runtime_in_hooks_mode() {
         let out = model_run(&t, &[RtValue::Int(3)], &cfg, &hooks_opts()).unwrap();
         assert_eq!(matches!(out, Outcome::GuardFailed { resume_key: 9, .. }), invalidated);
     }
-    let direct = compile(&t, &opts()).unwrap().run_test(&[3], &mut SimpleHeap::new()).unwrap();
+    let direct = compile(&t, &opts())
+        .unwrap()
+        .run_test(&[3], &mut SimpleHeap::new())
+        .unwrap();
     assert_eq!(direct, Exit::Finish { values: ints(&[3]) });
 }
 

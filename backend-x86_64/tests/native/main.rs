@@ -78,7 +78,11 @@ fn run_native(t: &Trace, inputs: &[u64], o: &CompileOptions) -> Exit {
 
 /// Native exit vs interpreter outcome, for traces without references in their exits.
 fn same(t: &Trace, native: &Exit, int: &Outcome) -> Result<(), String> {
-    let bits = |v: &[RtValue]| v.iter().map(|x| ExitValue::from_bits(x.kind(), x.bits())).collect::<Vec<_>>();
+    let bits = |v: &[RtValue]| {
+        v.iter()
+            .map(|x| ExitValue::from_bits(x.kind(), x.bits()))
+            .collect::<Vec<_>>()
+    };
     let ok = match (native, int) {
         (Exit::Finish { values }, Outcome::Finish(w)) => *values == bits(w),
         (

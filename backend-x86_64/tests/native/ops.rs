@@ -93,7 +93,9 @@ fn unary_ops_on_special_values() {
             let want = eval_pure(opc, &[x as u64]).unwrap();
             assert_eq!(
                 run_native(&t, &[x as u64], &opts()),
-                Exit::Finish { values: vec![ExitValue::from_bits(opc.result_kind(), want)] },
+                Exit::Finish {
+                    values: vec![ExitValue::from_bits(opc.result_kind(), want)]
+                },
                 "{opc}({x})"
             );
         }
@@ -168,7 +170,9 @@ fn cast_float_to_int_edges() {
         let want = eval_pure(Opcode::CastFloatToInt, &[x.to_bits()]).unwrap();
         assert_eq!(
             run_native(&t, &[x.to_bits()], &opts()),
-            Exit::Finish { values: ints(&[want as i64]) },
+            Exit::Finish {
+                values: ints(&[want as i64])
+            },
             "{x}"
         );
     }

@@ -77,7 +77,12 @@ fn values_are_never_lost_reading_the_argument_twice() {
         let t = b.build().unwrap();
         let yv = 6u64;
         let want = eval_pure(opc, &[yv, yv]).unwrap();
-        assert_eq!(run_native(&t, &[5], &opts()), Exit::Finish { values: ints(&[want as i64]) });
+        assert_eq!(
+            run_native(&t, &[5], &opts()),
+            Exit::Finish {
+                values: ints(&[want as i64])
+            }
+        );
     }
 }
 

@@ -597,7 +597,7 @@ fn loop_bodies_are_aligned_with_multi_byte_nops() {
         let label = t.ops.iter().position(|o| o.opcode == Opcode::Label).unwrap();
         let body_start = c.op_ranges().find(|r| r.0.index() > label).unwrap().1.start;
         assert_eq!(body_start % 64, 0, "loop body at {body_start}");
-        assert_eq!(c.code().as_ptr() as usize % 64, 0, "code mapping is page-aligned");
+        assert_eq!(c.code().as_ptr() as usize % 64, 0, "code starts on a cache line");
         if cfg!(feature = "disasm") {
             let listing = c.disassembly(&t);
             let label_part = &listing[listing.find("; label(").unwrap()..];
