@@ -700,6 +700,17 @@ impl CompiledTrace {
             .map(|&(op, start, end)| (OpRef::new(op as usize), start as usize..end as usize))
     }
 
+    /// The instructions in `range` of [`CompiledTrace::code`] (e.g. an op's range from
+    /// [`CompiledTrace::op_ranges`]): each instruction's offset in the code and its text
+    /// (Intel syntax under the `disasm` feature; without it, the range's bytes in hex as one
+    /// entry).
+    pub fn instructions(&self, range: std::ops::Range<usize>) -> Vec<(usize, String)> {
+        instructions(&self.code.bytes()[range.clone()], range.start as u64)
+            .into_iter()
+            .map(|(at, text)| (at as usize, text))
+            .collect()
+    }
+
     /// A listing of the code: each op of the trace, as the printed trace shows it (the
     /// same value names, `trace_ir::print_listing`), followed by its instructions
     /// (disassembled with iced-x86 under the `disasm` feature, as hex bytes otherwise).
@@ -734,26 +745,41 @@ impl CompiledTrace {
     }
 }
 
-#[cfg(feature = "disasm")]
-fn disasm(bytes: &[u8], ip: u64) -> String {
-    use iced_x86::{Decoder, DecoderOptions, Formatter, IntelFormatter};
-    let mut out = String::new();
-    let mut dec = Decoder::with_ip(64, bytes, ip, DecoderOptions::NONE);
-    let mut fmt = IntelFormatter::new();
-    let mut text = String::new();
-    while dec.can_decode() {
-        let ins = dec.decode();
-        text.clear();
-        fmt.format(&ins, &mut text);
-        out.push_str(&format!("  {:016x}  {text}\n", ins.ip()));
+/// The instructions of `bytes`, which start at address `ip`: each instruction's address
+/// and text (Intel syntax with the `disasm` feature; its bytes in hex without it, one
+/// "instruction" per call).
+fn instructions(bytes: &[u8], ip: u64) -> Vec<(u64, String)> {
+    #[cfg(feature = "disasm")]
+    {
+        use iced_x86::{Decoder, DecoderOptions, Formatter, IntelFormatter};
+        let mut out = Vec::new();
+        let mut dec = Decoder::with_ip(64, bytes, ip, DecoderOptions::NONE);
+        let mut fmt = IntelFormatter::new();
+        while dec.can_decode() {
+            let ins = dec.decode();
+            let mut text = String::new();
+            fmt.format(&ins, &mut text);
+            out.push((ins.ip(), text));
+        }
+        out
     }
-    out
+    #[cfg(not(feature = "disasm"))]
+    {
+        let hex: Vec<String> = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        if bytes.is_empty() {
+            Vec::new()
+        } else {
+            vec![(ip, hex.join(" "))]
+        }
+    }
 }
 
-#[cfg(not(feature = "disasm"))]
+/// The listing lines of `bytes` at address `ip`.
 fn disasm(bytes: &[u8], ip: u64) -> String {
-    let hex: Vec<String> = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    format!("  {ip:016x}  {}\n", hex.join(" "))
+    instructions(bytes, ip)
+        .into_iter()
+        .map(|(at, text)| format!("  {at:016x}  {text}\n"))
+        .collect()
 }
 
 /// Allocate every virtual object of an exit, then write their fields (read from the exit's

@@ -6,23 +6,15 @@
 //! Needs `chromium`: without it the tests print that they skipped, unless
 //! `TRACEJIT_REQUIRE_TOOLS=1` (CI), where they fail.
 
+mod support;
+
 use std::path::{Path, PathBuf};
+use support::LOOP;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_tracejit");
 
-/// A loop summing 0..10, with an `int_add(x, 0)` for the optimizer to remove (op 9).
-const LOOP: &str = "# sum loop
-[i0, i1]
-label(i0, i1, descr=TargetToken(1))
-i2 = int_lt(i0, 10)
-guard_true(i2, descr=<Guard0>) [i0, i1]
-i3 = int_add(i1, i0)
-i4 = int_add(i0, 1)
-i5 = int_add(i4, 0)
-jump(i5, i3, descr=TargetToken(1))
-";
 
 /// The Chromium binary, or `None` after saying the test skips (a failure when
 /// `TRACEJIT_REQUIRE_TOOLS=1`).
@@ -52,19 +44,7 @@ fn temp_dir(test: &str) -> PathBuf {
 }
 
 /// A loop whose guard fails when `i0 >= i1`, and a bridge out of that guard.
-const TREE: &str = "# loop
-[i0, i1]
-label(i0, i1, descr=TargetToken(1))
-i2 = int_lt(i0, i1)
-guard_true(i2, descr=<Guard0>) [i0, i1]
-i3 = int_add(i0, 1)
-jump(i3, i1, descr=TargetToken(1))
-
-# bridge out of Guard0
-[i0, i1]
-i2 = int_sub(i0, i1)
-finish(i2)
-";
+const TREE: &str = include_str!("data/loop_and_bridge.tree");
 
 /// `tracejit view FILE -o OUT [extra...]`, expecting success.
 fn view_with(file: &Path, out: &Path, extra: &[&str]) {

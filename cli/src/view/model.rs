@@ -3,7 +3,7 @@
 
 use super::runs::{tally, Tally};
 use crate::opcount::Counts;
-use backend_x86_64::{compile, CompileOptions, MemoryAccess};
+use backend_x86_64::{compile, CompileOptions, CompiledTrace, MemoryAccess};
 use optimizer::{Fate, Optimized, Options};
 use trace_ir::{print_trace, GuardId, OpRef, Trace};
 
@@ -163,30 +163,22 @@ fn compiled(t: &Trace) -> Code {
         first.get_or_insert(r.start);
         last = last.max(r.end);
         if let Some(slot) = per_op.get_mut(op.index()) {
-            slot.extend(disasm(&code[r.clone()], r.start));
+            slot.extend(disasm(&c, r.clone()));
         }
     }
     let first = first.unwrap_or(code.len());
     Code::Compiled {
         size: code.len(),
         per_op,
-        prologue: disasm(&code[..first], 0),
-        stubs: disasm(&code[last..], last),
+        prologue: disasm(&c, 0..first),
+        stubs: disasm(&c, last..code.len()),
     }
 }
 
-/// The instructions in `bytes`, which start at offset `at` of the code: `offset  text`.
-fn disasm(bytes: &[u8], at: usize) -> Vec<String> {
-    use iced_x86::{Decoder, DecoderOptions, Formatter, IntelFormatter};
-    let mut out = Vec::new();
-    let mut dec = Decoder::with_ip(64, bytes, at as u64, DecoderOptions::NONE);
-    let mut fmt = IntelFormatter::new();
-    let mut text = String::new();
-    while dec.can_decode() {
-        let ins = dec.decode();
-        text.clear();
-        fmt.format(&ins, &mut text);
-        out.push(format!("{:5x}  {text}", ins.ip()));
-    }
-    out
+/// The instructions of `code` in `range`: `offset  text`.
+fn disasm(code: &CompiledTrace, range: std::ops::Range<usize>) -> Vec<String> {
+    code.instructions(range)
+        .into_iter()
+        .map(|(at, text)| format!("{at:5x}  {text}"))
+        .collect()
 }

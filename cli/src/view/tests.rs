@@ -44,19 +44,7 @@ finish(p4)
 ";
 
 /// A loop and a bridge out of its guard.
-const TREE: &str = "# loop
-[i0, i1]
-label(i0, i1, descr=TargetToken(1))
-i2 = int_lt(i0, i1)
-guard_true(i2, descr=<Guard0>) [i0, i1]
-i3 = int_add(i0, 1)
-jump(i3, i1, descr=TargetToken(1))
-
-# bridge out of Guard0
-[i0, i1]
-i2 = int_sub(i0, i1)
-finish(i2)
-";
+const TREE: &str = include_str!("../../tests/data/loop_and_bridge.tree");
 
 /// A guard that fails on every input (`x < x` is false), before and after optimization.
 const ALWAYS_FAILS: &str = "[i0]
