@@ -89,7 +89,8 @@ impl<'a> Pass<'a> {
         if !objects.is_empty() {
             self.counts.stats.guards_with_virtuals += 1;
         }
-        let virtuals: Vec<VirtualObject> = objects.drain(..).collect();
+        let mut virtuals = Vec::with_capacity(objects.len());
+        virtuals.append(&mut objects);
         self.resume.objects = objects;
         self.resume.memo = memo;
         self.resume.in_memo = in_memo;
