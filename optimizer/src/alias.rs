@@ -63,7 +63,7 @@ struct Bytes {
 
 /// The byte layout of a trace's descriptors and the overlaps its memory model gives; built
 /// once per pass, reusing its tables.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Layout {
     model: Aliasing,
     bytes: Vec<Option<Bytes>>,

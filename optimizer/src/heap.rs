@@ -34,6 +34,21 @@ pub(crate) struct HeapCache {
     pure_items: FxHashMap<(DescrRef, Value, Value), Value>,
 }
 
+impl Clone for HeapCache {
+    fn clone(&self) -> HeapCache {
+        let mut h = HeapCache::default();
+        h.clone_from(self);
+        h
+    }
+
+    /// Field by field, keeping this value's allocations.
+    fn clone_from(&mut self, o: &HeapCache) {
+        self.fields.clone_from(&o.fields);
+        self.items.clone_from(&o.items);
+        self.pure_items.clone_from(&o.pure_items);
+    }
+}
+
 impl HeapCache {
     /// Forget everything.
     pub fn clear(&mut self) {

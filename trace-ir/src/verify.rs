@@ -18,10 +18,15 @@
 
 use crate::descr::Descr;
 use crate::entity::{GuardId, OpRef, Value, ValueData};
+use crate::fxhash::FxHasher;
 use crate::opcode::{DescrKind, Kind, OpFlags, Opcode};
 use crate::trace::{FailArg, Trace};
 use std::collections::HashSet;
 use std::fmt;
+use std::hash::BuildHasherDefault;
+
+/// A set hashed with [`FxHasher`] (the keys are small and not attacker-chosen).
+type FxHashSet<T> = HashSet<T, BuildHasherDefault<FxHasher>>;
 
 /// A broken invariant: which op, and what is wrong.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -80,7 +85,8 @@ pub fn jump_target(trace: &Trace, jump: OpRef) -> JumpTarget {
     }
 }
 
-fn check_value(trace: &Trace, at: OpRef, v: Value, what: &str) -> Result<Kind, VerifyError> {
+/// `what` names the value in the error message (formatted only when there is one).
+fn check_value(trace: &Trace, at: OpRef, v: Value, what: &dyn fmt::Display) -> Result<Kind, VerifyError> {
     match v.data() {
         ValueData::Op(o) => {
             if o.index() >= at.index() {
@@ -122,12 +128,13 @@ pub fn verify(trace: &Trace) -> Result<(), VerifyError> {
     check_inputs(trace)?;
     check_descr_table(trace)?;
     let mut labels = LabelParams::default();
-    let mut guard_ids = HashSet::new();
+    let mut guard_ids = FxHashSet::default();
+    let mut kinds = Vec::new();
     for r in trace.op_refs().skip(trace.num_inputs) {
         if labels.check_param(trace, r)? {
             continue;
         }
-        let kinds = check_operands(trace, r)?;
+        check_operands(trace, r, &mut kinds)?;
         check_descr(trace, r)?;
         check_load_store_kinds(trace, r, &kinds)?;
         check_resume_data(trace, r, &mut guard_ids)?;
@@ -155,7 +162,7 @@ fn check_inputs(trace: &Trace) -> Result<(), VerifyError> {
 
 /// Invariant 4, for the descriptor table: no two equal descriptors.
 fn check_descr_table(trace: &Trace) -> Result<(), VerifyError> {
-    let mut seen = HashSet::new();
+    let mut seen = FxHashSet::default();
     for (i, d) in trace.descrs.iter().enumerate() {
         if !seen.insert(d) {
             return err(None, format!("descriptor {i} repeats an earlier one: {d:?}"));
@@ -243,8 +250,8 @@ impl LabelParams {
 }
 
 /// Invariants 2 and 3 for the operands of `r`: arity, definition before use, kinds
-/// (`guard_value`'s two operands have one kind). Returns the operands' kinds.
-fn check_operands(trace: &Trace, r: OpRef) -> Result<Vec<Kind>, VerifyError> {
+/// (`guard_value`'s two operands have one kind). Leaves the operands' kinds in `kinds`.
+fn check_operands(trace: &Trace, r: OpRef, kinds: &mut Vec<Kind>) -> Result<(), VerifyError> {
     let op = trace.op(r);
     let opc = op.opcode;
     if !opc.arity_ok(op.args.len()) {
@@ -259,9 +266,9 @@ fn check_operands(trace: &Trace, r: OpRef) -> Result<Vec<Kind>, VerifyError> {
             ),
         );
     }
-    let mut kinds = Vec::with_capacity(op.args.len());
+    kinds.clear();
     for (i, &a) in op.args.iter().enumerate() {
-        let k = check_value(trace, r, a, &format!("operand {}", i + 1))?;
+        let k = check_value(trace, r, a, &format_args!("operand {}", i + 1))?;
         if let Some(want) = opc.arg_kind(i) {
             if want != k {
                 return err(
@@ -275,7 +282,7 @@ fn check_operands(trace: &Trace, r: OpRef) -> Result<Vec<Kind>, VerifyError> {
     if opc == Opcode::GuardValue && kinds[0] != kinds[1] {
         return err(Some(r), "guard_value compares values of different kinds".into());
     }
-    Ok(kinds)
+    Ok(())
 }
 
 /// Invariant 4 for `r`: a descriptor exactly when the opcode table asks for one, of the
@@ -339,7 +346,7 @@ fn check_load_store_kinds(trace: &Trace, r: OpRef, kinds: &[Kind]) -> Result<(),
 
 /// Invariant 5 for `r`: resume data exactly on guards, a guard id not in `guard_ids` (which
 /// collects them), fail arguments defined before the guard, virtual references in range.
-fn check_resume_data(trace: &Trace, r: OpRef, guard_ids: &mut HashSet<GuardId>) -> Result<(), VerifyError> {
+fn check_resume_data(trace: &Trace, r: OpRef, guard_ids: &mut FxHashSet<GuardId>) -> Result<(), VerifyError> {
     let op = trace.op(r);
     let opc = op.opcode;
     let g = match (opc.is_guard(), op.guard) {
@@ -357,7 +364,7 @@ fn check_resume_data(trace: &Trace, r: OpRef, guard_ids: &mut HashSet<GuardId>) 
     }
     let check_fail = |fa: &FailArg| -> Result<(), VerifyError> {
         match *fa {
-            FailArg::Value(v) => check_value(trace, r, v, "fail argument").map(|_| ()),
+            FailArg::Value(v) => check_value(trace, r, v, &"fail argument").map(|_| ()),
             FailArg::Virtual(i) if (i as usize) < gd.virtuals.len() => Ok(()),
             FailArg::Virtual(i) => err(Some(r), format!("fail argument names missing virtual {i}")),
             FailArg::Hole => Ok(()),

@@ -7,7 +7,7 @@ use crate::{Explanation, Fate, Reason};
 use trace_ir::{OpRef, Value, ValueData};
 
 /// What the pass records while explaining.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub(super) struct Explain {
     /// Per input op: the counted step that removed it, with the rule's name.
     removed: Vec<Option<(Reason, Option<&'static str>)>>,

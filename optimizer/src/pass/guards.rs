@@ -23,6 +23,14 @@ pub(crate) struct Resume {
     pub facts: Vec<Vec<trace_ir::WordFacts>>,
     /// Scratch of `resume_value`: virtuals whose description is pending.
     pub work: Vec<(OpRef, u32)>,
+    /// Scratch of `emit_guard`: the virtual objects of the guard being emitted (moved out
+    /// into an exactly sized vector, so the guard's data does not grow step by step).
+    pub objects: Vec<VirtualObject>,
+    /// Scratch of `resume_arg`: input virtual index -> output index, for the guard being
+    /// emitted.
+    pub in_memo: Vec<(u32, u32)>,
+    /// Scratch of `emit_guard`: the facts of the guard's exit words.
+    pub words: Vec<trace_ir::WordFacts>,
     /// While a `guard_true`/`guard_false` is emitted: its condition and the constant the
     /// condition has whenever the guard fails. Resume data names that constant instead of the
     /// condition, so the comparison is not kept alive only for the exit (the backend then
@@ -30,8 +38,24 @@ pub(crate) struct Resume {
     pub exit_subst: Option<(Value, Value)>,
 }
 
+impl Clone for Resume {
+    fn clone(&self) -> Resume {
+        let mut r = Resume::default();
+        r.clone_from(self);
+        r
+    }
+
+    /// The resume data and facts of the emitted guards, keeping this value's allocations
+    /// (the scratch tables are empty between guards and not copied).
+    fn clone_from(&mut self, o: &Resume) {
+        self.guards.clone_from(&o.guards);
+        self.facts.clone_from(&o.facts);
+        self.exit_subst = o.exit_subst;
+    }
+}
+
 /// What passed guards established about effects, until an op undoes it.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub(crate) struct Effects {
     /// No exception can be pending (a `guard_no_exception` passed since the last op that may
     /// raise).
@@ -50,20 +74,26 @@ impl<'a> Pass<'a> {
         }
         let t = self.input;
         let gd = t.guard(op.guard.expect("verified: guards carry resume data"));
-        let mut virtuals: Vec<VirtualObject> = Vec::new();
         // scratch tables kept in the pass between guards (no allocation per guard)
+        let mut objects = std::mem::take(&mut self.resume.objects);
+        objects.clear();
         let mut memo = std::mem::take(&mut self.resume.memo);
         memo.clear();
-        let mut in_memo: Vec<(u32, u32)> = Vec::new();
+        let mut in_memo = std::mem::take(&mut self.resume.in_memo);
+        in_memo.clear();
         let mut fail_args = Vec::with_capacity(gd.fail_args.len());
         for fa in &gd.fail_args {
-            let out = self.resume_arg(*fa, gd, &mut virtuals, &mut memo, &mut in_memo);
+            let out = self.resume_arg(*fa, gd, &mut objects, &mut memo, &mut in_memo);
             fail_args.push(out);
         }
-        if !virtuals.is_empty() {
+        if !objects.is_empty() {
             self.counts.stats.guards_with_virtuals += 1;
         }
+        let mut virtuals = Vec::with_capacity(objects.len());
+        virtuals.append(&mut objects);
+        self.resume.objects = objects;
         self.resume.memo = memo;
+        self.resume.in_memo = in_memo;
         let g = GuardRef::new(self.resume.guards.len());
         let data = GuardData {
             id: gd.id,
@@ -72,9 +102,11 @@ impl<'a> Pass<'a> {
             virtuals,
         };
         // What holds whenever the guard fails: known before the guard learns from passing.
-        let mut words = Vec::new();
+        let mut words = std::mem::take(&mut self.resume.words);
+        words.clear();
         data.for_each_value(|v| words.push(self.word_facts(v)));
-        self.resume.facts.push(words);
+        self.resume.facts.push(words.as_slice().to_vec());
+        self.resume.words = words;
         self.resume.guards.push(data);
         self.emit(Op {
             opcode: op.opcode,

@@ -50,6 +50,22 @@ pub(crate) struct Memory {
     pub layout: Layout,
 }
 
+impl Clone for Memory {
+    fn clone(&self) -> Memory {
+        let mut m = Memory::default();
+        m.clone_from(self);
+        m
+    }
+
+    /// Field by field, keeping this value's allocations.
+    fn clone_from(&mut self, o: &Memory) {
+        self.heap.clone_from(&o.heap);
+        self.pending.clone_from(&o.pending);
+        self.descr_facts.clone_from(&o.descr_facts);
+        self.layout.clone_from(&o.layout);
+    }
+}
+
 impl Memory {
     /// Empty tables for `input`'s descriptors.
     pub fn reset(&mut self, input: &Trace) {

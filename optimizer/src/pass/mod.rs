@@ -125,6 +125,7 @@ pub(crate) struct Tables {
     last_use: Vec<u32>,
     resume: Resume,
     sweep: Sweep,
+    kept: Snapshot,
 }
 
 /// Tables of traces up to this many ops are kept for the next run (larger ones are freed).
@@ -230,9 +231,12 @@ pub(crate) struct Pass<'a> {
     cur: usize,
     /// The per-op account, with [`Options::explain`] ([`explain`]).
     explain: Option<Box<explain::Explain>>,
+    /// The state kept for a second run over the same input ([`Start`]).
+    kept: Snapshot,
 }
 
 /// What the pass removed and why (moved into [`Stats`] at the end).
+#[derive(Clone, Default)]
 struct Counts {
     stats: Stats,
     /// Removed input ops by [`Reason`].
@@ -252,7 +256,7 @@ pub(crate) fn run(
         precheck(input)?;
     }
     let Some(peeled) = opts.peel.then(|| trace_ir::peel_loop(input)).flatten() else {
-        return run_once(ctx, input, opts, &HeaderFacts::default(), entries);
+        return run_once(ctx, input, opts, &HeaderFacts::default(), entries, Start::Keep(None));
     };
     // Which loop parameters are invariant shows only in the output (the recorded jump passes
     // values read back from boxes, forwarded to the parameters by the pass), so a first run
@@ -265,12 +269,23 @@ pub(crate) fn run(
     // in `[0, C]` in every iteration, and the second run assumes so. The second output is
     // kept only if its jump still masks them with the same constants (the validator checks
     // the assumption by that same shape).
-    let first = run_once(ctx, &peeled, opts, &HeaderFacts::default(), entries)?;
+    //
+    // Both runs are the same up to the loop header (the assumptions apply from there on), so
+    // the first keeps its state at the header and the second resumes from it.
+    let header = trace_ir::invariant_params(&peeled).map(|(h, _)| h.index());
+    let first = run_once(
+        ctx,
+        &peeled,
+        opts,
+        &HeaderFacts::default(),
+        entries,
+        Start::Keep(header),
+    )?;
     let facts = HeaderFacts::of(&first.trace);
     if facts.is_empty() {
         return Ok(first);
     }
-    let second = run_once(ctx, &peeled, opts, &facts, entries)?;
+    let second = run_once(ctx, &peeled, opts, &facts, entries, Start::Resume)?;
     Ok(if facts.hold_in(&HeaderFacts::of(&second.trace)) {
         second
     } else {
@@ -278,21 +293,52 @@ pub(crate) fn run(
     })
 }
 
+/// Where a run of the pass starts.
+enum Start {
+    /// At the start of the trace, keeping the state reached at this input op (if any) in
+    /// the optimizer's tables.
+    Keep(Option<usize>),
+    /// From the state the run just before kept, over the same input with the same options
+    /// (from the start when it kept none).
+    Resume,
+}
+
+/// The state of the pass before an input op: everything a run changes, so that a second run
+/// over the same input can resume there instead of repeating the ops before it. Kept with
+/// the optimizer's tables, so its allocations serve trace after trace.
+#[derive(Default)]
+struct Snapshot {
+    /// The input op; `None`: nothing kept.
+    at: Option<usize>,
+    v: Values,
+    cse: Cse,
+    mem: Memory,
+    virtuals: Vec<Virtual>,
+    resume: Resume,
+    effects: Effects,
+    label_facts: Vec<(OpRef, Vec<trace_ir::WordFacts>)>,
+    counts: Counts,
+    depth: u32,
+    retarget: Option<(OpRef, u64)>,
+    explain: Option<Box<explain::Explain>>,
+}
+
 /// One pass over `input` with `ctx`'s tables, assuming `facts` about the parameters of the
-/// loop header (the label the final jump goes back to).
+/// loop header (the label the final jump goes back to), from `start`.
 fn run_once(
     ctx: &mut Optimizer,
     input: &Trace,
     opts: &Options,
     facts: &HeaderFacts,
     entries: &[trace_ir::BodyEntry],
+    start: Start,
 ) -> Result<Optimized, OptError> {
     let mut p = Pass::new(input, opts, ctx.take_tables());
     p.entries = entries;
     if !facts.is_empty() {
         p.header.facts = trace_ir::invariant_params(input).map(|(header, _)| (header.index(), facts));
     }
-    p.run()?;
+    p.run(start)?;
     let (out, tables) = p.finish()?;
     ctx.give_back(tables, input.ops.len());
     Ok(out)
@@ -389,6 +435,7 @@ impl<'a> Pass<'a> {
             last_use,
             mut resume,
             sweep,
+            kept,
         } = *tables;
         v.reset(n, &input.consts);
         cse.reset(n);
@@ -426,21 +473,38 @@ impl<'a> Pass<'a> {
             retarget: None,
             cur: 0,
             explain: opts.explain.then(|| Box::new(explain::Explain::new(n))),
+            kept,
         }
     }
 
-    fn run(&mut self) -> Result<(), OptError> {
+    fn run(&mut self, start: Start) -> Result<(), OptError> {
         let t = self.input;
         if t.ops.iter().any(|o| o.opcode == Opcode::Label) {
             self.compute_last_use();
         }
-        for i in 0..t.num_inputs {
-            self.cur = i;
-            let v = self.emit(Op::new(t.ops[i].opcode, &[]));
-            self.v.map[i] = v;
-        }
-        let mut i = t.num_inputs;
+        let (resume_at, keep_at) = match start {
+            Start::Resume => (self.kept.at, None),
+            Start::Keep(at) => (None, at),
+        };
+        self.kept.at = None;
+        let mut i = match resume_at {
+            Some(at) => {
+                self.restore();
+                at
+            }
+            None => {
+                for i in 0..t.num_inputs {
+                    self.cur = i;
+                    let v = self.emit(Op::new(t.ops[i].opcode, &[]));
+                    self.v.map[i] = v;
+                }
+                t.num_inputs
+            }
+        };
         while i < t.ops.len() {
+            if keep_at == Some(i) {
+                self.keep(i);
+            }
             let op = &t.ops[i];
             self.cur = i;
             if op.opcode == Opcode::Label {
@@ -457,6 +521,43 @@ impl<'a> Pass<'a> {
             i += 1;
         }
         Ok(())
+    }
+
+    /// Keep the state before input op `at` (in `self.kept`).
+    fn keep(&mut self, at: usize) {
+        let k = &mut self.kept;
+        k.at = Some(at);
+        k.v.clone_from(&self.v);
+        k.cse.clone_from(&self.cse);
+        k.mem.clone_from(&self.mem);
+        k.virtuals.clone_from(&self.virtuals);
+        k.resume.clone_from(&self.resume);
+        k.effects.clone_from(&self.effects);
+        k.label_facts.clone_from(&self.header.label_facts);
+        k.counts.clone_from(&self.counts);
+        k.depth = self.depth;
+        k.retarget = self.retarget;
+        k.explain.clone_from(&self.explain);
+    }
+
+    /// Continue from the state kept by the run before (over the same input): swapped in,
+    /// so the kept tables take this run's fresh ones (and their allocations) in exchange.
+    fn restore(&mut self) {
+        use std::mem::swap;
+        let k = &mut self.kept;
+        swap(&mut self.v, &mut k.v);
+        swap(&mut self.cse, &mut k.cse);
+        swap(&mut self.mem, &mut k.mem);
+        swap(&mut self.virtuals, &mut k.virtuals);
+        swap(&mut self.resume.guards, &mut k.resume.guards);
+        swap(&mut self.resume.facts, &mut k.resume.facts);
+        self.resume.exit_subst = k.resume.exit_subst;
+        swap(&mut self.effects, &mut k.effects);
+        swap(&mut self.header.label_facts, &mut k.label_facts);
+        swap(&mut self.counts, &mut k.counts);
+        self.depth = k.depth;
+        self.retarget = k.retarget;
+        swap(&mut self.explain, &mut k.explain);
     }
 
     fn op(&mut self, i: usize) -> Result<(), OptError> {

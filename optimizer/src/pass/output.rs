@@ -56,6 +56,7 @@ impl<'a> Pass<'a> {
             last_use: self.header.last_use,
             resume: self.resume,
             sweep: self.sweep,
+            kept: self.kept,
         });
         Ok((
             Optimized {

@@ -52,6 +52,20 @@ pub(crate) struct Cse {
     pub ovf: FxHashMap<Key, Value>,
 }
 
+impl Clone for Cse {
+    fn clone(&self) -> Cse {
+        let mut c = Cse::default();
+        c.clone_from(self);
+        c
+    }
+
+    /// Field by field, keeping this value's allocations.
+    fn clone_from(&mut self, o: &Cse) {
+        self.pure.clone_from(&o.pure);
+        self.ovf.clone_from(&o.ovf);
+    }
+}
+
 impl Cse {
     /// Empty tables for a trace of `n` ops.
     pub fn reset(&mut self, n: usize) {

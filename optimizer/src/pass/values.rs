@@ -46,6 +46,25 @@ pub(crate) struct Values {
     pub map: Vec<Value>,
 }
 
+impl Clone for Values {
+    fn clone(&self) -> Values {
+        let mut v = Values::default();
+        v.clone_from(self);
+        v
+    }
+
+    /// Field by field, keeping this value's allocations (a resumed run keeps its reserve).
+    fn clone_from(&mut self, o: &Values) {
+        self.ops.clone_from(&o.ops);
+        self.info.clone_from(&o.info);
+        self.order.clone_from(&o.order);
+        self.consts.clone_from(&o.consts);
+        self.const_cache.clone_from(&o.const_cache);
+        self.uf.clone_from(&o.uf);
+        self.map.clone_from(&o.map);
+    }
+}
+
 impl Values {
     /// Empty tables sized for a trace of `n` ops with the constants `consts`.
     pub fn reset(&mut self, n: usize, consts: &ConstPool) {
