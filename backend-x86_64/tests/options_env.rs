@@ -14,7 +14,10 @@ fn only_from_env_reads_the_environment() {
     let e = CompileOptions::from_env();
     assert!(e.log_asm && e.perf_map && e.gdb_jit);
     assert_eq!(e.jitdump.as_deref(), Some(std::path::Path::new("/tmp/dumps")));
-    assert_eq!((e.int_regs, e.float_regs, e.memory), (d.int_regs, d.float_regs, d.memory));
+    assert_eq!(
+        (e.int_regs, e.float_regs, e.memory),
+        (d.int_regs, d.float_regs, d.memory)
+    );
     std::env::set_var("TRACEJIT_LOG", "opt");
     std::env::set_var("TRACEJIT_PERFMAP", "0");
     std::env::set_var("TRACEJIT_GDB", "");

@@ -15,14 +15,14 @@
 //! guards have ids of their own).
 
 use crate::common::{load_traces, no_traces, CliError, CliResult, Out};
-use serde::Serialize;
 use crate::opcount::{Counts, CATS};
-use trace_ir::Trace;
+use serde::Serialize;
 use trace_interp::guided::guided_inputs;
 use trace_interp::outcomes_equivalent_by_resume_key;
 use trace_interp::random::random_inputs;
 use trace_interp::rng::{mix64, Rng};
 use trace_interp::{outcomes_equivalent, run, RunConfig};
+use trace_ir::Trace;
 use verify::validate::{validate, Config, Verdict};
 
 /// Arguments of `tracejit eval-pypy`.

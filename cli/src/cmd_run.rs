@@ -178,16 +178,16 @@ pub fn run(a: RunArgs) -> CliResult {
             let (native, cmp) = if hooks {
                 let mut model = ModelHeap::new(&compiled_trace, &cfg);
                 // SAFETY: in Hooks mode every memory access and call goes to the model.
-                let native = unsafe { code.run(&words, &mut model) }
-                    .map_err(|e| CliError::Failed(format!("{name}: {e}")))?;
+                let native =
+                    unsafe { code.run(&words, &mut model) }.map_err(|e| CliError::Failed(format!("{name}: {e}")))?;
                 let native_run = model.into_result(trace_interp::native::exit_outcome(&native));
                 (native, outcomes_equivalent(&int_run, &native_run))
             } else {
                 let mut heap = SimpleHeap::new();
                 // SAFETY: Direct mode is chosen only for traces that name no foreign memory
                 // or function (`why_hooks`) and get integer and float inputs.
-                let native = unsafe { code.run(&words, &mut heap) }
-                    .map_err(|e| CliError::Failed(format!("{name}: {e}")))?;
+                let native =
+                    unsafe { code.run(&words, &mut heap) }.map_err(|e| CliError::Failed(format!("{name}: {e}")))?;
                 let v = if agree(&native, &int) {
                     Ok(())
                 } else {

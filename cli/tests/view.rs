@@ -9,12 +9,11 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use support::LOOP;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use support::LOOP;
 
 const BIN: &str = env!("CARGO_BIN_EXE_tracejit");
-
 
 /// The Chromium binary, or `None` after saying the test skips (a failure when
 /// `TRACEJIT_REQUIRE_TOOLS=1`).

@@ -151,7 +151,10 @@ impl TraceBuilder {
     fn input_opcode(&mut self, kind: Kind, mistake: &str) -> Opcode {
         Opcode::input_for(kind).unwrap_or_else(|| {
             let op = OpRef::new(self.trace.ops.len());
-            self.error.get_or_insert(VerifyError { op: Some(op), message: mistake.to_string() });
+            self.error.get_or_insert(VerifyError {
+                op: Some(op),
+                message: mistake.to_string(),
+            });
             Opcode::InputI
         })
     }

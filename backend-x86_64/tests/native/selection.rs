@@ -79,7 +79,7 @@ fn and_masks_on_special_values() {
                 let t = b.build().unwrap();
                 let mut values = ints(&[want as i64]);
                 if lives {
-                    values.push(ExitValue::Int(x as i64));
+                    values.push(ExitValue::Int(x));
                 }
                 for o in [opts(), tight()] {
                     assert_eq!(
@@ -281,7 +281,7 @@ fn loop_carried_mask_lands_in_the_jump_register() {
             Exit::Guard {
                 guard: t.guards[0].id,
                 resume_key: 1,
-                values: ints(&[h as i64, 0])
+                values: ints(&[h, 0])
             }
         );
     }
@@ -441,7 +441,7 @@ fn rotated_loops_exit_with_the_right_values() {
                     i += 1;
                 }
                 match run_native(&t, &inputs.iter().map(|&v| v as u64).collect::<Vec<_>>(), &opts()) {
-                    Exit::Guard { values, .. } => assert_eq!(&values[..3], &ints(&[i as i64, n as i64, s as i64])),
+                    Exit::Guard { values, .. } => assert_eq!(&values[..3], &ints(&[i, n, s])),
                     other => panic!("{other:?}"),
                 }
             }
