@@ -309,18 +309,7 @@ fn random_traces(reps: usize) {
     let mut points: [Vec<(f64, f64)>; 3] = Default::default();
     let mut rows = Vec::new();
     for len in RANDOM_SIZES {
-        let count = match len {
-            0..=100 => 40,
-            101..=1000 => 8,
-            _ => 2,
-        };
-        let cfg = trace_interp::random::RandomConfig {
-            length: len,
-            ..trace_interp::random::RandomConfig::default()
-        };
-        let traces: Vec<Trace> = (0..count)
-            .map(|s| trace_interp::random::random_trace(&cfg, 1000 + s).0)
-            .collect();
+        let traces: Vec<Trace> = benches::optimizer_set(len);
         let rounds = (reps * 100 / len).clamp(5, reps.max(5));
         let mut per: Vec<[Vec<f64>; 3]> = traces.iter().map(|_| Default::default()).collect();
         for _ in 0..rounds {
@@ -355,7 +344,7 @@ fn random_traces(reps: usize) {
         });
         rows.push((
             len,
-            count,
+            traces.len(),
             rounds,
             median(&mut ops),
             size_med.map(|mut v| median(&mut v)),
