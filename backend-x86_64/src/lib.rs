@@ -475,11 +475,13 @@ impl CompiledTrace {
         let rt = ctx.rt;
         let code = code as usize;
         let kinds = self.exit_kinds.of(code);
+        // Every word is reported: a runtime's `guard_exit` answering more words than the
+        // guard has fail arguments gets its extra words back as integers.
         let typed = |words: &[u64]| -> Vec<ExitValue> {
             words
                 .iter()
-                .zip(kinds)
-                .map(|(&w, &k)| ExitValue::from_bits(k, w))
+                .enumerate()
+                .map(|(i, &w)| ExitValue::from_bits(kinds.get(i).copied().unwrap_or(Kind::Int), w))
                 .collect()
         };
         Ok(match &self.exits[code] {
