@@ -159,17 +159,15 @@ pub(crate) struct SourceText {
 
 impl SourceText {
     fn new(trace: &Trace, symbol: &str, addr: u64, len: usize) -> SourceText {
-        let printed = trace_ir::text::print_trace(trace);
+        let listing = trace_ir::print_listing(trace);
         let mut text = format!("# {symbol} at {addr:#x}, {len} bytes\n");
-        text.push_str(&printed);
+        text.push_str(&listing.text);
         text.push_str("# exit stubs and epilogue\n");
         let tail_line = text.lines().count() as u32;
-        let (entry_line, op_lines) = match op_lines(trace, &printed) {
-            Some((inputs, lines)) => (inputs + 1, lines.iter().map(|l| l + 1).collect()),
-            // A printer this mapping does not follow: everything on the inputs' line
-            // rather than on wrong lines.
-            None => (2, vec![2; trace.ops.len()]),
-        };
+        // 1-based, after the header comment line.
+        let inputs = listing.text.lines().position(|l| l.starts_with('[')).unwrap_or(0) as u32;
+        let entry_line = inputs + 2;
+        let op_lines = listing.op_lines.iter().map(|l| l + 2).collect();
         SourceText {
             text,
             op_lines,
@@ -177,38 +175,6 @@ impl SourceText {
             tail_line,
         }
     }
-}
-
-/// The 1-based line of the inputs and of each op in `printed` (the printer's output for
-/// `trace`): one line per op after the inputs' line, label parameters on their label's
-/// line. `None` when a line does not show its op's opcode.
-fn op_lines(trace: &Trace, printed: &str) -> Option<(u32, Vec<u32>)> {
-    let lines: Vec<&str> = printed.lines().collect();
-    let inputs = lines.iter().position(|l| l.starts_with('['))? as u32 + 1;
-    let n = trace.ops.len();
-    let mut out = vec![inputs; n];
-    let mut line = inputs;
-    let mut label_line = inputs;
-    let mut params_left = 0;
-    for (i, op) in trace.ops.iter().enumerate().skip(trace.num_inputs) {
-        if op.opcode.is_input() && params_left > 0 {
-            params_left -= 1;
-            out[i] = label_line;
-            continue;
-        }
-        params_left = 0;
-        line += 1;
-        out[i] = line;
-        let shown = lines.get(line as usize - 1)?;
-        if !shown.contains(op.opcode.name()) {
-            return None;
-        }
-        if op.opcode == trace_ir::Opcode::Label {
-            params_left = op.args.len();
-            label_line = line;
-        }
-    }
-    Some((inputs, out))
 }
 
 /// The line of each code range: `(start, end, line)` in code order, covering the whole code
