@@ -8,7 +8,8 @@
 //! location that may share a byte with it ([`crate::alias::Layout::may_overlap`]: under
 //! type-based aliasing only its own descriptor's, under byte views every overlapping field or
 //! item of any descriptor) on every object that may be the same object (two different
-//! allocations of this trace never are). A call that may write the heap, a barrier op, any
+//! allocations of this trace never are, nor an allocation and a constant or a value that
+//! existed before it). A call that may write the heap, a barrier op, any
 //! other heap write and a `label` clear the mutable entries. Immutable fields
 //! (`FieldDescr::immutable`) survive calls (the interpreter's model: calls never change what
 //! an immutable read sees), but not writes. Immutable item reads (`getarrayitem_gc_pure_*`)

@@ -380,6 +380,43 @@ finish()
     assert_invalid(FRESH_VS_CONST, without_both);
 }
 
+const FRESH_VS_OLDER: &str = "
+[p0, p2]
+p1 = new_with_vtable(descr=<SizeDescr 16 vtable=4096>)
+setfield_gc(p0, p1, descr=<FieldP T.p 8>)
+i3 = ptr_eq(p2, p1)
+guard_false(i3, descr=<Guard0>) []
+p4 = getfield_gc_r(p2, descr=<FieldP T.p 8>)
+i5 = ptr_eq(p4, p1)
+guard_false(i5, descr=<Guard1>) []
+finish()
+";
+
+#[test]
+fn fresh_object_is_never_a_value_that_existed_before_it() {
+    // p2 existed before p1 was allocated; p4, read after p1 was stored, is p1 when p2 is p0
+    let without_guard0 = "
+[p0, p2]
+p1 = new_with_vtable(descr=<SizeDescr 16 vtable=4096>)
+setfield_gc(p0, p1, descr=<FieldP T.p 8>)
+p4 = getfield_gc_r(p2, descr=<FieldP T.p 8>)
+i5 = ptr_eq(p4, p1)
+guard_false(i5, descr=<Guard1>) []
+finish()
+";
+    let without_guard1 = "
+[p0, p2]
+p1 = new_with_vtable(descr=<SizeDescr 16 vtable=4096>)
+setfield_gc(p0, p1, descr=<FieldP T.p 8>)
+i3 = ptr_eq(p2, p1)
+guard_false(i3, descr=<Guard0>) []
+finish()
+";
+    assert_valid(FRESH_VS_OLDER, without_guard0);
+    assert_invalid(FRESH_VS_OLDER, without_guard1);
+    assert_optimizer_output_not_invalid(FRESH_VS_OLDER);
+}
+
 // --- fresh objects paired by role -----------------------------------------------------------
 
 /// The original escapes a temporary object (stored into an external field, then overwritten)

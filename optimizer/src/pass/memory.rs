@@ -246,28 +246,19 @@ impl<'a> Pass<'a> {
             self.emit_write(w);
             return;
         }
-        let mut same = self.mem.pending.iter().position(|p| p.loc == w.loc && p.obj == w.obj);
-        if let Some(k) = same {
-            // Storing a reference makes the object escape (the interpreter's model: escape is
-            // sticky, and later heap-writing calls may change escaped objects), so a
-            // reference store is never dropped, even when overwritten.
-            let old = self.mem.pending[k].val;
-            if !old.is_const() && self.kind_of(old) == Kind::Ref {
-                let w_old = self.mem.pending.remove(k);
-                self.emit_write(w_old);
-                same = None;
-            }
-        }
+        // An overwritten write is dead, references included: a stored object escapes only
+        // if it is reachable at a call (docs/memory-model.md), and calls flush the delayed
+        // writes first.
+        let same = self.mem.pending.iter().position(|p| p.loc == w.loc && p.obj == w.obj);
         self.flush_conflicting(w.loc, w.obj, same);
-        match self.mem.pending.iter_mut().find(|p| p.loc == w.loc && p.obj == w.obj) {
-            Some(p) => {
-                let dead = p.src as usize;
-                p.val = w.val;
-                p.src = w.src;
-                self.removed_at(dead, Reason::DeadStore);
-            }
-            None => self.mem.pending.push(w),
+        // The replaced write is dead; the new one goes last, so the delayed writes stay in
+        // the order of their latest writes (the order in which the original stored the
+        // values the heap ends up holding, and so in which stored objects escape).
+        if let Some(k) = self.mem.pending.iter().position(|p| p.loc == w.loc && p.obj == w.obj) {
+            let dead = self.mem.pending.remove(k).src as usize;
+            self.removed_at(dead, Reason::DeadStore);
         }
+        self.mem.pending.push(w);
     }
 
     pub(super) fn setfield(&mut self, op: &Op, args: &[Value]) {

@@ -1,7 +1,7 @@
 //! Pure ops: constant folding, the abstract value of integer ops (`IntBound`), the peephole
 //! rules (through [`RuleEnv`]), and common-subexpression elimination.
 
-use super::{Pass, F_FRESH, F_OVF_CHECKED, MAX_DEPTH};
+use super::{Pass, F_OVF_CHECKED, MAX_DEPTH};
 use crate::domain::IntBound;
 use crate::fold::fold_pure;
 use crate::peephole::{self, RuleEnv};
@@ -217,10 +217,8 @@ impl<'a> Pass<'a> {
         if (null(a) && self.known_nonnull(b)) || (null(b) && self.known_nonnull(a)) {
             return Some(false);
         }
-        if let (Some(x), Some(y)) = (a.as_op(), b.as_op()) {
-            if self.v.info[x.index()].flags & F_FRESH != 0 && self.v.info[y.index()].flags & F_FRESH != 0 {
-                return Some(false);
-            }
+        if Self::fresh_apart(&self.v.info, a, b) {
+            return Some(false);
         }
         None
     }

@@ -197,12 +197,22 @@ impl<'a> Pass<'a> {
 
     /// Whether two references may be the same object.
     pub(super) fn may_alias(info: &[Info], a: Value, b: Value) -> bool {
-        if a == b {
-            return true;
-        }
-        match (a.as_op(), b.as_op()) {
-            (Some(x), Some(y)) => !(info[x.index()].flags & F_FRESH != 0 && info[y.index()].flags & F_FRESH != 0),
-            _ => true,
+        a == b || !Self::fresh_apart(info, a, b)
+    }
+
+    /// Whether `a` and `b` are different objects because one is an allocation of this trace
+    /// and the other a constant or a value that existed before the allocation (an arena op
+    /// made earlier in the pass, which follows the trace's order; a label parameter holds an
+    /// earlier iteration's value): a fresh object is at no constant's address
+    /// (docs/memory-model.md) and at no address a value already held. Two allocations are
+    /// always apart. `a` and `b` are representatives, and not the same value.
+    pub(super) fn fresh_apart(info: &[Info], a: Value, b: Value) -> bool {
+        let fresh = |v: Value| v.as_op().filter(|o| info[o.index()].flags & F_FRESH != 0);
+        let before = |f: OpRef, o: Value| o.as_op().is_none_or(|o| o.index() < f.index() || fresh(Value::from(o)).is_some());
+        match (fresh(a), fresh(b)) {
+            (Some(f), _) => before(f, b),
+            (None, Some(f)) => before(f, a),
+            (None, None) => false,
         }
     }
 

@@ -445,7 +445,9 @@ fn validate_symbolically(
         return (Verdict::Unknown { reason }, stats);
     }
     let mut first = None;
-    // What escaped in the last run (the same objects escape under every naming).
+    // What escaped in the runs so far: a run that stops early (undecided, or a difference
+    // found) sees only the objects that escaped before that point, so a later naming is
+    // skipped only when no run saw anything it could match differently.
     let mut shapes = BTreeSet::new();
     for naming in [Naming::ShapeAndLength, Naming::Shape, Naming::Order, Naming::Role] {
         if first.is_some() && !naming.differs(&shapes) {
@@ -466,7 +468,7 @@ fn validate_symbolically(
         if witness.is_none() {
             *witness = v.float_witness.take();
         }
-        shapes = v.o.esc_shapes.union(&v.p.esc_shapes).cloned().collect();
+        shapes.extend(v.o.esc_shapes.iter().chain(&v.p.esc_shapes).cloned());
         let escaped = !shapes.is_empty();
         if verdict.is_valid() || !verdict.is_invalid() && first.is_none() || !escaped {
             return (verdict, stats);
