@@ -91,12 +91,12 @@ impl Vm<'_> {
                     eprintln!("[jit] optimizer stats of loop {id}: {:?}", report.optimizer);
                 }
                 if log.jit {
+                    let what = report
+                        .bridge_of
+                        .map_or("trace".into(), |g| format!("bridge out of {g}"));
                     eprintln!(
-                        "[jit] loop {id} (line {}): {} {:?}, optimize {:?}, compile {:?}",
+                        "[jit] loop {id} (line {}): {what} of {} ops compiled, optimize {:?}, compile {:?}",
                         self.program.positions[pc].line,
-                        report
-                            .bridge_of
-                            .map_or("loop".to_string(), |g| format!("bridge out of {g}")),
                         report.compiled.num_real_ops(),
                         report.optimize_time,
                         report.compile_time
@@ -157,8 +157,11 @@ impl Vm<'_> {
             self.skip_entry_at = Some(pc);
         }
         if let Some(start) = self.driver.bridge_to_record() {
-            let shape = self.shapes[id].as_ref().expect("checked above");
-            match Recorder::start_bridge(self.program, shape, start, resume) {
+            let started = match &self.shapes[id] {
+                Some(shape) => Recorder::start_bridge(self.program, shape, start, resume),
+                None => Err(Abort("no loop shape".into())),
+            };
+            match started {
                 Ok(r) => self.recorder = Some(r),
                 Err(Abort(why)) => self.abort_recording(&why),
             }
