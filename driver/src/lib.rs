@@ -474,10 +474,9 @@ impl<K: Copy + Eq + Hash + fmt::Debug, E: Engine> Driver<K, E> {
     /// `backend_x86_64::CompiledTrace::run`: the inputs, the addresses and functions the
     /// loop and its bridges use, and `rt`, are valid for the native code).
     pub unsafe fn run(&mut self, key: K, inputs: &[u64], rt: &mut E::Runtime) -> Result<Exit, DriverError> {
-        let Some(loc) = self.locations.get_mut(&key).filter(|l| l.tree.is_some()) else {
-            return Err(DriverError::State(format!("no compiled loop at {key:?}")));
-        };
-        let t = loc.tree.as_mut().expect("filtered");
+        let no_code = || DriverError::State(format!("no compiled loop at {key:?}"));
+        let loc = self.locations.get_mut(&key).ok_or_else(no_code)?;
+        let t = loc.tree.as_mut().ok_or_else(no_code)?;
         self.stats.entries += 1;
         // SAFETY: this function's contract is the run's.
         let exit = unsafe { self.engine.run(&mut t.code, inputs, rt) }.map_err(DriverError::Run)?;
