@@ -240,6 +240,11 @@ impl<K: Copy + Eq + Hash + fmt::Debug, E: Engine> Driver<K, E> {
         &self.config
     }
 
+    /// The engine (say, to ask [`Engine::supports_bridges`]).
+    pub fn engine(&self) -> &E {
+        &self.engine
+    }
+
     /// The interpreter reached the loop header `key`: what to do (see [`AtHeader`]).
     pub fn loop_header(&mut self, key: K) -> AtHeader {
         match self.recording {

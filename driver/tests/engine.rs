@@ -84,7 +84,9 @@ fn run(d: &mut Driver<u32, Interp>, inputs: [u64; 3]) -> u64 {
 #[test]
 fn an_engine_without_bridges_gets_its_loop_recorded_again() {
     let mut d = Driver::with_engine(config(), Interp::default());
+    assert!(!d.engine().supports_bridges());
     compile(&mut d);
+    assert_eq!(d.engine().compiled, 1);
     // Runs from a multiple of 4 leave through guard 1 (or its peeled copy: same resume key).
     for k in 1..=3 {
         assert_eq!(d.loop_header(0), AtHeader::Run);
