@@ -12,23 +12,32 @@
 //!   header, or gives up with [`Driver::abort_recording`]);
 //! - [`AtHeader::Run`]: compiled code exists: [`Driver::run`] it.
 //!
+//! How code is compiled and run is the driver's [`Engine`]: [`Native`] (x86-64 code from
+//! `backend_x86_64`, the default) or the embedder's own. The driver optimizes
+//! ([`DriverConfig::optimize`]: loops with peeling, bridges into the loop's peeled body when
+//! they prove what it assumes), keeps the compiled traces, and tells what each compilation
+//! did ([`TraceReport`]) and what it did overall ([`DriverStats`]).
+//!
 //! When compiled code leaves through a guard, [`Driver::run`] returns the exit (the guard's
-//! resume key and fail arguments: the interpreter resumes there) and counts the guard's
-//! failures ([`backend_x86_64::CompiledTrace::guard_failures`]). Once a guard is hot,
-//! [`Driver::bridge_to_record`] hands the interpreter what it needs to record a **bridge**
-//! from the guard's resume point: a builder whose inputs are the guard's exit words, with
-//! the guard's virtual objects rebuilt and what the optimizer knew of them at the guard
-//! stated ([`trace_ir::bridge_prologue`]), the value of each fail argument, and the
-//! `TargetToken` to jump back to when it reaches the loop header.
-//! [`Driver::finish_recording`] then optimizes the bridge (into the loop's peeled body when
-//! it proves what the body assumes, `optimizer::Optimizer::optimize_bridge`) and attaches
-//! it.
+//! resume key and fail arguments: the interpreter resumes there) and counts it. With an
+//! engine that has bridges, once a guard has failed [`DriverConfig::hot_guard`] times
+//! ([`Engine::guard_failures`]), [`Driver::bridge_to_record`] hands the interpreter what it
+//! needs to record a **bridge** from the guard's resume point: a builder whose inputs are
+//! the guard's exit words, with the guard's virtual objects rebuilt and what the optimizer
+//! knew of them at the guard stated ([`trace_ir::bridge_prologue`]), the value of each fail
+//! argument, and the `TargetToken` to jump back to when it reaches the loop header.
+//! [`Driver::finish_recording`] then optimizes the bridge and attaches it. With an engine
+//! without bridges, guards that fail [`DriverConfig::retrace_after`] times throw the loop's
+//! code away so that it is recorded again (at most [`DriverConfig::max_retraces`] times).
+//! Guards the interpreter names as the loop's own exits (its loop test) are neither.
 //!
 //! A location whose recording is abandoned [`DriverConfig::max_aborts`] times is never
 //! recorded again (blacklisted); a guard whose bridge cannot be recorded or attached keeps
 //! exiting to the interpreter. Compiled loops and their bridges are kept per location.
 //!
-//! `examples/examples/hello_driver.rs` is a complete toy interpreter built on it. In short:
+//! `examples/examples/hello_driver.rs` is a complete toy interpreter built on it, and the
+//! example language of `examples/src/lang` embeds the JIT through it (with a second engine
+//! of its own). In short:
 //!
 //! ```
 //! use backend_x86_64::{Exit, ExitValue, SimpleHeap};
@@ -42,13 +51,14 @@
 //! let ins = [b.input(Kind::Int), b.input(Kind::Int)];
 //! let p = b.label(&ins);
 //! let lt = b.op(Opcode::IntLt, &[p[0], p[1]]);
-//! b.guard(Opcode::GuardTrue, &[lt], &p, 0); // leaves at bytecode position 0
+//! let exit = b.guard(Opcode::GuardTrue, &[lt], &p, 0); // leaves at bytecode position 0
 //! let one = b.const_int(1);
 //! let i = b.op(Opcode::IntAdd, &[p[0], one]);
-//! // ...and is back at the header: close and hand it over.
+//! // ...and is back at the header: close and hand it over (`exit` is the loop's own exit).
 //! assert_eq!(d.loop_header(0), AtHeader::Close);
 //! d.close_jump(&mut b, &[i, p[1]]);
-//! d.finish_recording(b.build()?)?;
+//! let report = d.finish_recording(b.build()?, &[exit])?;
+//! assert!(report.optimizer.is_some()); // peeled, optimized, then compiled
 //! // From now on the loop runs natively.
 //! assert_eq!(d.loop_header(0), AtHeader::Run);
 //! // SAFETY: the loop reads no memory and calls nothing.
@@ -58,31 +68,42 @@
 //!     }
 //!     other => panic!("{other:?}"),
 //! }
+//! assert_eq!((d.stats().loops, d.stats().entries, d.stats().exits), (1, 1, 1));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 #![deny(missing_docs)]
 
-use backend_x86_64::{CompileError, CompileOptions, CompiledTrace, Compiler, Exit, RunError, Runtime};
-use std::collections::HashMap;
+mod engine;
+mod report;
+
+pub use backend_x86_64::{Exit, ExitValue};
+pub use engine::{Engine, EngineError, Native};
+pub use report::{BridgeStart, DriverError, DriverStats, TraceReport};
+
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::hash::Hash;
-use trace_ir::{Descr, GuardId, Trace, TraceBuilder, Value};
+use std::time::Instant;
+use trace_ir::{BodyEntry, Descr, GuardFacts, GuardId, Trace, TraceBuilder, Value};
 
-/// When the driver records, compiles and attaches.
+/// When the driver records, compiles, attaches and records again.
 #[derive(Clone, Debug)]
 pub struct DriverConfig {
     /// Passes through a loop header before the loop is recorded.
     pub hot_loop: u32,
-    /// Failures of a guard before a bridge is recorded from it.
+    /// Failures of a guard before a bridge is recorded from it (engines with bridges).
     pub hot_guard: u32,
+    /// Failures of guards with one resume key before the loop is recorded again (engines
+    /// without bridges; a guard and its copy in the peeled loop body count together).
+    pub retrace_after: u32,
+    /// Times one location is recorded again before its code is kept for good.
+    pub max_retraces: u32,
     /// Abandoned recordings of a location before it is never recorded again.
     pub max_aborts: u32,
     /// Ops a recording may have ([`Driver::too_long`]); a longer trace is abandoned.
     pub max_trace_ops: usize,
-    /// Run the optimizer (loops with `Options::peel`).
+    /// Run the optimizer (loops with `Options::peel`, bridges with `optimize_bridge`).
     pub optimize: bool,
-    /// How to compile.
-    pub compile: CompileOptions,
 }
 
 impl Default for DriverConfig {
@@ -90,10 +111,11 @@ impl Default for DriverConfig {
         DriverConfig {
             hot_loop: 50,
             hot_guard: 20,
+            retrace_after: 100,
+            max_retraces: 2,
             max_aborts: 3,
             max_trace_ops: 4000,
             optimize: true,
-            compile: CompileOptions::default(),
         }
     }
 }
@@ -115,119 +137,93 @@ pub enum AtHeader {
     Run,
 }
 
-/// Why the driver could not do what it was asked.
-#[derive(Debug)]
-pub enum DriverError {
-    /// The call does not fit the driver's state (say, `run` of a location that has no code).
-    State(String),
-    /// The trace could not be optimized or compiled.
-    Compile(String),
-    /// Compiled code refused to run.
-    Run(RunError),
-}
-
-impl fmt::Display for DriverError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            DriverError::State(m) => write!(f, "driver: {m}"),
-            DriverError::Compile(m) => write!(f, "driver: cannot compile: {m}"),
-            DriverError::Run(e) => write!(f, "driver: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for DriverError {}
-
-impl From<CompileError> for DriverError {
-    fn from(e: CompileError) -> Self {
-        DriverError::Compile(e.to_string())
-    }
-}
-
-/// What a bridge recording starts from (see [`Driver::bridge_to_record`]).
-#[derive(Debug)]
-pub struct BridgeStart {
-    /// The guard the bridge leaves from.
-    pub guard: GuardId,
-    /// A builder with the bridge's inputs (the guard's exit words) and the guard's virtual
-    /// objects rebuilt; guard ids continue after the tree's.
-    pub builder: TraceBuilder,
-    /// The value of each fail argument of the guard in the builder (`None` for a hole), in
-    /// order: what the interpreter's resumed state holds in the places they fill.
-    pub fail_values: Vec<Option<Value>>,
-    /// The `TargetToken` the bridge's final `jump` names (the loop's header; see
-    /// [`Driver::close_jump`]; the optimizer may send it into the loop's peeled body).
-    pub target: u64,
-}
-
-/// Counters of a driver's work.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct DriverStats {
-    /// Loops compiled.
-    pub loops: u32,
-    /// Bridges compiled and attached.
-    pub bridges: u32,
-    /// Recordings abandoned.
-    pub aborts: u32,
-    /// Runs of compiled code.
-    pub entries: u64,
-    /// Exits through guards.
-    pub exits: u64,
-}
-
 /// A compiled loop and its bridges.
-struct Tree {
-    code: CompiledTrace,
+struct Tree<C> {
+    code: C,
     /// The compiled traces (the loop, then each bridge): a bridge's prologue needs its
     /// guard's resume data.
     traces: Vec<Trace>,
     /// What the optimizer knew at the guards of `traces` (a bridge starts from it).
-    facts: Vec<trace_ir::GuardFacts>,
+    facts: Vec<GuardFacts>,
     /// The loop's body as a way in for bridges (see `Optimizer::optimize_bridge`).
-    entries: Vec<trace_ir::BodyEntry>,
+    entries: Vec<BodyEntry>,
     token: u64,
+    /// The first guard id no trace of the tree uses.
     next_guard: u32,
+    /// The loop's own exits (and their copies in the peeled body).
+    loop_exits: HashSet<GuardId>,
     /// Guards that have a bridge, or whose bridge could not be made.
-    done: std::collections::HashSet<GuardId>,
+    done: HashSet<GuardId>,
+    /// Guard failures per resume key (engines without bridges).
+    failures: HashMap<u64, u32>,
 }
 
 /// What a location is up to.
-enum Location {
-    Counting { passes: u32, aborts: u32 },
-    Blacklisted,
-    Compiled(Box<Tree>),
+struct Location<C> {
+    passes: u32,
+    aborts: u32,
+    retraces: u32,
+    blacklisted: bool,
+    tree: Option<Box<Tree<C>>>,
+}
+
+impl<C> Default for Location<C> {
+    fn default() -> Self {
+        Location {
+            passes: 0,
+            aborts: 0,
+            retraces: 0,
+            blacklisted: false,
+            tree: None,
+        }
+    }
 }
 
 /// The recording in progress.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
 enum Recording<K> {
     Loop(K),
     Bridge(K, GuardId),
 }
 
+impl<K: Copy> Recording<K> {
+    fn key(self) -> K {
+        match self {
+            Recording::Loop(k) | Recording::Bridge(k, _) => k,
+        }
+    }
+}
+
 /// The driver (see the crate documentation); `K` is the interpreter's program location of
-/// a loop header.
-pub struct Driver<K> {
+/// a loop header, `E` how compiled code runs.
+pub struct Driver<K, E: Engine = Native> {
     config: DriverConfig,
-    locations: HashMap<K, Location>,
+    engine: E,
+    locations: HashMap<K, Location<E::Code>>,
     recording: Option<Recording<K>>,
     /// A hot guard waiting for its bridge to be recorded.
     hot: Option<(K, GuardId)>,
-    compiler: Compiler,
     optimizer: optimizer::Optimizer,
     next_token: u64,
     stats: DriverStats,
 }
 
-impl<K: Copy + Eq + Hash + fmt::Debug> Driver<K> {
-    /// A driver with `config`.
-    pub fn new(config: DriverConfig) -> Driver<K> {
+impl<K: Copy + Eq + Hash + fmt::Debug> Driver<K, Native> {
+    /// A driver with `config` compiling to native code with the default options.
+    pub fn new(config: DriverConfig) -> Driver<K, Native> {
+        Driver::with_engine(config, Native::default())
+    }
+}
+
+impl<K: Copy + Eq + Hash + fmt::Debug, E: Engine> Driver<K, E> {
+    /// A driver with `config` whose code `engine` compiles and runs.
+    pub fn with_engine(config: DriverConfig, engine: E) -> Driver<K, E> {
         Driver {
             config,
+            engine,
             locations: HashMap::new(),
             recording: None,
             hot: None,
-            compiler: Compiler::new(),
             optimizer: optimizer::Optimizer::new(),
             next_token: 1,
             stats: DriverStats::default(),
@@ -239,34 +235,46 @@ impl<K: Copy + Eq + Hash + fmt::Debug> Driver<K> {
         &self.stats
     }
 
+    /// The settings.
+    pub fn config(&self) -> &DriverConfig {
+        &self.config
+    }
+
+    /// The engine (say, to ask [`Engine::supports_bridges`]).
+    pub fn engine(&self) -> &E {
+        &self.engine
+    }
+
     /// The interpreter reached the loop header `key`: what to do (see [`AtHeader`]).
     pub fn loop_header(&mut self, key: K) -> AtHeader {
-        match &self.recording {
-            Some(Recording::Loop(k) | Recording::Bridge(k, _)) if *k == key => return AtHeader::Close,
+        match self.recording {
+            Some(r) if r.key() == key => return AtHeader::Close,
             Some(_) => return AtHeader::Interpret,
             None => {}
         }
-        let hot_loop = self.config.hot_loop;
-        let loc = self
-            .locations
-            .entry(key)
-            .or_insert(Location::Counting { passes: 0, aborts: 0 });
-        match loc {
-            Location::Compiled(_) => AtHeader::Run,
-            Location::Blacklisted => AtHeader::Interpret,
-            Location::Counting { passes, .. } => {
-                *passes += 1;
-                if *passes < hot_loop {
-                    return AtHeader::Interpret;
-                }
-                *passes = 0;
-                self.recording = Some(Recording::Loop(key));
-                AtHeader::Record
-            }
+        let loc = self.locations.entry(key).or_default();
+        if loc.tree.is_some() {
+            return AtHeader::Run;
         }
+        if loc.blacklisted {
+            return AtHeader::Interpret;
+        }
+        loc.passes += 1;
+        if loc.passes < self.config.hot_loop {
+            return AtHeader::Interpret;
+        }
+        loc.passes = 0;
+        self.recording = Some(Recording::Loop(key));
+        AtHeader::Record
     }
 
-    /// Whether a recording is in progress (the interpreter mirrors its work into it).
+    /// The location whose loop (or a bridge of it) is being recorded, if any (the
+    /// interpreter mirrors its work into the recording).
+    pub fn recording(&self) -> Option<K> {
+        self.recording.map(Recording::key)
+    }
+
+    /// Whether a recording is in progress.
     pub fn is_recording(&self) -> bool {
         self.recording.is_some()
     }
@@ -282,11 +290,8 @@ impl<K: Copy + Eq + Hash + fmt::Debug> Driver<K> {
     /// `TargetToken`) for a bridge; `args` are the live values, in the order of the loop's
     /// label.
     pub fn close_jump(&self, b: &mut TraceBuilder, args: &[Value]) {
-        let target = match &self.recording {
-            Some(Recording::Bridge(k, _)) => match self.locations.get(k) {
-                Some(Location::Compiled(t)) => Some(t.token),
-                _ => None,
-            },
+        let target = match self.recording {
+            Some(Recording::Bridge(k, _)) => self.tree(k).map(|t| t.token),
             _ => None,
         };
         match target {
@@ -302,49 +307,53 @@ impl<K: Copy + Eq + Hash + fmt::Debug> Driver<K> {
     /// a length limit, ...): forget it. A location abandoned too often is blacklisted; a
     /// guard whose bridge is abandoned keeps exiting to the interpreter.
     pub fn abort_recording(&mut self) {
+        let Some(r) = self.recording.take() else { return };
         self.stats.aborts += 1;
-        match self.recording.take() {
-            Some(Recording::Loop(k)) => {
-                let max = self.config.max_aborts;
-                if let Some(loc) = self.locations.get_mut(&k) {
-                    if let Location::Counting { aborts, .. } = loc {
-                        *aborts += 1;
-                        if *aborts >= max {
-                            *loc = Location::Blacklisted;
-                        }
-                    }
+        let max = self.config.max_aborts;
+        let Some(loc) = self.locations.get_mut(&r.key()) else {
+            return;
+        };
+        match r {
+            Recording::Loop(_) => {
+                loc.aborts += 1;
+                loc.passes = 0;
+                if loc.aborts >= max {
+                    loc.blacklisted = true;
                 }
             }
-            Some(Recording::Bridge(k, g)) => {
-                if let Some(Location::Compiled(t)) = self.locations.get_mut(&k) {
+            Recording::Bridge(_, g) => {
+                if let Some(t) = loc.tree.as_mut() {
                     t.done.insert(g);
                 }
             }
-            None => {}
         }
     }
 
     /// The recording in progress is complete: optimize it, compile it (a loop) or attach it
-    /// (a bridge). On an error the recording is abandoned as by
+    /// (a bridge), and say what was done. `loop_exits` are the guards of `trace` that leave
+    /// the loop the way the program does (its loop test): they get no bridge and count
+    /// toward no retrace. On an error the recording is abandoned as by
     /// [`Driver::abort_recording`].
-    pub fn finish_recording(&mut self, trace: Trace) -> Result<(), DriverError> {
-        if trace.ops.len() > self.config.max_trace_ops && self.recording.is_some() {
-            self.abort_recording();
-            return Err(DriverError::State(format!(
-                "the trace has {} ops, more than {}",
-                trace.ops.len(),
-                self.config.max_trace_ops
-            )));
-        }
-        let r = match self.recording.clone() {
-            Some(Recording::Loop(k)) => self.install_loop(k, trace),
-            Some(Recording::Bridge(k, g)) => self.install_bridge(k, g, trace),
-            None => return Err(DriverError::State("no recording in progress".into())),
+    pub fn finish_recording(&mut self, trace: Trace, loop_exits: &[GuardId]) -> Result<TraceReport<K>, DriverError> {
+        let Some(r) = self.recording else {
+            return Err(DriverError::State("no recording in progress".into()));
         };
-        match r {
-            Ok(()) => {
+        let res = if trace.ops.len() > self.config.max_trace_ops {
+            Err(DriverError::TooLong {
+                ops: trace.ops.len(),
+                max: self.config.max_trace_ops,
+            })
+        } else {
+            match r {
+                Recording::Loop(k) => self.install_loop(k, trace, loop_exits),
+                Recording::Bridge(k, g) => self.install_bridge(k, g, trace, loop_exits),
+            }
+        };
+        match res {
+            Ok(report) => {
                 self.recording = None;
-                Ok(())
+                self.stats.exits_after_warmup = 0;
+                Ok(report)
             }
             Err(e) => {
                 self.abort_recording();
@@ -353,92 +362,152 @@ impl<K: Copy + Eq + Hash + fmt::Debug> Driver<K> {
         }
     }
 
-    fn install_loop(&mut self, key: K, mut trace: Trace) -> Result<(), DriverError> {
+    fn install_loop(&mut self, key: K, mut recorded: Trace, exits: &[GuardId]) -> Result<TraceReport<K>, DriverError> {
+        let t0 = Instant::now();
         let token = self.next_token;
-        if let Some(l) = trace.last_label() {
-            let d = trace.make_descr(Descr::Target(token));
-            trace.ops[l.index()].descr = Some(d);
+        if let Some(l) = recorded.last_label() {
+            let d = recorded.make_descr(Descr::Target(token));
+            recorded.ops[l.index()].descr = Some(d);
         }
-        let (trace, facts, entries) = if self.config.optimize {
+        let mut loop_exits: HashSet<GuardId> = exits.iter().copied().collect();
+        let (trace, facts, entries, stats) = if self.config.optimize {
             let opts = optimizer::Options {
                 peel: true,
                 ..optimizer::Options::default()
             };
             let out = self
                 .optimizer
-                .optimize(&trace, &opts)
-                .map_err(|e| DriverError::Compile(format!("{e:?}")))?;
-            (out.trace, out.guard_facts, out.body_entries)
+                .optimize(&recorded, &opts)
+                .map_err(DriverError::Optimize)?;
+            // The loop's own exits have copies in the peeled loop body.
+            for (o, c) in trace_ir::peeled_guard_copies(&recorded) {
+                if loop_exits.contains(&o) {
+                    loop_exits.insert(c);
+                }
+            }
+            (out.trace, out.guard_facts, out.body_entries, Some(out.stats))
         } else {
-            (trace, Vec::new(), Vec::new())
+            (recorded.clone(), Vec::new(), Vec::new(), None)
         };
-        let code = self.compiler.compile(&trace, &self.config.compile)?;
+        let optimize_time = t0.elapsed();
+        let t1 = Instant::now();
+        let code = self.engine.compile(&trace).map_err(DriverError::Compile)?;
+        let compile_time = t1.elapsed();
         self.next_token += 1;
         self.stats.loops += 1;
+        self.stats.loop_time += optimize_time + compile_time;
         let next_guard = trace.max_guard_id().map_or(0, |g| g.0 + 1);
-        self.locations.insert(
+        self.locations.entry(key).or_default().tree = Some(Box::new(Tree {
+            code,
+            traces: vec![trace.clone()],
+            facts,
+            entries,
+            token,
+            next_guard,
+            loop_exits,
+            done: HashSet::new(),
+            failures: HashMap::new(),
+        }));
+        Ok(TraceReport {
             key,
-            Location::Compiled(Box::new(Tree {
-                code,
-                traces: vec![trace],
-                facts,
-                entries,
-                token,
-                next_guard,
-                done: Default::default(),
-            })),
-        );
-        Ok(())
+            bridge_of: None,
+            recorded,
+            compiled: trace,
+            optimizer: stats,
+            optimize_time,
+            compile_time,
+        })
     }
 
-    fn install_bridge(&mut self, key: K, guard: GuardId, trace: Trace) -> Result<(), DriverError> {
-        let Some(Location::Compiled(t)) = self.locations.get_mut(&key) else {
+    fn install_bridge(
+        &mut self,
+        key: K,
+        guard: GuardId,
+        recorded: Trace,
+        exits: &[GuardId],
+    ) -> Result<TraceReport<K>, DriverError> {
+        let t0 = Instant::now();
+        let Some(t) = self.locations.get_mut(&key).and_then(|l| l.tree.as_mut()) else {
             return Err(DriverError::State(format!("no compiled loop at {key:?}")));
         };
         t.done.insert(guard);
-        let trace = if self.config.optimize {
+        let (trace, stats) = if self.config.optimize {
             let out = self
                 .optimizer
-                .optimize_bridge(&trace, &optimizer::Options::default(), &t.entries)
-                .map_err(|e| DriverError::Compile(format!("{e:?}")))?;
+                .optimize_bridge(&recorded, &optimizer::Options::default(), &t.entries)
+                .map_err(DriverError::Optimize)?;
             t.facts.extend(out.guard_facts);
-            out.trace
+            (out.trace, Some(out.stats))
         } else {
-            trace
+            (recorded.clone(), None)
         };
-        self.compiler
-            .attach_bridge(&mut t.code, guard, &trace, &self.config.compile)?;
+        let optimize_time = t0.elapsed();
+        let t1 = Instant::now();
+        self.engine
+            .attach_bridge(&mut t.code, guard, &trace)
+            .map_err(DriverError::Compile)?;
+        let compile_time = t1.elapsed();
         t.next_guard = t.next_guard.max(trace.max_guard_id().map_or(0, |g| g.0 + 1));
-        t.traces.push(trace);
+        t.loop_exits.extend(exits);
+        t.traces.push(trace.clone());
         self.stats.bridges += 1;
-        Ok(())
+        self.stats.bridge_time += optimize_time + compile_time;
+        Ok(TraceReport {
+            key,
+            bridge_of: Some(guard),
+            recorded,
+            compiled: trace,
+            optimizer: stats,
+            optimize_time,
+            compile_time,
+        })
+    }
+
+    fn tree(&self, key: K) -> Option<&Tree<E::Code>> {
+        self.locations.get(&key).and_then(|l| l.tree.as_deref())
     }
 
     /// Run the compiled loop at `key` on `inputs` (one word per input of the loop trace the
-    /// interpreter recorded: its live values at the header). Returns the exit; a guard's
-    /// exit is counted, and a guard that is hot now gets a bridge recorded next (see
-    /// [`Driver::bridge_to_record`]).
+    /// interpreter recorded: its live values at the header). Returns the exit. A guard's
+    /// exit is counted; a guard that is hot now gets a bridge recorded next (see
+    /// [`Driver::bridge_to_record`]), or, with an engine without bridges, the loop's code
+    /// is thrown away when its guards failed too often (the next [`Driver::loop_header`]
+    /// counts towards recording it again).
     ///
     /// # Safety
-    /// The contract of [`CompiledTrace::run`]: the inputs, the addresses and functions the
-    /// loop and its bridges use, and `rt`, are valid for native code compiled with
-    /// [`DriverConfig::compile`].
-    pub unsafe fn run(&mut self, key: K, inputs: &[u64], rt: &mut dyn Runtime) -> Result<Exit, DriverError> {
-        let Some(Location::Compiled(t)) = self.locations.get(&key) else {
-            return Err(DriverError::State(format!("no compiled loop at {key:?}")));
-        };
+    /// The engine's contract for [`Engine::run`] (for [`Native`], that of
+    /// `backend_x86_64::CompiledTrace::run`: the inputs, the addresses and functions the
+    /// loop and its bridges use, and `rt`, are valid for the native code).
+    pub unsafe fn run(&mut self, key: K, inputs: &[u64], rt: &mut E::Runtime) -> Result<Exit, DriverError> {
+        let no_code = || DriverError::State(format!("no compiled loop at {key:?}"));
+        let loc = self.locations.get_mut(&key).ok_or_else(no_code)?;
+        let t = loc.tree.as_mut().ok_or_else(no_code)?;
         self.stats.entries += 1;
         // SAFETY: this function's contract is the run's.
-        let exit = unsafe { t.code.run(inputs, rt) }.map_err(DriverError::Run)?;
-        if let Exit::Guard { guard, .. } = exit {
-            self.stats.exits += 1;
-            let hot = t
-                .code
-                .guard_failures(guard)
-                .is_some_and(|n| n >= u64::from(self.config.hot_guard));
+        let exit = unsafe { self.engine.run(&mut t.code, inputs, rt) }.map_err(DriverError::Run)?;
+        let Exit::Guard { guard, resume_key, .. } = exit else {
+            return Ok(exit);
+        };
+        self.stats.exits += 1;
+        self.stats.exits_after_warmup += 1;
+        if t.loop_exits.contains(&guard) {
+            return Ok(exit);
+        }
+        if self.engine.supports_bridges() {
+            let hot =
+                (self.engine.guard_failures(&t.code, guard)).is_some_and(|n| n >= u64::from(self.config.hot_guard));
             if hot && !t.done.contains(&guard) && self.recording.is_none() {
                 self.hot = Some((key, guard));
             }
+            return Ok(exit);
+        }
+        let n = t.failures.entry(resume_key).or_insert(0);
+        *n += 1;
+        if *n >= self.config.retrace_after && loc.retraces < self.config.max_retraces {
+            loc.retraces += 1;
+            loc.tree = None;
+            loc.passes = 0;
+            self.stats.retraces += 1;
         }
         Ok(exit)
     }
@@ -450,9 +519,10 @@ impl<K: Copy + Eq + Hash + fmt::Debug> Driver<K> {
     /// is waiting for a bridge.
     pub fn bridge_to_record(&mut self) -> Option<BridgeStart> {
         let (key, guard) = self.hot.take()?;
-        let Some(Location::Compiled(t)) = self.locations.get_mut(&key) else {
+        if self.recording.is_some() {
             return None;
-        };
+        }
+        let t = self.tree(key)?;
         let (parent, at) = t
             .traces
             .iter()
@@ -462,12 +532,13 @@ impl<K: Copy + Eq + Hash + fmt::Debug> Driver<K> {
         builder.guard_ids_from(t.next_guard);
         let facts = t.facts.iter().find(|f| f.guard == guard).map_or(&[][..], |f| &f.words);
         let fail_values = trace_ir::bridge_prologue(parent, gd, facts, &mut builder);
+        let target = t.token;
         self.recording = Some(Recording::Bridge(key, guard));
         Some(BridgeStart {
             guard,
             builder,
             fail_values,
-            target: t.token,
+            target,
         })
     }
 }

@@ -59,7 +59,10 @@ fn a_hot_location_is_recorded_and_one_that_keeps_failing_is_blacklisted() {
 #[test]
 fn calls_that_do_not_fit_the_state_are_errors() {
     let mut d: Driver<u32> = Driver::new(config(1, 5, 2));
-    assert!(matches!(d.finish_recording(loop_trace()), Err(DriverError::State(_))));
+    assert!(matches!(
+        d.finish_recording(loop_trace(), &[]),
+        Err(DriverError::State(_))
+    ));
     // SAFETY: nothing runs: no loop is compiled at 3.
     let nothing = unsafe { d.run(3, &[0, 0, 0], &mut SimpleHeap::new()) };
     assert!(matches!(nothing, Err(DriverError::State(_))));
@@ -67,7 +70,7 @@ fn calls_that_do_not_fit_the_state_are_errors() {
     assert_eq!(d.loop_header(3), AtHeader::Record);
     let mut bad = loop_trace();
     bad.ops.pop();
-    assert!(d.finish_recording(bad).is_err());
+    assert!(d.finish_recording(bad, &[]).is_err());
     assert!(!d.is_recording());
     assert_eq!(d.stats().aborts, 1);
     // So does one longer than the limit.
@@ -83,7 +86,8 @@ fn calls_that_do_not_fit_the_state_are_errors() {
         b.op(Opcode::IntAdd, &[x, x]);
     }
     assert!(short.too_long(&b));
-    assert!(short.finish_recording(loop_trace()).is_err());
+    let long = short.finish_recording(loop_trace(), &[]);
+    assert!(matches!(long, Err(DriverError::TooLong { max: 8, .. })), "{long:?}");
     assert!(!short.is_recording());
 }
 
@@ -91,7 +95,7 @@ fn calls_that_do_not_fit_the_state_are_errors() {
 fn hot_guards_get_bridges_and_bridges_get_bridges() {
     let mut d: Driver<u32> = Driver::new(config(1, 2, 3));
     assert_eq!(d.loop_header(0), AtHeader::Record);
-    d.finish_recording(loop_trace()).unwrap();
+    d.finish_recording(loop_trace(), &[]).unwrap();
     assert_eq!(d.loop_header(0), AtHeader::Run);
     // Each run from a multiple of 4 leaves through the guard at once.
     // SAFETY: the loop and its bridges work on integers only.
@@ -113,7 +117,7 @@ fn hot_guards_get_bridges_and_bridges_get_bridges() {
         let one = b.const_int(1);
         let i2 = b.op(Opcode::IntAdd, &[v[0], one]);
         d.close_jump(b, &[i2, v[1], s2]);
-        d.finish_recording(s.builder.build().unwrap()).unwrap();
+        d.finish_recording(s.builder.build().unwrap(), &[]).unwrap();
     };
     rare_path(&mut d);
     assert_eq!(d.stats().bridges, 1);
@@ -138,7 +142,7 @@ fn hot_guards_get_bridges_and_bridges_get_bridges() {
     let mut s = d.bridge_to_record().expect("the bridge's guard is hot");
     let v: Vec<_> = s.fail_values.iter().map(|v| v.unwrap()).collect();
     s.builder.finish(&[v[2]]);
-    d.finish_recording(s.builder.build().unwrap()).unwrap();
+    d.finish_recording(s.builder.build().unwrap(), &[]).unwrap();
     assert_eq!(d.stats().bridges, 3);
     match run(&mut d, 0) {
         Exit::Finish { values } => assert_eq!(values, ints(&[expected as i64])),

@@ -33,7 +33,7 @@ pub fn run(n: i64, driver: &mut Driver<usize>) -> Vec<i64> {
                     let Rec(mut b, values) = rec.take().expect("recording");
                     driver.close_jump(&mut b, &values);
                     // A trace that cannot be compiled just stays interpreted.
-                    let _ = driver.finish_recording(b.build().expect("a well-formed trace"));
+                    let _ = driver.finish_recording(b.build().expect("a well-formed trace"), &[]);
                     continue;
                 }
                 AtHeader::Run => {

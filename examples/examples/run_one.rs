@@ -39,10 +39,10 @@ fn main() {
                 "{:?}: {} trace(s), {} entries, {} guard failures, {} retraces, {} aborted recordings, {} allocations",
                 t.elapsed(),
                 s.traces.len(),
-                s.entries,
-                s.guard_failures,
-                s.retraces,
-                s.aborts,
+                s.driver.entries,
+                s.driver.exits,
+                s.driver.retraces,
+                s.driver.aborts,
                 s.allocations
             );
         }

@@ -32,7 +32,7 @@ fn check_all_examples(engine: Engine) {
                     mode.name()
                 );
                 assert!(
-                    out.stats.entries > 0,
+                    out.stats.driver.entries > 0,
                     "{} in {}: compiled code never entered",
                     ex.name,
                     mode.name()
@@ -79,22 +79,22 @@ fn data_dependent_branch_exits_and_reenters() {
             let out = run(ex.source, 20_000, mode, engine).unwrap();
             assert_eq!(out.output, (ex.native)(20_000));
             let s = &out.stats;
-            assert!(s.entries >= s.guard_failures);
+            assert!(s.driver.entries >= s.driver.exits);
             match engine {
                 // About one iteration in eight takes the rare path: without bridges, many
                 // exits, each followed by a re-entry; the branch guard fails often enough to
                 // retrace the loop.
                 Engine::TraceRunner => {
-                    assert!(s.guard_failures > 500, "{s:?}");
-                    assert!(s.retraces >= 1, "{s:?}");
-                    assert!(s.traces.len() as u32 == 1 + s.retraces, "{s:?}");
+                    assert!(s.driver.exits > 500, "{s:?}");
+                    assert!(s.driver.retraces >= 1, "{s:?}");
+                    assert!(s.traces.len() as u32 == 1 + s.driver.retraces, "{s:?}");
                 }
                 // Native code gets a bridge for the rare path once its guard is hot: the
                 // rare path stays native, and exits are few.
                 Engine::Native => {
-                    assert!(s.bridges >= 1, "{s:?}");
-                    assert_eq!(s.retraces, 0, "{s:?}");
-                    assert!(s.guard_failures < 100, "{s:?}");
+                    assert!(s.driver.bridges >= 1, "{s:?}");
+                    assert_eq!(s.driver.retraces, 0, "{s:?}");
+                    assert!(s.driver.exits < 100, "{s:?}");
                 }
             }
         }
@@ -111,10 +111,10 @@ fn trace_trees_keep_nested_and_changing_paths_native() {
         let out = run(ex.source, 20_000, Mode::JitOptimized, Engine::Native).unwrap();
         assert_eq!(out.output, (ex.native)(20_000), "{name}");
         let s = &out.stats;
-        assert!(s.bridges >= min_bridges, "{name}: {s:?}");
-        assert_eq!(s.retraces, 0, "{name}: {s:?}");
+        assert!(s.driver.bridges >= min_bridges, "{name}: {s:?}");
+        assert_eq!(s.driver.retraces, 0, "{name}: {s:?}");
         // Once warmed up, only the loop's own end leaves compiled code.
-        assert!(s.exits_after_warmup <= 1, "{name}: {s:?}");
+        assert!(s.driver.exits_after_warmup <= 1, "{name}: {s:?}");
     }
 }
 
@@ -238,7 +238,7 @@ while j < N {
         assert_eq!(out.output, expected);
         if mode != Mode::Interpreter {
             // The outer loop contains a loop and a print: its recordings are abandoned.
-            assert!(out.stats.aborts >= 1);
+            assert!(out.stats.driver.aborts >= 1);
             assert_eq!(out.stats.traces.len(), 1);
         }
     }

@@ -132,16 +132,14 @@ fn random_programs_agree_in_all_modes() {
         for engine in [Engine::TraceRunner, Engine::Native] {
             for mode in [Mode::JitUnoptimized, Mode::JitOptimized] {
                 // Guards get bridges after a few failures (bridges out of bridges too).
-                let cfg = Config {
-                    bridge_threshold: 3,
-                    ..config(mode, engine)
-                };
+                let mut cfg = config(mode, engine);
+                cfg.driver.hot_guard = 3;
                 let got = run_source(&src, &[("N", 300)], cfg);
                 match (&reference, &got) {
                     (Ok(a), Ok(b)) => {
                         assert_eq!(a.output, b.output, "case {case} {mode:?} {engine:?}:\n{src}");
                         compiled += b.stats.traces.len();
-                        bridges += b.stats.bridges;
+                        bridges += b.stats.driver.bridges;
                     }
                     (Err(a), Err(b)) => assert_eq!(a, b, "case {case} {mode:?} {engine:?}:\n{src}"),
                     _ => panic!("case {case} {mode:?} {engine:?}: {reference:?} vs {got:?}\n{src}"),

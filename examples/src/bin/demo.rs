@@ -124,13 +124,13 @@ fn main() -> ExitCode {
         } else {
             compile.as_secs_f64() * 1e6 / opt.traces.len() as f64
         };
-        let per_bridge = match opt.bridges {
+        let per_bridge = match opt.driver.bridges {
             0 => "–".to_string(),
-            b => format!("{:.0}", opt.bridge_time.as_secs_f64() * 1e6 / f64::from(b)),
+            b => format!("{:.0}", opt.driver.bridge_time.as_secs_f64() * 1e6 / f64::from(b)),
         };
         // The iterations of all loops: the headers the interpreter passes in interpreter mode.
         let iterations = outs[0].stats.header_passes.max(1);
-        let exits_per_m = opt.exits_after_warmup as f64 * 1e6 / iterations as f64;
+        let exits_per_m = opt.driver.exits_after_warmup as f64 * 1e6 / iterations as f64;
         let ratio = |a: Duration, b: Duration| a.as_secs_f64() / b.as_secs_f64().max(1e-9);
         println!(
             "| {} | {} | {} | {} | {} | {:.1}× | {:.1}× | {}→{} | {}→{} | {}→{} | {} | {} | {:.0} | {:.0} | {} |",
@@ -148,7 +148,7 @@ fn main() -> ExitCode {
             sum(|t| t.allocs_recorded),
             sum(|t| t.allocs_final),
             sum(|t| t.virtuals_removed),
-            opt.bridges,
+            opt.driver.bridges,
             exits_per_m,
             per_trace,
             per_bridge

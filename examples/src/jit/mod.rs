@@ -1,7 +1,7 @@
-//! The embedding of tracejit in the example interpreter: the trace recorder, the executors
-//! of compiled loops (a trace runner on real memory, and native code), and the glue to the
-//! backend's `Runtime`.
+//! The embedding of tracejit in the example interpreter: the trace recorder (how each
+//! bytecode is recorded) and the engines that run compiled loops; the `driver` crate does
+//! the rest.
 
-pub mod exec;
-pub mod native;
+pub mod engine;
 pub mod recorder;
+pub mod runner;

@@ -37,12 +37,8 @@ use crate::lang::parser::{BinOp, UnOp};
 
 mod bridge;
 mod descrs;
-pub use bridge::BridgeTarget;
 use std::collections::HashMap;
 use trace_ir::{Descr, DescrRef, FieldDescr, GuardId, Kind, Opcode, Trace, TraceBuilder, Value};
-
-/// Traces longer than this are abandoned.
-pub const MAX_TRACE_OPS: usize = 4000;
 
 /// The float square root the traces call (`call_f`) through a real function pointer.
 pub extern "sysv64" fn sqrt_f64(x: f64) -> f64 {
@@ -66,15 +62,24 @@ pub enum ParamKind {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Abort(pub String);
 
+/// How a recorded loop's header looks: what entering it and a bridge back to it need.
+#[derive(Clone, Debug)]
+pub struct LoopShape {
+    /// The loop header's position.
+    pub header_pc: usize,
+    /// The live slots at the header, in input order (the trace inputs are their boxes).
+    pub entry_slots: Vec<Slot>,
+    /// How the live slots cross the loop's label (in its parameter order).
+    pub params: Vec<(Slot, ParamKind)>,
+}
+
 /// A finished recording.
 #[derive(Debug)]
 pub struct Recorded {
     /// The trace.
     pub trace: Trace,
-    /// What a bridge of this loop needs to know of it.
-    pub target: BridgeTarget,
-    /// The live slots at the header, in input order (the trace inputs are their boxes).
-    pub entry_slots: Vec<Slot>,
+    /// The loop's header.
+    pub shape: LoopShape,
     /// Guard ids of the loop's own exit test (expected to fail once per loop run).
     pub loop_exit_guards: Vec<GuardId>,
 }
@@ -104,11 +109,6 @@ pub struct Recorder {
     params: Vec<(Slot, ParamKind)>,
     entry_slots: Vec<Slot>,
     loop_exit_guards: Vec<GuardId>,
-    /// The `TargetToken` of the loop's label: a recorded loop's label gets it, a bridge's
-    /// closing `jump` names it.
-    token: u64,
-    /// For a bridge: the guard it leaves from.
-    bridge_of: Option<GuardId>,
 }
 
 /// The interpreter's state at the instruction being recorded.
@@ -140,9 +140,8 @@ fn field(name: &str, offset: i64, kind: Kind) -> Descr {
 
 impl Recorder {
     /// Start recording at the loop header `header_pc` (a `LoopHeader` instruction), with the
-    /// frame's current slot values. `unbox` selects the unboxed header shape; the loop's
-    /// label gets `TargetToken(token)` (what its bridges jump to).
-    pub fn start(program: &Program, header_pc: usize, slots: &[u64], heap: &Heap, unbox: bool, token: u64) -> Recorder {
+    /// frame's current slot values. `unbox` selects the unboxed header shape.
+    pub fn start(program: &Program, header_pc: usize, slots: &[u64], heap: &Heap, unbox: bool) -> Recorder {
         let Instr::LoopHeader { id } = program.code[header_pc] else {
             panic!("recording must start at a loop header");
         };
@@ -160,8 +159,6 @@ impl Recorder {
             params: Vec::new(),
             entry_slots: entry_slots.clone(),
             loop_exit_guards: Vec::new(),
-            token,
-            bridge_of: None,
         };
         for (&s, &v) in entry_slots.iter().zip(&inputs) {
             r.vals[s as usize] = Some(v);
@@ -315,11 +312,9 @@ impl Recorder {
         self.vals[dst as usize] = Some(v);
     }
 
-    fn check_length(&self) -> Result<(), Abort> {
-        if self.b.trace().ops.len() > MAX_TRACE_OPS {
-            return Err(Abort(format!("trace longer than {MAX_TRACE_OPS} ops")));
-        }
-        Ok(())
+    /// The trace recorded so far.
+    pub fn builder(&self) -> &TraceBuilder {
+        &self.b
     }
 
     /// Record instruction `pc` before the interpreter executes it, given the frame's slots
@@ -333,7 +328,6 @@ impl Recorder {
         heap: &Heap,
         const_boxes: &[u64],
     ) -> Result<(), Abort> {
-        self.check_length()?;
         let frame = Frame {
             program,
             pc,
@@ -715,8 +709,14 @@ impl Recorder {
         Ok(self.box_int(r))
     }
 
-    /// Close the loop: called when the interpreter reaches the header again, with the slots.
-    pub fn close(mut self, slots: &[u64], heap: &Heap) -> Result<Recorded, Abort> {
+    /// Close the loop: called when the interpreter reaches the header again, with the slots;
+    /// `close_jump` appends the `jump` with the label's arguments (`driver::Driver::close_jump`).
+    pub fn close(
+        mut self,
+        slots: &[u64],
+        heap: &Heap,
+        close_jump: impl FnOnce(&mut TraceBuilder, &[Value]),
+    ) -> Result<Recorded, Abort> {
         let mut args = Vec::new();
         let params = self.params.clone();
         for (s, kind) in params {
@@ -747,32 +747,18 @@ impl Recorder {
             };
             args.push(arg);
         }
-        let target = self.b.descr(Descr::Target(self.token));
-        match self.bridge_of {
-            // A bridge jumps to the loop's label, in another trace.
-            Some(_) => {
-                self.b.op_with_descr(Opcode::Jump, &args, target);
-            }
-            None => self.b.jump(&args),
-        }
-        let mut trace = self
+        close_jump(&mut self.b, &args);
+        let trace = self
             .b
             .build()
             .map_err(|e| Abort(format!("recorded trace does not verify: {e}")))?;
-        if self.bridge_of.is_none() {
-            // The loop's label is the one its bridges enter.
-            if let Some(l) = trace.last_label() {
-                trace.ops[l.index()].descr = Some(target);
-            }
-        }
         Ok(Recorded {
             trace,
-            target: BridgeTarget {
+            shape: LoopShape {
                 header_pc: self.header_pc,
+                entry_slots: self.entry_slots,
                 params: self.params,
-                token: self.token,
             },
-            entry_slots: self.entry_slots,
             loop_exit_guards: self.loop_exit_guards,
         })
     }

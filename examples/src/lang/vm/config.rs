@@ -1,4 +1,4 @@
-//! The settings of a run: execution mode, engine, hotness and retrace thresholds, logging.
+//! The settings of a run: execution mode, engine, the JIT driver's thresholds, logging.
 
 /// Which execution strategy to use.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -28,7 +28,7 @@ impl Mode {
 /// What runs compiled loops.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Engine {
-    /// The trace runner of `jit::exec` (interprets the trace on real memory).
+    /// The trace runner of `jit::runner` (interprets the trace on real memory).
     TraceRunner,
     /// x86-64 code from `backend_x86_64`.
     Native,
@@ -85,16 +85,9 @@ pub struct Config {
     pub mode: Mode,
     /// What runs compiled loops.
     pub engine: Engine,
-    /// Iterations before a loop is recorded.
-    pub hot_threshold: u32,
-    /// Failures of one guard before its loop is recorded again (engines without bridges).
-    pub retrace_threshold: u32,
-    /// Failures of one guard before a bridge is recorded from it (engines with bridges).
-    pub bridge_threshold: u32,
-    /// Re-recordings of one loop before the last trace is kept for good.
-    pub max_retraces: u32,
-    /// Abandoned recordings before a loop is never recorded again.
-    pub max_aborts: u32,
+    /// When the JIT records, compiles, attaches bridges and records again (its `optimize`
+    /// is the mode's: on in [`Mode::JitOptimized`] only).
+    pub driver: driver::DriverConfig,
     /// Logging.
     pub log: LogFlags,
 }
@@ -105,11 +98,7 @@ impl Config {
         Config {
             mode,
             engine,
-            hot_threshold: 50,
-            retrace_threshold: 100,
-            bridge_threshold: 20,
-            max_retraces: 2,
-            max_aborts: 3,
+            driver: driver::DriverConfig::default(),
             log: LogFlags::from_env(),
         }
     }

@@ -1,27 +1,26 @@
 //! The bytecode interpreter of the example language, with the JIT embedded.
 //!
-//! The interpreter and its JIT driver: counts loop iterations, records hot loops,
-//! optimizes and compiles them, enters compiled code at loop headers, and resumes
-//! interpretation when a guard fails.
+//! The JIT is the `driver` crate's: it counts loop iterations (keyed by the loop's id),
+//! says when to record, optimizes and compiles the traces, enters compiled code, counts
+//! guard failures, and says when a guard gets a bridge or a loop is recorded again
+//! (`Config::driver`). The interpreter keeps what is specific to its language (`jit.rs`).
 //!
 //! # Life of a loop
 //!
-//! 1. Every `loop_header` execution counts one iteration. At [`Config::hot_threshold`] the
-//!    interpreter starts a [`Recorder`] and records the next iteration.
-//! 2. When the iteration reaches the header again the trace is closed, optimized (in
-//!    [`Mode::JitOptimized`]), compiled by the configured [`Engine`] and entered at once.
-//!    A recording that cannot finish (nested loop, `print`, loop exit, too long) is abandoned;
-//!    after [`Config::max_aborts`] abandoned recordings the loop is never recorded again.
+//! 1. At a loop header the driver says to record: the interpreter starts a [`Recorder`] and
+//!    mirrors the next iteration into it.
+//! 2. When the iteration reaches the header again the trace is closed and handed to the
+//!    driver, which optimizes it (in [`Mode::JitOptimized`]) and compiles it with the
+//!    configured [`Engine`]; the loop is entered at once. A recording that cannot finish
+//!    (nested loop, `print`, loop exit, too long) is abandoned.
 //! 3. From then on, reaching the header enters compiled code with the boxes of the live slots.
 //!    When a guard fails, the exit's values are written back to the slots live at the guard's
-//!    resume position (virtual boxes are rebuilt on the heap by the executor) and the
-//!    interpreter re-executes that instruction.
-//! 4. Failures are counted per guard. A guard other than the loop's own exit test that fails
-//!    [`Config::retrace_threshold`] times throws the trace away and the loop is recorded again
-//!    (at most [`Config::max_retraces`] times; then the last trace stays). A guard that fails at
-//!    the header itself (a class check of the preamble) resumes at the header without entering
-//!    again, so each exit makes at least one interpreted iteration of progress: failing guards
-//!    never loop forever.
+//!    resume position (virtual boxes are rebuilt on the heap by the engine) and the
+//!    interpreter re-executes that instruction. A hot guard gets a bridge, recorded from
+//!    there to the header (native code), or the loop is recorded again (the trace runner).
+//!    A guard that fails at the header itself (a class check of the preamble) resumes at the
+//!    header without entering again, so each exit makes at least one interpreted iteration
+//!    of progress: failing guards never loop forever.
 //!
 //! # Integer overflow
 //!
@@ -31,21 +30,21 @@
 //! at that instruction, re-executes it and raises the same error: the three modes agree.
 
 mod builtins;
-mod compiler;
 mod config;
 mod dispatch;
-mod driver;
+mod jit;
 mod results;
 mod values;
 
-pub use compiler::{compiler_for, Compiler};
 pub use config::{Config, Engine, LogFlags, Mode};
 pub use results::{RunOutput, RunStats, RuntimeError, TraceStats};
 
 use super::bytecode::{Constant, Instr, Program};
 use super::heap::Heap;
-use crate::jit::recorder::{Abort, Recorder};
-use driver::LoopState;
+use crate::jit::engine::Executor;
+use crate::jit::recorder::{LoopShape, Recorder};
+use backend_x86_64::CompileOptions;
+use driver::{Driver, DriverConfig, Native};
 
 /// The interpreter state of one run.
 pub struct Vm<'p> {
@@ -55,11 +54,11 @@ pub struct Vm<'p> {
     slots: Vec<u64>,
     const_boxes: Vec<u64>,
     output: String,
-    loops: Vec<LoopState>,
+    driver: Driver<usize, Executor>,
+    /// The recording in progress (of a loop, or of a bridge of it).
     recorder: Option<Recorder>,
-    compiler: Box<dyn Compiler>,
-    /// The optimizer, whose tables are reused from trace to trace.
-    optimizer: optimizer::Optimizer,
+    /// The shape of each loop's compiled header, by loop id.
+    shapes: Vec<Option<LoopShape>>,
     stats: RunStats,
     /// Header position at which the next entry into compiled code is skipped (after an exit
     /// that resumes at the header itself).
@@ -83,7 +82,17 @@ impl<'p> Vm<'p> {
                 Constant::Float(v) => heap.new_float(v),
             })
             .collect();
-        let compiler = compiler_for(config.engine);
+        let executor = match config.engine {
+            Engine::TraceRunner => Executor::Runner,
+            Engine::Native => Executor::Native(Box::new(Native::new(CompileOptions {
+                log_asm: config.log.asm,
+                ..CompileOptions::from_env()
+            }))),
+        };
+        let driver_config = DriverConfig {
+            optimize: config.mode == Mode::JitOptimized,
+            ..config.driver.clone()
+        };
         Vm {
             program,
             config,
@@ -91,10 +100,9 @@ impl<'p> Vm<'p> {
             slots,
             const_boxes,
             output: String::new(),
-            loops: (0..program.num_loops).map(|_| LoopState::default()).collect(),
+            driver: Driver::with_engine(driver_config, executor),
             recorder: None,
-            compiler,
-            optimizer: optimizer::Optimizer::new(),
+            shapes: vec![None; program.num_loops],
             stats: RunStats::default(),
             skip_entry_at: None,
         }
@@ -116,28 +124,18 @@ impl<'p> Vm<'p> {
                 pc = self.loop_header(pc, id as usize)?;
                 continue;
             }
-            if let Some(rec) = &mut self.recorder {
-                if let Err(Abort(why)) = rec.record(self.program, pc, &self.slots, &self.heap, &self.const_boxes) {
-                    let id = rec.loop_id() as usize;
-                    self.abort_recording(id, &why);
-                }
-            }
+            self.record(pc);
             pc = match self.step(pc, instr)? {
                 Some(next) => next,
                 None => break,
             };
         }
         self.stats.allocations = self.heap.allocations;
+        self.stats.driver = self.driver.stats().clone();
         if self.config.log.stats {
-            let s = &self.stats;
             eprintln!(
-                "[jit] run: {} trace(s), {} entries, {} guard failures, {} retraces, {} aborted recordings, {} allocations",
-                s.traces.len(),
-                s.entries,
-                s.guard_failures,
-                s.retraces,
-                s.aborts,
-                s.allocations
+                "[jit] run: {:?}, {} allocations",
+                self.stats.driver, self.stats.allocations
             );
         }
         Ok(RunOutput {

@@ -1,9 +1,10 @@
 //! What a run produces: the program's output, counters, per-trace statistics, runtime errors.
 
 use crate::lang::parser::Pos;
+use driver::{DriverStats, TraceReport};
 use std::fmt;
 use std::time::Duration;
-use trace_ir::Trace;
+use trace_ir::{OpFlags, Opcode, Trace};
 
 /// A runtime error of the program.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -22,7 +23,7 @@ impl fmt::Display for RuntimeError {
 
 impl std::error::Error for RuntimeError {}
 
-/// What happened to one compiled trace.
+/// What happened to one compiled loop trace.
 #[derive(Clone, Debug, Default)]
 pub struct TraceStats {
     /// Source line of the loop.
@@ -51,29 +52,44 @@ pub struct TraceStats {
     pub compiled: Trace,
 }
 
+/// The ops of `t` whose opcode satisfies `f`.
+fn count_ops(t: &Trace, f: impl Fn(Opcode) -> bool) -> usize {
+    t.ops.iter().filter(|o| f(o.opcode)).count()
+}
+
+impl TraceStats {
+    /// The statistics of the loop at `line` from the driver's report.
+    pub fn new(line: u32, r: TraceReport<usize>) -> TraceStats {
+        let guards = |t: &Trace| count_ops(t, |o| o.is_guard());
+        let allocs = |t: &Trace| count_ops(t, |o| o.has(OpFlags::ALLOC));
+        TraceStats {
+            line,
+            ops_recorded: r.recorded.num_real_ops(),
+            ops_final: r.compiled.num_real_ops(),
+            guards_recorded: guards(&r.recorded),
+            guards_final: guards(&r.compiled),
+            allocs_recorded: allocs(&r.recorded),
+            allocs_final: allocs(&r.compiled),
+            virtuals_removed: r.optimizer.map_or(0, |s| s.virtuals_removed),
+            optimize_time: r.optimize_time,
+            compile_time: r.compile_time,
+            recorded: r.recorded,
+            compiled: r.compiled,
+        }
+    }
+}
+
 /// Counters of a run.
 #[derive(Clone, Debug, Default)]
 pub struct RunStats {
-    /// Every trace compiled, in order.
+    /// Every loop trace compiled, in order.
     pub traces: Vec<TraceStats>,
-    /// Abandoned recordings.
-    pub aborts: u32,
-    /// Entries into compiled code.
-    pub entries: u64,
-    /// Guard failures (exits from compiled code).
-    pub guard_failures: u64,
-    /// Loops recorded again because a guard failed too often.
-    pub retraces: u32,
+    /// The JIT driver's counters: loops, bridges, aborted recordings, retraces, entries
+    /// into compiled code, exits (all, and after warm-up), compile times.
+    pub driver: DriverStats,
     /// Loop headers the interpreter passed (in interpreter mode: the iterations of all
     /// loops; compiled code passes headers without the interpreter).
     pub header_passes: u64,
-    /// Bridges compiled and attached.
-    pub bridges: u32,
-    /// Guard failures (exits to the interpreter) since the last trace or bridge was
-    /// compiled: the exits of the warmed-up program.
-    pub exits_after_warmup: u64,
-    /// Time spent optimizing and compiling bridges.
-    pub bridge_time: Duration,
     /// Objects allocated (by the interpreter, compiled code and exits).
     pub allocations: u64,
 }

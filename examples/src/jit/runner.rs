@@ -1,50 +1,13 @@
-//! Executors of compiled loops. The embedding is pluggable: a [`LoopCode`] runs a loop trace
-//! on the interpreter's real heap until a guard fails. Two implementations exist:
-//! [`TraceRunner`], a small trace interpreter working directly on the heap's memory (it needs
-//! no backend, and is what the tests use to check the recorder), and the native executor
-//! in [`super::native`] (x86-64 code from `backend_x86_64`).
+//! The trace runner: an engine that runs a loop trace by interpreting its ops on the
+//! interpreter's real heap (it needs no backend, and is what the tests use to check the
+//! recorder independently of native code). It has no bridges: the driver records a loop
+//! again when its guards fail too often.
 
 use crate::lang::heap::Heap;
+use driver::{Exit, ExitValue};
 use trace_ir::{
-    eval_ovf, eval_pure, Descr, FailArg, GuardId, Kind, OpRef, Opcode, Trace, Value, ValueData, VirtualField,
-    VirtualKind,
+    eval_ovf, eval_pure, Descr, FailArg, Kind, OpRef, Opcode, Trace, Value, ValueData, VirtualField, VirtualKind,
 };
-
-/// How a loop left compiled code.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LoopExit {
-    /// The guard that failed (its id in the recorded trace).
-    pub guard: GuardId,
-    /// The guard's resume key (the bytecode position to resume at).
-    pub resume_key: u64,
-    /// The fail arguments (boxes), virtual objects already rebuilt on the heap.
-    pub values: Vec<u64>,
-}
-
-/// A loop ready to run.
-pub trait LoopCode {
-    /// Run the loop with the boxes of the live slots at its header until a guard fails.
-    /// `Err` reports an invalid operation or an unsupported trace (a bug, not a guard).
-    fn run(&mut self, inputs: &[u64], heap: &mut Heap) -> Result<LoopExit, String>;
-
-    /// Whether this code can have bridges attached ([`LoopCode::attach_bridge`]).
-    fn supports_bridges(&self) -> bool {
-        false
-    }
-
-    /// How often the guard `guard` has failed in this code, when the code counts it.
-    fn guard_failures(&self, guard: GuardId) -> Option<u64> {
-        let _ = guard;
-        None
-    }
-
-    /// Attach `bridge` to the guard `guard` (of the loop or of a bridge attached before):
-    /// from then on that guard's failures go on in the bridge.
-    fn attach_bridge(&mut self, guard: GuardId, bridge: &Trace) -> Result<(), String> {
-        let _ = bridge;
-        Err(format!("this engine cannot attach a bridge to {guard}"))
-    }
-}
 
 /// Runs a trace by interpreting its ops on real memory.
 ///
@@ -95,14 +58,20 @@ impl TraceRunner {
     }
 
     /// Rebuild the fail arguments of guard op `at`.
-    fn exit(&self, at: usize, heap: &mut Heap) -> Result<LoopExit, String> {
+    fn exit(&self, at: usize, heap: &mut Heap) -> Result<Exit, String> {
         let g = self.trace.guard_of(OpRef::new(at)).ok_or("guard without resume data")?;
         let mut built: Vec<Option<u64>> = vec![None; g.virtuals.len()];
         let mut values = Vec::with_capacity(g.fail_args.len());
         for fa in &g.fail_args {
-            values.push(self.fail_arg(fa, &g.virtuals, &mut built, heap)?);
+            let kind = match *fa {
+                FailArg::Value(v) => self.trace.kind_of(v),
+                FailArg::Virtual(_) => Kind::Ref,
+                FailArg::Hole => Kind::Void,
+            };
+            let bits = self.fail_arg(fa, &g.virtuals, &mut built, heap)?;
+            values.push(ExitValue::from_bits(kind, bits));
         }
-        Ok(LoopExit {
+        Ok(Exit::Guard {
             guard: g.id,
             resume_key: g.resume_key,
             values,
@@ -188,8 +157,10 @@ fn call1(fnptr: u64, kind: Kind, arg: u64) -> Result<u64, String> {
     }
 }
 
-impl LoopCode for TraceRunner {
-    fn run(&mut self, inputs: &[u64], heap: &mut Heap) -> Result<LoopExit, String> {
+impl TraceRunner {
+    /// Run the loop with the boxes of the live slots at its header until a guard fails.
+    /// `Err` reports an invalid operation or an unsupported trace (a bug, not a guard).
+    pub fn run(&mut self, inputs: &[u64], heap: &mut Heap) -> Result<Exit, String> {
         if inputs.len() != self.trace.num_inputs {
             return Err(format!(
                 "expected {} inputs, got {}",
