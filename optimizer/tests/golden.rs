@@ -1839,3 +1839,22 @@ fn writes_to_a_fresh_object_keep_what_is_known_of_older_ones() {
          finish(i2, i2)",
     );
 }
+
+#[test]
+fn hints_do_not_keep_overwritten_stores() {
+    // a hint observes no memory: the first write of the frame field is dead across it
+    let out = check(
+        "[p0]
+         setfield_gc(p0, 1, descr=<FieldS depth 8>)
+         enter_portal_frame(14, 5108)
+         setfield_gc(p0, 2, descr=<FieldS depth 8>)
+         leave_portal_frame(14)
+         finish()",
+        "[p0]
+         enter_portal_frame(14, 5108)
+         leave_portal_frame(14)
+         setfield_gc(p0, 2, descr=<FieldS depth 8>)
+         finish()",
+    );
+    assert_eq!(out.stats.removed(Reason::DeadStore), 1);
+}

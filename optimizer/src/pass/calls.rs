@@ -65,9 +65,13 @@ impl<'a> Pass<'a> {
     }
 
     /// Any op without special treatment: its virtual operands escape; heap writes and
-    /// barriers forget the heap.
+    /// barriers forget the heap. Delayed writes happen before it, unless it is a hint (a
+    /// hint observes no memory: `enter_portal_frame` between two writes of a frame field
+    /// leaves the first one dead).
     pub(super) fn generic(&mut self, op: &Op, args: &[Value]) -> Option<Value> {
-        self.flush_writes();
+        if !op.opcode.has(OpFlags::HINT) {
+            self.flush_writes();
+        }
         for &a in args {
             self.force(a);
         }
