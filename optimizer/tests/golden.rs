@@ -1858,3 +1858,23 @@ fn hints_do_not_keep_overwritten_stores() {
     );
     assert_eq!(out.stats.removed(Reason::DeadStore), 1);
 }
+
+#[test]
+fn guards_teach_the_operands_of_an_xor() {
+    // (x ^ 12) & 3 == 1: the low two bits of x ^ 12 are 01, and 12 leaves them alone
+    check(
+        "[i0]
+         i1 = int_xor(i0, 12)
+         i2 = int_and(i1, 3)
+         i3 = int_eq(i2, 1)
+         guard_true(i3, descr=<Guard1>) [i0]
+         i4 = int_and(i0, 1)
+         finish(i4)",
+        "[i0]
+         i1 = int_xor(i0, 12)
+         i2 = int_and(i1, 3)
+         i3 = int_eq(i2, 1)
+         guard_true(i3, descr=<Guard1>) [i0]
+         finish(1)",
+    );
+}

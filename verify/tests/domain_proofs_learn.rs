@@ -1,5 +1,5 @@
 //! Z3 proofs of the backward bitwise functions the optimizer learns from guards with:
-//! `KnownBits::backward_and/backward_or` and `IntBound::backward_and/backward_or`.
+//! `KnownBits::backward_and/backward_or/backward_xor` and the `IntBound` ones.
 //!
 //! This file extends `domain_proofs.rs` (kept separate while that file is being edited): as
 //! there, the code proven is the code that runs, the optimizer's generic domain functions
@@ -8,9 +8,10 @@
 //!
 //! Obligations, for well-formed abstract values and concrete members `x ∈ a`, `y ∈ b`:
 //! - `KnownBits::backward_and(b, res)` with `x & y ∈ res` is well-formed and contains `x`;
-//!   `KnownBits::backward_or(b, res)` with `x | y ∈ res` likewise. Proven at 64 and 8 bits.
+//!   `KnownBits::backward_or(b, res)` with `x | y ∈ res` and `backward_xor` with `x ^ y ∈ res`
+//!   likewise. Proven at 64 and 8 bits.
 //! - `IntBound::backward_and(a, b, res)` with `x & y ∈ res` returns `(na, nb)` with `x ∈ na`
-//!   and `y ∈ nb`, both with well-formed bits; `IntBound::backward_or` likewise. Proven
+//!   and `y ∈ nb`, both with well-formed bits; `backward_or` and `backward_xor` likewise. Proven
 //!   directly at 16 and 8 bits (at 64 bits the reduction rounds take about a minute per query).
 //!   At 64 bits it follows by composition, as the other backward functions in
 //!   `domain_proofs.rs`: `IntBound::backward_and(a, b, res)` is
@@ -117,10 +118,15 @@ fn bvor(x: &BV, y: &BV) -> BV {
     x.bvor(y)
 }
 
+fn bvxor(x: &BV, y: &BV) -> BV {
+    x.bvxor(y)
+}
+
 fn knownbits_at<const N: u32>() -> Vec<String> {
     let results = [
         knownbits_backward::<N>("backward_and", KnownBits::backward_and, bvand),
         knownbits_backward::<N>("backward_or", KnownBits::backward_or, bvor),
+        knownbits_backward::<N>("backward_xor", KnownBits::backward_xor, bvxor),
     ];
     results.into_iter().filter_map(Result::err).collect()
 }
@@ -129,6 +135,7 @@ fn intbound_at<const N: u32>() -> Vec<String> {
     let results = [
         intbound_backward::<N>("backward_and", IntBound::backward_and, bvand),
         intbound_backward::<N>("backward_or", IntBound::backward_or, bvor),
+        intbound_backward::<N>("backward_xor", IntBound::backward_xor, bvxor),
     ];
     results.into_iter().filter_map(Result::err).collect()
 }

@@ -533,6 +533,15 @@ impl<W: Word> IntBound<W> {
         )
     }
 
+    /// `r = int_xor(a, b)`, `r` in `res`: refined `(a, b)` (knownbits only:
+    /// [`KnownBits::backward_xor`] each way).
+    pub fn backward_xor(a: &Self, b: &Self, res: &Self) -> (Self, Self) {
+        (
+            a.intersect(&Self::from_knownbits(KnownBits::backward_xor(&b.bits, &res.bits))),
+            b.intersect(&Self::from_knownbits(KnownBits::backward_xor(&a.bits, &res.bits))),
+        )
+    }
+
     /// `r = int_neg(a)`, `r` in `res`: refined `a`.
     pub fn backward_neg(a: &Self, res: &Self) -> Self {
         a.intersect(&res.neg())

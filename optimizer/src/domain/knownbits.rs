@@ -238,6 +238,12 @@ impl<W: Word> KnownBits<W> {
         }
     }
 
+    /// `r = x ^ y` with `y` in `other` and `r` in `res`: what `x` must be, `res ^ other`
+    /// (`x == r ^ y`: a bit known in both is known in `x`). Used after a guard on `x ^ C`.
+    pub fn backward_xor(other: &Self, res: &Self) -> Self {
+        res.xor(other)
+    }
+
     /// `r = x | y` with `y` in `other` and `r` in `res`: what `x` must be. A bit known 0 in
     /// `res` is 0 in `x`; a bit known 1 in `res` where `y` is known 0 is 1 in `x`; every other
     /// bit is unknown.

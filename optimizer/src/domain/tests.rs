@@ -289,6 +289,7 @@ proptest! {
         for (name, r, f) in [
             ("and", x & y, KB::backward_and as fn(&KB, &KB) -> KB),
             ("or", x | y, KB::backward_or),
+            ("xor", x ^ y, KB::backward_xor),
         ] {
             for res in [widen_around(r, &w).bits, KB::from_constant(r)] {
                 for (other, v) in [(&b.bits, x), (&a.bits, y)] {
@@ -306,6 +307,8 @@ proptest! {
         check2("backward_and exact", IB::backward_and(&a, &b, &IB::from_constant(x & y)));
         check2("backward_or", IB::backward_or(&a, &b, &widen_around(x | y, &w)));
         check2("backward_or exact", IB::backward_or(&a, &b, &IB::from_constant(x | y)));
+        check2("backward_xor", IB::backward_xor(&a, &b, &widen_around(x ^ y, &w)));
+        check2("backward_xor exact", IB::backward_xor(&a, &b, &IB::from_constant(x ^ y)));
     }
 
     #[test]
@@ -557,4 +560,10 @@ fn backward_and_learns_alignment() {
     assert_eq!(k.to_string(), "10?");
     let (x, _) = IB::backward_and(&IB::unbounded(), &IB::from_constant(7), &IB::from_constant(0));
     assert_eq!(x.known_zeros() & 7, 7);
+    // x ^ 6 == 3: x is 5, exactly
+    let (x, _) = IB::backward_xor(&IB::unbounded(), &IB::from_constant(6), &IB::from_constant(3));
+    assert_eq!(x.get_constant(), Some(5));
+    // (x ^ y) ends in 01 and y ends in 11: x ends in 10
+    let k = KB::backward_xor(&kb("...?11"), &kb("...?01"));
+    assert_eq!(k.to_string(), "...?10");
 }

@@ -584,12 +584,12 @@ impl<'a> Pass<'a> {
                 let na = IntBound::backward_invert(&self.bound_of(args[0]), &n);
                 self.narrow(args[0], na, depth + 1);
             }
-            IntAnd | IntOr => {
+            IntAnd | IntOr | IntXor => {
                 let (ba, bb) = (self.bound_of(args[0]), self.bound_of(args[1]));
-                let (na, nb) = if def.opcode == IntAnd {
-                    IntBound::backward_and(&ba, &bb, &n)
-                } else {
-                    IntBound::backward_or(&ba, &bb, &n)
+                let (na, nb) = match def.opcode {
+                    IntAnd => IntBound::backward_and(&ba, &bb, &n),
+                    IntOr => IntBound::backward_or(&ba, &bb, &n),
+                    _ => IntBound::backward_xor(&ba, &bb, &n),
                 };
                 self.narrow(args[0], na, depth + 1);
                 self.narrow(args[1], nb, depth + 1);
