@@ -90,7 +90,9 @@ fn the_integer_translation_agrees_with_eval() {
         state ^= state << 17;
         state
     };
-    let shapes: [(Opcode, fn(u64) -> u64); 9] = [
+    // Each op with the shape of its second operand, made from a random word.
+    type Shape = (Opcode, fn(u64) -> u64);
+    let shapes: [Shape; 9] = [
         (IntAdd, |r| r),
         (IntSub, |r| r),
         (IntNeg, |r| r),
