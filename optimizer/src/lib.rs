@@ -21,6 +21,7 @@
 #![deny(missing_docs)]
 
 mod alias;
+pub mod divconst;
 pub mod domain;
 mod fold;
 mod heap;
@@ -99,6 +100,12 @@ options! {
         heapcache,
         /// The final sweep that drops unused pure ops.
         dce,
+        /// Calls whose oopspec names a pure op (`OS_MATH_SQRT`, `OS_INT_PY_DIV`,
+        /// `OS_INT_PY_MOD`) become that op (`trace_ir::oopspec::pure_call_opcode`).
+        oopspec,
+        /// Division and modulo by a constant as shifts, masks and a multiply-high
+        /// ([`divconst`]).
+        divconst,
     }
     switches {
         /// Peel the loop's first iteration before optimizing ([`trace_ir::peel_loop`], as

@@ -85,7 +85,10 @@
 //! arguments escape. A call **may write the heap** when its descriptor's effect says so
 //! (`CallEffect::may_write_heap`), or it is a `call_assembler`; `call_pure_*` and
 //! `call_loopinvariant_*` never do. Such a call clobbers the heap ([`heap::Heap::clobber`])
-//! and is appended to [`RunResult::calls`]. Calls never raise.
+//! and is appended to [`RunResult::calls`]. Calls never raise. A call whose descriptor's
+//! oopspec names a pure op (`trace_ir::oopspec::pure_call_opcode`: `OS_MATH_SQRT`,
+//! `OS_INT_PY_DIV`, `OS_INT_PY_MOD`) is that op, evaluated by `eval_pure`: no function is
+//! called, nothing escapes or is clobbered.
 //!
 //! # Other state
 //!

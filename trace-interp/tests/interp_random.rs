@@ -1,5 +1,6 @@
 //! Random traces: they verify, run to their expected exit on their example inputs, and are
-//! deterministic in the seed.
+//! deterministic in the seed; they divide by constants and take square roots (what the
+//! optimizer rewrites).
 
 use trace_interp::random::{expected_exit_guard, is_expected_exit, random_trace, RandomConfig};
 use trace_interp::{run, Outcome, RunConfig};
@@ -97,5 +98,24 @@ fn some_example_inputs_alias() {
     assert!(
         aliasing > 20,
         "only {aliasing} of 500 traces have aliasing reference inputs"
+    );
+}
+
+#[test]
+fn random_traces_divide_by_constants_and_take_square_roots() {
+    use trace_ir::Opcode::*;
+    let (mut const_div, mut sqrt) = (0, 0);
+    for seed in 0..300 {
+        let (t, _) = random_trace(&RandomConfig::default(), seed);
+        for op in &t.ops {
+            if matches!(op.opcode, IntFloorDiv | IntMod | IntPyDiv | IntPyMod) && op.args[1].is_const() {
+                const_div += 1;
+            }
+            sqrt += (op.opcode == FloatSqrt) as usize;
+        }
+    }
+    assert!(
+        const_div > 100 && sqrt > 5,
+        "{const_div} constant divisions, {sqrt} square roots"
     );
 }

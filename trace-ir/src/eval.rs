@@ -23,6 +23,7 @@
 //! | comparisons, `int_is_true`, `int_is_zero`, `ptr_*`, `instance_ptr_*`, `float_<cmp>` | 0 or 1 |
 //! | `int_signext(x, n)` | the low `n` bytes of `x`, sign-extended (`n` in 1, 2, 4, 8) |
 //! | `int_force_ge_zero` | `max(x, 0)` |
+//! | `float_sqrt` | the correctly rounded square root; a NaN operand quieted, a negative one (not `-0.0`) gives [`DEFAULT_NAN`] (x86-64 `sqrtsd`) |
 //! | `float_*` | IEEE-754 double arithmetic; comparisons are false when unordered, except `float_ne` (true); NaN results follow x86-64 SSE (the first NaN operand, quieted, else [`DEFAULT_NAN`]) |
 //! | `cast_int_to_float` | nearest double of the signed integer |
 //! | `cast_float_to_int` | truncation toward zero, saturating at MININT/MAXINT; NaN gives 0 |
@@ -107,6 +108,20 @@ fn float_arith(x: u64, y: u64, r: f64) -> u64 {
         y | (1 << 51)
     } else {
         DEFAULT_NAN
+    }
+}
+
+/// `float_sqrt` as x86-64 `sqrtsd` computes it (Rust leaves NaN payloads unspecified): a NaN
+/// operand is returned quieted; a negative operand other than `-0.0` (including `-inf`) gives
+/// [`DEFAULT_NAN`]; otherwise the correctly rounded square root (`sqrt(-0.0)` is `-0.0`).
+pub fn float_sqrt(x: u64) -> u64 {
+    let v = f(x);
+    if v.is_nan() {
+        x | (1 << 51)
+    } else if v < 0.0 {
+        DEFAULT_NAN
+    } else {
+        v.sqrt().to_bits()
     }
 }
 
@@ -230,6 +245,7 @@ pub fn eval_pure(opcode: Opcode, args: &[u64]) -> Result<u64, EvalError> {
         FloatTrueDiv => float_arith(x, y, f(x) / f(y)),
         FloatNeg => x ^ (1 << 63),
         FloatAbs => x & !(1 << 63),
+        FloatSqrt => float_sqrt(x),
         FloatLt => b(f(x) < f(y)),
         FloatLe => b(f(x) <= f(y)),
         FloatEq => b(f(x) == f(y)),

@@ -1,6 +1,6 @@
 //! The trace IR of tracejit: opcodes, values, descriptors, guards and traces; union-find
 //! forwarding; a builder; a text format that also reads PyPy's JIT logs; a verifier; the
-//! evaluation of pure ops; the ABI facts compiled code and the interpreter share ([`abi`]);
+//! evaluation of pure ops; PyPy's oopspec indexes ([`oopspec`]); the ABI facts compiled code and the interpreter share ([`abi`]);
 //! and loop peeling. The reference interpreter and the random trace generator are the
 //! `trace-interp` crate.
 //!
@@ -29,6 +29,7 @@ pub mod entity;
 pub mod eval;
 pub mod facts;
 pub mod fxhash;
+pub mod oopspec;
 pub mod opcode;
 pub mod peel;
 pub mod text;

@@ -238,6 +238,7 @@ define_opcodes! {
     FloatTrueDiv = "float_truediv", "ff" -> "f", None, [PURE], "IEEE division.";
     FloatNeg = "float_neg", "f" -> "f", None, [PURE], "Sign flip.";
     FloatAbs = "float_abs", "f" -> "f", None, [PURE], "Absolute value.";
+    FloatSqrt = "float_sqrt", "f" -> "f", None, [PURE], "IEEE square root, as x86-64 `sqrtsd`; what a call with oopspec `OS_MATH_SQRT` becomes (not a PyPy resop).";
     FloatLt = "float_lt", "ff" -> "i", None, [PURE | BOOL_RESULT], "a < b (false if unordered).";
     FloatLe = "float_le", "ff" -> "i", None, [PURE | BOOL_RESULT], "a <= b (false if unordered).";
     FloatEq = "float_eq", "ff" -> "i", None, [PURE | BOOL_RESULT | COMMUTATIVE], "a == b (false if unordered).";

@@ -17,6 +17,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod divplan;
 pub mod fuzzing;
 pub mod mine;
 pub mod replay;

@@ -123,7 +123,7 @@ proptest! {
             let got = run_native(&t, &[x.to_bits(), y.to_bits()], &opts());
             prop_assert_eq!(got, Exit::Finish { values: vec![ExitValue::from_bits(opc.result_kind(), want)] }, "{}({}, {})", opc, x, y);
         }
-        for opc in [Opcode::FloatNeg, Opcode::FloatAbs, Opcode::CastFloatToInt, Opcode::ConvertFloatBytesToLonglong] {
+        for opc in [Opcode::FloatNeg, Opcode::FloatAbs, Opcode::FloatSqrt, Opcode::CastFloatToInt, Opcode::ConvertFloatBytesToLonglong] {
             let mut b = TraceBuilder::new();
             let fx = b.input(Kind::Float);
             let r = b.op(opc, &[fx]);

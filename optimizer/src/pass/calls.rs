@@ -1,22 +1,26 @@
-//! Calls (elidable and loop-invariant ones CSE'd; their effects on the heap cache and the
-//! exception and invalidation knowledge) and every other op without special treatment.
+//! Calls (those whose oopspec names a pure op become it; elidable and loop-invariant ones
+//! CSE'd; their effects on the heap cache and the exception and invalidation knowledge) and
+//! every other op without special treatment.
 
 use super::pure::Key;
 use super::{Pass, F_FRESH, F_NONNULL};
 use crate::domain::IntBound;
 use crate::Reason;
 use smallvec::SmallVec;
+use trace_ir::oopspec::pure_call_opcode;
 use trace_ir::{CallEffect, Kind, Op, OpFlags, Opcode, Value};
 
 impl<'a> Pass<'a> {
     pub(super) fn call(&mut self, op: &Op, args: &[Value]) -> Option<Value> {
         use Opcode::*;
         let opc = op.opcode;
-        let effect = op
-            .descr
-            .and_then(|d| self.input.descr(d).as_call())
-            .map(|c| c.effect)
-            .unwrap_or(CallEffect::RandomEffects);
+        let cd = op.descr.and_then(|d| self.input.descr(d).as_call());
+        if let Some(pure) = cd.and_then(|cd| pure_call_opcode(opc, cd, args.len())) {
+            if self.opts.oopspec {
+                return Some(self.pure(pure, &args[1..], None, true));
+            }
+        }
+        let effect = cd.map(|c| c.effect).unwrap_or(CallEffect::RandomEffects);
         let elidable = matches!(opc, CallPureI | CallPureR | CallPureF | CallPureN) && effect.is_elidable();
         let loopinv = matches!(
             opc,

@@ -1,7 +1,9 @@
 //! Pure ops: constant folding, the abstract value of integer ops (`IntBound`), the peephole
-//! rules (through [`RuleEnv`]), and common-subexpression elimination.
+//! rules (through [`RuleEnv`]), division by a constant ([`divconst`]), and
+//! common-subexpression elimination.
 
 use super::{Pass, F_OVF_CHECKED, MAX_DEPTH};
+use crate::divconst::{self, Arg};
 use crate::domain::IntBound;
 use crate::fold::fold_pure;
 use crate::peephole::{self, RuleEnv};
@@ -169,11 +171,25 @@ impl<'a> Pass<'a> {
                 return self.find(v);
             }
         }
+        // 4. division and modulo by a constant
+        if self.opts.divconst
+            && self.depth < MAX_DEPTH
+            && matches!(
+                opc,
+                Opcode::IntFloorDiv | Opcode::IntMod | Opcode::IntPyDiv | Opcode::IntPyMod
+            )
+        {
+            if let Some(v) = self.divide_by_const(opc, args) {
+                self.fired("divconst");
+                count(self, Reason::Rule);
+                return v;
+            }
+        }
         // virtual operands of any other pure op escape
         for &a in args {
             self.force(a);
         }
-        // 4. CSE
+        // 5. CSE
         let key = if self.opts.cse {
             Some(Key::new(opc, args, descr))
         } else {
@@ -198,6 +214,29 @@ impl<'a> Pass<'a> {
             self.cse.pure.insert(k, v);
         }
         v
+    }
+
+    /// `opc(x, c)` by a constant `c` as the ops of [`divconst::plan`], if it has one.
+    fn divide_by_const(&mut self, opc: Opcode, args: &[Value]) -> Option<Value> {
+        let c = self.const_i64(args[1])?;
+        let nonneg = self.bound_of(args[0]).known_nonnegative();
+        let plan = divconst::plan(opc, c, nonneg)?;
+        self.depth += 1;
+        let mut vals: SmallVec<[Value; 10]> = SmallVec::new();
+        for st in &plan {
+            let mut ops: SmallVec<[Value; 2]> = SmallVec::new();
+            for &a in &st.args[..st.opcode.fixed_arity()] {
+                ops.push(match a {
+                    Arg::X => args[0],
+                    Arg::Step(i) => vals[i as usize],
+                    Arg::Const(k) => self.make_int(k),
+                });
+            }
+            let v = self.pure(st.opcode, &ops, None, false);
+            vals.push(v);
+        }
+        self.depth -= 1;
+        vals.last().copied()
     }
 
     /// Whether two references are known equal (`Some(true)`) or known different.

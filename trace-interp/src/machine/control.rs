@@ -187,6 +187,15 @@ impl<'a> Machine<'a> {
         let op = t.op(at);
         let opc = op.opcode;
         let all = self.args(at)?;
+        // A call whose oopspec names a pure op is that op (`trace_ir::oopspec`).
+        if let Some(Descr::Call(cd)) = op.descr.and_then(|d| t.descrs.get(d.index())) {
+            if let Some(pure) = trace_ir::oopspec::pure_call_opcode(opc, cd, all.len()) {
+                let bits: Vec<u64> = all[1..].iter().map(|v| v.bits()).collect();
+                let r = eval_pure(pure, &bits).map_err(|e| invalid(at, e.to_string()))?;
+                self.set(at, RtValue::from_bits(opc.result_kind(), r));
+                return Ok(());
+            }
+        }
         // Split into (function, arguments); handle the conditional forms.
         let (func, args, writes): (u64, &[RtValue], bool) = match opc {
             CallAssemblerI | CallAssemblerR | CallAssemblerF | CallAssemblerN => {

@@ -70,6 +70,13 @@ impl<'c> Gen<'c> {
                     }
                 }
             }
+            IntFloorDiv | IntMod | IntPyDiv | IntPyMod if self.rng.chance(1, 2) => {
+                // A constant divisor, as the optimizer rewrites (`optimizer::divconst`).
+                let c = *self
+                    .rng
+                    .pick(&[3i64, 7, 10, 12, 641, 1000, 16, -8, -7, i64::MAX, i64::MIN, 1 << 40]);
+                self.konst(Const::Int(c))
+            }
             IntFloorDiv | IntMod | IntPyDiv | IntPyMod => {
                 let y = self.int_arg();
                 if !self.is_variant(y) && self.ex(y).bits() != 0 {
@@ -202,9 +209,14 @@ impl<'c> Gen<'c> {
                 self.op(opc, &[x, y], None).is_some()
             }
             2 => {
-                let opc = *self
-                    .rng
-                    .pick(&[FloatNeg, FloatAbs, SameAsF, CastFloatToInt, ConvertFloatBytesToLonglong]);
+                let opc = *self.rng.pick(&[
+                    FloatNeg,
+                    FloatAbs,
+                    FloatSqrt,
+                    SameAsF,
+                    CastFloatToInt,
+                    ConvertFloatBytesToLonglong,
+                ]);
                 let x = self.float_arg();
                 self.op(opc, &[x], None).is_some()
             }

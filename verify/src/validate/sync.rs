@@ -63,6 +63,15 @@ pub(super) fn is_sync_call(trace: &Trace, op: OpRef) -> bool {
             | Opcode::CondCallValueI
             | Opcode::CondCallValueR
     ) && !is_elidable_call(trace, op)
+        && pure_call(trace, op).is_none()
+}
+
+/// The pure op a call computes by its oopspec (`trace_ir::oopspec::pure_call_opcode`): such
+/// a call is translated as that op, and is no sync point.
+pub(super) fn pure_call(trace: &Trace, op: OpRef) -> Option<Opcode> {
+    let o = trace.op(op);
+    let cd = trace.descr(o.descr?).as_call()?;
+    trace_ir::oopspec::pure_call_opcode(o.opcode, cd, o.args.len())
 }
 
 pub(super) fn is_elidable_call(trace: &Trace, op: OpRef) -> bool {

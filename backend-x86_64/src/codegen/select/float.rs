@@ -37,6 +37,22 @@ impl Gen<'_> {
         Ok(())
     }
 
+    /// `float_sqrt`: `sqrtsd` (NaN quieted, negative operands give the default NaN, as
+    /// `trace_ir::eval` says).
+    pub(super) fn float_sqrt(&mut self, at: usize) -> R<()> {
+        let t = self.t;
+        let s = self.fopnd(t.ops[at].args[0])?;
+        let d = self.alloc_reg(Kind::Float, RegSet::EMPTY)?;
+        let dx = d.xmm();
+        match s {
+            Opnd::Reg(s) => dynasm!(self.em.asm ; .arch x64 ; sqrtsd Rx(dx), Rx(s.xmm())),
+            Opnd::Mem(m) => dynasm!(self.em.asm ; .arch x64 ; sqrtsd Rx(dx), QWORD [rbp + m]),
+            Opnd::Imm(_) => unreachable!(),
+        }
+        self.def(d);
+        Ok(())
+    }
+
     /// `float_neg`, `float_abs`: the sign bit flipped or cleared.
     pub(super) fn float_neg_abs(&mut self, at: usize) -> R<()> {
         use Opcode::*;

@@ -52,6 +52,7 @@ impl Gen<'_> {
             IntIsTrue | IntIsZero => return self.int_is_true_zero(at, fusion),
             FloatAdd | FloatSub | FloatMul | FloatTrueDiv => self.float_binary(at)?,
             FloatNeg | FloatAbs => self.float_neg_abs(at)?,
+            FloatSqrt => self.float_sqrt(at)?,
             FloatLt | FloatLe | FloatGt | FloatGe | FloatEq | FloatNe => self.float_compare(at)?,
             CastIntToFloat => self.cast_int_to_float(at)?,
             CastFloatToInt => self.cast_float_to_int(at)?,

@@ -36,7 +36,7 @@ impl Descrs {
                 result_size: 8,
                 args: vec![Kind::Float],
                 effect: CallEffect::ElidableCannotRaise,
-                oopspec: None,
+                oopspec: Some(trace_ir::oopspec::OS_MATH_SQRT),
             })),
         }
     }

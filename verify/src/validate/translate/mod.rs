@@ -5,7 +5,8 @@
 //! - [`alloc`]: allocations (tracked objects);
 //! - [`fields`]: fields of GC objects, raw fields, interior fields;
 //! - [`arrays`]: array items, lengths, string characters and hashes, raw memory;
-//! - [`calls`]: elidable and loop-invariant calls, hints, frame ops.
+//! - [`calls`]: elidable and loop-invariant calls, hints, frame ops (a call whose oopspec
+//!   names a pure op is translated as that op, in [`values`]).
 //!
 //! Calls that are sync points and guards are not translated here (see `sync` and `guards`).
 
@@ -22,7 +23,7 @@ use z3::ast::{Bool, BV};
 use crate::semantics::{no_overflow, op_semantics};
 
 use super::side::Sym;
-use super::sync::is_elidable_call;
+use super::sync::{is_elidable_call, pure_call};
 use super::validator::Validator;
 use super::{unsupported, R};
 
@@ -65,6 +66,15 @@ impl<'t> Validator<'t> {
             | Opcode::ConvertFloatBytesToLonglong
             | Opcode::ConvertLonglongBytesToFloat => self.side(orig).reinterpret(r, &op)?,
             _ if flags.contains(OpFlags::PURE) => self.pure_op(orig, r, &op, &mut t)?,
+            _ if opc.is_call() && pure_call(trace, r).is_some() => {
+                let pure = trace_ir::Op {
+                    opcode: pure_call(trace, r).expect("checked"),
+                    descr: None,
+                    guard: None,
+                    args: op.args[1..].iter().copied().collect(),
+                };
+                self.pure_op(orig, r, &pure, &mut t)?
+            }
             Opcode::New | Opcode::NewWithVtable => self.side(orig).new_struct(r, &op)?,
             Opcode::NewArray | Opcode::NewArrayClear => self.side(orig).new_array(r, &op)?,
             Opcode::Newstr | Opcode::Newunicode => self.side(orig).new_string(r, &op)?,

@@ -5,7 +5,10 @@ use trace_ir::eval::eval_pure;
 use trace_ir::{Kind, Op, OpFlags, OpRef, Opcode};
 use z3::ast::{Ast, Bool};
 
+use crate::divplan::proven_plan;
 use crate::semantics::op_semantics;
+use optimizer::divconst::{Arg, Step};
+use z3::ast::BV;
 
 use super::{ovf_semantics, Translated};
 use crate::validate::side::{Side, Sym};
@@ -70,6 +73,37 @@ impl<'t> Validator<'t> {
         Ok(())
     }
 
+    /// A division by a constant as the value of its sequence (`optimizer::divconst`, proven
+    /// by [`proven_plan`]): the same terms as the shifts and multiply-high the optimizer
+    /// emits for it.
+    fn plan_value(&mut self, plan: &[Step], x: &BV) -> R<BV> {
+        let mut vals: Vec<BV> = Vec::with_capacity(plan.len());
+        for st in plan {
+            let args: Vec<BV> = st.args[..st.opcode.fixed_arity()]
+                .iter()
+                .map(|&a| match a {
+                    Arg::X => x.clone(),
+                    Arg::Step(i) => vals[i as usize].clone(),
+                    Arg::Const(c) => bv(c as u64),
+                })
+                .collect();
+            let v = match self
+                .abs
+                .value(st.opcode, &args)
+                .map(Ok)
+                .unwrap_or_else(|| op_semantics(st.opcode, &args))
+            {
+                Ok((v, _)) => v,
+                Err(e) => return unsupported(format!("{}: no Z3 semantics ({e})", st.opcode)),
+            };
+            vals.push(v);
+        }
+        match vals.pop() {
+            Some(v) => Ok(v),
+            None => unsupported("an empty division sequence".to_string()),
+        }
+    }
+
     /// Other pure ops: float ops with constant operands folded by the interpreter's `eval_pure`,
     /// other float ops uninterpreted, integer ops by [`op_semantics`] or their abstraction (a
     /// precondition such as a shift amount in range goes to `t.valid`).
@@ -104,6 +138,17 @@ impl<'t> Validator<'t> {
             };
             s.vals[r.index()] = Some(Sym::Bv(v));
             return Ok(());
+        }
+        if matches!(
+            opc,
+            Opcode::IntFloorDiv | Opcode::IntMod | Opcode::IntPyDiv | Opcode::IntPyMod
+        ) {
+            if let Some(plan) = args[1].simplify().as_u64().and_then(|c| proven_plan(opc, c as i64)) {
+                let v = self.plan_value(&plan, &args[0])?;
+                let s = if orig { &mut self.o } else { &mut self.p };
+                s.set(r, Sym::Bv(v));
+                return Ok(());
+            }
         }
         let abstracted = self.abs.value(opc, &args);
         let (v, valid) = match abstracted.map(Ok).unwrap_or_else(|| op_semantics(opc, &args)) {
