@@ -2,9 +2,11 @@
 //! loops, hot guards and their bridges (out of bridges too), and the errors of calls that
 //! do not fit the state.
 
+mod common;
 use backend_x86_64::{Exit, ExitValue, SimpleHeap};
+use common::loop_trace;
 use driver::{AtHeader, Driver, DriverConfig, DriverError};
-use trace_ir::{Kind, Opcode, Trace, TraceBuilder};
+use trace_ir::{Kind, Opcode, TraceBuilder};
 
 fn config(hot_loop: u32, hot_guard: u32, max_aborts: u32) -> DriverConfig {
     DriverConfig {
@@ -13,23 +15,6 @@ fn config(hot_loop: u32, hot_guard: u32, max_aborts: u32) -> DriverConfig {
         max_aborts,
         ..DriverConfig::default()
     }
-}
-
-/// `s += i; i += 1` while `i < n`; the guard `i & 3 != 0` leaves with `[i, n, s]` (resume 1).
-fn loop_trace() -> Trace {
-    let mut b = TraceBuilder::new();
-    let ins: Vec<_> = (0..3).map(|_| b.input(Kind::Int)).collect();
-    let p = b.label(&ins);
-    let lt = b.op(Opcode::IntLt, &[p[0], p[1]]);
-    b.guard(Opcode::GuardTrue, &[lt], &p, 0);
-    let three = b.const_int(3);
-    let low = b.op(Opcode::IntAnd, &[p[0], three]);
-    b.guard(Opcode::GuardTrue, &[low], &p, 1);
-    let s = b.op(Opcode::IntAdd, &[p[2], p[0]]);
-    let one = b.const_int(1);
-    let i = b.op(Opcode::IntAdd, &[p[0], one]);
-    b.jump(&[i, p[1], s]);
-    b.build().unwrap()
 }
 
 #[test]
@@ -60,7 +45,7 @@ fn a_hot_location_is_recorded_and_one_that_keeps_failing_is_blacklisted() {
 fn calls_that_do_not_fit_the_state_are_errors() {
     let mut d: Driver<u32> = Driver::new(config(1, 5, 2));
     assert!(matches!(
-        d.finish_recording(loop_trace(), &[]),
+        d.finish_recording(loop_trace().0, &[]),
         Err(DriverError::State(_))
     ));
     // SAFETY: nothing runs: no loop is compiled at 3.
@@ -68,7 +53,7 @@ fn calls_that_do_not_fit_the_state_are_errors() {
     assert!(matches!(nothing, Err(DriverError::State(_))));
     // A trace that does not compile abandons the recording.
     assert_eq!(d.loop_header(3), AtHeader::Record);
-    let mut bad = loop_trace();
+    let mut bad = loop_trace().0;
     bad.ops.pop();
     assert!(d.finish_recording(bad, &[]).is_err());
     assert!(!d.is_recording());
@@ -86,7 +71,7 @@ fn calls_that_do_not_fit_the_state_are_errors() {
         b.op(Opcode::IntAdd, &[x, x]);
     }
     assert!(short.too_long(&b));
-    let long = short.finish_recording(loop_trace(), &[]);
+    let long = short.finish_recording(loop_trace().0, &[]);
     assert!(matches!(long, Err(DriverError::TooLong { max: 8, .. })), "{long:?}");
     assert!(!short.is_recording());
 }
@@ -95,7 +80,7 @@ fn calls_that_do_not_fit_the_state_are_errors() {
 fn hot_guards_get_bridges_and_bridges_get_bridges() {
     let mut d: Driver<u32> = Driver::new(config(1, 2, 3));
     assert_eq!(d.loop_header(0), AtHeader::Record);
-    d.finish_recording(loop_trace(), &[]).unwrap();
+    d.finish_recording(loop_trace().0, &[]).unwrap();
     assert_eq!(d.loop_header(0), AtHeader::Run);
     // Each run from a multiple of 4 leaves through the guard at once.
     // SAFETY: the loop and its bridges work on integers only.

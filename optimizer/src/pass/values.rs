@@ -208,7 +208,10 @@ impl<'a> Pass<'a> {
     /// always apart. `a` and `b` are representatives, and not the same value.
     pub(super) fn fresh_apart(info: &[Info], a: Value, b: Value) -> bool {
         let fresh = |v: Value| v.as_op().filter(|o| info[o.index()].flags & F_FRESH != 0);
-        let before = |f: OpRef, o: Value| o.as_op().is_none_or(|o| o.index() < f.index() || fresh(Value::from(o)).is_some());
+        let before = |f: OpRef, o: Value| {
+            o.as_op()
+                .is_none_or(|o| o.index() < f.index() || fresh(Value::from(o)).is_some())
+        };
         match (fresh(a), fresh(b)) {
             (Some(f), _) => before(f, b),
             (None, Some(f)) => before(f, a),
