@@ -3,7 +3,7 @@
 //! model.
 
 use super::pure::Key;
-use super::Pass;
+use super::{Pass, F_FRESH};
 use crate::alias::{Layout, Loc};
 use crate::domain::IntBound;
 use crate::heap::HeapCache;
@@ -246,10 +246,20 @@ impl<'a> Pass<'a> {
             self.emit_write(w);
             return;
         }
-        // An overwritten write is dead, references included: a stored object escapes only
-        // if it is reachable at a call (docs/memory-model.md), and calls flush the delayed
-        // writes first.
-        let same = self.mem.pending.iter().position(|p| p.loc == w.loc && p.obj == w.obj);
+        // An overwritten write is dead, references to objects that existed before the trace
+        // included (calls flush the delayed writes, and a stored object escapes only if it
+        // is reachable at a call: docs/memory-model.md). A reference to an allocation of the
+        // trace is written: the validator's model makes the object escape at the store, and
+        // it compares heaps with the objects that escaped on both sides paired.
+        let mut same = self.mem.pending.iter().position(|p| p.loc == w.loc && p.obj == w.obj);
+        if let Some(k) = same {
+            let old = self.mem.pending[k].val;
+            if old.as_op().is_some_and(|o| self.v.info[o.index()].flags & F_FRESH != 0) {
+                let w_old = self.mem.pending.remove(k);
+                self.emit_write(w_old);
+                same = None;
+            }
+        }
         self.flush_conflicting(w.loc, w.obj, same);
         // The replaced write is dead; the new one goes last, so the delayed writes stay in
         // the order of their latest writes (the order in which the original stored the
