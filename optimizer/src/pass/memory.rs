@@ -255,8 +255,13 @@ impl<'a> Pass<'a> {
         if let Some(k) = same {
             let old = self.mem.pending[k].val;
             if old.as_op().is_some_and(|o| self.v.info[o.index()].flags & F_FRESH != 0) {
-                let w_old = self.mem.pending.remove(k);
-                self.emit_write(w_old);
+                // with the writes delayed before it, so that stored objects escape in the
+                // original's order
+                let mut flushed = std::mem::take(&mut self.mem.pending);
+                self.mem.pending.extend(flushed.drain(k + 1..));
+                for w_old in flushed {
+                    self.emit_write(w_old);
+                }
                 same = None;
             }
         }
