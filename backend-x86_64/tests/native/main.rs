@@ -26,15 +26,7 @@ use trace_ir::eval::eval_pure;
 use trace_ir::{Kind, Opcode, Trace, TraceBuilder};
 
 fn opts() -> CompileOptions {
-    CompileOptions {
-        memory: MemoryAccess::Direct,
-        int_regs: 13,
-        float_regs: 15,
-        log_asm: false,
-        perf_map: false,
-        gdb_jit: false,
-        jitdump: None,
-    }
+    CompileOptions::default()
 }
 fn tight() -> CompileOptions {
     CompileOptions {
