@@ -257,6 +257,29 @@ pub(crate) struct VirtualLayout {
     pub fields: Vec<(u64, u8, ExitSlot)>,
 }
 
+/// A write a guard's exit performs after rebuilding its virtual objects
+/// ([`trace_ir::ResumeWrite`]): `size` bytes of `value` at byte `offset` of `obj`.
+#[derive(Clone, Debug)]
+pub(crate) struct ExitWrite {
+    pub obj: ExitSlot,
+    pub offset: u64,
+    pub size: u8,
+    pub value: ExitSlot,
+}
+
+/// The slots of a guard exit's entries in resume-data order
+/// ([`trace_ir::GuardData::for_each_entry`]): fail arguments, the fields of each virtual
+/// object, the object and value of each write.
+pub(crate) fn exit_entries<'e>(
+    fail: &'e [ExitSlot],
+    virtuals: &'e [VirtualLayout],
+    writes: &'e [ExitWrite],
+) -> impl Iterator<Item = &'e ExitSlot> {
+    fail.iter()
+        .chain(virtuals.iter().flat_map(|v| v.fields.iter().map(|f| &f.2)))
+        .chain(writes.iter().flat_map(|w| [&w.obj, &w.value]))
+}
+
 /// What an exit code returned by native code means.
 #[derive(Clone, Debug)]
 pub(crate) enum ExitInfo {
@@ -278,6 +301,9 @@ pub(crate) enum ExitInfo {
         /// all guards instead of one per guard).
         fail: (u32, u32),
         virtuals: Vec<VirtualLayout>,
+        writes: Vec<ExitWrite>,
+        /// The guard op (where an exit whose write finds a null object is invalid).
+        op: OpRef,
     },
     Invalid {
         op: OpRef,
@@ -498,14 +524,13 @@ impl CompiledTrace {
                 resume_key,
                 fail,
                 virtuals,
+                writes,
+                op,
             } => {
                 let fail = &self.exit_slots[fail.0 as usize..fail.1 as usize];
                 if self.memory == MemoryAccess::Hooks {
-                    // The values of the `FailArg::Value` entries in order: fail arguments,
-                    // then the fields of each virtual object.
-                    let words: Vec<u64> = fail
-                        .iter()
-                        .chain(virtuals.iter().flat_map(|v| v.fields.iter().map(|f| &f.2)))
+                    // The values of the `FailArg::Value` entries in order.
+                    let words: Vec<u64> = exit_entries(fail, virtuals, writes)
                         .filter_map(|s| s.word(&frame))
                         .collect();
                     let req = ExitRequest {
@@ -522,6 +547,21 @@ impl CompiledTrace {
                     }
                 }
                 let addrs = rebuild_virtuals(virtuals, &frame, rt);
+                for w in writes {
+                    let obj = w.obj.word(&frame).unwrap_or(0);
+                    let value = match w.value {
+                        ExitSlot::Virtual(k) => addrs[k as usize],
+                        ExitSlot::Hole => continue,
+                        ref s => s.word(&frame).unwrap_or(0),
+                    };
+                    if obj == 0 {
+                        return Ok(Exit::Invalid { op: *op });
+                    }
+                    // SAFETY: the trace wrote these bytes of this object before the guard
+                    // (the optimizer delayed that write into the exit), so they are
+                    // writable memory of the object under the run's contract.
+                    unsafe { runtime::write_mem(obj.wrapping_add(w.offset), w.size, value) }
+                }
                 let values = fail
                     .iter()
                     .zip(kinds)

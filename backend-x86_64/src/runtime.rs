@@ -105,7 +105,9 @@ pub struct ExitRequest<'a> {
     /// The guard's resume key.
     pub resume_key: u64,
     /// The values of the guard's `FailArg::Value` entries, in order: first its fail
-    /// arguments, then the fields of each virtual object of its resume data, in order.
+    /// arguments, then the fields of each virtual object of its resume data, then the object
+    /// and value of each of its writes ([`trace_ir::GuardData::for_each_entry`]); the
+    /// runtime performs the writes after rebuilding the virtual objects.
     pub words: &'a [u64],
 }
 

@@ -166,13 +166,14 @@ impl CompiledTrace {
                 }
             }
         }
-        let ExitInfo::Guard { fail, virtuals, .. } = &self.exits[site.tail.exit as usize] else {
+        let ExitInfo::Guard {
+            fail, virtuals, writes, ..
+        } = &self.exits[site.tail.exit as usize]
+        else {
             return Err(CompileError::Internal(format!("{guard}'s exit is not a guard exit")));
         };
         let fail = &self.exit_slots[fail.0 as usize..fail.1 as usize];
-        let entry: Vec<ExitSlot> = fail
-            .iter()
-            .chain(virtuals.iter().flat_map(|v| v.fields.iter().map(|f| &f.2)))
+        let entry: Vec<ExitSlot> = crate::exit_entries(fail, virtuals, writes)
             .filter(|s| matches!(s, ExitSlot::Frame(_) | ExitSlot::Const(_)))
             .cloned()
             .collect();
@@ -204,11 +205,15 @@ impl CompiledTrace {
                 resume_key,
                 fail,
                 virtuals,
+                writes,
+                op,
             } => ExitInfo::Guard {
                 guard,
                 resume_key,
                 fail: (fail.0 + slot_base, fail.1 + slot_base),
                 virtuals,
+                writes,
+                op,
             },
             other => other,
         }));

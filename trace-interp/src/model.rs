@@ -149,9 +149,9 @@ impl<'t> ModelHeap<'t> {
     }
 
     /// The guard with id `guard` failed: `words` are the values of its `FailArg::Value`
-    /// entries in order (first the fail arguments, then the fields of each virtual object of
-    /// its resume data, in order). Rebuilds the virtual objects in the model's heap, as the
-    /// interpreter does, and returns the exit ([`Outcome::GuardFailed`] with the fail
+    /// entries in order ([`trace_ir::GuardData::for_each_entry`]). Rebuilds the virtual
+    /// objects in the model's heap and performs the guard's writes, as the interpreter does,
+    /// and returns the exit ([`Outcome::GuardFailed`] with the fail
     /// arguments, or [`Outcome::Invalid`] for a malformed guard).
     pub fn guard_failed(&mut self, guard: GuardId, words: &[u64]) -> Outcome {
         let t = self.trace;

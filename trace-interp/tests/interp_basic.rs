@@ -1106,3 +1106,40 @@ finish(i0)
         assert_eq!(is_broken, broken, "{x}: {:?}", r.outcome);
     }
 }
+
+#[test]
+fn an_exit_performs_its_writes_after_rebuilding_its_virtuals() {
+    let parse = |s: &str| trace_ir::parse_trace(s).unwrap();
+    // The object stored into p0.top, and the same store delayed into the guard's exit.
+    let original = parse(
+        "[p0, i1]
+         p2 = new_with_vtable(descr=<SizeDescr 16>)
+         setfield_gc(p2, i1, descr=<FieldS f 8>)
+         setfield_gc(p0, p2, descr=<FieldP top 16>)
+         guard_true(i1, descr=<Guard1>) [p2]
+         finish()",
+    );
+    let delayed = "[p0, i1]
+         guard_true(i1, descr=<Guard1>) [$0] {$0 = new_with_vtable(descr=<SizeDescr 16>) <FieldS f 8>: i1WRITE}
+         p2 = new_with_vtable(descr=<SizeDescr 16>)
+         setfield_gc(p2, i1, descr=<FieldS f 8>)
+         setfield_gc(p0, p2, descr=<FieldP top 16>)
+         finish()";
+    let with_write = parse(&delayed.replace("WRITE", "; setfield_gc(p0, $0, descr=<FieldP top 16>)"));
+    let without = parse(&delayed.replace("WRITE", ""));
+    for (p0, i1) in [(0x5000_0000_1008u64, 0i64), (0x5000_0000_1008, 1)] {
+        let inputs = [RtValue::Ref(p0), RtValue::Int(i1)];
+        let a = go(&original, &inputs);
+        let b = go(&with_write, &inputs);
+        outcomes_equivalent(&a, &b).unwrap_or_else(|e| panic!("i1 = {i1}: {e}"));
+        let c = go(&without, &inputs);
+        assert_eq!(
+            outcomes_equivalent(&a, &c).is_ok(),
+            i1 != 0,
+            "without the write, i1 = {i1}"
+        );
+    }
+    // an exit's write through a null pointer is invalid, as the store it stands for was
+    let r = go(&with_write, &[RtValue::Ref(0), RtValue::Int(0)]);
+    assert!(matches!(r.outcome, Outcome::Invalid { .. }), "{}", r.outcome);
+}

@@ -128,6 +128,7 @@ impl TraceBuilder {
             resume_key,
             fail_args: fail_args.iter().map(|&v| FailArg::Value(v)).collect(),
             virtuals: Vec::new(),
+            writes: Vec::new(),
         });
         let mut op = Op::new(opcode, args);
         op.guard = Some(GuardRef::new(self.trace.guards.len() - 1));

@@ -52,7 +52,8 @@ pub use text::{
     parse_file, parse_trace, parse_tree, print_listing, print_trace, print_tree, traces_equivalent, Listing, ParseError,
 };
 pub use trace::{
-    Aliasing, Const, ConstPool, FailArg, GuardData, Op, Trace, TraceInfo, VirtualField, VirtualKind, VirtualObject,
+    Aliasing, Const, ConstPool, FailArg, GuardData, Op, ResumeWrite, Trace, TraceInfo, VirtualField, VirtualKind,
+    VirtualObject,
 };
 pub use tree::{bridge_prologue, exit_kinds, verify_tree, Bridge, TraceTree, TreeError, TreeJump};
 pub use unionfind::UnionFind;

@@ -23,7 +23,7 @@
 use crate::descr::Descr;
 use crate::entity::{GuardId, GuardRef, OpRef, Value, ValueData};
 use crate::opcode::Opcode;
-use crate::trace::{FailArg, GuardData, Op, Trace};
+use crate::trace::{FailArg, GuardData, Op, ResumeWrite, Trace};
 use crate::verify::{jump_target, JumpTarget};
 
 /// The `TargetToken` [`peel_loop`] gives the label of the peeled loop body whose header
@@ -211,6 +211,15 @@ pub fn peel_loop(t: &Trace) -> Option<Trace> {
                 resume_key: gd.resume_key,
                 fail_args: gd.fail_args.iter().map(|&fa| map_fa(&rename, fa)).collect(),
                 virtuals,
+                writes: gd
+                    .writes
+                    .iter()
+                    .map(|w| ResumeWrite {
+                        obj: map(&rename, w.obj),
+                        value: map_fa(&rename, w.value),
+                        ..*w
+                    })
+                    .collect(),
             });
             next_id += 1;
             copy.guard = Some(GuardRef::new(out.guards.len() - 1));

@@ -235,11 +235,31 @@ pub struct GuardData {
     pub fail_args: Vec<FailArg>,
     /// Virtual objects named by `FailArg::Virtual(i)` (and nested in each other).
     pub virtuals: Vec<VirtualObject>,
+    /// Writes the optimizer delayed past the guard (stores of virtual objects into objects
+    /// that exist): when the guard fails they are performed after the virtual objects are
+    /// rebuilt and before the interpreter resumes; a bridge performs them first.
+    pub writes: Vec<ResumeWrite>,
+}
+
+/// A write into an existing object that a guard's exit performs (see [`GuardData::writes`]):
+/// `setfield_gc(obj, value, descr)`, or `setarrayitem_gc(obj, index, value, descr)` with an
+/// array descriptor.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ResumeWrite {
+    /// The object written (a reference computed by the trace or a constant).
+    pub obj: Value,
+    /// A field descriptor, or with `index` an array descriptor.
+    pub descr: DescrRef,
+    /// The array item written; `None` for a field.
+    pub index: Option<u32>,
+    /// The value written: a value, or a virtual object of the guard's resume data.
+    pub value: FailArg,
 }
 
 impl GuardData {
     /// Every entry of the resume data, in order: the fail arguments, then the fields of each
-    /// virtual object (values, holes and virtual references alike).
+    /// virtual object (values, holes and virtual references alike), then the object and
+    /// the value of each write.
     #[inline]
     pub fn for_each_entry(&self, mut f: impl FnMut(FailArg)) {
         for &fa in &self.fail_args {
@@ -250,6 +270,15 @@ impl GuardData {
                 f(fa);
             }
         }
+        for w in &self.writes {
+            f(FailArg::Value(w.obj));
+            f(w.value);
+        }
+    }
+    /// The number of entries [`GuardData::for_each_entry`] gives.
+    #[inline]
+    pub fn entry_count(&self) -> usize {
+        self.fail_args.len() + self.virtuals.iter().map(|v| v.fields.len()).sum::<usize>() + 2 * self.writes.len()
     }
     /// Every value the resume data names ([`GuardData::for_each_entry`]'s
     /// [`FailArg::Value`] entries), in order: what an exit reads.

@@ -139,7 +139,7 @@ pub fn exit_kinds(t: &Trace, gd: &GuardData) -> Vec<Kind> {
 /// exit word, the hints that state `facts` about them (what the optimizer of `parent` knew
 /// at the guard, [`crate::GuardFacts::words`]; empty or shorter: nothing more), then the
 /// guard's virtual objects rebuilt from them (allocations and field writes, which the
-/// optimizer can remove again). Returns the value of each fail argument, in order (`None`
+/// optimizer can remove again) and the writes its exit performs. Returns the value of each fail argument, in order (`None`
 /// for a hole): what an interpreter recording the bridge from the guard's resume point has
 /// in the places the fail arguments fill.
 pub fn bridge_prologue(
@@ -199,6 +199,23 @@ pub fn bridge_prologue(
                 (VirtualField::Item(_), VirtualKind::Struct { .. }) => {}
             }
         }
+    }
+    // Then the writes the exit performs, in order.
+    for w in &gd.writes {
+        let obj = next.next().expect("one exit word per value");
+        let value = match w.value {
+            FailArg::Value(_) => next.next().expect("one exit word per value"),
+            FailArg::Virtual(k) => objects[k as usize],
+            FailArg::Hole => continue,
+        };
+        let d = b.descr(parent.descr(w.descr).clone());
+        match w.index {
+            None => b.op_with_descr(Opcode::SetfieldGc, &[obj, value], d),
+            Some(i) => {
+                let i = b.const_int(i64::from(i));
+                b.op_with_descr(Opcode::SetarrayitemGc, &[obj, i, value], d)
+            }
+        };
     }
     fail.iter()
         .zip(word_of_fail)

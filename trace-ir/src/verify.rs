@@ -376,7 +376,50 @@ fn check_resume_data(trace: &Trace, r: OpRef, guard_ids: &mut FxHashSet<GuardId>
             checked = check_fail(&fa);
         }
     });
-    checked
+    checked?;
+    for w in &gd.writes {
+        check_resume_write(trace, r, w)?;
+    }
+    Ok(())
+}
+
+/// A write of a guard's exit ([`crate::ResumeWrite`]): a reference object, a field descriptor
+/// (or an array descriptor with an index), and a value of the descriptor's kind.
+fn check_resume_write(trace: &Trace, r: OpRef, w: &crate::ResumeWrite) -> Result<(), VerifyError> {
+    if check_value(trace, r, w.obj, &"the object of an exit's write")? != Kind::Ref {
+        return err(
+            Some(r),
+            "an exit's write writes into a value that is not a reference".into(),
+        );
+    }
+    let kind = match (trace.descrs.get(w.descr.index()), w.index) {
+        (Some(Descr::Field(f)), None) => f.kind,
+        (Some(Descr::Array(a)), Some(_)) => a.kind,
+        (Some(_), _) => {
+            return err(
+                Some(r),
+                "an exit's write needs a field descriptor, or an array descriptor and an index".into(),
+            )
+        }
+        (None, _) => {
+            return err(
+                Some(r),
+                format!("an exit's write names a missing descriptor {}", w.descr),
+            )
+        }
+    };
+    let vk = match w.value {
+        FailArg::Value(v) => check_value(trace, r, v, &"the value of an exit's write")?,
+        FailArg::Virtual(_) => Kind::Ref,
+        FailArg::Hole => return err(Some(r), "an exit's write has no value".into()),
+    };
+    if vk != kind {
+        return err(
+            Some(r),
+            format!("an exit's write stores a {vk:?} through a descriptor of {kind:?} values"),
+        );
+    }
+    Ok(())
 }
 
 /// Invariant 6 for `r`: an `_ovf` op is immediately followed by an overflow guard, and an

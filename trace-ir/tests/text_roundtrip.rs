@@ -7,7 +7,8 @@ use trace_ir::descr::{ArrayDescr, CallDescr, CallEffect, Descr, FieldDescr, Inte
 use trace_ir::text::{parse_trace, print_trace, traces_equivalent};
 use trace_ir::trace::symbol_address;
 use trace_ir::{
-    verify, Const, FailArg, Kind, Opcode, Trace, TraceBuilder, Value, VirtualField, VirtualKind, VirtualObject,
+    verify, Const, FailArg, Kind, Opcode, ResumeWrite, Trace, TraceBuilder, Value, VirtualField, VirtualKind,
+    VirtualObject,
 };
 
 /// A small deterministic generator (xorshift64*).
@@ -490,9 +491,50 @@ fn decorate(t: &mut Trace, r: &mut Rng) {
                 };
                 virtuals.push(obj);
             }
+            // Writes the exit performs: of a virtual (or a value) into a reference the
+            // trace has, through a field or an array item.
+            let refs: Vec<Value> = defined.iter().copied().filter(|&d| t.kind_of(d) == Kind::Ref).collect();
+            let mut writes = Vec::new();
+            if !refs.is_empty() && r.chance(50) {
+                for w in 0..1 + r.below(2) {
+                    let obj = refs[r.below(refs.len())];
+                    let value = if r.chance(70) {
+                        FailArg::Virtual(r.below(nv) as u32)
+                    } else {
+                        FailArg::Value(refs[r.below(refs.len())])
+                    };
+                    let (descr, index) = if r.chance(50) {
+                        let fd = t.make_descr(Descr::Field(FieldDescr {
+                            name: format!("holder.w{w}"),
+                            offset: 8 * (1 + w as i64),
+                            size: 8,
+                            signed: false,
+                            kind: Kind::Ref,
+                            immutable: false,
+                        }));
+                        (fd, None)
+                    } else {
+                        let ad = t.make_descr(Descr::Array(ArrayDescr {
+                            item_size: 8,
+                            signed: false,
+                            kind: Kind::Ref,
+                            base_offset: 16,
+                            len_offset: 8,
+                        }));
+                        (ad, Some(r.below(5) as u32))
+                    };
+                    writes.push(ResumeWrite {
+                        obj,
+                        descr,
+                        index,
+                        value,
+                    });
+                }
+            }
             let g = &mut t.guards[g];
             g.fail_args.push(FailArg::Virtual(0));
             g.virtuals = virtuals;
+            g.writes = writes;
         }
     }
 }
@@ -644,4 +686,47 @@ fn guard_ids_extremes_round_trip() {
         printed,
         "[i0]\nguard_true(i0, descr=<Guard4294967295 key=0xffffffffffffffff>) []\nguard_true(i0, descr=<Guard1>) []\nguard_false(i0, descr=<Guard0>) []\nfinish(i0)\n"
     );
+}
+
+#[test]
+fn exit_writes_round_trip_in_the_resume_data_block() {
+    let text = "[p0, p1, i2]
+guard_true(i2, descr=<Guard3>) [p0, $0] {$0 = new_with_vtable(descr=<SizeDescr 16>) <FieldS f 8>: i2; setfield_gc(p0, $0, descr=<FieldP top 8>); setarrayitem_gc(p1, 2, p0, descr=<ArrayP 8>)}
+guard_false(i2, descr=<Guard4>) [p0] {setfield_gc(p1, p0, descr=<FieldP top 8>)}
+finish()
+";
+    let t = parse_trace(text).unwrap();
+    let g = &t.guards[0];
+    assert_eq!(g.writes.len(), 2);
+    assert_eq!(g.writes[0].value, FailArg::Virtual(0));
+    assert_eq!(g.writes[0].index, None);
+    assert_eq!(g.writes[1].index, Some(2));
+    assert_eq!(t.guards[1].writes.len(), 1);
+    assert!(t.guards[1].virtuals.is_empty());
+    // the exit reads the writes' objects and values after the fail arguments and fields
+    let mut entries = Vec::new();
+    g.for_each_entry(|fa| entries.push(fa));
+    assert_eq!(entries.len(), 2 + 1 + 4);
+    assert_eq!(entries[3], FailArg::Value(Value::op(trace_ir::OpRef::new(0))));
+    assert_eq!(entries[4], FailArg::Virtual(0));
+    assert_eq!(print_trace(&t), text);
+    check_round_trip(&t);
+}
+
+#[test]
+fn malformed_exit_writes_are_rejected() {
+    let bad = |body: &str| {
+        let text = format!("[p0, i1]\nguard_true(i1, descr=<Guard1>) [p0] {{{body}}}\nfinish()\n");
+        match parse_trace(&text) {
+            Err(e) => e.to_string(),
+            Ok(t) => verify(&t).map(|()| panic!("accepted: {body}")).unwrap_err().to_string(),
+        }
+    };
+    assert!(bad("setfield_gc(p0, $0, descr=<FieldP top 8>)").contains("virtual object that is not described"));
+    assert!(bad("setfield_gc(p0, None, descr=<FieldP top 8>)").contains("needs a value"));
+    assert!(bad("setfield_gc(p0, p0, descr=<ArrayP 8>)").contains("bad descriptor"));
+    assert!(bad("setarrayitem_gc(p0, x, p0, descr=<ArrayP 8>)").contains("constant item index"));
+    assert!(bad("setfield_gc(p0, i1, descr=<FieldP top 8>)").contains("stores a Int through a descriptor of Ref"));
+    assert!(bad("setfield_gc(i1, p0, descr=<FieldP top 8>)").contains("not a reference"));
+    assert!(bad("int_add(p0, p0)").contains("setfield_gc"));
 }

@@ -583,3 +583,72 @@ finish()
 ";
     assert_invalid(original, hinted);
 }
+
+// --- reads that existed before an escape, and the writes of exits ---------------------------
+
+/// The original escapes a fresh array by storing it into p0 (and takes the store back); the
+/// item it then reads, through an array read from p1's field, is not from that array: the
+/// array read from memory existed before the fresh one escaped.
+const READ_BEFORE_ESCAPE: &str = "
+[p0, p1]
+p2 = new_array_clear(2, descr=<ArrayP 8>)
+setarrayitem_gc(p2, 0, p1, descr=<ArrayP 8>)
+setfield_gc(p0, p2, descr=<FieldP top 8>)
+p3 = getfield_gc_r(p1, descr=<FieldP v 16>)
+p4 = getarrayitem_gc_r(p3, 0, descr=<ArrayP 8>)
+guard_nonnull(p4, descr=<Guard1>) []
+setfield_gc(p0, ConstPtr(null), descr=<FieldP top 8>)
+finish()
+";
+
+#[test]
+fn a_reference_read_before_an_escape_is_not_the_escaped_object() {
+    let original = type_based(READ_BEFORE_ESCAPE);
+    let optimized = type_based(
+        "
+[p0, p1]
+p3 = getfield_gc_r(p1, descr=<FieldP v 16>)
+p4 = getarrayitem_gc_r(p3, 0, descr=<ArrayP 8>)
+guard_nonnull(p4, descr=<Guard1>) [] {$0 = new_array_clear(2, descr=<ArrayP 8>) [0]: p1; setfield_gc(p0, $0, descr=<FieldP top 8>)}
+setfield_gc(p0, ConstPtr(null), descr=<FieldP top 8>)
+finish()
+",
+    );
+    assert_valid(&original, &optimized);
+    assert_optimizer_output_not_invalid(&original);
+}
+
+/// An object stored into p0 before a guard and overwritten after it: the optimized trace keeps
+/// it virtual and its guard's exit stores it.
+const STORED_ACROSS_A_GUARD: &str = "
+[p0, i1]
+p2 = new_with_vtable(descr=<SizeDescr 16 vtable=4096>)
+setfield_gc(p2, i1, descr=<FieldS T.f 8>)
+p3 = getfield_gc_r(p0, descr=<FieldP E.top 16>)
+setfield_gc(p0, p2, descr=<FieldP E.top 16>)
+guard_true(i1, descr=<Guard1>) [p3]
+setfield_gc(p0, p3, descr=<FieldP E.top 16>)
+finish()
+";
+
+#[test]
+fn the_writes_of_an_exit_must_leave_the_original_heap() {
+    let original = type_based(STORED_ACROSS_A_GUARD);
+    let with = |exit: &str| {
+        type_based(&format!(
+            "
+[p0, i1]
+p3 = getfield_gc_r(p0, descr=<FieldP E.top 16>)
+guard_true(i1, descr=<Guard1>) [p3] {{$0 = new_with_vtable(descr=<SizeDescr 16 vtable=4096>) <FieldS T.f 8>: {exit}}}
+finish()
+"
+        ))
+    };
+    assert_valid(&original, &with("i1; setfield_gc(p0, $0, descr=<FieldP E.top 16>)"));
+    // the stored object differs, is missing, or goes into another field
+    assert_invalid(&original, &with("5; setfield_gc(p0, $0, descr=<FieldP E.top 16>)"));
+    assert_invalid(&original, &with("i1"));
+    assert_invalid(&original, &with("i1; setfield_gc(p0, $0, descr=<FieldP E.other 24>)"));
+    assert_invalid(&original, &with("i1; setfield_gc(p0, p3, descr=<FieldP E.top 16>)"));
+    assert_optimizer_output_not_invalid(&original);
+}

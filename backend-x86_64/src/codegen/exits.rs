@@ -17,9 +17,9 @@ use super::{bad, internal, Gen, R};
 use crate::checker::Event;
 use crate::pmove::Loc;
 use crate::runtime::ArrayLayout;
-use crate::{ExitInfo, ExitSlot, VirtualInit, VirtualLayout};
+use crate::{ExitInfo, ExitSlot, ExitWrite, VirtualInit, VirtualLayout};
 use dynasmrt::{dynasm, DynasmApi, DynasmLabelApi};
-use trace_ir::{FailArg, Kind, OpRef, Opcode, Trace, Value, VirtualField, VirtualKind, VirtualObject};
+use trace_ir::{Descr, FailArg, Kind, OpRef, Opcode, Trace, Value, VirtualField, VirtualKind, VirtualObject};
 
 /// A guard or invalid-operation exit waiting for its stub.
 pub(super) struct Stub {
@@ -298,6 +298,25 @@ impl Gen<'_> {
             }
             virtuals.push(VirtualLayout { init, fields });
         }
+        let mut writes = Vec::with_capacity(gd.writes.len());
+        for w in &gd.writes {
+            let obj = slot_of(&FailArg::Value(w.obj), &mut words, self)?;
+            let (offset, size) = match (t.descr(w.descr), w.index) {
+                (Descr::Field(f), None) => (f.offset as u64, f.size),
+                (Descr::Array(a), Some(i)) => (
+                    (a.base_offset as u64).wrapping_add(u64::from(i).wrapping_mul(a.item_size as u64)),
+                    a.item_size,
+                ),
+                _ => return Err(bad("an exit's write without a field or array descriptor")),
+            };
+            let value = slot_of(&w.value, &mut words, self)?;
+            writes.push(ExitWrite {
+                obj,
+                offset,
+                size,
+                value,
+            });
+        }
         self.r.exits.undos = undos;
         let facts_from = self.r.exits.word_facts.len() as u32;
         let mut facts = std::mem::take(&mut self.r.exits.word_facts);
@@ -309,6 +328,8 @@ impl Gen<'_> {
             resume_key: gd.resume_key,
             fail,
             virtuals,
+            writes,
+            op: OpRef::new(self.pos),
         });
         self.r.exits.stubs.push(Stub {
             at: 0,

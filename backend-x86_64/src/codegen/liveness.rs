@@ -58,8 +58,7 @@ impl Liveness {
                 if let Some(ahead) = t.guards.get(g.index() + PREFETCH_AHEAD) {
                     prefetch(ahead.fail_args.as_ptr());
                 }
-                let g = t.guard(g);
-                g.fail_args.len() + g.virtuals.iter().map(|v| v.fields.len()).sum::<usize>()
+                t.guard(g).entry_count()
             });
             let need = nreads + op.args.len() + words;
             if need > self.reads.len() {

@@ -116,3 +116,47 @@ fn exits_rebuild_virtual_objects() {
         same_with_heap(&t, &native, &heap, &int).unwrap();
     }
 }
+
+/// The trace of the exit-write tests: a guard whose exit stores a rebuilt virtual object into
+/// field `top` (offset 16) of the input object p0 and into item 1 of the input array p1.
+pub(super) fn exit_write_trace() -> Trace {
+    trace_ir::parse_trace(
+        "[p0, p1, i2]
+         guard_true(i2, descr=<Guard1>) [i2] {$0 = new_with_vtable(descr=<SizeDescr 16>) <FieldS f 8>: 41; setfield_gc(p0, $0, descr=<FieldP top 16>); setarrayitem_gc(p1, 1, $0, descr=<ArrayP 8>)}
+         finish(i2)",
+    )
+    .unwrap()
+}
+
+/// Direct mode: the exit writes the rebuilt object's address into real memory, after filling
+/// in its fields; a null object makes the exit invalid instead of writing.
+#[test]
+fn exits_perform_their_writes_into_memory() {
+    let t = exit_write_trace();
+    for o in [opts(), tight()] {
+        let c = compile(&t, &o).unwrap();
+        let obj = vec![0u64; 3].into_boxed_slice();
+        let arr = vec![0u64, 2, 0, 0].into_boxed_slice();
+        let (po, pa) = (obj.as_ptr() as u64, arr.as_ptr() as u64);
+        let mut heap = SimpleHeap::new();
+        let exit = c.run_test(&[po, pa, 0], &mut heap).unwrap();
+        assert!(
+            matches!(exit, Exit::Guard { ref values, .. } if values == &ints(&[0])),
+            "{exit:?}"
+        );
+        assert_eq!(heap.allocations.len(), 1);
+        let rebuilt = obj[2];
+        assert_ne!(rebuilt, 0);
+        assert_eq!(arr[3], rebuilt, "item 1 of the array holds the same object");
+        // SAFETY: `rebuilt` is the 16-byte object the runtime allocated for the exit.
+        assert_eq!(unsafe { (rebuilt as *const u64).add(1).read() }, 41);
+        // the guard holds: nothing written
+        let mut heap = SimpleHeap::new();
+        let obj2 = vec![0u64; 3].into_boxed_slice();
+        let exit = c.run_test(&[obj2.as_ptr() as u64, pa, 1], &mut heap).unwrap();
+        assert!(matches!(exit, Exit::Finish { .. }), "{exit:?}");
+        assert_eq!(obj2[2], 0);
+        let exit = c.run_test(&[0, pa, 0], &mut SimpleHeap::new()).unwrap();
+        assert!(matches!(exit, Exit::Invalid { .. }), "{exit:?}");
+    }
+}

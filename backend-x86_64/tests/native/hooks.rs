@@ -638,3 +638,20 @@ fn a_panicking_hook_is_an_invalid_exit() {
         }
     );
 }
+
+/// Hooks mode with the model as the runtime: the model rebuilds the exit's virtual object and
+/// performs its writes as the interpreter does (the whole run compared, heap included).
+#[test]
+fn hooks_exits_perform_their_writes_in_the_model() {
+    let t = exits::exit_write_trace();
+    let cfg = RunConfig::default();
+    for i in [0, 1] {
+        let inputs = [
+            RtValue::Ref(0x5000_0000_1008),
+            RtValue::Ref(0x5000_0000_2008),
+            RtValue::Int(i),
+        ];
+        let out = model_run(&t, &inputs, &cfg, &hooks_opts()).unwrap();
+        assert_eq!(matches!(out, Outcome::GuardFailed { .. }), i == 0, "{out}");
+    }
+}

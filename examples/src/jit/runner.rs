@@ -14,7 +14,7 @@ use trace_ir::{
 /// It supports the ops the recorder emits (and what the optimizer turns them into): integer
 /// and float arithmetic through `trace_ir::eval`, guards, `new_with_vtable`, struct fields
 /// and integer arrays of 8-byte words, `call_f`/`call_i` with one argument, and the rebuilding
-/// of virtual objects described by a guard's resume data.
+/// of virtual objects described by a guard's resume data (and the writes it performs).
 pub struct TraceRunner {
     trace: Trace,
     /// Position of the `label` (the loop start), if any.
@@ -70,6 +70,19 @@ impl TraceRunner {
             };
             let bits = self.fail_arg(fa, &g.virtuals, &mut built, heap)?;
             values.push(ExitValue::from_bits(kind, bits));
+        }
+        // The writes the optimizer delayed into the exit, after the objects are rebuilt.
+        for w in &g.writes {
+            let obj = self.value(w.obj);
+            if obj == 0 {
+                return Err("an exit's write through a null pointer".into());
+            }
+            let x = self.fail_arg(&w.value, &g.virtuals, &mut built, heap)?;
+            match (self.trace.descr(w.descr), w.index) {
+                (Descr::Field(f), None) if f.size == 8 => heap.store(obj, f.offset, x),
+                (Descr::Array(ad), Some(k)) if ad.item_size == 8 => heap.store(obj, ad.base_offset + 8 * k as i64, x),
+                other => return Err(format!("unsupported write in resume data {other:?}")),
+            }
         }
         Ok(Exit::Guard {
             guard: g.id,

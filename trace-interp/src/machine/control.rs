@@ -63,6 +63,11 @@ impl<'a> Machine<'a> {
                 Err(stop) => return stop,
             }
         }
+        for w in &gd.writes {
+            if let Err(stop) = self.resume_write(at, gd, w, &mut memo) {
+                return stop;
+            }
+        }
         Outcome::GuardFailed {
             guard: gd.id,
             resume_key: gd.resume_key,
@@ -81,6 +86,38 @@ impl<'a> Machine<'a> {
             FailArg::Value(v) => self.get(at, v),
             FailArg::Hole => Ok(RtValue::Int(0)),
             FailArg::Virtual(i) => self.rebuild(at, gd, i, memo).map(RtValue::Ref),
+        }
+    }
+
+    /// Perform the write `w` of the exit of the guard at `at` (after its virtual objects are
+    /// rebuilt): as `setfield_gc`/`setarrayitem_gc` would, through `w`'s descriptor.
+    pub(crate) fn resume_write(
+        &mut self,
+        at: OpRef,
+        gd: &GuardData,
+        w: &trace_ir::ResumeWrite,
+        memo: &mut HashMap<u32, u64>,
+    ) -> Result<(), Stop> {
+        let t = self.trace;
+        let p = match self.get(at, w.obj)?.bits() {
+            0 => return Err(invalid(at, "an exit's write through a null pointer")),
+            p => p,
+        };
+        let value = self.fail_value(at, gd, &w.value, memo)?;
+        let Some(d) = t.descrs.get(w.descr.index()) else {
+            return Err(invalid(at, "an exit's write with a missing descriptor"));
+        };
+        let writer = self.descr_id(w.descr);
+        match (d, w.index) {
+            (Descr::Field(fd), None) => {
+                let view = View::new(fd.offset, fd.size);
+                self.store_as(at, p, view, narrow(value, fd.size, fd.signed), fd.immutable, writer)
+            }
+            (Descr::Array(ad), Some(i)) => {
+                let view = self.item_view(at, p, i64::from(i), &ad.clone())?;
+                self.store_as(at, p, view, narrow(value, ad.item_size, ad.signed), false, writer)
+            }
+            _ => Err(invalid(at, "an exit's write with a descriptor of the wrong kind")),
         }
     }
 

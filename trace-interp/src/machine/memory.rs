@@ -235,7 +235,20 @@ impl<'a> Machine<'a> {
     /// A store of `v` (already narrowed) to `view` of the object at `addr` through the op's
     /// descriptor.
     pub(crate) fn store(&mut self, at: OpRef, addr: u64, view: View, v: RtValue, immutable: bool) -> Result<(), Stop> {
-        let writer = self.writer(at);
+        self.store_as(at, addr, view, v, immutable, self.writer(at))
+    }
+
+    /// [`Machine::store`] through the descriptor whose id is `writer` (the op at `at` is
+    /// where the write happens, for the reports).
+    pub(crate) fn store_as(
+        &mut self,
+        at: OpRef,
+        addr: u64,
+        view: View,
+        v: RtValue,
+        immutable: bool,
+        writer: u32,
+    ) -> Result<(), Stop> {
         self.check_access(at, addr, view, writer, true)?;
         if immutable && !self.st.heap.is_allocated(addr) {
             return Err(broken(

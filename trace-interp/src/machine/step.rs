@@ -467,6 +467,7 @@ mod tests {
                     resume_key: 0,
                     fail_args: vec![],
                     virtuals: vec![],
+                    writes: vec![],
                 });
                 op.guard = Some(trace_ir::GuardRef::new(0));
                 t.ops.push(op);

@@ -186,6 +186,7 @@ impl<'c> Gen<'c> {
             resume_key: 1000 + id.0 as u64,
             fail_args,
             virtuals: Vec::new(),
+            writes: Vec::new(),
         });
         let mut op = Op::new(opc, args);
         op.guard = Some(GuardRef::new(self.t.guards.len() - 1));

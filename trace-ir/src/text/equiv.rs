@@ -141,6 +141,18 @@ pub fn traces_equivalent(a: &Trace, b: &Trace) -> Result<(), String> {
                 for (k, (va, vb)) in ga.virtuals.iter().zip(&gb.virtuals).enumerate() {
                     same_virtual(a, va, b, vb).map_err(|m| at(format!("virtual ${k}: {m}")))?;
                 }
+                if ga.writes.len() != gb.writes.len() {
+                    return Err(at(format!("{} exit writes vs {}", ga.writes.len(), gb.writes.len())));
+                }
+                for (k, (wa, wb)) in ga.writes.iter().zip(&gb.writes).enumerate() {
+                    let same = val(a, wa.obj) == val(b, wb.obj)
+                        && wa.index == wb.index
+                        && descr(a, wa.descr) == descr(b, wb.descr)
+                        && fail_arg(a, &wa.value) == fail_arg(b, &wb.value);
+                    if !same {
+                        return Err(at(format!("exit write {k}: {wa:?} vs {wb:?}")));
+                    }
+                }
             }
             (ga, gb) => return Err(at(format!("guard data {ga:?} vs {gb:?}"))),
         }

@@ -197,7 +197,7 @@ impl<'t> Printer<'t> {
             self.fail_arg(out, fa);
         }
         out.push(']');
-        if g.virtuals.is_empty() {
+        if g.virtuals.is_empty() && g.writes.is_empty() {
             return;
         }
         out.push_str(" {");
@@ -229,6 +229,25 @@ impl<'t> Printer<'t> {
                 out.push_str(": ");
                 self.fail_arg(out, fa);
             }
+        }
+        for (k, w) in g.writes.iter().enumerate() {
+            if k > 0 || !g.virtuals.is_empty() {
+                out.push_str("; ");
+            }
+            out.push_str(if w.index.is_some() {
+                "setarrayitem_gc("
+            } else {
+                "setfield_gc("
+            });
+            self.value(out, w.obj);
+            if let Some(i) = w.index {
+                let _ = write!(out, ", {i}");
+            }
+            out.push_str(", ");
+            self.fail_arg(out, &w.value);
+            out.push_str(", descr=");
+            self.descr(out, w.descr);
+            out.push(')');
         }
         out.push('}');
     }

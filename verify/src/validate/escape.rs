@@ -61,6 +61,7 @@ impl<'t> Side<'t> {
         }
         for &c in self.consts.iter() {
             self.esc_facts.push(addr.eq(bv(c)).not());
+            self.apart.insert(addr, &bv(c));
         }
         self.esc_addrs.push(addr.clone());
         self.esc_shape_of.push(obj.shape.clone());
@@ -77,6 +78,7 @@ impl<'t> Side<'t> {
             if let Some(Sym::Bv(b)) = v {
                 if self.trace.ops[i].opcode.result_kind() == Kind::Ref && b.get_size() == 64 && seen.insert(b.clone()) {
                     self.esc_facts.push(addr.eq(b).not());
+                    self.apart.insert(addr, b);
                 }
             }
         }
@@ -143,7 +145,9 @@ impl<'t> Side<'t> {
             return;
         };
         let Ok(adecl) = array.safe_decl() else { return };
-        if adecl.kind() != DeclKind::Uninterpreted || adecl.arity() != 0 {
+        // (a constant: no children. Not by its declaration's kind, whose value the system
+        // Z3 may number differently from the bindings' enumeration.)
+        if !array.children().is_empty() || adecl.arity() != 0 {
             return;
         }
         let name = adecl.name();
@@ -157,6 +161,7 @@ impl<'t> Side<'t> {
         for (addr, &e) in self.esc_addrs.iter().zip(&self.esc_epoch_of) {
             if e >= start {
                 self.esc_facts.push(v.eq(addr).not());
+                self.apart.insert(addr, v);
             }
         }
     }

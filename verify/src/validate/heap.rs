@@ -6,7 +6,7 @@ use z3::ast::{Array, BV};
 use z3::Sort;
 
 use super::memory::{
-    byte_index, holds_bytes, scaled, select, select_expanded, twin_of, Place, ZeroSpan, BYTES, RAW, TWIN_BYTES,
+    byte_index, holds_bytes, scaled, select_apart, select_expanded, twin_of, Place, ZeroSpan, BYTES, RAW, TWIN_BYTES,
 };
 use super::side::Side;
 use super::terms::{bv, zero};
@@ -58,7 +58,7 @@ impl<'t> Side<'t> {
         if holds_bytes(key) {
             select_expanded(&a, index, &self.zeros.borrow())
         } else {
-            select(&a, index)
+            select_apart(&a, index, &self.apart)
         }
     }
 

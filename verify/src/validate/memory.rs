@@ -1,5 +1,7 @@
 //! The heap model's memories: their keys, places ([`Place`]), reads through their stores.
 
+use std::collections::{HashMap, HashSet};
+
 use z3::ast::{Array, Ast, Bool, Dynamic, BV};
 use z3::DeclKind;
 
@@ -100,10 +102,44 @@ pub(super) fn split_index(i: &BV) -> (Option<Dynamic>, u64, bool) {
     }
 }
 
+/// The name of `x` if it is the address of an escaped fresh object ([`esc_addr`] and the
+/// addresses by role: `esc<k>:...`).
+///
+/// [`esc_addr`]: super::naming::esc_addr
+fn escape_name(x: &Dynamic) -> Option<String> {
+    if !x.children().is_empty() {
+        return None;
+    }
+    let name = x.safe_decl().ok()?.name();
+    let digits = name.strip_prefix("esc")?.split_once(':')?.0;
+    (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())).then_some(name)
+}
+
+/// Whether two escape names certainly name two objects: every escape is stated different
+/// from the escapes before it on its side, and a name stands for one object on both sides,
+/// except the side-specific names of the pairing by role (`esc<k>:original` and
+/// `esc<k>:optimized`), which pairing may make equal across the sides.
+fn distinct_fresh(a: &str, b: &str) -> bool {
+    let tag = |n: &str| {
+        n.split_once(':')
+            .map(|(_, t)| t.to_string())
+            .filter(|t| t == "original" || t == "optimized")
+    };
+    a != b && tag(a) == tag(b)
+}
+
 /// Whether two indices of one memory certainly differ: in the constant part of `concat(_, k)`
-/// forms (whatever the addresses), or of `base + k` forms with one base.
+/// forms (whatever the addresses), or of `base + k` forms with one base; or at two escaped
+/// fresh objects (see [`distinct_fresh`]).
 pub(super) fn indices_differ(i: &BV, j: &BV) -> bool {
     let ((bi, ki, ci), (bj, kj, cj)) = (split_index(i), split_index(j));
+    if ci == cj && (ci || ki == kj) {
+        if let (Some(x), Some(y)) = (bi.as_ref().and_then(escape_name), bj.as_ref().and_then(escape_name)) {
+            if distinct_fresh(&x, &y) {
+                return true;
+            }
+        }
+    }
     ki != kj
         && match (ci, cj) {
             (true, true) => true,
@@ -116,10 +152,51 @@ pub(super) fn indices_differ(i: &BV, j: &BV) -> bool {
         }
 }
 
+/// Per escaped object (by the name of its address), the values its address is stated to
+/// differ from in the path condition.
+#[derive(Clone, Default)]
+pub(super) struct Apart(HashMap<String, HashSet<BV>>);
+
+impl Apart {
+    /// Record that the fact `addr != v` is stated.
+    pub(super) fn insert(&mut self, addr: &BV, v: &BV) {
+        if let Some(name) = escape_name(&Dynamic::from_ast(addr)) {
+            self.0.entry(name).or_default().insert(v.clone());
+        }
+    }
+
+    /// Whether indices `i` and `j` certainly differ because one is at an escaped object whose
+    /// address is stated to differ from the other's object.
+    fn differ(&self, i: &BV, j: &BV) -> bool {
+        if self.0.is_empty() {
+            return false;
+        }
+        let ((bi, ki, ci), (bj, kj, cj)) = (split_index(i), split_index(j));
+        if ci != cj || !ci && ki != kj {
+            return false;
+        }
+        let (Some(bi), Some(bj)) = (bi.and_then(|b| b.as_bv()), bj.and_then(|b| b.as_bv())) else {
+            return false;
+        };
+        let apart = |x: &BV, y: &BV| {
+            escape_name(&Dynamic::from_ast(x))
+                .and_then(|n| self.0.get(&n))
+                .is_some_and(|set| set.contains(y))
+        };
+        apart(&bi, &bj) || apart(&bj, &bi)
+    }
+}
+
 /// `array[index]`, looking through the stores `index` certainly misses and stopping at one it
 /// hits (same index) before handing the rest to Z3: keeps reads of byte memories, which write
 /// many bytes at constant offsets, small.
 pub(super) fn select(array: &Array, index: &BV) -> BV {
+    select_apart(array, index, &Apart::default())
+}
+
+/// [`select`], also looking through the stores into escaped objects `apart` says `index` is
+/// not in.
+pub(super) fn select_apart(array: &Array, index: &BV, apart: &Apart) -> BV {
     let mut a = array.clone();
     while let Ok(decl) = a.safe_decl() {
         if decl.kind() != DeclKind::Store {
@@ -132,7 +209,7 @@ pub(super) fn select(array: &Array, index: &BV) -> BV {
         if j.ast_eq(index) {
             return v;
         }
-        if !indices_differ(&j, index) {
+        if !indices_differ(&j, index) && !apart.differ(&j, index) {
             break;
         }
         a = inner;

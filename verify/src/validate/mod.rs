@@ -228,6 +228,7 @@
 mod abstraction;
 mod compare;
 mod escape;
+mod exit_writes;
 mod guards;
 mod heap;
 mod layout;

@@ -9,7 +9,7 @@ use trace_ir::{OpRef, Opcode, Trace, Value, ValueData};
 use z3::ast::{Array, Ast, Bool, BV};
 
 use super::layout::Layout;
-use super::memory::ZeroSpan;
+use super::memory::{Apart, ZeroSpan};
 use super::naming::Naming;
 use super::terms::{bv, zero};
 use super::{unsupported, R};
@@ -110,6 +110,9 @@ pub(super) struct Side<'t> {
     pub(super) zeros: Rc<RefCell<Vec<ZeroSpan>>>,
     /// Object id -> the byte offsets where it is zero in the byte memory as it escaped.
     pub(super) zero_span_of: HashMap<usize, (u64, u64)>,
+    /// Escape name -> values stated different from that address (the references that existed
+    /// before the object escaped), so that reads look through the stores into it.
+    pub(super) apart: Apart,
     pub(super) calls: usize,
     pub(super) labels: usize,
     pub(super) no_ovf: Option<Bool>,
@@ -149,6 +152,7 @@ impl<'t> Side<'t> {
             esc_facts: Vec::new(),
             zeros: Rc::new(RefCell::new(Vec::new())),
             zero_span_of: HashMap::new(),
+            apart: Apart::default(),
             read_keys: Rc::new(Vec::new()),
             layout: Rc::new(Layout::default()),
             consts: Rc::new(Vec::new()),

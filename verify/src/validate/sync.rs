@@ -2,11 +2,12 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use trace_ir::{FailArg, GuardId, OpFlags, OpRef, Opcode, Trace};
+use trace_ir::{FailArg, GuardData, GuardId, OpFlags, OpRef, Opcode, Trace};
 use z3::ast::{Bool, BV};
 use z3::SatResult;
 
 use super::compare::Pairs;
+use super::exit_writes::Undo;
 use super::layout::descr_key;
 use super::naming::one_sided;
 use super::side::Sym;
@@ -212,10 +213,34 @@ impl<'t> Validator<'t> {
         Ok(())
     }
 
+    /// Compare what the two traces leave when guard `g` fails: the optimized exit's writes
+    /// (performed on the optimized side for the comparison only), the fail arguments and the
+    /// heap, and the facts stated about the exit words.
     pub(super) fn compare_exit(&mut self, g: GuardId, ro: OpRef, rp: OpRef) -> R<()> {
+        let go = self.o.trace.guard_of(ro).cloned().expect("guard data");
+        let gp = self.p.trace.guard_of(rp).cloned().expect("guard data");
+        let mut memo_p = HashMap::new();
+        let mut pairs = Pairs::default();
+        let mut undo = self.p.undo_point();
+        let r = self.compare_exit_state(g, &go, &gp, &mut memo_p, &mut pairs, &mut undo);
+        self.p.undo(undo);
+        r?;
+        self.prove_guard_facts(g, rp)
+    }
+
+    fn compare_exit_state(
+        &mut self,
+        g: GuardId,
+        go: &GuardData,
+        gp: &GuardData,
+        memo_p: &mut HashMap<u32, Sym>,
+        pairs: &mut Pairs,
+        undo: &mut Undo,
+    ) -> R<()> {
+        if self.cfg.check_heap {
+            self.exit_writes(g, gp, memo_p, pairs, undo)?;
+        }
         if self.cfg.check_fail_args {
-            let go = self.o.trace.guard_of(ro).cloned().expect("guard data");
-            let gp = self.p.trace.guard_of(rp).cloned().expect("guard data");
             if go.fail_args.len() != gp.fail_args.len() {
                 return Err(Stop::Invalid(self.structural(format!(
                     "guard {g}: {} fail arguments in the original, {} in the optimized trace",
@@ -224,15 +249,13 @@ impl<'t> Validator<'t> {
                 ))));
             }
             let mut memo_o = HashMap::new();
-            let mut memo_p = HashMap::new();
-            let mut pairs = Pairs::default();
             for (i, (fo, fp)) in go.fail_args.iter().zip(&gp.fail_args).enumerate() {
                 if matches!(fo, FailArg::Hole) || matches!(fp, FailArg::Hole) {
                     continue;
                 }
-                let so = self.fail_arg(true, &go, fo, &mut memo_o)?;
-                let sp = self.fail_arg(false, &gp, fp, &mut memo_p)?;
-                self.prove_equal(&so, &sp, &mut pairs, &|| {
+                let so = self.fail_arg(true, go, fo, &mut memo_o)?;
+                let sp = self.fail_arg(false, gp, fp, memo_p)?;
+                self.prove_equal(&so, &sp, pairs, &|| {
                     format!("guard {g}: fail argument {i} differs when the guard fails")
                 })?;
             }
@@ -240,7 +263,7 @@ impl<'t> Validator<'t> {
         if self.cfg.check_heap {
             self.prove_heap_equal(&format!("when guard {g} fails"))?;
         }
-        self.prove_guard_facts(g, rp)
+        Ok(())
     }
 
     /// What `Config::guard_facts` states about the exit words of the optimized guard at `rp`

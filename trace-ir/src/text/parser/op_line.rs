@@ -212,7 +212,7 @@ impl TraceParser {
         Ok(())
     }
 
-    /// A guard's resume data: its `[fail args]` and `{virtuals}` (both optional), and its id
+    /// A guard's resume data: its `[fail args]` and `{virtuals; writes}` (both optional), and its id
     /// from `spec`, what its descriptor said (`op_pos` is where the op name is).
     fn resume_text(
         &mut self,
@@ -224,12 +224,13 @@ impl TraceParser {
         let fail_args = self.fail_arg_list(cur, &mut virtual_refs)?;
         let infer = fail_args.is_none();
         let mut virtuals = Vec::new();
+        let mut writes = Vec::new();
         if cur.looking_at("{") {
             if infer {
                 return Err(cur.error("virtual objects need a fail-argument list `[...]` before them"));
             }
             cur.eat('{');
-            virtuals = self.virtuals(cur, &mut virtual_refs)?;
+            (virtuals, writes) = self.virtuals(cur, &mut virtual_refs)?;
         }
         for (k, pos) in virtual_refs {
             if k as usize >= virtuals.len() {
@@ -243,6 +244,7 @@ impl TraceParser {
                 resume_key,
                 fail_args: fail_args.unwrap_or_default(),
                 virtuals,
+                writes,
             },
             fresh,
             infer,

@@ -1,4 +1,5 @@
-//! The `{$0 = allocation fields; ...}` block of virtual objects after a guard's fail arguments.
+//! The `{$0 = allocation fields; ...; setfield_gc(p, $0, descr=...)}` block after a guard's
+//! fail arguments: its virtual objects and the writes its exit performs.
 
 use super::{DescrText, TraceParser};
 use crate::descr::Descr;
@@ -6,47 +7,115 @@ use crate::opcode::Opcode;
 use crate::text::descr_text::parse_angle_descr;
 use crate::text::lexer::{Cursor, Number};
 use crate::text::ParseError;
-use crate::trace::{FailArg, VirtualField, VirtualKind, VirtualObject};
+use crate::trace::{FailArg, ResumeWrite, VirtualField, VirtualKind, VirtualObject};
 
 impl TraceParser {
-    /// The `{...}` block of virtual objects (after `{`). Each `$k` in it is added to `refs`
-    /// with its byte position.
+    /// The `{...}` block (after `{`): virtual objects `$k = ...`, numbered in order, and
+    /// writes `setfield_gc(obj, value, descr=...)` / `setarrayitem_gc(obj, index, value,
+    /// descr=...)`, separated by `;`. Each `$k` value is added to `refs` with its byte
+    /// position.
     pub(super) fn virtuals(
         &mut self,
         cur: &mut Cursor<'_>,
         refs: &mut Vec<(u32, usize)>,
-    ) -> Result<Vec<VirtualObject>, ParseError> {
+    ) -> Result<(Vec<VirtualObject>, Vec<ResumeWrite>), ParseError> {
         let mut out = Vec::new();
+        let mut writes = Vec::new();
         if cur.eat('}') {
-            return Ok(out);
+            return Ok((out, writes));
         }
         loop {
             let pos = {
                 cur.skip_ws();
                 cur.pos()
             };
-            if !cur.eat('$') {
-                return Err(cur.unexpected("`$N = ...` describing a virtual object"));
-            }
-            match cur.number() {
-                Ok(Number::Int(k)) if k == out.len() as i64 => {}
-                _ => {
-                    return Err(cur.error_at(
-                        pos,
-                        format!("expected `${}` (virtual objects are numbered in order)", out.len()),
-                    ))
+            if cur.eat('$') {
+                match cur.number() {
+                    Ok(Number::Int(k)) if k == out.len() as i64 => {}
+                    _ => {
+                        return Err(cur.error_at(
+                            pos,
+                            format!("expected `${}` (virtual objects are numbered in order)", out.len()),
+                        ))
+                    }
                 }
+                cur.expect('=', "after the virtual object's number")?;
+                let kind = self.virtual_allocation(cur)?;
+                let is_array = matches!(kind, VirtualKind::Array { .. });
+                let fields = self.virtual_fields(cur, is_array, refs)?;
+                out.push(VirtualObject { kind, fields });
+            } else {
+                writes.push(self.resume_write(cur, refs)?);
             }
-            cur.expect('=', "after the virtual object's number")?;
-            let kind = self.virtual_allocation(cur)?;
-            let is_array = matches!(kind, VirtualKind::Array { .. });
-            let fields = self.virtual_fields(cur, is_array, refs)?;
-            out.push(VirtualObject { kind, fields });
             if cur.eat('}') {
-                return Ok(out);
+                return Ok((out, writes));
             }
-            cur.expect(';', "or `}` after a virtual object")?;
+            cur.expect(';', "or `}` after a virtual object or a write")?;
         }
+    }
+
+    /// One write of a guard's exit: `setfield_gc(obj, value, descr=<Field...>)` or
+    /// `setarrayitem_gc(obj, index, value, descr=<Array...>)`.
+    fn resume_write(&mut self, cur: &mut Cursor<'_>, refs: &mut Vec<(u32, usize)>) -> Result<ResumeWrite, ParseError> {
+        let op_pos = cur.pos();
+        let opcode = match cur.ident().and_then(Opcode::from_name) {
+            Some(o @ (Opcode::SetfieldGc | Opcode::SetarrayitemGc)) => o,
+            _ => {
+                cur.reset(op_pos);
+                return Err(cur
+                    .unexpected("`$N = ...` describing a virtual object, or a `setfield_gc`/`setarrayitem_gc` write"));
+            }
+        };
+        cur.expect('(', &format!("after `{}`", opcode.name()))?;
+        let (obj, opos) = self.fail_arg(cur)?;
+        let FailArg::Value(obj) = obj else {
+            return Err(cur.error_at(opos, "the object a write of an exit writes must be a value"));
+        };
+        cur.expect(',', "after the object")?;
+        let mut index = None;
+        if opcode == Opcode::SetarrayitemGc {
+            cur.skip_ws();
+            let ipos = cur.pos();
+            index = match cur.number() {
+                Ok(Number::Int(n)) if (0..=u32::MAX as i64).contains(&n) => Some(n as u32),
+                _ => return Err(cur.error_at(ipos, "expected a constant item index")),
+            };
+            cur.expect(',', "after the item index")?;
+        }
+        let (value, vpos) = self.fail_arg(cur)?;
+        match value {
+            FailArg::Virtual(k) => refs.push((k, vpos)),
+            FailArg::Hole => return Err(cur.error_at(vpos, "a write of an exit needs a value")),
+            FailArg::Value(_) => {}
+        }
+        cur.expect(',', "after the value")?;
+        cur.skip_ws();
+        if !cur.eat_str("descr=") {
+            return Err(cur.unexpected("`descr=`"));
+        }
+        let descr = match self.descr_text(cur)? {
+            DescrText::Angle(text, dpos) => {
+                let d = parse_angle_descr(text).map_err(|m| cur.error_at(dpos, format!("bad descriptor: {m}")))?;
+                let ok = match opcode {
+                    Opcode::SetfieldGc => matches!(d, Descr::Field(_)),
+                    _ => matches!(d, Descr::Array(_)),
+                };
+                if !ok {
+                    return Err(cur.error_at(dpos, format!("bad descriptor for `{}`", opcode.name())));
+                }
+                self.intern_descr(d)
+            }
+            DescrText::Target(_, dpos) => {
+                return Err(cur.error_at(dpos, format!("bad descriptor for `{}`", opcode.name())))
+            }
+        };
+        cur.expect(')', &format!("to close `{}(`", opcode.name()))?;
+        Ok(ResumeWrite {
+            obj,
+            descr,
+            index,
+            value,
+        })
     }
 
     /// A virtual object's allocation after `$k =`: `new(descr=...)`, `new_with_vtable(...)`,

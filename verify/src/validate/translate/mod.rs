@@ -185,7 +185,7 @@ fn narrow_read(trace: &Trace, r: OpRef, v: BV) -> BV {
 
 /// `v` as a narrow integer slot of descriptor `d` holds it (`arraylen_gc` reads the full
 /// length word, not an item).
-fn narrow_to_descr(d: Option<&Descr>, opcode: Opcode, v: BV) -> BV {
+pub(super) fn narrow_to_descr(d: Option<&Descr>, opcode: Opcode, v: BV) -> BV {
     let (size, signed) = match d {
         Some(Descr::Field(f)) => (f.size, f.signed),
         Some(Descr::Interior(i)) => (i.field.size, i.field.signed),
