@@ -72,6 +72,20 @@ impl<'a> Pass<'a> {
     }
 
     /// Record that the last arena op comes from input op `k` instead.
+    /// How many output ops have an origin so far (see [`Pass::note_origins_since`]).
+    pub(super) fn origin_mark(&self) -> usize {
+        self.explain.as_ref().map_or(0, |e| e.origin.len())
+    }
+
+    /// The ops emitted since `mark` ([`Pass::origin_mark`]) come from input op `k`.
+    pub(super) fn note_origins_since(&mut self, mark: usize, k: u32) {
+        if let Some(e) = &mut self.explain {
+            for o in e.origin.iter_mut().skip(mark) {
+                *o = k;
+            }
+        }
+    }
+
     pub(super) fn note_origin(&mut self, k: u32) {
         if let Some(e) = &mut self.explain {
             if let Some(last) = e.origin.last_mut() {

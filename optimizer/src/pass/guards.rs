@@ -5,11 +5,14 @@
 
 use super::pure::{map_args, Key};
 use super::{Pass, F_NONNULL, F_OVF_CHECKED, MAX_DEPTH};
+use crate::alias::Index;
 use crate::domain::{Cmp, IntBound};
 use crate::{OptError, Reason};
 use smallvec::SmallVec;
 use trace_ir::fxhash::FxHashMap;
-use trace_ir::{Const, FailArg, GuardData, GuardRef, Kind, Op, OpFlags, OpRef, Opcode, Value, VirtualObject};
+use trace_ir::{
+    Const, FailArg, GuardData, GuardRef, Kind, Op, OpFlags, OpRef, Opcode, ResumeWrite, Value, VirtualObject,
+};
 
 /// The resume data of the emitted guards and the scratch of building it.
 #[derive(Default)]
@@ -67,13 +70,19 @@ pub(crate) struct Effects {
 impl<'a> Pass<'a> {
     /// Emit the guard `op` (of the input) with operands `args`, translating its resume data.
     pub(super) fn emit_guard(&mut self, op: &Op, args: &[Value]) -> Value {
-        // an exit observes the heap: delayed writes happen before it
-        self.flush_writes();
+        let t = self.input;
+        let gd = t.guard(op.guard.expect("verified: guards carry resume data"));
         for &a in args {
             self.force(a);
         }
-        let t = self.input;
-        let gd = t.guard(op.guard.expect("verified: guards carry resume data"));
+        // (the objects the input's exit writes into exist)
+        for w in &gd.writes {
+            let obj = self.get(w.obj);
+            self.force(obj);
+        }
+        // an exit observes the heap: delayed writes happen before it, except stores of
+        // virtual objects, which its resume data performs (the objects stay virtual)
+        self.flush_for_exit();
         // scratch tables kept in the pass between guards (no allocation per guard)
         let mut objects = std::mem::take(&mut self.resume.objects);
         objects.clear();
@@ -85,6 +94,32 @@ impl<'a> Pass<'a> {
         for fa in &gd.fail_args {
             let out = self.resume_arg(*fa, gd, &mut objects, &mut memo, &mut in_memo);
             fail_args.push(out);
+        }
+        let mut writes = Vec::with_capacity(self.mem.pending.len());
+        for k in 0..self.mem.pending.len() {
+            let w = self.mem.pending[k];
+            let value = self.find(w.val);
+            let value = self.resume_value(value, &mut objects, &mut memo);
+            let obj = self.find(w.obj);
+            writes.push(ResumeWrite {
+                obj: self.at_exit(obj),
+                descr: w.loc.descr,
+                index: match w.loc.index {
+                    Index::Item(k) => Some(k as u32),
+                    _ => None,
+                },
+                value,
+            });
+        }
+        // the input's own exit writes come after the writes delayed before the guard
+        for w in &gd.writes {
+            let obj = self.get(w.obj);
+            let value = self.resume_arg(w.value, gd, &mut objects, &mut memo, &mut in_memo);
+            writes.push(ResumeWrite {
+                obj: self.at_exit(obj),
+                value,
+                ..*w
+            });
         }
         if !objects.is_empty() {
             self.counts.stats.guards_with_virtuals += 1;
@@ -100,6 +135,7 @@ impl<'a> Pass<'a> {
             resume_key: gd.resume_key,
             fail_args,
             virtuals,
+            writes,
         };
         // What holds whenever the guard fails: known before the guard learns from passing.
         let mut words = std::mem::take(&mut self.resume.words);

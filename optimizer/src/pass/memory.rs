@@ -3,8 +3,8 @@
 //! model.
 
 use super::pure::Key;
-use super::{Pass, F_FRESH};
-use crate::alias::{Layout, Loc};
+use super::Pass;
+use crate::alias::{Index, Layout, Loc};
 use crate::domain::IntBound;
 use crate::heap::HeapCache;
 use crate::Reason;
@@ -22,6 +22,9 @@ pub(super) struct PendingWrite {
     pub(super) val: Value,
     /// The input op that wrote it.
     pub(super) src: u32,
+    /// What memory holds in the slot (the delayed writes of it never happened), when the
+    /// heap cache knows it.
+    pub(super) prev: Option<Value>,
 }
 
 /// Facts about a descriptor that the pass asks often.
@@ -190,7 +193,50 @@ impl<'a> Pass<'a> {
         }
     }
 
+    /// Emit the delayed writes an exit cannot perform, in program order: those whose value
+    /// is not virtual. The stores of virtual objects stay delayed; a guard's resume data
+    /// performs them at its exit ([`trace_ir::GuardData::writes`]).
+    pub(super) fn flush_for_exit(&mut self) {
+        if self.mem.pending.is_empty() {
+            return;
+        }
+        for k in 0..self.mem.pending.len() {
+            let val = self.find(self.mem.pending[k].val);
+            self.mem.pending[k].val = val;
+        }
+        // (an item index the resume data can name)
+        let at_exit = |s: &Self, w: &PendingWrite| {
+            s.is_virtual(w.val)
+                && match w.loc.index {
+                    Index::Field => true,
+                    Index::Item(k) => (0..=u32::MAX as i64).contains(&k),
+                    Index::AnyItem => false,
+                }
+        };
+        if self.mem.pending.iter().all(|w| at_exit(self, w)) {
+            return;
+        }
+        let mut flush: SmallVec<[PendingWrite; 4]> = SmallVec::new();
+        let mut pending = std::mem::take(&mut self.mem.pending);
+        pending.retain(|w| {
+            let keep = at_exit(self, w);
+            if !keep {
+                flush.push(*w);
+            }
+            keep
+        });
+        self.mem.pending = pending;
+        for w in flush {
+            self.emit_write(w);
+        }
+    }
+
+    /// Emit a delayed write (materializing the value first if it is a virtual object).
     pub(super) fn emit_write(&mut self, w: PendingWrite) {
+        let val = self.find(w.val);
+        let mark = self.origin_mark();
+        self.force(val);
+        let w = PendingWrite { val, ..w };
         let op = match w.index {
             None => Op {
                 opcode: Opcode::SetfieldGc,
@@ -206,7 +252,7 @@ impl<'a> Pass<'a> {
             },
         };
         self.emit(op);
-        self.note_origin(w.src);
+        self.note_origins_since(mark, w.src);
     }
 
     /// Emit the delayed writes that an access to `loc` of `obj` may observe or must stay
@@ -246,34 +292,42 @@ impl<'a> Pass<'a> {
             self.emit_write(w);
             return;
         }
-        // An overwritten write is dead, references to objects that existed before the trace
-        // included (calls flush the delayed writes, and a stored object escapes only if it
-        // is reachable at a call: docs/memory-model.md). A reference to an allocation of the
-        // trace is written: the validator's model makes the object escape at the store, and
-        // it compares heaps with the objects that escaped on both sides paired.
-        let mut same = self.mem.pending.iter().position(|p| p.loc == w.loc && p.obj == w.obj);
-        if let Some(k) = same {
-            let old = self.mem.pending[k].val;
-            if old.as_op().is_some_and(|o| self.v.info[o.index()].flags & F_FRESH != 0) {
-                // with the writes delayed before it, so that stored objects escape in the
-                // original's order
-                let mut flushed = std::mem::take(&mut self.mem.pending);
-                self.mem.pending.extend(flushed.drain(k + 1..));
-                for w_old in flushed {
-                    self.emit_write(w_old);
-                }
-                same = None;
-            }
-        }
+        // An overwritten write is dead, references included (calls flush the delayed writes,
+        // and a stored object escapes only if it is reachable at a call:
+        // docs/memory-model.md); a virtual object whose only store is overwritten is never
+        // allocated.
+        let same = self.mem.pending.iter().position(|p| p.loc == w.loc && p.obj == w.obj);
         self.flush_conflicting(w.loc, w.obj, same);
         // The replaced write is dead; the new one goes last, so the delayed writes stay in
         // the order of their latest writes (the order in which the original stored the
         // values the heap ends up holding, and so in which stored objects escape).
-        if let Some(k) = self.mem.pending.iter().position(|p| p.loc == w.loc && p.obj == w.obj) {
-            let dead = self.mem.pending.remove(k).src as usize;
-            self.removed_at(dead, Reason::DeadStore);
+        let prev = match self.mem.pending.iter().position(|p| p.loc == w.loc && p.obj == w.obj) {
+            Some(k) => {
+                let old = self.mem.pending.remove(k);
+                self.removed_at(old.src as usize, Reason::DeadStore);
+                old.prev
+            }
+            None => self.memory_value(&w),
+        };
+        // A slot written back with what memory holds needs no write at all (a field saved,
+        // overwritten and restored before anything observed it).
+        if let Some(p) = prev {
+            if self.find(p) == self.find(w.val) && self.mem.layout.alone(w.loc.descr) {
+                self.removed_at(w.src as usize, Reason::RedundantWrite);
+                return;
+            }
         }
-        self.mem.pending.push(w);
+        self.mem.pending.push(PendingWrite { prev, ..w });
+    }
+
+    /// What memory holds in the slot `w` writes, when no delayed write of it is pending and
+    /// the heap cache knows it (then the cache's value is memory's).
+    fn memory_value(&self, w: &PendingWrite) -> Option<Value> {
+        match w.loc.index {
+            Index::Field => self.mem.heap.field(w.loc.descr, w.obj),
+            Index::Item(k) => self.mem.heap.item(w.loc.descr, k, w.obj),
+            Index::AnyItem => None,
+        }
     }
 
     pub(super) fn setfield(&mut self, op: &Op, args: &[Value]) {
@@ -293,7 +347,7 @@ impl<'a> Pass<'a> {
             }
         }
         self.force(obj);
-        self.force(val);
+        // (a stored virtual object stays virtual while the write is delayed)
         let fits = self.fits(d, val);
         if self.opts.heapcache && self.mem.layout.alone(d) && self.mem.heap.field(d, obj) == Some(val) {
             self.removed(Reason::RedundantWrite);
@@ -306,6 +360,7 @@ impl<'a> Pass<'a> {
             obj,
             val,
             src: self.cur as u32,
+            prev: None,
         });
         let (info, layout) = (&self.v.info, &self.mem.layout);
         self.mem
@@ -382,7 +437,6 @@ impl<'a> Pass<'a> {
             }
         }
         self.force(arr);
-        self.force(val);
         let cidx = self.const_i64(idx);
         let fits = self.fits(d, val);
         if self.opts.heapcache && self.mem.layout.alone(d) {
@@ -401,9 +455,11 @@ impl<'a> Pass<'a> {
                 obj: arr,
                 val,
                 src: self.cur as u32,
+                prev: None,
             });
         } else {
             self.flush_conflicting(loc, arr, None);
+            self.force(val);
             self.emit(Op {
                 opcode: Opcode::SetarrayitemGc,
                 descr: Some(d),

@@ -407,7 +407,8 @@ fn precheck(t: &Trace) -> Result<(), OptError> {
             let vdescr_ok = |vo: &VirtualObject| match vo.kind {
                 VirtualKind::Struct { descr, .. } | VirtualKind::Array { descr, .. } => descr.index() < t.descrs.len(),
             };
-            let mut entries_ok = gd.virtuals.iter().all(vdescr_ok);
+            let mut entries_ok =
+                gd.virtuals.iter().all(vdescr_ok) && gd.writes.iter().all(|w| w.descr.index() < t.descrs.len());
             gd.for_each_entry(|fa| entries_ok &= ok_fa(&fa));
             if !entries_ok {
                 return bad(i, "bad fail arguments");

@@ -172,6 +172,10 @@ impl<'a> Pass<'a> {
                     f.1 = remap_fa(f.1)?;
                 }
             }
+            for w in &mut gd.writes {
+                w.obj = remap(w.obj)?;
+                w.value = remap_fa(w.value)?;
+            }
         }
         let mut descrs = self.input.descrs.clone();
         if let Some((jump, body)) = self.retarget {

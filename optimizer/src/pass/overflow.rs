@@ -64,8 +64,9 @@ impl<'a> Pass<'a> {
                 return Ok(());
             }
         }
-        // the guard must follow the op directly: delayed writes go first
-        self.flush_writes();
+        // the guard must follow the op directly: delayed writes its exit does not perform go
+        // first
+        self.flush_for_exit();
         let v = self.emit(Op::new(opc, &args));
         // the guard's fail arguments may name the op's own result
         self.v.map[i] = v;
