@@ -3,8 +3,7 @@
 
 use crate::ExitInfo;
 use std::fmt;
-use trace_ir::fxhash::FxHashMap;
-use trace_ir::{FailArg, GuardData, GuardId, Kind, OpFlags, OpRef, Trace};
+use trace_ir::{FailArg, GuardId, Kind, OpFlags, OpRef, Trace};
 
 /// One value an exit reports, typed as the trace types it.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -144,12 +143,12 @@ impl ExitKinds {
         if self.start.is_empty() {
             self.start.push(0);
         }
+        self.start.reserve(exits.len());
         let final_op = trace.ops.iter().rev().find(|o| o.opcode.has(OpFlags::FINAL));
-        let by_id: FxHashMap<GuardId, &GuardData> = trace.guards.iter().map(|g| (g.id, g)).collect();
         for e in exits {
             match e {
-                ExitInfo::Guard { guard, .. } => {
-                    if let Some(gd) = by_id.get(guard) {
+                ExitInfo::Guard { index, .. } => {
+                    if let Some(gd) = trace.guards.get(*index as usize) {
                         self.kinds.extend(gd.fail_args.iter().map(|fa| match fa {
                             FailArg::Value(v) => trace.kind_of(*v),
                             FailArg::Virtual(_) => Kind::Ref,

@@ -250,11 +250,28 @@ pub(crate) enum VirtualInit {
     Array { layout: runtime::ArrayLayout, len: u64 },
 }
 
-/// How to rebuild one virtual object: allocation, then `(offset, size, value)` writes.
+/// One field write when a virtual object is rebuilt: `(offset, size, value)`.
+pub(crate) type FieldWrite = (u64, u8, ExitSlot);
+
+/// How to rebuild one virtual object: allocation, then the writes
+/// `CompiledTrace::virtual_fields[fields.0..fields.1]`.
 #[derive(Clone, Debug)]
 pub(crate) struct VirtualLayout {
     pub init: VirtualInit,
-    pub fields: Vec<(u64, u8, ExitSlot)>,
+    pub fields: (u32, u32),
+}
+
+/// What the exits of a compiled trace mean, in flat tables (one vector each for all exits,
+/// instead of vectors per guard and per virtual object).
+pub(crate) struct ExitTables {
+    /// What each exit code means.
+    pub exits: Vec<ExitInfo>,
+    /// The fail-argument slots of the guard exits (see `ExitInfo::Guard::fail`).
+    pub slots: Vec<ExitSlot>,
+    /// The virtual objects of the guard exits (see `ExitInfo::Guard::virtuals`).
+    pub virtuals: Vec<VirtualLayout>,
+    /// The fields of the virtual objects (see [`VirtualLayout::fields`]).
+    pub virtual_fields: Vec<FieldWrite>,
 }
 
 /// What an exit code returned by native code means.
@@ -273,11 +290,15 @@ pub(crate) enum ExitInfo {
     },
     Guard {
         guard: GuardId,
+        /// The guard's index in its trace's guard table.
+        index: u32,
         resume_key: u64,
         /// The fail arguments: `CompiledTrace::exit_slots[fail.0..fail.1]` (one vector for
         /// all guards instead of one per guard).
         fail: (u32, u32),
-        virtuals: Vec<VirtualLayout>,
+        /// The virtual objects of the resume data, `CompiledTrace::virtuals[virtuals.0..virtuals.1]`
+        /// (`ExitSlot::Virtual(k)` names the `k`-th).
+        virtuals: (u32, u32),
     },
     Invalid {
         op: OpRef,
@@ -294,6 +315,10 @@ pub struct CompiledTrace {
     exits: Vec<ExitInfo>,
     /// The fail-argument slots of all guard exits, back to back.
     exit_slots: Vec<ExitSlot>,
+    /// The virtual objects of all guard exits, back to back.
+    virtuals: Vec<VirtualLayout>,
+    /// The fields of all virtual objects, back to back.
+    virtual_fields: Vec<FieldWrite>,
     /// The kinds of each exit's values.
     exit_kinds: exit::ExitKinds,
     frame_words: usize,
@@ -392,6 +417,8 @@ fn finish_compile(
         exit_kinds,
         exits: g.exits,
         exit_slots: g.exit_slots,
+        virtuals: g.virtuals,
+        virtual_fields: g.virtual_fields,
         frame_words: g.frame_words,
         exit_len: g.exit_len,
         num_inputs: trace.num_inputs,
@@ -498,14 +525,16 @@ impl CompiledTrace {
                 resume_key,
                 fail,
                 virtuals,
+                ..
             } => {
                 let fail = &self.exit_slots[fail.0 as usize..fail.1 as usize];
+                let virtuals = &self.virtuals[virtuals.0 as usize..virtuals.1 as usize];
                 if self.memory == MemoryAccess::Hooks {
                     // The values of the `FailArg::Value` entries in order: fail arguments,
                     // then the fields of each virtual object.
                     let words: Vec<u64> = fail
                         .iter()
-                        .chain(virtuals.iter().flat_map(|v| v.fields.iter().map(|f| &f.2)))
+                        .chain(virtuals.iter().flat_map(|v| self.fields_of(v).iter().map(|f| &f.2)))
                         .filter_map(|s| s.word(&frame))
                         .collect();
                     let req = ExitRequest {
@@ -521,7 +550,7 @@ impl CompiledTrace {
                         });
                     }
                 }
-                let addrs = rebuild_virtuals(virtuals, &frame, rt);
+                let addrs = rebuild_virtuals(virtuals, &self.virtual_fields, &frame, rt);
                 let values = fail
                     .iter()
                     .zip(kinds)
@@ -538,6 +567,11 @@ impl CompiledTrace {
                 }
             }
         })
+    }
+
+    /// The field writes of virtual object `v` of an exit.
+    fn fields_of(&self, v: &VirtualLayout) -> &[FieldWrite] {
+        &self.virtual_fields[v.fields.0 as usize..v.fields.1 as usize]
     }
 
     /// The kinds of the trace inputs, in order.
@@ -647,9 +681,15 @@ fn disasm(bytes: &[u8], ip: u64) -> String {
         .collect()
 }
 
-/// Allocate every virtual object of an exit, then write their fields (read from the exit's
-/// `frame`; so objects may refer to each other, cycles included). Returns their addresses.
-fn rebuild_virtuals(virtuals: &[VirtualLayout], frame: &[u64], rt: &mut dyn Runtime) -> Vec<u64> {
+/// Allocate every virtual object of an exit, then write their fields (`fields` holds the
+/// writes of all objects; values read from the exit's `frame`; so objects may refer to each
+/// other, cycles included). Returns their addresses.
+fn rebuild_virtuals(
+    virtuals: &[VirtualLayout],
+    fields: &[FieldWrite],
+    frame: &[u64],
+    rt: &mut dyn Runtime,
+) -> Vec<u64> {
     let addrs: Vec<u64> = virtuals
         .iter()
         .map(|v| match &v.init {
@@ -668,7 +708,7 @@ fn rebuild_virtuals(virtuals: &[VirtualLayout], frame: &[u64], rt: &mut dyn Runt
         if p == 0 {
             continue;
         }
-        for (offset, size, slot) in &v.fields {
+        for (offset, size, slot) in &fields[v.fields.0 as usize..v.fields.1 as usize] {
             let val = match *slot {
                 ExitSlot::Virtual(k) => addrs[k as usize],
                 ExitSlot::Hole => continue,

@@ -17,7 +17,7 @@ use super::{bad, internal, Gen, R};
 use crate::checker::Event;
 use crate::pmove::Loc;
 use crate::runtime::ArrayLayout;
-use crate::{ExitInfo, ExitSlot, VirtualInit, VirtualLayout};
+use crate::{ExitInfo, ExitSlot, ExitTables, FieldWrite, VirtualInit, VirtualLayout};
 use dynasmrt::{dynasm, DynasmApi, DynasmLabelApi};
 use trace_ir::{FailArg, Kind, OpRef, Opcode, Trace, Value, VirtualField, VirtualKind, VirtualObject};
 
@@ -60,6 +60,10 @@ pub(super) struct Exits {
     infos: Vec<ExitInfo>,
     /// The fail-argument slots of all guard exits, back to back.
     slots: Vec<ExitSlot>,
+    /// The virtual objects of all guard exits, back to back (see `ExitInfo::Guard`).
+    virtuals: Vec<VirtualLayout>,
+    /// The fields of all virtual objects, back to back (see `VirtualLayout::fields`).
+    virtual_fields: Vec<FieldWrite>,
     /// The stubs of guard and invalid-operation exits, in the order they are placed.
     stubs: Vec<Stub>,
     /// The exit-buffer sources of all stubs, back to back (see [`Stub::words`]): registers
@@ -88,10 +92,12 @@ pub(super) struct Exits {
 }
 
 impl Exits {
-    /// Empty, with room for `exits` exits and `slots` fail-argument slots.
-    pub(super) fn reset(&mut self, exits: usize, slots: usize) {
-        self.infos = Vec::with_capacity(exits);
-        self.slots = Vec::with_capacity(slots);
+    /// Empty: the buffers cleared, their capacity kept.
+    pub(super) fn reset(&mut self) {
+        self.infos.clear();
+        self.slots.clear();
+        self.virtuals.clear();
+        self.virtual_fields.clear();
         self.stubs.clear();
         self.stub_words.clear();
         self.stub_jumps.clear();
@@ -103,9 +109,16 @@ impl Exits {
         self.word_facts.clear();
     }
 
-    /// The exit descriptions and fail-argument slots, for the compiled trace.
-    pub(super) fn take_output(&mut self) -> (Vec<ExitInfo>, Vec<ExitSlot>) {
-        (std::mem::take(&mut self.infos), std::mem::take(&mut self.slots))
+    /// The exit descriptions, fail-argument slots, virtual objects and their fields, for
+    /// the compiled trace (copied out at their exact sizes; the buffers stay for the next
+    /// trace).
+    pub(super) fn output(&self) -> ExitTables {
+        ExitTables {
+            exits: self.infos.clone(),
+            slots: self.slots.clone(),
+            virtuals: self.virtuals.clone(),
+            virtual_fields: self.virtual_fields.clone(),
+        }
     }
 
     /// The number of stubs so far (the index the next one gets).
@@ -288,16 +301,26 @@ impl Gen<'_> {
         }
         let fail = (fail_start, slots.len() as u32);
         self.r.exits.slots = slots;
-        let mut virtuals = Vec::new();
-        for vo in &gd.virtuals {
-            let init = virtual_init(t, vo)?;
-            let mut fields = Vec::with_capacity(vo.fields.len());
-            for (place, fa) in &vo.fields {
-                let (offset, size) = virtual_field_place(t, *place, &init)?;
-                fields.push((offset, size, slot_of(fa, &mut words, self)?));
+        let virtuals_start = self.r.exits.virtuals.len() as u32;
+        if !gd.virtuals.is_empty() {
+            let mut virtuals = std::mem::take(&mut self.r.exits.virtuals);
+            let mut fields = std::mem::take(&mut self.r.exits.virtual_fields);
+            for vo in &gd.virtuals {
+                let init = virtual_init(t, vo)?;
+                let fields_start = fields.len() as u32;
+                for (place, fa) in &vo.fields {
+                    let (offset, size) = virtual_field_place(t, *place, &init)?;
+                    fields.push((offset, size, slot_of(fa, &mut words, self)?));
+                }
+                virtuals.push(VirtualLayout {
+                    init,
+                    fields: (fields_start, fields.len() as u32),
+                });
             }
-            virtuals.push(VirtualLayout { init, fields });
+            self.r.exits.virtuals = virtuals;
+            self.r.exits.virtual_fields = fields;
         }
+        let virtuals = (virtuals_start, self.r.exits.virtuals.len() as u32);
         self.r.exits.undos = undos;
         let facts_from = self.r.exits.word_facts.len() as u32;
         let mut facts = std::mem::take(&mut self.r.exits.word_facts);
@@ -306,6 +329,7 @@ impl Gen<'_> {
         self.r.exits.word_facts = facts;
         let code = self.r.exits.push_exit(ExitInfo::Guard {
             guard: gd.id,
+            index: g.index() as u32,
             resume_key: gd.resume_key,
             fail,
             virtuals,

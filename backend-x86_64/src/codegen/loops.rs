@@ -15,7 +15,7 @@ use crate::checker::{Event, Val};
 use crate::pmove::Loc;
 use crate::ExitInfo;
 use dynasmrt::{dynasm, DynamicLabel, DynasmApi, DynasmLabelApi};
-use std::collections::HashMap;
+use trace_ir::fxhash::FxHashMap;
 use trace_ir::{jump_target, JumpTarget, Kind, OpRef, Opcode, Value};
 
 /// The loop body starts with a comparison fused into its guard (`cmp x, y; jcc exit`) that
@@ -68,7 +68,7 @@ pub(crate) type LabelExport = (u64, u32, Vec<Loc>, Vec<bool>);
 #[derive(Default)]
 pub(super) struct Loops {
     /// The labels emitted so far, by op index.
-    labels: HashMap<usize, LabelInfo>,
+    labels: FxHashMap<usize, LabelInfo>,
     /// The trace start as a label: its parameters are the inputs, in their slots.
     start: Option<LabelInfo>,
     /// The loop's `jump` (its position) and the fixed locations of its target label's

@@ -60,7 +60,6 @@ use crate::pmove::Loc;
 use crate::runtime::{self, ArrayLayout};
 use crate::{CompileError, CompileOptions, ExitInfo, ExitSlot};
 use dynasmrt::{dynasm, DynamicLabel, DynasmApi, DynasmLabelApi};
-use std::collections::HashMap;
 use std::sync::atomic::AtomicU64;
 use trace_ir::{Opcode, Trace};
 
@@ -72,6 +71,10 @@ pub(crate) struct Generated {
     pub exits: Vec<ExitInfo>,
     /// The fail-argument slots of the guard exits (see `ExitInfo::Guard::fail`).
     pub exit_slots: Vec<ExitSlot>,
+    /// The virtual objects of the guard exits (see `ExitInfo::Guard::virtuals`).
+    pub virtuals: Vec<crate::VirtualLayout>,
+    /// The fields of the virtual objects (see `VirtualLayout::fields`).
+    pub virtual_fields: Vec<crate::FieldWrite>,
     /// The frame's size in words.
     pub frame_words: usize,
     /// Words in the frame's exit buffer.
@@ -110,7 +113,7 @@ pub(crate) struct BridgeEnv<'e> {
     /// The bridge's first exit code.
     pub code_base: u32,
     /// The tree's labels a bridge may jump to, by `TargetToken`.
-    pub labels: &'e HashMap<u64, TreeLabel>,
+    pub labels: &'e trace_ir::fxhash::FxHashMap<u64, TreeLabel>,
 }
 
 /// The code generator of one trace: the trace, the op being compiled, and the rooms of the
@@ -188,8 +191,7 @@ impl<'t> Gen<'t> {
         // - exit slots: one per fail argument, more for virtual objects' fields.
         let nguards = t.guards.len();
         let nexits = nguards + n / 8 + 2;
-        let nslots: usize = t.guards.iter().map(|g| g.fail_args.len() + 2 * g.virtuals.len()).sum();
-        sc.exits.reset(nexits, nslots);
+        sc.exits.reset();
         let counters: Box<[AtomicU64]> = (0..nguards).map(|_| AtomicU64::new(0)).collect();
         sc.exits.counters = counters.as_ptr() as u64;
         sc.exits.code_base = bridge.as_ref().map_or(0, |b| b.code_base);
@@ -305,7 +307,12 @@ impl<'t> Gen<'t> {
         let (asm, events, unwind) = self.em.finish();
         let mut code = asm.finalize().map_err(|e| internal(format!("assembler: {e}")))?;
         self.r.exits.patch_stub_jumps(&mut code)?;
-        let (exits, exit_slots) = self.r.exits.take_output();
+        let crate::ExitTables {
+            exits,
+            slots: exit_slots,
+            virtuals,
+            virtual_fields,
+        } = self.r.exits.output();
         let array_layouts = std::mem::take(&mut self.r.calls.array_layouts);
         let frame_words = self.frame.words(self.r.ra.nslots());
         self.r.events = events;
@@ -313,6 +320,8 @@ impl<'t> Gen<'t> {
             code,
             exits,
             exit_slots,
+            virtuals,
+            virtual_fields,
             frame_words,
             exit_len: self.frame.exit_len,
             ranges: self.ranges,
