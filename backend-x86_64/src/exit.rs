@@ -144,6 +144,10 @@ impl ExitKinds {
             self.start.push(0);
         }
         self.start.reserve(exits.len());
+        self.kinds.reserve(
+            trace.guards.iter().map(|g| g.fail_args.len()).sum::<usize>()
+                + trace.ops.last().map_or(0, |o| o.args.len()),
+        );
         let final_op = trace.ops.iter().rev().find(|o| o.opcode.has(OpFlags::FINAL));
         for e in exits {
             match e {

@@ -386,17 +386,21 @@ impl Compiler {
             .and_then(codegen::Gen::generate)
             .map_err(|e| *e)?;
         self.rooms = rooms;
-        finish_compile(trace, opts, g)
+        finish_compile(trace, opts, g, &mut self.rooms)
     }
 }
 
-/// Copy generated code into executable memory and describe its exits.
+/// Copy generated code into executable memory (and its buffer back into `rooms`) and
+/// describe its exits.
 fn finish_compile(
     trace: &Trace,
     opts: &CompileOptions,
     mut g: codegen::Generated,
+    rooms: &mut codegen::Rooms,
 ) -> Result<CompiledTrace, CompileError> {
-    let mut code = CodeMemory::new(&g.code).map_err(|e| CompileError::Memory(e.to_string()))?;
+    let code = CodeMemory::new(&g.code);
+    rooms.give_back_code(std::mem::take(&mut g.code));
+    let mut code = code.map_err(|e| CompileError::Memory(e.to_string()))?;
     if debuginfo::wanted(opts) {
         code.set_registration(debuginfo::register(
             opts,

@@ -68,7 +68,11 @@ impl Tree {
     /// Register the guards and labels of trace `piece` (compiled at `base`).
     fn register(&mut self, trace: &Trace, g: &mut codegen::Generated, base: u64, piece: usize) {
         let first = self.word_facts.len() as u32;
-        self.word_facts.append(&mut g.word_facts);
+        if self.word_facts.is_empty() {
+            self.word_facts = std::mem::take(&mut g.word_facts);
+        } else {
+            self.word_facts.append(&mut g.word_facts);
+        }
         self.guards.reserve(trace.guards.len());
         for (index, (gd, tail)) in trace.guards.iter().zip(&g.tails).enumerate() {
             let mut tail = *tail;

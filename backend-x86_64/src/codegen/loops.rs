@@ -10,7 +10,7 @@
 
 use super::emit::{Cond, Opnd};
 use super::regs::Reg;
-use super::{bad, Gen, R};
+use super::{bad, Gen, CHECK, R};
 use crate::checker::{Event, Val};
 use crate::pmove::Loc;
 use crate::ExitInfo;
@@ -119,15 +119,17 @@ impl Gen<'_> {
         for &(l, v) in &keep {
             self.em.expect(l, Val::Op(v), self.pos);
         }
-        let checked_params = params
-            .iter()
-            .enumerate()
-            .map(|(k, &l)| (l, (at + 1 + k) as u32))
-            .collect();
-        self.em.record(Event::Label {
-            params: checked_params,
-            keep: keep.clone(),
-        });
+        if CHECK {
+            let checked_params = params
+                .iter()
+                .enumerate()
+                .map(|(k, &l)| (l, (at + 1 + k) as u32))
+                .collect();
+            self.em.record(Event::Label {
+                params: checked_params,
+                keep: keep.clone(),
+            });
+        }
         // Canonical state: parameters in their fixed locations, nothing else in registers.
         self.r.ra.reset_to_params(&params, at + 1);
         let label = self.em.asm.new_dynamic_label();

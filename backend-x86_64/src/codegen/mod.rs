@@ -170,6 +170,18 @@ pub(crate) struct Rooms {
     calls: Calls,
     /// The checker's events (held by the emitter while compiling).
     events: Vec<Event>,
+    /// The assembler's label tables (held by the emitter while compiling).
+    asm: CodeBuf,
+    /// The code buffer: handed out with the generated code, given back by the context once
+    /// the code is copied into executable memory ([`Rooms::give_back_code`]).
+    code: Vec<u8>,
+}
+
+impl Rooms {
+    /// Keep `code`'s buffer (its bytes copied into executable memory) for the next trace.
+    pub(crate) fn give_back_code(&mut self, code: Vec<u8>) {
+        self.code = code;
+    }
 }
 
 impl<'t> Gen<'t> {
@@ -182,15 +194,7 @@ impl<'t> Gen<'t> {
             exit_len: sc.live.compute(t),
         };
         sc.ra.reset(opts, n, frame);
-        // Capacities from the trace, so the buffers rarely grow:
-        // - code: about 35 bytes per op on average, stubs included (more would cost page
-        //   faults on large traces: the allocator then maps the buffer afresh each time);
-        // - label references: one or two per guard and per call;
-        // - exits: one per guard plus the invalid-operation exits (at most one per op that
-        //   can be invalid, a fraction of the ops);
-        // - exit slots: one per fail argument, more for virtual objects' fields.
         let nguards = t.guards.len();
-        let nexits = nguards + n / 8 + 2;
         sc.exits.reset();
         let counters: Box<[AtomicU64]> = (0..nguards).map(|_| AtomicU64::new(0)).collect();
         sc.exits.counters = counters.as_ptr() as u64;
@@ -205,7 +209,10 @@ impl<'t> Gen<'t> {
         );
         sc.heap.reset(n);
         sc.calls.array_layouts = Vec::new();
-        let mut asm = CodeBuf::with_capacity(64 + 40 * n, nexits + 8, 4 * nguards + n / 2 + 8);
+        // The code takes about 35 bytes per op on average, stubs included: room for 40 (the
+        // buffer is the context's, so it only grows for a larger trace than any before).
+        let mut asm = std::mem::take(&mut sc.asm);
+        asm.reset(std::mem::take(&mut sc.code), 64 + 40 * n);
         let epilogue = asm.new_dynamic_label();
         Ok(Gen {
             t,
@@ -304,8 +311,9 @@ impl<'t> Gen<'t> {
             crate::checker::check(&self.em.events(), &inputs)
                 .map_err(|e| internal(format!("register allocation checker: {e}")))?;
         }
-        let (asm, events, unwind) = self.em.finish();
-        let mut code = asm.finalize().map_err(|e| internal(format!("assembler: {e}")))?;
+        let (mut asm, events, unwind) = self.em.finish();
+        let mut code = asm.take_code().map_err(|e| internal(format!("assembler: {e}")))?;
+        self.r.asm = asm;
         self.r.exits.patch_stub_jumps(&mut code)?;
         let crate::ExitTables {
             exits,
@@ -329,7 +337,7 @@ impl<'t> Gen<'t> {
             hook_ops: self.hk.ops,
             counters: self.counters,
             tails: std::mem::take(&mut self.r.exits.tails),
-            word_facts: std::mem::take(&mut self.r.exits.word_facts),
+            word_facts: self.r.exits.word_facts.clone(),
             labels: std::mem::take(&mut self.loops.exported),
             unwind,
         };
