@@ -1,9 +1,8 @@
 //! What a run reports when it leaves native code: the exit, its typed values, and the
 //! table of value kinds per exit that types them.
 
-use crate::ExitInfo;
 use std::fmt;
-use trace_ir::{FailArg, GuardId, Kind, OpFlags, OpRef, Trace};
+use trace_ir::{GuardId, Kind, OpRef};
 
 /// One value an exit reports, typed as the trace types it.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -124,12 +123,22 @@ impl std::error::Error for RunError {}
 
 /// The kinds of each exit's values, by exit code: a guard's fail arguments (`Void` for a
 /// hole, `Ref` for a virtual object), the operands of `finish` or of a `jump` out of the
-/// tree; nothing for an invalid-operation exit.
-#[derive(Debug, Default)]
+/// tree; nothing for an invalid-operation exit. Code generation records them exit by exit
+/// ([`ExitKinds::push`]).
+#[derive(Clone, Debug)]
 pub(crate) struct ExitKinds {
     kinds: Vec<Kind>,
     /// Where each exit's kinds start in `kinds` (one more entry than exits).
     start: Vec<u32>,
+}
+
+impl Default for ExitKinds {
+    fn default() -> ExitKinds {
+        ExitKinds {
+            kinds: Vec::new(),
+            start: vec![0],
+        }
+    }
 }
 
 impl ExitKinds {
@@ -138,36 +147,24 @@ impl ExitKinds {
         &self.kinds[self.start[code] as usize..self.start[code + 1] as usize]
     }
 
-    /// Add the kinds of `exits`, the exits generated for `trace` in order.
-    pub(crate) fn extend(&mut self, trace: &Trace, exits: &[ExitInfo]) {
-        if self.start.is_empty() {
-            self.start.push(0);
-        }
-        self.start.reserve(exits.len());
-        self.kinds.reserve(
-            trace.guards.iter().map(|g| g.fail_args.len()).sum::<usize>()
-                + trace.ops.last().map_or(0, |o| o.args.len()),
-        );
-        let final_op = trace.ops.iter().rev().find(|o| o.opcode.has(OpFlags::FINAL));
-        for e in exits {
-            match e {
-                ExitInfo::Guard { index, .. } => {
-                    if let Some(gd) = trace.guards.get(*index as usize) {
-                        self.kinds.extend(gd.fail_args.iter().map(|fa| match fa {
-                            FailArg::Value(v) => trace.kind_of(*v),
-                            FailArg::Virtual(_) => Kind::Ref,
-                            FailArg::Hole => Kind::Void,
-                        }));
-                    }
-                }
-                ExitInfo::Finish { .. } | ExitInfo::External { .. } => {
-                    if let Some(op) = final_op {
-                        self.kinds.extend(op.args.iter().map(|&v| trace.kind_of(v)));
-                    }
-                }
-                ExitInfo::Invalid { .. } => {}
-            }
-            self.start.push(self.kinds.len() as u32);
-        }
+    /// Add the next exit, whose values have `kinds`.
+    #[inline]
+    pub(crate) fn push(&mut self, kinds: impl IntoIterator<Item = Kind>) {
+        self.kinds.extend(kinds);
+        self.start.push(self.kinds.len() as u32);
+    }
+
+    /// Add the exits of `other` after these.
+    pub(crate) fn append(&mut self, other: &ExitKinds) {
+        let base = self.kinds.len() as u32;
+        self.kinds.extend_from_slice(&other.kinds);
+        self.start.extend(other.start[1..].iter().map(|s| s + base));
+    }
+
+    /// No exit.
+    pub(crate) fn clear(&mut self) {
+        self.kinds.clear();
+        self.start.clear();
+        self.start.push(0);
     }
 }

@@ -272,6 +272,8 @@ pub(crate) struct ExitTables {
     pub virtuals: Vec<VirtualLayout>,
     /// The fields of the virtual objects (see [`VirtualLayout::fields`]).
     pub virtual_fields: Vec<FieldWrite>,
+    /// The kinds of each exit's values.
+    pub kinds: exit::ExitKinds,
 }
 
 /// What an exit code returned by native code means.
@@ -290,8 +292,6 @@ pub(crate) enum ExitInfo {
     },
     Guard {
         guard: GuardId,
-        /// The guard's index in its trace's guard table.
-        index: u32,
         resume_key: u64,
         /// The fail arguments: `CompiledTrace::exit_slots[fail.0..fail.1]` (one vector for
         /// all guards instead of one per guard).
@@ -414,11 +414,9 @@ fn finish_compile(
         ));
     }
     let tree = tree::Tree::new(trace, &mut g, code.as_ptr() as u64);
-    let mut exit_kinds = exit::ExitKinds::default();
-    exit_kinds.extend(trace, &g.exits);
     let ct = CompiledTrace {
         code,
-        exit_kinds,
+        exit_kinds: g.exit_kinds,
         exits: g.exits,
         exit_slots: g.exit_slots,
         virtuals: g.virtuals,
@@ -529,7 +527,6 @@ impl CompiledTrace {
                 resume_key,
                 fail,
                 virtuals,
-                ..
             } => {
                 let fail = &self.exit_slots[fail.0 as usize..fail.1 as usize];
                 let virtuals = &self.virtuals[virtuals.0 as usize..virtuals.1 as usize];

@@ -205,17 +205,15 @@ impl CompiledTrace {
         let slot_base = self.exit_slots.len() as u32;
         let virtual_base = self.virtuals.len() as u32;
         let field_base = self.virtual_fields.len() as u32;
-        self.exit_kinds.extend(bridge, &g.exits);
+        self.exit_kinds.append(&g.exit_kinds);
         self.exits.extend(g.exits.drain(..).map(|e| match e {
             ExitInfo::Guard {
                 guard,
-                index,
                 resume_key,
                 fail,
                 virtuals,
             } => ExitInfo::Guard {
                 guard,
-                index,
                 resume_key,
                 fail: (fail.0 + slot_base, fail.1 + slot_base),
                 virtuals: (virtuals.0 + virtual_base, virtuals.1 + virtual_base),

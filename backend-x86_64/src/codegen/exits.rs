@@ -15,6 +15,7 @@ use super::fusion::Undo;
 use super::regs::{Reg, R11};
 use super::{bad, internal, Gen, R};
 use crate::checker::Event;
+use crate::exit::ExitKinds;
 use crate::pmove::Loc;
 use crate::runtime::ArrayLayout;
 use crate::{ExitInfo, ExitSlot, ExitTables, FieldWrite, VirtualInit, VirtualLayout};
@@ -64,6 +65,8 @@ pub(super) struct Exits {
     virtuals: Vec<VirtualLayout>,
     /// The fields of all virtual objects, back to back (see `VirtualLayout::fields`).
     virtual_fields: Vec<FieldWrite>,
+    /// The kinds of each exit's values.
+    kinds: ExitKinds,
     /// The stubs of guard and invalid-operation exits, in the order they are placed.
     stubs: Vec<Stub>,
     /// The exit-buffer sources of all stubs, back to back (see [`Stub::words`]): registers
@@ -98,6 +101,7 @@ impl Exits {
         self.slots.clear();
         self.virtuals.clear();
         self.virtual_fields.clear();
+        self.kinds.clear();
         self.stubs.clear();
         self.stub_words.clear();
         self.stub_jumps.clear();
@@ -118,6 +122,7 @@ impl Exits {
             slots: self.slots.clone(),
             virtuals: self.virtuals.clone(),
             virtual_fields: self.virtual_fields.clone(),
+            kinds: self.kinds.clone(),
         }
     }
 
@@ -126,8 +131,9 @@ impl Exits {
         self.stubs.len() as u32
     }
 
-    /// A new exit code for `info`.
-    fn push_exit(&mut self, info: ExitInfo) -> u32 {
+    /// A new exit code for `info`, whose values have `kinds`.
+    fn push_exit(&mut self, info: ExitInfo, kinds: impl IntoIterator<Item = Kind>) -> u32 {
+        self.kinds.push(kinds);
         self.infos.push(info);
         self.infos.len() as u32 - 1
     }
@@ -141,7 +147,7 @@ impl Exits {
             }
         }
         let stub = self.stubs.len() as u32;
-        let code = self.push_exit(ExitInfo::Invalid { op: OpRef::new(pos) });
+        let code = self.push_exit(ExitInfo::Invalid { op: OpRef::new(pos) }, []);
         self.stubs.push(Stub {
             at: 0,
             code,
@@ -327,13 +333,18 @@ impl Gen<'_> {
         gd.for_each_value(|v| facts.push((t.kind_of(v), self.known_nonnull(v))));
         self.r.exits.tails[g.index()].words = (facts_from, facts.len() as u32);
         self.r.exits.word_facts = facts;
-        let code = self.r.exits.push_exit(ExitInfo::Guard {
+        let kinds = gd.fail_args.iter().map(|fa| match *fa {
+            FailArg::Value(v) => t.kind_of(v),
+            FailArg::Virtual(_) => Kind::Ref,
+            FailArg::Hole => Kind::Void,
+        });
+        let info = ExitInfo::Guard {
             guard: gd.id,
-            index: g.index() as u32,
             resume_key: gd.resume_key,
             fail,
             virtuals,
-        });
+        };
+        let code = self.r.exits.push_exit(info, kinds);
         self.r.exits.stubs.push(Stub {
             at: 0,
             code,
@@ -366,7 +377,9 @@ impl Gen<'_> {
             let src = self.loc(v)?;
             self.em.mov(Loc::Mem(self.frame.exit_disp(k)), src);
         }
-        let code = (self.r.exits.code_base + self.r.exits.push_exit(info)) as i32;
+        let t = self.t;
+        let kinds = args.iter().map(|&v| t.kind_of(v));
+        let code = (self.r.exits.code_base + self.r.exits.push_exit(info, kinds)) as i32;
         let e = self.epilogue;
         dynasm!(self.em.asm ; .arch x64 ; mov eax, code ; jmp =>e);
         self.em.record(Event::End);

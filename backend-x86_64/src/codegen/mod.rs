@@ -75,6 +75,8 @@ pub(crate) struct Generated {
     pub virtuals: Vec<crate::VirtualLayout>,
     /// The fields of the virtual objects (see `VirtualLayout::fields`).
     pub virtual_fields: Vec<crate::FieldWrite>,
+    /// The kinds of each exit's values.
+    pub exit_kinds: crate::exit::ExitKinds,
     /// The frame's size in words.
     pub frame_words: usize,
     /// Words in the frame's exit buffer.
@@ -320,6 +322,7 @@ impl<'t> Gen<'t> {
             slots: exit_slots,
             virtuals,
             virtual_fields,
+            kinds: exit_kinds,
         } = self.r.exits.output();
         let array_layouts = std::mem::take(&mut self.r.calls.array_layouts);
         let frame_words = self.frame.words(self.r.ra.nslots());
@@ -330,6 +333,7 @@ impl<'t> Gen<'t> {
             exit_slots,
             virtuals,
             virtual_fields,
+            exit_kinds,
             frame_words,
             exit_len: self.frame.exit_len,
             ranges: self.ranges,
