@@ -124,47 +124,44 @@ impl std::error::Error for RunError {}
 /// The kinds of each exit's values, by exit code: a guard's fail arguments (`Void` for a
 /// hole, `Ref` for a virtual object), the operands of `finish` or of a `jump` out of the
 /// tree; nothing for an invalid-operation exit. Code generation records them exit by exit
-/// ([`ExitKinds::push`]).
-#[derive(Clone, Debug)]
+/// ([`ExitKinds::push_kind`], [`ExitKinds::end_exit`]).
+#[derive(Clone, Debug, Default)]
 pub(crate) struct ExitKinds {
     kinds: Vec<Kind>,
-    /// Where each exit's kinds start in `kinds` (one more entry than exits).
-    start: Vec<u32>,
-}
-
-impl Default for ExitKinds {
-    fn default() -> ExitKinds {
-        ExitKinds {
-            kinds: Vec::new(),
-            start: vec![0],
-        }
-    }
+    /// Where each exit's kinds end in `kinds` (they start where the exit before ends, at 0
+    /// for the first).
+    end: Vec<u32>,
 }
 
 impl ExitKinds {
     /// The kinds of the values of exit `code`.
     pub(crate) fn of(&self, code: usize) -> &[Kind] {
-        &self.kinds[self.start[code] as usize..self.start[code + 1] as usize]
+        let start = if code == 0 { 0 } else { self.end[code - 1] };
+        &self.kinds[start as usize..self.end[code] as usize]
     }
 
-    /// Add the next exit, whose values have `kinds`.
+    /// The next value kind of the exit being recorded.
     #[inline]
-    pub(crate) fn push(&mut self, kinds: impl IntoIterator<Item = Kind>) {
-        self.kinds.extend(kinds);
-        self.start.push(self.kinds.len() as u32);
+    pub(crate) fn push_kind(&mut self, kind: Kind) {
+        self.kinds.push(kind);
+    }
+
+    /// The exit being recorded has all its kinds: the next kinds are the next exit's.
+    #[inline]
+    pub(crate) fn end_exit(&mut self) {
+        self.end.push(self.kinds.len() as u32);
     }
 
     /// Add the exits of `other` after these.
     pub(crate) fn append(&mut self, other: &ExitKinds) {
         let base = self.kinds.len() as u32;
         self.kinds.extend_from_slice(&other.kinds);
-        self.start.extend(other.start[1..].iter().map(|s| s + base));
+        self.end.extend(other.end.iter().map(|e| e + base));
     }
 
     /// No exit.
     pub(crate) fn clear(&mut self) {
         self.kinds.clear();
-        self.start.clear();
-        self.start.push(0);
+        self.end.clear();
     }
 }

@@ -131,9 +131,10 @@ impl Exits {
         self.stubs.len() as u32
     }
 
-    /// A new exit code for `info`, whose values have `kinds`.
-    fn push_exit(&mut self, info: ExitInfo, kinds: impl IntoIterator<Item = Kind>) -> u32 {
-        self.kinds.push(kinds);
+    /// A new exit code for `info`, whose values have the kinds pushed since the last exit
+    /// (`ExitKinds::push_kind`).
+    fn push_exit(&mut self, info: ExitInfo) -> u32 {
+        self.kinds.end_exit();
         self.infos.push(info);
         self.infos.len() as u32 - 1
     }
@@ -147,7 +148,7 @@ impl Exits {
             }
         }
         let stub = self.stubs.len() as u32;
-        let code = self.push_exit(ExitInfo::Invalid { op: OpRef::new(pos) }, []);
+        let code = self.push_exit(ExitInfo::Invalid { op: OpRef::new(pos) });
         self.stubs.push(Stub {
             at: 0,
             code,
@@ -295,15 +296,30 @@ impl Gen<'_> {
                 FailArg::Hole => ExitSlot::Hole,
             })
         };
+        // One pass over the resume data: each entry's slot, the exit's value kinds, and the
+        // exit words (the values, in `GuardData::for_each_value`'s order) for bridges.
         let mut slots = std::mem::take(&mut self.r.exits.slots);
+        let mut facts = std::mem::take(&mut self.r.exits.word_facts);
+        let facts_from = facts.len() as u32;
         let fail_start = slots.len() as u32;
         for fa in &gd.fail_args {
-            // Most fail arguments are plain values with nothing to undo: straight to their slot.
-            let slot = match *fa {
-                FailArg::Value(v) if undo.is_none() => self.exit_slot(v, &mut words, first)?,
-                _ => slot_of(fa, &mut words, self)?,
+            let (slot, kind) = match *fa {
+                FailArg::Value(v) => {
+                    let kind = t.kind_of(v);
+                    facts.push((kind, self.known_nonnull(v)));
+                    // Most fail arguments are plain values with nothing to undo: straight to
+                    // their slot.
+                    let slot = match undo {
+                        None => self.exit_slot(v, &mut words, first)?,
+                        Some(_) => slot_of(fa, &mut words, self)?,
+                    };
+                    (slot, kind)
+                }
+                FailArg::Virtual(k) => (ExitSlot::Virtual(k), Kind::Ref),
+                FailArg::Hole => (ExitSlot::Hole, Kind::Void),
             };
             slots.push(slot);
+            self.r.exits.kinds.push_kind(kind);
         }
         let fail = (fail_start, slots.len() as u32);
         self.r.exits.slots = slots;
@@ -316,6 +332,9 @@ impl Gen<'_> {
                 let fields_start = fields.len() as u32;
                 for (place, fa) in &vo.fields {
                     let (offset, size) = virtual_field_place(t, *place, &init)?;
+                    if let FailArg::Value(v) = *fa {
+                        facts.push((t.kind_of(v), self.known_nonnull(v)));
+                    }
                     fields.push((offset, size, slot_of(fa, &mut words, self)?));
                 }
                 virtuals.push(VirtualLayout {
@@ -328,23 +347,15 @@ impl Gen<'_> {
         }
         let virtuals = (virtuals_start, self.r.exits.virtuals.len() as u32);
         self.r.exits.undos = undos;
-        let facts_from = self.r.exits.word_facts.len() as u32;
-        let mut facts = std::mem::take(&mut self.r.exits.word_facts);
-        gd.for_each_value(|v| facts.push((t.kind_of(v), self.known_nonnull(v))));
         self.r.exits.tails[g.index()].words = (facts_from, facts.len() as u32);
         self.r.exits.word_facts = facts;
-        let kinds = gd.fail_args.iter().map(|fa| match *fa {
-            FailArg::Value(v) => t.kind_of(v),
-            FailArg::Virtual(_) => Kind::Ref,
-            FailArg::Hole => Kind::Void,
-        });
         let info = ExitInfo::Guard {
             guard: gd.id,
             resume_key: gd.resume_key,
             fail,
             virtuals,
         };
-        let code = self.r.exits.push_exit(info, kinds);
+        let code = self.r.exits.push_exit(info);
         self.r.exits.stubs.push(Stub {
             at: 0,
             code,
@@ -377,9 +388,10 @@ impl Gen<'_> {
             let src = self.loc(v)?;
             self.em.mov(Loc::Mem(self.frame.exit_disp(k)), src);
         }
-        let t = self.t;
-        let kinds = args.iter().map(|&v| t.kind_of(v));
-        let code = (self.r.exits.code_base + self.r.exits.push_exit(info, kinds)) as i32;
+        for &v in args {
+            self.r.exits.kinds.push_kind(self.t.kind_of(v));
+        }
+        let code = (self.r.exits.code_base + self.r.exits.push_exit(info)) as i32;
         let e = self.epilogue;
         dynasm!(self.em.asm ; .arch x64 ; mov eax, code ; jmp =>e);
         self.em.record(Event::End);
