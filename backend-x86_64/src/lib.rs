@@ -356,10 +356,11 @@ pub fn compile(trace: &Trace, opts: &CompileOptions) -> Result<CompiledTrace, Co
 }
 
 /// A reusable compilation context: the code generator's working memory (liveness tables,
-/// the allocator's tables, exit descriptions, move and call buffers), cleared and reused by
-/// each compilation, so compiling allocates little beyond its output. Keeps the buffers of
-/// the largest trace it compiled (about 40 bytes per op); after a compilation fails it
-/// starts from empty buffers. One context compiles one trace at a time; use one per thread.
+/// the allocator's tables, the code buffer, exit descriptions, move and call buffers),
+/// cleared and reused by each compilation, so compiling allocates little beyond its output.
+/// Keeps the buffers of the largest trace it compiled (about 150 bytes per op); after a
+/// compilation fails it starts from empty buffers. One context compiles one trace at a
+/// time; use one per thread.
 #[derive(Default)]
 pub struct Compiler {
     rooms: codegen::Rooms,

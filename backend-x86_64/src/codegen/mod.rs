@@ -154,7 +154,7 @@ type R<T> = Result<T, Box<CompileError>>;
 /// The rooms whose buffers one compilation hands to the next through a [`crate::Compiler`]
 /// (cleared, capacity kept): compiling then allocates little beyond its output, and the heap
 /// does not shrink and grow again around every trace. A context keeps the buffers of the
-/// largest trace it compiled (about 40 bytes per op). A compilation that fails leaves
+/// largest trace it compiled (about 150 bytes per op). A compilation that fails leaves
 /// fresh, empty buffers behind.
 #[derive(Default)]
 pub(crate) struct Rooms {
