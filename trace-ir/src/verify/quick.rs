@@ -4,7 +4,7 @@
 //! It accepts exactly the traces the checks in order accept; the `tests` module compares
 //! the two on valid traces and on many broken ones.
 
-use super::{check_descr_table, check_final, descr_matches, FxHashSet, LabelParams};
+use super::{check_final, descr_matches, FxHashSet, LabelParams};
 use crate::descr::Descr;
 use crate::entity::{OpRef, Value, ValueData};
 use crate::opcode::{DescrKind, Kind, OpFlags, Opcode};
@@ -83,6 +83,19 @@ fn resume_data_ok(trace: &Trace, at: usize, gd: &GuardData) -> bool {
     gd.fail_args.iter().all(ok) && gd.virtuals.iter().all(|vo| vo.fields.iter().all(|(_, fa)| ok(fa)))
 }
 
+/// Tables up to this size are checked for repeated descriptors pair by pair (cheaper than
+/// hashing every descriptor, names included); larger ones with a hash set.
+const PAIRWISE_DESCRS: usize = 8;
+
+/// Whether no two descriptors of `descrs` are equal (`check_descr_table`).
+fn descrs_distinct(descrs: &[Descr]) -> bool {
+    if descrs.len() <= PAIRWISE_DESCRS {
+        return descrs.iter().enumerate().all(|(i, d)| !descrs[..i].contains(d));
+    }
+    let mut seen = FxHashSet::default();
+    descrs.iter().all(|d| seen.insert(d))
+}
+
 /// Whether `trace` passes every check of [`super::verify`].
 pub(super) fn accepts(trace: &Trace) -> bool {
     let ops = &trace.ops[..];
@@ -90,7 +103,7 @@ pub(super) fn accepts(trace: &Trace) -> bool {
     if trace.num_inputs > n || !ops[..trace.num_inputs].iter().all(|o| o.opcode.is_input()) {
         return false;
     }
-    if check_descr_table(trace).is_err() {
+    if !descrs_distinct(&trace.descrs) {
         return false;
     }
     let mut ids = GuardIds::new();
