@@ -217,7 +217,7 @@ use std::fmt;
 use trace_ir::{GuardId, Kind, OpRef, Trace};
 
 /// Where a fail argument's value is when its guard's exit returns.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub(crate) enum ExitSlot {
     /// Frame word `i`: a word of the exit buffer that the stub filled from a register, or
     /// the spill slot that held the value at the guard (slots are never
@@ -244,7 +244,7 @@ impl ExitSlot {
     }
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub(crate) enum VirtualInit {
     Struct { size: u64, class: u64 },
     Array { layout: runtime::ArrayLayout, len: u64 },
@@ -255,7 +255,7 @@ pub(crate) type FieldWrite = (u64, u8, ExitSlot);
 
 /// How to rebuild one virtual object: allocation, then the writes
 /// `CompiledTrace::virtual_fields[fields.0..fields.1]`.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub(crate) struct VirtualLayout {
     pub init: VirtualInit,
     pub fields: (u32, u32),
@@ -277,7 +277,7 @@ pub(crate) struct ExitTables {
 }
 
 /// What an exit code returned by native code means.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub(crate) enum ExitInfo {
     /// `finish`: its `n` values are at frame words `at..at + n`.
     Finish {

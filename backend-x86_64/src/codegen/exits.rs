@@ -182,8 +182,9 @@ impl Exits {
         for (stub_index, stub) in self.stubs.iter_mut().enumerate() {
             stub.at = em.asm.offset().0 as u32;
             if stub.counter != u32::MAX {
+                // `mov r11, imm64` (49 BB imm64); `inc qword [r11]` (49 FF 03): one store.
                 let counter = self.counters + 8 * u64::from(stub.counter);
-                dynasm!(em.asm ; .arch x64 ; mov r11, QWORD counter as i64 ; inc QWORD [r11]);
+                em.asm.put(0xbb49 | u128::from(counter) << 16 | 0x03_ff49 << 80, 13);
             }
             for w in stub.words.0..stub.words.1 {
                 let r = self.stub_words[w as usize];
@@ -197,12 +198,15 @@ impl Exits {
                 em.undo_word(frame.exit_disp(w as usize), inverse, y);
                 undo_next += 1;
             }
-            let code = (self.code_base + stub.code) as i32;
-            dynasm!(em.asm ; .arch x64 ; mov eax, code);
-            // `jmp rel32` back to the epilogue, whose offset is known.
-            let tail = em.asm.offset().0;
+            // `mov eax, imm32` (B8 imm32), then `jmp rel32` (E9 rel32) back to the epilogue,
+            // whose offset is known: one store.
+            let code = self.code_base + stub.code;
+            let tail = em.asm.offset().0 + 5;
             let rel = rel32(tail + 5, epilogue)?;
-            em.rel32_insn(&[0xe9], rel);
+            em.asm.put(
+                0xb8 | u128::from(code) << 8 | 0xe9 << 40 | u128::from(rel as u32) << 48,
+                10,
+            );
             if stub.counter != u32::MAX {
                 em.asm.put(0xcccc_cccc_cccc_cccc, TAIL_PAD);
                 let site = &mut self.tails[stub.counter as usize];
