@@ -9,6 +9,54 @@ use crate::descr::Descr;
 use crate::entity::{OpRef, Value, ValueData};
 use crate::opcode::{DescrKind, Kind, OpFlags, Opcode};
 use crate::trace::{FailArg, GuardData, Trace};
+use std::sync::OnceLock;
+
+/// What the quick pass reads of an opcode, in one table entry (instead of the opcode
+/// table's flags, result kind, descriptor kind and operand signature one by one).
+#[derive(Copy, Clone)]
+struct OpSig {
+    flags: OpFlags,
+    result: Kind,
+    descr: DescrKind,
+    /// The number of fixed operands (a `*` is only ever the signature's last letter).
+    fixed: u8,
+    /// Whether any number of operands may follow the fixed ones.
+    variadic: bool,
+    /// The operand signature (`OpInfo::args`).
+    args: &'static [u8],
+}
+
+/// [`OpSig`] of every opcode, by its number.
+fn op_sigs() -> &'static [OpSig] {
+    static SIGS: OnceLock<Box<[OpSig]>> = OnceLock::new();
+    SIGS.get_or_init(|| {
+        let len = Opcode::ALL.iter().map(|&o| o as usize + 1).max().unwrap_or(0);
+        let mut sigs = vec![
+            OpSig {
+                flags: OpFlags::empty(),
+                result: Kind::Void,
+                descr: DescrKind::None,
+                fixed: 0,
+                variadic: false,
+                args: &[],
+            };
+            len
+        ];
+        for &o in Opcode::ALL {
+            let args = o.info().args.as_bytes();
+            let variadic = args.last() == Some(&b'*');
+            sigs[o as usize] = OpSig {
+                flags: o.flags(),
+                result: o.result_kind(),
+                descr: o.descr_kind(),
+                fixed: (args.len() - usize::from(variadic)) as u8,
+                variadic,
+                args,
+            };
+        }
+        sigs.into_boxed_slice()
+    })
+}
 
 /// Guard ids below this are marked in a bit set on the stack (ids are usually numbered from
 /// 0); larger ones in a hash set.
@@ -106,19 +154,21 @@ pub(super) fn accepts(trace: &Trace) -> bool {
     if !descrs_distinct(&trace.descrs) {
         return false;
     }
+    let sigs = op_sigs();
     let mut ids = GuardIds::new();
     // The label whose parameters come next, and how many of them are still expected.
     let mut labels = LabelParams::default();
     for r in trace.num_inputs..n {
         let op = &ops[r];
         let opc = op.opcode;
-        let flags = opc.flags();
+        let s = sigs[opc as usize];
+        let flags = s.flags;
         if flags.contains(OpFlags::INPUT) {
             let Some(label) = labels.label.filter(|_| labels.pending != 0) else {
                 return false;
             };
             let largs = &ops[label.index()].args;
-            if trace.kind_of(largs[largs.len() - labels.pending]) != opc.result_kind() {
+            if trace.kind_of(largs[largs.len() - labels.pending]) != s.result {
                 return false;
             }
             labels.pending -= 1;
@@ -127,13 +177,10 @@ pub(super) fn accepts(trace: &Trace) -> bool {
         if labels.pending != 0 {
             return false;
         }
-        // Operands: arity (a `*` is only ever the signature's last letter), definition
-        // before use, kinds.
-        let sig = opc.info().args.as_bytes();
-        let variadic = sig.last() == Some(&b'*');
-        let fixed = sig.len() - usize::from(variadic);
+        // Operands: arity, definition before use, kinds.
+        let (sig, fixed) = (s.args, usize::from(s.fixed));
         let nargs = op.args.len();
-        if nargs < fixed || (!variadic && nargs != fixed) {
+        if nargs < fixed || (!s.variadic && nargs != fixed) {
             return false;
         }
         let (mut first, mut second, mut last) = (Kind::Void, Kind::Void, Kind::Void);
@@ -155,7 +202,7 @@ pub(super) fn accepts(trace: &Trace) -> bool {
             return false;
         }
         // The descriptor, and the kind of the values a load or store moves through it.
-        let dk = opc.descr_kind();
+        let dk = s.descr;
         let descr: Option<&Descr> = match (dk, op.descr) {
             (DescrKind::None, Some(_)) => return false,
             (DescrKind::None | DescrKind::Any, None) => None,
@@ -166,7 +213,7 @@ pub(super) fn accepts(trace: &Trace) -> bool {
             },
         };
         if let Some(vk) = descr.and_then(Descr::value_kind) {
-            if flags.contains(OpFlags::READS_HEAP) && opc != Opcode::ArraylenGc && opc.result_kind() != vk {
+            if flags.contains(OpFlags::READS_HEAP) && opc != Opcode::ArraylenGc && s.result != vk {
                 return false;
             }
             if flags.contains(OpFlags::WRITES_HEAP) && (nargs == 0 || last != vk) {
