@@ -13,7 +13,7 @@ use super::emit::{rel32, Cond, Emitter, Opnd};
 use super::frame::FrameLayout;
 use super::fusion::Undo;
 use super::regs::{Reg, R11};
-use super::{bad, internal, Gen, R};
+use super::{bad, internal, kind_of, Gen, R};
 use crate::checker::Event;
 use crate::exit::ExitKinds;
 use crate::pmove::Loc;
@@ -309,7 +309,7 @@ impl Gen<'_> {
         for fa in &gd.fail_args {
             let (slot, kind) = match *fa {
                 FailArg::Value(v) => {
-                    let kind = t.kind_of(v);
+                    let kind = kind_of(t, v);
                     facts.push((kind, self.known_nonnull(v)));
                     // Most fail arguments are plain values with nothing to undo: straight to
                     // their slot.
@@ -337,7 +337,7 @@ impl Gen<'_> {
                 for (place, fa) in &vo.fields {
                     let (offset, size) = virtual_field_place(t, *place, &init)?;
                     if let FailArg::Value(v) = *fa {
-                        facts.push((t.kind_of(v), self.known_nonnull(v)));
+                        facts.push((kind_of(t, v), self.known_nonnull(v)));
                     }
                     fields.push((offset, size, slot_of(fa, &mut words, self)?));
                 }
@@ -393,7 +393,7 @@ impl Gen<'_> {
             self.em.mov(Loc::Mem(self.frame.exit_disp(k)), src);
         }
         for &v in args {
-            self.r.exits.kinds.push_kind(self.t.kind_of(v));
+            self.r.exits.kinds.push_kind(kind_of(self.t, v));
         }
         let code = (self.r.exits.code_base + self.r.exits.push_exit(info)) as i32;
         let e = self.epilogue;

@@ -349,6 +349,16 @@ impl<'t> Gen<'t> {
     }
 }
 
+/// The kind of `v` (`Trace::kind_of`, inlined: code generation asks it of every operand
+/// and exit value).
+#[inline]
+fn kind_of(t: &Trace, v: trace_ir::Value) -> trace_ir::Kind {
+    match v.data() {
+        trace_ir::ValueData::Op(o) => t.ops[o.index()].opcode.result_kind(),
+        trace_ir::ValueData::Const(c) => t.consts.get(c).kind(),
+    }
+}
+
 #[cold]
 fn internal(msg: String) -> Box<CompileError> {
     Box::new(CompileError::Internal(msg))
