@@ -23,6 +23,12 @@ pub(crate) struct CodeBuf {
     error: Option<DynasmError>,
 }
 
+impl Default for CodeBuf {
+    fn default() -> CodeBuf {
+        CodeBuf::with_capacity(0, 0, 0)
+    }
+}
+
 impl CodeBuf {
     /// An empty buffer with room for `bytes` of code, `labels` dynamic labels and `refs`
     /// references to them.
@@ -33,6 +39,20 @@ impl CodeBuf {
             relocs: RelocRegistry::with_capacity(0, refs),
             error: None,
         }
+    }
+
+    /// Empty, for another trace: the code goes into `ops` (cleared, with room for `bytes`);
+    /// the label tables keep their capacity.
+    pub(crate) fn reset(&mut self, mut ops: Vec<u8>, bytes: usize) {
+        ops.clear();
+        ops.reserve(bytes);
+        self.ops = ops;
+        self.labels.clear();
+        // Resolved references were drained by `take_code`; an abandoned compilation may
+        // have left some.
+        self.relocs.take_dynamics().for_each(drop);
+        self.relocs.take_statics().for_each(drop);
+        self.error = None;
     }
 
     /// A new dynamic label.
@@ -69,7 +89,14 @@ impl CodeBuf {
     }
 
     /// The code, with every label reference resolved.
+    #[cfg(test)]
     pub(crate) fn finalize(mut self) -> Result<Vec<u8>, DynasmError> {
+        self.take_code()
+    }
+
+    /// The code, with every label reference resolved, taken out of the buffer (whose label
+    /// tables stay for [`CodeBuf::reset`]).
+    pub(crate) fn take_code(&mut self) -> Result<Vec<u8>, DynasmError> {
         if let Some(e) = self.error.take() {
             return Err(e);
         }
@@ -83,7 +110,7 @@ impl CodeBuf {
                 return Err(DynasmError::ImpossibleRelocation(TargetKind::Dynamic(id)));
             }
         }
-        Ok(self.ops)
+        Ok(std::mem::take(&mut self.ops))
     }
 }
 

@@ -1,10 +1,8 @@
 //! What a run reports when it leaves native code: the exit, its typed values, and the
 //! table of value kinds per exit that types them.
 
-use crate::ExitInfo;
 use std::fmt;
-use trace_ir::fxhash::FxHashMap;
-use trace_ir::{FailArg, GuardData, GuardId, Kind, OpFlags, OpRef, Trace};
+use trace_ir::{GuardId, Kind, OpRef};
 
 /// One value an exit reports, typed as the trace types it.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -125,46 +123,45 @@ impl std::error::Error for RunError {}
 
 /// The kinds of each exit's values, by exit code: a guard's fail arguments (`Void` for a
 /// hole, `Ref` for a virtual object), the operands of `finish` or of a `jump` out of the
-/// tree; nothing for an invalid-operation exit.
-#[derive(Debug, Default)]
+/// tree; nothing for an invalid-operation exit. Code generation records them exit by exit
+/// ([`ExitKinds::push_kind`], [`ExitKinds::end_exit`]).
+#[derive(Clone, Debug, Default)]
 pub(crate) struct ExitKinds {
     kinds: Vec<Kind>,
-    /// Where each exit's kinds start in `kinds` (one more entry than exits).
-    start: Vec<u32>,
+    /// Where each exit's kinds end in `kinds` (they start where the exit before ends, at 0
+    /// for the first).
+    end: Vec<u32>,
 }
 
 impl ExitKinds {
     /// The kinds of the values of exit `code`.
     pub(crate) fn of(&self, code: usize) -> &[Kind] {
-        &self.kinds[self.start[code] as usize..self.start[code + 1] as usize]
+        let start = if code == 0 { 0 } else { self.end[code - 1] };
+        &self.kinds[start as usize..self.end[code] as usize]
     }
 
-    /// Add the kinds of `exits`, the exits generated for `trace` in order.
-    pub(crate) fn extend(&mut self, trace: &Trace, exits: &[ExitInfo]) {
-        if self.start.is_empty() {
-            self.start.push(0);
-        }
-        let final_op = trace.ops.iter().rev().find(|o| o.opcode.has(OpFlags::FINAL));
-        let by_id: FxHashMap<GuardId, &GuardData> = trace.guards.iter().map(|g| (g.id, g)).collect();
-        for e in exits {
-            match e {
-                ExitInfo::Guard { guard, .. } => {
-                    if let Some(gd) = by_id.get(guard) {
-                        self.kinds.extend(gd.fail_args.iter().map(|fa| match fa {
-                            FailArg::Value(v) => trace.kind_of(*v),
-                            FailArg::Virtual(_) => Kind::Ref,
-                            FailArg::Hole => Kind::Void,
-                        }));
-                    }
-                }
-                ExitInfo::Finish { .. } | ExitInfo::External { .. } => {
-                    if let Some(op) = final_op {
-                        self.kinds.extend(op.args.iter().map(|&v| trace.kind_of(v)));
-                    }
-                }
-                ExitInfo::Invalid { .. } => {}
-            }
-            self.start.push(self.kinds.len() as u32);
-        }
+    /// The next value kind of the exit being recorded.
+    #[inline]
+    pub(crate) fn push_kind(&mut self, kind: Kind) {
+        self.kinds.push(kind);
+    }
+
+    /// The exit being recorded has all its kinds: the next kinds are the next exit's.
+    #[inline]
+    pub(crate) fn end_exit(&mut self) {
+        self.end.push(self.kinds.len() as u32);
+    }
+
+    /// Add the exits of `other` after these.
+    pub(crate) fn append(&mut self, other: &ExitKinds) {
+        let base = self.kinds.len() as u32;
+        self.kinds.extend_from_slice(&other.kinds);
+        self.end.extend(other.end.iter().map(|e| e + base));
+    }
+
+    /// No exit.
+    pub(crate) fn clear(&mut self) {
+        self.kinds.clear();
+        self.end.clear();
     }
 }

@@ -217,7 +217,7 @@ use std::fmt;
 use trace_ir::{GuardId, Kind, OpRef, Trace};
 
 /// Where a fail argument's value is when its guard's exit returns.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub(crate) enum ExitSlot {
     /// Frame word `i`: a word of the exit buffer that the stub filled from a register, or
     /// the spill slot that held the value at the guard (slots are never
@@ -244,22 +244,26 @@ impl ExitSlot {
     }
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub(crate) enum VirtualInit {
     Struct { size: u64, class: u64 },
     Array { layout: runtime::ArrayLayout, len: u64 },
 }
 
-/// How to rebuild one virtual object: allocation, then `(offset, size, value)` writes.
-#[derive(Clone, Debug)]
+/// One field write when a virtual object is rebuilt: `(offset, size, value)`.
+pub(crate) type FieldWrite = (u64, u8, ExitSlot);
+
+/// How to rebuild one virtual object: allocation, then the writes
+/// `CompiledTrace::virtual_fields[fields.0..fields.1]`.
+#[derive(Clone, Copy, Debug)]
 pub(crate) struct VirtualLayout {
     pub init: VirtualInit,
-    pub fields: Vec<(u64, u8, ExitSlot)>,
+    pub fields: (u32, u32),
 }
 
 /// A write a guard's exit performs after rebuilding its virtual objects
 /// ([`trace_ir::ResumeWrite`]): `size` bytes of `value` at byte `offset` of `obj`.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub(crate) struct ExitWrite {
     pub obj: ExitSlot,
     pub offset: u64,
@@ -267,21 +271,25 @@ pub(crate) struct ExitWrite {
     pub value: ExitSlot,
 }
 
-/// The slots of a guard exit's entries in resume-data order
-/// ([`trace_ir::GuardData::for_each_entry`]): fail arguments, the fields of each virtual
-/// object, the object and value of each write.
-pub(crate) fn exit_entries<'e>(
-    fail: &'e [ExitSlot],
-    virtuals: &'e [VirtualLayout],
-    writes: &'e [ExitWrite],
-) -> impl Iterator<Item = &'e ExitSlot> {
-    fail.iter()
-        .chain(virtuals.iter().flat_map(|v| v.fields.iter().map(|f| &f.2)))
-        .chain(writes.iter().flat_map(|w| [&w.obj, &w.value]))
+/// What the exits of a compiled trace mean, in flat tables (one vector each for all exits,
+/// instead of vectors per guard and per virtual object).
+pub(crate) struct ExitTables {
+    /// What each exit code means.
+    pub exits: Vec<ExitInfo>,
+    /// The fail-argument slots of the guard exits (see `ExitInfo::Guard::fail`).
+    pub slots: Vec<ExitSlot>,
+    /// The virtual objects of the guard exits (see `ExitInfo::Guard::virtuals`).
+    pub virtuals: Vec<VirtualLayout>,
+    /// The fields of the virtual objects (see [`VirtualLayout::fields`]).
+    pub virtual_fields: Vec<FieldWrite>,
+    /// The writes of the guard exits (see `ExitInfo::Guard::writes`).
+    pub writes: Vec<ExitWrite>,
+    /// The kinds of each exit's values.
+    pub kinds: exit::ExitKinds,
 }
 
 /// What an exit code returned by native code means.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub(crate) enum ExitInfo {
     /// `finish`: its `n` values are at frame words `at..at + n`.
     Finish {
@@ -300,9 +308,12 @@ pub(crate) enum ExitInfo {
         /// The fail arguments: `CompiledTrace::exit_slots[fail.0..fail.1]` (one vector for
         /// all guards instead of one per guard).
         fail: (u32, u32),
-        virtuals: Vec<VirtualLayout>,
-        writes: Vec<ExitWrite>,
-        /// The guard op (where an exit whose write finds a null object is invalid).
+        /// The virtual objects of the resume data, `CompiledTrace::virtuals[virtuals.0..virtuals.1]`
+        /// (`ExitSlot::Virtual(k)` names the `k`-th).
+        virtuals: (u32, u32),
+        /// The writes the exit performs, `CompiledTrace::exit_writes[writes.0..writes.1]`.
+        writes: (u32, u32),
+        /// The guard op (an exit whose write finds a null object is invalid there).
         op: OpRef,
     },
     Invalid {
@@ -320,6 +331,12 @@ pub struct CompiledTrace {
     exits: Vec<ExitInfo>,
     /// The fail-argument slots of all guard exits, back to back.
     exit_slots: Vec<ExitSlot>,
+    /// The virtual objects of all guard exits, back to back.
+    virtuals: Vec<VirtualLayout>,
+    /// The fields of all virtual objects, back to back.
+    virtual_fields: Vec<FieldWrite>,
+    /// The writes of all guard exits, back to back.
+    exit_writes: Vec<ExitWrite>,
     /// The kinds of each exit's values.
     exit_kinds: exit::ExitKinds,
     frame_words: usize,
@@ -357,10 +374,11 @@ pub fn compile(trace: &Trace, opts: &CompileOptions) -> Result<CompiledTrace, Co
 }
 
 /// A reusable compilation context: the code generator's working memory (liveness tables,
-/// the allocator's tables, exit descriptions, move and call buffers), cleared and reused by
-/// each compilation, so compiling allocates little beyond its output. Keeps the buffers of
-/// the largest trace it compiled (about 40 bytes per op); after a compilation fails it
-/// starts from empty buffers. One context compiles one trace at a time; use one per thread.
+/// the allocator's tables, the code buffer, exit descriptions, move and call buffers),
+/// cleared and reused by each compilation, so compiling allocates little beyond its output.
+/// Keeps the buffers of the largest trace it compiled (about 150 bytes per op); after a
+/// compilation fails it starts from empty buffers. One context compiles one trace at a
+/// time; use one per thread.
 #[derive(Default)]
 pub struct Compiler {
     rooms: codegen::Rooms,
@@ -387,17 +405,21 @@ impl Compiler {
             .and_then(codegen::Gen::generate)
             .map_err(|e| *e)?;
         self.rooms = rooms;
-        finish_compile(trace, opts, g)
+        finish_compile(trace, opts, g, &mut self.rooms)
     }
 }
 
-/// Copy generated code into executable memory and describe its exits.
+/// Copy generated code into executable memory (and its buffer back into `rooms`) and
+/// describe its exits.
 fn finish_compile(
     trace: &Trace,
     opts: &CompileOptions,
     mut g: codegen::Generated,
+    rooms: &mut codegen::Rooms,
 ) -> Result<CompiledTrace, CompileError> {
-    let mut code = CodeMemory::new(&g.code).map_err(|e| CompileError::Memory(e.to_string()))?;
+    let code = CodeMemory::new(&g.code);
+    rooms.give_back_code(std::mem::take(&mut g.code));
+    let mut code = code.map_err(|e| CompileError::Memory(e.to_string()))?;
     if debuginfo::wanted(opts) {
         code.set_registration(debuginfo::register(
             opts,
@@ -411,13 +433,14 @@ fn finish_compile(
         ));
     }
     let tree = tree::Tree::new(trace, &mut g, code.as_ptr() as u64);
-    let mut exit_kinds = exit::ExitKinds::default();
-    exit_kinds.extend(trace, &g.exits);
     let ct = CompiledTrace {
         code,
-        exit_kinds,
+        exit_kinds: g.exit_kinds,
         exits: g.exits,
         exit_slots: g.exit_slots,
+        virtuals: g.virtuals,
+        virtual_fields: g.virtual_fields,
+        exit_writes: g.exit_writes,
         frame_words: g.frame_words,
         exit_len: g.exit_len,
         num_inputs: trace.num_inputs,
@@ -527,10 +550,11 @@ impl CompiledTrace {
                 writes,
                 op,
             } => {
-                let fail = &self.exit_slots[fail.0 as usize..fail.1 as usize];
+                let (fail, virtuals, writes) = (*fail, *virtuals, *writes);
                 if self.memory == MemoryAccess::Hooks {
                     // The values of the `FailArg::Value` entries in order.
-                    let words: Vec<u64> = exit_entries(fail, virtuals, writes)
+                    let words: Vec<u64> = self
+                        .exit_entries(fail, virtuals, writes)
                         .filter_map(|s| s.word(&frame))
                         .collect();
                     let req = ExitRequest {
@@ -546,8 +570,10 @@ impl CompiledTrace {
                         });
                     }
                 }
-                let addrs = rebuild_virtuals(virtuals, &frame, rt);
-                for w in writes {
+                let fail = &self.exit_slots[fail.0 as usize..fail.1 as usize];
+                let virtuals = &self.virtuals[virtuals.0 as usize..virtuals.1 as usize];
+                let addrs = rebuild_virtuals(virtuals, &self.virtual_fields, &frame, rt);
+                for w in &self.exit_writes[writes.0 as usize..writes.1 as usize] {
                     let obj = w.obj.word(&frame).unwrap_or(0);
                     let value = match w.value {
                         ExitSlot::Virtual(k) => addrs[k as usize],
@@ -578,6 +604,31 @@ impl CompiledTrace {
                 }
             }
         })
+    }
+
+    /// The field writes of virtual object `v` of an exit.
+    fn fields_of(&self, v: &VirtualLayout) -> &[FieldWrite] {
+        &self.virtual_fields[v.fields.0 as usize..v.fields.1 as usize]
+    }
+
+    /// The slots of a guard exit's entries (its `fail`, `virtuals` and `writes` ranges) in
+    /// resume-data order ([`trace_ir::GuardData::for_each_entry`]): fail arguments, the fields
+    /// of each virtual object, the object and value of each write.
+    fn exit_entries(
+        &self,
+        fail: (u32, u32),
+        virtuals: (u32, u32),
+        writes: (u32, u32),
+    ) -> impl Iterator<Item = &ExitSlot> {
+        let virtuals = &self.virtuals[virtuals.0 as usize..virtuals.1 as usize];
+        self.exit_slots[fail.0 as usize..fail.1 as usize]
+            .iter()
+            .chain(virtuals.iter().flat_map(|v| self.fields_of(v).iter().map(|f| &f.2)))
+            .chain(
+                self.exit_writes[writes.0 as usize..writes.1 as usize]
+                    .iter()
+                    .flat_map(|w| [&w.obj, &w.value]),
+            )
     }
 
     /// The kinds of the trace inputs, in order.
@@ -687,9 +738,15 @@ fn disasm(bytes: &[u8], ip: u64) -> String {
         .collect()
 }
 
-/// Allocate every virtual object of an exit, then write their fields (read from the exit's
-/// `frame`; so objects may refer to each other, cycles included). Returns their addresses.
-fn rebuild_virtuals(virtuals: &[VirtualLayout], frame: &[u64], rt: &mut dyn Runtime) -> Vec<u64> {
+/// Allocate every virtual object of an exit, then write their fields (`fields` holds the
+/// writes of all objects; values read from the exit's `frame`; so objects may refer to each
+/// other, cycles included). Returns their addresses.
+fn rebuild_virtuals(
+    virtuals: &[VirtualLayout],
+    fields: &[FieldWrite],
+    frame: &[u64],
+    rt: &mut dyn Runtime,
+) -> Vec<u64> {
     let addrs: Vec<u64> = virtuals
         .iter()
         .map(|v| match &v.init {
@@ -708,7 +765,7 @@ fn rebuild_virtuals(virtuals: &[VirtualLayout], frame: &[u64], rt: &mut dyn Runt
         if p == 0 {
             continue;
         }
-        for (offset, size, slot) in &v.fields {
+        for (offset, size, slot) in &fields[v.fields.0 as usize..v.fields.1 as usize] {
             let val = match *slot {
                 ExitSlot::Virtual(k) => addrs[k as usize],
                 ExitSlot::Hole => continue,

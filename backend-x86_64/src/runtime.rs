@@ -666,7 +666,7 @@ fn local_exception_op(state: &mut Option<(u64, u64)>, req: &HookRequest<'_>) -> 
 }
 
 /// Array layout passed to [`tramp_new_array`] (kept alive by the compiled trace).
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub(crate) struct ArrayLayout {
     pub item_size: u64,
     pub base_offset: u64,

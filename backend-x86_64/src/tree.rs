@@ -14,8 +14,8 @@ use crate::codegen::{self, BridgeEnv, GuardTail, TreeLabel, TAIL_PAD};
 use crate::codemem::CodeMemory;
 use crate::runtime;
 use crate::{CompileError, CompileOptions, CompiledTrace, Compiler, ExitInfo, ExitSlot, MemoryAccess};
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
+use trace_ir::fxhash::FxHashMap;
 use trace_ir::{GuardId, Kind, Trace};
 
 /// A guard of the tree, as a bridge sees it.
@@ -47,8 +47,8 @@ struct Piece {
 pub(crate) struct Tree {
     /// The root's failure counters, by guard index.
     counters: Box<[AtomicU64]>,
-    guards: HashMap<GuardId, GuardSite>,
-    labels: HashMap<u64, TreeLabel>,
+    guards: FxHashMap<GuardId, GuardSite>,
+    labels: FxHashMap<u64, TreeLabel>,
     /// The exit words of every guard: kind, known non-null.
     word_facts: Vec<(Kind, bool)>,
     bridges: Vec<Piece>,
@@ -68,7 +68,12 @@ impl Tree {
     /// Register the guards and labels of trace `piece` (compiled at `base`).
     fn register(&mut self, trace: &Trace, g: &mut codegen::Generated, base: u64, piece: usize) {
         let first = self.word_facts.len() as u32;
-        self.word_facts.append(&mut g.word_facts);
+        if self.word_facts.is_empty() {
+            self.word_facts = std::mem::take(&mut g.word_facts);
+        } else {
+            self.word_facts.append(&mut g.word_facts);
+        }
+        self.guards.reserve(trace.guards.len());
         for (index, (gd, tail)) in trace.guards.iter().zip(&g.tails).enumerate() {
             let mut tail = *tail;
             tail.words = (tail.words.0 + first, tail.words.1 + first);
@@ -168,12 +173,12 @@ impl CompiledTrace {
         }
         let ExitInfo::Guard {
             fail, virtuals, writes, ..
-        } = &self.exits[site.tail.exit as usize]
+        } = self.exits[site.tail.exit as usize]
         else {
             return Err(CompileError::Internal(format!("{guard}'s exit is not a guard exit")));
         };
-        let fail = &self.exit_slots[fail.0 as usize..fail.1 as usize];
-        let entry: Vec<ExitSlot> = crate::exit_entries(fail, virtuals, writes)
+        let entry: Vec<ExitSlot> = self
+            .exit_entries(fail, virtuals, writes)
             .filter(|s| matches!(s, ExitSlot::Frame(_) | ExitSlot::Const(_)))
             .cloned()
             .collect();
@@ -198,7 +203,10 @@ impl CompiledTrace {
             CodeMemory::new_near(&g.code, Some(self.code.as_ptr())).map_err(|e| CompileError::Memory(e.to_string()))?;
         let base = code.as_ptr() as u64;
         let slot_base = self.exit_slots.len() as u32;
-        self.exit_kinds.extend(bridge, &g.exits);
+        let virtual_base = self.virtuals.len() as u32;
+        let field_base = self.virtual_fields.len() as u32;
+        let write_base = self.exit_writes.len() as u32;
+        self.exit_kinds.append(&g.exit_kinds);
         self.exits.extend(g.exits.drain(..).map(|e| match e {
             ExitInfo::Guard {
                 guard,
@@ -211,13 +219,19 @@ impl CompiledTrace {
                 guard,
                 resume_key,
                 fail: (fail.0 + slot_base, fail.1 + slot_base),
-                virtuals,
-                writes,
+                virtuals: (virtuals.0 + virtual_base, virtuals.1 + virtual_base),
+                writes: (writes.0 + write_base, writes.1 + write_base),
                 op,
             },
             other => other,
         }));
         self.exit_slots.append(&mut g.exit_slots);
+        self.virtuals.extend(g.virtuals.drain(..).map(|mut v| {
+            v.fields = (v.fields.0 + field_base, v.fields.1 + field_base);
+            v
+        }));
+        self.virtual_fields.append(&mut g.virtual_fields);
+        self.exit_writes.append(&mut g.exit_writes);
         self.frame_words = self.frame_words.max(g.frame_words);
         let piece = self.tree.bridges.len() + 1;
         self.tree.register(bridge, &mut g, base, piece);

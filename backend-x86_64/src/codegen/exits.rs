@@ -13,11 +13,12 @@ use super::emit::{rel32, Cond, Emitter, Opnd};
 use super::frame::FrameLayout;
 use super::fusion::Undo;
 use super::regs::{Reg, R11};
-use super::{bad, internal, Gen, R};
+use super::{bad, internal, kind_of, Gen, R};
 use crate::checker::Event;
+use crate::exit::ExitKinds;
 use crate::pmove::Loc;
 use crate::runtime::ArrayLayout;
-use crate::{ExitInfo, ExitSlot, ExitWrite, VirtualInit, VirtualLayout};
+use crate::{ExitInfo, ExitSlot, ExitTables, ExitWrite, FieldWrite, VirtualInit, VirtualLayout};
 use dynasmrt::{dynasm, DynasmApi, DynasmLabelApi};
 use trace_ir::{Descr, FailArg, Kind, OpRef, Opcode, Trace, Value, VirtualField, VirtualKind, VirtualObject};
 
@@ -60,6 +61,14 @@ pub(super) struct Exits {
     infos: Vec<ExitInfo>,
     /// The fail-argument slots of all guard exits, back to back.
     slots: Vec<ExitSlot>,
+    /// The virtual objects of all guard exits, back to back (see `ExitInfo::Guard`).
+    virtuals: Vec<VirtualLayout>,
+    /// The fields of all virtual objects, back to back (see `VirtualLayout::fields`).
+    virtual_fields: Vec<FieldWrite>,
+    /// The writes of all guard exits, back to back (see `ExitInfo::Guard::writes`).
+    writes: Vec<ExitWrite>,
+    /// The kinds of each exit's values.
+    kinds: ExitKinds,
     /// The stubs of guard and invalid-operation exits, in the order they are placed.
     stubs: Vec<Stub>,
     /// The exit-buffer sources of all stubs, back to back (see [`Stub::words`]): registers
@@ -88,10 +97,14 @@ pub(super) struct Exits {
 }
 
 impl Exits {
-    /// Empty, with room for `exits` exits and `slots` fail-argument slots.
-    pub(super) fn reset(&mut self, exits: usize, slots: usize) {
-        self.infos = Vec::with_capacity(exits);
-        self.slots = Vec::with_capacity(slots);
+    /// Empty: the buffers cleared, their capacity kept.
+    pub(super) fn reset(&mut self) {
+        self.infos.clear();
+        self.slots.clear();
+        self.virtuals.clear();
+        self.virtual_fields.clear();
+        self.writes.clear();
+        self.kinds.clear();
         self.stubs.clear();
         self.stub_words.clear();
         self.stub_jumps.clear();
@@ -103,9 +116,18 @@ impl Exits {
         self.word_facts.clear();
     }
 
-    /// The exit descriptions and fail-argument slots, for the compiled trace.
-    pub(super) fn take_output(&mut self) -> (Vec<ExitInfo>, Vec<ExitSlot>) {
-        (std::mem::take(&mut self.infos), std::mem::take(&mut self.slots))
+    /// The exit descriptions, fail-argument slots, virtual objects and their fields, for
+    /// the compiled trace (copied out at their exact sizes; the buffers stay for the next
+    /// trace).
+    pub(super) fn output(&self) -> ExitTables {
+        ExitTables {
+            exits: self.infos.clone(),
+            slots: self.slots.clone(),
+            virtuals: self.virtuals.clone(),
+            virtual_fields: self.virtual_fields.clone(),
+            writes: self.writes.clone(),
+            kinds: self.kinds.clone(),
+        }
     }
 
     /// The number of stubs so far (the index the next one gets).
@@ -113,8 +135,10 @@ impl Exits {
         self.stubs.len() as u32
     }
 
-    /// A new exit code for `info`.
+    /// A new exit code for `info`, whose values have the kinds pushed since the last exit
+    /// (`ExitKinds::push_kind`).
     fn push_exit(&mut self, info: ExitInfo) -> u32 {
+        self.kinds.end_exit();
         self.infos.push(info);
         self.infos.len() as u32 - 1
     }
@@ -162,8 +186,9 @@ impl Exits {
         for (stub_index, stub) in self.stubs.iter_mut().enumerate() {
             stub.at = em.asm.offset().0 as u32;
             if stub.counter != u32::MAX {
+                // `mov r11, imm64` (49 BB imm64); `inc qword [r11]` (49 FF 03): one store.
                 let counter = self.counters + 8 * u64::from(stub.counter);
-                dynasm!(em.asm ; .arch x64 ; mov r11, QWORD counter as i64 ; inc QWORD [r11]);
+                em.asm.put(0xbb49 | u128::from(counter) << 16 | 0x03_ff49 << 80, 13);
             }
             for w in stub.words.0..stub.words.1 {
                 let r = self.stub_words[w as usize];
@@ -177,12 +202,15 @@ impl Exits {
                 em.undo_word(frame.exit_disp(w as usize), inverse, y);
                 undo_next += 1;
             }
-            let code = (self.code_base + stub.code) as i32;
-            dynasm!(em.asm ; .arch x64 ; mov eax, code);
-            // `jmp rel32` back to the epilogue, whose offset is known.
-            let tail = em.asm.offset().0;
+            // `mov eax, imm32` (B8 imm32), then `jmp rel32` (E9 rel32) back to the epilogue,
+            // whose offset is known: one store.
+            let code = self.code_base + stub.code;
+            let tail = em.asm.offset().0 + 5;
             let rel = rel32(tail + 5, epilogue)?;
-            em.rel32_insn(&[0xe9], rel);
+            em.asm.put(
+                0xb8 | u128::from(code) << 8 | 0xe9 << 40 | u128::from(rel as u32) << 48,
+                10,
+            );
             if stub.counter != u32::MAX {
                 em.asm.put(0xcccc_cccc_cccc_cccc, TAIL_PAD);
                 let site = &mut self.tails[stub.counter as usize];
@@ -276,30 +304,59 @@ impl Gen<'_> {
                 FailArg::Hole => ExitSlot::Hole,
             })
         };
+        // One pass over the resume data: each entry's slot, the exit's value kinds, and the
+        // exit words (the values, in `GuardData::for_each_value`'s order) for bridges.
         let mut slots = std::mem::take(&mut self.r.exits.slots);
+        let mut facts = std::mem::take(&mut self.r.exits.word_facts);
+        let facts_from = facts.len() as u32;
         let fail_start = slots.len() as u32;
         for fa in &gd.fail_args {
-            // Most fail arguments are plain values with nothing to undo: straight to their slot.
-            let slot = match *fa {
-                FailArg::Value(v) if undo.is_none() => self.exit_slot(v, &mut words, first)?,
-                _ => slot_of(fa, &mut words, self)?,
+            let (slot, kind) = match *fa {
+                FailArg::Value(v) => {
+                    let kind = kind_of(t, v);
+                    facts.push((kind, self.known_nonnull(v)));
+                    // Most fail arguments are plain values with nothing to undo: straight to
+                    // their slot.
+                    let slot = match undo {
+                        None => self.exit_slot(v, &mut words, first)?,
+                        Some(_) => slot_of(fa, &mut words, self)?,
+                    };
+                    (slot, kind)
+                }
+                FailArg::Virtual(k) => (ExitSlot::Virtual(k), Kind::Ref),
+                FailArg::Hole => (ExitSlot::Hole, Kind::Void),
             };
             slots.push(slot);
+            self.r.exits.kinds.push_kind(kind);
         }
         let fail = (fail_start, slots.len() as u32);
         self.r.exits.slots = slots;
-        let mut virtuals = Vec::new();
-        for vo in &gd.virtuals {
-            let init = virtual_init(t, vo)?;
-            let mut fields = Vec::with_capacity(vo.fields.len());
-            for (place, fa) in &vo.fields {
-                let (offset, size) = virtual_field_place(t, *place, &init)?;
-                fields.push((offset, size, slot_of(fa, &mut words, self)?));
+        let virtuals_start = self.r.exits.virtuals.len() as u32;
+        if !gd.virtuals.is_empty() {
+            let mut virtuals = std::mem::take(&mut self.r.exits.virtuals);
+            let mut fields = std::mem::take(&mut self.r.exits.virtual_fields);
+            for vo in &gd.virtuals {
+                let init = virtual_init(t, vo)?;
+                let fields_start = fields.len() as u32;
+                for (place, fa) in &vo.fields {
+                    let (offset, size) = virtual_field_place(t, *place, &init)?;
+                    if let FailArg::Value(v) = *fa {
+                        facts.push((kind_of(t, v), self.known_nonnull(v)));
+                    }
+                    fields.push((offset, size, slot_of(fa, &mut words, self)?));
+                }
+                virtuals.push(VirtualLayout {
+                    init,
+                    fields: (fields_start, fields.len() as u32),
+                });
             }
-            virtuals.push(VirtualLayout { init, fields });
+            self.r.exits.virtuals = virtuals;
+            self.r.exits.virtual_fields = fields;
         }
-        let mut writes = Vec::with_capacity(gd.writes.len());
+        let virtuals = (virtuals_start, self.r.exits.virtuals.len() as u32);
+        let writes_start = self.r.exits.writes.len() as u32;
         for w in &gd.writes {
+            facts.push((kind_of(t, w.obj), self.known_nonnull(w.obj)));
             let obj = slot_of(&FailArg::Value(w.obj), &mut words, self)?;
             let (offset, size) = match (t.descr(w.descr), w.index) {
                 (Descr::Field(f), None) => (f.offset as u64, f.size),
@@ -309,28 +366,30 @@ impl Gen<'_> {
                 ),
                 _ => return Err(bad("an exit's write without a field or array descriptor")),
             };
+            if let FailArg::Value(v) = w.value {
+                facts.push((kind_of(t, v), self.known_nonnull(v)));
+            }
             let value = slot_of(&w.value, &mut words, self)?;
-            writes.push(ExitWrite {
+            self.r.exits.writes.push(ExitWrite {
                 obj,
                 offset,
                 size,
                 value,
             });
         }
+        let writes = (writes_start, self.r.exits.writes.len() as u32);
         self.r.exits.undos = undos;
-        let facts_from = self.r.exits.word_facts.len() as u32;
-        let mut facts = std::mem::take(&mut self.r.exits.word_facts);
-        gd.for_each_value(|v| facts.push((t.kind_of(v), self.known_nonnull(v))));
         self.r.exits.tails[g.index()].words = (facts_from, facts.len() as u32);
         self.r.exits.word_facts = facts;
-        let code = self.r.exits.push_exit(ExitInfo::Guard {
+        let info = ExitInfo::Guard {
             guard: gd.id,
             resume_key: gd.resume_key,
             fail,
             virtuals,
             writes,
             op: OpRef::new(self.pos),
-        });
+        };
+        let code = self.r.exits.push_exit(info);
         self.r.exits.stubs.push(Stub {
             at: 0,
             code,
@@ -362,6 +421,9 @@ impl Gen<'_> {
         for (k, &v) in args.iter().enumerate() {
             let src = self.loc(v)?;
             self.em.mov(Loc::Mem(self.frame.exit_disp(k)), src);
+        }
+        for &v in args {
+            self.r.exits.kinds.push_kind(kind_of(self.t, v));
         }
         let code = (self.r.exits.code_base + self.r.exits.push_exit(info)) as i32;
         let e = self.epilogue;

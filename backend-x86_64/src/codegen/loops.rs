@@ -10,12 +10,12 @@
 
 use super::emit::{Cond, Opnd};
 use super::regs::Reg;
-use super::{bad, Gen, R};
+use super::{bad, Gen, CHECK, R};
 use crate::checker::{Event, Val};
 use crate::pmove::Loc;
 use crate::ExitInfo;
 use dynasmrt::{dynasm, DynamicLabel, DynasmApi, DynasmLabelApi};
-use std::collections::HashMap;
+use trace_ir::fxhash::FxHashMap;
 use trace_ir::{jump_target, JumpTarget, Kind, OpRef, Opcode, Value};
 
 /// The loop body starts with a comparison fused into its guard (`cmp x, y; jcc exit`) that
@@ -68,7 +68,7 @@ pub(crate) type LabelExport = (u64, u32, Vec<Loc>, Vec<bool>);
 #[derive(Default)]
 pub(super) struct Loops {
     /// The labels emitted so far, by op index.
-    labels: HashMap<usize, LabelInfo>,
+    labels: FxHashMap<usize, LabelInfo>,
     /// The trace start as a label: its parameters are the inputs, in their slots.
     start: Option<LabelInfo>,
     /// The loop's `jump` (its position) and the fixed locations of its target label's
@@ -119,15 +119,17 @@ impl Gen<'_> {
         for &(l, v) in &keep {
             self.em.expect(l, Val::Op(v), self.pos);
         }
-        let checked_params = params
-            .iter()
-            .enumerate()
-            .map(|(k, &l)| (l, (at + 1 + k) as u32))
-            .collect();
-        self.em.record(Event::Label {
-            params: checked_params,
-            keep: keep.clone(),
-        });
+        if CHECK {
+            let checked_params = params
+                .iter()
+                .enumerate()
+                .map(|(k, &l)| (l, (at + 1 + k) as u32))
+                .collect();
+            self.em.record(Event::Label {
+                params: checked_params,
+                keep: keep.clone(),
+            });
+        }
         // Canonical state: parameters in their fixed locations, nothing else in registers.
         self.r.ra.reset_to_params(&params, at + 1);
         let label = self.em.asm.new_dynamic_label();
@@ -173,12 +175,13 @@ impl Gen<'_> {
     fn label_params(&mut self, at: usize) -> R<Vec<Loc>> {
         let t = self.t;
         let op = &t.ops[at];
-        let gpr_pool = self.r.ra.gpr_order().to_vec();
-        let xmm_pool = self.r.ra.xmm_order().to_vec();
-        let mut gprs = gpr_pool.iter().copied().take(gpr_pool.len().saturating_sub(4));
-        let mut xmms = xmm_pool.iter().copied().take(xmm_pool.len().saturating_sub(2));
-        let mut params = Vec::new();
-        let mut moves = Vec::new();
+        // The pools copied out of the allocator, which hands out slots meanwhile.
+        let (gpr_pool, ngprs) = reg_array(self.r.ra.gpr_order());
+        let (xmm_pool, nxmms) = reg_array(self.r.ra.xmm_order());
+        let mut gprs = gpr_pool[..ngprs.saturating_sub(4)].iter().copied();
+        let mut xmms = xmm_pool[..nxmms.saturating_sub(2)].iter().copied();
+        let mut params = Vec::with_capacity(op.args.len());
+        let mut moves = Vec::with_capacity(op.args.len());
         for (k, &a) in op.args.iter().enumerate() {
             let p = at + 1 + k;
             let r = if t.kind_of(a) == Kind::Float {
@@ -228,13 +231,14 @@ impl Gen<'_> {
     pub(super) fn jump(&mut self, at: usize) -> R<()> {
         let t = self.t;
         let op = &t.ops[at];
+        // The jump ends the trace: its target's description is taken, not copied.
         let info = match jump_target(t, OpRef::new(at)) {
             JumpTarget::Label(l) => self
                 .loops
                 .labels
-                .get(&l.index())
+                .remove(&l.index())
                 .ok_or_else(|| bad("jump to a label defined later"))?,
-            JumpTarget::Start => self.loops.start.as_ref().unwrap(),
+            JumpTarget::Start => self.loops.start.take().unwrap(),
             JumpTarget::External => {
                 // Leaving for another loop: report the jump's operands like `finish` does.
                 let target = match op.descr.map(|d| t.descr(d)) {
@@ -255,13 +259,11 @@ impl Gen<'_> {
                 return Ok(());
             }
         };
-        let label = info.label;
-        let params = info.params.clone();
-        let keep = info.keep.clone();
+        let LabelInfo { label, params, keep } = info;
         if params.len() != op.args.len() {
             return Err(bad("jump arity differs from its target"));
         }
-        let mut moves = Vec::new();
+        let mut moves = Vec::with_capacity(op.args.len());
         for (k, &v) in op.args.iter().enumerate() {
             moves.push((params[k], self.loc(v)?));
         }
@@ -330,4 +332,11 @@ impl Gen<'_> {
 
 fn bridge_error(msg: String) -> Box<crate::CompileError> {
     Box::new(crate::CompileError::Bridge(msg))
+}
+
+/// The registers of `regs` (a pool: at most 16) in an array, and their number.
+fn reg_array(regs: &[Reg]) -> ([Reg; 16], usize) {
+    let mut a = [Reg::new(0); 16];
+    a[..regs.len()].copy_from_slice(regs);
+    (a, regs.len())
 }

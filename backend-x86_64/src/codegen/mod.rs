@@ -60,7 +60,6 @@ use crate::pmove::Loc;
 use crate::runtime::{self, ArrayLayout};
 use crate::{CompileError, CompileOptions, ExitInfo, ExitSlot};
 use dynasmrt::{dynasm, DynamicLabel, DynasmApi, DynasmLabelApi};
-use std::collections::HashMap;
 use std::sync::atomic::AtomicU64;
 use trace_ir::{Opcode, Trace};
 
@@ -72,6 +71,14 @@ pub(crate) struct Generated {
     pub exits: Vec<ExitInfo>,
     /// The fail-argument slots of the guard exits (see `ExitInfo::Guard::fail`).
     pub exit_slots: Vec<ExitSlot>,
+    /// The virtual objects of the guard exits (see `ExitInfo::Guard::virtuals`).
+    pub virtuals: Vec<crate::VirtualLayout>,
+    /// The fields of the virtual objects (see `VirtualLayout::fields`).
+    pub virtual_fields: Vec<crate::FieldWrite>,
+    /// The writes of the guard exits (see `ExitInfo::Guard::writes`).
+    pub exit_writes: Vec<crate::ExitWrite>,
+    /// The kinds of each exit's values.
+    pub exit_kinds: crate::exit::ExitKinds,
     /// The frame's size in words.
     pub frame_words: usize,
     /// Words in the frame's exit buffer.
@@ -110,7 +117,7 @@ pub(crate) struct BridgeEnv<'e> {
     /// The bridge's first exit code.
     pub code_base: u32,
     /// The tree's labels a bridge may jump to, by `TargetToken`.
-    pub labels: &'e HashMap<u64, TreeLabel>,
+    pub labels: &'e trace_ir::fxhash::FxHashMap<u64, TreeLabel>,
 }
 
 /// The code generator of one trace: the trace, the op being compiled, and the rooms of the
@@ -149,7 +156,7 @@ type R<T> = Result<T, Box<CompileError>>;
 /// The rooms whose buffers one compilation hands to the next through a [`crate::Compiler`]
 /// (cleared, capacity kept): compiling then allocates little beyond its output, and the heap
 /// does not shrink and grow again around every trace. A context keeps the buffers of the
-/// largest trace it compiled (about 40 bytes per op). A compilation that fails leaves
+/// largest trace it compiled (about 150 bytes per op). A compilation that fails leaves
 /// fresh, empty buffers behind.
 #[derive(Default)]
 pub(crate) struct Rooms {
@@ -167,6 +174,18 @@ pub(crate) struct Rooms {
     calls: Calls,
     /// The checker's events (held by the emitter while compiling).
     events: Vec<Event>,
+    /// The assembler's label tables (held by the emitter while compiling).
+    asm: CodeBuf,
+    /// The code buffer: handed out with the generated code, given back by the context once
+    /// the code is copied into executable memory ([`Rooms::give_back_code`]).
+    code: Vec<u8>,
+}
+
+impl Rooms {
+    /// Keep `code`'s buffer (its bytes copied into executable memory) for the next trace.
+    pub(crate) fn give_back_code(&mut self, code: Vec<u8>) {
+        self.code = code;
+    }
 }
 
 impl<'t> Gen<'t> {
@@ -179,17 +198,8 @@ impl<'t> Gen<'t> {
             exit_len: sc.live.compute(t),
         };
         sc.ra.reset(opts, n, frame);
-        // Capacities from the trace, so the buffers rarely grow:
-        // - code: about 35 bytes per op on average, stubs included (more would cost page
-        //   faults on large traces: the allocator then maps the buffer afresh each time);
-        // - label references: one or two per guard and per call;
-        // - exits: one per guard plus the invalid-operation exits (at most one per op that
-        //   can be invalid, a fraction of the ops);
-        // - exit slots: one per fail argument, more for virtual objects' fields.
         let nguards = t.guards.len();
-        let nexits = nguards + n / 8 + 2;
-        let nslots: usize = t.guards.iter().map(|g| g.fail_args.len() + 2 * g.virtuals.len()).sum();
-        sc.exits.reset(nexits, nslots);
+        sc.exits.reset();
         let counters: Box<[AtomicU64]> = (0..nguards).map(|_| AtomicU64::new(0)).collect();
         sc.exits.counters = counters.as_ptr() as u64;
         sc.exits.code_base = bridge.as_ref().map_or(0, |b| b.code_base);
@@ -203,7 +213,10 @@ impl<'t> Gen<'t> {
         );
         sc.heap.reset(n);
         sc.calls.array_layouts = Vec::new();
-        let mut asm = CodeBuf::with_capacity(64 + 40 * n, nexits + 8, 4 * nguards + n / 2 + 8);
+        // The code takes about 35 bytes per op on average, stubs included: room for 40 (the
+        // buffer is the context's, so it only grows for a larger trace than any before).
+        let mut asm = std::mem::take(&mut sc.asm);
+        asm.reset(std::mem::take(&mut sc.code), 64 + 40 * n);
         let epilogue = asm.new_dynamic_label();
         Ok(Gen {
             t,
@@ -302,10 +315,18 @@ impl<'t> Gen<'t> {
             crate::checker::check(&self.em.events(), &inputs)
                 .map_err(|e| internal(format!("register allocation checker: {e}")))?;
         }
-        let (asm, events, unwind) = self.em.finish();
-        let mut code = asm.finalize().map_err(|e| internal(format!("assembler: {e}")))?;
+        let (mut asm, events, unwind) = self.em.finish();
+        let mut code = asm.take_code().map_err(|e| internal(format!("assembler: {e}")))?;
+        self.r.asm = asm;
         self.r.exits.patch_stub_jumps(&mut code)?;
-        let (exits, exit_slots) = self.r.exits.take_output();
+        let crate::ExitTables {
+            exits,
+            slots: exit_slots,
+            virtuals,
+            virtual_fields,
+            writes: exit_writes,
+            kinds: exit_kinds,
+        } = self.r.exits.output();
         let array_layouts = std::mem::take(&mut self.r.calls.array_layouts);
         let frame_words = self.frame.words(self.r.ra.nslots());
         self.r.events = events;
@@ -313,6 +334,10 @@ impl<'t> Gen<'t> {
             code,
             exits,
             exit_slots,
+            virtuals,
+            virtual_fields,
+            exit_writes,
+            exit_kinds,
             frame_words,
             exit_len: self.frame.exit_len,
             ranges: self.ranges,
@@ -320,11 +345,21 @@ impl<'t> Gen<'t> {
             hook_ops: self.hk.ops,
             counters: self.counters,
             tails: std::mem::take(&mut self.r.exits.tails),
-            word_facts: std::mem::take(&mut self.r.exits.word_facts),
+            word_facts: self.r.exits.word_facts.clone(),
             labels: std::mem::take(&mut self.loops.exported),
             unwind,
         };
         Ok((generated, self.r))
+    }
+}
+
+/// The kind of `v` (`Trace::kind_of`, inlined: code generation asks it of every operand
+/// and exit value).
+#[inline]
+fn kind_of(t: &Trace, v: trace_ir::Value) -> trace_ir::Kind {
+    match v.data() {
+        trace_ir::ValueData::Op(o) => t.ops[o.index()].opcode.result_kind(),
+        trace_ir::ValueData::Const(c) => t.consts.get(c).kind(),
     }
 }
 

@@ -4,7 +4,7 @@
 use super::emit::{fits_i32, Opnd};
 use super::regalloc::{Allocator, Cx};
 use super::regs::{Reg, RegSet};
-use super::{internal, Gen, R};
+use super::{internal, kind_of, Gen, R};
 use crate::checker::Val;
 use crate::pmove::Loc;
 use trace_ir::{Kind, Value, ValueData};
@@ -82,7 +82,7 @@ impl<'t> Gen<'t> {
                 return Ok(r);
             }
         }
-        let kind = self.t.kind_of(v);
+        let kind = kind_of(self.t, v);
         let src = self.loc(v)?;
         let r = self.alloc_reg(kind, RegSet::EMPTY)?;
         self.em.mov(r.loc(), src);

@@ -57,6 +57,8 @@ pub(super) struct Allocator {
     gprs: Pool,
     /// The allocatable XMM registers.
     xmms: Pool,
+    /// The register counts (`int_regs`, `float_regs`) the pools were made for.
+    pools_for: Option<(usize, usize)>,
     /// The value each register holds; entry `NO_REG` is a dummy that `end_op` writes
     /// instead of branching.
     owner: [Option<u32>; NO_REG.index() + 1],
@@ -83,6 +85,7 @@ impl Default for Allocator {
         Allocator {
             gprs: Pool::default(),
             xmms: Pool::default(),
+            pools_for: None,
             owner: [None; NO_REG.index() + 1],
             occupied: RegSet::EMPTY,
             pinned: RegSet::EMPTY,
@@ -99,7 +102,10 @@ impl Allocator {
     /// Start a trace of `n` ops (values) with the registers `opts` allows and its frame
     /// layout: no register holds anything, no slot is handed out.
     pub(super) fn reset(&mut self, opts: &CompileOptions, n: usize, frame: FrameLayout) {
-        (self.gprs, self.xmms) = pools(opts);
+        if self.pools_for != Some((opts.int_regs, opts.float_regs)) {
+            (self.gprs, self.xmms) = pools(opts);
+            self.pools_for = Some((opts.int_regs, opts.float_regs));
+        }
         self.owner = [None; NO_REG.index() + 1];
         self.occupied = RegSet::EMPTY;
         self.pinned = RegSet::EMPTY;

@@ -4,18 +4,34 @@
 //!
 //! `cargo build --release -p benches --bin compile_profile`, then
 //! `perf record -g target/release/compile_profile [LEN] [SECONDS] [TRACES]` (defaults: 1000 ops, 5 s,
-//! the whole set).
+//! the whole set). `LEN` = `examples` compiles the example programs' optimized traces
+//! instead (short traces: the per-trace fixed cost) and also prints µs per trace;
+//! `compile_profile print-examples` prints those traces in text form, and `LEN` naming a
+//! file compiles the traces of that file (for tools such as valgrind, under which the
+//! example programs' native runs cannot run).
 
 use backend_x86_64::{CompileOptions, Compiler};
-use benches::compile_set;
+use benches::{compile_set, optimized_traces};
 use std::hint::black_box;
 use std::time::Instant;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let len: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(1000);
     let secs: f64 = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(5.0);
-    let mut traces = compile_set(len);
+    let first = args.first().map(String::as_str).unwrap_or("");
+    let mut traces = if first == "examples" || first == "print-examples" {
+        let traces: Vec<_> = optimized_traces().into_iter().map(|(_, t)| t).collect();
+        if first == "print-examples" {
+            traces.iter().for_each(|t| println!("{}", trace_ir::print_trace(t)));
+            return;
+        }
+        traces
+    } else if std::path::Path::new(first).is_file() {
+        let text = std::fs::read_to_string(first).expect("reads the trace file");
+        trace_ir::parse_file(&text).expect("parses the trace file")
+    } else {
+        compile_set(args.first().and_then(|a| a.parse().ok()).unwrap_or(1000))
+    };
     if let Some(k) = args.get(2).and_then(|a| a.parse().ok()) {
         traces.truncate(k);
     }
@@ -45,10 +61,11 @@ fn main() {
     let cpu = thread_cpu_seconds().zip(c0).map(|(b, a)| b - a).unwrap_or(el);
     let total = ops as f64 * rounds as f64;
     println!(
-        "{} traces, {ops} ops: {rounds} rounds in {el:.2} s wall, {cpu:.2} s CPU = {:.2} M ops/s wall, {:.2} M ops/s CPU",
+        "{} traces, {ops} ops: {rounds} rounds in {el:.2} s wall, {cpu:.2} s CPU = {:.2} M ops/s wall, {:.2} M ops/s CPU, {:.2} µs CPU per trace",
         traces.len(),
         total / el / 1e6,
-        total / cpu / 1e6
+        total / cpu / 1e6,
+        cpu * 1e6 / (rounds as f64 * traces.len() as f64)
     );
 }
 

@@ -3,7 +3,7 @@
 use crate::checker::Event;
 use crate::codegen::emit::{Cond, CHECK};
 use crate::codegen::regs::{Reg, CALLER_SAVED_GPR, CALL_CLOBBERED, INT_ARG_REGS, R11, RAX, XMM0};
-use crate::codegen::{bad, Gen, R};
+use crate::codegen::{bad, kind_of, Gen, R};
 use crate::pmove::Loc;
 use crate::runtime::{self, ArrayLayout};
 use dynasmrt::{dynasm, DynamicLabel, DynasmApi, DynasmLabelApi};
@@ -100,9 +100,9 @@ impl Gen<'_> {
             let v = a(k + 1);
             let kind = match cd.and_then(|c| c.args.get(k)) {
                 Some(&k) => k,
-                None => t.kind_of(v),
+                None => kind_of(t, v),
             };
-            if kind != t.kind_of(v) {
+            if kind != kind_of(t, v) {
                 return Err(bad("call argument kind differs from its descriptor"));
             }
             args.push(ArgSrc::Value(v));
@@ -175,7 +175,7 @@ impl Gen<'_> {
             let (src, kind) = match *a {
                 ArgSrc::Ctx => (Loc::Mem(0), Kind::Int),
                 ArgSrc::Loc(l, k) => (l, k),
-                ArgSrc::Value(v) => (self.loc(v)?, self.t.kind_of(v)),
+                ArgSrc::Value(v) => (self.loc(v)?, kind_of(self.t, v)),
             };
             match arg_reg(kind, &mut ni, &mut nf) {
                 Some(d) => moves.push((d.loc(), src)),
@@ -247,7 +247,7 @@ impl Gen<'_> {
             let kind = match *a {
                 ArgSrc::Ctx => Kind::Int,
                 ArgSrc::Loc(_, k) => k,
-                ArgSrc::Value(v) => self.t.kind_of(v),
+                ArgSrc::Value(v) => kind_of(self.t, v),
             };
             if arg_reg(kind, &mut ni, &mut nf).is_none() {
                 continue;
