@@ -100,9 +100,21 @@ impl<'t> Validator<'t> {
         }
         self.assume(same.clone(), false);
         self.pair_facts.push(same);
+        self.pairs.push((a, b));
         self.o.paired[i] = true;
         self.p.paired[j] = true;
         true
+    }
+
+    /// Index `i` as the original and as the optimized side name it: each paired address
+    /// replaced by its partner's.
+    fn paired_index(&self, i: &BV) -> (BV, BV) {
+        if self.pairs.is_empty() {
+            return (i.clone(), i.clone());
+        }
+        let to_o: Vec<(&BV, &BV)> = self.pairs.iter().map(|(a, b)| (b, a)).collect();
+        let to_p: Vec<(&BV, &BV)> = self.pairs.iter().map(|(a, b)| (a, b)).collect();
+        (i.substitute(&to_o).simplify(), i.substitute(&to_p).simplify())
     }
 
     /// Under [`Naming::Role`]: pair fresh objects of both sides that a heap word both sides
@@ -138,7 +150,10 @@ impl<'t> Validator<'t> {
                     .cloned()
                     .collect();
                 for i in indices {
-                    found |= self.try_pair(&select(&a, &i), &select(&b, &i));
+                    // The index as each side names it: the objects paired so far have an
+                    // address per side.
+                    let (io, ip) = self.paired_index(&i);
+                    found |= self.try_pair(&select(&a, &io), &select(&b, &ip));
                 }
             }
             if !found {

@@ -38,6 +38,8 @@ pub(super) struct Validator<'t> {
     pub(super) tentative: bool,
     /// The facts of the pairs made by role ([`Validator::try_pair`]).
     pub(super) pair_facts: Vec<Bool>,
+    /// The addresses paired by role so far: (original's, optimized's).
+    pub(super) pairs: Vec<(BV, BV)>,
 }
 
 impl<'t> Validator<'t> {
@@ -85,6 +87,7 @@ impl<'t> Validator<'t> {
             float_witness: None,
             tentative: false,
             pair_facts: Vec::new(),
+            pairs: Vec::new(),
         }
     }
 
