@@ -52,6 +52,14 @@
 //!   ```text
 //!   guard_true(i3, descr=<Guard2>) [i0, $0, None] {$0 = new_with_vtable(descr=<SizeDescr 16 vtable=7>) <FieldS x 8>: i4, <FieldP next 16>: $1; $1 = new_array(3, descr=<ArrayS 8>) [0]: i5}
 //!   ```
+//! - **Writes of an exit** ([`crate::GuardData::writes`]) in the same braces, after the
+//!   objects: `setfield_gc(obj, value, descr=<Field...>)` or `setarrayitem_gc(obj, index,
+//!   value, descr=<Array...>)`, with a constant index; the exit performs them after
+//!   rebuilding the objects:
+//!
+//!   ```text
+//!   guard_true(i3, descr=<Guard2>) [i0] {$0 = new(descr=<SizeDescr 16>) <FieldS x 8>: i4; setfield_gc(p1, $0, descr=<FieldP top 8>)}
+//!   ```
 //! - **Labels**: `label(i3, p4, descr=TargetToken(1))` is followed by one parameter per
 //!   operand; without an arrow, parameter k rebinds the name of operand k (so the body
 //!   refers to the parameters by the same names, as PyPy's logs do). With constant or
