@@ -462,6 +462,12 @@ fn validate_symbolically(
                 None => Verdict::Valid,
                 Some(reason) => Verdict::Unknown { reason },
             },
+            Err(Stop::Invalid(c)) if v.pairing_undecided => Verdict::Unknown {
+                reason: format!(
+                    "{} (after a pairing of fresh objects by role that Z3 could not decide)",
+                    c.message
+                ),
+            },
             Err(Stop::Invalid(c)) => Verdict::Invalid { counterexample: c },
             Err(Stop::Unknown(reason)) => Verdict::Unknown { reason },
         };

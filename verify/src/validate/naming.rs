@@ -95,8 +95,14 @@ impl<'t> Validator<'t> {
         }
         self.drain_escape_facts();
         let same = a.eq(&b);
-        if !self.satisfiable(&same) {
-            return false;
+        match self.satisfiable(&same) {
+            Some(true) => {}
+            Some(false) => return false,
+            None => {
+                // Not paired: a difference found later may be this choice's, not the traces'.
+                self.pairing_undecided = true;
+                return false;
+            }
         }
         self.assume(same.clone(), false);
         self.pair_facts.push(same);

@@ -255,14 +255,18 @@ impl<'t> Validator<'t> {
     }
 
     /// Whether the path condition and `extra` can hold together (with the full semantics).
-    pub(super) fn satisfiable(&mut self, extra: &Bool) -> bool {
+    /// Whether `extra` is consistent with the path condition: `None` when Z3 cannot tell.
+    pub(super) fn satisfiable(&mut self, extra: &Bool) -> Option<bool> {
         let claim = extra.not();
         match self.check(&claim, Mode::Abstract).0 {
-            SatResult::Sat => {
-                self.query_is_concrete(&claim)
-                    || self.check(&claim, Mode::Concrete { light: false }).0 == SatResult::Sat
-            }
-            _ => false,
+            SatResult::Sat if self.query_is_concrete(&claim) => Some(true),
+            SatResult::Sat => match self.check(&claim, Mode::Concrete { light: false }).0 {
+                SatResult::Sat => Some(true),
+                SatResult::Unsat => Some(false),
+                SatResult::Unknown => None,
+            },
+            SatResult::Unsat => Some(false),
+            SatResult::Unknown => None,
         }
     }
 

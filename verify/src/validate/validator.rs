@@ -40,6 +40,9 @@ pub(super) struct Validator<'t> {
     pub(super) pair_facts: Vec<Bool>,
     /// The addresses paired by role so far: (original's, optimized's).
     pub(super) pairs: Vec<(BV, BV)>,
+    /// Whether Z3 could not decide whether a pairing by role was consistent (then a
+    /// difference found is not a verdict).
+    pub(super) pairing_undecided: bool,
 }
 
 impl<'t> Validator<'t> {
@@ -88,6 +91,7 @@ impl<'t> Validator<'t> {
             tentative: false,
             pair_facts: Vec::new(),
             pairs: Vec::new(),
+            pairing_undecided: false,
         }
     }
 
