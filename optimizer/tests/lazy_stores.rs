@@ -97,3 +97,33 @@ fn a_slot_written_back_with_what_memory_holds_is_not_written() {
          finish(i2)",
     );
 }
+
+#[test]
+fn a_stored_virtual_stays_virtual_across_a_call_that_changes_nothing() {
+    // the elidable call cannot keep a reference to the frame nor read the mutable field;
+    // the write of the immutable field of p5 (which exists: the call takes it) is done first
+    let src = "aliasing type-based
+         [p0, i1]
+         p2 = new(descr=<SizeDescr 16>)
+         setfield_gc(p2, i1, descr=<FieldS Frame.depth 8>)
+         p3 = getfield_gc_r(p0, descr=<FieldP Ec.top 16>)
+         setfield_gc(p0, p2, descr=<FieldP Ec.top 16>)
+         p5 = new(descr=<SizeDescr 16>)
+         i4 = call_pure_i(ConstClass(f), p5, descr=<Calli 8 r EF=0>)
+         setfield_gc(p5, i1, descr=<FieldS Int.v 8 pure>)
+         i6 = call_pure_i(ConstClass(g), p5, descr=<Calli 8 r EF=0>)
+         setfield_gc(p0, p3, descr=<FieldP Ec.top 16>)
+         finish(i4, i6)";
+    let out = check(
+        src,
+        "aliasing type-based
+         [p0, i1]
+         p2 = new(descr=<SizeDescr 16>)
+         i3 = call_pure_i(ConstClass(f), p2, descr=<Calli 8 r EF=0>)
+         setfield_gc(p2, i1, descr=<FieldS Int.v 8 pure>)
+         i5 = call_pure_i(ConstClass(g), p2, descr=<Calli 8 r EF=0>)
+         finish(i3, i5)",
+    );
+    let t = parse(src);
+    assert!(same_behaviour(&t, &out.trace, &[RtValue::Ref(0x5000_0000_3008), RtValue::Int(9)]).unwrap());
+}

@@ -1143,3 +1143,34 @@ fn an_exit_performs_its_writes_after_rebuilding_its_virtuals() {
     let r = go(&with_write, &[RtValue::Ref(0), RtValue::Int(0)]);
     assert!(matches!(r.outcome, Outcome::Invalid { .. }), "{}", r.outcome);
 }
+
+#[test]
+fn objects_reachable_at_a_call_that_changes_nothing_do_not_escape() {
+    // p1 is reachable from p0 at the first call only; a call that changes nothing keeps no
+    // reference to it, so the heap-writing call after cannot change it
+    let src = "[p0]
+         p1 = new(descr=<SizeDescr 16>)
+         setfield_gc(p1, 7, descr=<FieldS a 8>)
+         setfield_gc(p0, p1, descr=<FieldP top 8>)
+         i2 = CALL
+         setfield_gc(p0, ConstPtr(null), descr=<FieldP top 8>)
+         call_n(ConstClass(g), descr=<Callv 0 EF=7>)
+         i3 = getfield_gc_i(p1, descr=<FieldS a 8>)
+         finish(i3, i2)";
+    let run_with = |call: &str| {
+        let t = trace_ir::parse_trace(&src.replace("CALL", call)).unwrap();
+        match go(&t, &[RtValue::Ref(0x5000_0000_1008)]).outcome {
+            Outcome::Finish(v) => v[0].bits() as i64,
+            other => panic!("{other}"),
+        }
+    };
+    for call in [
+        "call_pure_i(ConstClass(f), 1, descr=<Calli 8 i EF=0>)",
+        "call_i(ConstClass(f), 1, descr=<Calli 8 i EF=0>)",
+        "call_loopinvariant_i(ConstClass(f), 1, descr=<Calli 8 i EF=1>)",
+    ] {
+        assert_eq!(run_with(call), 7, "{call}");
+    }
+    // a call that may write the heap makes p1 escape, and changes its field
+    assert_ne!(run_with("call_i(ConstClass(f), 1, descr=<Calli 8 i EF=2>)"), 7);
+}

@@ -34,8 +34,26 @@ impl<'a> Pass<'a> {
         } else {
             None
         };
+        // A call that changes nothing (elidable, loop-invariant) keeps no reference to what
+        // it reaches and reads no mutable memory: stores of virtual objects stay delayed
+        // across it (docs/memory-model.md).
+        let changes_nothing = matches!(
+            opc,
+            CallPureI
+                | CallPureR
+                | CallPureF
+                | CallPureN
+                | CallLoopinvariantI
+                | CallLoopinvariantR
+                | CallLoopinvariantF
+                | CallLoopinvariantN
+        ) || matches!(opc, CallI | CallR | CallF | CallN) && effect.is_elidable();
         if key.as_ref().map(|k| !self.cse.pure.contains_key(k)).unwrap_or(true) {
-            self.flush_writes();
+            if changes_nothing {
+                self.flush_for_exit();
+            } else {
+                self.flush_writes();
+            }
         }
         if let Some(k) = &key {
             if let Some(&v) = self.cse.pure.get(k) {

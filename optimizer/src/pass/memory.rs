@@ -194,8 +194,9 @@ impl<'a> Pass<'a> {
     }
 
     /// Emit the delayed writes an exit cannot perform, in program order: those whose value
-    /// is not virtual. The stores of virtual objects stay delayed; a guard's resume data
-    /// performs them at its exit ([`trace_ir::GuardData::writes`]).
+    /// is not virtual, and those of immutable fields. The stores of virtual objects into
+    /// mutable slots stay delayed; a guard's resume data performs them at its exit
+    /// ([`trace_ir::GuardData::writes`]), and a call that changes nothing cannot see them.
     pub(super) fn flush_for_exit(&mut self) {
         if self.mem.pending.is_empty() {
             return;
@@ -207,6 +208,7 @@ impl<'a> Pass<'a> {
         // (an item index the resume data can name)
         let at_exit = |s: &Self, w: &PendingWrite| {
             s.is_virtual(w.val)
+                && !s.mem.descr_facts[w.loc.descr.index()].immutable
                 && match w.loc.index {
                     Index::Field => true,
                     Index::Item(k) => (0..=u32::MAX as i64).contains(&k),

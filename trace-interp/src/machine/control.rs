@@ -233,8 +233,10 @@ impl<'a> Machine<'a> {
                 return Ok(());
             }
         }
-        // Split into (function, arguments); handle the conditional forms.
-        let (func, args, writes): (u64, &[RtValue], bool) = match opc {
+        // Split into (function, arguments, whether it may write the heap, whether what it can
+        // reach escapes: not for elidable and loop-invariant calls, which change nothing
+        // and so cannot keep a reference); handle the conditional forms.
+        let (func, args, writes, escapes): (u64, &[RtValue], bool, bool) = match opc {
             CallAssemblerI | CallAssemblerR | CallAssemblerF | CallAssemblerN => {
                 let id = match op.descr.and_then(|d| t.descrs.get(d.index())) {
                     Some(Descr::Loop(n)) => hash_words(&[0xa55e, *n as u64]),
@@ -242,7 +244,7 @@ impl<'a> Machine<'a> {
                     Some(Descr::Other(s)) => hash_words(&s.bytes().map(u64::from).collect::<Vec<_>>()),
                     _ => 0xa55e,
                 };
-                (id, &all[..], true)
+                (id, &all[..], true, true)
             }
             CondCallN | CondCallValueI | CondCallValueR => {
                 if all.len() < 2 {
@@ -259,7 +261,7 @@ impl<'a> Machine<'a> {
                     return Ok(());
                 }
                 let eff = self.call_effect(at)?;
-                (all[1].bits(), &all[2..], eff.may_write_heap())
+                (all[1].bits(), &all[2..], eff.may_write_heap(), !eff.is_elidable())
             }
             _ => {
                 if all.is_empty() {
@@ -277,11 +279,14 @@ impl<'a> Machine<'a> {
                         | CallLoopinvariantF
                         | CallLoopinvariantN
                 );
-                (all[0].bits(), &all[1..], eff.may_write_heap() && !never)
+                let pure = never || eff.is_elidable();
+                (all[0].bits(), &all[1..], eff.may_write_heap() && !never, !pure)
             }
         };
         let canon: Vec<u64> = args.iter().map(|&v| canonical(&self.st.heap, v)).collect();
-        self.st.heap.escape_at_call(args);
+        if escapes {
+            self.st.heap.escape_at_call(args);
+        }
         let kind = opc.result_kind();
         let result = match self.cfg.functions.get(&func) {
             Some(f) => f(args).with_kind(kind),
