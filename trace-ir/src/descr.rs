@@ -142,6 +142,19 @@ impl CallEffect {
             CallEffect::ElidableCannotRaise | CallEffect::ElidableOrMemoryError | CallEffect::ElidableCanRaise
         )
     }
+    /// Whether a call by `opcode` with this effect changes nothing (and so keeps no reference
+    /// to what it reaches and reads no mutable memory): `call_pure_*` and
+    /// `call_loopinvariant_*` whatever their effect, `call_*` with an elidable one
+    /// (docs/memory-model.md, "Calls and escape").
+    pub fn changes_nothing(self, opcode: crate::opcode::Opcode) -> bool {
+        use crate::opcode::Opcode::*;
+        match opcode {
+            CallPureI | CallPureR | CallPureF | CallPureN | CallLoopinvariantI | CallLoopinvariantR
+            | CallLoopinvariantF | CallLoopinvariantN => true,
+            CallI | CallR | CallF | CallN => self.is_elidable(),
+            _ => false,
+        }
+    }
     /// Whether the function may raise.
     pub fn can_raise(self) -> bool {
         !matches!(

@@ -37,17 +37,7 @@ impl<'a> Pass<'a> {
         // A call that changes nothing (elidable, loop-invariant) keeps no reference to what
         // it reaches and reads no mutable memory: stores of virtual objects stay delayed
         // across it (docs/memory-model.md).
-        let changes_nothing = matches!(
-            opc,
-            CallPureI
-                | CallPureR
-                | CallPureF
-                | CallPureN
-                | CallLoopinvariantI
-                | CallLoopinvariantR
-                | CallLoopinvariantF
-                | CallLoopinvariantN
-        ) || matches!(opc, CallI | CallR | CallF | CallN) && effect.is_elidable();
+        let changes_nothing = effect.changes_nothing(opc);
         if key.as_ref().map(|k| !self.cse.pure.contains_key(k)).unwrap_or(true) {
             if changes_nothing {
                 self.flush_for_exit();

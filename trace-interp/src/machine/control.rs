@@ -279,8 +279,12 @@ impl<'a> Machine<'a> {
                         | CallLoopinvariantF
                         | CallLoopinvariantN
                 );
-                let pure = never || eff.is_elidable();
-                (all[0].bits(), &all[1..], eff.may_write_heap() && !never, !pure)
+                (
+                    all[0].bits(),
+                    &all[1..],
+                    eff.may_write_heap() && !never,
+                    !eff.changes_nothing(opc),
+                )
             }
         };
         let canon: Vec<u64> = args.iter().map(|&v| canonical(&self.st.heap, v)).collect();
