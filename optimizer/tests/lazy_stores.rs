@@ -127,3 +127,31 @@ fn a_stored_virtual_stays_virtual_across_a_call_that_changes_nothing() {
     let t = parse(src);
     assert!(same_behaviour(&t, &out.trace, &[RtValue::Ref(0x5000_0000_3008), RtValue::Int(9)]).unwrap());
 }
+
+#[test]
+fn a_guard_keeps_at_most_sixteen_stores_of_virtuals_delayed() {
+    // twenty objects stored into twenty fields: the four oldest stores are done before the
+    // guard (each guard's resume data would otherwise grow with the trace)
+    let mut src = String::from("[p0, i1]\n");
+    for k in 0..20 {
+        src += &format!("p{} = new(descr=<SizeDescr 16>)\n", 100 + k);
+        src += &format!("setfield_gc(p0, p{}, descr=<FieldP E.f{k} {}>)\n", 100 + k, 8 * (k + 1));
+    }
+    src += "guard_true(i1, descr=<Guard1>) []\nfinish()\n";
+    let t = parse(&src);
+    let out = optimizer::optimize(&t, &optimizer::Options::default()).unwrap();
+    let g = &out.trace.guards[0];
+    assert_eq!(g.writes.len(), 16);
+    assert_eq!(g.virtuals.len(), 16);
+    let emitted = out
+        .trace
+        .ops
+        .iter()
+        .filter(|o| o.opcode == trace_ir::Opcode::SetfieldGc)
+        .count();
+    // four before the guard, the sixteen delayed ones at the end
+    assert_eq!(emitted, 20);
+    for i1 in [0, 1] {
+        assert!(same_behaviour(&t, &out.trace, &[RtValue::Ref(0x5000_0000_4008), RtValue::Int(i1)]).unwrap());
+    }
+}

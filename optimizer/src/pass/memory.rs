@@ -3,7 +3,7 @@
 //! model.
 
 use super::pure::Key;
-use super::Pass;
+use super::{Pass, MAX_EXIT_WRITES};
 use crate::alias::{Index, Layout, Loc};
 use crate::domain::IntBound;
 use crate::heap::HeapCache;
@@ -215,13 +215,21 @@ impl<'a> Pass<'a> {
                     Index::AnyItem => false,
                 }
         };
-        if self.mem.pending.iter().all(|w| at_exit(self, w)) {
+        let n = self.mem.pending.len();
+        if n <= MAX_EXIT_WRITES && self.mem.pending.iter().all(|w| at_exit(self, w)) {
             return;
         }
         let mut flush: SmallVec<[PendingWrite; 4]> = SmallVec::new();
         let mut pending = std::mem::take(&mut self.mem.pending);
+        // (the newest MAX_EXIT_WRITES may stay)
+        let kept = pending.iter().filter(|w| at_exit(self, w)).count();
+        let mut skip = kept.saturating_sub(MAX_EXIT_WRITES);
         pending.retain(|w| {
-            let keep = at_exit(self, w);
+            let mut keep = at_exit(self, w);
+            if keep && skip > 0 {
+                skip -= 1;
+                keep = false;
+            }
             if !keep {
                 flush.push(*w);
             }

@@ -110,6 +110,10 @@ const F_FRESH: u8 = 2;
 const F_OVF_CHECKED: u8 = 4;
 /// Largest virtual array.
 const MAX_VIRTUAL_ARRAY: i64 = 64;
+/// Most stores of virtual objects kept delayed past a guard (each guard's resume data holds
+/// them all, so more would make the pass quadratic in the trace's length): the oldest beyond
+/// it are done before the guard.
+const MAX_EXIT_WRITES: usize = 16;
 /// Nesting limit of `RuleEnv::emit` and of backward propagation.
 const MAX_DEPTH: u32 = 6;
 
