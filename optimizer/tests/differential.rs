@@ -131,3 +131,21 @@ fn optimizing_twice_is_still_correct() {
         }
     }
 }
+
+#[test]
+fn random_traces_exercise_stores_delayed_into_exits() {
+    // the random traces store allocations into objects that exist before guards: some of
+    // the optimized traces carry those stores in their exits, and behave as the originals
+    let (mut with_writes, mut compared) = (0, 0);
+    for seed in 20_000..22_000u64 {
+        let (t, example) = random_trace(&RandomConfig::default(), seed);
+        let out = optimize(&t, &Options::default()).unwrap();
+        if out.trace.guards.iter().any(|g| !g.writes.is_empty()) {
+            with_writes += 1;
+            if same_behaviour(&t, &out.trace, &example).unwrap_or_else(|e| panic!("seed {seed}: {e}")) {
+                compared += 1;
+            }
+        }
+    }
+    assert!(with_writes >= 20 && compared >= 10, "{with_writes} traces with exit writes, {compared} compared");
+}
