@@ -147,5 +147,8 @@ fn random_traces_exercise_stores_delayed_into_exits() {
             }
         }
     }
-    assert!(with_writes >= 20 && compared >= 10, "{with_writes} traces with exit writes, {compared} compared");
+    assert!(
+        with_writes >= 20 && compared >= 10,
+        "{with_writes} traces with exit writes, {compared} compared"
+    );
 }
