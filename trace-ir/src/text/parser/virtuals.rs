@@ -3,6 +3,7 @@
 
 use super::{DescrText, TraceParser};
 use crate::descr::Descr;
+use crate::entity::DescrRef;
 use crate::opcode::Opcode;
 use crate::text::descr_text::parse_angle_descr;
 use crate::text::lexer::{Cursor, Number};
@@ -90,25 +91,10 @@ impl TraceParser {
         }
         cur.expect(',', "after the value")?;
         cur.skip_ws();
-        if !cur.eat_str("descr=") {
-            return Err(cur.unexpected("`descr=`"));
-        }
-        let descr = match self.descr_text(cur)? {
-            DescrText::Angle(text, dpos) => {
-                let d = parse_angle_descr(text).map_err(|m| cur.error_at(dpos, format!("bad descriptor: {m}")))?;
-                let ok = match opcode {
-                    Opcode::SetfieldGc => matches!(d, Descr::Field(_)),
-                    _ => matches!(d, Descr::Array(_)),
-                };
-                if !ok {
-                    return Err(cur.error_at(dpos, format!("bad descriptor for `{}`", opcode.name())));
-                }
-                self.intern_descr(d)
-            }
-            DescrText::Target(_, dpos) => {
-                return Err(cur.error_at(dpos, format!("bad descriptor for `{}`", opcode.name())))
-            }
-        };
+        let descr = self.descr_of(cur, opcode.name(), |d| match opcode {
+            Opcode::SetfieldGc => matches!(d, Descr::Field(_)),
+            _ => matches!(d, Descr::Array(_)),
+        })?;
         cur.expect(')', &format!("to close `{}(`", opcode.name()))?;
         Ok(ResumeWrite {
             obj,
@@ -116,6 +102,29 @@ impl TraceParser {
             index,
             value,
         })
+    }
+
+    /// `descr=<...>` of a write or an allocation named `opname`: a descriptor for which `ok`
+    /// holds, interned.
+    fn descr_of(
+        &mut self,
+        cur: &mut Cursor<'_>,
+        opname: &str,
+        ok: impl Fn(&Descr) -> bool,
+    ) -> Result<DescrRef, ParseError> {
+        if !cur.eat_str("descr=") {
+            return Err(cur.unexpected("`descr=`"));
+        }
+        match self.descr_text(cur)? {
+            DescrText::Angle(text, dpos) => {
+                let d = parse_angle_descr(text).map_err(|m| cur.error_at(dpos, format!("bad descriptor: {m}")))?;
+                if !ok(&d) {
+                    return Err(cur.error_at(dpos, format!("bad descriptor for `{opname}`")));
+                }
+                Ok(self.intern_descr(d))
+            }
+            DescrText::Target(_, dpos) => Err(cur.error_at(dpos, format!("bad descriptor for `{opname}`"))),
+        }
     }
 
     /// A virtual object's allocation after `$k =`: `new(descr=...)`, `new_with_vtable(...)`,
@@ -143,24 +152,13 @@ impl TraceParser {
             };
             cur.expect(',', "after the array length")?;
         }
-        if !cur.eat_str("descr=") {
-            return Err(cur.unexpected("`descr=`"));
-        }
-        let d = match self.descr_text(cur)? {
-            DescrText::Angle(text, dpos) => {
-                let d = parse_angle_descr(text).map_err(|m| cur.error_at(dpos, format!("bad descriptor: {m}")))?;
-                let ok = if is_array {
-                    matches!(d, Descr::Array(_))
-                } else {
-                    matches!(d, Descr::Size(_))
-                };
-                if !ok {
-                    return Err(cur.error_at(dpos, format!("bad descriptor for `{opname}`")));
-                }
-                self.intern_descr(d)
+        let d = self.descr_of(cur, opname, |d| {
+            if is_array {
+                matches!(d, Descr::Array(_))
+            } else {
+                matches!(d, Descr::Size(_))
             }
-            DescrText::Target(_, dpos) => return Err(cur.error_at(dpos, format!("bad descriptor for `{opname}`"))),
-        };
+        })?;
         cur.expect(')', &format!("to close `{opname}(`"))?;
         Ok(if is_array {
             VirtualKind::Array { opcode, descr: d, len }
