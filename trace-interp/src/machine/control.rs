@@ -114,7 +114,7 @@ impl<'a> Machine<'a> {
                 self.store_as(at, p, view, narrow(value, fd.size, fd.signed), fd.immutable, writer)
             }
             (Descr::Array(ad), Some(i)) => {
-                let view = self.item_view(at, p, i64::from(i), &ad.clone())?;
+                let view = self.item_view(at, p, i64::from(i), ad)?;
                 self.store_as(at, p, view, narrow(value, ad.item_size, ad.signed), false, writer)
             }
             _ => Err(invalid(at, "an exit's write with a descriptor of the wrong kind")),
