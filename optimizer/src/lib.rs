@@ -171,6 +171,9 @@ reasons! {
     DeadStore = "dead_store",
     /// A hint that was used and dropped (or `same_as`).
     Hint = "hint",
+    /// A conditional call whose condition is known to be false (`cond_call` of zero,
+    /// `cond_call_value` of a non-zero value): it calls nothing.
+    CondCallKnown = "cond_call_known",
     /// Unused pure op (final sweep).
     Dead = "dead",
 }

@@ -76,6 +76,60 @@ impl<'a> Pass<'a> {
         (opc.result_kind() != Kind::Void).then_some(v)
     }
 
+    /// `cond_call(c, f, a...)` and `cond_call_value_*(v, f, a...)`: when `c` (or `v`) is
+    /// known to be zero or not, the call is made unconditionally (`call_*(f, a...)`) or not
+    /// at all (PyPy's `optimize_COND_CALL`), so a virtual argument of a call that is never
+    /// made does not escape.
+    pub(super) fn cond_call(&mut self, op: &Op, args: &[Value]) -> Option<Value> {
+        use Opcode::*;
+        let known = if args.len() >= 2 && self.opts.fold {
+            self.known_zero(args[0])
+        } else {
+            None
+        };
+        let calls = match (op.opcode, known) {
+            (_, None) => return self.call(op, args),
+            (CondCallN, Some(zero)) => !zero,
+            (_, Some(zero)) => zero,
+        };
+        if !calls {
+            self.removed(Reason::CondCallKnown);
+            return (op.opcode != CondCallN).then_some(args[0]);
+        }
+        let opcode = match op.opcode {
+            CondCallValueI => CallI,
+            CondCallValueR => CallR,
+            _ => CallN,
+        };
+        let call = Op {
+            opcode,
+            descr: op.descr,
+            guard: None,
+            args: SmallVec::from_slice(&args[1..]),
+        };
+        self.call(&call, &args[1..])
+    }
+
+    /// Whether the integer or reference `v` is known to be zero (`Some(true)`), known not to
+    /// be (`Some(false)`), or neither.
+    fn known_zero(&self, v: Value) -> Option<bool> {
+        match self.kind_of(v) {
+            Kind::Int => {
+                let b = self.bound_of(v);
+                if b.lower_i64() == 0 && b.upper_i64() == 0 {
+                    Some(true)
+                } else if b.lower_i64() > 0 || b.upper_i64() < 0 || b.bits.known_ones() != 0 {
+                    Some(false)
+                } else {
+                    None
+                }
+            }
+            Kind::Ref if self.known_nonnull(v) => Some(false),
+            Kind::Ref => self.const_val(v).map(|c| c.bits() == 0),
+            _ => None,
+        }
+    }
+
     /// Any op without special treatment: its virtual operands escape; heap writes and
     /// barriers forget the heap. Delayed writes happen before it, unless it is a hint (a
     /// hint observes no memory: `enter_portal_frame` between two writes of a frame field

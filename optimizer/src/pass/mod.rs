@@ -676,6 +676,7 @@ impl<'a> Pass<'a> {
                     });
                     None
                 }
+                Opcode::CondCallN | Opcode::CondCallValueI | Opcode::CondCallValueR => self.cond_call(op, &args),
                 _ if opc.is_call() => self.call(op, &args),
                 _ => self.generic(op, &args),
             }

@@ -294,6 +294,11 @@ impl<'c> Gen<'c> {
             }
             _ => {
                 let (c, x) = (self.int_arg(), self.int_arg());
+                if self.rng.chance(1, 3) {
+                    // `cond_call_value_i(v, f, x)`: `v` when non-zero, else `f(x)`.
+                    let c_write = self.d.c_write;
+                    return self.op(CondCallValueI, &[c, func, x], Some(c_write)).is_some();
+                }
                 self.op(CondCallN, &[c, func, x], Some(c_cond)).is_some()
             }
         }

@@ -88,14 +88,48 @@ pub(super) fn is_elidable_call(trace: &Trace, op: OpRef) -> bool {
 }
 
 /// The sync points of both traces, checked to correspond: the optimized trace's, in order,
-/// are the original's without the guards the optimizer removed.
+/// are the original's without the guards the optimizer removed and the conditional calls it
+/// found never call.
 pub(super) struct SyncPoints {
-    /// The original's sync points, in order.
-    pub(super) original: Vec<(OpRef, Event)>,
-    /// The optimized trace's sync points, in order.
-    pub(super) optimized: Vec<(OpRef, Event)>,
-    /// The guards the optimized trace kept.
-    pub(super) kept: BTreeSet<GuardId>,
+    /// What to do at each of the original's sync points, in order.
+    pub(super) steps: Vec<Step>,
+}
+
+/// One of the original's sync points and what corresponds to it in the optimized trace.
+pub(super) enum Step {
+    /// A guard the optimized trace removed.
+    RemovedGuard(GuardId, OpRef),
+    /// A `cond_call`/`cond_call_value` the optimized trace dropped: it never calls.
+    SkippedCall(OpRef),
+    /// The same sync point on both sides (the original's op, the optimized op).
+    Pair(Event, OpRef, OpRef),
+}
+
+/// The plain call a conditional call becomes when it always calls.
+fn unconditional(opcode: Opcode) -> Option<Opcode> {
+    match opcode {
+        Opcode::CondCallN => Some(Opcode::CallN),
+        Opcode::CondCallValueI => Some(Opcode::CallI),
+        Opcode::CondCallValueR => Some(Opcode::CallR),
+        _ => None,
+    }
+}
+
+/// Whether the optimized call `rp` is the original call `ro`: the same op, or the plain call
+/// an original conditional call becomes (its operands without the condition).
+pub(super) fn same_call(ot: &Trace, ro: OpRef, pt: &Trace, rp: OpRef) -> bool {
+    let (opo, opp) = (ot.op(ro), pt.op(rp));
+    descr_key(ot, ro) == descr_key(pt, rp)
+        && ((opo.opcode == opp.opcode && opo.args.len() == opp.args.len())
+            || (unconditional(opo.opcode) == Some(opp.opcode) && opo.args.len() == opp.args.len() + 1))
+}
+
+/// Whether two sync points are the same kind of point (calls are numbered per side).
+fn same_event(a: Event, b: Event) -> bool {
+    match (a, b) {
+        (Event::Call(_), Event::Call(_)) => true,
+        _ => a == b,
+    }
 }
 
 impl<'t> Validator<'t> {
@@ -123,7 +157,8 @@ impl<'t> Validator<'t> {
                 }
             }
         }
-        // The original's events with removed guards dropped must equal the optimized events.
+        // The original's events with removed guards (and conditional calls that never call)
+        // dropped must equal the optimized events.
         let kept: BTreeSet<GuardId> = ev_p
             .iter()
             .filter_map(|(_, e)| match e {
@@ -131,30 +166,64 @@ impl<'t> Validator<'t> {
                 _ => None,
             })
             .collect();
-        let o_kept: Vec<Event> = ev_o
-            .iter()
-            .map(|(_, e)| *e)
-            .filter(|e| !matches!(e, Event::Guard(g) if !kept.contains(g)))
-            .collect();
-        let p_events: Vec<Event> = ev_p.iter().map(|(_, e)| *e).collect();
-        if o_kept != p_events {
-            let at = o_kept
-                .iter()
-                .zip(&p_events)
-                .position(|(a, b)| a != b)
-                .unwrap_or(o_kept.len().min(p_events.len()));
+        let mut steps = Vec::with_capacity(ev_o.len());
+        let mut pi = 0usize;
+        for (at, &(ro, e)) in ev_o.iter().enumerate() {
+            let next = ev_p.get(pi).copied();
+            let step = match e {
+                Event::Guard(g) if !kept.contains(&g) => Step::RemovedGuard(g, ro),
+                Event::Call(_)
+                    if unconditional(ot.op(ro).opcode).is_some()
+                        && !matches!(next, Some((rp, Event::Call(_))) if same_call(ot, ro, pt, rp)) =>
+                {
+                    Step::SkippedCall(ro)
+                }
+                _ => match next {
+                    Some((rp, ep)) if same_event(e, ep) => {
+                        pi += 1;
+                        Step::Pair(e, ro, rp)
+                    }
+                    _ => {
+                        return unsupported(format!(
+                            "sync points differ at position {at}: original {:?}, optimized {:?} (guards reordered, calls or labels added or removed)",
+                            Some(e),
+                            next.map(|(_, e)| e)
+                        ))
+                    }
+                },
+            };
+            steps.push(step);
+        }
+        if let Some((_, e)) = ev_p.get(pi) {
             return unsupported(format!(
-                "sync points differ at position {at}: original {:?}, optimized {:?} (guards reordered, calls or labels added or removed)",
-                o_kept.get(at),
-                p_events.get(at)
+                "sync points differ at position {}: original {:?}, optimized {:?} (guards reordered, calls or labels added or removed)",
+                ev_o.len(),
+                None::<Event>,
+                Some(e)
             ));
         }
+        Ok(SyncPoints { steps })
+    }
 
-        Ok(SyncPoints {
-            original: ev_o,
-            optimized: ev_p,
-            kept,
-        })
+    /// A conditional call the optimizer dropped: under the path condition it never calls
+    /// (`cond_call`'s condition is zero, `cond_call_value`'s value is not), and the value
+    /// of a `cond_call_value` is its first operand.
+    pub(super) fn skipped_call(&mut self, ro: OpRef) -> R<()> {
+        let op = self.o.trace.op(ro);
+        let c = self.o.bv_of(op.args[0])?;
+        let zero = c.eq(zero());
+        let (claim, what) = if op.opcode == Opcode::CondCallN {
+            (zero, "its condition may be non-zero")
+        } else {
+            (zero.not(), "its value may be zero")
+        };
+        let opcode = op.opcode;
+        self.prove(&claim, || format!("{opcode} at {ro} was removed but {what}"), None)?;
+        self.assume(claim, false);
+        if opcode != Opcode::CondCallN {
+            self.o.vals[ro.index()] = Some(Sym::Bv(c));
+        }
+        Ok(())
     }
 
     /// A guard the optimizer removed: it cannot fail under the path condition; past it, its
@@ -293,20 +362,34 @@ impl<'t> Validator<'t> {
     pub(super) fn sync_call(&mut self, k: usize, ro: OpRef, rp: OpRef) -> R<()> {
         let (ot, pt) = (self.o.trace, self.p.trace);
         let (opo, opp) = (ot.op(ro), pt.op(rp));
-        if opo.opcode != opp.opcode || descr_key(ot, ro) != descr_key(pt, rp) || opo.args.len() != opp.args.len() {
+        if !same_call(ot, ro, pt, rp) {
             return Err(Stop::Invalid(self.structural(format!(
                 "call {k}: `{}` in the original, `{}` in the optimized trace",
                 opo.opcode, opp.opcode
             ))));
         }
+        // A conditional call made a plain call: it must always call (`cond_call`'s condition
+        // non-zero, `cond_call_value`'s value zero); the condition is not an argument.
+        let off = opo.args.len() - opp.args.len();
+        if off == 1 {
+            let c = self.o.bv_of(opo.args[0])?;
+            let zero = c.eq(zero());
+            let claim = if opo.opcode == Opcode::CondCallN { zero.not() } else { zero };
+            self.prove(
+                &claim,
+                || format!("call {k}: `{}` became `{}` but may not call", opo.opcode, opp.opcode),
+                None,
+            )?;
+            self.assume(claim, false);
+        }
         self.open_batch();
-        for i in 0..opo.args.len() {
-            let a = self.o.bv_of(opo.args[i])?;
+        for i in 0..opp.args.len() {
+            let a = self.o.bv_of(opo.args[i + off])?;
             let b = self.p.bv_of(opp.args[i])?;
             self.try_pair(&a, &b);
             self.prove(
                 &a.eq(&b),
-                || format!("call {k} ({}): argument {i} differs", opo.opcode),
+                || format!("call {k} ({}): argument {} differs", opo.opcode, i + off),
                 Some((&a, &b)),
             )?;
         }

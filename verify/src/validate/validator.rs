@@ -11,7 +11,7 @@ use super::abstraction::{Abstraction, HEAVY_OPS};
 use super::layout::{field_key, Layout};
 use super::query::Claim;
 use super::side::{Side, Sym};
-use super::sync::{Event, SyncPoints};
+use super::sync::{Event, Step, SyncPoints};
 use super::{unsupported, Config, Counterexample, Stats, R};
 
 pub(super) struct Validator<'t> {
@@ -123,26 +123,24 @@ impl<'t> Validator<'t> {
     }
 
     /// Walk both traces from sync point to sync point, proving what each requires (see
-    /// [`SyncPoints`]); a removed guard is proven on the original alone.
+    /// [`SyncPoints`]); a removed guard or conditional call is proven on the original alone.
     pub(super) fn run(&mut self) -> R<()> {
         self.bind_inputs()?;
-        let SyncPoints {
-            original: ev_o,
-            optimized: ev_p,
-            kept,
-        } = self.sync_points()?;
-        let mut pi = 0usize;
-        for (ro, e) in ev_o {
-            self.run_side_until(true, ro)?;
-            match e {
-                Event::Guard(g) if !kept.contains(&g) => {
+        let SyncPoints { steps } = self.sync_points()?;
+        for step in steps {
+            match step {
+                Step::RemovedGuard(g, ro) => {
+                    self.run_side_until(true, ro)?;
                     self.removed_guard(g, ro)?;
                     self.o.pos = ro.index() + 1;
                 }
-                _ => {
-                    let (rp, ep) = ev_p[pi];
-                    pi += 1;
-                    debug_assert_eq!(e, ep);
+                Step::SkippedCall(ro) => {
+                    self.run_side_until(true, ro)?;
+                    self.skipped_call(ro)?;
+                    self.o.pos = ro.index() + 1;
+                }
+                Step::Pair(e, ro, rp) => {
+                    self.run_side_until(true, ro)?;
                     self.run_side_until(false, rp)?;
                     match e {
                         Event::Guard(g) => self.sync_guard(g, ro, rp)?,

@@ -1,0 +1,97 @@
+//! Translation validation of conditional calls the optimizer decides: a `cond_call` dropped
+//! because its condition is zero, or made a plain call because it is not, and a
+//! `cond_call_value` replaced by its value, are `Valid` when the condition is proven; the
+//! same rewrites on a condition that may go either way are `Invalid`.
+
+use optimizer::{optimize, Options, Reason};
+use trace_ir::text::parse_trace;
+use trace_ir::{print_trace, Trace};
+use verify::validate::{validate, Config, Verdict};
+
+fn parse(src: &str) -> Trace {
+    parse_trace(src).unwrap_or_else(|e| panic!("{e}"))
+}
+
+const DECIDED: &str = "
+[i0, p1]
+p2 = new_with_vtable(descr=<SizeDescr 16>)
+setfield_gc(p2, 0, descr=<FieldS T.flag 8>)
+i3 = getfield_gc_i(p2, descr=<FieldS T.flag 8>)
+cond_call(i3, ConstClass(force), p2, descr=<Callv 0 r EF=2 OS=121>)
+i4 = int_or(i0, 2)
+cond_call(i4, ConstClass(f), i0, descr=<Callv 0 i EF=2>)
+guard_nonnull(p1, descr=<Guard0>) [i0]
+p5 = cond_call_value_r(p1, ConstClass(make), descr=<Callr 8 EF=2>)
+i6 = cond_call_value_i(i3, ConstClass(g), i0, descr=<Calli 8 i EF=2>)
+finish(p5, i6)
+";
+
+#[test]
+fn decided_cond_calls_validate() {
+    let t = parse(DECIDED);
+    let out = optimize(&t, &Options::default()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(out.stats.removed(Reason::CondCallKnown), 2, "{}", print_trace(&out.trace));
+    let v = validate(&t, &out.trace, &Config::default());
+    assert!(matches!(v, Verdict::Valid), "{v}\n{}", print_trace(&out.trace));
+}
+
+const UNDECIDED: &str = "
+[i0, p1]
+cond_call(i0, ConstClass(f), i0, descr=<Callv 0 i EF=2>)
+p2 = cond_call_value_r(p1, ConstClass(make), descr=<Callr 8 EF=2>)
+finish(p2)
+";
+
+#[test]
+fn a_cond_call_dropped_on_an_unknown_condition_is_invalid() {
+    let wrong = parse(
+        "
+[i0, p1]
+p2 = cond_call_value_r(p1, ConstClass(make), descr=<Callr 8 EF=2>)
+finish(p2)
+",
+    );
+    let v = validate(&parse(UNDECIDED), &wrong, &Config::default());
+    assert!(matches!(v, Verdict::Invalid { .. }), "{v}");
+}
+
+#[test]
+fn a_cond_call_made_unconditional_on_an_unknown_condition_is_invalid() {
+    let wrong = parse(
+        "
+[i0, p1]
+call_n(ConstClass(f), i0, descr=<Callv 0 i EF=2>)
+p2 = cond_call_value_r(p1, ConstClass(make), descr=<Callr 8 EF=2>)
+finish(p2)
+",
+    );
+    let v = validate(&parse(UNDECIDED), &wrong, &Config::default());
+    assert!(matches!(v, Verdict::Invalid { .. }), "{v}");
+}
+
+#[test]
+fn a_cond_call_value_replaced_by_a_value_that_may_be_null_is_invalid() {
+    let wrong = parse(
+        "
+[i0, p1]
+cond_call(i0, ConstClass(f), i0, descr=<Callv 0 i EF=2>)
+finish(p1)
+",
+    );
+    let v = validate(&parse(UNDECIDED), &wrong, &Config::default());
+    assert!(matches!(v, Verdict::Invalid { .. }), "{v}");
+}
+
+#[test]
+fn a_cond_call_value_made_a_call_on_a_value_that_may_be_set_is_invalid() {
+    let wrong = parse(
+        "
+[i0, p1]
+cond_call(i0, ConstClass(f), i0, descr=<Callv 0 i EF=2>)
+p2 = call_r(ConstClass(make), descr=<Callr 8 EF=2>)
+finish(p2)
+",
+    );
+    let v = validate(&parse(UNDECIDED), &wrong, &Config::default());
+    assert!(matches!(v, Verdict::Invalid { .. }), "{v}");
+}
