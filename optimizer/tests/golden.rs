@@ -481,9 +481,30 @@ fn guard_is_true_chain() {
          i3 = int_ne(i0, 0)
          finish(i3)",
         "[i0]
-         i1 = int_is_true(i0)
-         guard_true(i1, descr=<Guard1>) [i0]
+         guard_true(i0, descr=<Guard1>) [i0]
          finish(1)",
+    );
+}
+
+/// A guard on `int_is_zero(x)` or `int_is_true(x)` tests `x` itself (the sense flipped for
+/// `int_is_zero`); the test op stays only where something else reads it (here a fail
+/// argument, whose value at each exit is known).
+#[test]
+fn guard_on_a_truth_test_tests_the_operand() {
+    check(
+        "[i0, i1, i2]
+         i3 = int_is_zero(i0)
+         guard_true(i3, descr=<Guard1>) [i1]
+         i4 = int_is_true(i1)
+         guard_false(i4, descr=<Guard2>) [i2]
+         i5 = int_is_zero(i2)
+         guard_false(i5, descr=<Guard3>) [i5]
+         finish(i3, i4)",
+        "[i0, i1, i2]
+         guard_false(i0, descr=<Guard1>) [i1]
+         guard_false(i1, descr=<Guard2>) [i2]
+         guard_true(i2, descr=<Guard3>) [1]
+         finish(1, 0)",
     );
 }
 
@@ -1326,26 +1347,24 @@ fn peeling_removes_a_loop_invariant_guard() {
          i8 = int_add(i2, 1)
          jump(i0, i1, i8, descr=TargetToken(1))",
         "[i0, i1, i2]
-         label(i0, i1, i2, descr=TargetToken(1)) -> [i3, i4, i5]
-         i6 = int_lt(i5, i3)
-         guard_true(i6, descr=<Guard1>) [i5]
-         i7 = int_and(i4, 7)
-         i8 = int_is_true(i7)
-         guard_false(i8, descr=<Guard2>) [i5]
-         i9 = int_add(i5, 1)
-         label(i3, i4, i9, descr=TargetToken(4611686018427387905)) -> [i10, i11, i12]
-         i13 = int_lt(i12, i10)
-         guard_true(i13, descr=<Guard3 key=1>) [i12]
-         i14 = int_add(i12, 1)
-         jump(i10, i11, i14, descr=TargetToken(4611686018427387905))",
+         label(i0, i1, i2, descr=TargetToken(1))
+         i7 = int_lt(i2, i0)
+         guard_true(i7, descr=<Guard1>) [i2]
+         i9 = int_and(i1, 7)
+         guard_false(i9, descr=<Guard2>) [i2]
+         i11 = int_add(i2, 1)
+         label(i0, i1, i11, descr=TargetToken(4611686018427387905))
+         i16 = int_lt(i11, i0)
+         guard_true(i16, descr=<Guard3 key=1>) [i11]
+         i18 = int_add(i11, 1)
+         jump(i0, i1, i18, descr=TargetToken(4611686018427387905))",
         &peel(),
     );
     // Without peeling the guard stays in the loop: the output is the input.
     let unchanged = "[i0, i1]
          label(i0, i1, descr=TargetToken(1))
          i2 = int_and(i0, 7)
-         i3 = int_is_true(i2)
-         guard_false(i3, descr=<Guard1>) [i1]
+         guard_false(i2, descr=<Guard1>) [i1]
          i4 = int_add(i1, 1)
          jump(i0, i4, descr=TargetToken(1))";
     let out = check_with(unchanged, unchanged, &Options::default());
@@ -1414,17 +1433,15 @@ fn peeling_keeps_guards_on_loop_carried_values() {
          i4 = int_add(i0, 1)
          jump(i4, i1)",
         "[i0, i1]
-         label(i0, i1) -> [i2, i3]
-         i4 = int_and(i2, 7)
-         i5 = int_is_true(i4)
-         guard_false(i5, descr=<Guard1>) [i3]
-         i6 = int_add(i2, 1)
-         label(i6, i3) -> [i7, i8]
-         i9 = int_and(i7, 7)
-         i10 = int_is_true(i9)
-         guard_false(i10, descr=<Guard2 key=1>) [i8]
-         i11 = int_add(i7, 1)
-         jump(i11, i8)",
+         label(i0, i1)
+         i5 = int_and(i0, 7)
+         guard_false(i5, descr=<Guard1>) [i1]
+         i7 = int_add(i0, 1)
+         label(i7, i1)
+         i11 = int_and(i7, 7)
+         guard_false(i11, descr=<Guard2 key=1>) [i1]
+         i13 = int_add(i7, 1)
+         jump(i13, i1)",
         &peel(),
     );
     assert_eq!(out.stats.removed(optimizer::Reason::GuardKnown), 0);
@@ -1628,16 +1645,14 @@ fn guard_on_a_mask_teaches_the_masked_bits() {
          finish(i5, i11, i14)",
         "[i0, i1, i2]
          i3 = int_and(i0, 7)
-         i4 = int_is_true(i3)
-         guard_false(i4, descr=<Guard1>) [i0]
-         i6 = int_add(i0, 16)
-         i7 = int_and(i1, 7)
-         i8 = int_is_zero(i7)
-         guard_true(i8, descr=<Guard3>) [i1]
-         i10 = int_or(i2, 1)
-         i11 = int_eq(i10, 5)
-         guard_true(i11, descr=<Guard4>) [i2]
-         finish(i6, 0, 4)",
+         guard_false(i3, descr=<Guard1>) [i0]
+         i5 = int_add(i0, 16)
+         i6 = int_and(i1, 7)
+         guard_false(i6, descr=<Guard3>) [i1]
+         i8 = int_or(i2, 1)
+         i9 = int_eq(i8, 5)
+         guard_true(i9, descr=<Guard4>) [i2]
+         finish(i5, 0, 4)",
     );
 }
 

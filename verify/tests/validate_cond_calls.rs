@@ -30,7 +30,12 @@ finish(p5, i6)
 fn decided_cond_calls_validate() {
     let t = parse(DECIDED);
     let out = optimize(&t, &Options::default()).unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(out.stats.removed(Reason::CondCallKnown), 2, "{}", print_trace(&out.trace));
+    assert_eq!(
+        out.stats.removed(Reason::CondCallKnown),
+        2,
+        "{}",
+        print_trace(&out.trace)
+    );
     let v = validate(&t, &out.trace, &Config::default());
     assert!(matches!(v, Verdict::Valid), "{v}\n{}", print_trace(&out.trace));
 }

@@ -380,12 +380,44 @@ impl<'a> Pass<'a> {
                 self.resume.exit_subst = Some((c, k));
             }
         }
-        self.emit_guard(op, args);
+        // `guard_true(int_is_true(x))` tests `x` itself, and `guard_true(int_is_zero(x))` is
+        // `guard_false(x)` (the same for `guard_false`): the test op is left to the sweep.
+        match self.bool_test_of(c).filter(|_| g) {
+            Some((x, negate)) => {
+                let opcode = if want != negate {
+                    Opcode::GuardTrue
+                } else {
+                    Opcode::GuardFalse
+                };
+                let direct = Op {
+                    opcode,
+                    descr: op.descr,
+                    guard: op.guard,
+                    args: SmallVec::from_slice(&[x]),
+                };
+                self.emit_guard(&direct, &[x]);
+            }
+            None => {
+                self.emit_guard(op, args);
+            }
+        }
         self.resume.exit_subst = None;
         if g {
             self.learn_bool(c, want, 0);
         }
         Ok(None)
+    }
+
+    /// `(x, false)` when `c` is `int_is_true(x)`, `(x, true)` when it is `int_is_zero(x)`.
+    fn bool_test_of(&mut self, c: Value) -> Option<(Value, bool)> {
+        let def = &self.v.ops[c.as_op()?.index()];
+        let negate = match def.opcode {
+            Opcode::IntIsTrue => false,
+            Opcode::IntIsZero => true,
+            _ => return None,
+        };
+        let x = def.args[0];
+        Some((self.find(x), negate))
     }
 
     /// `guard_value(x, c)`: dropped when `x` is known to be `c`; otherwise emitted, and `x`

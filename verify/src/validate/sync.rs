@@ -374,7 +374,11 @@ impl<'t> Validator<'t> {
         if off == 1 {
             let c = self.o.bv_of(opo.args[0])?;
             let zero = c.eq(zero());
-            let claim = if opo.opcode == Opcode::CondCallN { zero.not() } else { zero };
+            let claim = if opo.opcode == Opcode::CondCallN {
+                zero.not()
+            } else {
+                zero
+            };
             self.prove(
                 &claim,
                 || format!("call {k}: `{}` became `{}` but may not call", opo.opcode, opp.opcode),
