@@ -255,6 +255,10 @@ pub struct Optimized {
     /// body assumes about its parameters. Empty when `trace` is not a peeled loop or its body
     /// reads values of the preamble that only the preamble computes.
     pub body_entries: Vec<trace_ir::BodyEntry>,
+    /// The parameters of the peeled loop body's label that carry loaded values (see
+    /// [`trace_ir::CarriedLoad`]); the translation validator needs them
+    /// (`verify::validate::Config::carried`).
+    pub carried: Vec<trace_ir::CarriedLoad>,
     /// What became of each input op and where each output op came from; only with
     /// [`Options::explain`]. With [`Options::peel`] its input is the peeled trace
     /// ([`trace_ir::peel_loop`] of the input) when the input is a loop.

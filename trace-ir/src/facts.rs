@@ -12,7 +12,8 @@
 //! silently relied on.
 
 use crate::builder::TraceBuilder;
-use crate::entity::{GuardId, Value};
+use crate::entity::{DescrRef, GuardId, Value};
+use crate::trace::Const;
 use crate::opcode::Opcode;
 
 /// What is known about one word (an integer, a reference or a float). Each part is optional;
@@ -77,4 +78,33 @@ pub struct BodyEntry {
     pub body: u64,
     /// What the body assumes about each of its parameters.
     pub params: Vec<WordFacts>,
+}
+
+/// A parameter of a peeled loop's body label that carries a value loaded from memory: at the
+/// label, reached from the preamble or from the body's own back edge, the parameter holds
+/// what the field `descr` (or, with `index`, the array item `index` of the array
+/// descriptor `descr`) of `base` holds there. The optimizer passes such a value through the
+/// label instead of loading it again in every iteration (PyPy's short preamble); the
+/// translation validator proves it on both ways in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CarriedLoad {
+    /// The body label's token (its `TargetToken`).
+    pub label: u64,
+    /// The parameter's position among the label's parameters.
+    pub param: usize,
+    /// The object read.
+    pub base: CarriedBase,
+    /// The field descriptor, or the array descriptor with `index`.
+    pub descr: DescrRef,
+    /// The item's index, for an array item; `None` for a field.
+    pub index: Option<i64>,
+}
+
+/// The object a [`CarriedLoad`] reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CarriedBase {
+    /// A parameter of the same label, by position (one before the carried parameter).
+    Param(usize),
+    /// A constant reference.
+    Const(Const),
 }

@@ -64,6 +64,7 @@ impl<'a> Pass<'a> {
                 stats: self.counts.stats,
                 guard_facts,
                 body_entries,
+                carried: Vec::new(),
                 explanation,
             },
             tables,

@@ -271,6 +271,10 @@ pub struct Config {
     /// ([`optimizer::Optimized::guard_facts`]): each fact is proven to hold whenever its
     /// guard fails (checked with the fail arguments). Empty: nothing to prove.
     pub guard_facts: Vec<trace_ir::GuardFacts>,
+    /// The parameters of the optimized trace's loop body labels that carry loaded values
+    /// ([`optimizer::Optimized::carried`]): each is proven to hold what its field or item
+    /// holds whenever the label is reached (from before the loop and from the back edge).
+    pub carried: Vec<trace_ir::CarriedLoad>,
 }
 
 impl Default for Config {
@@ -282,6 +286,7 @@ impl Default for Config {
             abstract_heavy_ops: true,
             body_entries: Vec::new(),
             guard_facts: Vec::new(),
+            carried: Vec::new(),
         }
     }
 }
