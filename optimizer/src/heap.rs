@@ -103,6 +103,20 @@ impl HeapCache {
         }
     }
 
+    /// Every mutable and immutable field entry and every constant-index item entry, as
+    /// (descriptor, index (`None` for a field), object, value).
+    pub fn entries(&self) -> Vec<(DescrRef, Option<i64>, Value, Value)> {
+        let fields = self
+            .fields
+            .iter()
+            .flat_map(|(&d, e)| e.iter().map(move |&(o, v)| (d, None, o, v)));
+        let items = self
+            .items
+            .iter()
+            .flat_map(|(&(d, i), e)| e.iter().map(move |&(o, v)| (d, Some(i), o, v)));
+        fields.chain(items).collect()
+    }
+
     /// The known value of item `idx` of array `obj` (descriptor `d`).
     pub fn item(&self, d: DescrRef, idx: i64, obj: Value) -> Option<Value> {
         self.items.get(&(d, idx))?.iter().find(|e| e.0 == obj).map(|e| e.1)

@@ -13,8 +13,8 @@
 
 use crate::builder::TraceBuilder;
 use crate::entity::{DescrRef, GuardId, Value};
-use crate::trace::Const;
 use crate::opcode::Opcode;
+use crate::trace::Const;
 
 /// What is known about one word (an integer, a reference or a float). Each part is optional;
 /// the default knows nothing.
@@ -80,16 +80,14 @@ pub struct BodyEntry {
     pub params: Vec<WordFacts>,
 }
 
-/// A parameter of a peeled loop's body label that carries a value loaded from memory: at the
-/// label, reached from the preamble or from the body's own back edge, the parameter holds
-/// what the field `descr` (or, with `index`, the array item `index` of the array
-/// descriptor `descr`) of `base` holds there. The optimizer passes such a value through the
-/// label instead of loading it again in every iteration (PyPy's short preamble); the
-/// translation validator proves it on both ways in.
+/// A parameter of a peeled loop's body label (the label the trace's final `jump` goes to)
+/// that carries a value loaded from memory: at the label, reached from the preamble or from
+/// the final `jump`, the parameter holds what the field `descr` (or, with `index`, the array
+/// item `index` of the array descriptor `descr`) of `base` holds there. The optimizer passes
+/// such a value through the label instead of loading it again in every iteration (PyPy's
+/// short preamble); the translation validator proves it on both ways in.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CarriedLoad {
-    /// The body label's token (its `TargetToken`).
-    pub label: u64,
     /// The parameter's position among the label's parameters.
     pub param: usize,
     /// The object read.
@@ -98,6 +96,9 @@ pub struct CarriedLoad {
     pub descr: DescrRef,
     /// The item's index, for an array item; `None` for a field.
     pub index: Option<i64>,
+    /// What the body assumes about the value besides (its bounds, class, non-nullness):
+    /// it holds on both ways in too.
+    pub facts: WordFacts,
 }
 
 /// The object a [`CarriedLoad`] reads.

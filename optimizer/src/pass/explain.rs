@@ -107,6 +107,11 @@ impl<'a> Pass<'a> {
         let mut in_order = vec![false; self.v.ops.len()];
         for &o in &self.v.order {
             in_order[o.index()] = true;
+            // (Parameters a label carries beyond its input's come from the label but are not
+            // what became of it.)
+            if self.v.ops[o.index()].opcode.is_input() {
+                continue;
+            }
             let i = e.origin[o.index()] as usize;
             match new_index[o.index()] {
                 u32::MAX => swept[i] = true,

@@ -30,6 +30,15 @@ impl HeaderFacts {
         }
     }
 
+    /// The facts of the first `n` parameters only (a label's input parameters, without the
+    /// ones that carry loaded values).
+    pub(super) fn truncated(mut self, n: usize) -> HeaderFacts {
+        self.invariant.truncate(n);
+        self.masks.truncate(n);
+        self.constants.truncate(n);
+        self
+    }
+
     pub(super) fn is_empty(&self) -> bool {
         !self.invariant.contains(&true) && self.masks.iter().all(Option::is_none) && !self.constants.contains(&true)
     }
@@ -103,10 +112,13 @@ impl<'a> Pass<'a> {
                 }
             }
         }
-        let args = map_args(&op.args, |a| self.get(a));
+        let mut args = map_args(&op.args, |a| self.get(a));
         for &a in &args {
             self.force(a);
         }
+        let args_found: Vec<Value> = args.iter().map(|&a| self.find(a)).collect();
+        let carried = self.carry_places(i, &args_found);
+        args.extend(carried.iter().map(|c| c.4));
         let label = self.emit(Op {
             opcode: Opcode::Label,
             descr: op.descr,
@@ -135,6 +147,8 @@ impl<'a> Pass<'a> {
                 self.assume_masked(v, arg, mask);
             }
         }
+        let label_op = label.as_op().expect("an emitted op");
+        self.carry_params(label_op, carried);
         if matches!(op.descr.map(|d| t.descr(d)), Some(Descr::Target(_))) {
             let params = (0..op.args.len())
                 .map(|k| self.word_facts(self.v.map[i + 1 + k]))
@@ -147,6 +161,7 @@ impl<'a> Pass<'a> {
         self.cse.ovf.clear();
         self.effects.exc_clear = false;
         self.effects.not_invalidated = false;
+        self.carry_remember(label_op);
     }
 
     /// The body token of the loop in `self.entries` whose header the final `jump` `op`
@@ -167,7 +182,7 @@ impl<'a> Pass<'a> {
     }
 
     /// Whether what is known about `a` implies the facts `f`.
-    fn satisfies(&mut self, a: Value, f: &WordFacts) -> bool {
+    pub(super) fn satisfies(&mut self, a: Value, f: &WordFacts) -> bool {
         let a = self.find(a);
         let kind = self.kind_of(a);
         if f.range.is_some() || f.bits.is_some() {
@@ -204,6 +219,10 @@ impl<'a> Pass<'a> {
         };
         let labels: Vec<OpRef> = out.op_refs().filter(|&r| out.op(r).opcode == Opcode::Label).collect();
         let mut entries = Vec::new();
+        // A body that carries loaded values needs them from whoever enters it.
+        if !self.carried_loads().is_empty() {
+            return entries;
+        }
         for (working, params) in &self.header.label_facts {
             let Some(&k) = self.sweep.new_index.get(working.index()).filter(|&&k| k != u32::MAX) else {
                 continue;

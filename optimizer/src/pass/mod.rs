@@ -77,6 +77,7 @@
 //! valid (they do not change between iterations).
 
 mod calls;
+mod carry;
 mod explain;
 mod guards;
 mod loops;
@@ -91,6 +92,7 @@ mod virtuals;
 
 use crate::domain::{IntBound, KnownBits};
 use crate::{OptError, Optimized, Options, Reason, Stats};
+use carry::Carry;
 use guards::{Effects, Resume};
 use loops::{Header, HeaderFacts};
 use memory::Memory;
@@ -130,6 +132,8 @@ pub(crate) struct Tables {
     resume: Resume,
     sweep: Sweep,
     kept: Snapshot,
+    /// What the body label of a peeled loop carries (set by [`run`], reported back to it).
+    carry: Carry,
 }
 
 /// Tables of traces up to this many ops are kept for the next run (larger ones are freed).
@@ -155,6 +159,8 @@ const KEEP_TABLES_OPS: usize = 1 << 16;
 #[derive(Default)]
 pub struct Optimizer {
     tables: Option<Box<Tables>>,
+    /// What the body label of a peeled loop carries, from run to run of one trace.
+    carry: Carry,
 }
 
 impl std::fmt::Debug for Optimizer {
@@ -192,11 +198,22 @@ impl Optimizer {
     }
 
     fn take_tables(&mut self) -> Box<Tables> {
-        self.tables.take().unwrap_or_default()
+        let mut t = self.tables.take().unwrap_or_default();
+        t.carry = std::mem::take(&mut self.carry);
+        t
+    }
+
+    /// Carry values through the body label at input op `label` (`None`: carry nothing),
+    /// excluding nothing yet.
+    fn carry_from(&mut self, label: Option<usize>) {
+        self.carry.label = label;
+        self.carry.excluded.clear();
+        self.carry.reset();
     }
 
     /// Keep `tables` for the next trace unless a trace of `ops` ops made them large.
-    fn give_back(&mut self, tables: Box<Tables>, ops: usize) {
+    fn give_back(&mut self, mut tables: Box<Tables>, ops: usize) {
+        self.carry = std::mem::take(&mut tables.carry);
         if ops <= KEEP_TABLES_OPS {
             self.tables = Some(tables);
         }
@@ -237,6 +254,8 @@ pub(crate) struct Pass<'a> {
     explain: Option<Box<explain::Explain>>,
     /// The state kept for a second run over the same input ([`Start`]).
     kept: Snapshot,
+    /// The values the body label of a peeled loop carries ([`carry`]).
+    carry: Carry,
 }
 
 /// What the pass removed and why (moved into [`Stats`] at the end).
@@ -260,6 +279,7 @@ pub(crate) fn run(
         precheck(input)?;
     }
     let Some(peeled) = opts.peel.then(|| trace_ir::peel_loop(input)).flatten() else {
+        ctx.carry_from(None);
         return run_once(ctx, input, opts, &HeaderFacts::default(), entries, Start::Keep(None));
     };
     // Which loop parameters are invariant shows only in the output (the recorded jump passes
@@ -277,7 +297,9 @@ pub(crate) fn run(
     // Both runs are the same up to the loop header (the assumptions apply from there on), so
     // the first keeps its state at the header and the second resumes from it.
     let header = trace_ir::invariant_params(&peeled).map(|(h, _)| h.index());
-    let first = run_once(
+    let arity = header.map(|h| peeled.ops[h].args.len()).unwrap_or(0);
+    ctx.carry_from(header);
+    let first = run_carrying(
         ctx,
         &peeled,
         opts,
@@ -285,17 +307,48 @@ pub(crate) fn run(
         entries,
         Start::Keep(header),
     )?;
-    let facts = HeaderFacts::of(&first.trace);
+    let facts = HeaderFacts::of(&first.trace).truncated(arity);
     if facts.is_empty() {
         return Ok(first);
     }
-    let second = run_once(ctx, &peeled, opts, &facts, entries, Start::Resume)?;
-    Ok(if facts.hold_in(&HeaderFacts::of(&second.trace)) {
+    let second = run_carrying(ctx, &peeled, opts, &facts, entries, Start::ResumeKeep)?;
+    Ok(if facts.hold_in(&HeaderFacts::of(&second.trace).truncated(arity)) {
         second
     } else {
         first
     })
 }
+
+/// Runs over a peeled loop until its body label carries only what the final jump knows and
+/// the body reads ([`carry`]): each run drops the places the one before reported; after
+/// [`MAX_CARRY_RUNS`] runs the label carries nothing. The first run starts at `start`,
+/// which keeps the state at the loop header; the others resume from it.
+fn run_carrying(
+    ctx: &mut Optimizer,
+    input: &Trace,
+    opts: &Options,
+    facts: &HeaderFacts,
+    entries: &[trace_ir::BodyEntry],
+    mut start: Start,
+) -> Result<Optimized, OptError> {
+    for _ in 0..MAX_CARRY_RUNS {
+        let out = run_once(ctx, input, opts, facts, entries, start)?;
+        let carry = &mut ctx.carry;
+        if carry.failed.is_empty() {
+            return Ok(out);
+        }
+        let failed = std::mem::take(&mut carry.failed);
+        carry.excluded.extend(failed);
+        start = Start::ResumeKeep;
+    }
+    let label = ctx.carry.label.take();
+    let out = run_once(ctx, input, opts, facts, entries, start);
+    ctx.carry.label = label;
+    out
+}
+
+/// Runs of the pass over a peeled loop to settle what its body label carries.
+const MAX_CARRY_RUNS: usize = 4;
 
 /// Where a run of the pass starts.
 enum Start {
@@ -303,8 +356,8 @@ enum Start {
     /// the optimizer's tables.
     Keep(Option<usize>),
     /// From the state the run just before kept, over the same input with the same options
-    /// (from the start when it kept none).
-    Resume,
+    /// (from the start when it kept none), keeping that state again for another run.
+    ResumeKeep,
 }
 
 /// The state of the pass before an input op: everything a run changes, so that a second run
@@ -441,6 +494,7 @@ impl<'a> Pass<'a> {
             mut resume,
             sweep,
             kept,
+            carry,
         } = *tables;
         v.reset(n, &input.consts);
         cse.reset(n);
@@ -479,6 +533,7 @@ impl<'a> Pass<'a> {
             cur: 0,
             explain: opts.explain.then(|| Box::new(explain::Explain::new(n))),
             kept,
+            carry,
         }
     }
 
@@ -488,7 +543,7 @@ impl<'a> Pass<'a> {
             self.compute_last_use();
         }
         let (resume_at, keep_at) = match start {
-            Start::Resume => (self.kept.at, None),
+            Start::ResumeKeep => (self.kept.at, self.kept.at),
             Start::Keep(at) => (None, at),
         };
         self.kept.at = None;
@@ -605,6 +660,9 @@ impl<'a> Pass<'a> {
                     } else {
                         None
                     };
+                    let carried = self.carry_jump_operands(i, &args);
+                    let mut args = args;
+                    args.extend(carried);
                     let jump = self.emit(Op {
                         opcode: opc,
                         descr: op.descr,

@@ -23,6 +23,8 @@ impl<'a> Pass<'a> {
     pub(super) fn finish(mut self) -> Result<(Optimized, Box<Tables>), OptError> {
         self.flush_writes();
         self.mark_live();
+        self.carry_unused();
+        let carried = self.carried_loads();
         let dead = self.number_kept();
         self.counts.removed[Reason::Dead as usize] += dead;
         let explanation = self.explanation();
@@ -57,6 +59,7 @@ impl<'a> Pass<'a> {
             resume: self.resume,
             sweep: self.sweep,
             kept: self.kept,
+            carry: self.carry,
         });
         Ok((
             Optimized {
@@ -64,7 +67,7 @@ impl<'a> Pass<'a> {
                 stats: self.counts.stats,
                 guard_facts,
                 body_entries,
-                carried: Vec::new(),
+                carried,
                 explanation,
             },
             tables,

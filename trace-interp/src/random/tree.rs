@@ -117,6 +117,16 @@ pub fn grow_tree(mut root: Trace, inputs: &[RtValue], seed: u64, facts: &[GuardF
     tree
 }
 
+/// The number of parameters of the label of `t` with `TargetToken(token)`.
+fn label_arity(t: &Trace, token: u64) -> Option<usize> {
+    t.ops
+        .iter()
+        .find(|o| {
+            o.opcode == Opcode::Label && matches!(o.descr.map(|d| t.descr(d)), Some(Descr::Target(x)) if *x == token)
+        })
+        .map(|o| o.args.len())
+}
+
 /// The header token of the peeled loop whose body label has `TargetToken(body)`, when `t`
 /// has that header.
 fn peeled_header(t: &Trace, body: u64) -> Option<u64> {
@@ -319,10 +329,15 @@ fn bridge_one(
     let mut gen = Gen::new(rng, &kinds, facts, *next_id, root.aliasing);
     gen.body(u64::from(g.0) << 8);
     let word = |v: Value| exit.iter().position(|e| e.1 == v);
-    let params: Vec<Value> = match root.last_label() {
+    let mut params: Vec<Value> = match root.last_label() {
         Some(l) if counting.is_some() => root.label_params(l).map(Value::op).collect(),
         _ => Vec::new(),
     };
+    // The label jumped to is a peeled loop's header: the body label's first parameters are
+    // its parameters (the others carry loaded values, which the header loads itself).
+    if let Some(n) = label_arity(root, token) {
+        params.truncate(n);
+    }
     let all_there = params.iter().all(|&p| word(p).is_some());
     let fuel = match counting.filter(|_| all_there) {
         Some((i, _)) => {

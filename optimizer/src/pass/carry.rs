@@ -1,0 +1,285 @@
+//! Values a peeled loop carries through its body label (PyPy's short preamble): what the heap
+//! cache knows when the preamble reaches the body label — fields and constant-index items of
+//! the label's operands, of constants, and of such loaded values in turn — becomes extra
+//! parameters of the label, so the body finds them in the heap cache instead of loading
+//! them again in every iteration. The final jump passes what the body's heap cache knows of
+//! the same places; a place it does not know there (or whose value lacks the facts the body
+//! assumed), and one the body never reads, is reported, and [`super::run`] repeats the run
+//! without it. Each carried parameter leaves the pass as a [`CarriedLoad`], which the
+//! translation validator proves on both ways into the label.
+
+use super::Pass;
+use smallvec::SmallVec;
+use trace_ir::fxhash::{FxHashMap, FxHashSet};
+use trace_ir::{CarriedBase, CarriedLoad, Const, DescrRef, Kind, Op, OpRef, Opcode, Value, WordFacts};
+
+/// At most this many carried parameters per loop.
+const MAX_CARRIED: usize = 32;
+
+/// Loads of loaded values are carried up to this depth.
+const MAX_CHAIN: usize = 3;
+
+/// A place the body label may carry: a root (a label operand or a constant) and the fields
+/// or items read from it in turn. Stable from run to run (parameter positions are not).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Place {
+    root: Root,
+    steps: SmallVec<[(DescrRef, Option<i64>); 2]>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Root {
+    Param(usize),
+    Const(Const),
+}
+
+/// One carried parameter.
+#[derive(Clone)]
+pub(crate) struct Carried {
+    place: Place,
+    base: CarriedBase,
+    descr: DescrRef,
+    index: Option<i64>,
+    /// The parameter (a working value).
+    param: Value,
+    /// What the body assumes about it.
+    facts: WordFacts,
+}
+
+/// What the pass carries through the body label of a peeled loop.
+#[derive(Default)]
+pub(crate) struct Carry {
+    /// The body label's input index; `None`: nothing is carried.
+    pub label: Option<usize>,
+    /// Places not to carry (they failed in an earlier run).
+    pub excluded: FxHashSet<Place>,
+    /// The body label's number of input parameters.
+    arity: usize,
+    /// The carried parameters, in label order after the input parameters.
+    carried: Vec<Carried>,
+    /// Places that failed in this run: not known at the jump, or never read.
+    pub failed: Vec<Place>,
+}
+
+impl Carry {
+    /// Forget the state of a run (the label and exclusions stay).
+    pub(super) fn reset(&mut self) {
+        self.carried.clear();
+        self.failed.clear();
+    }
+}
+
+impl<'a> Pass<'a> {
+    /// At the body label `i` (its operands `args`, forced): the places to carry, with the
+    /// values the preamble's heap cache holds for them (appended to the label's operands).
+    pub(super) fn carry_places(
+        &mut self,
+        i: usize,
+        args: &[Value],
+    ) -> Vec<(Place, CarriedBase, DescrRef, Option<i64>, Value)> {
+        let mut out = Vec::new();
+        if self.carry.label != Some(i) || !self.opts.heapcache {
+            return out;
+        }
+        let mut known: FxHashMap<Value, (Place, CarriedBase)> = FxHashMap::default();
+        for (k, &a) in args.iter().enumerate() {
+            let place = Place {
+                root: Root::Param(k),
+                steps: SmallVec::new(),
+            };
+            known.entry(self.find(a)).or_insert((place, CarriedBase::Param(k)));
+        }
+        let mut entries = self.mem.heap.entries();
+        entries.sort_by_key(|e| (e.0.index(), e.1));
+        let mut taken = vec![false; entries.len()];
+        for _ in 0..MAX_CHAIN {
+            for (e, &(d, index, obj, val)) in entries.iter().enumerate() {
+                if taken[e] || out.len() == MAX_CARRIED {
+                    continue;
+                }
+                let (obj, val) = (self.find(obj), self.find(val));
+                let (mut place, base) = match (known.get(&obj), self.const_val(obj)) {
+                    (Some(k), _) => k.clone(),
+                    (None, Some(c @ Const::Ref(_))) => (
+                        Place {
+                            root: Root::Const(c),
+                            steps: SmallVec::new(),
+                        },
+                        CarriedBase::Const(c),
+                    ),
+                    _ => continue,
+                };
+                place.steps.push((d, index));
+                taken[e] = true;
+                if val.is_const() || self.is_virtual(val) || self.carry.excluded.contains(&place) {
+                    continue;
+                }
+                if self.kind_of(val) == Kind::Ref {
+                    let at = args.len() + out.len();
+                    known.entry(val).or_insert((place.clone(), CarriedBase::Param(at)));
+                }
+                out.push((place, base, d, index, val));
+            }
+        }
+        out
+    }
+
+    /// After the body label `label` and its input parameters: the carried parameters, each
+    /// with the facts of the value the preamble passes, in the heap cache from here on.
+    pub(super) fn carry_params(
+        &mut self,
+        label: OpRef,
+        places: Vec<(Place, CarriedBase, DescrRef, Option<i64>, Value)>,
+    ) {
+        self.carry.reset();
+        if places.is_empty() {
+            return;
+        }
+        let arity = self.v.ops[label.index()].args.len() - places.len();
+        self.carry.arity = arity;
+        for (place, base, descr, index, val) in places {
+            let opcode = Opcode::input_for(self.kind_of(val)).expect("a value kind");
+            let param = self.emit(Op::new(opcode, &[]));
+            self.import_facts(param, val);
+            let facts = self.word_facts(param);
+            self.carry.carried.push(Carried {
+                place,
+                base,
+                descr,
+                index,
+                param,
+                facts,
+            });
+        }
+    }
+
+    /// After the body label's caches were cleared: the carried places hold their parameters.
+    pub(super) fn carry_remember(&mut self, label: OpRef) {
+        let params: Vec<Value> = (0..self.carry.arity).map(|k| self.label_param(label, k)).collect();
+        for j in 0..self.carry.carried.len() {
+            let c = &self.carry.carried[j];
+            let (descr, index, param) = (c.descr, c.index, c.param);
+            let obj = match c.base {
+                CarriedBase::Param(k) if k < params.len() => params[k],
+                CarriedBase::Param(k) => self.carry.carried[k - params.len()].param,
+                CarriedBase::Const(c) => self.make_const(c),
+            };
+            match index {
+                None => self.mem.heap.remember_field(descr, obj, param),
+                Some(i) => self.mem.heap.remember_item(descr, i, obj, param),
+            }
+        }
+    }
+
+    /// The working value of parameter `k` of the emitted label `label`.
+    fn label_param(&self, label: OpRef, k: usize) -> Value {
+        Value::op(OpRef::new(label.index() + 1 + k))
+    }
+
+    /// At the final `jump` (input op `i`), with operands `args` (forced), to the body label:
+    /// the operands of its carried parameters, from the heap cache. A place the cache does
+    /// not know (or whose value lacks the assumed facts) is reported failed and gets a
+    /// placeholder: the run is then repeated without it.
+    pub(super) fn carry_jump_operands(&mut self, i: usize, args: &[Value]) -> Vec<Value> {
+        let n = self.carry.carried.len();
+        if n == 0 || i + 1 != self.input.ops.len() {
+            return Vec::new();
+        }
+        if args.len() != self.carry.arity {
+            let failed = self.carry.carried.iter().map(|c| c.place.clone());
+            self.carry.failed.extend(failed);
+            return Vec::new();
+        }
+        let mut chosen: Vec<Option<Value>> = Vec::with_capacity(n);
+        for j in 0..n {
+            let c = self.carry.carried[j].clone();
+            let base = match c.base {
+                CarriedBase::Param(k) if k < args.len() => Some(self.find(args[k])),
+                CarriedBase::Param(k) => chosen[k - args.len()],
+                CarriedBase::Const(k) => Some(self.make_const(k)),
+            };
+            let known = base.and_then(|b| match c.index {
+                None => self.mem.heap.field(c.descr, b),
+                Some(i) => self.mem.heap.item(c.descr, i, b),
+            });
+            let ok = known
+                .map(|v| self.find(v))
+                .filter(|&v| !self.is_virtual(v) && self.satisfies(v, &c.facts));
+            if ok.is_none() {
+                self.carry.failed.push(c.place.clone());
+            }
+            chosen.push(ok);
+        }
+        (0..n)
+            .map(|j| match chosen[j] {
+                Some(v) => v,
+                None => {
+                    let kind = self.kind_of(self.carry.carried[j].param);
+                    self.zero_of(kind)
+                }
+            })
+            .collect()
+    }
+
+    /// After the sweep marked the live ops: carried parameters that no live op but the final
+    /// jump reads (and that no read one is loaded from) are reported, so the next run does
+    /// not carry them.
+    pub(super) fn carry_unused(&mut self) {
+        let n = self.carry.carried.len();
+        if n == 0 {
+            return;
+        }
+        let jump = self.v.order.last().copied();
+        let mut reads = Vec::new();
+        for &r in &self.v.order {
+            if Some(r) == jump || !self.sweep.live[r.index()] {
+                continue;
+            }
+            self.v.ops[r.index()].for_each_value_read(&self.resume.guards, |v| reads.push(v));
+        }
+        let index: FxHashMap<Value, usize> = self
+            .carry
+            .carried
+            .iter()
+            .enumerate()
+            .map(|(j, c)| (c.param, j))
+            .collect();
+        let mut used = vec![false; n];
+        for v in reads {
+            if let Some(&j) = index.get(&self.find(v)) {
+                used[j] = true;
+            }
+        }
+        let arity = self.carry.arity;
+        for j in (0..n).rev() {
+            if used[j] {
+                if let CarriedBase::Param(k) = self.carry.carried[j].base {
+                    if k >= arity {
+                        used[k - arity] = true;
+                    }
+                }
+            } else {
+                let place = self.carry.carried[j].place.clone();
+                self.carry.failed.push(place);
+            }
+        }
+    }
+
+    /// The carried parameters as the output states them: each parameter's position after the
+    /// label's input parameters.
+    pub(super) fn carried_loads(&self) -> Vec<CarriedLoad> {
+        let arity = self.carry.arity;
+        self.carry
+            .carried
+            .iter()
+            .enumerate()
+            .map(|(j, c)| CarriedLoad {
+                param: arity + j,
+                base: c.base,
+                descr: c.descr,
+                index: c.index,
+                facts: c.facts.clone(),
+            })
+            .collect()
+    }
+}
