@@ -8,7 +8,7 @@
 mod common;
 use common::{check_with, parse, same_behaviour, Inputs};
 use optimizer::{optimize, Options};
-use trace_ir::CarriedBase;
+use trace_ir::{CarriedBase, CarriedValue};
 
 fn peel() -> Options {
     Options {
@@ -38,8 +38,14 @@ fn an_invariant_field_and_the_item_read_from_it_are_carried() {
     );
     let c = &out.carried;
     assert_eq!(c.len(), 2, "{c:?}");
-    assert_eq!((c[0].param, c[0].base, c[0].index), (2, CarriedBase::Param(0), None));
-    assert_eq!((c[1].param, c[1].base, c[1].index), (3, CarriedBase::Param(2), Some(0)));
+    assert_eq!(
+        (c[0].value, c[0].base, c[0].index),
+        (CarriedValue::Param(2), CarriedBase::Param(0), None)
+    );
+    assert_eq!(
+        (c[1].value, c[1].base, c[1].index),
+        (CarriedValue::Param(3), CarriedBase::Param(2), Some(0))
+    );
     assert_ne!(c[0].descr, c[1].descr);
     // A body that carries values is no way in for a bridge: it would have to load them.
     assert!(out.body_entries.is_empty());
@@ -133,6 +139,35 @@ fn a_field_the_body_does_not_read_is_not_carried() {
         &peel(),
     );
     assert!(out.carried.is_empty());
+}
+
+#[test]
+fn a_field_that_holds_a_constant_is_carried_without_a_parameter() {
+    let out = check_with(
+        "[p0, i1]
+         label(p0, i1, descr=TargetToken(1))
+         p2 = getfield_gc_r(p0, descr=<FieldP T.code 8 pure>)
+         guard_value(p2, ConstPtr(ptr7), descr=<Guard1>) [i1]
+         i3 = getfield_gc_i(p2, descr=<FieldS C.n 8>)
+         call_n(ConstClass(f), i1, descr=<Callv 0 i EF=5>)
+         i4 = int_add(i1, i3)
+         jump(p0, i4, descr=TargetToken(1))",
+        "[p0, i1]
+         label(p0, i1, descr=TargetToken(1))
+         p5 = getfield_gc_r(p0, descr=<FieldP T.code 8 pure>)
+         guard_value(p5, ConstPtr(ptr7), descr=<Guard1>) [i1]
+         i7 = getfield_gc_i(ConstPtr(ptr7), descr=<FieldS C.n 8>)
+         call_n(ConstClass(f), i1, descr=<Callv 0 i EF=5>)
+         i9 = int_add(i1, i7)
+         label(p0, i9, descr=TargetToken(4611686018427387905))
+         i13 = getfield_gc_i(ConstPtr(ptr7), descr=<FieldS C.n 8>)
+         call_n(ConstClass(f), i9, descr=<Callv 0 i EF=5>)
+         i15 = int_add(i9, i13)
+         jump(p0, i15, descr=TargetToken(4611686018427387905))",
+        &peel(),
+    );
+    assert_eq!(out.carried.len(), 1, "{:?}", out.carried);
+    assert!(matches!(out.carried[0].value, CarriedValue::Const(_)));
 }
 
 /// The interpreter runs each loop above (and one whose carried item the body overwrites

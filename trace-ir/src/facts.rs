@@ -80,16 +80,16 @@ pub struct BodyEntry {
     pub params: Vec<WordFacts>,
 }
 
-/// A parameter of a peeled loop's body label (the label the trace's final `jump` goes to)
-/// that carries a value loaded from memory: at the label, reached from the preamble or from
-/// the final `jump`, the parameter holds what the field `descr` (or, with `index`, the array
-/// item `index` of the array descriptor `descr`) of `base` holds there. The optimizer passes
-/// such a value through the label instead of loading it again in every iteration (PyPy's
-/// short preamble); the translation validator proves it on both ways in.
+/// What a peeled loop's body label (the label the trace's final `jump` goes to) carries
+/// about memory: at the label, reached from the preamble or from the final `jump`, the field
+/// `descr` (or, with `index`, the array item `index` of the array descriptor `descr`) of
+/// `base` holds `value`, a parameter of the label or a constant. The optimizer passes such a
+/// value through the label instead of loading it again in every iteration (PyPy's short
+/// preamble); the translation validator proves it on both ways in.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CarriedLoad {
-    /// The parameter's position among the label's parameters.
-    pub param: usize,
+    /// What the place holds at the label.
+    pub value: CarriedValue,
     /// The object read.
     pub base: CarriedBase,
     /// The field descriptor, or the array descriptor with `index`.
@@ -99,6 +99,15 @@ pub struct CarriedLoad {
     /// What the body assumes about the value besides (its bounds, class, non-nullness):
     /// it holds on both ways in too.
     pub facts: WordFacts,
+}
+
+/// What a [`CarriedLoad`]'s place holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CarriedValue {
+    /// The label's parameter at this position (after the label's own parameters).
+    Param(usize),
+    /// This constant (on both ways in; the label has no parameter for it).
+    Const(Const),
 }
 
 /// The object a [`CarriedLoad`] reads.

@@ -11,7 +11,7 @@
 use super::Pass;
 use smallvec::SmallVec;
 use trace_ir::fxhash::{FxHashMap, FxHashSet};
-use trace_ir::{CarriedBase, CarriedLoad, Const, DescrRef, Kind, Op, OpRef, Opcode, Value, WordFacts};
+use trace_ir::{CarriedBase, CarriedLoad, CarriedValue, Const, DescrRef, Kind, Op, OpRef, Opcode, Value, WordFacts};
 
 /// At most this many carried parameters per loop.
 const MAX_CARRIED: usize = 32;
@@ -40,7 +40,7 @@ pub(crate) struct Carried {
     base: CarriedBase,
     descr: DescrRef,
     index: Option<i64>,
-    /// The parameter (a working value).
+    /// The parameter (a working value), or the constant the place holds.
     param: Value,
     /// What the body assumes about it.
     facts: WordFacts,
@@ -71,7 +71,8 @@ impl Carry {
 
 impl<'a> Pass<'a> {
     /// At the body label `i` (its operands `args`, forced): the places to carry, with the
-    /// values the preamble's heap cache holds for them (appended to the label's operands).
+    /// values the preamble's heap cache holds for them (those not constant are appended to
+    /// the label's operands).
     pub(super) fn carry_places(
         &mut self,
         i: usize,
@@ -92,9 +93,10 @@ impl<'a> Pass<'a> {
         let mut entries = self.mem.heap.entries();
         entries.sort_by_key(|e| (e.0.index(), e.1));
         let mut taken = vec![false; entries.len()];
+        let mut params = 0;
         for _ in 0..MAX_CHAIN {
             for (e, &(d, index, obj, val)) in entries.iter().enumerate() {
-                if taken[e] || out.len() == MAX_CARRIED {
+                if taken[e] || params == MAX_CARRIED {
                     continue;
                 }
                 let (obj, val) = (self.find(obj), self.find(val));
@@ -111,13 +113,14 @@ impl<'a> Pass<'a> {
                 };
                 place.steps.push((d, index));
                 taken[e] = true;
-                if val.is_const() || self.is_virtual(val) || self.carry.excluded.contains(&place) {
+                if self.is_virtual(val) || self.carry.excluded.contains(&place) {
                     continue;
                 }
-                if self.kind_of(val) == Kind::Ref {
-                    let at = args.len() + out.len();
+                if self.kind_of(val) == Kind::Ref && !val.is_const() {
+                    let at = args.len() + params;
                     known.entry(val).or_insert((place.clone(), CarriedBase::Param(at)));
                 }
+                params += usize::from(!val.is_const());
                 out.push((place, base, d, index, val));
             }
         }
@@ -135,13 +138,17 @@ impl<'a> Pass<'a> {
         if places.is_empty() {
             return;
         }
-        let arity = self.v.ops[label.index()].args.len() - places.len();
-        self.carry.arity = arity;
+        let params = places.iter().filter(|p| !p.4.is_const()).count();
+        self.carry.arity = self.v.ops[label.index()].args.len() - params;
         for (place, base, descr, index, val) in places {
-            let opcode = Opcode::input_for(self.kind_of(val)).expect("a value kind");
-            let param = self.emit(Op::new(opcode, &[]));
-            self.import_facts(param, val);
-            let facts = self.word_facts(param);
+            let (param, facts) = if val.is_const() {
+                (val, WordFacts::default())
+            } else {
+                let opcode = Opcode::input_for(self.kind_of(val)).expect("a value kind");
+                let param = self.emit(Op::new(opcode, &[]));
+                self.import_facts(param, val);
+                (param, self.word_facts(param))
+            };
             self.carry.carried.push(Carried {
                 place,
                 base,
@@ -155,13 +162,13 @@ impl<'a> Pass<'a> {
 
     /// After the body label's caches were cleared: the carried places hold their parameters.
     pub(super) fn carry_remember(&mut self, label: OpRef) {
-        let params: Vec<Value> = (0..self.carry.arity).map(|k| self.label_param(label, k)).collect();
+        let n = self.v.ops[label.index()].args.len();
+        let params: Vec<Value> = (0..n).map(|k| self.label_param(label, k)).collect();
         for j in 0..self.carry.carried.len() {
             let c = &self.carry.carried[j];
             let (descr, index, param) = (c.descr, c.index, c.param);
             let obj = match c.base {
-                CarriedBase::Param(k) if k < params.len() => params[k],
-                CarriedBase::Param(k) => self.carry.carried[k - params.len()].param,
+                CarriedBase::Param(k) => params[k],
                 CarriedBase::Const(c) => self.make_const(c),
             };
             match index {
@@ -190,35 +197,38 @@ impl<'a> Pass<'a> {
             self.carry.failed.extend(failed);
             return Vec::new();
         }
-        let mut chosen: Vec<Option<Value>> = Vec::with_capacity(n);
+        // The operands by label position: the jump's, then the carried ones (`None`: failed).
+        let mut at: Vec<Option<Value>> = args.iter().map(|&a| Some(self.find(a))).collect();
+        let mut out = Vec::new();
         for j in 0..n {
             let c = self.carry.carried[j].clone();
             let base = match c.base {
-                CarriedBase::Param(k) if k < args.len() => Some(self.find(args[k])),
-                CarriedBase::Param(k) => chosen[k - args.len()],
+                CarriedBase::Param(k) => at[k],
                 CarriedBase::Const(k) => Some(self.make_const(k)),
             };
             let known = base.and_then(|b| match c.index {
                 None => self.mem.heap.field(c.descr, b),
                 Some(i) => self.mem.heap.item(c.descr, i, b),
             });
-            let ok = known
-                .map(|v| self.find(v))
-                .filter(|&v| !self.is_virtual(v) && self.satisfies(v, &c.facts));
+            let ok = known.map(|v| self.find(v)).filter(|&v| {
+                if c.param.is_const() {
+                    v == c.param
+                } else {
+                    !self.is_virtual(v) && self.satisfies(v, &c.facts)
+                }
+            });
             if ok.is_none() {
                 self.carry.failed.push(c.place.clone());
             }
-            chosen.push(ok);
-        }
-        (0..n)
-            .map(|j| match chosen[j] {
-                Some(v) => v,
-                None => {
-                    let kind = self.kind_of(self.carry.carried[j].param);
+            if !c.param.is_const() {
+                at.push(ok);
+                out.push(ok.unwrap_or_else(|| {
+                    let kind = self.kind_of(c.param);
                     self.zero_of(kind)
-                }
-            })
-            .collect()
+                }));
+            }
+        }
+        out
     }
 
     /// After the sweep marked the live ops: carried parameters that no live op but the final
@@ -250,31 +260,53 @@ impl<'a> Pass<'a> {
                 used[j] = true;
             }
         }
-        let arity = self.carry.arity;
+        // A place carried as a constant costs nothing; one carried in a parameter is kept
+        // when read or when a read one is loaded from it.
+        let position: FxHashMap<usize, usize> = self
+            .carry
+            .carried
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| !c.param.is_const())
+            .enumerate()
+            .map(|(p, (j, _))| (self.carry.arity + p, j))
+            .collect();
         for j in (0..n).rev() {
-            if used[j] {
-                if let CarriedBase::Param(k) = self.carry.carried[j].base {
-                    if k >= arity {
-                        used[k - arity] = true;
-                    }
+            let c = &self.carry.carried[j];
+            if used[j] || c.param.is_const() {
+                if let Some(&b) = match c.base {
+                    CarriedBase::Param(k) => position.get(&k),
+                    CarriedBase::Const(_) => None,
+                } {
+                    used[b] = true;
                 }
             } else {
-                let place = self.carry.carried[j].place.clone();
+                let place = c.place.clone();
                 self.carry.failed.push(place);
             }
         }
     }
 
+    /// Whether the body label carries something.
+    pub(super) fn carries(&self) -> bool {
+        !self.carry.carried.is_empty()
+    }
+
     /// The carried parameters as the output states them: each parameter's position after the
     /// label's input parameters.
     pub(super) fn carried_loads(&self) -> Vec<CarriedLoad> {
-        let arity = self.carry.arity;
+        let mut next = self.carry.arity;
         self.carry
             .carried
             .iter()
-            .enumerate()
-            .map(|(j, c)| CarriedLoad {
-                param: arity + j,
+            .map(|c| CarriedLoad {
+                value: match self.const_val(c.param) {
+                    Some(k) => CarriedValue::Const(k),
+                    None => {
+                        next += 1;
+                        CarriedValue::Param(next - 1)
+                    }
+                },
                 base: c.base,
                 descr: c.descr,
                 index: c.index,

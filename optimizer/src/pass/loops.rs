@@ -118,7 +118,7 @@ impl<'a> Pass<'a> {
         }
         let args_found: Vec<Value> = args.iter().map(|&a| self.find(a)).collect();
         let carried = self.carry_places(i, &args_found);
-        args.extend(carried.iter().map(|c| c.4));
+        args.extend(carried.iter().map(|c| c.4).filter(|v| !v.is_const()));
         let label = self.emit(Op {
             opcode: Opcode::Label,
             descr: op.descr,
@@ -220,7 +220,7 @@ impl<'a> Pass<'a> {
         let labels: Vec<OpRef> = out.op_refs().filter(|&r| out.op(r).opcode == Opcode::Label).collect();
         let mut entries = Vec::new();
         // A body that carries loaded values needs them from whoever enters it.
-        if !self.carried_loads().is_empty() {
+        if self.carries() {
             return entries;
         }
         for (working, params) in &self.header.label_facts {
