@@ -152,3 +152,29 @@ fn random_traces_exercise_stores_delayed_into_exits() {
         "{with_writes} traces with exit writes, {compared} compared"
     );
 }
+
+#[test]
+fn random_peeled_loops_exercise_carried_loads() {
+    // random loops read fields and items of their parameters: some of the peeled ones carry
+    // those loads through the body label, and behave as the originals
+    let opts = Options {
+        peel: true,
+        ..Options::default()
+    };
+    let (mut carrying, mut compared) = (0, 0);
+    let mut inputs = Inputs::new(5);
+    for seed in 60_000..62_000u64 {
+        let (t, example) = random_trace(&RandomConfig::default(), seed);
+        let out = optimize(&t, &opts).unwrap();
+        if out.carried.is_empty() {
+            continue;
+        }
+        carrying += 1;
+        for inp in [example, inputs.for_trace(&t), inputs.for_trace(&t)] {
+            if same_behaviour(&t, &out.trace, &inp).unwrap_or_else(|e| panic!("seed {seed}: {e}")) {
+                compared += 1;
+            }
+        }
+    }
+    assert!(carrying >= 20 && compared >= 20, "{carrying} loops carry loads, {compared} runs compared");
+}
