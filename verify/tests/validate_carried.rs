@@ -3,7 +3,9 @@
 //! the label is reached (from the preamble and from the back edge), and assumed past it.
 
 use trace_ir::text::parse_angle_descr;
-use trace_ir::{parse_trace, peeled_body_token, CarriedBase, CarriedLoad, Const, DescrRef, Trace};
+use trace_ir::{
+    parse_trace, peeled_body_token, BodyEntry, CarriedBase, CarriedLoad, Const, DescrRef, Trace, WordFacts,
+};
 use verify::validate::{validate, Config, Verdict};
 
 fn parse(text: &str) -> Trace {
@@ -369,4 +371,48 @@ jump(i5, i4, descr=TargetToken(4611686018427387905))
     let of = |addr| [(1, CarriedBase::Const(Const::Ref(addr)), "FieldS G.count 8", None)];
     assert_valid(original, optimized, &of(0x5000));
     assert_invalid(original, optimized, &of(0x6000), "carried parameter 1");
+}
+
+/// A bridge that enters the loop body instead of the header passes the carried value too.
+fn bridge_verdict(optimized: &str) -> Verdict {
+    let original = parse(
+        "
+[p0, i1]
+jump(p0, i1, descr=TargetToken(1))
+",
+    );
+    let mut p = parse(optimized);
+    let cfg = Config {
+        body_entries: vec![BodyEntry {
+            header: 1,
+            body: body(),
+            params: vec![WordFacts::default(); 2],
+        }],
+        carried: vec![CarriedLoad {
+            label: body(),
+            param: 2,
+            base: CarriedBase::Param(0),
+            descr: descr(&mut p, "FieldP T.items 8"),
+            index: None,
+        }],
+        ..Config::default()
+    };
+    validate(&original, &p, &cfg)
+}
+
+#[test]
+fn a_bridge_entering_the_body_passes_what_the_field_holds() {
+    let right = "
+[p0, i1]
+p2 = getfield_gc_r(p0, descr=<FieldP T.items 8>)
+jump(p0, i1, p2, descr=TargetToken(4611686018427387905))
+";
+    let v = bridge_verdict(right);
+    assert!(v.is_valid(), "expected valid, got {v}");
+    let wrong = right.replace("jump(p0, i1, p2,", "jump(p0, i1, p0,");
+    let v = bridge_verdict(&wrong);
+    assert!(
+        v.is_invalid() && v.to_string().contains("jump: carried parameter 2"),
+        "expected invalid, got {v}"
+    );
 }
