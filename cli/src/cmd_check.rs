@@ -126,7 +126,13 @@ pub fn check(a: CheckArgs) -> CliResult {
                 |(i, o)| {
                     let name = trace_name(o, file, *i);
                     match optimizer::optimize(o, &opts) {
-                        Ok(out) => timed(name, o, &out.trace, &cfg),
+                        Ok(out) => {
+                            let cfg = Config {
+                                carried: out.carried.clone(),
+                                ..cfg.clone()
+                            };
+                            timed(name, o, &out.trace, &cfg)
+                        }
                         Err(e) => Row {
                             name,
                             ops_in: o.num_real_ops(),

@@ -181,6 +181,7 @@ pub fn trace_failure(check: Check, trace: &Trace, inputs: &[RtValue], options: &
                 &Config {
                     timeout_ms: 1000,
                     guard_facts: out.guard_facts.clone(),
+                    carried: out.carried.clone(),
                     ..Config::default()
                 },
             ) {

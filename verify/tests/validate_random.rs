@@ -45,6 +45,7 @@ fn run_with(cfg: &RandomConfig, seeds: std::ops::Range<u64>, opts: &Options, fac
         tally.total += 1;
         let vcfg = Config {
             guard_facts: if facts { out.guard_facts.clone() } else { Vec::new() },
+            carried: out.carried.clone(),
             ..vcfg.clone()
         };
         let (verdict, stats) = validate_with_stats(&trace, &out.trace, &vcfg);

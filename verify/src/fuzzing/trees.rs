@@ -112,6 +112,7 @@ pub fn tree_failure(case: &FuzzTree, z3: bool) -> Option<String> {
                     timeout_ms: 1000,
                     body_entries: case.entries.clone(),
                     guard_facts: out.guard_facts.clone(),
+                    carried: out.carried.clone(),
                     ..Config::default()
                 };
                 if let Verdict::Invalid { counterexample } = validate(&b.trace, &out.trace, &cfg) {

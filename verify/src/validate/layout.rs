@@ -28,11 +28,18 @@ pub(super) struct Layout {
 }
 
 impl Layout {
-    pub(super) fn new(traces: [&Trace; 2]) -> Layout {
+    /// The layout of the descriptors of `traces` and of `extra` (descriptors read other than
+    /// by the traces' ops: what loop body parameters carry).
+    pub(super) fn new(traces: [&Trace; 2], extra: &[&Descr]) -> Layout {
         let mut l = Layout {
             bytes: traces[0].aliasing == Aliasing::Bytes,
             ..Layout::default()
         };
+        for descr in extra {
+            if matches!(descr, Descr::Field(_) | Descr::Array(_)) {
+                l.descrs.insert(format!("{descr:?}"), (*descr).clone());
+            }
+        }
         for t in traces {
             let mut add = |d: DescrRef| {
                 let descr = t.descr(d);

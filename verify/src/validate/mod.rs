@@ -120,6 +120,13 @@
 //!   and the original is peeled the same way ([`trace_ir::peel_loop`]) before the
 //!   comparison. Tracked objects of the preamble that are
 //!   not passed through the label may not be used after it (`Unknown` if they are).
+//!   The optimized trace's body label may have parameters past the original's that carry
+//!   loaded values ([`Config::carried`]: a field, or an array item at a constant index, of an
+//!   earlier parameter or a constant): wherever the label is reached (its operands, a final
+//!   `jump` to it) each such operand is proven to be what the original's heap holds there,
+//!   read as `getfield_gc_*`/`getarrayitem_gc_*` read it; past the label the parameter is a
+//!   fresh symbol assumed to hold that read of the label's fresh heap (the same induction).
+//!   An extra parameter without a carried load is `Unknown`.
 //! - Exceptions: every call that can raise has a shared symbolic "raised" flag and value.
 //!   Quasi-immutable invalidation and frame forcing are shared symbols.
 //!
@@ -202,6 +209,8 @@
 //!   the statistics) and the walk over both traces from sync point to sync point;
 //! - `sync`: the sync points of a trace and what is proven at each (guards and their exits,
 //!   calls, labels, the final op);
+//! - `carried`: loop body label parameters that carry loaded values, proven where the label
+//!   is reached and assumed past it;
 //! - `guards`: guard conditions, the constants guards pin, guard results, and the objects of
 //!   resume data;
 //! - `translate`: the ops between sync points, one file per op family (values, allocations,
@@ -226,6 +235,7 @@
 //! [`Aliasing::TypeBased`]: trace_ir::Aliasing::TypeBased
 
 mod abstraction;
+mod carried;
 mod compare;
 mod escape;
 mod exit_writes;

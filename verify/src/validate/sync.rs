@@ -6,6 +6,7 @@ use trace_ir::{FailArg, GuardData, GuardId, OpFlags, OpRef, Opcode, Trace};
 use z3::ast::{Bool, BV};
 use z3::SatResult;
 
+use super::carried::target_token;
 use super::compare::Pairs;
 use super::exit_writes::Undo;
 use super::layout::descr_key;
@@ -436,22 +437,33 @@ impl<'t> Validator<'t> {
     pub(super) fn sync_label(&mut self, k: usize, ro: OpRef, rp: OpRef) -> R<()> {
         let (ot, pt) = (self.o.trace, self.p.trace);
         let (ao, ap) = (ot.op(ro).args.clone(), pt.op(rp).args.clone());
-        if ao.len() != ap.len() {
-            return unsupported(format!(
-                "label {k} has {} parameters in the original and {} in the optimized trace",
-                ao.len(),
-                ap.len()
-            ));
-        }
+        let n = ao.len();
+        // Parameters past the original's carry loaded values (`Config::carried`).
+        let loads = match ap.len() {
+            m if m == n => Ok(Vec::new()),
+            m if m > n => self.carried_params(target_token(pt, rp), n, m),
+            _ => Err("the optimized label drops parameters".into()),
+        };
+        let loads = match loads {
+            Ok(l) => l,
+            Err(why) => {
+                return unsupported(format!(
+                    "label {k} has {n} parameters in the original and {} in the optimized trace: {why}",
+                    ap.len()
+                ))
+            }
+        };
         self.open_batch();
         let mut pairs = Pairs::default();
-        let mut operands = Vec::with_capacity(ao.len());
-        for i in 0..ao.len() {
+        let mut operands = Vec::with_capacity(n);
+        for i in 0..n {
             let so = self.o.value(ao[i])?;
             let sp = self.p.value(ap[i])?;
             self.prove_equal(&so, &sp, &mut pairs, &|| format!("label {k}: operand {i} differs"))?;
             operands.push(so);
         }
+        let extra = ap[n..].iter().map(|&a| self.p.value(a)).collect::<R<Vec<_>>>()?;
+        self.prove_carried(&format!("label {k}"), &loads, &operands, &extra, &mut pairs)?;
         if self.cfg.check_heap {
             self.prove_heap_equal(&format!("at label {k}"))?;
         }
@@ -519,7 +531,8 @@ impl<'t> Validator<'t> {
             s.new_epoch(format!("label{k}"), true);
             s.labels += 1;
             s.no_ovf = None;
-            for (j, param) in s.trace.label_params(r).enumerate() {
+            // (The carried parameters, past the original's, come below.)
+            for (j, param) in s.trace.label_params(r).enumerate().take(n) {
                 let kind = s.trace.op(param).opcode.result_kind();
                 let sym = match &invariant[j] {
                     Some(b) => b.clone(),
@@ -535,6 +548,7 @@ impl<'t> Validator<'t> {
         for a in assumptions {
             self.assume(a, false);
         }
+        self.enter_carried(k, rp, &loads);
         // `run` then continues right after the label; `translate` keeps the parameters'
         // values set here.
         Ok(())
@@ -549,22 +563,37 @@ impl<'t> Validator<'t> {
                 opo.opcode, opp.opcode
             ))));
         }
-        if opo.args.len() != opp.args.len() {
-            return Err(Stop::Invalid(self.structural(format!(
-                "{}: {} operands in the original, {} in the optimized trace",
-                opo.opcode,
-                opo.args.len(),
-                opp.args.len()
-            ))));
-        }
+        // A `jump` to a label with carried parameters passes them past the original's
+        // operands (`Config::carried`).
+        let n = opo.args.len();
+        let loads = match opp.args.len() {
+            m if m == n => Ok(Vec::new()),
+            m if m > n && opp.opcode == Opcode::Jump => self.carried_params(target_token(pt, rp), n, m),
+            _ => Err(String::new()),
+        };
+        let loads = match loads {
+            Ok(l) => l,
+            Err(why) => {
+                let why = if why.is_empty() { why } else { format!(" ({why})") };
+                return Err(Stop::Invalid(self.structural(format!(
+                    "{}: {n} operands in the original, {} in the optimized trace{why}",
+                    opo.opcode,
+                    opp.args.len()
+                ))));
+            }
+        };
         self.open_batch();
         let mut pairs = Pairs::default();
-        for i in 0..opo.args.len() {
+        let name = opo.opcode;
+        let mut outputs = Vec::with_capacity(n);
+        for i in 0..n {
             let so = self.o.value(opo.args[i])?;
             let sp = self.p.value(opp.args[i])?;
-            let name = opo.opcode;
             self.prove_equal(&so, &sp, &mut pairs, &|| format!("{name}: output {i} differs"))?;
+            outputs.push(so);
         }
+        let extra = opp.args[n..].iter().map(|&a| self.p.value(a)).collect::<R<Vec<_>>>()?;
+        self.prove_carried(&name.to_string(), &loads, &outputs, &extra, &mut pairs)?;
         if self.cfg.check_heap {
             self.prove_heap_equal(&format!("at {}", opo.opcode))?;
         }
@@ -596,7 +625,9 @@ impl<'t> Validator<'t> {
             ))));
         };
         let args = self.p.trace.op(rp).args.clone();
-        if args.len() != entry.params.len() {
+        // (Carried operands past the original's may have no entry: they were proven to
+        // hold what they carry.)
+        if args.len() != entry.params.len() && entry.params.len() != self.o.trace.op(ro).args.len() {
             return Err(Stop::Invalid(self.structural(format!(
                 "the jump passes {} operands to a loop body of {} parameters",
                 args.len(),

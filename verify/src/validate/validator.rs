@@ -4,11 +4,12 @@ use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::rc::Rc;
 
+use trace_ir::descr::Descr;
 use trace_ir::{Kind, OpRef, Opcode, Trace};
 use z3::ast::{Bool, BV};
 
 use super::abstraction::{Abstraction, HEAVY_OPS};
-use super::layout::{field_key, Layout};
+use super::layout::{field_key, field_key_of, Layout};
 use super::query::Claim;
 use super::side::{Side, Sym};
 use super::sync::{Event, Step, SyncPoints};
@@ -58,8 +59,20 @@ impl<'t> Validator<'t> {
                 }
             }
         }
+        // The optimized trace reads what its loop body parameters carry, too.
+        let carried: Vec<&Descr> = cfg
+            .carried
+            .iter()
+            .filter_map(|c| optimized.descrs.get(c.descr.index()))
+            .collect();
+        keys.extend(
+            carried
+                .iter()
+                .filter(|d| matches!(d, Descr::Field(_)))
+                .map(|d| field_key_of(d)),
+        );
         let keys = Rc::new(keys.into_iter().collect::<Vec<_>>());
-        let layout = Rc::new(Layout::new([original, optimized]));
+        let layout = Rc::new(Layout::new([original, optimized], &carried));
         let consts: BTreeSet<u64> = [original, optimized]
             .iter()
             .flat_map(|t| t.consts.iter())

@@ -1,7 +1,8 @@
 //! Translation of array, string and raw memory accesses: items, lengths, characters and hashes.
 
+use trace_ir::descr::Descr;
 use trace_ir::{Op, OpRef, Opcode};
-use z3::ast::Ast;
+use z3::ast::{Ast, Bool, BV};
 
 use super::{narrow_bv, narrow_store, Translated};
 use crate::validate::layout::descr_key;
@@ -11,21 +12,44 @@ use crate::validate::terms::{bv, zero};
 use crate::validate::{unsupported, R};
 
 impl<'t> Side<'t> {
-    /// `getarrayitem_gc_*` (and the `_pure` reads, of the immutable twin): a tracked array's item
-    /// (selected among its items for a non-constant index, which must be in range), or a read of
-    /// the heap.
+    /// `getarrayitem_gc_*` (and the `_pure` reads, of the immutable twin):
+    /// [`Side::load_item`].
     pub(super) fn getarrayitem_gc(&mut self, r: OpRef, op: &Op, t: &mut Translated) -> R<()> {
         let trace = self.trace;
         let opc = op.opcode;
-        let akey = descr_key(trace, r);
+        let Some(d) = op.descr.map(|d| trace.descr(d)) else {
+            return unsupported(format!("{opc} without an array descriptor"));
+        };
         let pure = matches!(
             opc,
             Opcode::GetarrayitemGcPureI | Opcode::GetarrayitemGcPureR | Opcode::GetarrayitemGcPureF
         );
         let base = self.value(op.args[0])?;
         let idx = self.bv_of(op.args[1])?;
+        let (v, valid) = self.load_item(&base, d, &idx, pure);
+        if valid.is_some() {
+            t.valid = valid;
+        }
+        self.set(r, v);
+        Ok(())
+    }
+
+    /// What a read of item `idx` of `base` through array descriptor `d` gives (`pure`: of the
+    /// immutable twin), and the read's precondition if any: a tracked array's item (selected
+    /// among its items for a non-constant index, which must then be in range), or a read of
+    /// the heap, as the read sees it ([`Side::loaded`]). `getarrayitem_gc_*` and the loop
+    /// body parameters that carry an item (`Config::carried`) read with this.
+    pub(in crate::validate) fn load_item(
+        &mut self,
+        base: &Sym,
+        d: &Descr,
+        idx: &BV,
+        pure: bool,
+    ) -> (Sym, Option<Bool>) {
+        let akey = format!("{d:?}");
         let cidx = idx.simplify().as_u64();
-        let tracked = self.tracked(&base).filter(|&id| !self.item_overlaps(id, &akey, cidx));
+        let tracked = self.tracked(base).filter(|&id| !self.item_overlaps(id, &akey, cidx));
+        let mut valid = None;
         let v = match (tracked, cidx) {
             (Some(id), Some(ix)) if ix <= u32::MAX as u64 => {
                 let key = format!("item:{akey}#{ix}");
@@ -40,17 +64,16 @@ impl<'t> Side<'t> {
                 for (i, item) in items.iter().enumerate().rev() {
                     v = idx.eq(bv(i as u64)).ite(item, &v);
                 }
-                t.valid = Some(idx.bvult(bv(n)));
+                valid = Some(idx.bvult(bv(n)));
                 Sym::Bv(v)
             }
             _ => {
-                let p = self.escape(&base);
-                let place = self.item_place(&p, &akey, &idx, pure);
+                let p = self.escape(base);
+                let place = self.item_place(&p, &akey, idx, pure);
                 Sym::Bv(self.read_place(&place))
             }
         };
-        self.set(r, v);
-        Ok(())
+        (self.loaded(d, v), valid)
     }
 
     /// `setarrayitem_gc`: into a tracked array (every item conditionally for a non-constant index,

@@ -4,28 +4,40 @@ use trace_ir::descr::{Descr, DEFAULT_ARRAY_BASE};
 use trace_ir::{Op, OpRef, Opcode};
 
 use super::{narrow_bv, narrow_store};
-use crate::validate::layout::{descr_key, field_key};
+use crate::validate::layout::{descr_key, field_key, field_key_of};
 use crate::validate::memory::{add_const, scaled, Place};
 use crate::validate::side::{Side, Sym};
 use crate::validate::terms::zero;
 use crate::validate::{unsupported, R};
 
 impl<'t> Side<'t> {
-    /// `getfield_gc_*`: a tracked object's field, or a read of the heap.
+    /// `getfield_gc_*`: [`Side::load_field`].
     pub(super) fn getfield_gc(&mut self, r: OpRef, op: &Op) -> R<()> {
         let trace = self.trace;
-        let key = field_key(trace, r);
+        let Some(d) = op.descr.map(|d| trace.descr(d)) else {
+            return unsupported(format!("{} without a field descriptor", op.opcode));
+        };
         let base = self.value(op.args[0])?;
-        let v = match self.tracked(&base).filter(|&id| !self.field_overlaps(id, &key)) {
+        let v = self.load_field(&base, d);
+        self.set(r, v);
+        Ok(())
+    }
+
+    /// What a read of field `d` of `base` gives: a tracked object's field, or a read of the
+    /// heap (an immutable field from its own memory), as the read sees it
+    /// ([`Side::loaded`]). `getfield_gc_*` and the loop body parameters that carry a field
+    /// (`Config::carried`) read with this.
+    pub(in crate::validate) fn load_field(&mut self, base: &Sym, d: &Descr) -> Sym {
+        let key = field_key_of(d);
+        let v = match self.tracked(base).filter(|&id| !self.field_overlaps(id, &key)) {
             Some(id) => self.objs[id].fields.get(&key).cloned().unwrap_or(Sym::Bv(zero())),
             None => {
-                let p = self.escape(&base);
+                let p = self.escape(base);
                 let place = self.field_place(&p, &key);
                 Sym::Bv(self.read_place(&place))
             }
         };
-        self.set(r, v);
-        Ok(())
+        self.loaded(d, v)
     }
 
     /// `setfield_gc`: into a tracked object, or a write to the heap.

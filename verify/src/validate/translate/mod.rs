@@ -22,7 +22,7 @@ use z3::ast::{Bool, BV};
 
 use crate::semantics::{no_overflow, op_semantics};
 
-use super::side::Sym;
+use super::side::{Side, Sym};
 use super::sync::{is_elidable_call, pure_call};
 use super::validator::Validator;
 use super::{unsupported, R};
@@ -133,9 +133,22 @@ impl<'t> Validator<'t> {
             Opcode::VirtualRef => self.side(orig).virtual_ref(r, &op)?,
             _ => return unsupported(format!("{} is not modelled by the validator", opc)),
         }
-        // (Pure ops read no heap: what follows concerns only loads.)
+        // (Pure ops read no heap: what follows concerns only loads; `load_field` and
+        // `load_item` finish their reads themselves.)
         let s = self.side(orig);
-        if flags.contains(OpFlags::READS_HEAP) && !flags.contains(OpFlags::GUARD) {
+        let finished = matches!(
+            opc,
+            Opcode::GetfieldGcI
+                | Opcode::GetfieldGcR
+                | Opcode::GetfieldGcF
+                | Opcode::GetarrayitemGcI
+                | Opcode::GetarrayitemGcR
+                | Opcode::GetarrayitemGcF
+                | Opcode::GetarrayitemGcPureI
+                | Opcode::GetarrayitemGcPureR
+                | Opcode::GetarrayitemGcPureF
+        );
+        if flags.contains(OpFlags::READS_HEAP) && !flags.contains(OpFlags::GUARD) && !finished {
             if let Some(Sym::Bv(v)) = s.vals[r.index()].clone() {
                 if opc.result_kind() == Kind::Ref {
                     s.read_before_escapes(&v);
@@ -144,6 +157,25 @@ impl<'t> Validator<'t> {
             }
         }
         Ok(t)
+    }
+}
+
+impl<'t> Side<'t> {
+    /// `v`, just read through field or array descriptor `d`, as the read gives it: a narrow
+    /// integer's low bytes, sign- or zero-extended ([`narrow_to_descr`]); a reference read
+    /// from the memory an epoch started from is no object that escaped since
+    /// ([`Side::read_before_escapes`]).
+    pub(super) fn loaded(&mut self, d: &Descr, v: Sym) -> Sym {
+        let Sym::Bv(b) = v else { return v };
+        match d.value_kind() {
+            Some(Kind::Ref) => {
+                self.read_before_escapes(&b);
+                Sym::Bv(b)
+            }
+            // (Any read but `arraylen_gc`, which reads the length word.)
+            Some(Kind::Int) => Sym::Bv(narrow_to_descr(Some(d), Opcode::GetfieldGcI, b)),
+            _ => Sym::Bv(b),
+        }
     }
 }
 
