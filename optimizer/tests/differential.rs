@@ -176,5 +176,8 @@ fn random_peeled_loops_exercise_carried_loads() {
             }
         }
     }
-    assert!(carrying >= 20 && compared >= 20, "{carrying} loops carry loads, {compared} runs compared");
+    assert!(
+        carrying >= 20 && compared >= 20,
+        "{carrying} loops carry loads, {compared} runs compared"
+    );
 }

@@ -3,18 +3,11 @@
 //! the label is reached (from the preamble and from the back edge), and assumed past it.
 
 use trace_ir::text::parse_angle_descr;
-use trace_ir::{
-    parse_trace, peeled_body_token, BodyEntry, CarriedBase, CarriedLoad, Const, DescrRef, Trace, WordFacts,
-};
+use trace_ir::{parse_trace, CarriedBase, CarriedLoad, CarriedValue, Const, DescrRef, Trace, WordFacts};
 use verify::validate::{validate, Config, Verdict};
 
 fn parse(text: &str) -> Trace {
     parse_trace(text).unwrap_or_else(|e| panic!("{e}\n{text}"))
-}
-
-/// The body label's token of the loop with header `TargetToken(1)`.
-fn body() -> u64 {
-    peeled_body_token(1)
 }
 
 /// Descriptor `<text>` in `t`'s table (added when the trace does not use it).
@@ -26,20 +19,22 @@ fn descr(t: &mut Trace, text: &str) -> DescrRef {
 /// What a carried parameter reads: `(param, base, descriptor text, index)`.
 type Load<'a> = (usize, CarriedBase, &'a str, Option<i64>);
 
+/// The carried load of `load` in `p`'s descriptor table.
+fn carried(p: &mut Trace, &(param, base, text, index): &Load) -> CarriedLoad {
+    CarriedLoad {
+        value: CarriedValue::Param(param),
+        base,
+        descr: descr(p, text),
+        index,
+        facts: WordFacts::default(),
+    }
+}
+
 /// The verdict on `optimized` (whose body label carries `loads`) against `original`.
 fn verdict(original: &str, optimized: &str, loads: &[Load]) -> Verdict {
     let o = parse(original);
     let mut p = parse(optimized);
-    let carried = loads
-        .iter()
-        .map(|&(param, base, text, index)| CarriedLoad {
-            label: body(),
-            param,
-            base,
-            descr: descr(&mut p, text),
-            index,
-        })
-        .collect();
+    let carried = loads.iter().map(|l| carried(&mut p, l)).collect();
     let cfg = Config {
         carried,
         ..Config::default()
@@ -132,21 +127,114 @@ fn an_extra_parameter_without_a_carried_load_is_not_valid() {
 }
 
 #[test]
-fn a_carried_load_of_another_label_does_not_count() {
-    let o = parse(SUM);
-    let mut p = parse(SUM_CARRIED);
-    let cfg = Config {
-        carried: vec![CarriedLoad {
-            label: 1,
-            param: 2,
-            base: CarriedBase::Param(0),
-            descr: descr(&mut p, "FieldP T.items 8"),
-            index: None,
-        }],
-        ..Config::default()
-    };
-    let v = validate(&o, &p, &cfg);
+fn a_carried_load_naming_a_parameter_the_label_lacks_does_not_count() {
+    let v = verdict(
+        SUM,
+        SUM_CARRIED,
+        &[(3, CarriedBase::Param(0), "FieldP T.items 8", None)],
+    );
     assert!(v.is_unknown(), "expected unknown, got {v}");
+}
+
+/// `SUM` with the object's `items` a constant: the body label carries that constant
+/// without a parameter, and the body reads the constant's field.
+const SUM_CONSTANT: &str = "
+[p0, i1]
+label(p0, i1, descr=TargetToken(1))
+p2 = getfield_gc_r(p0, descr=<FieldP T.items 8>)
+guard_value(p2, ConstPtr(0x7000), descr=<Guard1>) [i1]
+i3 = getfield_gc_i(p2, descr=<FieldS T.len 24>)
+i4 = int_add(i1, i3)
+jump(p0, i4, descr=TargetToken(1))
+";
+
+#[test]
+fn a_field_carried_as_a_constant_is_valid_only_with_that_constant() {
+    let optimized = "
+[p0, i1]
+label(p0, i1, descr=TargetToken(1))
+p2 = getfield_gc_r(p0, descr=<FieldP T.items 8>)
+guard_value(p2, ConstPtr(0x7000), descr=<Guard1>) [i1]
+i3 = getfield_gc_i(ConstPtr(0x7000), descr=<FieldS T.len 24>)
+i4 = int_add(i1, i3)
+label(p0, i4, descr=TargetToken(4611686018427387905)) -> [p5, i6]
+i8 = getfield_gc_i(ConstPtr(0x7000), descr=<FieldS T.len 24>)
+i9 = int_add(i6, i8)
+jump(p5, i9, descr=TargetToken(4611686018427387905))
+";
+    let check = |addr: u64| {
+        let o = parse(SUM_CONSTANT);
+        let mut p = parse(optimized);
+        let mut load = carried(&mut p, &(0, CarriedBase::Param(0), "FieldP T.items 8", None));
+        load.value = CarriedValue::Const(Const::Ref(addr));
+        validate(
+            &o,
+            &p,
+            &Config {
+                carried: vec![load],
+                ..Config::default()
+            },
+        )
+    };
+    let v = check(0x7000);
+    assert!(v.is_valid(), "expected valid, got {v}");
+    let v = check(0x7008);
+    assert!(
+        v.is_invalid() && v.to_string().contains("carried constant"),
+        "expected invalid, got {v}"
+    );
+}
+
+/// `SUM` with a class check of the loaded object: the body drops it, assuming the class
+/// of the carried parameter, which holds on both ways in.
+#[test]
+fn facts_assumed_of_a_carried_parameter_are_proven() {
+    let original = "
+[p0, i1]
+label(p0, i1, descr=TargetToken(1))
+p2 = getfield_gc_r(p0, descr=<FieldP T.items 8>)
+guard_class(p2, 4096, descr=<Guard1>) [i1]
+i3 = getfield_gc_i(p2, descr=<FieldS T.len 24>)
+i4 = int_add(i1, i3)
+jump(p0, i4, descr=TargetToken(1))
+";
+    let optimized = "
+[p0, i1]
+label(p0, i1, descr=TargetToken(1))
+p2 = getfield_gc_r(p0, descr=<FieldP T.items 8>)
+guard_class(p2, 4096, descr=<Guard1>) [i1]
+i3 = getfield_gc_i(p2, descr=<FieldS T.len 24>)
+i4 = int_add(i1, i3)
+label(p0, i4, p2, descr=TargetToken(4611686018427387905)) -> [p5, i6, p7]
+i8 = getfield_gc_i(p7, descr=<FieldS T.len 24>)
+i9 = int_add(i6, i8)
+jump(p5, i9, p7, descr=TargetToken(4611686018427387905))
+";
+    let check = |class: Option<i64>| {
+        let o = parse(original);
+        let mut p = parse(optimized);
+        let mut load = carried(&mut p, &ITEMS);
+        load.facts = WordFacts {
+            class,
+            ..WordFacts::default()
+        };
+        validate(
+            &o,
+            &p,
+            &Config {
+                carried: vec![load],
+                ..Config::default()
+            },
+        )
+    };
+    let v = check(Some(4096));
+    assert!(v.is_valid(), "expected valid, got {v}");
+    // Without the fact the body's missing class check cannot be proven.
+    let v = check(None);
+    assert!(!v.is_valid(), "expected not valid, got {v}");
+    // A fact that does not hold on the way in is invalid.
+    let v = check(Some(8192));
+    assert!(v.is_invalid(), "expected invalid, got {v}");
 }
 
 /// Walks a list: `p0.items` advances to its `next` in every iteration.
@@ -371,48 +459,4 @@ jump(i5, i4, descr=TargetToken(4611686018427387905))
     let of = |addr| [(1, CarriedBase::Const(Const::Ref(addr)), "FieldS G.count 8", None)];
     assert_valid(original, optimized, &of(0x5000));
     assert_invalid(original, optimized, &of(0x6000), "carried parameter 1");
-}
-
-/// A bridge that enters the loop body instead of the header passes the carried value too.
-fn bridge_verdict(optimized: &str) -> Verdict {
-    let original = parse(
-        "
-[p0, i1]
-jump(p0, i1, descr=TargetToken(1))
-",
-    );
-    let mut p = parse(optimized);
-    let cfg = Config {
-        body_entries: vec![BodyEntry {
-            header: 1,
-            body: body(),
-            params: vec![WordFacts::default(); 2],
-        }],
-        carried: vec![CarriedLoad {
-            label: body(),
-            param: 2,
-            base: CarriedBase::Param(0),
-            descr: descr(&mut p, "FieldP T.items 8"),
-            index: None,
-        }],
-        ..Config::default()
-    };
-    validate(&original, &p, &cfg)
-}
-
-#[test]
-fn a_bridge_entering_the_body_passes_what_the_field_holds() {
-    let right = "
-[p0, i1]
-p2 = getfield_gc_r(p0, descr=<FieldP T.items 8>)
-jump(p0, i1, p2, descr=TargetToken(4611686018427387905))
-";
-    let v = bridge_verdict(right);
-    assert!(v.is_valid(), "expected valid, got {v}");
-    let wrong = right.replace("jump(p0, i1, p2,", "jump(p0, i1, p0,");
-    let v = bridge_verdict(&wrong);
-    assert!(
-        v.is_invalid() && v.to_string().contains("jump: carried parameter 2"),
-        "expected invalid, got {v}"
-    );
 }

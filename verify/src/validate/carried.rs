@@ -5,7 +5,7 @@
 
 use trace_ir::descr::Descr;
 use trace_ir::text::descr_to_string;
-use trace_ir::{CarriedBase, OpRef, Trace};
+use trace_ir::{jump_target, CarriedBase, CarriedValue, JumpTarget, OpRef, Trace, WordFacts};
 use z3::ast::BV;
 
 use super::compare::Pairs;
@@ -14,32 +14,40 @@ use super::terms::bv;
 use super::validator::Validator;
 use super::R;
 
-/// One carried parameter of the optimized trace's label, its descriptor resolved.
+/// One carried load of the optimized trace's loop label, its descriptor resolved.
 pub(super) struct Carried<'t> {
-    /// Its position among the label's parameters.
-    pub(super) param: usize,
+    /// What the place holds: the label's parameter at this position, or a constant.
+    pub(super) value: CarriedValue,
     /// The object read.
     pub(super) base: CarriedBase,
     /// The field descriptor, or the array descriptor with `index`.
     pub(super) descr: &'t Descr,
     /// The item's index, for an array item.
     pub(super) index: Option<i64>,
+    /// What is assumed about a carried parameter besides.
+    pub(super) facts: WordFacts,
 }
 
 impl Carried<'_> {
-    /// What the parameter carries, for messages: `field <FieldP T.x 8>`, `item 2 of <ArrayS 8>`.
+    /// What the load carries, for messages: `parameter 2 (field <FieldP T.x 8>)`,
+    /// `constant 7 (item 2 of <ArrayS 8>)`.
     fn what(&self) -> String {
-        match self.index {
+        let place = match self.index {
             None => format!("field {}", descr_to_string(self.descr)),
             Some(i) => format!("item {i} of {}", descr_to_string(self.descr)),
+        };
+        match self.value {
+            CarriedValue::Param(j) => format!("parameter {j} ({place})"),
+            CarriedValue::Const(c) => format!("constant {:#x} ({place})", c.bits()),
         }
     }
 }
 
-/// The `TargetToken` a label or `jump` op of `t` names.
-pub(super) fn target_token(t: &Trace, r: OpRef) -> Option<u64> {
-    match t.op(r).descr.map(|d| t.descr(d)) {
-        Some(Descr::Target(x)) => Some(*x),
+/// The label the final `jump` of `t` goes to: the only label loads are carried through.
+pub(super) fn loop_label(t: &Trace) -> Option<OpRef> {
+    let last = OpRef::new(t.ops.len().checked_sub(1)?);
+    match jump_target(t, last) {
+        JumpTarget::Label(l) if t.op(last).opcode == trace_ir::Opcode::Jump => Some(l),
         _ => None,
     }
 }
@@ -56,29 +64,25 @@ impl<'t> Side<'t> {
 }
 
 impl<'t> Validator<'t> {
-    /// The carried loads of parameters `from..to` of the optimized trace's label with token
-    /// `token` (a label, or the target of a `jump`), one per parameter, in order; or why they
-    /// are missing or malformed.
-    pub(super) fn carried_params(
-        &self,
-        token: Option<u64>,
-        from: usize,
-        to: usize,
-    ) -> Result<Vec<Carried<'t>>, String> {
+    /// The carried loads of the optimized trace's loop label, checked against its
+    /// parameters: one for each of parameters `from..to` (those past the original's), in
+    /// order, and any number of constant ones; or why they are missing or malformed.
+    pub(super) fn carried_params(&self, from: usize, to: usize) -> Result<Vec<Carried<'t>>, String> {
         let pt: &'t Trace = self.p.trace;
-        let Some(token) = token else {
-            return Err("its extra parameters carry nothing (the label has no TargetToken)".into());
-        };
-        let mut out = Vec::with_capacity(to - from);
-        for j in from..to {
-            let Some(c) = self.cfg.carried.iter().find(|c| c.label == token && c.param == j) else {
-                return Err(format!(
-                    "parameter {j} is not the original's and carries no load (Config::carried)"
-                ));
-            };
+        let mut out = Vec::with_capacity(self.cfg.carried.len());
+        let mut next = from;
+        for c in &self.cfg.carried {
+            if let CarriedValue::Param(j) = c.value {
+                if j != next || j >= to {
+                    return Err(format!(
+                        "a carried load names parameter {j}, not parameter {next} of {to}"
+                    ));
+                }
+                next += 1;
+            }
             let Some(descr) = pt.descrs.get(c.descr.index()) else {
                 return Err(format!(
-                    "carried parameter {j}: descriptor {} is not the optimized trace's",
+                    "carried load: descriptor {} is not the optimized trace's",
                     c.descr.index()
                 ));
             };
@@ -88,32 +92,40 @@ impl<'t> Validator<'t> {
             };
             if !fits {
                 return Err(format!(
-                    "carried parameter {j}: {} is no {} descriptor",
+                    "carried load: {} is no {} descriptor",
                     descr_to_string(descr),
                     if c.index.is_some() { "array" } else { "field" }
                 ));
             }
             if let CarriedBase::Param(k) = c.base {
-                if k >= j {
+                if k >= next.max(from) {
                     return Err(format!(
-                        "carried parameter {j} reads from parameter {k}, which does not come before it"
+                        "a carried load reads from parameter {k}, which does not come before it"
                     ));
                 }
             }
             out.push(Carried {
-                param: j,
+                value: c.value,
                 base: c.base,
                 descr,
                 index: c.index,
+                facts: c.facts.clone(),
             });
+        }
+        if next != to {
+            return Err(format!(
+                "parameter {next} is not the original's and carries no load (Config::carried)"
+            ));
         }
         Ok(out)
     }
 
-    /// Prove that each carried operand (`operands`, of the optimized side, one per load) holds
-    /// what its field or item holds in the original side's heap now; `params`: the original
-    /// side's values of the operands before them (a load based on a carried parameter reads
-    /// from what that parameter's own load gives, which is proven equal to its operand).
+    /// Prove that each carried load holds where the label is reached: its operand (of
+    /// `operands`, the optimized side's past the original's, by position) or constant is what
+    /// its field or item holds in the original side's heap now, and the operand has the
+    /// facts assumed of it; `params`: the original side's values of the operands before
+    /// them (a load based on a carried parameter reads from what that parameter's own load
+    /// gives, which is proven equal to its operand).
     pub(super) fn prove_carried(
         &mut self,
         at: &str,
@@ -123,22 +135,34 @@ impl<'t> Validator<'t> {
         pairs: &mut Pairs,
     ) -> R<()> {
         let n = params.len();
-        let mut reads: Vec<Sym> = Vec::with_capacity(loads.len());
-        for (c, x) in loads.iter().zip(operands) {
+        let mut reads: Vec<Option<Sym>> = vec![None; operands.len()];
+        for c in loads {
             let base = match c.base {
                 CarriedBase::Param(k) if k < n => params[k].clone(),
-                CarriedBase::Param(k) => reads[k - n].clone(),
+                CarriedBase::Param(k) => reads[k - n].clone().expect("an earlier carried parameter"),
                 CarriedBase::Const(v) => Sym::Bv(bv(v.bits())),
             };
             let v = self.o.load_carried(&base, c);
-            self.prove_equal(&v, x, pairs, &|| {
-                format!(
-                    "{at}: carried parameter {} ({}) is not what it holds",
-                    c.param,
-                    c.what()
-                )
+            let x = match c.value {
+                CarriedValue::Param(j) => operands[j - n].clone(),
+                CarriedValue::Const(k) => Sym::Bv(bv(k.bits())),
+            };
+            self.prove_equal(&v, &x, pairs, &|| {
+                format!("{at}: carried {} is not what it holds", c.what())
             })?;
-            reads.push(v);
+            if let CarriedValue::Param(j) = c.value {
+                if !c.facts.is_empty() {
+                    let claim = self.p.satisfies(&x, &c.facts);
+                    let what = c.what();
+                    let facts = c.facts.clone();
+                    self.prove(
+                        &claim,
+                        || format!("{at}: carried {what} may not satisfy what the loop assumes ({facts:?})"),
+                        None,
+                    )?;
+                }
+                reads[j - n] = Some(v);
+            }
         }
         Ok(())
     }
@@ -158,11 +182,21 @@ impl<'t> Validator<'t> {
             };
             let v = self.o.load_carried(&base, c);
             let v = self.o.escape(&v);
-            let param = params[c.param];
-            let kind = self.p.trace.op(param).opcode.result_kind();
-            let sym = BV::new_const(format!("L{k}_{}{}", kind.prefix(), c.param), 64);
-            self.assume(sym.eq(&v), false);
-            self.p.vals[param.index()] = Some(Sym::Bv(sym));
+            match c.value {
+                CarriedValue::Param(j) => {
+                    let param = params[j];
+                    let kind = self.p.trace.op(param).opcode.result_kind();
+                    let sym = BV::new_const(format!("L{k}_{}{}", kind.prefix(), j), 64);
+                    self.assume(sym.eq(&v), false);
+                    let x = Sym::Bv(sym);
+                    if !c.facts.is_empty() {
+                        let holds = self.p.satisfies(&x, &c.facts);
+                        self.assume(holds, false);
+                    }
+                    self.p.vals[param.index()] = Some(x);
+                }
+                CarriedValue::Const(x) => self.assume(v.eq(&bv(x.bits())), false),
+            }
         }
     }
 }

@@ -6,7 +6,7 @@ use trace_ir::{FailArg, GuardData, GuardId, OpFlags, OpRef, Opcode, Trace};
 use z3::ast::{Bool, BV};
 use z3::SatResult;
 
-use super::carried::target_token;
+use super::carried::loop_label;
 use super::compare::Pairs;
 use super::exit_writes::Undo;
 use super::layout::descr_key;
@@ -440,8 +440,9 @@ impl<'t> Validator<'t> {
         let n = ao.len();
         // Parameters past the original's carry loaded values (`Config::carried`).
         let loads = match ap.len() {
+            m if m >= n && loop_label(pt) == Some(rp) => self.carried_params(n, m),
             m if m == n => Ok(Vec::new()),
-            m if m > n => self.carried_params(target_token(pt, rp), n, m),
+            m if m > n => Err("its extra parameters carry nothing (it is not the loop's label)".into()),
             _ => Err("the optimized label drops parameters".into()),
         };
         let loads = match loads {
@@ -566,9 +567,10 @@ impl<'t> Validator<'t> {
         // A `jump` to a label with carried parameters passes them past the original's
         // operands (`Config::carried`).
         let n = opo.args.len();
+        let to_loop = opp.opcode == Opcode::Jump && loop_label(pt).is_some() && rp.index() + 1 == pt.ops.len();
         let loads = match opp.args.len() {
+            m if m >= n && to_loop => self.carried_params(n, m),
             m if m == n => Ok(Vec::new()),
-            m if m > n && opp.opcode == Opcode::Jump => self.carried_params(target_token(pt, rp), n, m),
             _ => Err(String::new()),
         };
         let loads = match loads {
@@ -625,9 +627,7 @@ impl<'t> Validator<'t> {
             ))));
         };
         let args = self.p.trace.op(rp).args.clone();
-        // (Carried operands past the original's may have no entry: they were proven to
-        // hold what they carry.)
-        if args.len() != entry.params.len() && entry.params.len() != self.o.trace.op(ro).args.len() {
+        if args.len() != entry.params.len() {
             return Err(Stop::Invalid(self.structural(format!(
                 "the jump passes {} operands to a loop body of {} parameters",
                 args.len(),
