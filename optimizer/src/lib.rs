@@ -111,7 +111,9 @@ options! {
         /// Peel the loop's first iteration before optimizing ([`trace_ir::peel_loop`], as
         /// PyPy's unroll does), so the loop body runs knowing what the first iteration's guards
         /// established about loop-invariant values (`label` parameters the `jump` passes back
-        /// unchanged). Off by default: the output then has one more `label`, and guards of the
+        /// unchanged), and finds the fields and items the first iteration loaded in the
+        /// parameters the body label carries ([`Optimized::carried`]) instead of loading them
+        /// again. Off by default: the output then has one more `label`, and guards of the
         /// copied body have fresh ids (same resume keys); validate it against the peeled input
         /// (`verify::validate` peels the original itself when the label counts say so).
         peel = false,
@@ -252,12 +254,13 @@ pub struct Optimized {
     /// [`trace_ir::bridge_prologue`]).
     pub guard_facts: Vec<trace_ir::GuardFacts>,
     /// The peeled loop of `trace` (with [`Options::peel`]), as a way into its body: what the
-    /// body assumes about its parameters. Empty when `trace` is not a peeled loop or its body
-    /// reads values of the preamble that only the preamble computes.
+    /// body assumes about its parameters. Empty when `trace` is not a peeled loop, its body
+    /// reads values of the preamble that only the preamble computes, or its label carries
+    /// loaded values (whoever enters it would have to load them).
     pub body_entries: Vec<trace_ir::BodyEntry>,
-    /// The parameters of the peeled loop body's label that carry loaded values (see
-    /// [`trace_ir::CarriedLoad`]); the translation validator needs them
-    /// (`verify::validate::Config::carried`).
+    /// What the peeled loop body's label carries about memory: the fields and items its
+    /// extra parameters (or constants) hold there (see [`trace_ir::CarriedLoad`]); the
+    /// translation validator needs them (`verify::validate::Config::carried`).
     pub carried: Vec<trace_ir::CarriedLoad>,
     /// What became of each input op and where each output op came from; only with
     /// [`Options::explain`]. With [`Options::peel`] its input is the peeled trace
