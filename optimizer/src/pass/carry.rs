@@ -90,7 +90,12 @@ impl<'a> Pass<'a> {
             };
             known.entry(self.find(a)).or_insert((place, CarriedBase::Param(k)));
         }
+        // Only places the body reads (a field, or an item at a constant index) and that it
+        // does not seem to clobber after its last access are worth trying: the others would
+        // be dropped after a run.
+        let read = self.body_reads(i);
         let mut entries = self.mem.heap.entries();
+        entries.retain(|e| read.contains(&(e.0, e.1)));
         entries.sort_by_key(|e| (e.0.index(), e.1));
         let mut taken = vec![false; entries.len()];
         let mut params = 0;
@@ -125,6 +130,56 @@ impl<'a> Pass<'a> {
             }
         }
         out
+    }
+
+    /// The fields and constant-index items (by descriptor) the input reads after its op `i`
+    /// and, for a mutable one, accesses again after the last call or other op there that may
+    /// write the heap: those the body's heap cache likely knows at the final jump. (A guess
+    /// that only spares runs: the jump checks every place.)
+    fn body_reads(&self, i: usize) -> FxHashSet<(DescrRef, Option<i64>)> {
+        use Opcode::*;
+        let t = self.input;
+        let mut read = FxHashSet::default();
+        let mut last_access: FxHashMap<(DescrRef, Option<i64>), usize> = FxHashMap::default();
+        let mut last_clobber = 0;
+        for (at, op) in t.ops.iter().enumerate().skip(i + 1) {
+            let index = || match t.const_of(op.args[1]) {
+                Some(Const::Int(k)) => Some(k),
+                _ => None,
+            };
+            let place = match (op.opcode, op.descr) {
+                (GetfieldGcI | GetfieldGcR | GetfieldGcF, Some(d)) => {
+                    read.insert((d, None));
+                    Some((d, None))
+                }
+                (SetfieldGc, Some(d)) => Some((d, None)),
+                (GetarrayitemGcI | GetarrayitemGcR | GetarrayitemGcF, Some(d)) => index().map(|k| {
+                    read.insert((d, Some(k)));
+                    (d, Some(k))
+                }),
+                (SetarrayitemGc, Some(d)) => index().map(|k| (d, Some(k))),
+                (opc, descr) if opc.is_call() => {
+                    let effect = descr
+                        .and_then(|d| t.descr(d).as_call())
+                        .map_or(trace_ir::CallEffect::RandomEffects, |c| c.effect);
+                    if !effect.changes_nothing(opc) {
+                        last_clobber = at;
+                    }
+                    None
+                }
+                (opc, _) if opc.has(trace_ir::OpFlags::BARRIER) => {
+                    last_clobber = at;
+                    None
+                }
+                _ => None,
+            };
+            if let Some(p) = place {
+                last_access.insert(p, at);
+            }
+        }
+        let facts = &self.mem.descr_facts;
+        read.retain(|p| facts[p.0.index()].immutable || last_access.get(p).is_some_and(|&a| a > last_clobber));
+        read
     }
 
     /// After the body label `label` and its input parameters: the carried parameters, each

@@ -203,6 +203,15 @@ impl Optimizer {
         t
     }
 
+    /// Exclude the places the last run reported from the runs that follow; whether there
+    /// were any.
+    fn exclude_failed(&mut self) -> bool {
+        let failed = std::mem::take(&mut self.carry.failed);
+        let any = !failed.is_empty();
+        self.carry.excluded.extend(failed);
+        any
+    }
+
     /// Carry values through the body label at input op `label` (`None`: carry nothing),
     /// excluding nothing yet.
     fn carry_from(&mut self, label: Option<usize>) {
@@ -299,7 +308,10 @@ pub(crate) fn run(
     let header = trace_ir::invariant_params(&peeled).map(|(h, _)| h.index());
     let arity = header.map(|h| peeled.ops[h].args.len()).unwrap_or(0);
     ctx.carry_from(header);
-    let first = run_carrying(
+    // The first run also finds what the body label cannot carry; its output stands only if it
+    // carried nothing that failed (otherwise a run without those places replaces it), but
+    // its loop shape is what the second run's assumptions are read from either way.
+    let first = run_once(
         ctx,
         &peeled,
         opts,
@@ -307,42 +319,45 @@ pub(crate) fn run(
         entries,
         Start::Keep(header),
     )?;
+    let first_failed = ctx.exclude_failed();
     let facts = HeaderFacts::of(&first.trace).truncated(arity);
+    let plain = |ctx: &mut Optimizer| -> Result<Optimized, OptError> {
+        if first_failed {
+            run_carrying(ctx, &peeled, opts, &HeaderFacts::default(), entries)
+        } else {
+            Ok(first)
+        }
+    };
     if facts.is_empty() {
-        return Ok(first);
+        return plain(ctx);
     }
-    let second = run_carrying(ctx, &peeled, opts, &facts, entries, Start::ResumeKeep)?;
-    Ok(if facts.hold_in(&HeaderFacts::of(&second.trace).truncated(arity)) {
-        second
+    let second = run_carrying(ctx, &peeled, opts, &facts, entries)?;
+    if facts.hold_in(&HeaderFacts::of(&second.trace).truncated(arity)) {
+        Ok(second)
     } else {
-        first
-    })
+        plain(ctx)
+    }
 }
 
-/// Runs over a peeled loop until its body label carries only what the final jump knows and
-/// the body reads ([`carry`]): each run drops the places the one before reported; after
-/// [`MAX_CARRY_RUNS`] runs the label carries nothing. The first run starts at `start`,
-/// which keeps the state at the loop header; the others resume from it.
+/// Runs over a peeled loop, each resuming from the state the first kept at the loop header,
+/// until its body label carries only what the final jump knows and the body reads
+/// ([`carry`]): each run drops the places the one before reported; after
+/// [`MAX_CARRY_RUNS`] runs the label carries nothing.
 fn run_carrying(
     ctx: &mut Optimizer,
     input: &Trace,
     opts: &Options,
     facts: &HeaderFacts,
     entries: &[trace_ir::BodyEntry],
-    mut start: Start,
 ) -> Result<Optimized, OptError> {
     for _ in 0..MAX_CARRY_RUNS {
-        let out = run_once(ctx, input, opts, facts, entries, start)?;
-        let carry = &mut ctx.carry;
-        if carry.failed.is_empty() {
+        let out = run_once(ctx, input, opts, facts, entries, Start::ResumeKeep)?;
+        if !ctx.exclude_failed() {
             return Ok(out);
         }
-        let failed = std::mem::take(&mut carry.failed);
-        carry.excluded.extend(failed);
-        start = Start::ResumeKeep;
     }
     let label = ctx.carry.label.take();
-    let out = run_once(ctx, input, opts, facts, entries, start);
+    let out = run_once(ctx, input, opts, facts, entries, Start::ResumeKeep);
     ctx.carry.label = label;
     out
 }

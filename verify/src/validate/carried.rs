@@ -195,7 +195,7 @@ impl<'t> Validator<'t> {
                     }
                     self.p.vals[param.index()] = Some(x);
                 }
-                CarriedValue::Const(x) => self.assume(v.eq(&bv(x.bits())), false),
+                CarriedValue::Const(x) => self.assume(v.eq(bv(x.bits())), false),
             }
         }
     }
