@@ -100,3 +100,28 @@ finish(p2)
     let v = validate(&parse(UNDECIDED), &wrong, &Config::default());
     assert!(matches!(v, Verdict::Invalid { .. }), "{v}");
 }
+
+/// A dropped `cond_call_value_i` followed by a plain call of another function with the same
+/// descriptor: the plain call is the original's second call, not the conditional one made
+/// plain (the functions differ).
+#[test]
+fn a_dropped_cond_call_is_not_paired_with_a_later_call_of_another_function() {
+    let original = parse(
+        "
+[i0]
+i1 = cond_call_value_i(7, ConstClass(f), 10, descr=<Calli 8 i EF=2>)
+i2 = call_i(ConstClass(g), i0, descr=<Calli 8 i EF=2>)
+i3 = int_add(i1, i2)
+finish(i3)
+",
+    );
+    let out = optimize(&original, &Options::default()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        out.stats.removed(Reason::CondCallKnown),
+        1,
+        "{}",
+        print_trace(&out.trace)
+    );
+    let v = validate(&original, &out.trace, &Config::default());
+    assert!(matches!(v, Verdict::Valid), "{v}\n{}", print_trace(&out.trace));
+}

@@ -117,12 +117,28 @@ fn unconditional(opcode: Opcode) -> Option<Opcode> {
 }
 
 /// Whether the optimized call `rp` is the original call `ro`: the same op, or the plain call
-/// an original conditional call becomes (its operands without the condition).
+/// an original conditional call becomes (its operands without the condition), calling the
+/// same function when both name it by a constant.
 pub(super) fn same_call(ot: &Trace, ro: OpRef, pt: &Trace, rp: OpRef) -> bool {
     let (opo, opp) = (ot.op(ro), pt.op(rp));
-    descr_key(ot, ro) == descr_key(pt, rp)
-        && ((opo.opcode == opp.opcode && opo.args.len() == opp.args.len())
-            || (unconditional(opo.opcode) == Some(opp.opcode) && opo.args.len() == opp.args.len() + 1))
+    let shape = match opo.args.len().checked_sub(opp.args.len()) {
+        Some(0) => opo.opcode == opp.opcode,
+        Some(1) => unconditional(opo.opcode) == Some(opp.opcode),
+        _ => false,
+    };
+    if !shape {
+        return false;
+    }
+    // (A conditional call's function is its second operand.)
+    let func = |t: &Trace, op: &trace_ir::Op| {
+        let k = usize::from(unconditional(op.opcode).is_some());
+        op.args.get(k).and_then(|&f| t.const_of(f))
+    };
+    let same_func = match (func(ot, opo), func(pt, opp)) {
+        (Some(a), Some(b)) => a == b,
+        _ => true,
+    };
+    descr_key(ot, ro) == descr_key(pt, rp) && same_func
 }
 
 /// Whether two sync points are the same kind of point (calls are numbered per side).
