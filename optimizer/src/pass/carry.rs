@@ -33,17 +33,24 @@ enum Root {
     Const(Const),
 }
 
-/// One carried parameter.
+/// One carried place.
 #[derive(Clone)]
 pub(crate) struct Carried {
     place: Place,
+    /// The object read, as the output states it.
     base: CarriedBase,
-    descr: DescrRef,
-    index: Option<i64>,
-    /// The parameter (a working value), or the constant the place holds.
-    param: Value,
+    /// The label's parameter (a working value) or the constant the place holds; before the
+    /// label is emitted, the preamble's value.
+    pub(super) param: Value,
     /// What the body assumes about it.
     facts: WordFacts,
+}
+
+impl Carried {
+    /// The place's descriptor and item index (`None` for a field): its last step.
+    fn slot(&self) -> (DescrRef, Option<i64>) {
+        *self.place.steps.last().expect("a place reads at least once")
+    }
 }
 
 /// What the pass carries through the body label of a peeled loop.
@@ -70,14 +77,10 @@ impl Carry {
 }
 
 impl<'a> Pass<'a> {
-    /// At the body label `i` (its operands `args`, forced): the places to carry, with the
-    /// values the preamble's heap cache holds for them (those not constant are appended to
+    /// At the body label `i` (its operands `args`, forced): the places to carry, each with
+    /// the value the preamble's heap cache holds for it (those not constant are appended to
     /// the label's operands).
-    pub(super) fn carry_places(
-        &mut self,
-        i: usize,
-        args: &[Value],
-    ) -> Vec<(Place, CarriedBase, DescrRef, Option<i64>, Value)> {
+    pub(super) fn carry_places(&mut self, i: usize, args: &[Value]) -> Vec<Carried> {
         let mut out = Vec::new();
         if self.carry.label != Some(i) || !self.opts.heapcache {
             return out;
@@ -88,7 +91,8 @@ impl<'a> Pass<'a> {
                 root: Root::Param(k),
                 steps: SmallVec::new(),
             };
-            known.entry(self.find(a)).or_insert((place, CarriedBase::Param(k)));
+            let a = self.find(a);
+            known.entry(a).or_insert((place, CarriedBase::Param(k)));
         }
         // Only places the body reads (a field, or an item at a constant index) and that it
         // does not seem to clobber after its last access are worth trying: the others would
@@ -126,7 +130,12 @@ impl<'a> Pass<'a> {
                     known.entry(val).or_insert((place.clone(), CarriedBase::Param(at)));
                 }
                 params += usize::from(!val.is_const());
-                out.push((place, base, d, index, val));
+                out.push(Carried {
+                    place,
+                    base,
+                    param: val,
+                    facts: WordFacts::default(),
+                });
             }
         }
         out
@@ -184,34 +193,19 @@ impl<'a> Pass<'a> {
 
     /// After the body label `label` and its input parameters: the carried parameters, each
     /// with the facts of the value the preamble passes, in the heap cache from here on.
-    pub(super) fn carry_params(
-        &mut self,
-        label: OpRef,
-        places: Vec<(Place, CarriedBase, DescrRef, Option<i64>, Value)>,
-    ) {
+    pub(super) fn carry_params(&mut self, label: OpRef, places: Vec<Carried>) {
         self.carry.reset();
-        if places.is_empty() {
-            return;
-        }
-        let params = places.iter().filter(|p| !p.4.is_const()).count();
+        let params = places.iter().filter(|c| !c.param.is_const()).count();
         self.carry.arity = self.v.ops[label.index()].args.len() - params;
-        for (place, base, descr, index, val) in places {
-            let (param, facts) = if val.is_const() {
-                (val, WordFacts::default())
-            } else {
+        for mut c in places {
+            let val = c.param;
+            if !val.is_const() {
                 let opcode = Opcode::input_for(self.kind_of(val)).expect("a value kind");
-                let param = self.emit(Op::new(opcode, &[]));
-                self.import_facts(param, val);
-                (param, self.word_facts(param))
-            };
-            self.carry.carried.push(Carried {
-                place,
-                base,
-                descr,
-                index,
-                param,
-                facts,
-            });
+                c.param = self.emit(Op::new(opcode, &[]));
+                self.import_facts(c.param, val);
+                c.facts = self.word_facts(c.param);
+            }
+            self.carry.carried.push(c);
         }
     }
 
@@ -221,7 +215,7 @@ impl<'a> Pass<'a> {
         let params: Vec<Value> = (0..n).map(|k| self.label_param(label, k)).collect();
         for j in 0..self.carry.carried.len() {
             let c = &self.carry.carried[j];
-            let (descr, index, param) = (c.descr, c.index, c.param);
+            let ((descr, index), param) = (c.slot(), c.param);
             let obj = match c.base {
                 CarriedBase::Param(k) => params[k],
                 CarriedBase::Const(c) => self.make_const(c),
@@ -261,9 +255,10 @@ impl<'a> Pass<'a> {
                 CarriedBase::Param(k) => at[k],
                 CarriedBase::Const(k) => Some(self.make_const(k)),
             };
-            let known = base.and_then(|b| match c.index {
-                None => self.mem.heap.field(c.descr, b),
-                Some(i) => self.mem.heap.item(c.descr, i, b),
+            let (descr, index) = c.slot();
+            let known = base.and_then(|b| match index {
+                None => self.mem.heap.field(descr, b),
+                Some(i) => self.mem.heap.item(descr, i, b),
             });
             let ok = known.map(|v| self.find(v)).filter(|&v| {
                 if c.param.is_const() {
@@ -363,8 +358,8 @@ impl<'a> Pass<'a> {
                     }
                 },
                 base: c.base,
-                descr: c.descr,
-                index: c.index,
+                descr: c.slot().0,
+                index: c.slot().1,
                 facts: c.facts.clone(),
             })
             .collect()

@@ -116,9 +116,8 @@ impl<'a> Pass<'a> {
         for &a in &args {
             self.force(a);
         }
-        let args_found: Vec<Value> = args.iter().map(|&a| self.find(a)).collect();
-        let carried = self.carry_places(i, &args_found);
-        args.extend(carried.iter().map(|c| c.4).filter(|v| !v.is_const()));
+        let carried = self.carry_places(i, &args);
+        args.extend(carried.iter().map(|c| c.param).filter(|v| !v.is_const()));
         let label = self.emit(Op {
             opcode: Opcode::Label,
             descr: op.descr,
