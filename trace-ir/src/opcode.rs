@@ -468,6 +468,17 @@ impl Opcode {
     pub fn is_call(self) -> bool {
         self.has(OpFlags::CALL)
     }
+    /// The plain call a conditional call is when it calls (`cond_call` -> `call_n`,
+    /// `cond_call_value_i` -> `call_i`, `cond_call_value_r` -> `call_r`): the same operands
+    /// without the first. `None` for any other op.
+    pub fn unconditional_call(self) -> Option<Opcode> {
+        match self {
+            Opcode::CondCallN => Some(Opcode::CallN),
+            Opcode::CondCallValueI => Some(Opcode::CallI),
+            Opcode::CondCallValueR => Some(Opcode::CallR),
+            _ => None,
+        }
+    }
     /// The input opcode holding a value of `kind` (`input_i` for `Int`, ...).
     pub fn input_for(kind: Kind) -> Option<Opcode> {
         match kind {

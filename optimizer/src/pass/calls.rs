@@ -96,13 +96,8 @@ impl<'a> Pass<'a> {
             self.removed(Reason::CondCallKnown);
             return (op.opcode != CondCallN).then_some(args[0]);
         }
-        let opcode = match op.opcode {
-            CondCallValueI => CallI,
-            CondCallValueR => CallR,
-            _ => CallN,
-        };
         let call = Op {
-            opcode,
+            opcode: op.opcode.unconditional_call().expect("a conditional call"),
             descr: op.descr,
             guard: None,
             args: SmallVec::from_slice(&args[1..]),
@@ -116,12 +111,12 @@ impl<'a> Pass<'a> {
         match self.kind_of(v) {
             Kind::Int => {
                 let b = self.bound_of(v);
-                if b.lower_i64() == 0 && b.upper_i64() == 0 {
-                    Some(true)
-                } else if b.lower_i64() > 0 || b.upper_i64() < 0 || b.bits.known_ones() != 0 {
-                    Some(false)
-                } else {
+                if b.is_empty() {
                     None
+                } else if b.get_constant() == Some(0) {
+                    Some(true)
+                } else {
+                    (!b.contains_i64(0)).then_some(false)
                 }
             }
             Kind::Ref if self.known_nonnull(v) => Some(false),

@@ -88,14 +88,6 @@ pub(super) fn is_elidable_call(trace: &Trace, op: OpRef) -> bool {
     }
 }
 
-/// The sync points of both traces, checked to correspond: the optimized trace's, in order,
-/// are the original's without the guards the optimizer removed and the conditional calls it
-/// found never call.
-pub(super) struct SyncPoints {
-    /// What to do at each of the original's sync points, in order.
-    pub(super) steps: Vec<Step>,
-}
-
 /// One of the original's sync points and what corresponds to it in the optimized trace.
 pub(super) enum Step {
     /// A guard the optimized trace removed.
@@ -106,16 +98,6 @@ pub(super) enum Step {
     Pair(Event, OpRef, OpRef),
 }
 
-/// The plain call a conditional call becomes when it always calls.
-fn unconditional(opcode: Opcode) -> Option<Opcode> {
-    match opcode {
-        Opcode::CondCallN => Some(Opcode::CallN),
-        Opcode::CondCallValueI => Some(Opcode::CallI),
-        Opcode::CondCallValueR => Some(Opcode::CallR),
-        _ => None,
-    }
-}
-
 /// Whether the optimized call `rp` is the original call `ro`: the same op, or the plain call
 /// an original conditional call becomes (its operands without the condition), calling the
 /// same function when both name it by a constant.
@@ -123,7 +105,7 @@ pub(super) fn same_call(ot: &Trace, ro: OpRef, pt: &Trace, rp: OpRef) -> bool {
     let (opo, opp) = (ot.op(ro), pt.op(rp));
     let shape = match opo.args.len().checked_sub(opp.args.len()) {
         Some(0) => opo.opcode == opp.opcode,
-        Some(1) => unconditional(opo.opcode) == Some(opp.opcode),
+        Some(1) => opo.opcode.unconditional_call() == Some(opp.opcode),
         _ => false,
     };
     if !shape {
@@ -131,7 +113,7 @@ pub(super) fn same_call(ot: &Trace, ro: OpRef, pt: &Trace, rp: OpRef) -> bool {
     }
     // (A conditional call's function is its second operand.)
     let func = |t: &Trace, op: &trace_ir::Op| {
-        let k = usize::from(unconditional(op.opcode).is_some());
+        let k = usize::from(op.opcode.unconditional_call().is_some());
         op.args.get(k).and_then(|&f| t.const_of(f))
     };
     let same_func = match (func(ot, opo), func(pt, opp)) {
@@ -150,9 +132,12 @@ fn same_event(a: Event, b: Event) -> bool {
 }
 
 impl<'t> Validator<'t> {
-    /// The sync points of both traces: `Invalid` when the optimized trace adds a guard with a new
-    /// id, `Unknown` when they do not come in the same order on both sides.
-    pub(super) fn sync_points(&self) -> R<SyncPoints> {
+    /// The sync points of both traces, checked to correspond, as a step per sync point of the
+    /// original, in order: the optimized trace's are the original's without the guards the
+    /// optimizer removed and the conditional calls it found never call. `Invalid` when the
+    /// optimized trace adds a guard with a new id, `Unknown` when they do not come in the same
+    /// order on both sides.
+    pub(super) fn sync_points(&self) -> R<Vec<Step>> {
         let (ot, pt) = (self.o.trace, self.p.trace);
         let ev_o = events(ot);
         let ev_p = events(pt);
@@ -183,6 +168,11 @@ impl<'t> Validator<'t> {
                 _ => None,
             })
             .collect();
+        let differ = |at: usize, o: Option<Event>, p: Option<Event>| {
+            unsupported(format!(
+                "sync points differ at position {at}: original {o:?}, optimized {p:?} (guards reordered, calls or labels added or removed)"
+            ))
+        };
         let mut steps = Vec::with_capacity(ev_o.len());
         let mut pi = 0usize;
         for (at, &(ro, e)) in ev_o.iter().enumerate() {
@@ -190,7 +180,7 @@ impl<'t> Validator<'t> {
             let step = match e {
                 Event::Guard(g) if !kept.contains(&g) => Step::RemovedGuard(g, ro),
                 Event::Call(_)
-                    if unconditional(ot.op(ro).opcode).is_some()
+                    if ot.op(ro).opcode.unconditional_call().is_some()
                         && !matches!(next, Some((rp, Event::Call(_))) if same_call(ot, ro, pt, rp)) =>
                 {
                     Step::SkippedCall(ro)
@@ -200,45 +190,44 @@ impl<'t> Validator<'t> {
                         pi += 1;
                         Step::Pair(e, ro, rp)
                     }
-                    _ => {
-                        return unsupported(format!(
-                            "sync points differ at position {at}: original {:?}, optimized {:?} (guards reordered, calls or labels added or removed)",
-                            Some(e),
-                            next.map(|(_, e)| e)
-                        ))
-                    }
+                    _ => return differ(at, Some(e), next.map(|(_, e)| e)),
                 },
             };
             steps.push(step);
         }
-        if let Some((_, e)) = ev_p.get(pi) {
-            return unsupported(format!(
-                "sync points differ at position {}: original {:?}, optimized {:?} (guards reordered, calls or labels added or removed)",
-                ev_o.len(),
-                None::<Event>,
-                Some(e)
-            ));
+        if let Some(&(_, e)) = ev_p.get(pi) {
+            return differ(ev_o.len(), None, Some(e));
         }
-        Ok(SyncPoints { steps })
+        Ok(steps)
+    }
+
+    /// When the original's conditional call at `ro` calls: `cond_call` when its condition is
+    /// non-zero, `cond_call_value` when its value is zero.
+    fn calls(&mut self, ro: OpRef) -> R<Bool> {
+        let op = self.o.trace.op(ro);
+        let zero = self.o.bv_of(op.args[0])?.eq(zero());
+        Ok(if op.opcode == Opcode::CondCallN {
+            zero.not()
+        } else {
+            zero
+        })
     }
 
     /// A conditional call the optimizer dropped: under the path condition it never calls
-    /// (`cond_call`'s condition is zero, `cond_call_value`'s value is not), and the value
-    /// of a `cond_call_value` is its first operand.
+    /// ([`Validator::calls`]), and the value of a `cond_call_value` is its first operand.
     pub(super) fn skipped_call(&mut self, ro: OpRef) -> R<()> {
-        let op = self.o.trace.op(ro);
-        let c = self.o.bv_of(op.args[0])?;
-        let zero = c.eq(zero());
-        let (claim, what) = if op.opcode == Opcode::CondCallN {
-            (zero, "its condition may be non-zero")
+        let claim = self.calls(ro)?.not();
+        let opcode = self.o.trace.op(ro).opcode;
+        let what = if opcode == Opcode::CondCallN {
+            "its condition may be non-zero"
         } else {
-            (zero.not(), "its value may be zero")
+            "its value may be zero"
         };
-        let opcode = op.opcode;
         self.prove(&claim, || format!("{opcode} at {ro} was removed but {what}"), None)?;
         self.assume(claim, false);
         if opcode != Opcode::CondCallN {
-            self.o.vals[ro.index()] = Some(Sym::Bv(c));
+            let v = self.o.bv_of(self.o.trace.op(ro).args[0])?;
+            self.o.vals[ro.index()] = Some(Sym::Bv(v));
         }
         Ok(())
     }
@@ -389,13 +378,7 @@ impl<'t> Validator<'t> {
         // non-zero, `cond_call_value`'s value zero); the condition is not an argument.
         let off = opo.args.len() - opp.args.len();
         if off == 1 {
-            let c = self.o.bv_of(opo.args[0])?;
-            let zero = c.eq(zero());
-            let claim = if opo.opcode == Opcode::CondCallN {
-                zero.not()
-            } else {
-                zero
-            };
+            let claim = self.calls(ro)?;
             self.prove(
                 &claim,
                 || format!("call {k}: `{}` became `{}` but may not call", opo.opcode, opp.opcode),

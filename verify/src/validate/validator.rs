@@ -12,7 +12,7 @@ use super::abstraction::{Abstraction, HEAVY_OPS};
 use super::layout::{field_key, field_key_of, Layout};
 use super::query::Claim;
 use super::side::{Side, Sym};
-use super::sync::{Event, Step, SyncPoints};
+use super::sync::{Event, Step};
 use super::{unsupported, Config, Counterexample, Stats, R};
 
 pub(super) struct Validator<'t> {
@@ -136,11 +136,11 @@ impl<'t> Validator<'t> {
     }
 
     /// Walk both traces from sync point to sync point, proving what each requires (see
-    /// [`SyncPoints`]); a removed guard or conditional call is proven on the original alone.
+    /// [`Validator::sync_points`]); a removed guard or conditional call is proven on the
+    /// original alone.
     pub(super) fn run(&mut self) -> R<()> {
         self.bind_inputs()?;
-        let SyncPoints { steps } = self.sync_points()?;
-        for step in steps {
+        for step in self.sync_points()? {
             match step {
                 Step::RemovedGuard(g, ro) => {
                     self.run_side_until(true, ro)?;

@@ -150,10 +150,8 @@ impl<'t> Validator<'t> {
         );
         if flags.contains(OpFlags::READS_HEAP) && !flags.contains(OpFlags::GUARD) && !finished {
             if let Some(Sym::Bv(v)) = s.vals[r.index()].clone() {
-                if opc.result_kind() == Kind::Ref {
-                    s.read_before_escapes(&v);
-                }
-                s.vals[r.index()] = Some(Sym::Bv(narrow_read(trace, r, v)));
+                let d = op.descr.map(|d| trace.descr(d));
+                s.vals[r.index()] = Some(Sym::Bv(s.read_as(d, opc.result_kind(), opc, v)));
             }
         }
         Ok(t)
@@ -161,20 +159,28 @@ impl<'t> Validator<'t> {
 }
 
 impl<'t> Side<'t> {
-    /// `v`, just read through field or array descriptor `d`, as the read gives it: a narrow
-    /// integer's low bytes, sign- or zero-extended ([`narrow_to_descr`]); a reference read
-    /// from the memory an epoch started from is no object that escaped since
-    /// ([`Side::read_before_escapes`]).
+    /// `v`, just read through field or array descriptor `d` (a value of the descriptor's
+    /// kind), as the read gives it ([`Side::read_as`]).
     pub(super) fn loaded(&mut self, d: &Descr, v: Sym) -> Sym {
-        let Sym::Bv(b) = v else { return v };
-        match d.value_kind() {
-            Some(Kind::Ref) => {
-                self.read_before_escapes(&b);
-                Sym::Bv(b)
-            }
+        match (v, d.value_kind()) {
             // (Any read but `arraylen_gc`, which reads the length word.)
-            Some(Kind::Int) => Sym::Bv(narrow_to_descr(Some(d), Opcode::GetfieldGcI, b)),
-            _ => Sym::Bv(b),
+            (Sym::Bv(b), Some(kind)) => Sym::Bv(self.read_as(Some(d), kind, Opcode::GetfieldGcI, b)),
+            (v, _) => v,
+        }
+    }
+
+    /// `v`, just read by `opcode` (a value of `kind`) through descriptor `d`, as the read
+    /// gives it: a narrow integer's low bytes, sign- or zero-extended ([`narrow_to_descr`]);
+    /// a reference read from the memory an epoch started from is no object that escaped
+    /// since ([`Side::read_before_escapes`]).
+    fn read_as(&mut self, d: Option<&Descr>, kind: Kind, opcode: Opcode, v: BV) -> BV {
+        match kind {
+            Kind::Ref => {
+                self.read_before_escapes(&v);
+                v
+            }
+            Kind::Int => narrow_to_descr(d, opcode, v),
+            _ => v,
         }
     }
 }
@@ -203,16 +209,6 @@ fn narrow_bv(trace: &Trace, r: OpRef, v: BV) -> BV {
         return v;
     }
     narrow_to_descr(d, op.opcode, v)
-}
-
-/// Memory holds only `size` bytes of a narrow integer field or array item: a read gives
-/// the low bytes, sign- or zero-extended.
-fn narrow_read(trace: &Trace, r: OpRef, v: BV) -> BV {
-    let op = trace.op(r);
-    if op.opcode.result_kind() != Kind::Int {
-        return v;
-    }
-    narrow_to_descr(op.descr.map(|d| trace.descr(d)), op.opcode, v)
 }
 
 /// `v` as a narrow integer slot of descriptor `d` holds it (`arraylen_gc` reads the full
