@@ -6,16 +6,9 @@
 //! is not carried.
 
 mod common;
-use common::{check_with, parse, same_behaviour, Inputs};
-use optimizer::{optimize, Options};
+use common::{check_with, parse, peel, same_behaviour, Inputs};
+use optimizer::optimize;
 use trace_ir::{CarriedBase, CarriedValue};
-
-fn peel() -> Options {
-    Options {
-        peel: true,
-        ..Options::default()
-    }
-}
 
 #[test]
 fn an_invariant_field_and_the_item_read_from_it_are_carried() {

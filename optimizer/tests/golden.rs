@@ -8,7 +8,7 @@
 //! `check_with(...)` call can be rewritten; another mismatch still fails.
 
 mod common;
-use common::{parse, same_behaviour};
+use common::{parse, peel, same_behaviour};
 use optimizer::{optimize, Optimized, Options, Reason};
 use trace_interp::RtValue;
 
@@ -1318,14 +1318,6 @@ fn label_parameters_start_without_knowledge() {
          i4 = int_add(i1, 1)
          jump(i4, descr=TargetToken(1))",
     );
-}
-
-/// All parts on, and loop peeling.
-fn peel() -> Options {
-    Options {
-        peel: true,
-        ..Options::default()
-    }
 }
 
 /// With peeling, the first iteration's guard on a loop-invariant value (`base & 7 == 0`,

@@ -47,22 +47,27 @@ p2 = cond_call_value_r(p1, ConstClass(make), descr=<Callr 8 EF=2>)
 finish(p2)
 ";
 
+/// `wrong`, validated as the optimized form of `UNDECIDED`, is `Invalid`.
+#[track_caller]
+fn assert_invalid_for_undecided(wrong: &str) {
+    let v = validate(&parse(UNDECIDED), &parse(wrong), &Config::default());
+    assert!(matches!(v, Verdict::Invalid { .. }), "{v}");
+}
+
 #[test]
 fn a_cond_call_dropped_on_an_unknown_condition_is_invalid() {
-    let wrong = parse(
+    assert_invalid_for_undecided(
         "
 [i0, p1]
 p2 = cond_call_value_r(p1, ConstClass(make), descr=<Callr 8 EF=2>)
 finish(p2)
 ",
     );
-    let v = validate(&parse(UNDECIDED), &wrong, &Config::default());
-    assert!(matches!(v, Verdict::Invalid { .. }), "{v}");
 }
 
 #[test]
 fn a_cond_call_made_unconditional_on_an_unknown_condition_is_invalid() {
-    let wrong = parse(
+    assert_invalid_for_undecided(
         "
 [i0, p1]
 call_n(ConstClass(f), i0, descr=<Callv 0 i EF=2>)
@@ -70,26 +75,22 @@ p2 = cond_call_value_r(p1, ConstClass(make), descr=<Callr 8 EF=2>)
 finish(p2)
 ",
     );
-    let v = validate(&parse(UNDECIDED), &wrong, &Config::default());
-    assert!(matches!(v, Verdict::Invalid { .. }), "{v}");
 }
 
 #[test]
 fn a_cond_call_value_replaced_by_a_value_that_may_be_null_is_invalid() {
-    let wrong = parse(
+    assert_invalid_for_undecided(
         "
 [i0, p1]
 cond_call(i0, ConstClass(f), i0, descr=<Callv 0 i EF=2>)
 finish(p1)
 ",
     );
-    let v = validate(&parse(UNDECIDED), &wrong, &Config::default());
-    assert!(matches!(v, Verdict::Invalid { .. }), "{v}");
 }
 
 #[test]
 fn a_cond_call_value_made_a_call_on_a_value_that_may_be_set_is_invalid() {
-    let wrong = parse(
+    assert_invalid_for_undecided(
         "
 [i0, p1]
 cond_call(i0, ConstClass(f), i0, descr=<Callv 0 i EF=2>)
@@ -97,8 +98,6 @@ p2 = call_r(ConstClass(make), descr=<Callr 8 EF=2>)
 finish(p2)
 ",
     );
-    let v = validate(&parse(UNDECIDED), &wrong, &Config::default());
-    assert!(matches!(v, Verdict::Invalid { .. }), "{v}");
 }
 
 /// A dropped `cond_call_value_i` followed by a plain call of another function with the same

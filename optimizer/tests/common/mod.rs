@@ -11,6 +11,14 @@ pub fn parse(text: &str) -> Trace {
     parse_trace(text).unwrap_or_else(|e| panic!("test trace does not parse: {e}\n{text}"))
 }
 
+/// All parts on, and loop peeling.
+pub fn peel() -> Options {
+    Options {
+        peel: true,
+        ..Options::default()
+    }
+}
+
 /// Optimize `input` with all parts on and compare with `expected` (structurally: op
 /// positions, constants and descriptors by value, guard ids, fail arguments, virtuals).
 /// Returns the result for further checks.
