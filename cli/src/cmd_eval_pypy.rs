@@ -18,10 +18,9 @@ use crate::common::{load_traces, no_traces, CliError, CliResult, Out};
 use crate::opcount::{Counts, CATS};
 use serde::Serialize;
 use trace_interp::guided::guided_inputs;
-use trace_interp::outcomes_equivalent_by_resume_key;
 use trace_interp::random::random_inputs;
 use trace_interp::rng::{mix64, Rng};
-use trace_interp::{outcomes_equivalent, run, RunConfig};
+use trace_interp::{run, runs_equivalent, RunConfig};
 use trace_ir::Trace;
 use verify::validate::{validate, Config, Verdict};
 
@@ -154,7 +153,6 @@ fn eval_file(path: &str, traces: &[Trace], cfg: &Config, runs: u64, options: &op
             Verdict::Unknown { .. } => row.z3[2] += 1,
         }
         // The reference interpreter on guided random inputs.
-        let peeled = trace_ir::is_peeled_form(t, &out);
         let mut rng = Rng::new(mix64(i as u64 ^ 0x5eed));
         for _ in 0..runs {
             let start = random_inputs(&mut rng, t);
@@ -162,12 +160,7 @@ fn eval_file(path: &str, traces: &[Trace], cfg: &Config, runs: u64, options: &op
             let a = run(t, &inputs, &gcfg);
             let b = run(&out, &inputs, &gcfg);
             row.interp_runs += 1;
-            let same = if peeled {
-                outcomes_equivalent_by_resume_key(&a, &b)
-            } else {
-                outcomes_equivalent(&a, &b)
-            };
-            if let Err(e) = same {
+            if let Err(e) = runs_equivalent(t, &out, &inputs, &gcfg, &a, &b) {
                 row.interp_diff += 1;
                 row.notes.push(format!("{}: interpreter differs: {e}", t.info.name));
             }

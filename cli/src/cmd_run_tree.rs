@@ -73,11 +73,17 @@ pub fn run_tree_file(a: &RunArgs, file: &str, count: usize, seed: u64) -> CliRes
 }
 
 /// `tree` with every bridge optimized; a bridge out of a guard the optimizer removed (it
-/// never fails) goes.
+/// never fails) goes. Guards are not fused (`optimizer::Options::guardfusion`): the tree's
+/// bridges need not redo what a guard failing early skips, and the runs are compared exit
+/// for exit.
 fn optimized_bridges(tree: &TraceTree) -> Result<TraceTree, CliError> {
     let mut out = TraceTree::new(tree.root.clone());
+    let options = optimizer::Options {
+        guardfusion: false,
+        ..optimizer::Options::default()
+    };
     for b in &tree.bridges {
-        let opt = optimizer::optimize(&b.trace, &optimizer::Options::default())
+        let opt = optimizer::optimize(&b.trace, &options)
             .map_err(|e| CliError::Failed(format!("bridge out of {}: optimizer: {e}", b.guard)))?;
         if out.find_guard(b.guard).is_some() {
             out.bridges.push(Bridge {

@@ -106,6 +106,14 @@ options! {
         /// Division and modulo by a constant as shifts, masks and a multiply-high
         /// ([`divconst`]).
         divconst,
+        /// A `guard_class` on an object whose `guard_nonnull` was emitted earlier (no `label`
+        /// between) is fused into it: that guard becomes `guard_nonnull_class` and the later
+        /// one is dropped. The trace may then exit at the earlier guard where the input would
+        /// have passed it and failed the later one; that exit's resume data is exact there, so
+        /// an interpreter resuming at it redoes the steps between. A bridge attached to such a
+        /// guard must therefore be recorded from the guard's resume point, not assume why the
+        /// guard failed.
+        guardfusion,
     }
     switches {
         /// Peel the loop's first iteration before optimizing ([`trace_ir::peel_loop`], as
@@ -173,6 +181,9 @@ reasons! {
     DeadStore = "dead_store",
     /// A hint that was used and dropped (or `same_as`).
     Hint = "hint",
+    /// A `guard_class` fused into the object's earlier `guard_nonnull`
+    /// ([`Options::guardfusion`]).
+    GuardFused = "guard_fused",
     /// A conditional call whose condition is known to be false (`cond_call` of zero,
     /// `cond_call_value` of a non-zero value): it calls nothing.
     CondCallKnown = "cond_call_known",

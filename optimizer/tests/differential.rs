@@ -1,8 +1,9 @@
 //! Differential tests: random traces (`trace_interp::random`, with heap ops, calls, floats and
 //! loops) run in the reference interpreter before and after optimization, on their example
 //! inputs and on random inputs; the outcomes must be equivalent
-//! (`trace_interp::outcomes_equivalent`: same exit guard, same values, virtuals rebuilt at exits
-//! compared by content, same heap-writing calls and external heap state).
+//! (`trace_interp::runs_equivalent`: same exit guard, same values, virtuals rebuilt at exits
+//! compared by content, same heap-writing calls and external heap state; a fused guard may
+//! exit early with the original's state there).
 //!
 //! Inputs on which the ORIGINAL trace hits an invalid operation (a shift by 70, a division by
 //! zero, a null dereference) are skipped: there the original has no defined behaviour, so any

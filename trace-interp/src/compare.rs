@@ -24,12 +24,16 @@
 //! 6. the pending exception state (class by value, exception object as in 2).
 //!
 //! Not compared: objects allocated by a run that are unreachable from the compared values,
-//! external objects' decided classes, iteration and step counts.
+//! external objects' decided classes, iteration, loop entry and step counts.
+//!
+//! [`runs_equivalent`] compares a run of an original trace with a run of its optimized form:
+//! by resume key for a peeled form, and allowing an early exit at a fused guard.
 
 use crate::heap::{Heap, View};
-use crate::{Outcome, RtValue, RunResult};
+use crate::{run, Outcome, RtValue, RunConfig, RunResult, StopAt};
 use std::collections::{BTreeSet, HashMap};
-use trace_ir::opcode::Kind;
+use trace_ir::opcode::{Kind, Opcode};
+use trace_ir::Trace;
 
 struct Cmp<'a> {
     a: &'a Heap,
@@ -205,4 +209,51 @@ fn compare(a: &RunResult, b: &RunResult, same_ids: bool) -> Result<(), String> {
         (x, y) => return Err(format!("pending exceptions differ: {x:?} vs {y:?}")),
     }
     Ok(())
+}
+
+/// Whether a run `b` of `optimized` behaves as the run `a` of `original` on the same `inputs`
+/// under `cfg`: [`outcomes_equivalent`] (by resume key when `optimized` is `original`'s
+/// peeled form, [`trace_ir::is_peeled_form`]), except that `optimized` may exit at a guard
+/// the original passed when the optimizer fused a later class check into it: a
+/// `guard_nonnull_class` whose original is a `guard_nonnull` (same resume key). The original,
+/// stopped at that guard where the optimized run failed it ([`RunConfig::stop_at`]: the same
+/// loop-header entry), must then leave exactly what the optimized run left; an interpreter
+/// resuming there redoes the original's steps from that guard on.
+pub fn runs_equivalent(
+    original: &Trace,
+    optimized: &Trace,
+    inputs: &[RtValue],
+    cfg: &RunConfig,
+    a: &RunResult,
+    b: &RunResult,
+) -> Result<(), String> {
+    let same_ids = !trace_ir::is_peeled_form(original, optimized);
+    let err = match compare(a, b, same_ids) {
+        Ok(()) => return Ok(()),
+        Err(e) => e,
+    };
+    let Outcome::GuardFailed { guard, resume_key, .. } = b.outcome else {
+        return Err(err);
+    };
+    let opcode_of = |t: &Trace, hit: &dyn Fn(&trace_ir::GuardData) -> bool| {
+        t.ops
+            .iter()
+            .find(|o| o.guard.and_then(|g| t.guards.get(g.index())).is_some_and(hit))
+            .map(|o| o.opcode)
+    };
+    let fused = opcode_of(optimized, &|g| g.id == guard) == Some(Opcode::GuardNonnullClass)
+        && opcode_of(original, &|g| g.resume_key == resume_key) == Some(Opcode::GuardNonnull);
+    if !fused {
+        return Err(err);
+    }
+    let stop = RunConfig {
+        stop_at: Some(StopAt {
+            loop_entries: b.loop_entries,
+            resume_key,
+        }),
+        ..cfg.clone()
+    };
+    let stopped = run(original, inputs, &stop);
+    compare(&stopped, b, same_ids)
+        .map_err(|e| format!("{err}; and the original stopped where the optimized trace exited early: {e}"))
 }

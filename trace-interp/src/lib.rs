@@ -114,12 +114,12 @@ pub mod random;
 pub mod rng;
 mod value;
 
-pub use compare::{outcomes_equivalent, outcomes_equivalent_by_resume_key};
+pub use compare::{outcomes_equivalent, outcomes_equivalent_by_resume_key, runs_equivalent};
 pub use heap::{Cell, Heap, HeapObject, ObjKind, View};
 #[cfg(feature = "random")]
 pub(crate) use machine::step_op;
 pub use machine::{run, run_tree};
 pub(crate) use machine::{run_recording, State};
 pub use model::ModelHeap;
-pub use outcome::{CallRecord, ClassPolicy, HostFn, Outcome, RunConfig, RunResult};
+pub use outcome::{CallRecord, ClassPolicy, HostFn, Outcome, RunConfig, RunResult, StopAt};
 pub use value::RtValue;

@@ -184,8 +184,8 @@ impl<'t> ModelHeap<'t> {
         out
     }
 
-    /// The whole run as the interpreter would report it, ending with `outcome` (iteration and
-    /// step counts are not tracked and are 0).
+    /// The whole run as the interpreter would report it, ending with `outcome` (iteration, loop
+    /// entry and step counts are not tracked and are 0).
     pub fn into_result(self, outcome: Outcome) -> RunResult {
         RunResult {
             outcome,
@@ -193,6 +193,7 @@ impl<'t> ModelHeap<'t> {
             calls: self.st.calls,
             exception: self.st.exception,
             iterations: 0,
+            loop_entries: 0,
             steps: 0,
         }
     }

@@ -37,6 +37,21 @@ pub struct RunConfig {
     /// Initial contents of external memory: `(address, byte offset) -> value` (see
     /// [`crate::heap::Heap::preset`]); [`crate::guided::guided_inputs`] fills it in.
     pub preset: HashMap<(u64, i64), RtValue>,
+    /// Stop the run at a guard as if it failed: the first guard with this resume key reached
+    /// after this many loop-header entries (see [`StopAt`]). `None`: guards fail only when
+    /// their condition does not hold.
+    pub stop_at: Option<StopAt>,
+}
+
+/// Where [`RunConfig::stop_at`] stops a run: the state a run leaves at a guard it would have
+/// passed, to compare with a trace that exits there earlier (see
+/// [`crate::runs_equivalent`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StopAt {
+    /// [`RunResult::loop_entries`] when the guard is reached.
+    pub loop_entries: u64,
+    /// The guard's resume key.
+    pub resume_key: u64,
 }
 
 impl Default for RunConfig {
@@ -47,6 +62,7 @@ impl Default for RunConfig {
             functions: HashMap::new(),
             class_policy: ClassPolicy::default(),
             preset: HashMap::new(),
+            stop_at: None,
         }
     }
 }
@@ -61,6 +77,7 @@ impl fmt::Debug for RunConfig {
             .field("functions", &fns)
             .field("class_policy", &self.class_policy)
             .field("preset", &self.preset.len())
+            .field("stop_at", &self.stop_at)
             .finish()
     }
 }
@@ -163,6 +180,9 @@ pub struct RunResult {
     pub exception: Option<(i64, u64)>,
     /// Back-edge jumps taken.
     pub iterations: u64,
+    /// Times control reached a loop header: a `label` entered (from above or by a jump) or
+    /// a jump to the trace's start. A trace and its peeled form count alike.
+    pub loop_entries: u64,
     /// Ops executed (inputs and label parameters not counted).
     pub steps: u64,
 }

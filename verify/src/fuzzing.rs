@@ -22,11 +22,10 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use backend_x86_64::{compile, CompileOptions, Exit, ExitValue, SimpleHeap};
-use trace_interp::outcomes_equivalent_by_resume_key;
 pub use trace_interp::random::random_inputs;
 use trace_interp::random::{random_trace, RandomConfig};
 use trace_interp::rng::{hash_words, Rng};
-use trace_interp::{outcomes_equivalent, run, Outcome, RtValue, RunConfig};
+use trace_interp::{run, runs_equivalent, ClassPolicy, Outcome, RtValue, RunConfig};
 use trace_ir::{FailArg, Trace, Value, ValueData, VirtualField};
 
 use crate::validate::{validate, Config, Verdict};
@@ -143,17 +142,24 @@ pub fn trace_failure(check: Check, trace: &Trace, inputs: &[RtValue], options: &
     guarded(|| {
         let out = optimizer::optimize(trace, options).map_err(|e| format!("optimizer error: {e}"))?;
         trace_ir::verify(&out.trace).map_err(|e| format!("the optimized trace fails the verifier: {e}"))?;
-        // A peeled loop's copied guards have ids of their own and the resume keys of the
-        // guards they copy: exits are compared by resume key then.
-        let peeled = trace_ir::is_peeled_form(trace, &out.trace);
         match check {
             Check::OptimizeDiff => {
-                let cfg = RunConfig::default();
                 let mut rng = Rng::new(hash_words(&[trace.ops.len() as u64, 0xf022]));
                 let mut sets = vec![inputs.to_vec()];
                 sets.push(random_inputs(&mut rng, trace));
                 sets.push(random_inputs(&mut rng, trace));
-                for set in sets {
+                // The last set with classes derived from addresses: class checks of inputs
+                // fail, and fused guards exit early.
+                let policies = [
+                    ClassPolicy::FirstCheckDecides,
+                    ClassPolicy::FirstCheckDecides,
+                    ClassPolicy::FromAddress,
+                ];
+                for (set, class_policy) in sets.into_iter().zip(policies) {
+                    let cfg = RunConfig {
+                        class_policy,
+                        ..RunConfig::default()
+                    };
                     let a = run(trace, &set, &cfg);
                     let b = run(&out.trace, &set, &cfg);
                     // An original that reaches an invalid operation has no defined outcome
@@ -162,12 +168,8 @@ pub fn trace_failure(check: Check, trace: &Trace, inputs: &[RtValue], options: &
                         continue;
                     }
                     exit_facts_hold(&out, &b.outcome)?;
-                    let same = if peeled {
-                        outcomes_equivalent_by_resume_key(&a, &b)
-                    } else {
-                        outcomes_equivalent(&a, &b)
-                    };
-                    same.map_err(|e| format!("interpreter before/after optimization: {e}"))?;
+                    runs_equivalent(trace, &out.trace, &set, &cfg, &a, &b)
+                        .map_err(|e| format!("interpreter before/after optimization: {e}"))?;
                 }
                 Ok(())
             }

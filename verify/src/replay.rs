@@ -7,7 +7,7 @@
 //! run having a defined outcome) is a real one.
 
 use crate::validate::Counterexample;
-use trace_interp::{outcomes_equivalent, outcomes_equivalent_by_resume_key, run, Outcome, RtValue, RunConfig};
+use trace_interp::{run, runs_equivalent, Outcome, RtValue, RunConfig};
 use trace_ir::{Kind, Trace};
 
 /// Float inputs tried in place of the counterexample's: NaNs with payloads (quiet and
@@ -45,7 +45,6 @@ pub fn confirm(original: &Trace, optimized: &Trace, witness: &Counterexample) ->
         })
         .collect();
     let floats: Vec<usize> = (0..kinds.len()).filter(|&i| kinds[i] == Kind::Float).collect();
-    let peeled = trace_ir::is_peeled_form(original, optimized);
     let choices = FLOATS.len() + 1;
     let total = choices
         .checked_pow(floats.len() as u32)
@@ -72,12 +71,7 @@ pub fn confirm(original: &Trace, optimized: &Trace, witness: &Counterexample) ->
             continue;
         }
         let b = run(optimized, &inputs, &cfg);
-        let same = if peeled {
-            outcomes_equivalent_by_resume_key(&a, &b)
-        } else {
-            outcomes_equivalent(&a, &b)
-        };
-        if let Err(e) = same {
+        if let Err(e) = runs_equivalent(original, optimized, &inputs, &cfg, &a, &b) {
             return Some(Counterexample {
                 message: format!("{} (confirmed by the reference interpreter: {e})", witness.message),
                 inputs: kinds

@@ -226,7 +226,7 @@ fn random_masked_loops_validate_and_run() {
             if matches!(a.outcome, trace_interp::Outcome::Invalid { .. }) {
                 continue;
             }
-            trace_interp::outcomes_equivalent_by_resume_key(&a, &b).unwrap_or_else(|e| {
+            trace_interp::runs_equivalent(&t, &out, &inputs, &rc, &a, &b).unwrap_or_else(|e| {
                 panic!(
                     "seed {seed}: {e}\noriginal:\n{}\noptimized:\n{}",
                     print_trace(&t),

@@ -65,6 +65,9 @@ pub(crate) struct Effects {
     pub exc_clear: bool,
     /// A `guard_not_invalidated` passed since the last call.
     pub not_invalidated: bool,
+    /// Object -> its `guard_nonnull` emitted since the last label, which a later
+    /// `guard_class` may turn into `guard_nonnull_class` ([`crate::Options::guardfusion`]).
+    pub nonnull_guards: FxHashMap<OpRef, OpRef>,
 }
 
 impl<'a> Pass<'a> {
@@ -269,9 +272,12 @@ impl<'a> Pass<'a> {
                     self.removed(Reason::GuardKnown);
                     return Ok(None);
                 }
-                self.emit_guard(op, args);
+                let emitted = self.emit_guard(op, args);
                 if g {
                     self.set_nonnull(p);
+                    if let (Some(o), Some(e), true) = (p.as_op(), emitted.as_op(), self.opts.guardfusion) {
+                        self.effects.nonnull_guards.insert(o, e);
+                    }
                 }
             }
             GuardIsnull => {
@@ -294,8 +300,13 @@ impl<'a> Pass<'a> {
                     self.removed(Reason::GuardKnown);
                     return Ok(None);
                 }
-                self.force(p);
-                self.emit_guard(op, args);
+                let fused = g && op.opcode == GuardClass && cls_c.is_some() && self.fuse_class_guard(p, cls);
+                if fused {
+                    self.removed(Reason::GuardFused);
+                } else {
+                    self.force(p);
+                    self.emit_guard(op, args);
+                }
                 if g {
                     if let Some(o) = p.as_op() {
                         self.v.info[o.index()].flags |= F_NONNULL;
@@ -345,6 +356,27 @@ impl<'a> Pass<'a> {
             }
         }
         Ok(None)
+    }
+
+    /// Turn the `guard_nonnull(p)` emitted since the last label into
+    /// `guard_nonnull_class(p, cls)`, when there is one and `p`'s class is unknown
+    /// ([`crate::Options::guardfusion`]); whether it did.
+    fn fuse_class_guard(&mut self, p: Value, cls: Value) -> bool {
+        if !self.opts.guardfusion || self.known_class(p).is_some() {
+            return false;
+        }
+        let Some(&at) = p.as_op().and_then(|o| self.effects.nonnull_guards.get(&o)) else {
+            return false;
+        };
+        let earlier = &self.v.ops[at.index()];
+        if earlier.opcode != Opcode::GuardNonnull || self.find(earlier.args[0]) != p {
+            return false;
+        }
+        let earlier = &mut self.v.ops[at.index()];
+        earlier.opcode = Opcode::GuardNonnullClass;
+        earlier.args.push(cls);
+        self.effects.nonnull_guards.remove(&p.as_op().expect("checked above"));
+        true
     }
 
     /// `guard_true`/`guard_false`: dropped when the condition is known, otherwise emitted

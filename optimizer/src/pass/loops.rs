@@ -160,6 +160,7 @@ impl<'a> Pass<'a> {
         self.cse.ovf.clear();
         self.effects.exc_clear = false;
         self.effects.not_invalidated = false;
+        self.effects.nonnull_guards.clear();
         self.carry_remember(label_op);
     }
 

@@ -2,7 +2,7 @@
 #![allow(dead_code)]
 
 use optimizer::{optimize, Optimized, Options};
-use trace_interp::outcomes_equivalent;
+use trace_interp::runs_equivalent;
 use trace_interp::{run, Outcome, RtValue, RunConfig};
 use trace_ir::{parse_trace, print_trace, traces_equivalent, Kind, Trace};
 
@@ -114,7 +114,17 @@ impl Inputs {
 /// Run `original` and `optimized` on `inputs`; `Ok(false)` when the original is invalid there
 /// (skipped: the optimizer may do anything where the original has undefined behaviour).
 pub fn same_behaviour(original: &Trace, optimized: &Trace, inputs: &[RtValue]) -> Result<bool, String> {
-    let cfg = RunConfig::default();
+    same_behaviour_under(original, optimized, inputs, &RunConfig::default())
+}
+
+/// [`same_behaviour`] under the run configuration `cfg`.
+pub fn same_behaviour_under(
+    original: &Trace,
+    optimized: &Trace,
+    inputs: &[RtValue],
+    cfg: &RunConfig,
+) -> Result<bool, String> {
+    let cfg = cfg.clone();
     let a = run(original, inputs, &cfg);
     if matches!(a.outcome, Outcome::Invalid { .. }) {
         return Ok(false);
@@ -126,12 +136,7 @@ pub fn same_behaviour(original: &Trace, optimized: &Trace, inputs: &[RtValue]) -
     if peeled && [&a, &b].iter().any(|r| matches!(r.outcome, Outcome::IterationLimit)) {
         return Ok(false);
     }
-    let same = if peeled {
-        trace_interp::outcomes_equivalent_by_resume_key
-    } else {
-        outcomes_equivalent
-    };
-    same(&a, &b).map_err(|e| {
+    runs_equivalent(original, optimized, inputs, &cfg, &a, &b).map_err(|e| {
         format!(
             "inputs {inputs:?}\noriginal: {}\noptimized: {}\n{e}\n--- original:\n{}\n--- optimized:\n{}",
             a.outcome,

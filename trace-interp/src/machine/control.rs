@@ -198,8 +198,20 @@ impl<'a> Machine<'a> {
         Ok(())
     }
 
+    /// Whether [`RunConfig::stop_at`] stops the run at the guard at `at`.
+    pub(crate) fn stops_at(&self, at: OpRef) -> bool {
+        let Some(s) = self.cfg.stop_at else { return false };
+        let t = self.trace;
+        s.loop_entries == self.st.loop_entries
+            && t.op(at)
+                .guard
+                .and_then(|g| t.guards.get(g.index()))
+                .is_some_and(|gd| gd.resume_key == s.resume_key)
+    }
+
     /// Assign `vals` to the parameters of the label at `label` and return the pc after them.
     pub(crate) fn enter(&mut self, at: OpRef, label: usize, vals: Vec<RtValue>) -> Result<usize, Stop> {
+        self.st.loop_entries += 1;
         let t = self.trace;
         let n = t.ops.get(label).map_or(usize::MAX, |l| {
             if l.opcode == Opcode::Label {

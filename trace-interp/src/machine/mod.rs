@@ -78,6 +78,7 @@ pub(crate) struct State {
     pub(crate) ovf: bool,
     pub(crate) exception: Option<(i64, u64)>,
     pub(crate) iterations: u64,
+    pub(crate) loop_entries: u64,
     pub(crate) steps: u64,
     /// When `Some`: for each op that read initial external memory, the view it read
     /// (address, byte offset).
@@ -165,6 +166,7 @@ pub(crate) fn run_recording(
             calls: st.calls,
             exception: st.exception,
             iterations: st.iterations,
+            loop_entries: st.loop_entries,
             steps: st.steps,
         },
         vals,

@@ -24,7 +24,7 @@ impl<'a> Machine<'a> {
             return Ok(pc + 1);
         }
         if opc.is_guard() {
-            let holds = self.guard_holds(at)?;
+            let holds = self.guard_holds(at)? && !self.stops_at(at);
             return if holds { Ok(pc + 1) } else { Err(self.fail(at)) };
         }
         if opc.is_call() {
@@ -77,6 +77,7 @@ impl<'a> Machine<'a> {
                     }
                     JumpTarget::Start => {
                         self.back_edge()?;
+                        self.st.loop_entries += 1;
                         if vals.len() != t.num_inputs {
                             return Err(invalid(at, "jump to the start with the wrong number of values"));
                         }

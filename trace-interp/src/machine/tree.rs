@@ -172,6 +172,7 @@ pub fn run_tree(tree: &TraceTree, inputs: &[RtValue], cfg: &RunConfig) -> RunRes
                     calls: st.calls,
                     exception: st.exception,
                     iterations: st.iterations,
+                    loop_entries: st.loop_entries,
                     steps: st.steps,
                 }
             }

@@ -253,18 +253,30 @@ impl<'t> Validator<'t> {
         let (ot, pt) = (self.o.trace, self.p.trace);
         let co = self.guard_cond(true, ro)?;
         let cp = self.guard_cond(false, rp)?;
-        let opname = ot.op(ro).opcode;
-        self.prove(
-            &co.iff(&cp),
-            || format!("guard {g} ({opname} / {}) fails on different inputs", pt.op(rp).opcode),
-            None,
-        )?;
+        let (opname, optname) = (ot.op(ro).opcode, pt.op(rp).opcode);
+        // A `guard_nonnull` with a later class check fused into it (`guard_nonnull_class`)
+        // may fail where the original passes it: wherever the original fails it, and then
+        // with the original's state there (an interpreter resuming at it redoes the steps
+        // the original would have taken up to the class check).
+        let fused = opname == Opcode::GuardNonnull && optname == Opcode::GuardNonnullClass;
+        let claim = if fused { cp.implies(&co) } else { co.iff(&cp) };
+        let what = if fused {
+            "passes where the original fails"
+        } else {
+            "fails on different inputs"
+        };
+        self.prove(&claim, || format!("guard {g} ({opname} / {optname}) {what}"), None)?;
         // When the guard fails, the interpreter resumes with the fail arguments.
         if self.cfg.check_fail_args || self.cfg.check_heap {
             self.drain_escape_facts();
             let n = self.facts.len();
-            let h = self.guard_heavy(true, ro);
-            self.assume(co.not(), h);
+            // (the optimized guard's failure; the same as the original's unless fused)
+            let (fails, h) = if fused {
+                (cp.not(), self.guard_heavy(false, rp))
+            } else {
+                (co.not(), self.guard_heavy(true, ro))
+            };
+            self.assume(fails, h);
             let pairs_before = self.pair_facts.len();
             self.open_batch();
             let r = self.compare_exit(g, ro, rp).and_then(|()| self.flush());
