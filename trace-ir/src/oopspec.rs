@@ -11,6 +11,9 @@
 use crate::descr::CallDescr;
 use crate::opcode::{Kind, Opcode};
 
+/// `ll_arraycopy(src, dst, src_start, dst_start, length)`: see [`is_array_copy`].
+pub const OS_ARRAYCOPY: u32 = 1;
+
 /// Python signed floor division, `ll_int_py_div` (`int_pydiv`).
 pub const OS_INT_PY_DIV: u32 = 12;
 /// Unsigned division, `ll_int_udiv` (no IR op: the call stays a call).
@@ -57,6 +60,26 @@ pub fn pure_call_opcode(opcode: Opcode, cd: &CallDescr, nargs: usize) -> Option<
         _ => return None,
     };
     (cd.args == args && cd.result == result).then_some(op)
+}
+
+/// Whether the call `opcode(func, src, dst, src_start, dst_start, length)` with descriptor
+/// `cd` and `nargs` operands (the function included) is RPython's `ll_arraycopy`: oopspec
+/// [`OS_ARRAYCOPY`], a `call_n` of signature `(r, r, i, i, i)` with effect `EF=2` (cannot
+/// raise, may write the heap). It
+/// copies `length` items of `src` from `src_start` on into `dst` from `dst_start` on, as a
+/// move (all items read before any is written), and does nothing else: it keeps no reference
+/// to the arrays and writes no other memory. Where both arrays were allocated by the trace
+/// with one item layout, the reference interpreter performs the copy itself and the optimizer
+/// may copy between virtual arrays; otherwise the call is an ordinary call that may write the
+/// heap (docs/memory-model.md).
+pub fn is_array_copy(opcode: Opcode, cd: &CallDescr, nargs: usize) -> bool {
+    use Kind::{Int, Ref};
+    cd.oopspec == Some(OS_ARRAYCOPY)
+        && opcode == Opcode::CallN
+        && cd.effect == crate::descr::CallEffect::CannotRaise
+        && nargs == 6
+        && cd.args == [Ref, Ref, Int, Int, Int]
+        && cd.result == Kind::Void
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use super::{Pass, F_FRESH, F_NONNULL};
 use crate::domain::IntBound;
 use crate::Reason;
 use smallvec::SmallVec;
-use trace_ir::oopspec::pure_call_opcode;
+use trace_ir::oopspec::{is_array_copy, pure_call_opcode};
 use trace_ir::{CallEffect, Kind, Op, OpFlags, Opcode, Value};
 
 impl<'a> Pass<'a> {
@@ -19,6 +19,10 @@ impl<'a> Pass<'a> {
             if self.opts.oopspec {
                 return Some(self.pure(pure, &args[1..], None, true));
             }
+        }
+        if cd.is_some_and(|cd| is_array_copy(opc, cd, args.len())) && self.virtual_array_copy(args) {
+            self.removed(Reason::VirtualAccess);
+            return None;
         }
         let effect = cd.map(|c| c.effect).unwrap_or(CallEffect::RandomEffects);
         let elidable = matches!(opc, CallPureI | CallPureR | CallPureF | CallPureN) && effect.is_elidable();

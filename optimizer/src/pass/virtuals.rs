@@ -5,7 +5,7 @@
 use super::pure::Key;
 use super::{Pass, F_FRESH, F_NONNULL, MAX_VIRTUAL_ARRAY, NO_VIRT};
 use smallvec::SmallVec;
-use trace_ir::{DescrRef, Op, Opcode, Value, VirtualField, VirtualKind};
+use trace_ir::{DescrRef, Kind, Op, Opcode, Value, VirtualField, VirtualKind};
 
 /// A virtual object: an allocation not (yet) emitted, with the fields written so far.
 #[derive(Clone, Debug)]
@@ -188,6 +188,56 @@ impl<'a> Pass<'a> {
         !vo.fields
             .iter()
             .any(|(vf, _)| matches!(vf, VirtualField::Field(o) if overlapping.contains(o)))
+    }
+
+    /// `ll_arraycopy(src, dst, src_start, dst_start, length)` (`args`: the call's operands,
+    /// the function first; `trace_ir::oopspec::is_array_copy`) between two virtual arrays of
+    /// one descriptor, at constant positions within both: the items move between the virtuals
+    /// (all read, then all written) and the call goes; whether it did.
+    pub(super) fn virtual_array_copy(&mut self, args: &[Value]) -> bool {
+        if !self.opts.virtuals {
+            return false;
+        }
+        let (Some(s), Some(d)) = (self.virt_of(args[1]), self.virt_of(args[2])) else {
+            return false;
+        };
+        let kind = |p: &Self, id: u32| match p.virtuals[id as usize].kind {
+            VirtualKind::Array { descr, len, .. } => Some((descr, len as i64)),
+            VirtualKind::Struct { .. } => None,
+        };
+        let (Some((sd, slen)), Some((dd, dlen))) = (kind(self, s), kind(self, d)) else {
+            return false;
+        };
+        let [Some(ss), Some(ds), Some(n)] = [args[3], args[4], args[5]].map(|a| self.const_i64(a)) else {
+            return false;
+        };
+        let within = |start: i64, len: i64| start >= 0 && n >= 0 && start.checked_add(n).is_some_and(|e| e <= len);
+        if sd != dd || !within(ss, slen) || !within(ds, dlen) {
+            return false;
+        }
+        let item_kind = self.input.descr(sd).as_array().map_or(Kind::Int, |a| a.kind);
+        let mut moved = Vec::with_capacity(n as usize);
+        for k in 0..n as u32 {
+            let at = VirtualField::Item(ss as u32 + k);
+            let found = self.virtuals[s as usize]
+                .fields
+                .iter()
+                .find(|(f, _)| *f == at)
+                .map(|x| x.1);
+            moved.push(match found {
+                Some(v) => self.find(v),
+                None => self.zero_of(item_kind),
+            });
+        }
+        for (k, val) in moved.into_iter().enumerate() {
+            let at = VirtualField::Item(ds as u32 + k as u32);
+            let fields = &mut self.virtuals[d as usize].fields;
+            match fields.iter_mut().find(|(f, _)| *f == at) {
+                Some(slot) => slot.1 = val,
+                None => fields.push((at, val)),
+            }
+        }
+        true
     }
 
     /// The constant index of a virtual array access, if the access can be tracked.

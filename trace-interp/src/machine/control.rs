@@ -244,6 +244,9 @@ impl<'a> Machine<'a> {
                 self.set(at, RtValue::from_bits(opc.result_kind(), r));
                 return Ok(());
             }
+            if trace_ir::oopspec::is_array_copy(opc, cd, all.len()) && self.array_copy(at, &all)? {
+                return Ok(());
+            }
         }
         // Split into (function, arguments, whether it may write the heap, whether what it can
         // reach escapes: not for elidable and loop-invariant calls, which change nothing
@@ -320,6 +323,55 @@ impl<'a> Machine<'a> {
             self.set(at, result);
         }
         Ok(())
+    }
+
+    /// `ll_arraycopy(src, dst, src_start, dst_start, length)` (`trace_ir::oopspec::is_array_copy`)
+    /// between two arrays the run allocated with one item layout: the items move (all read,
+    /// then all written, through that layout) and nothing else happens; `Ok(false)` when
+    /// either array was not allocated by the run or their layouts differ (the call is then an
+    /// ordinary call). Ranges outside either array are invalid.
+    pub(crate) fn array_copy(&mut self, at: OpRef, all: &[RtValue]) -> Result<bool, Stop> {
+        let (src, dst) = (all[1].bits(), all[2].bits());
+        let layout = |a: u64| match self.st.heap.objects.get(&a).map(|o| &o.kind) {
+            Some(ObjKind::Array { len, descr }) => Some((*len, descr.clone())),
+            _ => None,
+        };
+        let (Some((slen, sd)), Some((dlen, dd))) = (layout(src), layout(dst)) else {
+            return Ok(false);
+        };
+        if sd != dd {
+            return Ok(false);
+        }
+        let [ss, ds, n] = [all[3], all[4], all[5]].map(|v| v.bits() as i64);
+        let fits = |start: i64, len: u64| {
+            start >= 0 && n >= 0 && (start as u64).checked_add(n as u64).is_some_and(|e| e <= len)
+        };
+        if !fits(ss, slen) || !fits(ds, dlen) {
+            return Err(invalid(
+                at,
+                format!("array copy of {n} items from {ss} (of {slen}) to {ds} (of {dlen}) out of range"),
+            ));
+        }
+        // The writer identity of the arrays' descriptor in this trace (its items were written
+        // through it).
+        let t = self.trace;
+        let writer = (0..t.descrs.len())
+            .find(|&i| matches!(&t.descrs[i], Descr::Array(a) if *a == sd))
+            .map_or(u32::MAX, |i| self.descr_id(trace_ir::DescrRef::new(i)));
+        let view = |i: i64| View::new(i * sd.item_size as i64 + sd.base_offset, sd.item_size);
+        let items: Vec<RtValue> = (0..n)
+            .map(|k| {
+                narrow(
+                    self.st.heap.read(src, view(ss + k), sd.kind, false),
+                    sd.item_size,
+                    sd.signed,
+                )
+            })
+            .collect();
+        for (k, v) in items.into_iter().enumerate() {
+            self.store_as(at, dst, view(ds + k as i64), v, false, writer)?;
+        }
+        Ok(true)
     }
 
     pub(crate) fn call_effect(&self, at: OpRef) -> Result<CallEffect, Stop> {

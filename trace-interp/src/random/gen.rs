@@ -44,6 +44,14 @@ impl<'c> Gen<'c> {
             c_ref: md(call(Kind::Ref, &[Kind::Int], CallEffect::ElidableCanRaise)),
             c_force: md(call(Kind::Int, &[Kind::Int], CallEffect::ForcesVirtualOrVirtualizable)),
             c_cond: md(call(Kind::Void, &[Kind::Int], CallEffect::CannotRaise)),
+            c_copy: md(Descr::Call(CallDescr {
+                oopspec: Some(trace_ir::oopspec::OS_ARRAYCOPY),
+                ..call_descr(
+                    Kind::Void,
+                    &[Kind::Ref, Kind::Ref, Kind::Int, Kind::Int, Kind::Int],
+                    CallEffect::CannotRaise,
+                )
+            })),
         };
         let mut rng = Rng::new(seed);
         t.aliasing = cfg.aliasing.unwrap_or_else(|| {

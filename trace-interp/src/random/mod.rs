@@ -319,6 +319,8 @@ struct Descrs {
     c_ref: DescrRef,
     c_force: DescrRef,
     c_cond: DescrRef,
+    /// `ll_arraycopy` (`trace_ir::oopspec::is_array_copy`).
+    c_copy: DescrRef,
 }
 
 struct Gen<'c> {
@@ -366,13 +368,17 @@ fn array(item_size: u8, signed: bool, kind: Kind) -> Descr {
 }
 
 fn call(result: Kind, args: &[Kind], effect: CallEffect) -> Descr {
-    Descr::Call(CallDescr {
+    Descr::Call(call_descr(result, args, effect))
+}
+
+fn call_descr(result: Kind, args: &[Kind], effect: CallEffect) -> CallDescr {
+    CallDescr {
         result,
         result_size: if result == Kind::Void { 0 } else { 8 },
         args: args.to_vec(),
         effect,
         oopspec: None,
-    })
+    }
 }
 
 const FUNCS: &[i64] = &[0x1000_1230, 0x1000_4560, 0x1000_7890];

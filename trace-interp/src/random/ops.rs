@@ -293,6 +293,9 @@ impl<'c> Gen<'c> {
                 true
             }
             _ => {
+                if self.rng.chance(1, 4) && self.array_copy_op() {
+                    return true;
+                }
                 let (c, x) = (self.int_arg(), self.int_arg());
                 if self.rng.chance(1, 3) {
                     // `cond_call_value_i(v, f, x)`: `v` when non-zero, else `f(x)`.
@@ -302,6 +305,22 @@ impl<'c> Gen<'c> {
                 self.op(CondCallN, &[c, func, x], Some(c_cond)).is_some()
             }
         }
+    }
+
+    /// `ll_arraycopy(src, dst, src_start, dst_start, length)` between two allocated arrays
+    /// (of one layout or not), at constant positions within both.
+    fn array_copy_op(&mut self) -> bool {
+        let (Some((src, slen, _)), Some((dst, dlen, _))) = (self.array_ref(), self.array_ref()) else {
+            return false;
+        };
+        let ss = self.rng.below(slen);
+        let n = self.rng.below((slen - ss).min(dlen) + 1);
+        let ds = self.rng.below(dlen - n + 1);
+        let func = self.konst(Const::Int(0x1000_c0b0));
+        let [ss, ds, n] = [ss, ds, n].map(|k| self.konst(Const::Int(k as i64)));
+        let c_copy = self.d.c_copy;
+        self.op(Opcode::CallN, &[func, src, dst, ss, ds, n], Some(c_copy))
+            .is_some()
     }
 
     /// A hint that is a promise, true on the example inputs: `assert_not_none` of a non-null

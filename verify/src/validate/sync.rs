@@ -3,7 +3,7 @@
 use std::collections::{BTreeSet, HashMap};
 
 use trace_ir::{FailArg, GuardData, GuardId, OpFlags, OpRef, Opcode, Trace};
-use z3::ast::{Bool, BV};
+use z3::ast::{Ast, Bool, BV};
 use z3::SatResult;
 
 use super::carried::loop_label;
@@ -12,7 +12,7 @@ use super::exit_writes::Undo;
 use super::layout::descr_key;
 use super::naming::one_sided;
 use super::side::Sym;
-use super::terms::zero;
+use super::terms::{bv, zero};
 use super::validator::Validator;
 use super::{unsupported, Stop, R};
 
@@ -94,6 +94,9 @@ pub(super) enum Step {
     RemovedGuard(GuardId, OpRef),
     /// A `cond_call`/`cond_call_value` the optimized trace dropped: it never calls.
     SkippedCall(OpRef),
+    /// An array copy (`trace_ir::oopspec::is_array_copy`) the optimized trace performed on
+    /// its virtual arrays instead of calling.
+    CopiedArrays(OpRef),
     /// The same sync point on both sides (the original's op, the optimized op).
     Pair(Event, OpRef, OpRef),
 }
@@ -121,6 +124,13 @@ pub(super) fn same_call(ot: &Trace, ro: OpRef, pt: &Trace, rp: OpRef) -> bool {
         _ => true,
     };
     descr_key(ot, ro) == descr_key(pt, rp) && same_func
+}
+
+/// Whether the call at `op` is `ll_arraycopy` (`trace_ir::oopspec::is_array_copy`).
+fn is_array_copy_call(trace: &Trace, op: OpRef) -> bool {
+    let o = trace.op(op);
+    let cd = o.descr.and_then(|d| trace.descr(d).as_call());
+    cd.is_some_and(|cd| trace_ir::oopspec::is_array_copy(o.opcode, cd, o.args.len()))
 }
 
 /// Whether two sync points are the same kind of point (calls are numbered per side).
@@ -185,6 +195,12 @@ impl<'t> Validator<'t> {
                 {
                     Step::SkippedCall(ro)
                 }
+                Event::Call(_)
+                    if is_array_copy_call(ot, ro)
+                        && !matches!(next, Some((rp, Event::Call(_))) if same_call(ot, ro, pt, rp)) =>
+                {
+                    Step::CopiedArrays(ro)
+                }
                 _ => match next {
                     Some((rp, ep)) if same_event(e, ep) => {
                         pi += 1;
@@ -199,6 +215,55 @@ impl<'t> Validator<'t> {
             return differ(ev_o.len(), None, Some(e));
         }
         Ok(steps)
+    }
+
+    /// An array copy of the original the optimized trace does not call: it is the copy
+    /// between two arrays the original allocated with one layout (tracked objects), at
+    /// constant positions within both, performed on the original's objects (all items read,
+    /// then written). Anything else is `unknown`.
+    pub(super) fn copied_arrays(&mut self, ro: OpRef) -> R<()> {
+        let ot = self.o.trace;
+        let op = ot.op(ro).clone();
+        let why = |what: &str| {
+            unsupported(format!(
+                "the array copy at {ro} is not performed by a call in the optimized trace, and {what}"
+            ))
+        };
+        let (src, dst) = (self.o.value(op.args[1])?, self.o.value(op.args[2])?);
+        let (Some(s), Some(d)) = (self.o.tracked(&src), self.o.tracked(&dst)) else {
+            return why("its arrays are not both allocated by the trace");
+        };
+        let shape = self.o.objs[s].shape.clone();
+        if shape != self.o.objs[d].shape {
+            return why("its arrays have different layouts");
+        }
+        let Some(descr) = ot.descrs.iter().find(|x| format!("array:{x:?}") == shape).cloned() else {
+            return why("its arrays are not arrays");
+        };
+        let mut k = [0u64; 3];
+        for (i, &a) in op.args[3..6].iter().enumerate() {
+            match self.o.bv_of(a)?.simplify().as_u64() {
+                Some(c) => k[i] = c,
+                None => return why("its positions or length are not constants"),
+            }
+        }
+        let [ss, ds, n] = k;
+        let len = |v: &mut Self, id: usize| v.o.objs[id].len.as_ref().and_then(|l| l.simplify().as_u64());
+        let within = |start: u64, len: Option<u64>| len.is_some_and(|l| start.checked_add(n).is_some_and(|e| e <= l));
+        if (n as i64) < 0 || !within(ss, len(self, s)) || !within(ds, len(self, d)) {
+            return why("its range is not within both arrays");
+        }
+        let items: Vec<Sym> = (0..n)
+            .map(|i| self.o.load_item(&src, &descr, &bv(ss + i), false).0)
+            .collect();
+        let akey = format!("{descr:?}");
+        for (i, v) in items.into_iter().enumerate() {
+            let ix = (ds + i as u64) as u32;
+            let key = format!("item:{akey}#{ix}");
+            self.o.objs[d].item_of.insert(key.clone(), (akey.clone(), ix));
+            self.o.objs[d].fields.insert(key, v);
+        }
+        Ok(())
     }
 
     /// When the original's conditional call at `ro` calls: `cond_call` when its condition is

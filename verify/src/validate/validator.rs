@@ -152,6 +152,11 @@ impl<'t> Validator<'t> {
                     self.skipped_call(ro)?;
                     self.o.pos = ro.index() + 1;
                 }
+                Step::CopiedArrays(ro) => {
+                    self.run_side_until(true, ro)?;
+                    self.copied_arrays(ro)?;
+                    self.o.pos = ro.index() + 1;
+                }
                 Step::Pair(e, ro, rp) => {
                     self.run_side_until(true, ro)?;
                     self.run_side_until(false, rp)?;
