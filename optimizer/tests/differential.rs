@@ -62,7 +62,7 @@ fn random_traces_with_heap_calls_and_loops() {
 
 #[test]
 fn random_heap_heavy_traces() {
-    // (found the sticky-escape case of `overwritten_reference_stores_stay` in golden.rs)
+    // Dense in heap ops: escapes, overwritten stores and possible aliases interact.
     let cfg = RandomConfig {
         length: 60,
         heap: 25,

@@ -1,0 +1,198 @@
+//! Loops: labels, peeling, and what crosses the back edge.
+
+use super::*;
+
+#[test]
+fn label_parameters_start_without_knowledge() {
+    check(
+        "[i0]
+         i1 = int_and(i0, 7)
+         i9 = int_lt(i1, 8)
+         guard_true(i9, descr=<Guard1>) [i0]
+         label(i1, descr=TargetToken(1))
+         i3 = int_lt(i1, 8)
+         guard_true(i3, descr=<Guard2>) [i1]
+         i4 = int_add(i1, 1)
+         jump(i4, descr=TargetToken(1))",
+        "[i0]
+         i1 = int_and(i0, 7)
+         label(i1, descr=TargetToken(1))
+         i3 = int_lt(i1, 8)
+         guard_true(i3, descr=<Guard2>) [i1]
+         i4 = int_add(i1, 1)
+         jump(i4, descr=TargetToken(1))",
+    );
+}
+
+/// With peeling, the first iteration's guard on a loop-invariant value (`base & 7 == 0`,
+/// after `(base + 24 * i) & 7` became `base & 7`) holds in the loop body: the copy is gone.
+/// A guard on the loop-carried `i` stays. The copied guards get the next free ids and keep
+/// their original's resume key.
+#[test]
+fn peeling_removes_a_loop_invariant_guard() {
+    check_with(
+        "[i0, i1, i2]
+         label(i0, i1, i2, descr=TargetToken(1))
+         i3 = int_lt(i2, i0)
+         guard_true(i3, descr=<Guard1>) [i2]
+         i4 = int_mul(i2, 24)
+         i5 = int_add(i1, i4)
+         i6 = int_and(i5, 7)
+         i7 = int_is_true(i6)
+         guard_false(i7, descr=<Guard2>) [i2]
+         i8 = int_add(i2, 1)
+         jump(i0, i1, i8, descr=TargetToken(1))",
+        "[i0, i1, i2]
+         label(i0, i1, i2, descr=TargetToken(1))
+         i7 = int_lt(i2, i0)
+         guard_true(i7, descr=<Guard1>) [i2]
+         i9 = int_and(i1, 7)
+         guard_false(i9, descr=<Guard2>) [i2]
+         i11 = int_add(i2, 1)
+         label(i0, i1, i11, descr=TargetToken(4611686018427387905))
+         i16 = int_lt(i11, i0)
+         guard_true(i16, descr=<Guard3 key=1>) [i11]
+         i18 = int_add(i11, 1)
+         jump(i0, i1, i18, descr=TargetToken(4611686018427387905))",
+        &peel(),
+    );
+    // Without peeling the guard stays in the loop: the output is the input.
+    let unchanged = "[i0, i1]
+         label(i0, i1, descr=TargetToken(1))
+         i2 = int_and(i0, 7)
+         guard_false(i2, descr=<Guard1>) [i1]
+         i4 = int_add(i1, 1)
+         jump(i0, i4, descr=TargetToken(1))";
+    let out = check_with(unchanged, unchanged, &Options::default());
+    assert_eq!(out.stats.removed(optimizer::Reason::GuardKnown), 0);
+}
+
+/// A loop-carried accumulator masked on the back edge (`s = (s + x) & 0xffffff`) is in
+/// `[0, 0xffffff]` at the loop header once the peeled iteration has masked it on entry: the
+/// body adds a byte to it without an overflow check. The peeled iteration keeps its check
+/// (`s` is arbitrary on entry).
+#[test]
+fn peeling_drops_the_overflow_check_of_a_masked_accumulator() {
+    check_with(
+        "[i0, i1]
+         label(i0, i1, descr=TargetToken(1))
+         i2 = int_and(i1, 255)
+         i3 = int_add_ovf(i0, i2)
+         guard_no_overflow(descr=<Guard1>) [i0]
+         i4 = int_and(i3, 16777215)
+         jump(i4, i1, descr=TargetToken(1))",
+        "[i0, i1]
+         label(i0, i1, descr=TargetToken(1)) -> [i2, i3]
+         i4 = int_and(i3, 255)
+         i5 = int_add_ovf(i2, i4)
+         guard_no_overflow(descr=<Guard1>) [i2]
+         i6 = int_and(i5, 16777215)
+         label(i6, i3, descr=TargetToken(4611686018427387905)) -> [i7, i8]
+         i9 = int_and(i8, 255)
+         i10 = int_add(i7, i9)
+         i11 = int_and(i10, 16777215)
+         jump(i11, i8, descr=TargetToken(4611686018427387905))",
+        &peel(),
+    );
+    // A mask wider than the sum can stay below keeps the check: `x` may be any integer.
+    check_with(
+        "[i0, i1]
+         label(i0, i1, descr=TargetToken(1))
+         i3 = int_add_ovf(i0, i1)
+         guard_no_overflow(descr=<Guard1>) [i0]
+         i4 = int_and(i3, 16777215)
+         jump(i4, i1, descr=TargetToken(1))",
+        "[i0, i1]
+         label(i0, i1, descr=TargetToken(1)) -> [i2, i3]
+         i5 = int_add_ovf(i2, i3)
+         guard_no_overflow(descr=<Guard1>) [i2]
+         i6 = int_and(i5, 16777215)
+         label(i6, i3, descr=TargetToken(4611686018427387905)) -> [i7, i8]
+         i10 = int_add_ovf(i7, i8)
+         guard_no_overflow(descr=<Guard2 key=1>) [i7]
+         i11 = int_and(i10, 16777215)
+         jump(i11, i8, descr=TargetToken(4611686018427387905))",
+        &peel(),
+    );
+}
+
+/// A parameter the jump does not pass back unchanged is not invariant: what the peeled
+/// iteration learnt about it does not carry into the loop.
+#[test]
+fn peeling_keeps_guards_on_loop_carried_values() {
+    let out = check_with(
+        "[i0, i1]
+         label(i0, i1)
+         i2 = int_and(i0, 7)
+         i3 = int_is_true(i2)
+         guard_false(i3, descr=<Guard1>) [i1]
+         i4 = int_add(i0, 1)
+         jump(i4, i1)",
+        "[i0, i1]
+         label(i0, i1)
+         i5 = int_and(i0, 7)
+         guard_false(i5, descr=<Guard1>) [i1]
+         i7 = int_add(i0, 1)
+         label(i7, i1)
+         i11 = int_and(i7, 7)
+         guard_false(i11, descr=<Guard2 key=1>) [i1]
+         i13 = int_add(i7, 1)
+         jump(i13, i1)",
+        &peel(),
+    );
+    assert_eq!(out.stats.removed(optimizer::Reason::GuardKnown), 0);
+}
+
+#[test]
+fn virtuals_reaching_a_label_are_materialized() {
+    let out = check(
+        "[i0]
+         p1 = new(descr=<SizeDescr 16>)
+         setfield_gc(p1, i0, descr=<FieldS a 8>)
+         label(p1, descr=TargetToken(1))
+         i2 = getfield_gc_i(p1, descr=<FieldS a 8>)
+         i3 = int_add(i2, 1)
+         setfield_gc(p1, i3, descr=<FieldS a 8>)
+         i4 = int_lt(i3, 100)
+         guard_true(i4, descr=<Guard1>) [p1]
+         jump(p1, descr=TargetToken(1))",
+        "[i0]
+         p1 = new(descr=<SizeDescr 16>)
+         setfield_gc(p1, i0, descr=<FieldS a 8>)
+         label(p1, descr=TargetToken(1))
+         i2 = getfield_gc_i(p1, descr=<FieldS a 8>)
+         i3 = int_add(i2, 1)
+         i4 = int_lt(i3, 100)
+         setfield_gc(p1, i3, descr=<FieldS a 8>)
+         guard_true(i4, descr=<Guard1>) [p1]
+         jump(p1, descr=TargetToken(1))",
+    );
+    assert_eq!(out.stats.virtuals_materialized, 1);
+}
+
+#[test]
+fn loop_body_virtuals_are_removed() {
+    // a box allocated and consumed inside the body never exists
+    let src = "[i0]
+         label(i0, descr=TargetToken(1))
+         p1 = new_with_vtable(descr=<SizeDescr 16 vtable=4096>)
+         setfield_gc(p1, i0, descr=<FieldS v 8>)
+         i2 = getfield_gc_i(p1, descr=<FieldS v 8>)
+         i3 = int_add(i2, 1)
+         i4 = int_lt(i3, 10)
+         guard_true(i4, descr=<Guard1>) [i3, p1]
+         jump(i3, descr=TargetToken(1))";
+    let out = check(
+        src,
+        "[i0]
+         label(i0, descr=TargetToken(1))
+         i3 = int_add(i0, 1)
+         i4 = int_lt(i3, 10)
+         guard_true(i4, descr=<Guard1>) [i3, $0] {$0 = new_with_vtable(descr=<SizeDescr 16 vtable=4096>) <FieldS v 8>: i0}
+         jump(i3, descr=TargetToken(1))",
+    );
+    let t = parse(src);
+    for i in [-5i64, 0, 9, 10] {
+        assert!(same_behaviour(&t, &out.trace, &[RtValue::Int(i)]).unwrap());
+    }
+}
