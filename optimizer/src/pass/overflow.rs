@@ -111,7 +111,7 @@ impl<'a> Pass<'a> {
         if self.opts.cse {
             self.cse.pure.insert(Key::new(plain, &args, None), v);
             // `int_mul(x, 2**k)` is rewritten to `int_lshift(x, k)` by the rules before its CSE
-            // lookup: record that form too (found by `tracejit mine` on mmh3)
+            // lookup: record that form too
             if plain == Opcode::IntMul {
                 for (x, c) in [(args[0], args[1]), (args[1], args[0])] {
                     if let Some(c) = self.const_i64(c).filter(|&c| c > 1 && c & (c - 1) == 0) {

@@ -107,8 +107,8 @@ fn nan_payloads_are_compared() {
 
 /// A reference read is defined only from bytes written as that reference: an integer field
 /// written over half of a reference item forges an address nobody handed out, and reading it
-/// is a broken promise (native code would dereference it). Found by `native_diff`: a loop
-/// stored an array into its own item, and the next iteration wrote a struct field over it.
+/// is a broken promise (native code would dereference it): here a loop stores an array into
+/// its own item, and the next iteration writes a struct field over it.
 #[test]
 fn a_reference_read_from_other_bytes_is_a_broken_promise() {
     let forged = trace_ir::parse_trace(
@@ -160,8 +160,8 @@ fn a_reference_read_from_other_bytes_is_a_broken_promise() {
 }
 
 /// A reference's bytes are not read as a number: the address differs between runs of one
-/// program (found by `native_diff`: a loop wrote a reference into an array's item and the
-/// next iteration read a byte of it through a struct field descriptor).
+/// program (here a loop writes a reference into an array's item and the next iteration reads
+/// a byte of it through a struct field descriptor).
 #[test]
 fn a_number_read_of_a_reference_is_a_broken_promise() {
     let t = trace_ir::parse_trace(
