@@ -135,10 +135,18 @@ impl Abstraction {
     }
 
     /// The operands of a heavy op in canonical form: simplified (so that `x + 0` and `x`
-    /// give the same application) and, for the commutative ones, ordered.
+    /// give the same application) and, for the commutative ones, ordered (a constant second,
+    /// so that products of the same constant with operands written differently on the two
+    /// sides are applications to the same constant in the same place).
     pub(super) fn operands(opc: Opcode, a: &BV, b: &BV) -> (BV, BV) {
         let (a, b) = (a.simplify(), b.simplify());
-        if is_commutative(opc) && ast_hash(&a) > ast_hash(&b) {
+        let num = |x: &BV| x.as_u64().is_some();
+        let swap = match (num(&a), num(&b)) {
+            (true, false) => true,
+            (false, true) => false,
+            _ => ast_hash(&a) > ast_hash(&b),
+        };
+        if is_commutative(opc) && swap {
             (b, a)
         } else {
             (a, b)
