@@ -21,29 +21,44 @@ pub(super) const HEAVY_OPS: &[Opcode] = &[
 ];
 
 /// Which semantics a query uses.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Mode {
     /// Heavy ops are uninterpreted ([`Abstraction`]).
     Abstract,
+    /// Heavy ops with a constant operand have their bit-vector semantics, the others are
+    /// uninterpreted.
+    Partial,
     /// The full bit-vector semantics; `light`: without the facts that involve heavy ops.
     Concrete { light: bool },
 }
 
+/// One application of an abstracted op.
+pub(super) struct Def {
+    /// The abstract term: an application of an uninterpreted function.
+    pub(super) app: Dynamic,
+    /// Its full meaning, built from the full meanings of the operands (no application in it).
+    pub(super) concrete: Dynamic,
+    /// For an op with a constant operand, its meaning in [`Mode::Partial`]: the op's
+    /// semantics on the operands' partial meanings (only applications of ops without a
+    /// constant operand in it).
+    pub(super) partial: Option<Dynamic>,
+}
+
 /// The abstraction of the ops whose bit-blasted circuits are expensive ([`HEAVY_OPS`], see
-/// the documentation of the `validate` module): each such op with non-constant operands is an
-/// application of an uninterpreted function (one symbol per op, shared by both traces), and
-/// the overflow flag of `int_mul_ovf` an uninterpreted predicate of the same operands. The
-/// concrete meaning of every application is remembered, so a query can be re-checked with the
-/// full bit-vector semantics by substitution.
+/// the documentation of the `validate` module): each such op that is not a constant, not a
+/// product with 0, 1 or -1 and not a quotient by 1 or -1 is an application of an
+/// uninterpreted function (one symbol per op, shared by both traces), and the overflow flag
+/// of `int_mul_ovf` an uninterpreted predicate of the same operands. The concrete meaning of
+/// every application is remembered, so a query can be re-checked with the full bit-vector
+/// semantics by substitution; so is the meaning of an application with a constant operand
+/// in terms of the other applications, for [`Mode::Partial`].
 pub(super) struct Abstraction {
     /// Whether heavy ops are abstracted at all ([`Config::abstract_heavy_ops`]).
     ///
     /// [`Config::abstract_heavy_ops`]: super::Config::abstract_heavy_ops
     pub(super) enabled: bool,
-    /// The applications made so far (abstract term, concrete meaning), in creation order.
-    /// A concrete meaning contains no application: it is built from the concrete meanings
-    /// of the operands.
-    pub(super) defs: Vec<(Dynamic, Dynamic)>,
+    /// The applications made so far, in creation order.
+    pub(super) defs: Vec<Def>,
     /// The abstract terms already in `defs`.
     pub(super) known: HashSet<Dynamic>,
     /// Cheap facts about the applications that hold in the full semantics (`x * 0 == 0`,
@@ -66,48 +81,97 @@ impl Abstraction {
         if self.defs.is_empty() {
             return x.clone();
         }
-        let pairs: Vec<(&Dynamic, &Dynamic)> = self.defs.iter().map(|(a, c)| (a, c)).collect();
+        let pairs: Vec<(&Dynamic, &Dynamic)> = self.defs.iter().map(|d| (&d.app, &d.concrete)).collect();
         x.substitute(&pairs)
     }
 
-    /// Remember the concrete meaning of `app` (and its axioms), when it is new.
+    /// `x` with every application that has a constant operand replaced by its meaning in
+    /// [`Mode::Partial`].
+    pub(super) fn partial<T: Ast + Clone>(&self, x: &T) -> T {
+        let pairs: Vec<(&Dynamic, &Dynamic)> = self
+            .defs
+            .iter()
+            .filter_map(|d| Some((&d.app, d.partial.as_ref()?)))
+            .collect();
+        if pairs.is_empty() {
+            return x.clone();
+        }
+        x.substitute(&pairs)
+    }
+
+    /// `x` in the semantics of `mode`.
+    pub(super) fn in_mode<T: Ast + Clone>(&self, x: &T, mode: Mode) -> T {
+        match mode {
+            Mode::Abstract => x.clone(),
+            Mode::Partial => self.partial(x),
+            Mode::Concrete { .. } => self.concrete(x),
+        }
+    }
+
+    /// Whether some application has a constant operand (so that [`Mode::Partial`] differs
+    /// from [`Mode::Abstract`]).
+    pub(super) fn has_partial(&self) -> bool {
+        self.defs.iter().any(|d| d.partial.is_some())
+    }
+
+    /// Remember the meaning of `app` (and its axioms), when it is new: `meaning(x)` applies the
+    /// op to operands `x` (their concrete or their partial meanings); `by_constant`: whether
+    /// an operand is a constant.
     pub(super) fn define(
         &mut self,
         app: Dynamic,
-        concrete: impl FnOnce(&Self) -> Dynamic,
+        by_constant: bool,
+        meaning: impl Fn(&Self, Mode) -> Dynamic,
         axioms: impl FnOnce() -> Vec<Bool>,
     ) {
         if self.known.contains(&app) {
             return;
         }
-        let c = concrete(self);
+        let concrete = meaning(self, Mode::Concrete { light: false });
+        let partial = by_constant.then(|| meaning(self, Mode::Partial));
         self.known.insert(app.clone());
-        self.defs.push((app, c));
+        self.defs.push(Def { app, concrete, partial });
         self.axioms.extend(axioms());
     }
 
     /// The operands of a heavy op in canonical form: simplified (so that `x + 0` and `x`
-    /// give the same application) and, for the commutative ones, ordered.
+    /// give the same application) and, for the commutative ones, ordered (a constant second,
+    /// so that products of the same constant with operands written differently on the two
+    /// sides are applications to the same constant in the same place).
     pub(super) fn operands(opc: Opcode, a: &BV, b: &BV) -> (BV, BV) {
         let (a, b) = (a.simplify(), b.simplify());
-        if is_commutative(opc) && ast_hash(&a) > ast_hash(&b) {
+        let num = |x: &BV| x.as_u64().is_some();
+        let swap = match (num(&a), num(&b)) {
+            (true, false) => true,
+            (false, true) => false,
+            _ => ast_hash(&a) > ast_hash(&b),
+        };
+        if is_commutative(opc) && swap {
             (b, a)
         } else {
             (a, b)
         }
     }
 
-    /// Whether `opc(a, b)` is abstracted: a heavy op whose circuit is not cheap (a
-    /// multiplication by a constant, a division by a constant divisor stay concrete).
+    /// Whether `opc(a, b)` is abstracted: a heavy op that is not a constant, a product with 0,
+    /// 1 or -1, or a quotient by 0, 1 or -1 (those cost no circuit).
     pub(super) fn abstracts(&self, opc: Opcode, a: &BV, b: &BV) -> bool {
+        let trivial = |x: &BV| matches!(x.as_u64(), Some(0 | 1 | u64::MAX));
         let num = |x: &BV| x.as_u64().is_some();
         self.enabled
             && HEAVY_OPS.contains(&opc)
+            && !(num(a) && num(b))
             && if is_commutative(opc) {
-                !num(a) && !num(b)
+                !trivial(a) && !trivial(b)
             } else {
-                !num(b)
+                !trivial(b)
             }
+    }
+
+    /// Whether an operand of `opc(a, b)` (the divisor of a division) is a constant: its
+    /// circuit is cheaper, and it has a meaning in [`Mode::Partial`].
+    fn by_constant(opc: Opcode, a: &BV, b: &BV) -> bool {
+        b.as_u64().is_some() || (is_commutative(opc) && a.as_u64().is_some())
     }
 
     /// The value of heavy op `opc(args)` (and its `valid_if`), abstracted; `None` when the op
@@ -153,9 +217,10 @@ impl Abstraction {
         let app = uf_bv(&format!("abs:{}", symbol.name()), &[a.clone(), b.clone()]);
         self.define(
             Dynamic::from_ast(&app),
-            |abs| {
-                let (ca, cb) = (abs.concrete(&a), abs.concrete(&b));
-                let (v, _) = op_semantics(symbol, &[ca, cb]).expect("heavy ops have semantics");
+            Abstraction::by_constant(opc, &a, &b),
+            |abs, mode| {
+                let (ma, mb) = (abs.in_mode(&a, mode), abs.in_mode(&b, mode));
+                let (v, _) = op_semantics(symbol, &[ma, mb]).expect("heavy ops have semantics");
                 Dynamic::from_ast(&v)
             },
             || heavy_axioms(symbol, &a, &b, &app),
@@ -175,9 +240,10 @@ impl Abstraction {
         let app = uf_bool("abs:int_mul_ovf_ok", &[a.clone(), b.clone()]);
         self.define(
             Dynamic::from_ast(&app),
-            |abs| {
-                let (ca, cb) = (abs.concrete(&a), abs.concrete(&b));
-                Dynamic::from_ast(&no_overflow(opc, &ca, &cb).expect("int_mul_ovf has an overflow flag"))
+            Abstraction::by_constant(opc, &a, &b),
+            |abs, mode| {
+                let (ma, mb) = (abs.in_mode(&a, mode), abs.in_mode(&b, mode));
+                Dynamic::from_ast(&no_overflow(opc, &ma, &mb).expect("int_mul_ovf has an overflow flag"))
             },
             || {
                 // Multiplying by 0 or 1 never overflows.

@@ -4,7 +4,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 
 use z3::ast::{Ast, Bool, BV};
 
-use super::memory::{holds_bytes, select, select_expanded, RAW};
+use super::memory::{holds_bytes, select_apart, select_expanded, RAW};
 use super::naming::one_sided;
 use super::side::Sym;
 use super::validator::Validator;
@@ -44,6 +44,7 @@ impl<'t> Validator<'t> {
             (None, None) => {
                 let a = self.o.escape(so);
                 let b = self.p.escape(sp);
+                self.note_equal_candidate(&a, &b);
                 self.try_pair(&a, &b);
                 self.prove(&a.eq(&b), what, Some((&a, &b)))
             }
@@ -60,6 +61,7 @@ impl<'t> Validator<'t> {
             (None, None) => {
                 let a = self.o.escape(so);
                 let b = self.p.escape(sp);
+                self.note_equal_candidate(&a, &b);
                 self.try_pair(&a, &b);
                 a.eq(&b)
             }
@@ -234,8 +236,12 @@ impl<'t> Validator<'t> {
                             select_expanded(&a, i, &zeros).eq(select_expanded(&b, i, &zeros))
                         } else {
                             // A narrow integer's word holds only its bytes: compare what a read
-                            // sees (the initial words' other bits are seen by no read).
-                            let (x, y) = (select(&a, i), select(&b, i));
+                            // sees (the initial words' other bits are seen by no read). Reads look
+                            // through the stores into the original's escaped objects that the
+                            // path condition states apart from the index (the original escapes
+                            // only on the path, never in a guard's exit).
+                            let apart = &self.o.apart;
+                            let (x, y) = (select_apart(&a, i, apart), select_apart(&b, i, apart));
                             match layout.word_descr(&key) {
                                 Some(d) => layout.extend(d, x).eq(layout.extend(d, y)),
                                 None => x.eq(y),

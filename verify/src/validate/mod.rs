@@ -158,9 +158,11 @@
 //!
 //! Multiplication and division circuits (`int_mul`, `int_mul_ovf`, `uint_mul_high`,
 //! `int_floordiv`, `int_mod`, `int_pydiv`, `int_pymod`) are what makes Z3 slow on 64-bit
-//! vectors. With [`Config::abstract_heavy_ops`] (the default) each such op whose operands
-//! are not constants (a product with a constant, a quotient by a constant divisor stay
-//! concrete: they bit-blast cheaply) is translated as an application of an uninterpreted
+//! vectors. With [`Config::abstract_heavy_ops`] (the default) each such op that is not a
+//! constant, a product with 0, 1 or -1 or a quotient by 0, 1 or -1 (products with other
+//! constants included: two multiplier circuits on operands that are equal but written
+//! differently are a hard equivalence problem, while their applications are equal by
+//! congruence) is translated as an application of an uninterpreted
 //! function, one symbol per op shared by both traces (`int_mul_ovf` shares `int_mul`'s),
 //! on operands simplified and, for commutative ops, ordered, so the same computation on both
 //! sides is the same term and congruence covers CSE; `(-x) * (-y)` is `x * y`, and `x / x`,
@@ -170,12 +172,26 @@
 //! 1 and -1, no overflow when multiplying by 0 or 1).
 //!
 //! Each claim is first checked with this abstraction. A proof there is a proof for every
-//! meaning of the function symbols, hence for the real one. Only when the abstract query
-//! fails is the claim checked again with the full bit-vector semantics (every application
-//! replaced by its remembered concrete meaning, by substitution); that verdict is the
-//! result, and its model is a real counterexample (values printed in a counterexample are
-//! evaluated in their concrete meaning). A query without abstracted terms is checked once.
+//! meaning of the function symbols, hence for the real one. When the abstract query fails,
+//! the claim is checked with the applications that have a constant operand given their
+//! bit-vector semantics (the others still uninterpreted; the same argument), and then with
+//! the full bit-vector semantics (every application replaced by its remembered concrete
+//! meaning, by substitution); that verdict is the result, and its model is a real
+//! counterexample (values printed in a counterexample are evaluated in their concrete
+//! meaning). A step whose query would be the same as the previous one's is skipped.
 //! [`validate_with_stats`] reports how many queries of each kind ran.
+//!
+//! **Values proven equal are reused.** When a sync point compares a value of the original
+//! with one of the optimized trace (a fail argument, a field of a virtual object, a call
+//! argument) and they are different terms, the validator asks (abstract query, short time
+//! limit, after a guard's exit comparison, under the path condition without the guard's
+//! failure) whether the path condition proves them equal; when it does, the original's ops
+//! with that value take the optimized trace's term. Sound: the path condition only grows
+//! along the walk, so every later query assumes the equality, and replacing a term by one the
+//! facts prove equal keeps a query equisatisfiable. Later values computed from them are then
+//! the same terms on both sides. A value the optimized trace already computes as the same
+//! term is left alone. Heap comparisons read through the stores into the original's escaped
+//! objects whose addresses the path condition states apart from the index.
 //!
 //! Operations outside this model (string copies, exception save/restore, ...) make the
 //! verdict `Unknown` with the op's name as the reason; so does a Z3 timeout (each query
@@ -223,6 +239,7 @@
 //!   contents in the heap);
 //! - `naming`: naming escaped objects across the two traces, and pairing them by role;
 //! - `compare`: values, objects and heaps compared at a sync point;
+//! - `equalities`: values proven equal on both sides, reused by later claims;
 //! - `abstraction`: multiplication and division as uninterpreted functions;
 //! - `query`: solver calls, abstraction refinement, batches of claims, counterexamples;
 //! - `terms`: small Z3 term builders.
@@ -237,6 +254,7 @@
 mod abstraction;
 mod carried;
 mod compare;
+mod equalities;
 mod escape;
 mod exit_writes;
 mod guards;
@@ -402,6 +420,8 @@ pub struct Stats {
     pub refined: usize,
     /// Queries that ended without an answer (time limit).
     pub timeouts: usize,
+    /// Values of the original proven equal to the optimized trace's and replaced by its term.
+    pub learned: usize,
     /// Wall-clock time spent in Z3's `check`.
     pub solver_time: std::time::Duration,
 }
@@ -414,6 +434,7 @@ impl Stats {
         self.concrete_queries += other.concrete_queries;
         self.refined += other.refined;
         self.timeouts += other.timeouts;
+        self.learned += other.learned;
         self.solver_time += other.solver_time;
     }
 }

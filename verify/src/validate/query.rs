@@ -25,8 +25,6 @@ impl<'t> Validator<'t> {
     /// Check whether `facts ∧ ¬claim` is satisfiable, in a fresh solver (Z3's
     /// non-incremental mode preprocesses bit-vector problems much better than push/pop).
     pub(super) fn check(&mut self, claim: &Bool, mode: Mode) -> (SatResult, Option<z3::Model>, Option<String>) {
-        let started = std::time::Instant::now();
-        let mut params = Params::new();
         // Once the verdict is Unknown, later queries can only still find a counterexample:
         // give them less time.
         let ms = if self.unknown.is_some() {
@@ -34,29 +32,33 @@ impl<'t> Validator<'t> {
         } else {
             self.cfg.timeout_ms
         };
+        self.check_ms(claim, mode, ms)
+    }
+
+    /// [`Validator::check`] with a time limit of `ms` milliseconds.
+    pub(super) fn check_ms(
+        &mut self,
+        claim: &Bool,
+        mode: Mode,
+        ms: u32,
+    ) -> (SatResult, Option<z3::Model>, Option<String>) {
+        let started = std::time::Instant::now();
+        let mut params = Params::new();
         params.set_u32("timeout", ms);
         let solver = Solver::new();
         solver.set_params(&params);
-        match mode {
-            Mode::Abstract => {
-                for f in &self.abs.axioms {
-                    solver.assert(f);
-                }
-                for (f, _) in &self.facts {
-                    solver.assert(f);
-                }
-                solver.assert(claim.not());
-            }
-            Mode::Concrete { light } => {
-                self.concretize_facts();
-                for ((_, heavy), c) in self.facts.iter().zip(&self.concrete_facts) {
-                    if !(light && *heavy) {
-                        solver.assert(c);
-                    }
-                }
-                solver.assert(self.abs.concrete(claim).not());
+        if !matches!(mode, Mode::Concrete { .. }) {
+            for f in &self.abs.axioms {
+                solver.assert(self.abs.in_mode(f, mode));
             }
         }
+        let light = mode == Mode::Concrete { light: true };
+        for (f, heavy) in self.facts_in(mode).iter().zip(self.facts.iter().map(|(_, h)| *h)) {
+            if !(light && heavy) {
+                solver.assert(f);
+            }
+        }
+        solver.assert(self.abs.in_mode(claim, mode).not());
         let res = solver.check();
         let out = match res {
             SatResult::Sat => (res, solver.get_model(), None),
@@ -65,7 +67,7 @@ impl<'t> Validator<'t> {
         };
         let st = &mut self.stats;
         match mode {
-            Mode::Abstract => st.abstract_queries += 1,
+            Mode::Abstract | Mode::Partial => st.abstract_queries += 1,
             Mode::Concrete { .. } => st.concrete_queries += 1,
         }
         if res == SatResult::Unknown {
@@ -73,6 +75,24 @@ impl<'t> Validator<'t> {
         }
         st.solver_time += started.elapsed();
         out
+    }
+
+    /// The path condition in the semantics of `mode` (the translations are computed once).
+    fn facts_in(&mut self, mode: Mode) -> Vec<Bool> {
+        match mode {
+            Mode::Abstract => self.facts.iter().map(|(f, _)| f.clone()).collect(),
+            Mode::Partial => {
+                for i in self.partial_facts.len()..self.facts.len() {
+                    let p = self.abs.partial(&self.facts[i].0);
+                    self.partial_facts.push(p);
+                }
+                self.partial_facts.clone()
+            }
+            Mode::Concrete { .. } => {
+                self.concretize_facts();
+                self.concrete_facts.clone()
+            }
+        }
     }
 
     /// Compute the concrete meaning of the facts not yet translated.
@@ -83,18 +103,14 @@ impl<'t> Validator<'t> {
         }
     }
 
-    /// Whether the query `facts ∧ ¬claim` involves no abstracted op (its abstract and
-    /// concrete forms are the same).
-    pub(super) fn query_is_concrete(&mut self, claim: &Bool) -> bool {
+    /// Whether the query `facts ∧ ¬claim` is the same in modes `a` and `b` (so that a model
+    /// of one is a model of the other).
+    fn same_query(&mut self, claim: &Bool, a: Mode, b: Mode) -> bool {
         if self.abs.defs.is_empty() {
             return true;
         }
-        self.concretize_facts();
-        self.facts
-            .iter()
-            .zip(&self.concrete_facts)
-            .all(|((f, _), c)| f.ast_eq(c))
-            && self.abs.concrete(claim).ast_eq(claim)
+        let (fa, fb) = (self.facts_in(a), self.facts_in(b));
+        fa.iter().zip(&fb).all(|(x, y)| x.ast_eq(y)) && self.abs.in_mode(claim, a).ast_eq(self.abs.in_mode(claim, b))
     }
 
     /// Look for a real counterexample near the abstract one before a full-semantics query
@@ -154,22 +170,31 @@ impl<'t> Validator<'t> {
 
     /// Decide `facts ∧ ¬claim` by abstraction refinement: first with heavy ops abstracted
     /// (unsatisfiable there means unsatisfiable with any meaning of them, so with the real
-    /// one); otherwise with the full bit-vector semantics, whose model is then a real
-    /// counterexample. A full query that times out is retried without the path facts that
-    /// involve multiplication or division (fewer assumptions only make a proof harder).
+    /// one); then with the heavy ops that have a constant operand interpreted (the same
+    /// argument for the others); otherwise with the full bit-vector semantics, whose model is
+    /// then a real counterexample. A full query that times out is retried without the path
+    /// facts that involve multiplication or division (fewer assumptions only make a proof
+    /// harder).
     pub(super) fn decide(&mut self, claim: &Bool) -> (SatResult, Option<z3::Model>, Option<String>) {
         self.stats.claims += 1;
-        let abstract_result = self.check(claim, Mode::Abstract);
-        if abstract_result.0 == SatResult::Unsat {
-            return abstract_result;
+        let (mut last, mut mode) = (self.check(claim, Mode::Abstract), Mode::Abstract);
+        if last.0 == SatResult::Unsat {
+            return last;
         }
-        let mut result = if self.query_is_concrete(claim) {
-            abstract_result
+        if self.abs.has_partial() && !self.same_query(claim, Mode::Abstract, Mode::Partial) {
+            (last, mode) = (self.check(claim, Mode::Partial), Mode::Partial);
+            if last.0 == SatResult::Unsat {
+                return last;
+            }
+        }
+        let concrete = Mode::Concrete { light: false };
+        let mut result = if self.same_query(claim, mode, concrete) {
+            last
         } else {
             self.stats.refined += 1;
-            match abstract_result.1.as_ref().and_then(|m| self.probe(claim, m)) {
+            match last.1.as_ref().and_then(|m| self.probe(claim, m)) {
                 Some(found) => found,
-                None => self.check(claim, Mode::Concrete { light: false }),
+                None => self.check(claim, concrete),
             }
         };
         if result.0 == SatResult::Unknown
@@ -254,20 +279,28 @@ impl<'t> Validator<'t> {
         Ok(())
     }
 
-    /// Whether the path condition and `extra` can hold together (with the full semantics).
-    /// Whether `extra` is consistent with the path condition: `None` when Z3 cannot tell.
+    /// Whether `extra` is consistent with the path condition (with the full semantics):
+    /// `None` when Z3 cannot tell.
     pub(super) fn satisfiable(&mut self, extra: &Bool) -> Option<bool> {
         let claim = extra.not();
-        match self.check(&claim, Mode::Abstract).0 {
-            SatResult::Sat if self.query_is_concrete(&claim) => Some(true),
-            SatResult::Sat => match self.check(&claim, Mode::Concrete { light: false }).0 {
-                SatResult::Sat => Some(true),
-                SatResult::Unsat => Some(false),
-                SatResult::Unknown => None,
-            },
-            SatResult::Unsat => Some(false),
-            SatResult::Unknown => None,
+        let concrete = Mode::Concrete { light: false };
+        let mut modes = vec![Mode::Abstract];
+        if self.abs.has_partial() && !self.same_query(&claim, Mode::Abstract, Mode::Partial) {
+            modes.push(Mode::Partial);
         }
+        if !self.same_query(&claim, *modes.last().expect("a mode"), concrete) {
+            modes.push(concrete);
+        }
+        let last = modes.len() - 1;
+        for (i, mode) in modes.into_iter().enumerate() {
+            match self.check(&claim, mode).0 {
+                SatResult::Unsat => return Some(false),
+                SatResult::Sat if i == last => return Some(true),
+                SatResult::Sat => {}
+                SatResult::Unknown => return None,
+            }
+        }
+        None
     }
 
     pub(super) fn structural(&self, message: String) -> Counterexample {

@@ -348,12 +348,15 @@ impl<'t> Validator<'t> {
             self.batch = None;
             self.facts.truncate(n);
             self.concrete_facts.truncate(n);
+            self.partial_facts.truncate(n);
             // Objects paired by role at the exit stay paired: a pairing only chooses which
             // runs are compared, whether or not the guard fails (and what was consistent with
             // the exit's path condition is consistent with the weaker one here).
             self.facts
                 .extend(self.pair_facts[pairs_before..].iter().map(|f| (f.clone(), false)));
             r?;
+            // (Back on the path where the guard passes: facts proven here hold from now on.)
+            self.learn_equalities();
         }
         let (ho, hp) = (self.guard_heavy(true, ro), self.guard_heavy(false, rp));
         self.assume(co, ho);
@@ -467,6 +470,7 @@ impl<'t> Validator<'t> {
         for i in 0..opp.args.len() {
             let a = self.o.bv_of(opo.args[i + off])?;
             let b = self.p.bv_of(opp.args[i])?;
+            self.note_equal_candidate(&a, &b);
             self.try_pair(&a, &b);
             self.prove(
                 &a.eq(&b),
@@ -478,6 +482,7 @@ impl<'t> Validator<'t> {
             self.prove_heap_equal(&format!("before call {k} ({})", opo.opcode))?;
         }
         self.flush()?;
+        self.learn_equalities();
         let effect = opo.descr.and_then(|d| ot.descr(d).as_call().map(|c| c.effect));
         let may_write = effect.map(|e| e.may_write_heap()).unwrap_or(true) || opo.opcode.has(OpFlags::BARRIER);
         let can_raise = effect.map(|e| e.can_raise()).unwrap_or(true);

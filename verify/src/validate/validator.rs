@@ -1,7 +1,7 @@
 //! The validator: both sides, the path condition, the walk from sync point to sync point.
 
 use std::cell::RefCell;
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 use std::rc::Rc;
 
 use trace_ir::descr::Descr;
@@ -9,6 +9,7 @@ use trace_ir::{Kind, OpRef, Opcode, Trace};
 use z3::ast::{Bool, BV};
 
 use super::abstraction::{Abstraction, HEAVY_OPS};
+use super::equalities::Candidate;
 use super::layout::{field_key, field_key_of, Layout};
 use super::query::Claim;
 use super::side::{Side, Sym};
@@ -23,6 +24,10 @@ pub(super) struct Validator<'t> {
     pub(super) facts: Vec<(Bool, bool)>,
     /// The concrete meaning of `facts[i]` once computed (see [`Abstraction`]).
     pub(super) concrete_facts: Vec<Bool>,
+    /// The meaning of `facts[i]` in [`Mode::Partial`] once computed.
+    ///
+    /// [`Mode::Partial`]: super::abstraction::Mode::Partial
+    pub(super) partial_facts: Vec<Bool>,
     pub(super) abs: Abstraction,
     /// Query statistics.
     pub(super) stats: Stats,
@@ -44,6 +49,10 @@ pub(super) struct Validator<'t> {
     /// Whether Z3 could not decide whether a pairing by role was consistent (then a
     /// difference found is not a verdict).
     pub(super) pairing_undecided: bool,
+    /// Values compared since the last [`Validator::learn_equalities`].
+    pub(super) equal_candidates: Vec<Candidate>,
+    /// The pairs of values already tried by [`Validator::learn_equalities`].
+    pub(super) tried_equal: HashSet<(BV, BV)>,
 }
 
 impl<'t> Validator<'t> {
@@ -94,6 +103,7 @@ impl<'t> Validator<'t> {
             p,
             facts: Vec::new(),
             concrete_facts: Vec::new(),
+            partial_facts: Vec::new(),
             abs: Abstraction::new(cfg.abstract_heavy_ops),
             stats: Stats::default(),
             batch: None,
@@ -105,6 +115,8 @@ impl<'t> Validator<'t> {
             pair_facts: Vec::new(),
             pairs: Vec::new(),
             pairing_undecided: false,
+            equal_candidates: Vec::new(),
+            tried_equal: HashSet::new(),
         }
     }
 
