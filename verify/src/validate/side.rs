@@ -206,6 +206,13 @@ impl<'t> Side<'t> {
         Some(out)
     }
 
+    /// Item `ix` of the tracked array `id` (array descriptor key `akey`) is now `val`.
+    pub(super) fn store_item(&mut self, id: usize, akey: &str, ix: u32, val: Sym) {
+        let key = format!("item:{akey}#{ix}");
+        self.objs[id].item_of.insert(key.clone(), (akey.to_string(), ix));
+        self.objs[id].fields.insert(key, val);
+    }
+
     /// Give op `r` the value `v`.
     pub(super) fn set(&mut self, r: OpRef, v: Sym) {
         self.vals[r.index()] = Some(v);

@@ -258,10 +258,7 @@ impl<'t> Validator<'t> {
             .collect();
         let akey = format!("{descr:?}");
         for (i, v) in items.into_iter().enumerate() {
-            let ix = (ds + i as u64) as u32;
-            let key = format!("item:{akey}#{ix}");
-            self.o.objs[d].item_of.insert(key.clone(), (akey.clone(), ix));
-            self.o.objs[d].fields.insert(key, v);
+            self.o.store_item(d, &akey, (ds + i as u64) as u32, v);
         }
         Ok(())
     }

@@ -87,20 +87,14 @@ impl<'t> Side<'t> {
         let cidx = idx.simplify().as_u64();
         let tracked = self.tracked(&base).filter(|&id| !self.item_overlaps(id, &akey, cidx));
         match (tracked, cidx) {
-            (Some(id), Some(ix)) if ix <= u32::MAX as u64 => {
-                let key = format!("item:{akey}#{ix}");
-                self.objs[id].item_of.insert(key.clone(), (akey, ix as u32));
-                self.objs[id].fields.insert(key, val);
-            }
+            (Some(id), Some(ix)) if ix <= u32::MAX as u64 => self.store_item(id, &akey, ix as u32, val),
             (Some(id), None) if matches!(val, Sym::Bv(_)) && self.items(id, &akey).is_some() => {
                 let items = self.items(id, &akey).unwrap_or_default();
                 let Sym::Bv(vb) = &val else { unreachable!() };
                 t.valid = Some(idx.bvult(bv(items.len() as u64)));
                 for (i, old) in items.iter().enumerate() {
-                    let key = format!("item:{akey}#{i}");
                     let new = idx.eq(bv(i as u64)).ite(vb, old);
-                    self.objs[id].item_of.insert(key.clone(), (akey.clone(), i as u32));
-                    self.objs[id].fields.insert(key, Sym::Bv(new));
+                    self.store_item(id, &akey, i as u32, Sym::Bv(new));
                 }
             }
             _ => {
