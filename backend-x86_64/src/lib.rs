@@ -75,11 +75,12 @@
 //! [`code_space_usage`] reports the regions and bytes in use.
 //!
 //! # Trace trees
-//! Each guard's exit stub counts the guard's failures ([`CompiledTrace::guard_failures`]:
-//! one memory increment per failure, for the embedder's "is this guard hot" decision).
+//! Each guard's exit stub counts the guard's exits ([`CompiledTrace::guard_failures`]: one
+//! memory increment per exit, for the embedder's "is this guard hot" decision).
 //! [`CompiledTrace::attach_bridge`] (or [`Compiler::attach_bridge`]) compiles a bridge, a
 //! trace whose inputs are the guard's exit words (`trace_ir::tree`), into the same tree and
-//! patches the guard's stub to jump to it; its `jump` to a `TargetToken` of the tree enters
+//! patches the guard's stub to jump to it (the bridge takes the exit words from the
+//! registers and frame words the guard left them in); its `jump` to a `TargetToken` of the tree enters
 //! that label with the label's own register and frame locations, and its guards can get
 //! bridges in turn. The tree runs in one frame and is freed as one. The design is in the
 //! `tree` module; the bridges that are refused (with [`CompileError::Bridge`]) are listed

@@ -72,7 +72,10 @@ pub trait Runtime {
 #[derive(Clone, Copy, Debug)]
 #[non_exhaustive]
 pub struct HookRequest<'a> {
-    /// The op in the compiled trace.
+    /// The trace of the tree the op is in: 0 for the trace compiled first (the loop), `k`
+    /// for the `k`-th bridge attached ([`crate::CompiledTrace::attach_bridge`]).
+    pub trace: usize,
+    /// The op in that trace.
     pub op: OpRef,
     /// Its opcode.
     pub opcode: Opcode,
@@ -586,6 +589,8 @@ pub(crate) struct RtCtx<'a> {
 /// What compiled code passes to [`tramp_hook`] for one op (kept alive by the compiled trace).
 #[derive(Clone, Debug)]
 pub(crate) struct HookOp {
+    /// The trace of the tree (see [`HookRequest::trace`]).
+    pub trace: usize,
     pub op: OpRef,
     pub opcode: Opcode,
     pub descr: Option<Descr>,
@@ -615,6 +620,7 @@ pub(crate) extern "sysv64" fn tramp_hook(ctx: *mut RtCtx<'_>, hop: *const HookOp
     // in this call, so nothing else accesses them.
     let area = unsafe { std::slice::from_raw_parts_mut(ctx.frame.add(hop.area), hop.nargs.max(1)) };
     let req = HookRequest {
+        trace: hop.trace,
         op: hop.op,
         opcode: hop.opcode,
         descr: hop.descr.as_ref(),

@@ -1,19 +1,21 @@
 //! Trace trees in native code: guard failure counters, and bridges attached to guards.
 //!
 //! Every guard's exit stub first increments the guard's failure counter (one memory
-//! increment), then stores the guard's exit values into the frame, and ends in a patchable
-//! tail: `jmp` to the epilogue, with room after it for `mov r11, imm64; jmp r11`. Attaching
-//! a bridge compiles it into the tree (its frame words after every word of the traces
-//! compiled before it, its exit codes after theirs) and rewrites that tail to jump to the
-//! bridge. The bridge's entry copies its inputs (the guard's exit words, from the frame words
-//! the stub left them in, or constants) into its own input slots; a `jump` naming a label
-//! of the tree moves its operands into the label's parameter locations and jumps there.
-//! The loop and its bridges are one [`CompiledTrace`]: run together, freed together.
+//! increment), then reaches its patch point, from which it stores the guard's exit values
+//! into the frame and returns (see the `exits` module of code generation). Attaching a
+//! bridge compiles it into the tree (its frame words after every word of the traces compiled
+//! before it, its exit codes after theirs) and overwrites the patch point with a jump to
+//! the bridge (`jmp rel32` when the bridge is within reach, else `mov r11, imm64; jmp
+//! r11`). The bridge starts with its inputs (the guard's exit words) where the guard left
+//! them: in registers, in the frame words they were spilled to, or as constants; nothing
+//! goes through the exit buffer. A `jump` naming a label of the tree moves its operands into
+//! the label's parameter locations and jumps there. The loop and its bridges are one
+//! [`CompiledTrace`]: run together, freed together.
 
-use crate::codegen::{self, BridgeEnv, GuardTail, TreeLabel, TAIL_PAD};
+use crate::codegen::{self, BridgeEnv, GuardTail, TreeLabel, WordFact, PATCH_LEN};
 use crate::codemem::CodeMemory;
 use crate::runtime;
-use crate::{CompileError, CompileOptions, CompiledTrace, Compiler, ExitInfo, ExitSlot, MemoryAccess};
+use crate::{CompileError, CompileOptions, CompiledTrace, Compiler, ExitInfo};
 use std::sync::atomic::{AtomicU64, Ordering};
 use trace_ir::fxhash::FxHashMap;
 use trace_ir::{GuardId, Kind, Trace};
@@ -25,7 +27,7 @@ struct GuardSite {
     piece: usize,
     /// Its index in that trace's guard table (its failure counter).
     index: usize,
-    /// Its exit code, stub tail and exit words (word ranges into `Tree::word_facts`).
+    /// Its exit code, stub patch point and exit words (word ranges into `Tree::word_facts`).
     tail: GuardTail,
     /// Whether a bridge is attached.
     bridged: bool,
@@ -49,8 +51,11 @@ pub(crate) struct Tree {
     counters: Box<[AtomicU64]>,
     guards: FxHashMap<GuardId, GuardSite>,
     labels: FxHashMap<u64, TreeLabel>,
-    /// The exit words of every guard: kind, known non-null.
-    word_facts: Vec<(Kind, bool)>,
+    /// The exit words of every guard: kind, known non-null, where the guard leaves each.
+    word_facts: Vec<WordFact>,
+    /// The jumps to guard stubs a bridge takes over (see `GuardTail::jumps`): code offsets
+    /// in their piece.
+    guard_jumps: Vec<u32>,
     bridges: Vec<Piece>,
 }
 
@@ -68,15 +73,14 @@ impl Tree {
     /// Register the guards and labels of trace `piece` (compiled at `base`).
     fn register(&mut self, trace: &Trace, g: &mut codegen::Generated, base: u64, piece: usize) {
         let first = self.word_facts.len() as u32;
-        if self.word_facts.is_empty() {
-            self.word_facts = std::mem::take(&mut g.word_facts);
-        } else {
-            self.word_facts.append(&mut g.word_facts);
-        }
+        self.word_facts.append(&mut g.word_facts);
+        let first_jump = self.guard_jumps.len() as u32;
+        self.guard_jumps.append(&mut g.guard_jumps);
         self.guards.reserve(trace.guards.len());
         for (index, (gd, tail)) in trace.guards.iter().zip(&g.tails).enumerate() {
             let mut tail = *tail;
             tail.words = (tail.words.0 + first, tail.words.1 + first);
+            tail.jumps = (tail.jumps.0 + first_jump, tail.jumps.1 + first_jump);
             let site = GuardSite {
                 piece,
                 index,
@@ -105,8 +109,9 @@ fn refuse<T>(msg: String) -> Result<T, CompileError> {
 }
 
 impl CompiledTrace {
-    /// How many times the guard with id `guard` failed in this code (in the loop or in a
-    /// bridge of it), counted by its exit stub whether or not a bridge is attached; `None`
+    /// How many times the guard with id `guard` (in the loop or in a bridge of it) failed
+    /// and left native code, counted by its exit stub: once a bridge is attached, the
+    /// guard's failures run the bridge and are no longer counted; `None`
     /// when the tree has no such guard, or the guard never fails natively (its condition
     /// is always true in native code, e.g. `guard_not_forced` in Direct mode). Runs on
     /// several threads at once may lose counts (the increment is not atomic): a count is a
@@ -139,8 +144,11 @@ impl CompiledTrace {
     /// What the bridge compiler needs to attach a bridge to `guard`, after checking that it
     /// can be.
     fn bridge_env(&self, guard: GuardId, bridge: &Trace, opts: &CompileOptions) -> Result<BridgeEnv<'_>, CompileError> {
-        if self.memory != MemoryAccess::Direct || opts.memory != MemoryAccess::Direct {
-            return refuse("bridges are compiled in Direct mode only".into());
+        if opts.memory != self.memory {
+            return refuse(format!(
+                "the tree runs in {:?} mode, the bridge would be compiled in {:?} mode",
+                self.memory, opts.memory
+            ));
         }
         let Some(site) = self.tree.guards.get(&guard) else {
             return refuse(format!("the tree has no {guard}"));
@@ -152,7 +160,7 @@ impl CompiledTrace {
             return refuse(format!("{guard} already has a bridge"));
         }
         let facts = &self.tree.word_facts[site.tail.words.0 as usize..site.tail.words.1 as usize];
-        let want: Vec<Kind> = facts.iter().map(|f| f.0).collect();
+        let want: Vec<Kind> = facts.iter().map(|f| f.kind).collect();
         if bridge.input_kinds() != want {
             return refuse(format!(
                 "the bridge takes inputs {:?}, {guard} exits with {want:?}",
@@ -171,27 +179,11 @@ impl CompiledTrace {
                 }
             }
         }
-        let ExitInfo::Guard {
-            fail, virtuals, writes, ..
-        } = self.exits[site.tail.exit as usize]
-        else {
-            return Err(CompileError::Internal(format!("{guard}'s exit is not a guard exit")));
-        };
-        let entry: Vec<ExitSlot> = self
-            .exit_entries(fail, virtuals, writes)
-            .filter(|s| matches!(s, ExitSlot::Frame(_) | ExitSlot::Const(_)))
-            .cloned()
-            .collect();
-        if entry.len() != want.len() {
-            return Err(CompileError::Internal(format!(
-                "{guard}: exit words and their slots disagree"
-            )));
-        }
         Ok(BridgeEnv {
-            entry,
-            nonnull: facts.iter().map(|f| f.1).collect(),
+            entry: facts.to_vec(),
             exit_at: self.frame_words,
             code_base: self.exits.len() as u32,
+            piece: self.tree.bridges.len() + 1,
             labels: &self.tree.labels,
         })
     }
@@ -199,9 +191,21 @@ impl CompiledTrace {
     /// Add the generated code of `bridge` to the tree and redirect `guard`'s stub to it.
     fn add_bridge(&mut self, guard: GuardId, bridge: &Trace, mut g: codegen::Generated) -> Result<(), CompileError> {
         // Next to the loop where its region has room.
-        let code =
+        let mut code =
             CodeMemory::new_near(&g.code, Some(self.code.as_ptr())).map_err(|e| CompileError::Memory(e.to_string()))?;
         let base = code.as_ptr() as u64;
+        // Jumps into the tree's labels within reach: `jmp rel32` (E9 rel32) over the
+        // `mov r11, imm64; jmp r11`, the rest `int3`.
+        for &(at, addr) in &g.tree_jumps {
+            let next = base + u64::from(at) + 5;
+            if let Ok(rel) = i32::try_from(addr.wrapping_sub(next) as i64) {
+                let mut bytes = [0xcc; 13];
+                bytes[0] = 0xe9;
+                bytes[1..5].copy_from_slice(&rel.to_le_bytes());
+                // SAFETY: the bridge's code is not attached yet: nothing runs it.
+                unsafe { code.patch(at as usize, &bytes) }.map_err(|e| CompileError::Memory(e.to_string()))?;
+            }
+        }
         let slot_base = self.exit_slots.len() as u32;
         let virtual_base = self.virtuals.len() as u32;
         let field_base = self.virtual_fields.len() as u32;
@@ -244,16 +248,29 @@ impl CompiledTrace {
         let site = self.tree.guards.get_mut(&guard).expect("checked by bridge_env");
         site.bridged = true;
         let (from, at) = (site.piece, site.tail.tail as usize);
-        // mov r11, imm64 (49 BB imm64); jmp r11 (41 FF E3): 13 bytes over the tail's
-        // `jmp rel32` and its padding.
-        let mut bytes = vec![0x49, 0xbb];
-        bytes.extend_from_slice(&base.to_le_bytes());
-        bytes.extend_from_slice(&[0x41, 0xff, 0xe3]);
-        debug_assert_eq!(bytes.len(), 5 + TAIL_PAD);
+        let jumps = site.tail.jumps;
         let target = match from {
             0 => &mut self.code,
             k => &mut self.tree.bridges[k - 1].code,
         };
+        // The guard's own jumps go straight to the bridge where it is within reach.
+        for &d in &self.tree.guard_jumps[jumps.0 as usize..jumps.1 as usize] {
+            let next = target.as_ptr() as u64 + u64::from(d) + 4;
+            if let Ok(rel) = i32::try_from(base.wrapping_sub(next) as i64) {
+                // SAFETY: `&mut self`: no run of this tree is in progress, so no thread runs the
+                // code being patched.
+                unsafe { target.patch(d as usize, &rel.to_le_bytes()) }
+                    .map_err(|e| CompileError::Memory(e.to_string()))?;
+            }
+        }
+        let next = target.as_ptr() as u64 + at as u64 + 5;
+        let bytes = match i32::try_from(base.wrapping_sub(next) as i64) {
+            // jmp rel32 (E9 rel32).
+            Ok(rel) => [&[0xe9][..], &rel.to_le_bytes()].concat(),
+            // mov r11, imm64 (49 BB imm64); jmp r11 (41 FF E3).
+            Err(_) => [&[0x49, 0xbb][..], &base.to_le_bytes(), &[0x41, 0xff, 0xe3]].concat(),
+        };
+        debug_assert!(bytes.len() <= PATCH_LEN);
         // SAFETY: `&mut self`: no run of this tree is in progress, so no thread runs the
         // code being patched.
         unsafe { target.patch(at, &bytes) }.map_err(|e| CompileError::Memory(e.to_string()))
@@ -270,9 +287,10 @@ impl Compiler {
     /// allocations, checked values, exit words the loop knew to be non-null) where the
     /// loop's code takes a parameter to be non-null. With the loop and the bridges attached
     /// before it, it must form a tree `trace_ir::verify_tree` accepts (native code does not
-    /// check that a label it enters only reads values the path computed). Both the tree and
-    /// the bridge must be compiled in [`MemoryAccess::Direct`] mode. A refused bridge leaves
-    /// the tree as it was.
+    /// check that a label it enters only reads values the path computed). The bridge is
+    /// compiled in the tree's [`crate::MemoryAccess`] mode (`opts.memory` must be the
+    /// tree's; in Hooks mode a [`crate::HookRequest`] says which trace of the tree its op
+    /// is in). A refused bridge leaves the tree as it was.
     ///
     /// Patching needs `&mut` access to the tree: no thread can be running it meanwhile (an
     /// embedder that shares compiled code between threads attaches bridges while it holds
@@ -312,5 +330,107 @@ impl Compiler {
             code.set_registration(reg);
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pmove::Loc;
+
+    /// A loop whose `Guard1` has a bridge (`trace-ir/tests/data/branchy.tree`), with the
+    /// guard's last exit word replaced by `last` when given.
+    fn branchy(last: Option<&str>) -> trace_ir::TraceTree {
+        let mut text = include_str!("../../trace-ir/tests/data/branchy.tree").to_string();
+        if let Some(w) = last {
+            text = text.replace(
+                "descr=<Guard1>) [i0, i1, i2]",
+                &format!("descr=<Guard1>) [i0, i1, {w}]"),
+            );
+        }
+        trace_ir::parse_tree(&text).unwrap()
+    }
+
+    fn opts(int_regs: usize) -> CompileOptions {
+        CompileOptions {
+            int_regs,
+            ..CompileOptions::default()
+        }
+    }
+
+    /// The bridge of `tree` generated for its guard of `root` (not attached): the facts
+    /// it starts from and its code.
+    fn bridge_code(
+        tree: &trace_ir::TraceTree,
+        root: &CompiledTrace,
+        o: &CompileOptions,
+    ) -> (Vec<WordFact>, codegen::Generated) {
+        let b = &tree.bridges[0];
+        let env = root.bridge_env(b.guard, &b.trace, o).unwrap();
+        let facts = env.entry.clone();
+        let (g, _) = codegen::Gen::new(&b.trace, o, codegen::Rooms::default(), Some(env))
+            .and_then(codegen::Gen::generate)
+            .unwrap();
+        (facts, g)
+    }
+
+    /// The first op's code starts at offset `at` of `g` (what the entry emitted before it).
+    fn first_op_at(g: &codegen::Generated) -> u32 {
+        g.ranges.first().expect("an op").1
+    }
+
+    #[test]
+    fn a_bridge_starts_with_its_inputs_where_the_guard_left_them() {
+        // In registers, or with three registers some in the loop's spill slots: the bridge
+        // adopts every location, and its entry moves nothing.
+        for int_regs in [13, 3] {
+            let tree = branchy(None);
+            let root = crate::compile(&tree.root, &opts(int_regs)).unwrap();
+            let (facts, g) = bridge_code(&tree, &root, &opts(int_regs));
+            assert_eq!(facts.len(), 3);
+            assert!(
+                facts.iter().all(|f| matches!(f.at, Loc::Reg(_) | Loc::Mem(_))),
+                "{facts:?}"
+            );
+            let in_slots = facts.iter().filter(|f| matches!(f.at, Loc::Mem(_))).count();
+            assert_eq!(in_slots > 0, int_regs == 3, "{facts:?}");
+            assert_eq!(first_op_at(&g), 0, "int_regs={int_regs}: the entry moved inputs");
+        }
+    }
+
+    #[test]
+    fn a_constant_exit_word_is_moved_into_a_slot_of_the_bridge() {
+        let tree = branchy(Some("5"));
+        let root = crate::compile(&tree.root, &opts(13)).unwrap();
+        let (facts, g) = bridge_code(&tree, &root, &opts(13));
+        assert_eq!(facts[2].at, Loc::Imm(5));
+        assert!(first_op_at(&g) > 0, "the constant needs a home");
+    }
+
+    #[test]
+    fn attaching_a_bridge_retargets_the_guards_jumps() {
+        let tree = branchy(None);
+        let mut root = crate::compile(&tree.root, &opts(13)).unwrap();
+        let b = &tree.bridges[0];
+        let site = root.tree.guards[&b.guard].clone();
+        let jumps = root.tree.guard_jumps[site.tail.jumps.0 as usize..site.tail.jumps.1 as usize].to_vec();
+        assert!(!jumps.is_empty(), "the guard's jcc is listed");
+        let target = |code: &[u8], base: u64, d: u32| {
+            let rel = i32::from_le_bytes(code[d as usize..d as usize + 4].try_into().unwrap());
+            (base + u64::from(d) + 4).wrapping_add(rel as i64 as u64)
+        };
+        let base = root.code.as_ptr() as u64;
+        for &d in &jumps {
+            assert_eq!(
+                target(root.code(), base, d),
+                base + u64::from(site.tail.tail),
+                "to the stub"
+            );
+        }
+        root.attach_bridge(b.guard, &b.trace, &opts(13)).unwrap();
+        let bridge = root.tree.bridges[0].code.as_ptr() as u64;
+        for &d in &jumps {
+            assert_eq!(target(root.code(), base, d), bridge, "to the bridge");
+        }
     }
 }

@@ -8,6 +8,14 @@
 //! there: the exit reads them from the frame (slots are never reused and nothing runs between
 //! the branch and the return, so a slot still holds what it held at the guard). A PyPy trace
 //! carries most of its fail arguments in slots: its stubs shrink to a few stores.
+//!
+//! A guard's stub is, in order: the exit words an overflow guard recomputes (stored and
+//! undone, see [`Undo`]); the patch point; the failure counter's increment; the other
+//! register words' stores, the exit code and the jump to the epilogue, padded so that a
+//! bridge's jump fits over them. A bridge attached to the guard is entered at the patch point
+//! (so the counter counts the guard's exits to the interpreter) with every exit word where
+//! the guard left it ([`WordFact::at`]): in its register, its spill slot, the exit buffer (a
+//! recomputed word) or a constant.
 
 use super::emit::{rel32, Cond, Emitter, Opnd};
 use super::frame::FrameLayout;
@@ -37,21 +45,38 @@ pub(super) struct Stub {
     counter: u32,
 }
 
-/// What a guard's exit stub offers a bridge: where its patchable tail is.
+/// What a guard's exit stub offers a bridge: its patch point, exit words and jumps.
 #[derive(Copy, Clone, Debug)]
 pub(crate) struct GuardTail {
     /// The exit code of the guard (as the code returns it).
     pub(crate) exit: u32,
-    /// The code offset of the stub's tail: `jmp rel32` to the epilogue followed by
-    /// [`TAIL_PAD`] bytes never executed, together room for `mov r11, imm64; jmp r11`.
+    /// The code offset of the stub's patch point: at least [`PATCH_LEN`] bytes of code run
+    /// only from there on (stores, the exit code, the jump to the epilogue, padding), which
+    /// a bridge's jump may overwrite.
     pub(crate) tail: u32,
-    /// The guard's exit words, `Exits::word_facts[words.0..words.1]`: the kind of each,
-    /// and whether native code knew it to be non-null at the guard.
+    /// The guard's exit words, `Exits::word_facts[words.0..words.1]`.
     pub(crate) words: (u32, u32),
+    /// The jumps to the stub whose target a bridge may take over (when the stub's patch
+    /// point is its start: it recomputes no word), `Exits::guard_jumps[jumps.0..jumps.1]`:
+    /// the code offsets of their 32-bit displacements.
+    pub(crate) jumps: (u32, u32),
 }
 
-/// The bytes after a guard stub's `jmp rel32` that a bridge's jump may overwrite.
-pub(crate) const TAIL_PAD: usize = 8;
+/// The bytes at a guard stub's patch point that a bridge's jump may overwrite: room for
+/// `mov r11, imm64; jmp r11`.
+pub(crate) const PATCH_LEN: usize = 13;
+
+/// What native code knows of one exit word of a guard, for a bridge out of it.
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct WordFact {
+    /// The word's kind.
+    pub(crate) kind: Kind,
+    /// Whether native code knew it to be non-null at the guard.
+    pub(crate) nonnull: bool,
+    /// Where the word is at the stub's patch point: a register, a frame word (the spill slot
+    /// it lives in, or for a word the stub recomputes, its exit-buffer word), or a constant.
+    pub(crate) at: Loc,
+}
 
 /// The exits of a trace: what each exit code means, and the stubs that produce them. The
 /// buffers are reused from trace to trace ([`Exits::reset`]).
@@ -90,10 +115,13 @@ pub(super) struct Exits {
     /// The address of the trace's guard failure counters (one 64-bit word per guard, by
     /// the guard's index in the trace's guard table).
     pub(super) counters: u64,
-    /// The patchable tails of the guard stubs, by guard index, once placed.
+    /// The patch points of the guard stubs, by guard index, once placed.
     pub(super) tails: Vec<GuardTail>,
     /// The exit words of all guards, back to back (see [`GuardTail::words`]).
-    pub(super) word_facts: Vec<(Kind, bool)>,
+    pub(super) word_facts: Vec<WordFact>,
+    /// The jumps to guard stubs a bridge may take over, back to back (see
+    /// [`GuardTail::jumps`]).
+    pub(super) guard_jumps: Vec<u32>,
 }
 
 impl Exits {
@@ -114,6 +142,7 @@ impl Exits {
         self.counters = 0;
         self.tails.clear();
         self.word_facts.clear();
+        self.guard_jumps.clear();
     }
 
     /// The exit descriptions, fail-argument slots, virtual objects and their fields, for
@@ -178,55 +207,78 @@ impl Exits {
     }
 
     /// Emit every stub (at the current code offset, after the epilogue at `epilogue`): a
-    /// guard's stub counts the failure, and each copies its register words into the exit
-    /// buffer, recomputes its overwritten operands, and returns its exit code through the
-    /// epilogue; a guard's stub ends in a tail that a bridge may redirect ([`GuardTail`]).
+    /// guard's stub stores and recomputes its overwritten operands (see [`Undo`]), then
+    /// (from its patch point, [`GuardTail::tail`]) counts the failure, copies its other
+    /// register words into the exit buffer and returns its exit code through the epilogue;
+    /// an invalid-operation stub does the same without counter and patch point.
     pub(super) fn place_stubs(&mut self, em: &mut Emitter, frame: FrameLayout, epilogue: usize) -> R<()> {
         let mut undo_next = 0usize;
         for (stub_index, stub) in self.stubs.iter_mut().enumerate() {
             stub.at = em.asm.offset().0 as u32;
+            // Operands overwritten in place: stored, then recomputed from the result.
+            let undo_from = undo_next;
+            while let Some(&(k, w, inverse, y)) = self.undos.get(undo_next) {
+                if k as usize != stub_index {
+                    break;
+                }
+                em.store(
+                    frame.exit_disp(w as usize),
+                    self.stub_words[(stub.words.0 + w) as usize],
+                );
+                em.undo_word(frame.exit_disp(w as usize), inverse, y);
+                undo_next += 1;
+            }
+            let undone = &self.undos[undo_from..undo_next];
+            let patch = em.asm.offset().0;
             if stub.counter != u32::MAX {
                 // `mov r11, imm64` (49 BB imm64); `inc qword [r11]` (49 FF 03): one store.
                 let counter = self.counters + 8 * u64::from(stub.counter);
                 em.asm.put(0xbb49 | u128::from(counter) << 16 | 0x03_ff49 << 80, 13);
             }
             for w in stub.words.0..stub.words.1 {
-                let r = self.stub_words[w as usize];
-                em.store(frame.exit_disp((w - stub.words.0) as usize), r);
-            }
-            // Operands overwritten in place, recomputed from the result (see `Undo`).
-            while let Some(&(k, w, inverse, y)) = self.undos.get(undo_next) {
-                if k as usize != stub_index {
-                    break;
+                let k = w - stub.words.0;
+                if !undone.iter().any(|u| u.1 == k) {
+                    em.store(frame.exit_disp(k as usize), self.stub_words[w as usize]);
                 }
-                em.undo_word(frame.exit_disp(w as usize), inverse, y);
-                undo_next += 1;
             }
             // `mov eax, imm32` (B8 imm32), then `jmp rel32` (E9 rel32) back to the epilogue,
             // whose offset is known: one store.
             let code = self.code_base + stub.code;
-            let tail = em.asm.offset().0 + 5;
-            let rel = rel32(tail + 5, epilogue)?;
+            let rel = rel32(em.asm.offset().0 + 10, epilogue)?;
             em.asm.put(
                 0xb8 | u128::from(code) << 8 | 0xe9 << 40 | u128::from(rel as u32) << 48,
                 10,
             );
             if stub.counter != u32::MAX {
-                em.asm.put(0xcccc_cccc_cccc_cccc, TAIL_PAD);
+                let len = em.asm.offset().0 - patch;
+                if len < PATCH_LEN {
+                    em.asm.put(0xcccc_cccc_cccc_cccc_cccc_cccc_cccc, PATCH_LEN - len);
+                }
                 let site = &mut self.tails[stub.counter as usize];
                 site.exit = self.code_base + stub.code;
-                site.tail = tail as u32;
+                site.tail = patch as u32;
             }
         }
         Ok(())
     }
 
-    /// Fill in the displacements of the jumps to stubs in the finished `code`.
-    pub(super) fn patch_stub_jumps(&self, code: &mut [u8]) -> R<()> {
+    /// Fill in the displacements of the jumps to stubs in the finished `code`, and list,
+    /// per guard, the jumps a bridge may take over ([`GuardTail::jumps`]).
+    pub(super) fn patch_stub_jumps(&mut self, code: &mut [u8]) -> R<()> {
+        let mut taken = Vec::new();
         for &(at, stub) in &self.stub_jumps {
-            let at = at as usize;
-            let rel = rel32(at + 4, self.stubs[stub as usize].at as usize)?;
-            code[at..at + 4].copy_from_slice(&rel.to_le_bytes());
+            let s = &self.stubs[stub as usize];
+            let rel = rel32(at as usize + 4, s.at as usize)?;
+            code[at as usize..at as usize + 4].copy_from_slice(&rel.to_le_bytes());
+            if s.counter != u32::MAX && self.tails[s.counter as usize].tail == s.at {
+                taken.push((s.counter, at));
+            }
+        }
+        taken.sort_unstable();
+        for group in taken.chunk_by(|a, b| a.0 == b.0) {
+            let from = self.guard_jumps.len() as u32;
+            self.guard_jumps.extend(group.iter().map(|j| j.1));
+            self.tails[group[0].0 as usize].jumps = (from, self.guard_jumps.len() as u32);
         }
         Ok(())
     }
@@ -283,7 +335,8 @@ impl Gen<'_> {
         let first = words.len();
         let stub_index = self.r.exits.stubs.len() as u32;
         let mut undos = std::mem::take(&mut self.r.exits.undos);
-        let mut slot_of = |fa: &FailArg, words: &mut Vec<Reg>, me: &Self| -> R<ExitSlot> {
+        // An exit word's slot, and where a bridge finds it (`WordFact::at`).
+        let mut slot_of = |fa: &FailArg, words: &mut Vec<Reg>, me: &Self| -> R<(ExitSlot, Loc)> {
             Ok(match *fa {
                 FailArg::Value(v) => {
                     match undo {
@@ -298,11 +351,17 @@ impl Gen<'_> {
                         }
                         _ => return me.exit_slot(v, words, first),
                     }
-                    ExitSlot::Frame(me.frame.exit_word(words.len() - 1 - first) as u32)
+                    let word = me.frame.exit_word(words.len() - 1 - first);
+                    (ExitSlot::Frame(word as u32), Loc::Mem(8 * word as i32))
                 }
-                FailArg::Virtual(k) => ExitSlot::Virtual(k),
-                FailArg::Hole => ExitSlot::Hole,
+                FailArg::Virtual(k) => (ExitSlot::Virtual(k), Loc::Imm(0)),
+                FailArg::Hole => (ExitSlot::Hole, Loc::Imm(0)),
             })
+        };
+        let fact = |v: Value, at: Loc, me: &Self| WordFact {
+            kind: kind_of(t, v),
+            nonnull: me.known_nonnull(v),
+            at,
         };
         // One pass over the resume data: each entry's slot, the exit's value kinds, and the
         // exit words (the values, in `GuardData::for_each_value`'s order) for bridges.
@@ -313,15 +372,15 @@ impl Gen<'_> {
         for fa in &gd.fail_args {
             let (slot, kind) = match *fa {
                 FailArg::Value(v) => {
-                    let kind = kind_of(t, v);
-                    facts.push((kind, self.known_nonnull(v)));
                     // Most fail arguments are plain values with nothing to undo: straight to
                     // their slot.
-                    let slot = match undo {
+                    let (slot, at) = match undo {
                         None => self.exit_slot(v, &mut words, first)?,
                         Some(_) => slot_of(fa, &mut words, self)?,
                     };
-                    (slot, kind)
+                    let f = fact(v, at, self);
+                    facts.push(f);
+                    (slot, f.kind)
                 }
                 FailArg::Virtual(k) => (ExitSlot::Virtual(k), Kind::Ref),
                 FailArg::Hole => (ExitSlot::Hole, Kind::Void),
@@ -340,10 +399,11 @@ impl Gen<'_> {
                 let fields_start = fields.len() as u32;
                 for (place, fa) in &vo.fields {
                     let (offset, size) = virtual_field_place(t, *place, &init)?;
+                    let (slot, at) = slot_of(fa, &mut words, self)?;
                     if let FailArg::Value(v) = *fa {
-                        facts.push((kind_of(t, v), self.known_nonnull(v)));
+                        facts.push(fact(v, at, self));
                     }
-                    fields.push((offset, size, slot_of(fa, &mut words, self)?));
+                    fields.push((offset, size, slot));
                 }
                 virtuals.push(VirtualLayout {
                     init,
@@ -356,8 +416,8 @@ impl Gen<'_> {
         let virtuals = (virtuals_start, self.r.exits.virtuals.len() as u32);
         let writes_start = self.r.exits.writes.len() as u32;
         for w in &gd.writes {
-            facts.push((kind_of(t, w.obj), self.known_nonnull(w.obj)));
-            let obj = slot_of(&FailArg::Value(w.obj), &mut words, self)?;
+            let (obj, at) = slot_of(&FailArg::Value(w.obj), &mut words, self)?;
+            facts.push(fact(w.obj, at, self));
             let (offset, size) = match (t.descr(w.descr), w.index) {
                 (Descr::Field(f), None) => (f.offset as u64, f.size),
                 (Descr::Array(a), Some(i)) => (
@@ -366,10 +426,10 @@ impl Gen<'_> {
                 ),
                 _ => return Err(bad("an exit's write without a field or array descriptor")),
             };
+            let (value, at) = slot_of(&w.value, &mut words, self)?;
             if let FailArg::Value(v) = w.value {
-                facts.push((kind_of(t, v), self.known_nonnull(v)));
+                facts.push(fact(v, at, self));
             }
-            let value = slot_of(&w.value, &mut words, self)?;
             self.r.exits.writes.push(ExitWrite {
                 obj,
                 offset,
@@ -403,17 +463,19 @@ impl Gen<'_> {
 
     /// Where an exit finds value `v`: its spill slot (a spilled value stays where it is),
     /// its constant, or (held in a register) the next exit-buffer word of the stub, whose
-    /// words start at `words[first]`.
+    /// words start at `words[first]`; and where the value is at the guard.
     #[inline]
-    fn exit_slot(&self, v: Value, words: &mut Vec<Reg>, first: usize) -> R<ExitSlot> {
-        Ok(match self.loc(v)? {
+    fn exit_slot(&self, v: Value, words: &mut Vec<Reg>, first: usize) -> R<(ExitSlot, Loc)> {
+        let at = self.loc(v)?;
+        let slot = match at {
             Loc::Mem(d) => ExitSlot::Frame((d / 8) as u32),
             Loc::Imm(bits) => ExitSlot::Const(bits),
             Loc::Reg(r) => {
                 words.push(Reg::new(r));
                 ExitSlot::Frame(self.frame.exit_word(words.len() - 1 - first) as u32)
             }
-        })
+        };
+        Ok((slot, at))
     }
 
     /// Leave the trace: store `args` into the exit buffer and return the code of `info`.

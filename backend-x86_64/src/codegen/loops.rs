@@ -82,6 +82,10 @@ pub(super) struct Loops {
     pub(super) top: Option<LoopTop>,
     /// The labels with a `TargetToken`, for the tree.
     pub(super) exported: Vec<LabelExport>,
+    /// A bridge's jumps into labels of its tree: the code offset of each `mov r11, imm64;
+    /// jmp r11` and the label's address (a `jmp rel32` once the bridge's place is known and
+    /// the label within reach: see `tree`).
+    pub(super) tree_jumps: Vec<(u32, u64)>,
 }
 
 impl Loops {
@@ -324,6 +328,7 @@ impl Gen<'_> {
         }
         self.r.pm.emit(&mut self.em, &moves);
         let addr = tl.addr;
+        self.loops.tree_jumps.push((self.em.asm.offset().0 as u32, addr));
         dynasm!(self.em.asm ; .arch x64 ; mov r11, QWORD addr as i64 ; jmp r11);
         self.em.record(Event::End);
         Ok(())

@@ -50,7 +50,7 @@ use moves::ParallelMoves;
 use regalloc::Allocator;
 use select::{hooks, Calls, HeapFacts};
 
-pub(crate) use exits::{GuardTail, TAIL_PAD};
+pub(crate) use exits::{GuardTail, WordFact, PATCH_LEN};
 pub(crate) use frame::{Unwind, FRAME_HEADER};
 pub(crate) use loops::{LabelExport, TreeLabel};
 
@@ -93,13 +93,17 @@ pub(crate) struct Generated {
     pub hook_ops: Vec<Box<runtime::HookOp>>,
     /// The guard failure counters (by guard index), which the exit stubs increment.
     pub counters: Box<[AtomicU64]>,
-    /// The patchable tail of each guard's stub, by guard index (`tail == u32::MAX`: the
+    /// The patch point of each guard's stub, by guard index (`tail == u32::MAX`: the
     /// guard has no stub, it never fails natively).
     pub tails: Vec<GuardTail>,
     /// The labels with a `TargetToken`, which bridges may enter.
     pub labels: Vec<LabelExport>,
-    /// The exit words of the guards (see `GuardTail::words`): kind, known non-null.
-    pub word_facts: Vec<(trace_ir::Kind, bool)>,
+    /// The exit words of the guards (see `GuardTail::words`).
+    pub word_facts: Vec<WordFact>,
+    /// The jumps to guard stubs a bridge may take over (see `GuardTail::jumps`).
+    pub guard_jumps: Vec<u32>,
+    /// A bridge's jumps into labels of its tree: code offset, label address.
+    pub tree_jumps: Vec<(u32, u64)>,
     /// How to unwind the code (see `frame`): the steps, by code offset (empty unless
     /// `CompileOptions::gdb_jit`).
     pub unwind: Vec<(u32, Unwind)>,
@@ -107,15 +111,15 @@ pub(crate) struct Generated {
 
 /// How a bridge joins the tree it is compiled into.
 pub(crate) struct BridgeEnv<'e> {
-    /// Where each input is when the bridge starts: the frame word (or constant) of each
-    /// exit word of the guard it leaves from.
-    pub entry: Vec<ExitSlot>,
-    /// Which inputs native code knew to be non-null at that guard.
-    pub nonnull: Vec<bool>,
+    /// What native code knew of each input at the guard the bridge leaves from, and where
+    /// the input is when the bridge starts (the guard's exit words).
+    pub entry: Vec<WordFact>,
     /// The first frame word the bridge may use.
     pub exit_at: usize,
     /// The bridge's first exit code.
     pub code_base: u32,
+    /// Its number in the tree: `k` for the `k`-th bridge attached.
+    pub piece: usize,
     /// The tree's labels a bridge may jump to, by `TargetToken`.
     pub labels: &'e trace_ir::fxhash::FxHashMap<u64, TreeLabel>,
 }
@@ -209,6 +213,7 @@ impl<'t> Gen<'t> {
                 exit: u32::MAX,
                 tail: u32::MAX,
                 words: (0, 0),
+                jumps: (0, 0),
             },
         );
         sc.heap.reset(n);
@@ -234,52 +239,89 @@ impl<'t> Gen<'t> {
     }
 
     /// The start of the code: a root trace saves the callee-saved registers and takes its
-    /// frame; a bridge, reached from a guard's stub inside the tree's code (registers
-    /// saved, frame in `rbp`), copies its inputs from where the guard left them into its
-    /// own input slots, and knows what native code knew of them at the guard.
-    fn entry(&mut self) {
-        let Some(env) = &self.bridge else {
+    /// frame, its inputs in their slots; a bridge, entered at a guard's stub inside the
+    /// tree's code (registers saved, frame in `rbp`), starts with its inputs where the guard
+    /// left them (see [`Gen::bridge_inputs`]) and knows what native code knew of them there.
+    /// Returns where the inputs are.
+    fn entry(&mut self) -> Vec<Loc> {
+        if self.bridge.is_none() {
             self.em.prologue();
-            return;
-        };
+            return (0..self.t.num_inputs)
+                .map(|i| Loc::Mem(self.frame.slot_disp(self.r.ra.give_slot(i, true))))
+                .collect();
+        }
         self.em.body_unwind_state();
-        let moves: Vec<(Loc, Loc)> = env
-            .entry
-            .iter()
-            .enumerate()
-            .map(|(i, slot)| {
-                let src = match *slot {
-                    ExitSlot::Frame(w) => Loc::Mem(8 * w as i32),
-                    ExitSlot::Const(bits) => Loc::Imm(bits),
-                    ExitSlot::Virtual(_) | ExitSlot::Hole => unreachable!("exit words are values"),
-                };
-                (Loc::Mem(self.frame.slot_disp(i as u32)), src)
-            })
-            .collect();
-        for (i, &nonnull) in env.nonnull.iter().enumerate() {
-            if nonnull {
+        let homes = self.bridge_inputs();
+        // The checker starts from the inputs where the entry left them.
+        self.em.forget_events();
+        homes
+    }
+
+    /// A bridge's inputs: each stays where the guard left it (a register of the bridge's
+    /// pools, or a frame word the bridge adopts as its slot) unless that cannot be its home
+    /// (a constant, a register held by an earlier input or outside the pools, a frame word
+    /// when the bridge may jump back to its own start and so write its inputs' homes), which
+    /// moves it into a slot of its own.
+    fn bridge_inputs(&mut self) -> Vec<Loc> {
+        let t = self.t;
+        let env = self.bridge.as_ref().expect("a bridge");
+        let loops_to_start = t.ops.iter().enumerate().any(|(i, op)| {
+            op.opcode == Opcode::Jump
+                && matches!(
+                    trace_ir::jump_target(t, trace_ir::OpRef::new(i)),
+                    trace_ir::JumpTarget::Start
+                )
+        });
+        let mut homes = Vec::with_capacity(env.entry.len());
+        let mut moves = Vec::new();
+        for (i, f) in env.entry.iter().enumerate() {
+            let home = match f.at {
+                Loc::Reg(r) => {
+                    let reg = regs::Reg::new(r);
+                    let pool = if reg.is_xmm() {
+                        self.r.ra.xmm_order()
+                    } else {
+                        self.r.ra.gpr_order()
+                    };
+                    (pool.contains(&reg) && self.r.ra.is_free(reg)).then(|| {
+                        // An input nothing reads leaves its register free.
+                        if self.r.live.used_from(i, t.num_inputs) {
+                            self.r.ra.set_owner(reg, i);
+                        }
+                        f.at
+                    })
+                }
+                Loc::Mem(d) if !loops_to_start => {
+                    self.r.ra.adopt_word(i, (d / 8) as usize);
+                    Some(f.at)
+                }
+                _ => None,
+            };
+            let home = home.unwrap_or_else(|| {
+                let own = Loc::Mem(self.frame.slot_disp(self.r.ra.give_slot(i, true)));
+                // An input nothing reads needs no value in its slot.
+                if loops_to_start || self.r.live.used_from(i, t.num_inputs) {
+                    moves.push((own, f.at));
+                }
+                own
+            });
+            homes.push(home);
+            if f.nonnull {
                 self.r.heap.make_nonnull(trace_ir::Value::op(trace_ir::OpRef::new(i)));
             }
         }
         self.r.pm.emit(&mut self.em, &moves);
-        // The checker starts from the inputs in their slots, where these moves put them.
-        self.em.forget_events();
+        homes
     }
 
     /// Compile the trace: the prologue, every op in order, the epilogue, the exit stubs.
     /// Returns the code and the rooms, for the context's next compilation.
     pub(crate) fn generate(mut self) -> R<(Generated, Rooms)> {
         let t = self.t;
-        self.entry();
-        for i in 0..t.num_inputs {
-            self.r.ra.give_slot(i, true);
-        }
+        let inputs = self.entry();
         let start = self.em.asm.new_dynamic_label();
         dynasm!(self.em.asm ; .arch x64 ; =>start);
-        let params = (0..t.num_inputs)
-            .map(|i| Loc::Mem(self.frame.slot_disp(i as u32)))
-            .collect();
-        self.loops.set_start(start, params);
+        self.loops.set_start(start, inputs.clone());
 
         let mut i = t.num_inputs;
         // What the previous op left in the flags for the current one.
@@ -309,9 +351,7 @@ impl<'t> Gen<'t> {
         self.em.epilogue();
         self.r.exits.place_stubs(&mut self.em, self.frame, e_off)?;
         if CHECK {
-            let inputs: Vec<(Loc, u32)> = (0..t.num_inputs)
-                .map(|i| (Loc::Mem(self.frame.slot_disp(i as u32)), i as u32))
-                .collect();
+            let inputs: Vec<(Loc, u32)> = inputs.iter().enumerate().map(|(i, &l)| (l, i as u32)).collect();
             crate::checker::check(&self.em.events(), &inputs)
                 .map_err(|e| internal(format!("register allocation checker: {e}")))?;
         }
@@ -346,6 +386,8 @@ impl<'t> Gen<'t> {
             counters: self.counters,
             tails: std::mem::take(&mut self.r.exits.tails),
             word_facts: self.r.exits.word_facts.clone(),
+            guard_jumps: self.r.exits.guard_jumps.clone(),
+            tree_jumps: std::mem::take(&mut self.loops.tree_jumps),
             labels: std::mem::take(&mut self.loops.exported),
             unwind,
         };

@@ -23,6 +23,11 @@
 //! Guards snapshot where their fail arguments are; values in spill slots stay there for the
 //! exit to read (see the `exits` module).
 //!
+//! A bridge starts with its inputs where the guard it leaves from had them: in registers
+//! (owned by the inputs from the start) or in frame words of the trace the guard belongs to,
+//! which the bridge adopts as the inputs' slots ([`Allocator::adopt_word`]): never written
+//! by the bridge, since a slot once valid is never stored to again.
+//!
 //! The allocator emits the moves its decisions need (spills, register-to-register moves)
 //! and records, for the symbolic checker (`crate::checker`), every read it claims: a
 //! [`Cx`] gives it the code, the liveness tables and the current op. Instruction selection
@@ -70,7 +75,8 @@ pub(super) struct Allocator {
     /// The register holding each value, [`NO_REG`] if none (the dummy owner entry, so
     /// `end_op` releases it without a branch); kept in sync with `owner`.
     val_reg: Vec<Reg>,
-    /// Each value's spill slot, once it has one.
+    /// Each value's spill slot, once it has one: a slot of this trace, or (with the bit
+    /// [`ADOPTED`]) a frame word of another trace of the tree, adopted by a bridge input.
     val_slot: Vec<Option<u32>>,
     /// Per slot: whether it holds its value (from the slot's first store on).
     slot_valid: Vec<bool>,
@@ -79,6 +85,9 @@ pub(super) struct Allocator {
     /// Where the slots are in the frame.
     frame: FrameLayout,
 }
+
+/// The bit of a slot number that makes the rest a frame word adopted by a bridge input.
+const ADOPTED: u32 = 1 << 31;
 
 impl Default for Allocator {
     fn default() -> Self {
@@ -164,7 +173,23 @@ impl Allocator {
 
     /// `v`'s spill slot as a location, if it has one.
     pub(super) fn slot_loc(&self, v: usize) -> Option<Loc> {
-        self.val_slot[v].map(|s| Loc::Mem(self.frame.slot_disp(s)))
+        self.val_slot[v].map(|s| Loc::Mem(self.slot_disp(s)))
+    }
+
+    /// The frame displacement of slot `s` (of this trace, or adopted).
+    #[inline]
+    fn slot_disp(&self, s: u32) -> i32 {
+        if s & ADOPTED != 0 {
+            (8 * (s & !ADOPTED)) as i32
+        } else {
+            self.frame.slot_disp(s)
+        }
+    }
+
+    /// Whether slot `s` holds its value (an adopted word always does).
+    #[inline]
+    fn slot_holds(&self, s: u32) -> bool {
+        s & ADOPTED != 0 || self.slot_valid[s as usize]
     }
 
     /// The number of spill slots handed out.
@@ -181,8 +206,8 @@ impl Allocator {
             return Ok(r.loc());
         }
         match self.val_slot[v] {
-            Some(s) if self.slot_valid[s as usize] => {
-                let l = Loc::Mem(self.frame.slot_disp(s));
+            Some(s) if self.slot_holds(s) => {
+                let l = Loc::Mem(self.slot_disp(s));
                 em.record_use(l, v, pos);
                 Ok(l)
             }
@@ -370,7 +395,9 @@ impl Allocator {
                 Loc::Reg(r) => self.set_owner(Reg::new(r), p),
                 Loc::Mem(_) => {
                     let s = self.val_slot[p].unwrap();
-                    self.slot_valid[s as usize] = true;
+                    if s & ADOPTED == 0 {
+                        self.slot_valid[s as usize] = true;
+                    }
                 }
                 Loc::Imm(_) => unreachable!("a parameter in an immediate"),
             }
@@ -398,6 +425,13 @@ impl Allocator {
         s
     }
 
+    /// Value `v` (a bridge input) lives in frame word `word` of another trace of the tree,
+    /// which holds it for as long as the bridge runs: its slot.
+    pub(super) fn adopt_word(&mut self, v: usize, word: usize) {
+        debug_assert!((word as u32) < ADOPTED);
+        self.val_slot[v] = Some(ADOPTED | word as u32);
+    }
+
     /// Store `v` into its slot (allocating one) unless the slot already holds it.
     pub(super) fn ensure_slot(&mut self, cx: &mut Cx<'_>, v: usize) -> R<()> {
         let s = match self.val_slot[v] {
@@ -408,7 +442,7 @@ impl Allocator {
                 s
             }
         };
-        if !self.slot_valid[s as usize] {
+        if !self.slot_holds(s) {
             let r = self.reg_of(v).ok_or_else(|| lost_value(v, cx.pos))?;
             cx.em.record_use(r.loc(), v, cx.pos);
             cx.em.store(self.frame.slot_disp(s), r);

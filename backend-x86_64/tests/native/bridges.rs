@@ -19,6 +19,14 @@ fn compile_tree(tree: &TraceTree, o: &CompileOptions) -> Result<CompiledTrace, C
     Ok(c)
 }
 
+/// Hooks mode: memory and calls through the runtime (`SimpleHeap` performs them).
+fn hooks() -> CompileOptions {
+    CompileOptions {
+        memory: MemoryAccess::Hooks,
+        ..opts()
+    }
+}
+
 /// Run `tree` natively and in the interpreter on `inputs`; compare.
 fn tree_differential(tree: &TraceTree, inputs: &[RtValue], o: &CompileOptions) -> Result<interp::RunResult, String> {
     let int = run_tree(tree, inputs, &RunConfig::default());
@@ -60,7 +68,7 @@ fn a_bridge_keeps_the_rare_path_native() {
         }
     }
     // The interpreter agrees, under register pressure too.
-    for o in [opts(), tight()] {
+    for o in [opts(), tight(), hooks()] {
         tree_differential(&tree, &[RtValue::Int(0), RtValue::Int(77), RtValue::Int(5)], &o).unwrap();
     }
 }
@@ -76,10 +84,17 @@ fn exit_stubs_count_guard_failures() {
     }
     assert_eq!(c.guard_failures(GuardId(1)), Some(3));
     assert_eq!(c.guard_failures(GuardId(0)), Some(0));
-    // With the bridge attached the stub still counts, and the bridge runs each time.
+    // With the bridge attached the guard's failures run the bridge: they no longer leave
+    // native code, and the count of exits stays.
     c.attach_bridge(GuardId(1), &tree.bridges[0].trace, &opts()).unwrap();
-    c.run_test(&[0, 100, 0], &mut SimpleHeap::new()).unwrap();
-    assert_eq!(c.guard_failures(GuardId(1)), Some(3 + 13));
+    match c.run_test(&[0, 100, 0], &mut SimpleHeap::new()).unwrap() {
+        Exit::Guard { guard, values, .. } => {
+            assert_eq!(guard, GuardId(0));
+            assert_eq!(values, ints(&[100, 100, expected_branchy_sum(100)]));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(c.guard_failures(GuardId(1)), Some(3));
     assert_eq!(c.guard_failures(GuardId(0)), Some(1));
 }
 
@@ -118,8 +133,9 @@ finish(i0, i2)
         Exit::Finish { values } => assert_eq!(values, ints(&[sum, 104])),
         other => panic!("{other:?}"),
     }
-    assert_eq!(c.guard_failures(GuardId(2)), Some(1));
-    for o in [opts(), tight()] {
+    // Guard2 failed once, into its bridge: no exit to count.
+    assert_eq!(c.guard_failures(GuardId(2)), Some(0));
+    for o in [opts(), tight(), hooks()] {
         tree_differential(&tree, &[RtValue::Int(0), RtValue::Int(100), RtValue::Int(0)], &o).unwrap();
     }
 }
@@ -151,6 +167,74 @@ finish(i4)
         other => panic!("{other:?}"),
     }
     tree_differential(&tree, &[RtValue::Int(0), RtValue::Int(5)], &opts()).unwrap();
+    tree_differential(&tree, &[RtValue::Int(0), RtValue::Int(5)], &hooks()).unwrap();
+}
+
+#[test]
+fn in_hooks_mode_a_request_names_the_trace_of_the_tree_its_op_is_in() {
+    // The loop reads a field of its input; the bridge writes and reads one of its own
+    // object: every such op goes to the runtime, which sees whose it is.
+    let text = "
+[p0, i1]
+label(p0, i1, descr=TargetToken(5))
+i2 = getfield_gc_i(p0, descr=<FieldS x 8>)
+i3 = int_lt(i1, i2)
+guard_true(i3, descr=<Guard0>) [i1]
+i4 = int_add(i1, 1)
+jump(p0, i4, descr=TargetToken(5))
+
+# bridge out of Guard0
+[i0]
+p1 = new(descr=<SizeDescr 16>)
+setfield_gc(p1, i0, descr=<FieldS x 8>)
+i2 = getfield_gc_i(p1, descr=<FieldS x 8>)
+finish(i2)
+";
+    struct Log {
+        heap: SimpleHeap,
+        seen: Vec<(usize, usize, Opcode)>,
+    }
+    impl Runtime for Log {
+        fn alloc(&mut self, size: u64, class: u64) -> u64 {
+            self.heap.alloc(size, class)
+        }
+        fn alloc_array(&mut self, size: u64, len: u64) -> u64 {
+            self.heap.alloc_array(size, len)
+        }
+        fn exec(&mut self, req: &HookRequest<'_>) -> HookReply {
+            self.seen.push((req.trace, req.op.index(), req.opcode));
+            backend_x86_64::exec_in_memory(self, req)
+        }
+    }
+    let tree = trace_ir::parse_tree(text).unwrap();
+    let c = compile_tree(&tree, &hooks()).unwrap();
+    let mut log = Log {
+        heap: SimpleHeap::new(),
+        seen: Vec::new(),
+    };
+    let obj = log.heap.alloc(16, 0);
+    // SAFETY: the field read is of an object the runtime allocated with room for it.
+    unsafe { *((obj + 8) as *mut i64) = 3 };
+    // SAFETY: Hooks mode: every memory access goes through `log`.
+    match unsafe { c.run(&[obj, 0], &mut log) }.unwrap() {
+        Exit::Finish { values } => assert_eq!(values, ints(&[3])),
+        other => panic!("{other:?}"),
+    }
+    // The loop's read is its op 5 (after the label's two parameters); it runs for i1 = 0..=3.
+    let ops_of = |trace: usize| {
+        log.seen
+            .iter()
+            .filter(|s| s.0 == trace)
+            .map(|s| (s.1, s.2))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(ops_of(0), vec![(5, Opcode::GetfieldGcI); 4], "{:?}", log.seen);
+    assert_eq!(
+        ops_of(1),
+        vec![(1, Opcode::New), (2, Opcode::SetfieldGc), (3, Opcode::GetfieldGcI)],
+        "{:?}",
+        log.seen
+    );
 }
 
 #[test]
@@ -177,13 +261,13 @@ fn bridges_that_cannot_be_attached_are_refused_and_leave_the_tree_as_it_was() {
     b.finish(&ins);
     let m = refused(c.attach_bridge(GuardId(1), &b.build().unwrap(), &opts()));
     assert!(m.contains("also a guard of the tree"), "{m}");
-    // Hooks mode.
+    // Another memory mode than the tree's.
     let hooks = CompileOptions {
         memory: MemoryAccess::Hooks,
         ..opts()
     };
     let m = refused(c.attach_bridge(GuardId(1), bridge, &hooks));
-    assert!(m.contains("Direct mode"), "{m}");
+    assert!(m.contains("the tree runs in Direct mode"), "{m}");
     assert_eq!(c.num_bridges(), 0);
     c.attach_bridge(GuardId(1), bridge, &opts()).unwrap();
     let m = refused(c.attach_bridge(GuardId(1), bridge, &opts()));
@@ -282,7 +366,7 @@ i3 = int_sub(i1, 1)
 jump(i2, i3, descr=TargetToken(50))
 ";
     let tree = trace_ir::parse_tree(text).unwrap();
-    for o in [opts(), tight()] {
+    for o in [opts(), tight(), hooks()] {
         let int = tree_differential(&tree, &[RtValue::Int(0), RtValue::Int(0)], &o).unwrap();
         // i0 from 10 to 30 adds 2 * 45 fifteen times and, at 12, 16, 20, 24 and 28, takes 1.
         match &int.outcome {
@@ -310,7 +394,11 @@ fn random_trees() {
     for seed in 0..3000u64 {
         let (tree, inputs) = random_tree(&cfg, seed);
         verify_tree(&tree).unwrap_or_else(|e| panic!("seed {seed}: {e}\n{}", trace_ir::print_tree(&tree)));
-        let o = if seed % 4 == 3 { tight() } else { opts() };
+        let o = match seed % 4 {
+            3 => tight(),
+            2 => hooks(),
+            _ => opts(),
+        };
         let int = tree_differential(&tree, &inputs, &o).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
         let alone = interp::run(&tree.root, &inputs, &RunConfig::default());
         compared += 1;
@@ -350,7 +438,8 @@ fn random_trees_of_optimized_loops() {
         }) {
             with_virtuals += 1;
         }
-        tree_differential(&tree, &inputs, &opts()).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        let o = if seed % 3 == 0 { hooks() } else { opts() };
+        tree_differential(&tree, &inputs, &o).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
     }
     assert!(
         with_virtuals > 400,

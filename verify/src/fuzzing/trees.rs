@@ -5,13 +5,14 @@
 
 use super::{guarded, native_agrees, panic_message, trace_params, Family};
 use crate::validate::{validate, Config, Verdict};
-use backend_x86_64::{compile, CompileError, CompileOptions, Compiler, SimpleHeap};
+use backend_x86_64::{compile, CompileError, CompileOptions, Compiler, MemoryAccess, SimpleHeap};
 use std::panic::catch_unwind;
 use trace_interp::random::{grow_tree, random_tree, RandomConfig};
 use trace_interp::{
     outcomes_equivalent, outcomes_equivalent_by_resume_key, run_tree, Outcome, RtValue, RunConfig, RunResult,
 };
 use trace_ir::tree::{verify_tree, Bridge, TraceTree};
+use trace_ir::Trace;
 
 /// A random tree to check: the tree, its inputs, and what a bridge may assume.
 #[derive(Clone, Debug)]
@@ -195,10 +196,11 @@ fn facts_hold(case: &FuzzTree) -> Result<(), String> {
     }
 }
 
-/// The tree compiled natively (its bridges attached in order) exits like the interpreter's
-/// run `want`. A run without a defined outcome, or that hits the iteration limit (native
-/// code has none), is not made natively; a bridge the backend refuses is not a
-/// miscompilation.
+/// The tree compiled natively (its bridges attached in order), in Direct mode and (without
+/// calls and exception ops) in Hooks mode through `SimpleHeap`'s runtime, exits like the
+/// interpreter's run `want`. A run
+/// without a defined outcome, or that hits the iteration limit (native code has none), is
+/// not made natively; a bridge the backend refuses is not a miscompilation.
 fn native_tree_matches(tree: &TraceTree, inputs: &[RtValue], want: &RunResult) -> Result<(), String> {
     if matches!(
         want.outcome,
@@ -206,7 +208,28 @@ fn native_tree_matches(tree: &TraceTree, inputs: &[RtValue], want: &RunResult) -
     ) {
         return Ok(());
     }
+    native_tree_run(tree, inputs, want, MemoryAccess::Direct).map_err(|e| format!("Direct mode: {e}"))?;
+    // `exec_in_memory` serves no calls and no exception state.
+    let served = |t: &Trace| {
+        t.ops.iter().all(|op| {
+            use trace_ir::Opcode::*;
+            !op.opcode.is_call()
+                && !matches!(
+                    op.opcode,
+                    SaveException | SaveExcClass | RestoreException | GuardException
+                )
+        })
+    };
+    if served(&tree.root) && tree.bridges.iter().all(|b| served(&b.trace)) {
+        native_tree_run(tree, inputs, want, MemoryAccess::Hooks).map_err(|e| format!("Hooks mode: {e}"))?;
+    }
+    Ok(())
+}
+
+/// [`native_tree_matches`] in one memory mode.
+fn native_tree_run(tree: &TraceTree, inputs: &[RtValue], want: &RunResult, memory: MemoryAccess) -> Result<(), String> {
     let opts = CompileOptions {
+        memory,
         log_asm: false,
         perf_map: false,
         ..CompileOptions::default()
@@ -224,7 +247,7 @@ fn native_tree_matches(tree: &TraceTree, inputs: &[RtValue], want: &RunResult) -
     }
     let bits: Vec<u64> = inputs.iter().map(|v| v.bits()).collect();
     // SAFETY: random trees take integer and float inputs and touch only objects they
-    // allocate; the backend checks null and bounds.
+    // allocate; the backend (or in Hooks mode `exec_in_memory`) checks null and bounds.
     let got = unsafe { code.run(&bits, &mut SimpleHeap::new()) }.map_err(|e| format!("run error: {e:?}"))?;
     native_agrees(&want.outcome, &got)
 }

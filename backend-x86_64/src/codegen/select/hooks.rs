@@ -206,6 +206,7 @@ impl Gen<'_> {
             }
         }
         let hop = Box::new(HookOp {
+            trace: self.bridge.as_ref().map_or(0, |b| b.piece),
             op: OpRef::new(at),
             opcode: opc,
             descr: op.descr.map(|d| t.descr(d).clone()),
