@@ -192,6 +192,7 @@ golden!(
     compare_fused_into_guard,
     and_tested_for_zero,
     overflow,
+    shift_overflow,
     shifts,
     division,
     floats,

@@ -38,8 +38,8 @@ impl Gen<'_> {
         }
         if opc == IntMulOvf && !x.is_const() {
             if let Some(c) = t.const_int(y).filter(|&c| c > 1 && c.count_ones() == 1) {
-                self.shl_checked(x, c.trailing_zeros() as i8)?;
-                return Ok(Fusion::Cmp(Cond::A));
+                let overflows = self.shl_checked(x, c.trailing_zeros() as i8)?;
+                return Ok(Fusion::Cmp(overflows));
             }
         }
         if matches!(opc, IntMul | IntMulOvf) && !x.is_const() {
@@ -122,11 +122,23 @@ impl Gen<'_> {
     }
 
     /// `int_mul_ovf(x, 2^k)` (`1 <= k <= 62`) as `d = x << k`, a one-cycle shift on the
-    /// result's path (where `imul` takes three), with the overflow test beside it: the product
-    /// fits iff the top `k + 1` bits of `x` are equal, i.e. `(x >> (63 - k)) + 1` is 0 or 1.
-    /// The flags end up `above` exactly when it overflows (for the overflow guard).
-    fn shl_checked(&mut self, x: Value, k: i8) -> R<()> {
+    /// result's path (where `imul` takes three), with the overflow test beside it; returns
+    /// the condition under which it overflows (for the overflow guard). With `x` still in a
+    /// register after the shift: the product fits iff shifting it back gives `x`
+    /// (`(d >> k) != x` overflows: two operations besides the shift). Overwriting `x`: the
+    /// product fits iff the top `k + 1` bits of `x` are equal, i.e. `(x >> (63 - k)) + 1` is
+    /// 0 or 1 (`above` 1 overflows), computed before the shift.
+    fn shl_checked(&mut self, x: Value, k: i8) -> R<Cond> {
         let (d, s) = self.three_operand(x, Kind::Int)?;
+        if let Opnd::Reg(r) = s {
+            if r != d {
+                dynasm!(self.em.asm ; .arch x64
+                    ; mov Rq(d), Rq(r) ; shl Rq(d), k
+                    ; mov r11, Rq(d) ; sar r11, k ; cmp r11, Rq(r));
+                self.def(d);
+                return Ok(Cond::Ne);
+            }
+        }
         let top = 63 - k;
         match s {
             Opnd::Reg(r) => dynasm!(self.em.asm ; .arch x64 ; mov r11, Rq(r)),
@@ -142,7 +154,7 @@ impl Gen<'_> {
         }
         dynasm!(self.em.asm ; .arch x64 ; shl Rq(d), k ; cmp r11, 1);
         self.def(d);
-        Ok(())
+        Ok(Cond::A)
     }
 
     /// `lea` for add/sub of a constant or add of two registers into a different register,
