@@ -124,3 +124,42 @@ finish(i3)
     let v = validate(&original, &out.trace, &Config::default());
     assert!(matches!(v, Verdict::Valid), "{v}\n{}", print_trace(&out.trace));
 }
+
+#[test]
+fn a_dropped_cond_call_is_not_paired_with_a_later_one_of_the_same_function() {
+    // The first cond_call never calls (the guard made its condition zero) and goes; the
+    // second, of the same function with another constant argument, stays.
+    let original = parse(
+        "
+[i0, i1]
+i2 = uint_lt(100, i1)
+guard_false(i2, descr=<Guard0>) [i0]
+cond_call(i2, ConstClass(f), 5, descr=<Callv 0 i EF=2>)
+i3 = int_sub(i1, i0)
+cond_call(i3, ConstClass(f), 7, descr=<Callv 0 i EF=2>)
+finish(i3)
+",
+    );
+    let out = optimize(&original, &Options::default()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        out.stats.removed(Reason::CondCallKnown),
+        1,
+        "{}",
+        print_trace(&out.trace)
+    );
+    let v = validate(&original, &out.trace, &Config::default());
+    assert!(matches!(v, Verdict::Valid), "{v}\n{}", print_trace(&out.trace));
+    // Dropping the second one instead is wrong.
+    let wrong = parse(
+        "
+[i0, i1]
+i2 = uint_lt(100, i1)
+guard_false(i2, descr=<Guard0>) [i0]
+cond_call(i2, ConstClass(f), 5, descr=<Callv 0 i EF=2>)
+i3 = int_sub(i1, i0)
+finish(i3)
+",
+    );
+    let v = validate(&original, &wrong, &Config::default());
+    assert!(matches!(v, Verdict::Invalid { .. }), "{v}");
+}

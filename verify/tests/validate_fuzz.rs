@@ -263,6 +263,16 @@ fn fuzz_findings_stay_fixed() {
         255, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
     ])
     .unwrap();
+    // validate: a `cond_call` whose condition a guard had made zero was dropped, and the
+    // validator paired it with the next `cond_call` of the same function (different
+    // constant arguments) instead of proving it never calls
+    // (`validate_cond_calls::a_dropped_cond_call_is_not_paired_with_a_later_one_of_the_same_function`).
+    check_validate(&[
+        32, 32, 32, 32, 32, 32, 63, 0, 0, 0, 0, 0, 0, 0, 0, 32, 32, 32, 32, 32, 32, 32, 32, 0, 0, 0, 32, 32, 32, 32,
+        101, 120, 110, 255, 101, 120, 116, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 36, 32, 32, 32, 32, 32,
+        0, 32, 32, 32, 247, 32, 9,
+    ])
+    .unwrap();
 }
 
 /// A fresh array escaping on one side only is not compared as heap contents, but a

@@ -123,7 +123,18 @@ pub(super) fn same_call(ot: &Trace, ro: OpRef, pt: &Trace, rp: OpRef) -> bool {
         (Some(a), Some(b)) => a == b,
         _ => true,
     };
-    descr_key(ot, ro) == descr_key(pt, rp) && same_func
+    // The function and the call's arguments (after a conditional call's condition): two
+    // different constants in one place are two different calls (a conditional call that
+    // never calls is not paired with a later one that does by its function alone).
+    let called = |t: &Trace, op: &trace_ir::Op| -> Vec<Option<trace_ir::Const>> {
+        let k = usize::from(op.opcode.unconditional_call().is_some());
+        op.args[k.min(op.args.len())..].iter().map(|&a| t.const_of(a)).collect()
+    };
+    let same_consts = called(ot, opo)
+        .iter()
+        .zip(&called(pt, opp))
+        .all(|(a, b)| !matches!((a, b), (Some(x), Some(y)) if x != y));
+    descr_key(ot, ro) == descr_key(pt, rp) && same_func && same_consts
 }
 
 /// Whether the call at `op` is `ll_arraycopy` (`trace_ir::oopspec::is_array_copy`).
