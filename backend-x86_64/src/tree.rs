@@ -104,6 +104,12 @@ impl Tree {
     }
 }
 
+/// The displacement of a jump to `target` from the instruction ending at `next`, when it
+/// fits in 32 bits.
+fn rel32_between(next: u64, target: u64) -> Option<i32> {
+    i32::try_from(target.wrapping_sub(next) as i64).ok()
+}
+
 fn refuse<T>(msg: String) -> Result<T, CompileError> {
     Err(CompileError::Bridge(msg))
 }
@@ -198,7 +204,7 @@ impl CompiledTrace {
         // `mov r11, imm64; jmp r11`, the rest `int3`.
         for &(at, addr) in &g.tree_jumps {
             let next = base + u64::from(at) + 5;
-            if let Ok(rel) = i32::try_from(addr.wrapping_sub(next) as i64) {
+            if let Some(rel) = rel32_between(next, addr) {
                 let mut bytes = [0xcc; 13];
                 bytes[0] = 0xe9;
                 bytes[1..5].copy_from_slice(&rel.to_le_bytes());
@@ -256,7 +262,7 @@ impl CompiledTrace {
         // The guard's own jumps go straight to the bridge where it is within reach.
         for &d in &self.tree.guard_jumps[jumps.0 as usize..jumps.1 as usize] {
             let next = target.as_ptr() as u64 + u64::from(d) + 4;
-            if let Ok(rel) = i32::try_from(base.wrapping_sub(next) as i64) {
+            if let Some(rel) = rel32_between(next, base) {
                 // SAFETY: `&mut self`: no run of this tree is in progress, so no thread runs the
                 // code being patched.
                 unsafe { target.patch(d as usize, &rel.to_le_bytes()) }
@@ -264,11 +270,11 @@ impl CompiledTrace {
             }
         }
         let next = target.as_ptr() as u64 + at as u64 + 5;
-        let bytes = match i32::try_from(base.wrapping_sub(next) as i64) {
+        let bytes = match rel32_between(next, base) {
             // jmp rel32 (E9 rel32).
-            Ok(rel) => [&[0xe9][..], &rel.to_le_bytes()].concat(),
+            Some(rel) => [&[0xe9][..], &rel.to_le_bytes()].concat(),
             // mov r11, imm64 (49 BB imm64); jmp r11 (41 FF E3).
-            Err(_) => [&[0x49, 0xbb][..], &base.to_le_bytes(), &[0x41, 0xff, 0xe3]].concat(),
+            None => [&[0x49, 0xbb][..], &base.to_le_bytes(), &[0x41, 0xff, 0xe3]].concat(),
         };
         debug_assert!(bytes.len() <= PATCH_LEN);
         // SAFETY: `&mut self`: no run of this tree is in progress, so no thread runs the

@@ -100,6 +100,21 @@ finish(p2)
     );
 }
 
+/// The optimizer drops one conditional call of `original` (its condition is known), and
+/// the validator accepts the result.
+#[track_caller]
+fn drops_one_and_validates(original: &Trace) {
+    let out = optimize(original, &Options::default()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        out.stats.removed(Reason::CondCallKnown),
+        1,
+        "{}",
+        print_trace(&out.trace)
+    );
+    let v = validate(original, &out.trace, &Config::default());
+    assert!(matches!(v, Verdict::Valid), "{v}\n{}", print_trace(&out.trace));
+}
+
 /// A dropped `cond_call_value_i` followed by a plain call of another function with the same
 /// descriptor: the plain call is the original's second call, not the conditional one made
 /// plain (the functions differ).
@@ -114,15 +129,7 @@ i3 = int_add(i1, i2)
 finish(i3)
 ",
     );
-    let out = optimize(&original, &Options::default()).unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(
-        out.stats.removed(Reason::CondCallKnown),
-        1,
-        "{}",
-        print_trace(&out.trace)
-    );
-    let v = validate(&original, &out.trace, &Config::default());
-    assert!(matches!(v, Verdict::Valid), "{v}\n{}", print_trace(&out.trace));
+    drops_one_and_validates(&original);
 }
 
 #[test]
@@ -140,15 +147,7 @@ cond_call(i3, ConstClass(f), 7, descr=<Callv 0 i EF=2>)
 finish(i3)
 ",
     );
-    let out = optimize(&original, &Options::default()).unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(
-        out.stats.removed(Reason::CondCallKnown),
-        1,
-        "{}",
-        print_trace(&out.trace)
-    );
-    let v = validate(&original, &out.trace, &Config::default());
-    assert!(matches!(v, Verdict::Valid), "{v}\n{}", print_trace(&out.trace));
+    drops_one_and_validates(&original);
     // Dropping the second one instead is wrong.
     let wrong = parse(
         "

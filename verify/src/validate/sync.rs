@@ -102,8 +102,8 @@ pub(super) enum Step {
 }
 
 /// Whether the optimized call `rp` is the original call `ro`: the same op, or the plain call
-/// an original conditional call becomes (its operands without the condition), calling the
-/// same function when both name it by a constant.
+/// an original conditional call becomes (its operands without the condition), with no
+/// operand (the function included) that both name by different constants.
 pub(super) fn same_call(ot: &Trace, ro: OpRef, pt: &Trace, rp: OpRef) -> bool {
     let (opo, opp) = (ot.op(ro), pt.op(rp));
     let shape = match opo.args.len().checked_sub(opp.args.len()) {
@@ -114,15 +114,6 @@ pub(super) fn same_call(ot: &Trace, ro: OpRef, pt: &Trace, rp: OpRef) -> bool {
     if !shape {
         return false;
     }
-    // (A conditional call's function is its second operand.)
-    let func = |t: &Trace, op: &trace_ir::Op| {
-        let k = usize::from(op.opcode.unconditional_call().is_some());
-        op.args.get(k).and_then(|&f| t.const_of(f))
-    };
-    let same_func = match (func(ot, opo), func(pt, opp)) {
-        (Some(a), Some(b)) => a == b,
-        _ => true,
-    };
     // The function and the call's arguments (after a conditional call's condition): two
     // different constants in one place are two different calls (a conditional call that
     // never calls is not paired with a later one that does by its function alone).
@@ -134,7 +125,7 @@ pub(super) fn same_call(ot: &Trace, ro: OpRef, pt: &Trace, rp: OpRef) -> bool {
         .iter()
         .zip(&called(pt, opp))
         .all(|(a, b)| !matches!((a, b), (Some(x), Some(y)) if x != y));
-    descr_key(ot, ro) == descr_key(pt, rp) && same_func && same_consts
+    descr_key(ot, ro) == descr_key(pt, rp) && same_consts
 }
 
 /// Whether the call at `op` is `ll_arraycopy` (`trace_ir::oopspec::is_array_copy`).
