@@ -162,3 +162,23 @@ finish(i3)
     let v = validate(&original, &wrong, &Config::default());
     assert!(matches!(v, Verdict::Invalid { .. }), "{v}");
 }
+
+#[test]
+fn a_dropped_cond_call_value_is_not_paired_with_a_later_plain_call_of_the_same_function() {
+    // The cond_call_value's value is known non-zero, so it never calls and goes; the plain
+    // call after it, of the same function and descriptor, stays. Its argument is a constant
+    // on both sides, the cond_call's a computed one: only the call after the optimized
+    // plain call (another function) tells the pairing apart.
+    let original = parse(
+        "
+[i0]
+i1 = int_xor(i0, 3)
+i2 = int_is_true(-16)
+i3 = cond_call_value_i(i2, ConstClass(f), i1, descr=<Calli 8 i EF=2>)
+i4 = call_i(ConstClass(f), 5, descr=<Calli 8 i EF=2>)
+cond_call(i3, ConstClass(g), 6, descr=<Callv 0 i EF=2>)
+finish(i3, i4)
+",
+    );
+    drops_one_and_validates(&original);
+}

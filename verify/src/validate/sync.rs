@@ -89,6 +89,7 @@ pub(super) fn is_elidable_call(trace: &Trace, op: OpRef) -> bool {
 }
 
 /// One of the original's sync points and what corresponds to it in the optimized trace.
+#[derive(Clone, Copy)]
 pub(super) enum Step {
     /// A guard the optimized trace removed.
     RemovedGuard(GuardId, OpRef),
@@ -143,6 +144,103 @@ fn same_event(a: Event, b: Event) -> bool {
     }
 }
 
+/// What an original call the optimized trace may leave out becomes: a conditional call that
+/// never calls, or an array copy done on virtual arrays; `None` for a call that must stay.
+fn optional_call(ot: &Trace, ro: OpRef) -> Option<Step> {
+    if ot.op(ro).opcode.unconditional_call().is_some() {
+        Some(Step::SkippedCall(ro))
+    } else if is_array_copy_call(ot, ro) {
+        Some(Step::CopiedArrays(ro))
+    } else {
+        None
+    }
+}
+
+/// Whether the optimized sync point `next` is a call that is the original call `ro`.
+fn pairs_with(ot: &Trace, ro: OpRef, pt: &Trace, next: Option<(OpRef, Event)>) -> bool {
+    matches!(next, Some((rp, Event::Call(_))) if same_call(ot, ro, pt, rp))
+}
+
+/// An alignment of the original's sync points `ev_o` with the optimized trace's `ev_p` in
+/// which every removed guard is one the optimized trace does not have (`kept`), every call
+/// left out may be (`optional_call`), and every pair of calls is the same call
+/// (`same_call`); `None` when there is none. A call that may be left out and has the same
+/// call next in the optimized trace is first paired, then left out when the rest does not
+/// align (a conditional call that never calls followed by a plain call of the same
+/// function). Backtracking search; a choice point that failed is not tried again.
+fn align(
+    ot: &Trace,
+    pt: &Trace,
+    ev_o: &[(OpRef, Event)],
+    ev_p: &[(OpRef, Event)],
+    kept: &BTreeSet<GuardId>,
+) -> Option<Vec<Step>> {
+    // A choice point: where it was taken, how many steps were made before it, and the
+    // alternatives left (the step and the optimized events it consumes).
+    struct Choice {
+        at: usize,
+        pi: usize,
+        len: usize,
+        rest: Option<(Step, usize)>,
+    }
+    let mut steps: Vec<Step> = Vec::with_capacity(ev_o.len());
+    let mut trail: Vec<Choice> = Vec::new();
+    let mut failed: BTreeSet<(usize, usize)> = BTreeSet::new();
+    let (mut at, mut pi) = (0usize, 0usize);
+    loop {
+        let chosen = if at == ev_o.len() {
+            if pi == ev_p.len() {
+                return Some(steps);
+            }
+            None
+        } else {
+            let (ro, e) = ev_o[at];
+            let next = ev_p.get(pi).copied();
+            let pair = match next {
+                Some((rp, ep)) if same_event(e, ep) && (!matches!(e, Event::Call(_)) || same_call(ot, ro, pt, rp)) => {
+                    Some((Step::Pair(e, ro, rp), 1))
+                }
+                _ => None,
+            };
+            match e {
+                Event::Guard(g) if !kept.contains(&g) => Some((Step::RemovedGuard(g, ro), 0)),
+                Event::Call(_) => match (pair, optional_call(ot, ro)) {
+                    (Some(p), Some(skip)) if !failed.contains(&(at, pi)) => {
+                        trail.push(Choice {
+                            at,
+                            pi,
+                            len: steps.len(),
+                            rest: Some((skip, 0)),
+                        });
+                        Some(p)
+                    }
+                    (Some(_), Some(_)) => None,
+                    (p, skip) => p.or(skip.map(|s| (s, 0))),
+                },
+                _ => pair,
+            }
+        };
+        if let Some((step, consumed)) = chosen {
+            steps.push(step);
+            at += 1;
+            pi += consumed;
+            continue;
+        }
+        // Back to the last choice point with an alternative left.
+        loop {
+            let c = trail.last_mut()?;
+            if let Some((step, consumed)) = c.rest.take() {
+                steps.truncate(c.len);
+                steps.push(step);
+                (at, pi) = (c.at + 1, c.pi + consumed);
+                break;
+            }
+            failed.insert((c.at, c.pi));
+            trail.pop();
+        }
+    }
+}
+
 impl<'t> Validator<'t> {
     /// The sync points of both traces, checked to correspond, as a step per sync point of the
     /// original, in order: the optimized trace's are the original's without the guards the
@@ -185,23 +283,19 @@ impl<'t> Validator<'t> {
                 "sync points differ at position {at}: original {o:?}, optimized {p:?} (guards reordered, calls or labels added or removed)"
             ))
         };
+        if let Some(steps) = align(ot, pt, &ev_o, &ev_p, &kept) {
+            return Ok(steps);
+        }
+        // No alignment pairs every call with the same call: pair greedily, so that a call
+        // the optimizer changed is compared (and found different) rather than left unknown.
         let mut steps = Vec::with_capacity(ev_o.len());
         let mut pi = 0usize;
         for (at, &(ro, e)) in ev_o.iter().enumerate() {
             let next = ev_p.get(pi).copied();
             let step = match e {
                 Event::Guard(g) if !kept.contains(&g) => Step::RemovedGuard(g, ro),
-                Event::Call(_)
-                    if ot.op(ro).opcode.unconditional_call().is_some()
-                        && !matches!(next, Some((rp, Event::Call(_))) if same_call(ot, ro, pt, rp)) =>
-                {
-                    Step::SkippedCall(ro)
-                }
-                Event::Call(_)
-                    if is_array_copy_call(ot, ro)
-                        && !matches!(next, Some((rp, Event::Call(_))) if same_call(ot, ro, pt, rp)) =>
-                {
-                    Step::CopiedArrays(ro)
+                Event::Call(_) if optional_call(ot, ro).is_some() && !pairs_with(ot, ro, pt, next) => {
+                    optional_call(ot, ro).expect("checked")
                 }
                 _ => match next {
                     Some((rp, ep)) if same_event(e, ep) => {
