@@ -273,6 +273,22 @@ fn fuzz_findings_stay_fixed() {
         0, 32, 32, 32, 247, 32, 9,
     ])
     .unwrap();
+    // validate: a `cond_call_value_i` whose value is known non-zero was dropped, and the
+    // validator paired it with the later plain `call_i` of the same function
+    // (`validate_cond_calls::a_dropped_cond_call_value_is_not_paired_with_a_later_plain_call_of_the_same_function`).
+    check_validate(&[
+        10, 10, 0, 96, 2, 0, 255, 12, 3, 255, 255, 1, 14, 3, 255, 203, 203, 203, 203, 203, 255, 36, 76, 46, 76, 76, 76,
+        76, 76, 76, 76, 76, 76, 76, 76, 76, 76, 76, 76, 76, 76, 86, 76, 76, 255, 255, 255, 255, 255, 0, 0, 0, 0, 255,
+        255,
+    ])
+    .unwrap();
+    // validate: an item of a fresh array read through another descriptor, moved before the
+    // store that lets the array escape, was compared with an unknown item of the escaped
+    // array (`validate_memory::fresh_array_read_through_another_descriptor_after_it_escaped_is_zero_under_type_based_aliasing`).
+    check_validate(&[
+        97, 122, 105, 116, 104, 95, 108, 104, 255, 255, 255, 255, 112, 65, 10, 67, 5,
+    ])
+    .unwrap();
 }
 
 /// A fresh array escaping on one side only is not compared as heap contents, but a

@@ -225,6 +225,36 @@ finish(52, 18, {last})
 }
 
 #[test]
+fn fresh_array_read_through_another_descriptor_after_it_escaped_is_zero_under_type_based_aliasing() {
+    // The read of the fresh array's item moves before the store that lets the array escape:
+    // under type-based aliasing the item read through another descriptor is still zero.
+    let original = type_based(
+        "
+[p0]
+p1 = new_array(4, descr=<ArrayU 1>)
+setfield_gc(p0, p1, descr=<FieldP T.p 24>)
+i2 = getarrayitem_gc_i(p1, 0, descr=<ArrayS 1>)
+i3 = getarrayitem_gc_i(p1, 3, descr=<ArrayS 1>)
+finish(i2, i3)
+",
+    );
+    let moved = |last: &str| {
+        type_based(&format!(
+            "
+[p0]
+p1 = new_array(4, descr=<ArrayU 1>)
+i2 = getarrayitem_gc_i(p1, 0, descr=<ArrayS 1>)
+setfield_gc(p0, p1, descr=<FieldP T.p 24>)
+finish(i2, {last})
+"
+        ))
+    };
+    assert_valid(&original, &moved("0"));
+    assert_invalid(&original, &moved("1"));
+    assert_optimizer_output_not_invalid(&original);
+}
+
+#[test]
 fn arrays_of_one_length_offset_share_the_length_word_under_byte_views() {
     let original = "
 [p0]

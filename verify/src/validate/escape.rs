@@ -2,6 +2,7 @@
 
 use std::collections::{BTreeSet, HashSet};
 
+use trace_ir::descr::{ArrayDescr, Descr};
 use trace_ir::Kind;
 use z3::ast::{Ast, BV};
 use z3::DeclKind;
@@ -128,6 +129,25 @@ impl<'t> Side<'t> {
                     }
                 }
                 _ => {}
+            }
+            // Its bytes read through another array descriptor are zero too (as a tracked
+            // array's items are under any descriptor), for the items within its bytes.
+            let bytes = layout.array(akey).map(|a| n.saturating_mul(a.item_size.max(1) as u64));
+            let mut others: Vec<(&String, &ArrayDescr)> = layout
+                .descrs
+                .iter()
+                .filter_map(|(k, d)| match d {
+                    Descr::Array(a) if k != akey && !layout.shared(k) => Some((k, a)),
+                    _ => None,
+                })
+                .collect();
+            others.sort_by_key(|&(k, _)| k);
+            for (key, other) in others {
+                let Some(bytes) = bytes else { break };
+                for i in 0..bytes.div_ceil(other.item_size.max(1) as u64).min(64) {
+                    let place = self.item_place(addr, key, &bv(i), false);
+                    self.state_zero(&place);
+                }
             }
         }
     }
