@@ -88,6 +88,17 @@ pub fn time_variant(ex: &Example, variant: Variant, n: i64, reps: usize) -> (Dur
     (best, out)
 }
 
+/// The traces recorded by an optimized run of each example (`test_n` iterations), per program.
+pub fn recorded_traces() -> Vec<(&'static str, Vec<Trace>)> {
+    EXAMPLES
+        .iter()
+        .map(|ex| {
+            let out = run_mode(ex, Mode::JitOptimized, ex.test_n).unwrap_or_else(|e| panic!("{}: {e}", ex.name));
+            (ex.name, out.stats.traces.into_iter().map(|t| t.recorded).collect())
+        })
+        .collect()
+}
+
 /// The traces compiled by an optimized run of each example: `(name, optimized trace)`,
 /// named `program` or `program#k` for the k-th trace of a program (k ≥ 2).
 pub fn optimized_traces() -> Vec<(String, Trace)> {

@@ -9,7 +9,6 @@
 
 use backend_x86_64::{CompileOptions, Compiler};
 use benches::EXAMPLES;
-use examples::lang::vm::Mode;
 use optimizer::{Optimizer, Options};
 use std::hint::black_box;
 use std::io::{Read, Write};
@@ -57,7 +56,7 @@ fn main() {
         std::process::exit(2)
     });
     let want = |p: &str| args.parts.iter().any(|x| x == p);
-    let programs = recorded_traces();
+    let programs = benches::recorded_traces();
     if want("examples") {
         examples_warm(&programs, args.reps);
     }
@@ -99,19 +98,6 @@ fn median(v: &mut [f64]) -> f64 {
     } else {
         v[v.len() / 2]
     }
-}
-
-/// The loop traces each example program records in an optimized run (`test_n` iterations),
-/// as recorded (before optimization): `(program, traces)`.
-fn recorded_traces() -> Vec<(&'static str, Vec<Trace>)> {
-    EXAMPLES
-        .iter()
-        .map(|ex| {
-            let out =
-                benches::run_mode(ex, Mode::JitOptimized, ex.test_n).unwrap_or_else(|e| panic!("{}: {e}", ex.name));
-            (ex.name, out.stats.traces.into_iter().map(|t| t.recorded).collect())
-        })
-        .collect()
 }
 
 /// Warm times of one trace in microseconds: optimize, optimize with peeling, compile of the

@@ -1,13 +1,13 @@
 //! A throughput driver for the optimizer: optimizes the optimizer benchmark's sets (random
-//! traces of 100, 1,000 or 10,000 ops, or the pypy-dev corpus's unoptimized traces) in a loop
-//! for a while with one reusable `Optimizer` context and prints input ops per CPU-second of
-//! this thread, so two builds can be run alternately and compared side by side, and
+//! traces of 100, 1,000 or 10,000 ops, the pypy-dev corpus's unoptimized traces, or the
+//! example programs' recorded traces) in a loop for a while with one reusable `Optimizer`
+//! context and prints input ops per CPU-second of this thread, so two builds can be run alternately and compared side by side, and
 //! `perf record` sees nothing but optimization.
 //!
 //! `cargo build --release -p benches --bin opt_profile`, then
-//! `target/release/opt_profile [LEN|corpus] [SECONDS] [--peel]` (defaults: 1000 ops, 3 s).
+//! `target/release/opt_profile [LEN|corpus|examples] [SECONDS] [--peel]` (defaults: 1000 ops, 3 s).
 
-use benches::{corpus_noopt, optimizer_set};
+use benches::{corpus_noopt, optimizer_set, recorded_traces};
 use optimizer::{Optimizer, Options};
 use std::hint::black_box;
 use std::time::Instant;
@@ -32,8 +32,10 @@ fn main() {
     };
     let traces = if set == "corpus" {
         corpus_noopt()
+    } else if set == "examples" {
+        recorded_traces().into_iter().flat_map(|(_, ts)| ts).collect()
     } else {
-        optimizer_set(set.parse().expect("LEN or corpus"))
+        optimizer_set(set.parse().expect("LEN, corpus or examples"))
     };
     let ops: usize = traces.iter().map(|t| t.num_real_ops()).sum();
     let mut optimizer = Optimizer::new();
