@@ -350,14 +350,22 @@ fn run_carrying(
     facts: &HeaderFacts,
     entries: &[trace_ir::BodyEntry],
 ) -> Result<Optimized, OptError> {
+    // The first run takes the kept state (most loops need no other); one after it starts
+    // over and keeps the state again, the runs after that resume from it.
+    let header = ctx.carry.label;
+    let mut start = Start::Resume;
     for _ in 0..MAX_CARRY_RUNS {
-        let out = run_once(ctx, input, opts, facts, entries, Start::ResumeKeep)?;
+        let out = run_once(ctx, input, opts, facts, entries, start)?;
         if !ctx.exclude_failed() {
             return Ok(out);
         }
+        start = match start {
+            Start::Resume => Start::Keep(header),
+            _ => Start::ResumeKeep,
+        };
     }
     let label = ctx.carry.label.take();
-    let out = run_once(ctx, input, opts, facts, entries, Start::ResumeKeep);
+    let out = run_once(ctx, input, opts, facts, entries, Start::Resume);
     ctx.carry.label = label;
     out
 }
@@ -366,6 +374,7 @@ fn run_carrying(
 const MAX_CARRY_RUNS: usize = 4;
 
 /// Where a run of the pass starts.
+#[derive(Clone, Copy)]
 enum Start {
     /// At the start of the trace, keeping the state reached at this input op (if any) in
     /// the optimizer's tables.
@@ -373,6 +382,9 @@ enum Start {
     /// From the state the run just before kept, over the same input with the same options
     /// (from the start when it kept none), keeping that state again for another run.
     ResumeKeep,
+    /// From the state the run just before kept (from the start when it kept none), keeping
+    /// nothing: the kept state is used up.
+    Resume,
 }
 
 /// The state of the pass before an input op: everything a run changes, so that a second run
@@ -559,6 +571,7 @@ impl<'a> Pass<'a> {
         }
         let (resume_at, keep_at) = match start {
             Start::ResumeKeep => (self.kept.at, self.kept.at),
+            Start::Resume => (self.kept.at, None),
             Start::Keep(at) => (None, at),
         };
         self.kept.at = None;
