@@ -235,6 +235,13 @@ pub fn eval_pure(opcode: Opcode, args: &[u64]) -> Result<u64, EvalError> {
             _ => return Err(EvalError::Invalid("int_signext width not in 1, 2, 4, 8")),
         },
         IntForceGeZero => xi.max(0) as u64,
+        IntSelect => {
+            if x != 0 {
+                y
+            } else {
+                args[2]
+            }
+        }
         SameAsI | SameAsR | SameAsF => x,
         PtrEq | InstancePtrEq => b(x == y),
         PtrNe | InstancePtrNe => b(x != y),

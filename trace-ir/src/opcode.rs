@@ -216,6 +216,7 @@ define_opcodes! {
     IntInvert = "int_invert", "i" -> "i", None, [PURE], "Bitwise not.";
     IntSignext = "int_signext", "ii" -> "i", None, [PURE | PARTIAL], "Sign-extend the low n bytes of x (n in 1, 2, 4, 8).";
     IntForceGeZero = "int_force_ge_zero", "i" -> "i", None, [PURE], "max(x, 0).";
+    IntSelect = "int_select", "iii" -> "i", None, [PURE], "c != 0 ? a : b (not in PyPy: a merged bridge's values).";
     IntAddOvf = "int_add_ovf", "ii" -> "i", None, [OVF | COMMUTATIVE], "Addition that records signed overflow for the next guard.";
     IntSubOvf = "int_sub_ovf", "ii" -> "i", None, [OVF], "Subtraction that records signed overflow for the next guard.";
     IntMulOvf = "int_mul_ovf", "ii" -> "i", None, [OVF | COMMUTATIVE], "Multiplication that records signed overflow for the next guard.";

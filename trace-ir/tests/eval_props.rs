@@ -6,7 +6,7 @@ use proptest::prelude::*;
 use trace_ir::eval::{eval_ovf, eval_pure, EvalError};
 use trace_ir::{OpFlags, Opcode};
 
-/// The expected result of `op(a, b)` (unary ops ignore `b`): `Some(Ok(bits))`,
+/// The expected result of `op(a, b)` (unary ops ignore `b`; `int_select` is `op(a, b, !b)`): `Some(Ok(bits))`,
 /// `Some(Err(()))` when the op is invalid for these operands, `None` when this test has no
 /// expression for the op.
 fn reference(op: Opcode, a: u64, b: u64) -> Option<Result<u64, ()>> {
@@ -98,6 +98,8 @@ fn reference(op: Opcode, a: u64, b: u64) -> Option<Result<u64, ()>> {
             _ => Err(()),
         },
         IntForceGeZero => Ok(if ai < 0 { 0 } else { a }),
+        // (Its third operand is `!b` in these checks.)
+        IntSelect => Ok(if a != 0 { b } else { !b }),
         SameAsI | SameAsR | SameAsF => Ok(a),
         PtrEq | InstancePtrEq => bool_(a == b),
         PtrNe | InstancePtrNe => bool_(a != b),
@@ -192,7 +194,11 @@ const SPECIAL: &[u64] = &[
 ];
 
 fn check(op: Opcode, a: u64, b: u64) {
-    let args: Vec<u64> = if op.fixed_arity() == 1 { vec![a] } else { vec![a, b] };
+    let args: Vec<u64> = match op.fixed_arity() {
+        1 => vec![a],
+        2 => vec![a, b],
+        _ => vec![a, b, !b],
+    };
     let got = eval_pure(op, &args);
     let want = reference(op, a, b).unwrap_or_else(|| panic!("no reference expression for {op}"));
     match (got, want) {

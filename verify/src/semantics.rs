@@ -50,7 +50,7 @@ impl std::error::Error for SemanticsError {}
 
 /// The integer ops [`op_semantics`] covers (every op of the table with integer operands and
 /// an integer result that computes something: arithmetic, bitwise, shifts, comparisons,
-/// division, `_ovf`, `int_signext`, `int_force_ge_zero`, `same_as_i`).
+/// division, `_ovf`, `int_signext`, `int_force_ge_zero`, `int_select`, `same_as_i`).
 pub const INTEGER_OPS: &[Opcode] = &[
     Opcode::IntAdd,
     Opcode::IntSub,
@@ -82,6 +82,7 @@ pub const INTEGER_OPS: &[Opcode] = &[
     Opcode::IntInvert,
     Opcode::IntSignext,
     Opcode::IntForceGeZero,
+    Opcode::IntSelect,
     Opcode::IntAddOvf,
     Opcode::IntSubOvf,
     Opcode::IntMulOvf,
@@ -170,6 +171,7 @@ pub fn op_semantics(opcode: Opcode, args: &[BV]) -> Result<(BV, Bool), Semantics
             (r, ok)
         }
         IntForceGeZero => (a.bvslt(&zero).ite(&zero, a), t),
+        IntSelect => (a.eq(&zero).not().ite(&b, &args[2]), t),
         SameAsI => (a.clone(), t),
         other => return Err(SemanticsError::Unsupported(other)),
     })
@@ -271,7 +273,12 @@ mod tests {
                 if matches!(op, Opcode::IntLshift | Opcode::IntRshift | Opcode::UintRshift) && i % 2 == 0 {
                     b = (b as u64 % 64) as i64;
                 }
-                let args: Vec<i64> = if op.fixed_arity() == 1 { vec![a] } else { vec![a, b] };
+                let args: Vec<i64> = match op.fixed_arity() {
+                    1 => vec![a],
+                    2 => vec![a, b],
+                    // (`int_select`: the condition zero or not in turn.)
+                    _ => vec![if i % 3 == 0 { 0 } else { a }, b, value(&mut rng)],
+                };
                 let (z, ok) = z3_eval(op, &args);
                 let z = z.expect("ground result");
                 if op.ovf_to_wrapping().is_some() {

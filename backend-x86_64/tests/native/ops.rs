@@ -102,6 +102,58 @@ fn unary_ops_on_special_values() {
     }
 }
 
+/// `int_select(c, a, b)` with its operands inputs or constants, shared (`c` or `a` the same
+/// value as `b`), dying at the select or living on, with few registers too: native =
+/// eval_pure.
+#[test]
+fn int_select_on_shared_constant_and_live_operands() {
+    let values = [0i64, 1, -1, 7, i64::MIN];
+    for &c in &values {
+        for &x in &values {
+            for &y in &[3i64, -5] {
+                for shape in 0..6 {
+                    for o in [opts(), tight()] {
+                        let mut b = TraceBuilder::new();
+                        let ic = b.input(Kind::Int);
+                        let ix = b.input(Kind::Int);
+                        let iy = b.input(Kind::Int);
+                        let (vc, va, vb) = match shape {
+                            0 => (ic, ix, iy),
+                            1 => (ic, ix, ic),
+                            2 => (ic, iy, iy),
+                            3 => (b.const_int(c), ix, iy),
+                            4 => (ic, b.const_int(x), b.const_int(y)),
+                            _ => (ic, ix, iy),
+                        };
+                        let r = b.op(Opcode::IntSelect, &[vc, va, vb]);
+                        // Shape 5 keeps every operand alive past the select.
+                        let out: Vec<_> = if shape == 5 { vec![r, ic, ix, iy] } else { vec![r] };
+                        b.finish(&out);
+                        let t = b.build().unwrap();
+                        let inputs = [c as u64, x as u64, y as u64];
+                        let args: Vec<u64> = [vc, va, vb]
+                            .iter()
+                            .map(|&v| match t.const_int(v) {
+                                Some(k) => k as u64,
+                                None => inputs[v.as_op().unwrap().index()],
+                            })
+                            .collect();
+                        let mut want = vec![eval_pure(Opcode::IntSelect, &args).unwrap() as i64];
+                        if shape == 5 {
+                            want.extend([c, x, y]);
+                        }
+                        assert_eq!(
+                            run_native(&t, &inputs, &o),
+                            Exit::Finish { values: ints(&want) },
+                            "shape {shape}: select({c}, {x}, {y})"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
     #[test]

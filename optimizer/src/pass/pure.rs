@@ -296,6 +296,13 @@ impl<'a> Pass<'a> {
             IntNeg => a(0).neg(),
             IntInvert => a(0).invert(),
             IntForceGeZero => a(0).force_ge_zero(),
+            // One of the two operands: the one the condition picks when it is decided, else
+            // their join (proven with the domains' joins).
+            IntSelect => match a(0).is_true().get_constant() {
+                Some(1) => a(1),
+                Some(_) => a(2),
+                None => a(1).join(&a(2)),
+            },
             IntSignext => match self.const_i64(args[1]) {
                 Some(n @ (1 | 2 | 4 | 8)) => a(0).signext(n as u32),
                 _ => IntBound::unbounded(),

@@ -278,6 +278,20 @@ impl Gen<'_> {
         Ok(())
     }
 
+    /// `int_select(c, a, b)`: `d = b; test c, c; cmovne d, a`. The condition and `a` are in
+    /// registers before `d` is chosen (`d` may be the register of `b`, which may be either
+    /// of them when it dies here).
+    pub(super) fn int_select(&mut self, at: usize) -> R<()> {
+        let t = self.t;
+        let args: &[Value] = &t.ops[at].args;
+        let rc = self.load(args[0])?;
+        let ra = self.load(args[1])?;
+        let d = self.copy_to_new(args[2], Kind::Int)?;
+        dynasm!(self.em.asm ; .arch x64 ; test Rq(rc), Rq(rc) ; cmovne Rq(d), Rq(ra));
+        self.def(d);
+        Ok(())
+    }
+
     /// `uint_mul_high`: `mul`, the high half in `rdx`.
     pub(super) fn uint_mul_high(&mut self, at: usize) -> R<()> {
         let t = self.t;

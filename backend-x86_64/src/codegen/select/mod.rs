@@ -43,6 +43,7 @@ impl Gen<'_> {
             IntNeg | IntInvert => self.int_neg_invert(at)?,
             SameAsI | SameAsR | SameAsF | CastPtrToInt | CastIntToPtr => self.int_copy(at)?,
             IntForceGeZero => self.int_force_ge_zero(at)?,
+            IntSelect => self.int_select(at)?,
             IntLshift | IntRshift | UintRshift => self.shift(opc, a(0), a(1))?,
             IntFloorDiv | IntMod | IntPyDiv | IntPyMod => self.divide(opc, a(0), a(1))?,
             UintMulHigh => self.uint_mul_high(at)?,
