@@ -25,6 +25,7 @@ pub mod divconst;
 pub mod domain;
 mod fold;
 mod heap;
+pub mod ifconv;
 mod pass;
 pub mod peephole;
 

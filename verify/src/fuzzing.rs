@@ -232,7 +232,7 @@ fn exit_facts_hold(out: &optimizer::Optimized, outcome: &Outcome) -> Result<(), 
 /// by whether they are null (the addresses of objects the run allocated differ by
 /// construction). A run of the interpreter without a defined outcome is not compared, and
 /// one that breaks a promise is not run natively.
-fn native_matches(trace: &Trace, inputs: &[RtValue]) -> Result<(), String> {
+pub fn native_matches(trace: &Trace, inputs: &[RtValue]) -> Result<(), String> {
     let want = run(trace, inputs, &RunConfig::default());
     // A broken promise is undefined behaviour for native code (Direct mode does not check
     // promises: a forged reference may point anywhere), so such a run is not made at all.
