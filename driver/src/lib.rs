@@ -104,6 +104,10 @@ pub struct DriverConfig {
     pub max_trace_ops: usize,
     /// Run the optimizer (loops with `Options::peel`, bridges with `optimize_bridge`).
     pub optimize: bool,
+    /// With the optimizer: merge a loop's first bridge into the loop when it is a short pure
+    /// path back to the loop body (`optimizer::ifconv::merge_bridge`): the loop is compiled
+    /// again with both paths and no branch between them.
+    pub if_convert: bool,
 }
 
 impl Default for DriverConfig {
@@ -116,6 +120,7 @@ impl Default for DriverConfig {
             max_aborts: 3,
             max_trace_ops: 4000,
             optimize: true,
+            if_convert: true,
         }
     }
 }
@@ -413,6 +418,7 @@ impl<K: Copy + Eq + Hash + fmt::Debug, E: Engine> Driver<K, E> {
             bridge_of: None,
             recorded,
             compiled: trace,
+            merged: false,
             optimizer: stats,
             optimize_time,
             compile_time,
@@ -443,6 +449,31 @@ impl<K: Copy + Eq + Hash + fmt::Debug, E: Engine> Driver<K, E> {
         };
         let optimize_time = t0.elapsed();
         let t1 = Instant::now();
+        let merged = (self.config.optimize && self.config.if_convert && t.traces.len() == 1)
+            .then(|| optimizer::ifconv::merge_bridge(&t.traces[0], guard, &trace))
+            .flatten();
+        if let Some(merged) = merged {
+            // The loop, compiled again with the bridge's path in it, replaces the old code
+            // (which no thread runs: its exit brought control here).
+            t.code = self.engine.compile(&merged).map_err(DriverError::Compile)?;
+            let compile_time = t1.elapsed();
+            t.next_guard = t.next_guard.max(merged.max_guard_id().map_or(0, |g| g.0 + 1));
+            t.loop_exits.extend(exits);
+            t.traces[0] = merged.clone();
+            self.stats.bridges += 1;
+            self.stats.merged += 1;
+            self.stats.bridge_time += optimize_time + compile_time;
+            return Ok(TraceReport {
+                key,
+                bridge_of: Some(guard),
+                recorded,
+                compiled: merged,
+                merged: true,
+                optimizer: stats,
+                optimize_time,
+                compile_time,
+            });
+        }
         self.engine
             .attach_bridge(&mut t.code, guard, &trace)
             .map_err(DriverError::Compile)?;
@@ -457,6 +488,7 @@ impl<K: Copy + Eq + Hash + fmt::Debug, E: Engine> Driver<K, E> {
             bridge_of: Some(guard),
             recorded,
             compiled: trace,
+            merged: false,
             optimizer: stats,
             optimize_time,
             compile_time,

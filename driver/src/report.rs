@@ -76,8 +76,11 @@ pub struct TraceReport<K> {
     /// The trace as recorded (a loop's last label carrying its `TargetToken`).
     pub recorded: Trace,
     /// The trace the engine compiled (the optimized one when
-    /// [`crate::DriverConfig::optimize`]).
+    /// [`crate::DriverConfig::optimize`]; for a bridge merged into its loop, the merged loop).
     pub compiled: Trace,
+    /// Whether the bridge was merged into its loop (`optimizer::ifconv`): the engine
+    /// compiled the loop again, with the bridge's path in it, instead of attaching it.
+    pub merged: bool,
     /// What the optimizer did (`None` without the optimizer).
     pub optimizer: Option<optimizer::Stats>,
     /// Time spent in the optimizer.
@@ -91,8 +94,10 @@ pub struct TraceReport<K> {
 pub struct DriverStats {
     /// Loops compiled (a loop recorded again counts again).
     pub loops: u32,
-    /// Bridges compiled and attached.
+    /// Bridges compiled and attached, or merged into their loop.
     pub bridges: u32,
+    /// Of those, the bridges merged into their loop ([`crate::DriverConfig::if_convert`]).
+    pub merged: u32,
     /// Recordings abandoned.
     pub aborts: u32,
     /// Compiled loops thrown away to be recorded again (engines without bridges).
