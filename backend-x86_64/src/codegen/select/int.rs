@@ -93,7 +93,24 @@ impl Gen<'_> {
     /// `int_and(x, c)` with the mask of the low 8, 16 or 32 bits: a zero-extending move
     /// into any register (no copy of `x`).
     fn and_mask(&mut self, x: Value, c: i64) -> R<()> {
-        let (d, s) = self.three_operand(x, Kind::Int)?;
+        let (mut d, s) = self.three_operand(x, Kind::Int)?;
+        if let (0xffff_ffff, Opnd::Reg(r)) = (c, s) {
+            // `mov r32, r32` into another register is a renaming the processor does without
+            // an execution cycle; into the same register it is not: a free one, if any.
+            if d == r {
+                let free = self
+                    .r
+                    .ra
+                    .gpr_order()
+                    .iter()
+                    .copied()
+                    .find(|&g| g != r && self.r.ra.is_free(g));
+                if let Some(f) = free {
+                    self.r.ra.pin(f);
+                    d = f;
+                }
+            }
+        }
         match (c, s) {
             (0xff, Opnd::Reg(r)) => dynasm!(self.em.asm ; .arch x64 ; movzx Rd(d), Rb(r)),
             (0xff, Opnd::Mem(m)) => dynasm!(self.em.asm ; .arch x64 ; movzx Rd(d), BYTE [rbp + m]),
