@@ -91,9 +91,11 @@ impl Vm<'_> {
                     eprintln!("[jit] optimizer stats of loop {id}: {:?}", report.optimizer);
                 }
                 if log.jit {
-                    let what = report
-                        .bridge_of
-                        .map_or("trace".into(), |g| format!("bridge out of {g}"));
+                    let what = match (report.bridge_of, report.merged) {
+                        (None, _) => "trace".into(),
+                        (Some(g), false) => format!("bridge out of {g}"),
+                        (Some(g), true) => format!("bridge out of {g} merged into the loop: loop"),
+                    };
                     eprintln!(
                         "[jit] loop {id} (line {}): {what} of {} ops compiled, optimize {:?}, compile {:?}",
                         self.program.positions[pc].line,
