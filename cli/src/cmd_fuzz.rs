@@ -5,8 +5,9 @@
 //! translation validation, `--native` the native-code differential (integer traces, and
 //! traces that touch only memory they allocate), `--trees` the trace-tree differential
 //! (`verify::fuzzing::tree_failure`: a random loop with bridges, its bridges optimized, in
-//! the interpreter and natively, and with `--z3` each optimized bridge validated; a failing
-//! tree is saved whole, in the tree text format). Every
+//! the interpreter and natively, and with `--z3` each optimized bridge validated; and
+//! `verify::fuzzing::ifconv_failure`: a random loop with a short bridge merged into it, run
+//! against the tree; a failing tree is saved whole, in the tree text format). Every
 //! other group of four traces is optimized with loop peeling (`optimizer::Options::peel`). A
 //! failing trace is minimized (ops deleted while the failure persists) and saved under
 //! `--out` (default `fuzz-failures/`) as `<check>-<seed>.trace`, with the failure as a
@@ -16,7 +17,7 @@ use crate::common::{CliError, CliResult, Out};
 use trace_interp::random::{random_trace, RandomConfig};
 use trace_interp::rng::mix64;
 use trace_interp::RtValue;
-use verify::fuzzing::{minimize, seed_tree, trace_failure, tree_failure, Check};
+use verify::fuzzing::{ifconv_failure, minimize, seed_tree, trace_failure, tree_failure, Check};
 
 /// Arguments of `tracejit fuzz`.
 #[derive(clap::Args)]
@@ -33,7 +34,8 @@ pub struct FuzzArgs {
     /// Add the native-code differential
     #[arg(long)]
     native: bool,
-    /// Add the trace-tree differential (a random loop with bridges)
+    /// Add the trace-tree differentials (a random loop with bridges; a loop with a bridge
+    /// merged into it)
     #[arg(long)]
     trees: bool,
     /// Directory for the minimized failing cases
@@ -98,6 +100,9 @@ pub fn fuzz(a: FuzzArgs) -> CliResult {
         if a.trees && !check_tree(s, i, &out, a.z3, &report)? {
             ok = false;
         }
+        if a.trees && !check_ifconv(s, &out, &report)? {
+            ok = false;
+        }
         if ok {
             passed += 1;
         } else {
@@ -139,6 +144,22 @@ fn check_tree(s: u64, i: u64, out: &str, z3: bool, report: &Out) -> Result<bool,
     let path = save_failure(out, &name, &msg, &case.inputs, &trace_ir::print_tree(&case.tree))?;
     report.line(&format!(
         "FAIL tree_diff seed {s:#x}: {} (saved {path})",
+        msg.lines().next().unwrap_or("")
+    ));
+    Ok(false)
+}
+
+/// The if-conversion check (`verify::fuzzing::ifconv_failure`) on the loop with a bridge of
+/// seed `s`; a failing tree is saved under `out`. Returns whether it passed.
+fn check_ifconv(s: u64, out: &str, report: &Out) -> Result<bool, CliError> {
+    let Some(msg) = ifconv_failure(s) else {
+        return Ok(true);
+    };
+    let (tree, inputs) = trace_interp::random::random_diamond(s);
+    let name = format!("ifconv_diff-{s:016x}.trace");
+    let path = save_failure(out, &name, &msg, &inputs, &trace_ir::print_tree(&tree))?;
+    report.line(&format!(
+        "FAIL ifconv_diff seed {s:#x}: {} (saved {path})",
         msg.lines().next().unwrap_or("")
     ));
     Ok(false)

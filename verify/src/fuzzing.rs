@@ -9,6 +9,7 @@
 //! | [`check_optimize_diff`] | the reference interpreter gives equivalent outcomes before and after `optimize` (example inputs and random ones) |
 //! | [`check_native_diff`] | the native code of the original and of the optimized trace exits like the interpreter (integer traces, or traces that touch only memory they allocate: byte and word views, floats, hints; with and without loops) |
 //! | [`check_validate`] | translation validation of the optimized trace is not `Invalid` |
+//! | [`check_ifconv_diff`] | a random loop with a short bridge back to its body (`trace_interp::random::random_diamond`) merges (`optimizer::ifconv`), and the merged loop runs like the tree in the interpreter, and natively like the interpreter |
 //! | [`check_tree_diff`] | a random trace tree (a loop, bridges out of its guards, out of a bridge, jumping back into the loop; on the loop as generated or optimized) and its form with optimized bridges: equivalent outcomes in the interpreter (`run_tree`), and native code with the bridges attached exits like it |
 //!
 //! A random trace is derived from the fuzz bytes: the first bytes choose the generator's
@@ -309,6 +310,42 @@ pub fn check_native_diff(bytes: &[u8]) -> Result<(), String> {
 pub fn check_validate(bytes: &[u8]) -> Result<(), String> {
     let (t, inputs) = guarded_trace(bytes, Family::All)?;
     trace_failure(Check::Validate, &t, &inputs, &optimizer_options(bytes)).map_or(Ok(()), Err)
+}
+
+/// Fuzz check: the random loop with a bridge of `bytes` (a hash of them is the seed of
+/// `trace_interp::random::random_diamond`) is merged by `optimizer::ifconv::merge_bridge`,
+/// the interpreter runs the merged loop to the outcome it runs the tree to (the same finish,
+/// or the same guard with the same exit words), and native code of the merged loop exits
+/// like the interpreter.
+pub fn check_ifconv_diff(bytes: &[u8]) -> Result<(), String> {
+    let words: Vec<u64> = bytes
+        .chunks(8)
+        .map(|c| c.iter().fold(0u64, |a, &x| (a << 8) | x as u64))
+        .collect();
+    ifconv_failure(hash_words(&words) ^ bytes.len() as u64).map_or(Ok(()), Err)
+}
+
+/// What [`check_ifconv_diff`] finds wrong with the loop of `seed`, if anything.
+pub fn ifconv_failure(seed: u64) -> Option<String> {
+    let (tree, inputs) = trace_interp::random::random_diamond(seed);
+    let shown = || trace_ir::print_tree(&tree);
+    guarded(|| {
+        trace_ir::verify_tree(&tree).map_err(|e| format!("generator: {e}\n{}", shown()))?;
+        let b = &tree.bridges[0];
+        let merged = optimizer::ifconv::merge_bridge(&tree.root, b.guard, &b.trace)
+            .ok_or_else(|| format!("not merged:\n{}", shown()))?;
+        let want = trace_interp::run_tree(&tree, &inputs, &RunConfig::default()).outcome;
+        let got = run(&merged, &inputs, &RunConfig::default()).outcome;
+        if got != want {
+            return Err(format!(
+                "tree {want:?}, merged {got:?}\ntree:\n{}\nmerged:\n{}",
+                shown(),
+                trace_ir::print_trace(&merged)
+            ));
+        }
+        native_matches(&merged, &inputs).map_err(|e| format!("{e}\nmerged:\n{}", trace_ir::print_trace(&merged)))
+    })
+    .err()
 }
 
 fn guarded_trace(bytes: &[u8], family: Family) -> Result<(Trace, Vec<RtValue>), String> {

@@ -41,10 +41,12 @@ use crate::rng::{mix64, Rng};
 use crate::{self as interp, Outcome, RtValue, RunConfig, State};
 use smallvec::SmallVec;
 
+mod diamond;
 mod gen;
 mod heap;
 mod ops;
 mod tree;
+pub use diamond::random_diamond;
 use trace_ir::descr::{ArrayDescr, CallDescr, CallEffect, Descr, FieldDescr, SizeDescr};
 use trace_ir::entity::{DescrRef, GuardId, GuardRef, OpRef, Value};
 use trace_ir::opcode::{Kind, Opcode};
