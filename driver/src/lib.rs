@@ -26,7 +26,9 @@
 //! the guard's exit words, with the guard's virtual objects rebuilt and what the optimizer
 //! knew of them at the guard stated ([`trace_ir::bridge_prologue`]), the value of each fail
 //! argument, and the `TargetToken` to jump back to when it reaches the loop header.
-//! [`Driver::finish_recording`] then optimizes the bridge and attaches it. With an engine
+//! [`Driver::finish_recording`] then optimizes the bridge and attaches it, or, when it is
+//! the loop's first bridge and a short pure path back to the loop body, merges it into the
+//! loop and compiles the loop again ([`DriverConfig::if_convert`]). With an engine
 //! without bridges, guards that fail [`DriverConfig::retrace_after`] times throw the loop's
 //! code away so that it is recorded again (at most [`DriverConfig::max_retraces`] times).
 //! Guards the interpreter names as the loop's own exits (its loop test) are neither.
