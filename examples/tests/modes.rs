@@ -90,9 +90,11 @@ fn data_dependent_branch_exits_and_reenters() {
                     assert!(s.traces.len() as u32 == 1 + s.driver.retraces, "{s:?}");
                 }
                 // Native code gets a bridge for the rare path once its guard is hot: the
-                // rare path stays native, and exits are few.
+                // rare path stays native, and exits are few. Optimized, the bridge (one
+                // counter increment) is merged into the loop.
                 Engine::Native => {
                     assert!(s.driver.bridges >= 1, "{s:?}");
+                    assert_eq!(s.driver.merged, u32::from(mode == Mode::JitOptimized), "{s:?}");
                     assert_eq!(s.driver.retraces, 0, "{s:?}");
                     assert!(s.driver.exits < 100, "{s:?}");
                 }
@@ -112,6 +114,9 @@ fn trace_trees_keep_nested_and_changing_paths_native() {
         assert_eq!(out.output, (ex.native)(20_000), "{name}");
         let s = &out.stats;
         assert!(s.driver.bridges >= min_bridges, "{name}: {s:?}");
+        // (Their first bridges are not pure paths back to the body: a guard of its own, a
+        // jump to the loop's header.)
+        assert_eq!(s.driver.merged, 0, "{name}: {s:?}");
         assert_eq!(s.driver.retraces, 0, "{name}: {s:?}");
         // Once warmed up, only the loop's own end leaves compiled code.
         assert!(s.driver.exits_after_warmup <= 1, "{name}: {s:?}");
