@@ -26,9 +26,9 @@
 //! the guard's exit words, with the guard's virtual objects rebuilt and what the optimizer
 //! knew of them at the guard stated ([`trace_ir::bridge_prologue`]), the value of each fail
 //! argument, and the `TargetToken` to jump back to when it reaches the loop header.
-//! [`Driver::finish_recording`] then optimizes the bridge and attaches it, or, when it is
-//! the loop's first bridge and a short pure path back to the loop body, merges it into the
-//! loop and compiles the loop again ([`DriverConfig::if_convert`]). With an engine
+//! [`Driver::finish_recording`] then optimizes the bridge and attaches it, or, when it is a
+//! short pure path back to the loop body and no bridge is attached to the loop yet, merges
+//! it into the loop and compiles the loop again ([`DriverConfig::if_convert`]). With an engine
 //! without bridges, guards that fail [`DriverConfig::retrace_after`] times throw the loop's
 //! code away so that it is recorded again (at most [`DriverConfig::max_retraces`] times).
 //! Guards the interpreter names as the loop's own exits (its loop test) are neither.
@@ -106,9 +106,10 @@ pub struct DriverConfig {
     pub max_trace_ops: usize,
     /// Run the optimizer (loops with `Options::peel`, bridges with `optimize_bridge`).
     pub optimize: bool,
-    /// With the optimizer: merge a loop's first bridge into the loop when it is a short pure
-    /// path back to the loop body (`optimizer::ifconv::merge_bridge`): the loop is compiled
-    /// again with both paths and no branch between them.
+    /// With the optimizer: merge a bridge into its loop when it is a short pure path back to
+    /// the loop body and no bridge is attached to the loop yet (`optimizer::ifconv::merge_bridge`,
+    /// [`MAX_MERGES`] per loop): the loop is compiled again with both paths and no branch
+    /// between them.
     pub if_convert: bool,
 }
 
@@ -163,7 +164,13 @@ struct Tree<C> {
     done: HashSet<GuardId>,
     /// Guard failures per resume key (engines without bridges).
     failures: HashMap<u64, u32>,
+    /// Bridges merged into the loop ([`MAX_MERGES`] at most).
+    merges: u32,
 }
+
+/// Bridges merged into one loop at most ([`DriverConfig::if_convert`]): each merge compiles
+/// the loop again, and a merged path's guards may get bridges that merge in turn.
+pub const MAX_MERGES: u32 = 4;
 
 /// What a location is up to.
 struct Location<C> {
@@ -414,6 +421,7 @@ impl<K: Copy + Eq + Hash + fmt::Debug, E: Engine> Driver<K, E> {
             loop_exits,
             done: HashSet::new(),
             failures: HashMap::new(),
+            merges: 0,
         }));
         Ok(TraceReport {
             key,
@@ -451,7 +459,7 @@ impl<K: Copy + Eq + Hash + fmt::Debug, E: Engine> Driver<K, E> {
         };
         let optimize_time = t0.elapsed();
         let t1 = Instant::now();
-        let merged = (self.config.optimize && self.config.if_convert && t.traces.len() == 1)
+        let merged = (self.config.optimize && self.config.if_convert && t.traces.len() == 1 && t.merges < MAX_MERGES)
             .then(|| optimizer::ifconv::merge_bridge(&t.traces[0], guard, &trace))
             .flatten();
         if let Some(merged) = merged {
@@ -462,6 +470,7 @@ impl<K: Copy + Eq + Hash + fmt::Debug, E: Engine> Driver<K, E> {
             t.next_guard = t.next_guard.max(merged.max_guard_id().map_or(0, |g| g.0 + 1));
             t.loop_exits.extend(exits);
             t.traces[0] = merged.clone();
+            t.merges += 1;
             self.stats.bridges += 1;
             self.stats.merged += 1;
             self.stats.bridge_time += optimize_time + compile_time;

@@ -18,14 +18,17 @@
 //! - `T` (the ops after `G` up to the loop's `jump`) and `B` (the bridge's ops) are pure ops
 //!   defined on every operand (no `PARTIAL` op, except shifts, divisions and
 //!   `int_signext` by constants for which they are defined), and `int_add_ovf`,
-//!   `int_sub_ovf` and `int_mul_ovf` each followed by its `guard_no_overflow`; no other
-//!   guard, no memory access, call or allocation; at most [`MAX_PATH_OPS`] ops each.
+//!   `int_sub_ovf` and `int_mul_ovf` each followed by its `guard_no_overflow`, and
+//!   `guard_true`/`guard_false`; no other guard, no memory access, call or allocation; at
+//!   most [`MAX_PATH_OPS`] ops each.
 //! - A path's values are only used where that path is taken (by the `int_select`s of the
 //!   jump), so they may be anything where it is not. An overflow check of a path keeps its
 //!   guard (and the guard's resume data and id) but gets its second operand through a select
 //!   that gives the operation's neutral value (0, or 1 for a multiplication) where the path
 //!   is not taken: `int_add_ovf(x, int_select(c, y, 0))` overflows exactly where the tree
-//!   would have left through that guard, with the same exit words.
+//!   would have left through that guard, with the same exit words. A `guard_true(x)` of a
+//!   path becomes `guard_true(int_select(c, x, 1))` (1 where the path is not taken), a
+//!   `guard_false(x)` likewise with 0.
 //! - `G` must be after the loop's last label, the loop's `jump` and the bridge's must go to
 //!   that label, and where the two paths pass different values for a parameter it must be
 //!   an integer (`int_select` picks integers).
@@ -98,9 +101,9 @@ pub fn merge_bridge(root: &Trace, guard: GuardId, bridge: &Trace) -> Option<Trac
     let mut t_map: Vec<Value> = (0..root.ops.len()).map(|i| Value::op(OpRef::new(i))).collect();
     let mut b_map: Vec<Value> = words;
     b_map.resize(bridge.ops.len(), Value::op(OpRef::new(0)));
-    // The path with overflow checks first, where the other path's values are not computed
-    // yet (the checks' resume data would keep their operands alive past them).
-    let checks = |t: &Trace, r: &std::ops::Range<usize>| t.ops[r.clone()].iter().any(|o| o.opcode.is_ovf());
+    // The path with guards first, where the other path's values are not computed yet (the
+    // guards' resume data would keep their operands alive past them).
+    let checks = |t: &Trace, r: &std::ops::Range<usize>| t.ops[r.clone()].iter().any(|o| o.guard.is_some());
     if checks(bridge, &body) && !checks(root, &tail) {
         m.path(bridge, body, &mut b_map, cond, !taken_if_true);
         m.path(root, tail, &mut t_map, cond, taken_if_true);
@@ -155,6 +158,11 @@ fn path_ok(t: &Trace, range: std::ops::Range<usize>) -> bool {
             }
             n += 3;
             i += 2;
+            continue;
+        }
+        if matches!(opc, Opcode::GuardTrue | Opcode::GuardFalse) && op.guard.is_some() {
+            n += 2;
+            i += 1;
             continue;
         }
         if !opc.is_pure() || op.descr.is_some() || (opc.has(OpFlags::PARTIAL) && !defined_by_constants(t, op)) {
@@ -293,6 +301,26 @@ impl Merge {
                     args: Default::default(),
                 });
                 i += 2;
+                continue;
+            }
+            if matches!(op.opcode, Opcode::GuardTrue | Opcode::GuardFalse) {
+                // The condition where the path is taken, and one that passes elsewhere.
+                let passes = self.int(i64::from(op.opcode == Opcode::GuardTrue));
+                let (yes, no) = if when_true {
+                    (args[0], passes)
+                } else {
+                    (passes, args[0])
+                };
+                let c = self.push(Opcode::IntSelect, &[cond, yes, no]);
+                let gd = op.guard.map(|g| self.guard_from(t, t.guard(g), map));
+                self.out.guards.extend(gd);
+                self.out.ops.push(Op {
+                    opcode: op.opcode,
+                    descr: None,
+                    guard: Some(GuardRef::new(self.out.guards.len() - 1)),
+                    args: [c].into_iter().collect(),
+                });
+                i += 1;
                 continue;
             }
             map[i] = self.push(op.opcode, &args);

@@ -78,6 +78,29 @@ fn a_counting_bridge_becomes_a_select_and_a_check_that_only_its_path_can_fail() 
     }
 }
 
+#[test]
+fn a_guard_of_the_bridge_becomes_a_guard_that_passes_off_its_path() {
+    // The bridge stops counting at a limit: its guard is taken on the bridge's path only.
+    let text = TREE.replace(
+        "i6 = int_add(i4, 1)\njump(i0, i1, i5",
+        "i7 = int_lt(i2, 1000)\nguard_true(i7, descr=<Guard3>) [i0, i1, i2]\ni6 = int_add(i4, 1)\njump(i0, i1, i5",
+    );
+    let t = tree(&text);
+    let m = merged(&t).expect("merges");
+    let listing = print_trace(&m);
+    assert!(listing.contains("= int_select(i16, 1, i"), "{listing}");
+    assert!(
+        listing.contains("guard_true(") && listing.contains("descr=<Guard3>) [i0, i15, i2]"),
+        "{listing}"
+    );
+    for rare in [0, 990, i64::MAX] {
+        let inputs = [1000, 2_463_534_242, rare, 0, 0].map(RtValue::Int);
+        let want = run_tree(&t, &inputs, &RunConfig::default()).outcome;
+        assert_eq!(run(&m, &inputs, &RunConfig::default()).outcome, want, "rare = {rare}");
+        verify::fuzzing::native_matches(&m, &inputs).unwrap();
+    }
+}
+
 /// `TREE` with `edit` applied to its text: not merged.
 #[track_caller]
 fn refused(from: &str, to: &str) {
@@ -88,10 +111,10 @@ fn refused(from: &str, to: &str) {
 
 #[test]
 fn bridges_that_are_not_pure_short_paths_back_to_the_body_stay_bridges() {
-    // A guard of the bridge's own.
+    // A guard that is no condition.
     refused(
         "i6 = int_add(i4, 1)\njump(i0, i1, i5",
-        "i7 = int_lt(i4, 5)\nguard_true(i7, descr=<Guard3>) [i0]\ni6 = int_add(i4, 1)\njump(i0, i1, i5",
+        "guard_value(i4, 5, descr=<Guard3>) [i0]\ni6 = int_add(i4, 1)\njump(i0, i1, i5",
     );
     // A call.
     refused(

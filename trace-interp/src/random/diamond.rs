@@ -10,8 +10,8 @@
 //!
 //! The ops are integer ops defined on every operand (shifts by constants), and
 //! `int_add_ovf`/`int_sub_ovf`/`int_mul_ovf` with their overflow guards, whose operands reach
-//! the overflow edges (constants and inputs near the limits). Both paths count `i` up, so
-//! every run leaves through the loop's exit or an overflow guard.
+//! the overflow edges (constants and inputs near the limits), and guards on comparisons. Both
+//! paths count `i` up, so every run leaves through the loop's exit or another guard.
 
 use crate::rng::Rng;
 use crate::RtValue;
@@ -47,7 +47,13 @@ fn random_ops(rng: &mut Rng, b: &mut TraceBuilder, pool: &mut Vec<Value>, n: usi
         } else {
             *rng.pick(pool)
         };
-        let v = match rng.below(8) {
+        let v = match rng.below(9) {
+            8 => {
+                // A guard on a comparison (kept in the pool: it is a value too).
+                let c = b.op(*rng.pick(&[Opcode::IntLt, Opcode::IntEq, Opcode::UintLt]), &[x, y]);
+                b.guard(*rng.pick(&[Opcode::GuardTrue, Opcode::GuardFalse]), &[c], keep, 4);
+                c
+            }
             0 => {
                 let k = b.const_int(rng.below(64) as i64);
                 b.op(
