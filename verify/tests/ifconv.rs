@@ -126,6 +126,20 @@ fn bridges_that_are_not_pure_short_paths_back_to_the_body_stay_bridges() {
         "i6 = int_add(i4, 1)\njump(i0, i1, i5",
         "i6 = int_floordiv(i4, i1)\njump(i0, i1, i5",
     );
+    // A path longer than `MAX_PATH_OPS`.
+    let long: String = (0..optimizer::ifconv::MAX_PATH_OPS)
+        .map(|k| format!("i{} = int_add(i4, {k})\n", 100 + k))
+        .collect();
+    refused(
+        "i6 = int_add(i4, 1)\njump(i0, i1, i5",
+        &format!("{long}i6 = int_add(i4, 1)\njump(i0, i1, i5"),
+    );
+    let short: String = (0..10).map(|k| format!("i{} = int_add(i4, {k})\n", 100 + k)).collect();
+    let text = TREE.replace(
+        "i6 = int_add(i4, 1)\njump(i0, i1, i5",
+        &format!("{short}i6 = int_add(i4, 1)\njump(i0, i1, i5"),
+    );
+    assert!(merged(&tree(&text)).is_some(), "ten more ops merge:\n{text}");
     // A jump to another loop.
     refused(
         "jump(i0, i1, i5, i3, i6, descr=TargetToken(1))",
