@@ -31,7 +31,7 @@ pub struct CheckArgs {
     #[arg(value_name = "FILE")]
     file: String,
     /// Validate the k-th trace of OTHER as the optimized form of the k-th trace of FILE
-    /// (guards matched by their descr=<GuardN> ids) instead of running the optimizer
+    /// (guards matched by their `descr=<GuardN>` ids) instead of running the optimizer
     #[arg(long, value_name = "OTHER")]
     optimized: Option<String>,
     /// Print JSON Lines: one object per trace, then a summary (docs/cli.md)

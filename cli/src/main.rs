@@ -57,7 +57,7 @@ enum Command {
     ///
     /// `check FILE` optimizes every trace of FILE and validates the result against the trace;
     /// `check ORIGINAL --optimized OTHER` validates the k-th trace of OTHER against the k-th
-    /// trace of ORIGINAL (guards matched by their descr=<GuardN> ids).
+    /// trace of ORIGINAL (guards matched by their `descr=<GuardN>` ids).
     Check(cmd_check::CheckArgs),
     /// Optimize PyPy's unoptimized traces, validate them and compare op counts with PyPy's
     EvalPypy(cmd_eval_pypy::EvalPypyArgs),

@@ -128,7 +128,7 @@ pub(crate) fn descr_matches(kind: DescrKind, d: &Descr) -> bool {
 ///
 /// The checks run in a fixed order (the trace-wide ones, then each op's in op order), so the
 /// error reported is always the first one found in that order. A first pass
-/// ([`quick::accepts`]) only decides whether the trace is valid, with no message to build
+/// (`quick::accepts`) only decides whether the trace is valid, with no message to build
 /// and no order to keep; a trace it does not accept goes through the checks in order, which
 /// find the first error.
 pub fn verify(trace: &Trace) -> Result<(), VerifyError> {
