@@ -282,50 +282,42 @@ impl Merge {
                 // The operation with its neutral second operand where the path is not
                 // taken: it cannot overflow there.
                 let neutral = self.int(i64::from(op.opcode == Opcode::IntMulOvf));
-                let (yes, no) = if when_true {
-                    (args[1], neutral)
-                } else {
-                    (neutral, args[1])
-                };
-                let y = self.push(Opcode::IntSelect, &[cond, yes, no]);
+                let y = self.on_path(cond, when_true, args[1], neutral);
                 self.out.ops.push(Op::new(op.opcode, &[args[0], y]));
                 map[i] = Value::op(OpRef::new(self.out.ops.len() - 1));
                 self.same_elsewhere.insert(map[i], args[0]);
-                let check = &t.ops[i + 1];
-                let gd = check.guard.map(|g| self.guard_from(t, t.guard(g), map));
-                self.out.guards.extend(gd);
-                self.out.ops.push(Op {
-                    opcode: check.opcode,
-                    descr: None,
-                    guard: Some(GuardRef::new(self.out.guards.len() - 1)),
-                    args: Default::default(),
-                });
+                self.guard(t, &t.ops[i + 1], None, map);
                 i += 2;
-                continue;
-            }
-            if matches!(op.opcode, Opcode::GuardTrue | Opcode::GuardFalse) {
+            } else if matches!(op.opcode, Opcode::GuardTrue | Opcode::GuardFalse) {
                 // The condition where the path is taken, and one that passes elsewhere.
                 let passes = self.int(i64::from(op.opcode == Opcode::GuardTrue));
-                let (yes, no) = if when_true {
-                    (args[0], passes)
-                } else {
-                    (passes, args[0])
-                };
-                let c = self.push(Opcode::IntSelect, &[cond, yes, no]);
-                let gd = op.guard.map(|g| self.guard_from(t, t.guard(g), map));
-                self.out.guards.extend(gd);
-                self.out.ops.push(Op {
-                    opcode: op.opcode,
-                    descr: None,
-                    guard: Some(GuardRef::new(self.out.guards.len() - 1)),
-                    args: [c].into_iter().collect(),
-                });
+                let c = self.on_path(cond, when_true, args[0], passes);
+                self.guard(t, op, Some(c), map);
                 i += 1;
-                continue;
+            } else {
+                map[i] = self.push(op.opcode, &args);
+                i += 1;
             }
-            map[i] = self.push(op.opcode, &args);
-            i += 1;
         }
+    }
+
+    /// `v` where the path taken when `cond != 0` is `when_true` runs, `elsewhere` where not.
+    fn on_path(&mut self, cond: Value, when_true: bool, v: Value, elsewhere: Value) -> Value {
+        let (yes, no) = if when_true { (v, elsewhere) } else { (elsewhere, v) };
+        self.push(Opcode::IntSelect, &[cond, yes, no])
+    }
+
+    /// The guard `op` of trace `t` (on `arg`, if any) with its resume data, in the merged
+    /// trace.
+    fn guard(&mut self, t: &Trace, op: &Op, arg: Option<Value>, map: &[Value]) {
+        let gd = op.guard.map(|g| self.guard_from(t, t.guard(g), map));
+        self.out.guards.extend(gd);
+        self.out.ops.push(Op {
+            opcode: op.opcode,
+            descr: None,
+            guard: Some(GuardRef::new(self.out.guards.len() - 1)),
+            args: arg.into_iter().collect(),
+        });
     }
 
     /// The resume data `gd` of trace `t` in the merged trace.
