@@ -182,3 +182,19 @@ finish(i3, i4)
     );
     drops_one_and_validates(&original);
 }
+
+#[test]
+fn a_cond_call_value_on_a_constant_is_not_paired_with_one_on_a_computed_value() {
+    // The first never calls (its value is a constant other than zero) and goes; the second,
+    // of the same function on an input, stays: the optimized call is the second one.
+    let original = parse(
+        "
+[i0, i1]
+i2 = int_mod(i0, 1000)
+i3 = cond_call_value_i(77, ConstClass(f), i2, descr=<Calli 8 i EF=2>)
+i4 = cond_call_value_i(i1, ConstClass(f), 8, descr=<Calli 8 i EF=2>)
+finish(i3, i4)
+",
+    );
+    drops_one_and_validates(&original);
+}

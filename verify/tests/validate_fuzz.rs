@@ -289,6 +289,10 @@ fn fuzz_findings_stay_fixed() {
         97, 122, 105, 116, 104, 95, 108, 104, 255, 255, 255, 255, 112, 65, 10, 67, 5,
     ])
     .unwrap();
+    // validate: a `cond_call_value_i` on a constant non-zero value (it never calls, dropped)
+    // was paired with the later one of the same function the optimized trace keeps
+    // (`validate_cond_calls::a_cond_call_value_on_a_constant_is_not_paired_with_one_on_a_computed_value`).
+    check_validate(&[255, 255, 255, 255, 46, 255, 255, 255, 96, 223]).unwrap();
 }
 
 /// A fresh array escaping on one side only is not compared as heap contents, but a

@@ -104,7 +104,8 @@ pub(super) enum Step {
 
 /// Whether the optimized call `rp` is the original call `ro`: the same op, or the plain call
 /// an original conditional call becomes (its operands without the condition), with no
-/// operand (the function included) that both name by different constants.
+/// operand (the function included) that both name by different constants, or that the
+/// original names by a constant and the optimized call computes.
 pub(super) fn same_call(ot: &Trace, ro: OpRef, pt: &Trace, rp: OpRef) -> bool {
     let (opo, opp) = (ot.op(ro), pt.op(rp));
     let shape = match opo.args.len().checked_sub(opp.args.len()) {
@@ -115,17 +116,20 @@ pub(super) fn same_call(ot: &Trace, ro: OpRef, pt: &Trace, rp: OpRef) -> bool {
     if !shape {
         return false;
     }
-    // The function and the call's arguments (after a conditional call's condition): two
-    // different constants in one place are two different calls (a conditional call that
-    // never calls is not paired with a later one that does by its function alone).
-    let called = |t: &Trace, op: &trace_ir::Op| -> Vec<Option<trace_ir::Const>> {
-        let k = usize::from(op.opcode.unconditional_call().is_some());
-        op.args[k.min(op.args.len())..].iter().map(|&a| t.const_of(a)).collect()
-    };
-    let same_consts = called(ot, opo)
+    // The operands (the function included; a conditional call's condition too unless the
+    // optimized call is its plain form): two different constants in one place are two
+    // different calls, and so is a constant of the original where the optimized call has a
+    // computed value (the optimizer replaces values by constants, never the reverse). So a
+    // conditional call that never calls is not paired with a later one that does.
+    let skip = usize::from(opo.args.len() > opp.args.len());
+    let same_consts = opo.args[skip..]
         .iter()
-        .zip(&called(pt, opp))
-        .all(|(a, b)| !matches!((a, b), (Some(x), Some(y)) if x != y));
+        .zip(&opp.args)
+        .all(|(&a, &b)| match (ot.const_of(a), pt.const_of(b)) {
+            (Some(x), Some(y)) => x == y,
+            (Some(_), None) => false,
+            _ => true,
+        });
     descr_key(ot, ro) == descr_key(pt, rp) && same_consts
 }
 
