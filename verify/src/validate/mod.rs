@@ -252,6 +252,7 @@
 //! [`Aliasing::TypeBased`]: trace_ir::Aliasing::TypeBased
 
 mod abstraction;
+mod align;
 mod carried;
 mod compare;
 mod equalities;
