@@ -570,6 +570,44 @@ fn fresh_objects_escaping_in_opposite_order_are_paired_by_role() {
     assert_invalid(&opposite_order(true, false, "i1"), &opposite_order(true, true, "i2"));
 }
 
+/// The original lets a temporary object escape (read through a descriptor overlapping the one
+/// it was written through; the optimized trace drops it), then stores another fresh object
+/// into a field the byte memory holds (a narrower view shares its bytes): the stored objects are
+/// the same object by role, whatever the order of escapes.
+fn byte_word_role(value: &str) -> (String, String) {
+    let original = "
+[p0, p1, i1]
+i9 = getfield_gc_i(p1, descr=<FieldS T.vp 16 size=4>)
+p2 = new(descr=<SizeDescr 32>)
+setfield_gc(p2, i1, descr=<FieldS T.va 8 size=4>)
+i3 = getfield_gc_i(p2, descr=<FieldS T.a 8>)
+p4 = new(descr=<SizeDescr 32>)
+setfield_gc(p4, i1, descr=<FieldS T.a 8>)
+setfield_gc(p0, p4, descr=<FieldP T.p 16>)
+finish(i9)
+";
+    let optimized = format!(
+        "
+[p0, p1, i1]
+i9 = getfield_gc_i(p1, descr=<FieldS T.vp 16 size=4>)
+p4 = new(descr=<SizeDescr 32>)
+setfield_gc(p4, {value}, descr=<FieldS T.a 8>)
+setfield_gc(p0, p4, descr=<FieldP T.p 16>)
+finish(i9)
+"
+    );
+    (original.to_string(), optimized)
+}
+
+#[test]
+fn fresh_objects_stored_into_byte_memory_are_paired_by_role() {
+    let (original, optimized) = byte_word_role("i1");
+    assert_valid(&original, &optimized);
+    assert_optimizer_output_not_invalid(&original);
+    let (original, wrong) = byte_word_role("7");
+    assert_invalid(&original, &wrong);
+}
+
 // --- hints ----------------------------------------------------------------------------------
 
 const EXACT_CLASS: &str = "

@@ -4,8 +4,9 @@ use std::collections::{BTreeSet, HashSet};
 
 use z3::ast::{Ast, BV};
 
-use super::memory::{holds_bytes, select};
+use super::memory::{byte_index, holds_bytes, select, select_expanded, split_index, BYTES};
 use super::side::{LocalObj, Side};
+use super::terms::bv;
 use super::validator::Validator;
 
 /// How escaped fresh objects are named on both sides (see [`esc_addr`]). The traces are
@@ -134,6 +135,9 @@ impl<'t> Validator<'t> {
             let mut found = false;
             for key in keys {
                 if holds_bytes(key) {
+                    if key == BYTES {
+                        found |= self.pair_byte_words();
+                    }
                     continue;
                 }
                 let bits = self
@@ -166,6 +170,55 @@ impl<'t> Validator<'t> {
                 return;
             }
         }
+    }
+}
+
+impl<'t> Validator<'t> {
+    /// [`Self::pair_heap_values`] for the byte memory: pair the fresh objects both sides hold
+    /// in a word (eight bytes, all written by one side) of the byte memory, read at the same
+    /// object and offset. Returns whether a pair was made.
+    fn pair_byte_words(&mut self) -> bool {
+        let a = self.o.array(BYTES, 128);
+        let b = self.p.array(BYTES, 128);
+        if a.ast_eq(&b) {
+            return false;
+        }
+        let mut words = Vec::new();
+        let mut seen = HashSet::new();
+        for side in [&self.o, &self.p] {
+            let Some(written) = side.written_at.get(BYTES) else {
+                continue;
+            };
+            let bytes: HashSet<(BV, u64)> = written
+                .iter()
+                .filter_map(|i| match split_index(i) {
+                    (Some(base), k, true) => Some((base.as_bv()?, k)),
+                    _ => None,
+                })
+                .collect();
+            for (base, k) in &bytes {
+                let whole = (1..8).all(|j| bytes.contains(&(base.clone(), k.wrapping_add(j))));
+                if whole && seen.insert((base.clone(), *k)) {
+                    words.push((base.clone(), *k));
+                }
+            }
+        }
+        let mut found = false;
+        for (base, k) in words {
+            let (ao, ap) = self.paired_index(&base);
+            let zeros = self.o.zeros.borrow().clone();
+            let word = |array: &z3::ast::Array, addr: &BV| {
+                (0..8u64)
+                    .rev()
+                    .map(|j| select_expanded(array, &byte_index(Some(addr), &bv(k), j), &zeros))
+                    .reduce(|high, low| high.concat(&low))
+                    .expect("eight bytes")
+                    .simplify()
+            };
+            let (x, y) = (word(&a, &ao), word(&b, &ap));
+            found |= self.try_pair(&x, &y);
+        }
+        found
     }
 }
 
