@@ -128,10 +128,37 @@ fn distinct_fresh(a: &str, b: &str) -> bool {
     a != b && tag(a) == tag(b)
 }
 
+/// The object address and the offset or item of an index `concat(address, offset or item)`
+/// of an object memory.
+pub(super) fn address_and_offset(i: &BV) -> Option<(BV, BV)> {
+    let decl = i.safe_decl().ok()?;
+    if decl.kind() != DeclKind::Concat {
+        return None;
+    }
+    match i.children().as_slice() {
+        [high, low] => Some((high.as_bv()?, low.as_bv().filter(|l| l.get_size() == 64)?)),
+        _ => None,
+    }
+}
+
+/// The object address of an index `concat(address, offset or item)` of an object memory,
+/// whatever its low part.
+fn object_address(i: &BV) -> Option<BV> {
+    address_and_offset(i).map(|(a, _)| a)
+}
+
 /// Whether two indices of one memory certainly differ: in the constant part of `concat(_, k)`
 /// forms (whatever the addresses), or of `base + k` forms with one base; or at two escaped
-/// fresh objects (see [`distinct_fresh`]).
+/// fresh objects (see [`distinct_fresh`]; whatever the offsets or items).
 pub(super) fn indices_differ(i: &BV, j: &BV) -> bool {
+    if let (Some(x), Some(y)) = (object_address(i), object_address(j)) {
+        let names = (escape_name(&Dynamic::from_ast(&x)), escape_name(&Dynamic::from_ast(&y)));
+        if let (Some(x), Some(y)) = names {
+            if distinct_fresh(&x, &y) {
+                return true;
+            }
+        }
+    }
     let ((bi, ki, ci), (bj, kj, cj)) = (split_index(i), split_index(j));
     if ci == cj && (ci || ki == kj) {
         if let (Some(x), Some(y)) = (bi.as_ref().and_then(escape_name), bj.as_ref().and_then(escape_name)) {
@@ -166,17 +193,25 @@ impl Apart {
     }
 
     /// Whether indices `i` and `j` certainly differ because one is at an escaped object whose
-    /// address is stated to differ from the other's object.
+    /// address is stated to differ from the other's object (whatever the offsets or items).
     fn differ(&self, i: &BV, j: &BV) -> bool {
         if self.0.is_empty() {
             return false;
         }
-        let ((bi, ki, ci), (bj, kj, cj)) = (split_index(i), split_index(j));
-        if ci != cj || !ci && ki != kj {
-            return false;
-        }
-        let (Some(bi), Some(bj)) = (bi.and_then(|b| b.as_bv()), bj.and_then(|b| b.as_bv())) else {
-            return false;
+        // (Object memories: the addresses of `concat(address, _)`, whatever the offsets or
+        // items. Raw memory: the bases of `base + k` with one `k`.)
+        let (bi, bj) = match (object_address(i), object_address(j)) {
+            (Some(x), Some(y)) => (x, y),
+            _ => {
+                let ((bi, ki, ci), (bj, kj, cj)) = (split_index(i), split_index(j));
+                if ci || cj || ki != kj {
+                    return false;
+                }
+                let (Some(bi), Some(bj)) = (bi.and_then(|b| b.as_bv()), bj.and_then(|b| b.as_bv())) else {
+                    return false;
+                };
+                (bi, bj)
+            }
         };
         let apart = |x: &BV, y: &BV| {
             escape_name(&Dynamic::from_ast(x))
@@ -187,9 +222,10 @@ impl Apart {
     }
 }
 
-/// `array[index]`, looking through the stores `index` certainly misses and stopping at one it
-/// hits (same index) before handing the rest to Z3: keeps reads of byte memories, which write
-/// many bytes at constant offsets, small.
+/// `array[index]` without the stores `index` certainly misses (anywhere in the chain) and
+/// below the newest one it hits (same index), the stores it may hit as a chain of `ite`s over
+/// the rest: keeps reads of byte memories, which write many bytes at constant offsets, and of
+/// memories written at many escaped objects, small.
 pub(super) fn select(array: &Array, index: &BV) -> BV {
     select_apart(array, index, &Apart::default())
 }
@@ -197,24 +233,35 @@ pub(super) fn select(array: &Array, index: &BV) -> BV {
 /// [`select`], also looking through the stores into escaped objects `apart` says `index` is
 /// not in.
 pub(super) fn select_apart(array: &Array, index: &BV, apart: &Apart) -> BV {
+    // The stores `index` may hit, newest first: a store it certainly misses changes nothing
+    // at `index`, wherever it is in the chain.
+    let mut maybe: Vec<(BV, BV)> = Vec::new();
     let mut a = array.clone();
-    while let Ok(decl) = a.safe_decl() {
-        if decl.kind() != DeclKind::Store {
-            break;
-        }
-        let kids = a.children();
+    let bottom = loop {
+        let store = a
+            .safe_decl()
+            .ok()
+            .filter(|d| d.kind() == DeclKind::Store)
+            .map(|_| a.children());
+        let Some(kids) = store else {
+            break a.select(index).as_bv().expect("heap arrays hold bit-vectors");
+        };
         let (Some(inner), Some(j), Some(v)) = (kids[0].as_array(), kids[1].as_bv(), kids[2].as_bv()) else {
-            break;
+            break a.select(index).as_bv().expect("heap arrays hold bit-vectors");
         };
         if j.ast_eq(index) {
-            return v;
+            break v;
         }
         if !indices_differ(&j, index) && !apart.differ(&j, index) {
-            break;
+            maybe.push((j, v));
         }
         a = inner;
+    };
+    let mut out = bottom;
+    for (j, v) in maybe.into_iter().rev() {
+        out = index_eq(&j, index).ite(&v, &out);
     }
-    a.select(index).as_bv().expect("heap arrays hold bit-vectors")
+    out
 }
 
 /// A byte range of a fresh object, zero in the byte memory an epoch started from: `init`
