@@ -301,6 +301,15 @@ fn fuzz_findings_stay_fixed() {
         193, 193, 193, 193, 193, 70, 62, 0, 193, 193, 193, 70, 19, 0, 62, 0, 0, 49, 255, 255, 9, 10,
     ])
     .unwrap();
+    // validate: the same at a variable item of a fresh array, whose bytes the byte memory
+    // holds at a symbolic offset
+    // (`validate_memory::fresh_objects_stored_at_a_variable_item_of_byte_memory_are_paired_by_role`).
+    check_validate(&[
+        37, 1, 0, 0, 0, 7, 2, 0, 251, 62, 62, 62, 153, 153, 153, 153, 153, 153, 153, 153, 153, 153, 153, 153, 153, 153,
+        153, 153, 153, 153, 153, 153, 153, 153, 153, 110, 153, 0, 0, 231, 193, 70, 62, 139, 70, 62, 139, 193, 193, 24,
+        193, 93, 37, 193, 193, 24, 193, 70, 62, 139, 10,
+    ])
+    .unwrap();
 }
 
 /// A fresh array escaping on one side only is not compared as heap contents, but a

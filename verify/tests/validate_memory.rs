@@ -608,6 +608,54 @@ fn fresh_objects_stored_into_byte_memory_are_paired_by_role() {
     assert_invalid(&original, &wrong);
 }
 
+/// As [`byte_word_role`], with the object stored at a variable index of a fresh array: the
+/// array's items share the byte memory with the overlapping fields, and the stored objects are
+/// paired at the item's bytes, at a symbolic offset; after a call (`call`), which carries the
+/// array's items over as words at constant offsets whose values involve the stored object, by
+/// the one object not yet paired that each side's word involves.
+fn byte_item_role(stored: &str, call: bool) -> (String, String) {
+    let call = if call {
+        "call_may_force_n(268466320, descr=<Callv 0 EF=6>)\n"
+    } else {
+        ""
+    };
+    let original = format!(
+        "
+[i1]
+p4 = new_with_vtable(descr=<SizeDescr 48 vtable=4096>)
+setfield_gc(p4, 0, descr=<FieldS T.k 40 pure>)
+p6 = new_array(4, descr=<ArrayP 8>)
+p9 = new_with_vtable(descr=<SizeDescr 48 vtable=4096>)
+i10 = getfield_gc_i(p4, descr=<FieldS T.view_k 40>)
+i11 = int_and(i1, 3)
+setarrayitem_gc(p6, i11, p9, descr=<ArrayP 8>)
+{call}finish(p6)
+"
+    );
+    let optimized = format!(
+        "
+[i1]
+i7 = int_and(i1, 3)
+p8 = new_array(4, descr=<ArrayP 8>)
+p9 = new_with_vtable(descr=<SizeDescr 48 vtable=4096>)
+setarrayitem_gc(p8, i7, {stored}, descr=<ArrayP 8>)
+{call}finish(p8)
+"
+    );
+    (original, optimized)
+}
+
+#[test]
+fn fresh_objects_stored_at_a_variable_item_of_byte_memory_are_paired_by_role() {
+    for call in [false, true] {
+        let (original, optimized) = byte_item_role("p9", call);
+        assert_valid(&original, &optimized);
+        assert_optimizer_output_not_invalid(&original);
+        let (original, wrong) = byte_item_role("ConstPtr(null)", call);
+        assert_invalid(&original, &wrong);
+    }
+}
+
 // --- hints ----------------------------------------------------------------------------------
 
 const EXACT_CLASS: &str = "

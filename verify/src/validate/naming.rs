@@ -2,11 +2,11 @@
 
 use std::collections::{BTreeSet, HashSet};
 
-use z3::ast::{Ast, BV};
+use z3::ast::{Array, Ast, Dynamic, BV};
+use z3::DeclKind;
 
-use super::memory::{byte_index, holds_bytes, select, select_expanded, split_index, BYTES};
+use super::memory::{address_and_offset, byte_index, holds_bytes, select, select_expanded, BYTES};
 use super::side::{LocalObj, Side};
-use super::terms::bv;
 use super::validator::Validator;
 
 /// How escaped fresh objects are named on both sides (see [`esc_addr`]). The traces are
@@ -126,44 +126,27 @@ impl<'t> Validator<'t> {
 
     /// Under [`Naming::Role`]: pair fresh objects of both sides that a heap word both sides
     /// wrote holds (the same field of the same object is a corresponding place), until no new
-    /// pair is found (pairing objects pairs their fields' places).
+    /// pair is found (pairing objects pairs their fields' places). Where no word holds a fresh
+    /// object on both sides, a word whose value involves exactly one fresh object not yet
+    /// paired on each side (an item at an index the sides compute alike, say) pairs those.
     pub(super) fn pair_heap_values(&mut self, keys: &BTreeSet<String>) {
         if self.o.naming != Naming::Role {
             return;
         }
         loop {
+            let values = self.heap_values(keys);
             let mut found = false;
-            for key in keys {
-                if holds_bytes(key) {
-                    if key == BYTES {
-                        found |= self.pair_byte_words();
+            for (x, y) in &values {
+                found |= self.try_pair(x, y);
+            }
+            if !found {
+                for (x, y) in &values {
+                    if let (Some(a), Some(b)) = (self.o.sole_unpaired_in(x), self.p.sole_unpaired_in(y)) {
+                        if self.try_pair(&a, &b) {
+                            found = true;
+                            break;
+                        }
                     }
-                    continue;
-                }
-                let bits = self
-                    .o
-                    .bits
-                    .get(key)
-                    .or_else(|| self.p.bits.get(key))
-                    .copied()
-                    .unwrap_or(64);
-                let a = self.o.array(key, bits);
-                let b = self.p.array(key, bits);
-                if a.ast_eq(&b) {
-                    continue;
-                }
-                let mut seen = HashSet::new();
-                let indices: Vec<BV> = [&self.o, &self.p]
-                    .iter()
-                    .flat_map(|s| s.written_at.get(key).into_iter().flatten())
-                    .filter(|i| seen.insert((*i).clone()))
-                    .cloned()
-                    .collect();
-                for i in indices {
-                    // The index as each side names it: the objects paired so far have an
-                    // address per side.
-                    let (io, ip) = self.paired_index(&i);
-                    found |= self.try_pair(&select(&a, &io), &select(&b, &ip));
                 }
             }
             if !found {
@@ -171,58 +154,134 @@ impl<'t> Validator<'t> {
             }
         }
     }
-}
 
-impl<'t> Validator<'t> {
-    /// [`Self::pair_heap_values`] for the byte memory: pair the fresh objects both sides hold
-    /// in a word (eight bytes, all written by one side) of the byte memory, read at the same
-    /// object and offset. Returns whether a pair was made.
-    fn pair_byte_words(&mut self) -> bool {
+    /// The values (original, optimized) of the heap words either side wrote, read at the same
+    /// place: for the byte memory, the words all of whose eight bytes one side wrote.
+    fn heap_values(&mut self, keys: &BTreeSet<String>) -> Vec<(BV, BV)> {
+        let mut out = Vec::new();
+        for key in keys {
+            if holds_bytes(key) {
+                if key == BYTES {
+                    out.extend(self.byte_words());
+                }
+                continue;
+            }
+            let bits = self
+                .o
+                .bits
+                .get(key)
+                .or_else(|| self.p.bits.get(key))
+                .copied()
+                .unwrap_or(64);
+            let a = self.o.array(key, bits);
+            let b = self.p.array(key, bits);
+            if a.ast_eq(&b) {
+                continue;
+            }
+            let mut seen = HashSet::new();
+            let indices: Vec<BV> = [&self.o, &self.p]
+                .iter()
+                .flat_map(|s| s.written_at.get(key).into_iter().flatten())
+                .filter(|i| seen.insert((*i).clone()))
+                .cloned()
+                .collect();
+            for i in indices {
+                // The index as each side names it: the objects paired so far have an
+                // address per side.
+                let (io, ip) = self.paired_index(&i);
+                out.push((select(&a, &io), select(&b, &ip)));
+            }
+        }
+        out
+    }
+
+    /// [`Self::heap_values`] of the byte memory: the words (eight bytes, all written by one
+    /// side) read at the same object and offset.
+    fn byte_words(&mut self) -> Vec<(BV, BV)> {
         let a = self.o.array(BYTES, 128);
         let b = self.p.array(BYTES, 128);
         if a.ast_eq(&b) {
-            return false;
+            return Vec::new();
         }
+        // (address, offset) of each word all of whose bytes one side wrote: the indices are
+        // built by `byte_index` from the address and offset of each write, so rebuilding them
+        // finds them.
         let mut words = Vec::new();
         let mut seen = HashSet::new();
         for side in [&self.o, &self.p] {
             let Some(written) = side.written_at.get(BYTES) else {
                 continue;
             };
-            let bytes: HashSet<(BV, u64)> = written
-                .iter()
-                .filter_map(|i| match split_index(i) {
-                    (Some(base), k, true) => Some((base.as_bv()?, k)),
-                    _ => None,
-                })
-                .collect();
-            for (base, k) in &bytes {
-                let whole = (1..8).all(|j| bytes.contains(&(base.clone(), k.wrapping_add(j))));
-                if whole && seen.insert((base.clone(), *k)) {
-                    words.push((base.clone(), *k));
+            let bytes: HashSet<&BV> = written.iter().collect();
+            for i in written {
+                let Some((addr, offset)) = address_and_offset(i) else {
+                    continue;
+                };
+                let whole = (1..8).all(|j| bytes.contains(&byte_index(Some(&addr), &offset, j)));
+                if whole && seen.insert(i.clone()) {
+                    words.push((addr, offset));
                 }
             }
         }
-        let mut found = false;
-        for (base, k) in words {
-            let (ao, ap) = self.paired_index(&base);
-            let zeros = self.o.zeros.borrow().clone();
-            let word = |array: &z3::ast::Array, addr: &BV| {
+        let zeros = self.o.zeros.borrow().clone();
+        let mut out = Vec::new();
+        for (addr, offset) in words {
+            let (ao, ap) = self.paired_index(&addr);
+            let word = |array: &Array, addr: &BV| {
                 (0..8u64)
                     .rev()
-                    .map(|j| select_expanded(array, &byte_index(Some(addr), &bv(k), j), &zeros))
+                    .map(|j| select_expanded(array, &byte_index(Some(addr), &offset, j), &zeros))
                     .reduce(|high, low| high.concat(&low))
                     .expect("eight bytes")
                     .simplify()
             };
-            let (x, y) = (word(&a, &ao), word(&b, &ap));
-            found |= self.try_pair(&x, &y);
+            out.push((word(&a, &ao), word(&b, &ap)));
         }
-        found
+        out
     }
 }
 
 impl<'t> Side<'t> {
+    /// The one fresh object of this side not paired yet whose address `v` may be (as a value:
+    /// a branch of an `ite`, bytes of it concatenated), if exactly one is.
+    fn sole_unpaired_in(&self, v: &BV) -> Option<BV> {
+        let unpaired: Vec<&BV> = self
+            .esc_addrs
+            .iter()
+            .zip(&self.paired)
+            .filter(|(_, &p)| !p)
+            .map(|(a, _)| a)
+            .collect();
+        if unpaired.is_empty() {
+            return None;
+        }
+        let mut found: Option<BV> = None;
+        let mut stack = vec![Dynamic::from_ast(v)];
+        let mut seen = HashSet::new();
+        while let Some(t) = stack.pop() {
+            if !seen.insert(t.clone()) {
+                continue;
+            }
+            let Ok(decl) = t.safe_decl() else { continue };
+            let kids = t.children();
+            match decl.kind() {
+                DeclKind::Ite => stack.extend(kids.into_iter().skip(1)),
+                DeclKind::Concat | DeclKind::Extract => stack.extend(kids),
+                _ if kids.is_empty() => {
+                    let Some(b) = t.as_bv() else { continue };
+                    if unpaired.iter().any(|a| a.ast_eq(&b)) {
+                        match &found {
+                            Some(f) if !f.ast_eq(&b) => return None,
+                            _ => found = Some(b),
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        found
+    }
+
     /// The address of the object `obj` escaping now (of constant length `len` if an array),
     /// under this side's naming: side-specific by role, otherwise [`esc_addr`] of its shape as
     /// the naming has it and its number among the escapes of that shape.
