@@ -265,6 +265,7 @@ mod memory;
 mod naming;
 mod query;
 mod side;
+mod slice;
 mod sync;
 mod terms;
 mod translate;

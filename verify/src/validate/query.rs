@@ -168,7 +168,8 @@ impl<'t> Validator<'t> {
         None
     }
 
-    /// Decide `facts ∧ ¬claim` by abstraction refinement: first with heavy ops abstracted
+    /// Decide `facts ∧ ¬claim` by abstraction refinement: first from the facts that share
+    /// symbols with the claim ([`Validator::proved_by_slice`]), then with heavy ops abstracted
     /// (unsatisfiable there means unsatisfiable with any meaning of them, so with the real
     /// one); then with the heavy ops that have a constant operand interpreted (the same
     /// argument for the others); otherwise with the full bit-vector semantics, whose model is
@@ -177,6 +178,9 @@ impl<'t> Validator<'t> {
     /// harder).
     pub(super) fn decide(&mut self, claim: &Bool) -> (SatResult, Option<z3::Model>, Option<String>) {
         self.stats.claims += 1;
+        if self.proved_by_slice(claim) {
+            return (SatResult::Unsat, None, None);
+        }
         let (mut last, mut mode) = (self.check(claim, Mode::Abstract), Mode::Abstract);
         if last.0 == SatResult::Unsat {
             return last;
@@ -268,8 +272,8 @@ impl<'t> Validator<'t> {
             return Ok(());
         }
         if batch.len() > 1 {
-            let all: Vec<Bool> = batch.iter().map(|(c, _, _)| c.clone()).collect();
-            if self.check(&Bool::and(&all), Mode::Abstract).0 == SatResult::Unsat {
+            let all = Bool::and(&batch.iter().map(|(c, _, _)| c.clone()).collect::<Vec<_>>());
+            if self.proved_by_slice(&all) || self.check(&all, Mode::Abstract).0 == SatResult::Unsat {
                 return Ok(());
             }
         }

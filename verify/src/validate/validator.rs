@@ -13,6 +13,7 @@ use super::equalities::Candidate;
 use super::layout::{field_key, field_key_of, Layout};
 use super::query::Claim;
 use super::side::{Side, Sym};
+use super::slice::Symbols;
 use super::sync::{Event, Step};
 use super::{unsupported, Config, Counterexample, Stats, R};
 
@@ -53,6 +54,8 @@ pub(super) struct Validator<'t> {
     pub(super) equal_candidates: Vec<Candidate>,
     /// The pairs of values already tried by [`Validator::learn_equalities`].
     pub(super) tried_equal: HashSet<(BV, BV)>,
+    /// The symbols of the facts and claims seen ([`Validator::proved_by_slice`]).
+    pub(super) symbols: Symbols,
 }
 
 impl<'t> Validator<'t> {
@@ -117,6 +120,7 @@ impl<'t> Validator<'t> {
             pairing_undecided: false,
             equal_candidates: Vec::new(),
             tried_equal: HashSet::new(),
+            symbols: Symbols::default(),
         }
     }
 
