@@ -175,7 +175,7 @@ impl<'t> Validator<'t> {
     }
 
     /// An array copy of the original the optimized trace does not call: it is the copy
-    /// between two arrays the original allocated with one layout (tracked objects), at
+    /// between two arrays the original allocated with one layout (tracked, or escaped since), at
     /// constant positions within both, performed on the original's objects (all items read,
     /// then written). Anything else is `unknown`.
     pub(super) fn copied_arrays(&mut self, ro: OpRef) -> R<()> {
@@ -187,9 +187,11 @@ impl<'t> Validator<'t> {
             ))
         };
         let (src, dst) = (self.o.value(op.args[1])?, self.o.value(op.args[2])?);
-        let (Some(s), Some(d)) = (self.o.tracked(&src), self.o.tracked(&dst)) else {
+        // (Allocated by the trace, so of known layout and length: tracked, or escaped since.)
+        let (Sym::Obj(s), Sym::Obj(d)) = (&src, &dst) else {
             return why("its arrays are not both allocated by the trace");
         };
+        let (s, d) = (*s, *d);
         let shape = self.o.objs[s].shape.clone();
         if shape != self.o.objs[d].shape {
             return why("its arrays have different layouts");
@@ -215,7 +217,14 @@ impl<'t> Validator<'t> {
             .collect();
         let akey = format!("{descr:?}");
         for (i, v) in items.into_iter().enumerate() {
-            self.o.store_item(d, &akey, (ds + i as u64) as u32, v);
+            let ix = ds + i as u64;
+            if self.o.tracked(&dst).is_some() {
+                self.o.store_item(d, &akey, ix as u32, v);
+            } else {
+                let (p, v) = (self.o.escape(&dst), self.o.escape(&v));
+                let place = self.o.item_place(&p, &akey, &bv(ix), false);
+                self.o.write_place(&place, &v, true);
+            }
         }
         Ok(())
     }
