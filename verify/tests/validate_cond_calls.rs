@@ -198,3 +198,33 @@ finish(i3, i4)
     );
     drops_one_and_validates(&original);
 }
+
+/// Two conditional calls of one function, the first never calling (its condition is zero, but
+/// not as a constant) and the second always: the optimized trace's one plain call is the
+/// second. The first alignment of the sync points pairs it with the first (nothing but Z3
+/// tells which one calls); the validator then tries the next alignment.
+const FIRST_NEVER_CALLS: &str = "
+[i0]
+i1 = int_and(i0, 0)
+i2 = int_gt(7, -6)
+cond_call(i1, 268466320, i0, descr=<Callv 0 i EF=2>)
+cond_call(i2, 268466320, 0, descr=<Callv 0 i EF=2>)
+finish()
+";
+
+#[test]
+fn the_plain_call_a_later_cond_call_became_is_found_by_the_next_alignment() {
+    let plain = |arg: &str| {
+        parse(&format!(
+            "[i0]\ncall_n(268466320, {arg}, descr=<Callv 0 i EF=2>)\nfinish()\n"
+        ))
+    };
+    let original = parse(FIRST_NEVER_CALLS);
+    let v = validate(&original, &plain("0"), &Config::default());
+    assert!(v.is_valid(), "{v}");
+    let v = validate(&original, &plain("1"), &Config::default());
+    assert!(v.is_invalid(), "{v}");
+    let out = optimize(&original, &Options::default()).unwrap_or_else(|e| panic!("{e}"));
+    let v = validate(&original, &out.trace, &Config::default());
+    assert!(!v.is_invalid(), "{v}\n{}", print_trace(&out.trace));
+}

@@ -310,6 +310,14 @@ fn fuzz_findings_stay_fixed() {
         193, 93, 37, 193, 193, 24, 193, 70, 62, 139, 10,
     ])
     .unwrap();
+    // validate: a conditional call whose condition is zero (a field of a fresh object) and a
+    // later one of the same function that always calls, which the optimized trace keeps as a
+    // plain call, were paired the wrong way by the alignment of sync points
+    // (`validate_cond_calls::the_plain_call_a_later_cond_call_became_is_found_by_the_next_alignment`).
+    check_validate(&[
+        37, 1, 0, 0, 0, 255, 193, 24, 193, 93, 193, 37, 1, 0, 82, 0, 255, 193, 24, 193, 93, 193, 193, 255, 193,
+    ])
+    .unwrap();
 }
 
 /// A fresh array escaping on one side only is not compared as heap contents, but a

@@ -71,20 +71,37 @@ pub(super) fn pairs_with(ot: &Trace, ro: OpRef, pt: &Trace, next: Option<(OpRef,
     matches!(next, Some((rp, Event::Call(_))) if same_call(ot, ro, pt, rp))
 }
 
+/// What [`align`] found.
+pub(super) enum Alignment {
+    /// The alignment asked for.
+    Found(Vec<Step>),
+    /// There is an alignment, but not as many as asked for.
+    NoMore,
+    /// There is none.
+    None,
+}
+
+/// The most alignments [`align`] enumerates, and the steps it takes doing so.
+const ENUMERATION_STEPS: usize = 100_000;
+
 /// An alignment of the original's sync points `ev_o` with the optimized trace's `ev_p` in
 /// which every removed guard is one the optimized trace does not have (`kept`), every call
 /// left out may be (`optional_call`), and every pair of calls is the same call
-/// (`same_call`); `None` when there is none. A call that may be left out and has the same
-/// call next in the optimized trace is first paired, then left out when the rest does not
-/// align (a conditional call that never calls followed by a plain call of the same
-/// function). Backtracking search; a choice point that failed is not tried again.
+/// (`same_call`). A call that may be left out and has the same call next in the optimized
+/// trace is first paired, then left out when the rest does not align (a conditional call that
+/// never calls followed by a plain call of the same function). Backtracking search; a choice
+/// point that failed is not tried again. `skip`: the number of alignments to pass over first,
+/// in the order of the search (the validator tries the next one when a pair of calls the
+/// first one made turns out to differ: whether a conditional call calls is not known here).
 pub(super) fn align(
     ot: &Trace,
     pt: &Trace,
     ev_o: &[(OpRef, Event)],
     ev_p: &[(OpRef, Event)],
     kept: &BTreeSet<GuardId>,
-) -> Option<Vec<Step>> {
+    skip: usize,
+) -> Alignment {
+    let (mut skip, mut found_any, mut budget) = (skip, false, ENUMERATION_STEPS);
     // A choice point: where it was taken, how many steps were made before it, and the
     // alternatives left (the step and the optimized events it consumes).
     struct Choice {
@@ -98,9 +115,19 @@ pub(super) fn align(
     let mut failed: BTreeSet<(usize, usize)> = BTreeSet::new();
     let (mut at, mut pi) = (0usize, 0usize);
     loop {
+        budget = budget.saturating_sub(1);
+        if budget == 0 {
+            return if found_any { Alignment::NoMore } else { Alignment::None };
+        }
         let chosen = if at == ev_o.len() {
             if pi == ev_p.len() {
-                return Some(steps);
+                if skip == 0 {
+                    return Alignment::Found(steps);
+                }
+                // Passed over: search on (the choice points under it did not fail).
+                skip -= 1;
+                found_any = true;
+                failed.clear();
             }
             None
         } else {
@@ -138,7 +165,9 @@ pub(super) fn align(
         }
         // Back to the last choice point with an alternative left.
         loop {
-            let c = trail.last_mut()?;
+            let Some(c) = trail.last_mut() else {
+                return if found_any { Alignment::NoMore } else { Alignment::None };
+            };
             if let Some((step, consumed)) = c.rest.take() {
                 steps.truncate(c.len);
                 steps.push(step);

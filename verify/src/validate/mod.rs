@@ -492,28 +492,54 @@ fn validate_symbolically(
         if first.is_some() && !naming.differs(&shapes) {
             continue;
         }
-        let mut v = Validator::new(original, optimized, cfg);
-        v.o.naming = naming;
-        v.p.naming = naming;
-        let verdict = match v.run() {
-            Ok(()) => match v.unknown.take() {
-                None => Verdict::Valid,
-                Some(reason) => Verdict::Unknown { reason },
-            },
-            Err(Stop::Invalid(c)) if v.pairing_undecided => Verdict::Unknown {
-                reason: format!(
-                    "{} (after a pairing of fresh objects by role that Z3 could not decide)",
-                    c.message
-                ),
-            },
-            Err(Stop::Invalid(c)) => Verdict::Invalid { counterexample: c },
-            Err(Stop::Unknown(reason)) => Verdict::Unknown { reason },
+        // A difference found under one alignment of the sync points may be the alignment's
+        // (which conditional call is the one that calls is not known before Z3 says): the
+        // next alignments are tried, and the first verdict stands unless one proves more.
+        let mut alignment = 0;
+        let mut earlier: Option<Verdict> = None;
+        let verdict = loop {
+            let mut v = Validator::new(original, optimized, cfg);
+            v.o.naming = naming;
+            v.p.naming = naming;
+            v.alignment = alignment;
+            let verdict = match v.run() {
+                Ok(()) => match v.unknown.take() {
+                    None => Verdict::Valid,
+                    Some(reason) => Verdict::Unknown { reason },
+                },
+                Err(Stop::Invalid(c)) if v.pairing_undecided => Verdict::Unknown {
+                    reason: format!(
+                        "{} (after a pairing of fresh objects by role that Z3 could not decide)",
+                        c.message
+                    ),
+                },
+                Err(Stop::Invalid(c)) => Verdict::Invalid { counterexample: c },
+                Err(Stop::Unknown(reason)) => Verdict::Unknown { reason },
+            };
+            stats.add(&v.stats);
+            if witness.is_none() {
+                *witness = v.float_witness.take();
+            }
+            shapes.extend(v.o.esc_shapes.iter().chain(&v.p.esc_shapes).cloned());
+            if v.alignment_missing {
+                break earlier.expect("an alignment before the missing one");
+            }
+            if verdict.is_invalid() && v.aligned_by_search && alignment < MORE_ALIGNMENTS {
+                earlier.get_or_insert(verdict);
+                alignment += 1;
+                continue;
+            }
+            break match (earlier, verdict) {
+                (Some(Verdict::Invalid { counterexample }), Verdict::Unknown { reason }) => Verdict::Unknown {
+                    reason: format!(
+                        "{reason} (under another alignment of the sync points; under the first: {})",
+                        counterexample.message
+                    ),
+                },
+                (Some(first), v) if !v.is_valid() => first,
+                (_, v) => v,
+            };
         };
-        stats.add(&v.stats);
-        if witness.is_none() {
-            *witness = v.float_witness.take();
-        }
-        shapes.extend(v.o.esc_shapes.iter().chain(&v.p.esc_shapes).cloned());
         let escaped = !shapes.is_empty();
         if verdict.is_valid() || !verdict.is_invalid() && first.is_none() || !escaped {
             return (verdict, stats);
@@ -535,6 +561,10 @@ fn validate_symbolically(
     }
     (first.expect("at least one naming ran"), stats)
 }
+
+/// How many alignments of the sync points after the first are tried when the first gives
+/// `Invalid`.
+const MORE_ALIGNMENTS: usize = 3;
 
 enum Stop {
     Invalid(Counterexample),

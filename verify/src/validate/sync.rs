@@ -6,7 +6,7 @@ use trace_ir::{FailArg, GuardData, GuardId, OpFlags, OpRef, Opcode, Trace};
 use z3::ast::{Ast, Bool, BV};
 use z3::SatResult;
 
-use super::align::{align, optional_call, pairs_with, same_call, same_event};
+use super::align::{align, optional_call, pairs_with, same_call, same_event, Alignment};
 use super::carried::loop_label;
 use super::compare::Pairs;
 use super::exit_writes::Undo;
@@ -108,7 +108,7 @@ impl<'t> Validator<'t> {
     /// optimizer removed and the conditional calls it found never call. `Invalid` when the
     /// optimized trace adds a guard with a new id, `Unknown` when they do not come in the same
     /// order on both sides.
-    pub(super) fn sync_points(&self) -> R<Vec<Step>> {
+    pub(super) fn sync_points(&mut self) -> R<Vec<Step>> {
         let (ot, pt) = (self.o.trace, self.p.trace);
         let ev_o = events(ot);
         let ev_p = events(pt);
@@ -144,8 +144,16 @@ impl<'t> Validator<'t> {
                 "sync points differ at position {at}: original {o:?}, optimized {p:?} (guards reordered, calls or labels added or removed)"
             ))
         };
-        if let Some(steps) = align(ot, pt, &ev_o, &ev_p, &kept) {
-            return Ok(steps);
+        match align(ot, pt, &ev_o, &ev_p, &kept, self.alignment) {
+            Alignment::Found(steps) => {
+                self.aligned_by_search = true;
+                return Ok(steps);
+            }
+            Alignment::NoMore => {
+                self.alignment_missing = true;
+                return unsupported(format!("no alignment number {} of the sync points", self.alignment));
+            }
+            Alignment::None => {}
         }
         // No alignment pairs every call with the same call: pair greedily, so that a call
         // the optimizer changed is compared (and found different) rather than left unknown.

@@ -56,6 +56,12 @@ pub(super) struct Validator<'t> {
     pub(super) tried_equal: HashSet<(BV, BV)>,
     /// The symbols of the facts and claims seen ([`Validator::proved_by_slice`]).
     pub(super) symbols: Symbols,
+    /// Which alignment of the sync points to use, in the order of the search (`align`).
+    pub(super) alignment: usize,
+    /// Whether the sync points were aligned by the search (rather than greedily).
+    pub(super) aligned_by_search: bool,
+    /// Whether there is no alignment number `alignment` (but one before it).
+    pub(super) alignment_missing: bool,
 }
 
 impl<'t> Validator<'t> {
@@ -121,6 +127,9 @@ impl<'t> Validator<'t> {
             equal_candidates: Vec::new(),
             tried_equal: HashSet::new(),
             symbols: Symbols::default(),
+            alignment: 0,
+            aligned_by_search: false,
+            alignment_missing: false,
         }
     }
 
