@@ -25,7 +25,11 @@
 //!
 //! The optimized trace may not add guards with ids the original does not have, and the sync
 //! points must come in the same order on both sides (otherwise: `Invalid` for a new guard,
-//! `Unknown` for a reordering). Operations of the optimized trace that may be undefined
+//! `Unknown` for a reordering). A conditional call the optimized trace dropped never calls,
+//! and one it made a plain call always calls; which original call an optimized call is comes
+//! from a search for an alignment of the sync points in which every pair of calls is the same
+//! call; when a pair of calls the first alignment made differs, the next few alignments are
+//! tried (whether a conditional call calls is only known to Z3). Operations of the optimized trace that may be undefined
 //! (shift amount out of range, division by zero) must be defined wherever the original
 //! trace's operations are: the original trace is assumed free of undefined operations.
 //!
@@ -63,8 +67,10 @@
 //!   `Invalid` otherwise. By role, each side's objects get addresses of their own
 //!   (`esc{k}:original`, `esc{k}:optimized`); where a sync point presents corresponding operands
 //!   (the same call argument, fail argument, `finish`/`jump`/`label` operand, field of two
-//!   compared objects, or heap word both sides wrote) that are fresh objects of one shape not
-//!   paired yet, they are paired: their addresses are assumed equal, one-to-one, and only when
+//!   compared objects, or heap word both sides wrote, in the byte memory too) that are fresh
+//!   objects of one shape not paired yet, they are paired (and where no heap word holds a fresh
+//!   object on both sides, a word that may hold exactly one object not yet paired on each side,
+//!   as a branch of an `ite`, pairs those): their addresses are assumed equal, one-to-one, and only when
 //!   that is consistent with the path condition (checked with Z3; otherwise the operands stay
 //!   different and the comparison fails, as it should). That covers traces that escape different
 //!   numbers of objects of a shape (the original escapes a temporary the optimized trace keeps
@@ -101,9 +107,11 @@
 //!   the string kind), under byte views by the length word's offset (two array descriptors
 //!   with one length offset read one word). Raw memory is one byte memory indexed by the
 //!   absolute address in every model. Both sides start from the same arrays; writes are
-//!   `store`s, so read-after-write and possible aliasing are exact. Reads of a byte memory
-//!   make the stores they may hit explicit (`ite` on the index) and skip the stores whose
-//!   constant offsets differ. A call that may write the heap replaces all mutable arrays by
+//!   `store`s, so read-after-write and possible aliasing are exact. Reads make the stores
+//!   they may hit explicit (`ite` on the index) and leave out, wherever they are in the
+//!   chain, the stores whose index certainly differs: constant offsets that differ, two
+//!   escaped objects of one side, or an escaped object and a value the path condition states
+//!   apart from it (whatever the offsets). A call that may write the heap replaces all mutable arrays by
 //!   fresh ones shared by both sides (after the heaps were proven equal).
 //! - **Immutable reads** see what calls leave: immutable (`pure`) fields live in arrays
 //!   that calls do not replace; the items of each array descriptor and the byte memory have
@@ -171,7 +179,13 @@
 //! semantics are assumed with them (multiplication by 0, 1 and -1, division of 0, division by
 //! 1 and -1, no overflow when multiplying by 0 or 1).
 //!
-//! Each claim is first checked with this abstraction. A proof there is a proof for every
+//! Each claim is first checked on a slice of the path condition: the facts that share a
+//! symbol (an input, an op result Z3 does not interpret, an escaped object's address) with
+//! the claim, transitively, except through symbols in many facts (escaped addresses, stated
+//! apart from every reference, would join everything), with a short time limit. A proof from
+//! some facts is a proof from all of them; a long trace's path condition holds hundreds of
+//! facts the claim does not involve, which can cost Z3 seconds. Otherwise the claim is
+//! checked with this abstraction and the whole path condition. A proof there is a proof for every
 //! meaning of the function symbols, hence for the real one. When the abstract query fails,
 //! the claim is checked with the applications that have a constant operand given their
 //! bit-vector semantics (the others still uninterpreted; the same argument), and then with
@@ -207,12 +221,14 @@
 //! - Z3 times out on some removed `guard_no_overflow`s whose proof needs the full semantics
 //!   (bounds reasoning through a 64-bit product): about 1% of random 15-20-op traces end
 //!   `Unknown` with a 1 s limit.
-//! - Long PyPy traces (hundreds of heap writes to frames) make queries slow: each of a few
-//!   hundred claims asserts the whole path condition again in a fresh solver.
+//! - Long PyPy traces (hundreds of heap writes to frames) make queries slow where a claim's
+//!   slice does not prove it: each of a few hundred claims then asserts the whole path
+//!   condition again in a fresh solver.
 //! - Escaped objects are matched by the order in which objects of one shape escape, or by
 //!   role where sync points present them; two objects of the same shape that escape in the
-//!   opposite order and are compared only through memory the comparison does not pair (a byte
-//!   memory, or contents of objects not paired) still get a spurious difference.
+//!   opposite order and are compared only through contents of objects not paired, or through
+//!   heap words that may hold several objects not yet paired, still get a spurious
+//!   difference.
 //! - Under byte views, strings' characters and hashes keep their own arrays (string ops take
 //!   no descriptor), and the class word of an instance is not in the byte memory: a field
 //!   view at offset 0 of a fresh instance reads zero, not its class.
@@ -237,11 +253,13 @@
 //! - `layout`: the bytes of the descriptors, and which of them share the byte memory;
 //! - `escape`: escape of tracked objects (their addresses, the facts about them, their
 //!   contents in the heap);
+//! - `align`: which sync point of the optimized trace each sync point of the original is;
 //! - `naming`: naming escaped objects across the two traces, and pairing them by role;
 //! - `compare`: values, objects and heaps compared at a sync point;
 //! - `equalities`: values proven equal on both sides, reused by later claims;
 //! - `abstraction`: multiplication and division as uninterpreted functions;
 //! - `query`: solver calls, abstraction refinement, batches of claims, counterexamples;
+//! - `slice`: proving a claim from the facts that share its symbols;
 //! - `terms`: small Z3 term builders.
 //!
 //! The memory and value model the validator follows is `docs/memory-model.md`.
