@@ -656,6 +656,51 @@ fn fresh_objects_stored_at_a_variable_item_of_byte_memory_are_paired_by_role() {
     }
 }
 
+/// The original stores a fresh object into a field of `p1`, then writes through the result of
+/// an elidable call; the optimized trace stores the object after the call (into the guard's
+/// exit too). An elidable call reads its arguments and immutable memory only: through a
+/// mutable field (`mutable`) it cannot reach the object, so its result is not the object and
+/// the write does not change it; through an immutable field it may be.
+fn store_past_elidable(mutable: bool) -> (String, String) {
+    let field = if mutable {
+        "<FieldP T.p 24>"
+    } else {
+        "<FieldP T.p 24 pure>"
+    };
+    let original = format!(
+        "
+[i0, p1]
+p2 = new(descr=<SizeDescr 48>)
+setfield_gc(p1, p2, descr={field})
+p5 = call_r(268466320, i0, descr=<Callr 8 i EF=4>)
+setfield_gc(p5, 7, descr=<FieldS T.a 8>)
+guard_true(i0, descr=<Guard1>) [p1]
+finish()
+"
+    );
+    let optimized = format!(
+        "
+[i0, p1]
+p5 = call_r(268466320, i0, descr=<Callr 8 i EF=4>)
+setfield_gc(p5, 7, descr=<FieldS T.a 8>)
+guard_true(i0, descr=<Guard1>) [p1] {{$0 = new(descr=<SizeDescr 48>); setfield_gc(p1, $0, descr={field})}}
+p9 = new(descr=<SizeDescr 48>)
+setfield_gc(p1, p9, descr={field})
+finish()
+"
+    );
+    (original, optimized)
+}
+
+#[test]
+fn an_elidable_call_does_not_return_an_object_only_mutable_memory_holds() {
+    let (original, optimized) = store_past_elidable(true);
+    assert_valid(&original, &optimized);
+    assert_optimizer_output_not_invalid(&original);
+    let (original, optimized) = store_past_elidable(false);
+    assert!(!verdict(&original, &optimized).is_valid());
+}
+
 // --- hints ----------------------------------------------------------------------------------
 
 const EXACT_CLASS: &str = "

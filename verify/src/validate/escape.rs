@@ -44,6 +44,9 @@ impl<'t> Side<'t> {
         }
         for (key, val) in &obj.fields {
             let vb = self.escape(val);
+            if obj.item_of.contains_key(key) {
+                self.expose(&vb);
+            }
             let place = self.obj_place(&addr, key, &obj.item_of);
             self.write_place(&place, &vb, true);
         }
@@ -69,6 +72,7 @@ impl<'t> Side<'t> {
         self.esc_epoch_of
             .push(self.epoch_numbers.get(&self.epoch).copied().unwrap_or(usize::MAX));
         self.paired.push(false);
+        self.exposed.push(false);
         if let Some(c) = &obj.class {
             self.esc_facts.push(class_of(addr).eq(c));
         }
@@ -148,6 +152,50 @@ impl<'t> Side<'t> {
                     let place = self.item_place(addr, key, &bv(i), false);
                     self.state_zero(&place);
                 }
+            }
+        }
+    }
+
+    /// Mark the escaped objects whose addresses `v` may be (any address it involves) as
+    /// reachable by elidable calls: `v` is an argument of a call, or is written where an
+    /// immutable read may see it (an immutable field, an array item, the byte or raw memory).
+    pub(super) fn expose(&mut self, v: &BV) {
+        if self.esc_addrs.is_empty() {
+            return;
+        }
+        let mut stack = vec![z3::ast::Dynamic::from_ast(v)];
+        let mut seen = HashSet::new();
+        while let Some(t) = stack.pop() {
+            if !seen.insert(t.clone()) {
+                continue;
+            }
+            let kids = t.children();
+            if kids.is_empty() {
+                if let Some(b) = t.as_bv() {
+                    for (a, e) in self.esc_addrs.iter().zip(self.exposed.iter_mut()) {
+                        if a.ast_eq(&b) {
+                            *e = true;
+                        }
+                    }
+                }
+            }
+            stack.extend(kids);
+        }
+    }
+
+    /// Mark every object escaped so far as reachable by elidable calls (a call that may
+    /// write the heap may store what it reaches where immutable reads see it).
+    pub(super) fn expose_all(&mut self) {
+        self.exposed.iter_mut().for_each(|e| *e = true);
+    }
+
+    /// State that `result`, the reference an elidable call returns, is none of the escaped
+    /// objects it cannot reach: it reads its arguments and immutable memory only, and these
+    /// objects were never either (`docs/memory-model.md`).
+    pub(super) fn unreachable_by_elidable(&mut self, result: &BV) {
+        for (a, &e) in self.esc_addrs.iter().zip(&self.exposed) {
+            if !e {
+                self.esc_facts.push(result.eq(a).not());
             }
         }
     }

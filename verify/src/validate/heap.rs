@@ -147,6 +147,16 @@ impl<'t> Side<'t> {
     /// Write `value` to `place` (an immutable place: its mutable memory, as every write);
     /// `mirror`: into the immutable twin too (false only when carrying contents over a call).
     pub(super) fn write_place(&mut self, place: &Place, value: &BV, mirror: bool) {
+        // (Where an immutable read may see the value: an elidable call may reach it. Array
+        // items in the byte memory are exposed by their writers, which know they write items.)
+        let immutably_read = match place {
+            Place::Word { key, .. } => key.starts_with("imm:") || twin_of(key).is_some(),
+            Place::Bytes { imm, .. } => *imm,
+            Place::Raw { .. } => true,
+        };
+        if immutably_read {
+            self.expose(value);
+        }
         match place {
             Place::Word { key, index, .. } => {
                 if mirror {

@@ -135,6 +135,12 @@
 //!   read as `getfield_gc_*`/`getarrayitem_gc_*` read it; past the label the parameter is a
 //!   fresh symbol assumed to hold that read of the label's fresh heap (the same induction).
 //!   An extra parameter without a carried load is `Unknown`.
+//! - Elidable and loop-invariant calls are uninterpreted functions of their arguments. One
+//!   that returns a reference does not return an escaped object it cannot reach: one never
+//!   passed to a call, never written where an immutable read may see it (an immutable field,
+//!   an array or interior item, raw memory) and escaped after the last call that may write
+//!   the heap (such a call may store what it reaches anywhere); it reads its arguments and
+//!   immutable memory only (`docs/memory-model.md`).
 //! - Exceptions: every call that can raise has a shared symbolic "raised" flag and value.
 //!   Quasi-immutable invalidation and frame forcing are shared symbols.
 //!

@@ -88,6 +88,9 @@ pub(super) struct Side<'t> {
     ///
     /// [`Validator::try_pair`]: super::validator::Validator::try_pair
     pub(super) paired: Vec<bool>,
+    /// Per escaped object (as `esc_addrs`): whether an elidable call may reach it, which reads
+    /// its arguments and immutable memory only (see [`Side::expose`]).
+    pub(super) exposed: Vec<bool>,
     /// The shapes of the objects that escaped, each with whether its length was a constant.
     pub(super) esc_shapes: BTreeSet<(String, bool)>,
     /// How escaping objects are named.
@@ -145,6 +148,7 @@ impl<'t> Side<'t> {
             esc_epoch_of: Vec::new(),
             epoch_numbers: HashMap::from([("0".to_string(), 0)]),
             paired: Vec::new(),
+            exposed: Vec::new(),
             esc_shapes: BTreeSet::new(),
             naming: Naming::ShapeAndLength,
             escaped_in: HashMap::new(),

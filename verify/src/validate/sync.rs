@@ -230,6 +230,7 @@ impl<'t> Validator<'t> {
                 self.o.store_item(d, &akey, ix as u32, v);
             } else {
                 let (p, v) = (self.o.escape(&dst), self.o.escape(&v));
+                self.o.expose(&v);
                 let place = self.o.item_place(&p, &akey, &bv(ix), false);
                 self.o.write_place(&place, &v, true);
             }
@@ -441,6 +442,8 @@ impl<'t> Validator<'t> {
         for i in 0..opp.args.len() {
             let a = self.o.bv_of(opo.args[i + off])?;
             let b = self.p.bv_of(opp.args[i])?;
+            self.o.expose(&a);
+            self.p.expose(&b);
             self.note_equal_candidate(&a, &b);
             self.try_pair(&a, &b);
             self.prove(
@@ -456,6 +459,10 @@ impl<'t> Validator<'t> {
         self.learn_equalities();
         let effect = opo.descr.and_then(|d| ot.descr(d).as_call().map(|c| c.effect));
         let may_write = effect.map(|e| e.may_write_heap()).unwrap_or(true) || opo.opcode.has(OpFlags::BARRIER);
+        if may_write {
+            self.o.expose_all();
+            self.p.expose_all();
+        }
         let can_raise = effect.map(|e| e.can_raise()).unwrap_or(true);
         let mut res = BV::new_const(format!("call{k}"), 64);
         if matches!(opo.opcode, Opcode::CondCallValueI | Opcode::CondCallValueR) {

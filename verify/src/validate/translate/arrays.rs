@@ -100,6 +100,8 @@ impl<'t> Side<'t> {
             _ => {
                 let p = self.escape(&base);
                 let v = self.escape(&val);
+                // (Items may be read as immutable: `getarrayitem_gc_pure_*`.)
+                self.expose(&v);
                 let place = self.item_place(&p, &akey, &idx, false);
                 self.write_place(&place, &v, true);
             }

@@ -17,10 +17,15 @@ impl<'t> Side<'t> {
         let opc = op.opcode;
         let mut args = Vec::new();
         for &a in &op.args {
-            args.push(self.bv_of(a)?);
+            let v = self.bv_of(a)?;
+            self.expose(&v);
+            args.push(v);
         }
         let name = format!("call[{}]", descr_key(trace, r));
         let v = uf_bv(&name, &args);
+        if opc.result_kind() == Kind::Ref {
+            self.unreachable_by_elidable(&v);
+        }
         if opc.result_kind() != Kind::Void {
             self.set(r, Sym::Bv(v));
         }

@@ -112,6 +112,7 @@ impl<'t> Side<'t> {
         };
         if opc == Opcode::SetinteriorfieldGc {
             let v = narrow_bv(trace, r, self.bv_of(op.args[2])?);
+            self.expose(&v);
             self.write_place(&place, &v, true);
         } else {
             let v = self.read_place(&place);
