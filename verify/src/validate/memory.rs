@@ -233,35 +233,12 @@ pub(super) fn select(array: &Array, index: &BV) -> BV {
 /// [`select`], also looking through the stores into escaped objects `apart` says `index` is
 /// not in.
 pub(super) fn select_apart(array: &Array, index: &BV, apart: &Apart) -> BV {
-    // The stores `index` may hit, newest first: a store it certainly misses changes nothing
-    // at `index`, wherever it is in the chain.
-    let mut maybe: Vec<(BV, BV)> = Vec::new();
-    let mut a = array.clone();
-    let bottom = loop {
-        let store = a
-            .safe_decl()
-            .ok()
-            .filter(|d| d.kind() == DeclKind::Store)
-            .map(|_| a.children());
-        let Some(kids) = store else {
-            break a.select(index).as_bv().expect("heap arrays hold bit-vectors");
-        };
-        let (Some(inner), Some(j), Some(v)) = (kids[0].as_array(), kids[1].as_bv(), kids[2].as_bv()) else {
-            break a.select(index).as_bv().expect("heap arrays hold bit-vectors");
-        };
-        if j.ast_eq(index) {
-            break v;
-        }
-        if !indices_differ(&j, index) && !apart.differ(&j, index) {
-            maybe.push((j, v));
-        }
-        a = inner;
-    };
-    let mut out = bottom;
-    for (j, v) in maybe.into_iter().rev() {
-        out = index_eq(&j, index).ite(&v, &out);
-    }
-    out
+    select_through(
+        array,
+        index,
+        |j| indices_differ(j, index) || apart.differ(j, index),
+        |a| a.select(index).as_bv().expect("heap arrays hold bit-vectors"),
+    )
 }
 
 /// A byte range of a fresh object, zero in the byte memory an epoch started from: `init`
@@ -280,6 +257,19 @@ pub(super) struct ZeroSpan {
 /// bit-vector reasoning instead of array lemmas, which byte memories read at symbolic offsets
 /// need; one comparison per fresh object instead of one fact per byte).
 pub(super) fn select_expanded(array: &Array, index: &BV, zeros: &[ZeroSpan]) -> BV {
+    select_through(
+        array,
+        index,
+        |j| indices_differ(j, index),
+        |a| select_initial(a, index, zeros),
+    )
+}
+
+/// `array[index]` without the stores whose index `misses` says `index` certainly misses
+/// (anywhere in the chain) and below the newest one at `index` itself, the stores it may hit
+/// as a chain of `ite`s over `bottom` of the array under them all.
+fn select_through(array: &Array, index: &BV, misses: impl Fn(&BV) -> bool, bottom: impl Fn(&Array) -> BV) -> BV {
+    // The stores `index` may hit, newest first.
     let mut maybe: Vec<(BV, BV)> = Vec::new();
     let mut a = array.clone();
     let bottom = loop {
@@ -292,12 +282,12 @@ pub(super) fn select_expanded(array: &Array, index: &BV, zeros: &[ZeroSpan]) -> 
                 Some((kids[0].as_array()?, kids[1].as_bv()?, kids[2].as_bv()?))
             });
         let Some((inner, j, v)) = store else {
-            break select_initial(&a, index, zeros);
+            break bottom(&a);
         };
         if j.ast_eq(index) {
             break v;
         }
-        if !indices_differ(&j, index) {
+        if !misses(&j) {
             maybe.push((j, v));
         }
         a = inner;
