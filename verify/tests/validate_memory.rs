@@ -813,3 +813,23 @@ finish()
     assert_invalid(&original, &with("i1; setfield_gc(p0, p3, descr=<FieldP E.top 16>)"));
     assert_optimizer_output_not_invalid(&original);
 }
+
+#[test]
+fn objects_of_different_classes_are_never_one_object() {
+    // An instance of another class escaping in its place is another object, whatever the
+    // order of escapes: a callee sees the class word.
+    assert_invalid(
+        "
+[p0]
+p1 = new_with_vtable(descr=<SizeDescr 24>)
+setfield_gc(p0, p1, descr=<FieldP EC.topframeref 16>)
+i2 = call_i(ConstClass(f), 1, descr=<Calli 8 i EF=7>)
+finish(i2)",
+        "
+[p0]
+p1 = new_with_vtable(descr=<SizeDescr 32>)
+setfield_gc(p0, p1, descr=<FieldP EC.topframeref 16>)
+i2 = call_i(ConstClass(f), 1, descr=<Calli 8 i EF=7>)
+finish(i2)",
+    );
+}

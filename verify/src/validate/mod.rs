@@ -61,8 +61,9 @@
 //!   object of a shape (and constant length) to escape gets the same address on both sides. Fresh
 //!   objects are interchangeable, so the traces are equivalent if they are under any one naming;
 //!   when the first naming gives `Invalid` and objects escaped, the validator tries the shape
-//!   without the length (one side may know a length only symbolically), then plain escape order,
-//!   then **pairing by role**, and answers `Valid` if one of them proves the traces equal,
+//!   without the length (one side may know a length only symbolically), then the escape order
+//!   among objects of one class (objects of different classes are never one object), then
+//!   **pairing by role**, and answers `Valid` if one of them proves the traces equal,
 //!   `Unknown` if pairing by role (the most faithful matching) ends undecided, and the first
 //!   `Invalid` otherwise. By role, each side's objects get addresses of their own
 //!   (`esc{k}:original`, `esc{k}:optimized`); where a sync point presents corresponding operands

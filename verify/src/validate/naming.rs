@@ -19,7 +19,7 @@ pub(super) enum Naming {
     /// The `k`-th object of each shape to escape (arrays whose length one side knows only
     /// symbolically).
     Shape,
-    /// The `k`-th object to escape.
+    /// The `k`-th object of each class (or of no class) to escape.
     Order,
     /// By role: each side's objects get their own addresses, and an object of the original
     /// and one of the optimized trace not yet paired become one object (equal addresses) where
@@ -293,7 +293,9 @@ impl<'t> Side<'t> {
             let shape = match (self.naming, len) {
                 (Naming::ShapeAndLength, Some(n)) => format!("{}/{n}", obj.shape),
                 (Naming::ShapeAndLength | Naming::Shape, _) => obj.shape.clone(),
-                _ => String::new(),
+                // (objects of different classes are never one object: their class words
+                // differ, and the facts stating them would contradict each other)
+                _ => obj.class.as_ref().map_or(String::new(), |c| format!("class {c}")),
             };
             let k = self.escapes.entry(shape.clone()).or_insert(0);
             let addr = esc_addr(&shape, *k);
