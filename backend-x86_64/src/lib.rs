@@ -43,7 +43,9 @@
 //!   `guard_future_condition` never fail in Direct mode (nothing invalidates or forces
 //!   compiled code); in Hooks mode `guard_not_invalidated` asks the runtime. Hints
 //!   (`keepalive`, `record_*`, ...) emit nothing; `force_token` is the interpreter's fixed
-//!   token and `virtual_ref(p, i)` is `p`.
+//!   token; `virtual_ref` and `virtual_ref_finish` make and write a `JitVirtualRef`
+//!   ([`trace_ir::abi::VirtualRefLayout`]): no call forces a reference, so the object it
+//!   stands for is never rebuilt by a callee.
 //! - Exceptions (interpreter semantics: `save_exc_class` reads the pending class, 0 if none;
 //!   `save_exception` reads the pending value, null if none, and clears it;
 //!   `restore_exception(cls, v)` sets it, clears it when both are 0; `guard_exception(cls)`

@@ -193,6 +193,7 @@ pub fn exec_in_memory<R: Runtime + ?Sized>(rt: &mut R, req: &HookRequest<'_>) ->
             exec_type_check(req)
         }
         GuardNoException | GuardNotInvalidated => HookReply::Value(0),
+        VirtualRef | VirtualRefFinish => exec_virtual_ref(rt, req),
         _ => exec_access(req),
     }
 }
@@ -406,6 +407,31 @@ fn copy_string_content(req: &HookRequest<'_>, size: i64) -> HookReply {
         unsafe { write_mem(at(dst, ds + k as i64), size as u8, c) };
     }
     HookReply::Value(0)
+}
+
+/// `virtual_ref` (a new `JitVirtualRef` holding the force token) and `virtual_ref_finish`
+/// (`trace_ir::abi::VirtualRefLayout`).
+fn exec_virtual_ref<R: Runtime + ?Sized>(rt: &mut R, req: &HookRequest<'_>) -> HookReply {
+    let l = trace_ir::abi::VirtualRefLayout::get();
+    let at = |base: u64, f: &trace_ir::FieldDescr| base.wrapping_add(f.offset as u64);
+    if req.opcode == Opcode::VirtualRefFinish {
+        let (r, p) = (arg(req, 0), arg(req, 1));
+        if p != 0 {
+            store(at(r, &l.forced), 8, p);
+        }
+        return store(at(r, &l.token), 8, 0);
+    }
+    let class = trace_ir::abi::default_class(&l.size);
+    let p = rt.alloc(l.size.size as u64, class);
+    if p == 0 {
+        return HookReply::Invalid;
+    }
+    // SAFETY: the runtime returned `size` zeroed, writable, aligned bytes.
+    unsafe {
+        write_mem(p, 8, class);
+        write_mem(at(p, &l.token), 8, trace_ir::abi::FORCE_TOKEN);
+    }
+    HookReply::Value(p)
 }
 
 /// Allocations: objects, arrays, strings.

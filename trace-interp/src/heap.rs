@@ -85,6 +85,10 @@ pub const ALLOC_STRIDE: u64 = 0x1_0000;
 pub const WRITER_CLASS: u32 = u32::MAX - 1;
 /// The writer of string characters (string ops take no descriptor).
 pub const WRITER_STRING: u32 = u32::MAX - 2;
+/// The writers of a virtual reference's token and `forced` fields (`virtual_ref`,
+/// `virtual_ref_finish`) in a trace whose table lacks the layout's descriptors
+/// ([`trace_ir::abi::VirtualRefLayout`]); with them, their ids.
+pub const WRITER_VREF: [u32; 2] = [u32::MAX - 3, u32::MAX - 4];
 
 /// A deterministic, 8-byte aligned, non-null external address derived from `h`.
 pub fn external_address(h: u64) -> u64 {

@@ -97,7 +97,9 @@
 //! `restore_exception(cls, v)` sets it (clears it when both are 0), `guard_exception(cls)`
 //! returns the value and clears it. Hints other than `assert_not_none` and
 //! `record_exact_class` (promises, checked: see above) do nothing; `force_token` returns a
-//! fixed reference; `virtual_ref(p, i)` returns `p`.
+//! fixed reference ([`trace_ir::abi::FORCE_TOKEN`]); `virtual_ref(p, i)` allocates a
+//! `JitVirtualRef` holding that token and `virtual_ref_finish` writes it, as
+//! [`trace_ir::abi::VirtualRefLayout`] says (no call forces a reference).
 
 #![deny(missing_docs)]
 

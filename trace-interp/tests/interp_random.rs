@@ -119,3 +119,22 @@ fn random_traces_divide_by_constants_and_take_square_roots() {
         "{const_div} constant divisions, {sqrt} square roots"
     );
 }
+
+#[test]
+fn random_traces_link_frames_through_virtual_references() {
+    use trace_ir::Opcode::*;
+    let (mut made, mut stored, mut finished) = (0, 0, 0);
+    for seed in 0..300 {
+        let (t, _) = random_trace(&RandomConfig::default(), seed);
+        let is_vref = |v: &trace_ir::Value| v.as_op().is_some_and(|o| t.ops[o.index()].opcode == VirtualRef);
+        for op in &t.ops {
+            made += (op.opcode == VirtualRef) as usize;
+            stored += (op.opcode == SetfieldGc && is_vref(&op.args[1])) as usize;
+            finished += (op.opcode == VirtualRefFinish) as usize;
+        }
+    }
+    assert!(
+        made > 50 && stored > 10 && finished > 10,
+        "{made} virtual references, {stored} stored into a field, {finished} finished"
+    );
+}

@@ -1,13 +1,86 @@
 //! What compiled code, the optimizer and the reference interpreter must agree on beyond the
 //! descriptors' layout ([`crate::descr`] holds the allocation limit and the string and array
 //! layout): the class `new_with_vtable` stores without an explicit vtable, the reference
-//! `force_token` returns, the bound on string copies, and the deterministic hash behind
-//! `strhash`/`unicodehash` and default classes.
+//! `force_token` returns, the layout of the objects `virtual_ref` makes, the bound on string
+//! copies, and the deterministic hash behind `strhash`/`unicodehash` and default classes.
 
-use crate::descr::SizeDescr;
+use crate::descr::{Descr, FieldDescr, SizeDescr};
+use crate::entity::DescrRef;
+use crate::opcode::{Kind, Opcode};
+use crate::trace::Trace;
 
 /// The reference `force_token` returns.
 pub const FORCE_TOKEN: u64 = 0x3000_0000_0000;
+
+/// The object `virtual_ref(p, i)` makes, PyPy's `JitVirtualRef`: an instance of
+/// [`VirtualRefLayout::size`] (class [`default_class`] of it) whose field
+/// [`VirtualRefLayout::token`] holds the `force_token` of the frame that made it and whose
+/// field [`VirtualRefLayout::forced`] holds null; `virtual_ref_finish(r, p)` stores `p` into
+/// `forced` unless `p` is null, then null into the token. The object `p` the reference stands
+/// for is not stored anywhere: it stays in the resume data of the guards after the calls that
+/// could force the reference (`guard_not_forced`), so it may stay virtual while the
+/// reference escapes. In this model calls never force a reference (`guard_not_forced`
+/// always holds). The descriptors carry PyPy's names, so a PyPy log's explicit accesses to
+/// such an object (a bridge rebuilding one) use the same ones.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VirtualRefLayout {
+    /// `<SizeDescr 24>`.
+    pub size: SizeDescr,
+    /// `<FieldP JitVirtualRef.virtual_token 8>`: the force token while the frame lives.
+    pub token: FieldDescr,
+    /// `<FieldP JitVirtualRef.forced 16>`: the object, once the reference was finished with one.
+    pub forced: FieldDescr,
+}
+
+impl VirtualRefLayout {
+    /// The layout.
+    pub fn get() -> VirtualRefLayout {
+        let field = |name: &str, offset| FieldDescr {
+            name: name.to_string(),
+            offset,
+            size: 8,
+            signed: false,
+            kind: Kind::Ref,
+            immutable: false,
+        };
+        VirtualRefLayout {
+            size: SizeDescr { size: 24, vtable: None },
+            token: field("JitVirtualRef.virtual_token", 8),
+            forced: field("JitVirtualRef.forced", 16),
+        }
+    }
+
+    /// Whether `trace` has an op that makes or finishes a virtual reference.
+    pub fn used_by(trace: &Trace) -> bool {
+        trace
+            .ops
+            .iter()
+            .any(|o| matches!(o.opcode, Opcode::VirtualRef | Opcode::VirtualRefFinish))
+    }
+
+    /// The descriptors of the layout in `trace`'s table (size, token, forced), added when
+    /// missing.
+    pub fn add_to(trace: &mut Trace) -> [DescrRef; 3] {
+        let l = VirtualRefLayout::get();
+        [
+            trace.make_descr(Descr::Size(l.size)),
+            trace.make_descr(Descr::Field(l.token)),
+            trace.make_descr(Descr::Field(l.forced)),
+        ]
+    }
+
+    /// The descriptors of the layout in `trace`'s table (size, token, forced), if all are
+    /// there.
+    pub fn find_in(trace: &Trace) -> Option<[DescrRef; 3]> {
+        let l = VirtualRefLayout::get();
+        let find = |d: Descr| trace.descrs.iter().position(|x| *x == d).map(DescrRef::new);
+        Some([
+            find(Descr::Size(l.size))?,
+            find(Descr::Field(l.token))?,
+            find(Descr::Field(l.forced))?,
+        ])
+    }
+}
 
 /// Largest length `copystrcontent`/`copyunicodecontent` may copy (external strings have no
 /// known length, so this bounds the work); a longer copy is an invalid operation.
@@ -44,4 +117,26 @@ pub fn hash_words(words: &[u64]) -> u64 {
         h = mix64(h ^ mix64(w.wrapping_add(0x9e37_79b9_7f4a_7c15)));
     }
     h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_virtual_reference_layout_is_what_pypy_logs_name() {
+        let t = crate::parse_trace(
+            "[p0]
+            p1 = new_with_vtable(descr=<SizeDescr 24>)
+            setfield_gc(p1, p0, descr=<FieldP JitVirtualRef.virtual_token 8>)
+            setfield_gc(p1, ConstPtr(null), descr=<FieldP JitVirtualRef.forced 16>)
+            finish(p1)",
+        )
+        .unwrap();
+        let found = VirtualRefLayout::find_in(&t).expect("the log's descriptors are the layout's");
+        let mut with = t.clone();
+        assert_eq!(VirtualRefLayout::add_to(&mut with), found);
+        assert_eq!(with.descrs.len(), t.descrs.len(), "nothing added");
+        assert!(!VirtualRefLayout::used_by(&t));
+    }
 }

@@ -345,8 +345,8 @@ define_opcodes! {
     // --- hints and frame operations ----------------------------------------------------
     QuasiimmutField = "quasiimmut_field", "r" -> "v", Any, [HINT], "Marks a quasi-immutable field read (pairs with guard_not_invalidated).";
     ForceToken = "force_token", "" -> "r", None, [], "A token naming the current frame.";
-    VirtualRef = "virtual_ref", "ri" -> "r", None, [], "A virtual reference to an object (returns the object in this model).";
-    VirtualRefFinish = "virtual_ref_finish", "rr" -> "v", None, [HINT], "Ends the life of a virtual reference.";
+    VirtualRef = "virtual_ref", "ri" -> "r", None, [ALLOC], "A virtual reference to an object: a new `JitVirtualRef` holding the force token and a null `forced` (`abi::VirtualRefLayout`).";
+    VirtualRefFinish = "virtual_ref_finish", "rr" -> "v", None, [WRITES_HEAP], "Ends the life of a virtual reference: stores the object into `forced` unless it is null, and null into the token.";
     EnterPortalFrame = "enter_portal_frame", "ii" -> "v", None, [HINT], "Profiling hint: a portal frame is entered.";
     LeavePortalFrame = "leave_portal_frame", "i" -> "v", None, [HINT], "Profiling hint: a portal frame is left.";
     Keepalive = "keepalive", "a" -> "v", None, [HINT], "Keeps a value alive up to this point.";

@@ -9,6 +9,7 @@ fn no_heap() -> RandomConfig {
         max_ref_inputs: 0,
         heap: 0,
         calls: 0,
+        frames: 0,
         ..RandomConfig::default()
     }
 }

@@ -111,7 +111,7 @@ impl<'a> Pass<'a> {
 
     /// Whether the integer or reference `v` is known to be zero (`Some(true)`), known not to
     /// be (`Some(false)`), or neither.
-    fn known_zero(&self, v: Value) -> Option<bool> {
+    pub(super) fn known_zero(&self, v: Value) -> Option<bool> {
         match self.kind_of(v) {
             Kind::Int => {
                 let b = self.bound_of(v);

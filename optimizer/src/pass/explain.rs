@@ -109,7 +109,7 @@ impl<'a> Pass<'a> {
             in_order[o.index()] = true;
             // (Parameters a label carries beyond its input's come from the label but are not
             // what became of it.)
-            if self.v.ops[o.index()].opcode.is_input() {
+            if self.v.ops[o.index()].opcode.is_input() || self.counts.attached.contains(&o) {
                 continue;
             }
             let i = e.origin[o.index()] as usize;

@@ -45,9 +45,11 @@
 //! 9. a final backward sweep removing unused pure ops and heap reads.
 //!
 //! Hints that do nothing when executed are dropped: `quasiimmut_field` (its
-//! `guard_not_invalidated` stays, repeated ones go until the next call), `virtual_ref` (its
-//! result is its operand), `virtual_ref_finish`, `assert_not_none` (after recording what it
-//! promises), `same_as_*`. `record_exact_class` is a promise too (`docs/memory-model.md`):
+//! `guard_not_invalidated` stays, repeated ones go until the next call), `assert_not_none`
+//! (after recording what it promises), `same_as_*`. A `virtual_ref` is a virtual object of
+//! its own (`trace_ir::abi::VirtualRefLayout`: a `force_token` and a null `forced`) and
+//! `virtual_ref_finish` writes its fields, so the object a reference stands for stays
+//! virtual when only the reference escapes. `record_exact_class` is a promise too (`docs/memory-model.md`):
 //! what it states is recorded, and it is dropped once the class was known already (the first
 //! statement of an object's class stays: it decides the class of an external object for the
 //! interpreter, and emits no code).
@@ -98,6 +100,7 @@ use loops::{Header, HeaderFacts};
 use memory::Memory;
 use output::Sweep;
 use pure::{map_args, Cse};
+use trace_ir::abi::VirtualRefLayout;
 use trace_ir::{FailArg, Op, OpRef, Opcode, Trace, Value, ValueData, VirtualKind, VirtualObject};
 use values::Values;
 use virtuals::Virtual;
@@ -273,6 +276,10 @@ struct Counts {
     stats: Stats,
     /// Removed input ops by [`Reason`].
     removed: [usize; Reason::ALL.len()],
+    /// Ops emitted as part of another input op's object, not for an input op of their own
+    /// (the `force_token` of a virtual reference): when dropped they count as nothing, and
+    /// the explanation gives their input op its object's fate.
+    attached: Vec<OpRef>,
 }
 
 /// Run the pass (see the module documentation).
@@ -287,6 +294,16 @@ pub(crate) fn run(
     } else {
         precheck(input)?;
     }
+    // A virtual reference becomes a virtual object of the layout's descriptors.
+    let with_layout;
+    let input = if opts.virtuals && VirtualRefLayout::used_by(input) && VirtualRefLayout::find_in(input).is_none() {
+        let mut t = input.clone();
+        VirtualRefLayout::add_to(&mut t);
+        with_layout = t;
+        &with_layout
+    } else {
+        input
+    };
     let Some(peeled) = opts.peel.then(|| trace_ir::peel_loop(input)).flatten() else {
         ctx.carry_from(None);
         return run_once(ctx, input, opts, &HeaderFacts::default(), entries, Start::Keep(None));
@@ -552,6 +569,7 @@ impl<'a> Pass<'a> {
                     ..Default::default()
                 },
                 removed: [0; Reason::ALL.len()],
+                attached: Vec::new(),
             },
             sweep,
             depth: 0,
@@ -712,15 +730,10 @@ impl<'a> Pass<'a> {
                     self.removed(Reason::Hint);
                     None
                 }
-                // `virtual_ref(p, i)` is `p` in this model; `virtual_ref_finish` does nothing.
-                Opcode::VirtualRef if self.opts.virtuals => {
-                    self.removed(Reason::Hint);
-                    Some(args[0])
-                }
-                Opcode::VirtualRefFinish if self.opts.virtuals => {
-                    self.removed(Reason::Hint);
-                    None
-                }
+                // A virtual `JitVirtualRef`: the object it stands for stays virtual while the
+                // reference escapes.
+                Opcode::VirtualRef if self.opts.virtuals => Some(self.virtual_ref()),
+                Opcode::VirtualRefFinish if self.opts.virtuals => self.virtual_ref_finish(op, &args),
                 // Promises about an integer: what they state is known from here on.
                 Opcode::RecordIntRange | Opcode::RecordIntBits if self.opts.intbounds => {
                     if let (Some(a), Some(b)) = (self.const_i64(args[1]), self.const_i64(args[2])) {

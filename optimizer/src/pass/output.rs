@@ -122,7 +122,7 @@ impl<'a> Pass<'a> {
                 in_label_params = op.args.len();
             }
             if !keep {
-                dead += 1;
+                dead += usize::from(!self.counts.attached.contains(&o));
                 continue;
             }
             new_index[o.index()] = out_ops.len() as u32;
@@ -199,7 +199,8 @@ impl<'a> Pass<'a> {
     }
 }
 
-/// Whether an unused op of this opcode may be dropped: pure ops and loads (`OpFlags::LOAD`).
+/// Whether an unused op of this opcode may be dropped: pure ops, loads (`OpFlags::LOAD`) and
+/// `force_token` (the token of the running frame, which does nothing else).
 fn is_removable(opc: Opcode) -> bool {
-    opc.is_pure() || opc.has(OpFlags::LOAD)
+    opc.is_pure() || opc.has(OpFlags::LOAD) || opc == Opcode::ForceToken
 }

@@ -5,7 +5,8 @@
 use super::pure::Key;
 use super::{Pass, F_FRESH, F_NONNULL, MAX_VIRTUAL_ARRAY, NO_VIRT};
 use smallvec::SmallVec;
-use trace_ir::{DescrRef, Kind, Op, Opcode, Value, VirtualField, VirtualKind};
+use trace_ir::abi::VirtualRefLayout;
+use trace_ir::{Const, DescrRef, Kind, Op, Opcode, Value, VirtualField, VirtualKind};
 
 /// A virtual object: an allocation not (yet) emitted, with the fields written so far.
 #[derive(Clone, Debug)]
@@ -250,5 +251,65 @@ impl<'a> Pass<'a> {
         }
         let k = self.const_i64(idx)?;
         (0..len as i64).contains(&k).then_some(k as u32)
+    }
+
+    /// `virtual_ref(p, i)`: a virtual `JitVirtualRef` ([`VirtualRefLayout`]) whose token is a
+    /// `force_token` emitted here (dropped when nothing uses it) and whose `forced` is null.
+    /// `p` is stored nowhere: it stays virtual when only the reference escapes.
+    pub(super) fn virtual_ref(&mut self) -> Value {
+        let [size, token, forced] = VirtualRefLayout::find_in(self.input).expect("`run` adds the layout");
+        let t = self.emit(Op::new(Opcode::ForceToken, &[]));
+        self.counts.attached.extend(t.as_op());
+        let null = self.make_const(Const::Ref(0));
+        let new = Op {
+            opcode: Opcode::NewWithVtable,
+            descr: Some(size),
+            guard: None,
+            args: SmallVec::new(),
+        };
+        let v = self.alloc(&new, &[]);
+        let id = self.virt_of(v).expect("allocations start virtual");
+        let fields = &mut self.virtuals[id as usize].fields;
+        fields.push((VirtualField::Field(token), t));
+        fields.push((VirtualField::Field(forced), null));
+        v
+    }
+
+    /// `virtual_ref_finish(r, p)`: `forced` becomes `p` unless `p` is null, then the token
+    /// null: field writes (on a virtual reference, its recorded fields). When whether `p` is
+    /// null is not known, the op itself is emitted (its operands escape).
+    pub(super) fn virtual_ref_finish(&mut self, op: &Op, args: &[Value]) -> Option<Value> {
+        let [_, token, forced] = VirtualRefLayout::find_in(self.input).expect("`run` adds the layout");
+        let (r, p) = (args[0], args[1]);
+        let Some(p_null) = self.known_zero(p) else {
+            return self.generic(op, args);
+        };
+        let null = self.make_const(Const::Ref(0));
+        let writes = [(forced, p), (token, null)];
+        let writes = if p_null { &writes[1..] } else { &writes[..] };
+        let store = |d: DescrRef| Op {
+            opcode: Opcode::SetfieldGc,
+            descr: Some(d),
+            guard: None,
+            args: SmallVec::new(),
+        };
+        match self.virt_of(r) {
+            Some(id) => {
+                for &(d, v) in writes {
+                    let fields = &mut self.virtuals[id as usize].fields;
+                    match fields.iter_mut().find(|(f, _)| *f == VirtualField::Field(d)) {
+                        Some(slot) => slot.1 = v,
+                        None => fields.push((VirtualField::Field(d), v)),
+                    }
+                }
+                self.removed(super::Reason::VirtualAccess);
+            }
+            None => {
+                for &(d, v) in writes {
+                    self.setfield(&store(d), &[r, v]);
+                }
+            }
+        }
+        None
     }
 }

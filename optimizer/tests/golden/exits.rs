@@ -4,16 +4,14 @@ use super::*;
 
 #[test]
 fn hints_are_dropped_consistently() {
-    // quasiimmut_field goes, its guard_not_invalidated stays; virtual_ref is its object
+    // quasiimmut_field goes, its guard_not_invalidated stays
     check(
         "[p0, p1]
          quasiimmut_field(p0, descr=<QuasiImmutDescr object at 0x7fe0f98cf6e0>)
          guard_not_invalidated(descr=<Guard1>) [p0]
-         p2 = virtual_ref(p1, 3)
          assert_not_none(p1)
          guard_nonnull(p1, descr=<Guard2>) [p0]
-         virtual_ref_finish(p2, ConstPtr(null))
-         p3 = same_as_r(p2)
+         p3 = same_as_r(p1)
          enter_portal_frame(1, 2)
          finish(p3)",
         "[p0, p1]

@@ -14,6 +14,7 @@ mod common;
 
 mod exits;
 mod folding;
+mod frames;
 mod guards;
 mod heap;
 mod loops;

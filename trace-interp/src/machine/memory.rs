@@ -19,8 +19,19 @@ impl<'a> Machine<'a> {
         self.trace.op(at).descr.map_or(u32::MAX, |d| self.descr_id(d))
     }
 
+    /// The writer identities of a virtual reference's token and `forced` fields: the ids of
+    /// the layout's descriptors when the trace's table has them (so explicit accesses
+    /// through them agree), else [`heap::WRITER_VREF`].
+    pub(crate) fn vref_writers(&self) -> [u32; 2] {
+        match VirtualRefLayout::find_in(self.trace) {
+            Some([_, token, forced]) => [self.descr_id(token), self.descr_id(forced)],
+            None => heap::WRITER_VREF,
+        }
+    }
+
     /// The memory model's checks of an access to `view` of the object at `addr` by `writer`:
     /// under type-based aliasing, bytes written through another descriptor are not accessed;
+    /// an allocated struct's bytes lie within its size (native code does not check either);
     /// a write never changes an instance's class word or an array's or string's length word.
     pub(crate) fn check_access(&self, at: OpRef, addr: u64, view: View, writer: u32, write: bool) -> Result<(), Stop> {
         let heap = &self.st.heap;
@@ -39,6 +50,23 @@ impl<'a> Machine<'a> {
                         view.end(),
                         name(other),
                         name(writer)
+                    ),
+                ));
+            }
+        }
+        if let Some(o) = heap.objects.get(&addr) {
+            let size = match o.kind {
+                // (an instance holds at least its class word)
+                ObjKind::Struct { size } => size.max(if o.class != 0 { 8 } else { 0 }),
+                _ => i64::MAX,
+            };
+            if view.offset < 0 || view.end() > size {
+                return Err(broken(
+                    at,
+                    format!(
+                        "bytes {}..{} lie outside the {size} bytes the struct was allocated with",
+                        view.offset,
+                        view.end()
                     ),
                 ));
             }

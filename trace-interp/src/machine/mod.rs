@@ -9,7 +9,7 @@ mod step;
 use crate::heap::{self, Heap, ObjKind, View};
 use crate::{CallRecord, ClassPolicy, Outcome, RtValue, RunConfig, RunResult};
 use std::collections::HashMap;
-use trace_ir::abi::{default_class, hash_words, string_hash, FORCE_TOKEN, MAX_COPY_LEN};
+use trace_ir::abi::{default_class, hash_words, string_hash, VirtualRefLayout, FORCE_TOKEN, MAX_COPY_LEN};
 use trace_ir::descr::{
     ArrayDescr, CallEffect, Descr, FieldDescr, SizeDescr, DEFAULT_ARRAY_BASE, MAX_ALLOC_BYTES, STR_CHARS_OFFSET,
     STR_LEN_OFFSET,

@@ -334,8 +334,26 @@ impl<'a> Machine<'a> {
         match opc {
             ForceToken => self.set(at, RtValue::Ref(FORCE_TOKEN)),
             VirtualRef => {
-                let p = self.arg(at, 0)?;
-                self.set(at, p);
+                let l = VirtualRefLayout::get();
+                let class = default_class(&l.size);
+                self.alloc_size(at, 0, Some(l.size.size as u64))?;
+                let a = self.st.heap.alloc(ObjKind::Struct { size: l.size.size }, class, false);
+                let [token, forced] = self.vref_writers();
+                let view = |f: &trace_ir::FieldDescr| View::new(f.offset, f.size);
+                self.store_as(at, a, view(&l.token), RtValue::Ref(FORCE_TOKEN), false, token)?;
+                self.store_as(at, a, view(&l.forced), RtValue::Ref(0), false, forced)?;
+                self.set(at, RtValue::Ref(a));
+            }
+            VirtualRefFinish => {
+                let l = VirtualRefLayout::get();
+                let r = self.nonnull(at, 0)?;
+                let p = self.arg(at, 1)?;
+                let [token, forced] = self.vref_writers();
+                let view = |f: &trace_ir::FieldDescr| View::new(f.offset, f.size);
+                if p.bits() != 0 {
+                    self.store_as(at, r, view(&l.forced), p, false, forced)?;
+                }
+                self.store_as(at, r, view(&l.token), RtValue::Ref(0), false, token)?;
             }
             SaveException => {
                 let v = self.st.exception.take().map_or(0, |(_, v)| v);
@@ -385,8 +403,7 @@ impl<'a> Machine<'a> {
                     ));
                 }
             }
-            QuasiimmutField | VirtualRefFinish | EnterPortalFrame | LeavePortalFrame | Keepalive
-            | RecordKnownResult => {}
+            QuasiimmutField | EnterPortalFrame | LeavePortalFrame | Keepalive | RecordKnownResult => {}
             _ => return Err(not_handled(at, opc)),
         }
         Ok(())

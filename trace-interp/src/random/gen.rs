@@ -3,15 +3,22 @@
 
 use super::*;
 
+/// The size of the structs the generator allocates (`size_vt2` is larger): every field
+/// descriptor it uses lies within it.
+const STRUCT_SIZE: i64 = 48;
+
 impl<'c> Gen<'c> {
     pub(super) fn new(cfg: &'c RandomConfig, seed: u64, loops: bool) -> Gen<'c> {
         let mut t = Trace::default();
         t.info.name = format!("random trace {seed}");
         let mut md = |d: Descr| t.make_descr(d);
         let d = Descrs {
-            size_plain: md(Descr::Size(SizeDescr { size: 48, vtable: None })),
+            size_plain: md(Descr::Size(SizeDescr {
+                size: STRUCT_SIZE,
+                vtable: None,
+            })),
             size_vt: md(Descr::Size(SizeDescr {
-                size: 48,
+                size: STRUCT_SIZE,
                 vtable: Some(0x7000_1000),
             })),
             size_vt2: md(Descr::Size(SizeDescr { size: 56, vtable: None })),
@@ -262,7 +269,8 @@ impl<'c> Gen<'c> {
         }
     }
 
-    /// A non-null reference to a struct (allocated struct or external object).
+    /// A non-null reference to a struct the generator's fields fit in (an allocated struct
+    /// of [`STRUCT_SIZE`] bytes or more, or an external object).
     pub(super) fn struct_ref(&mut self) -> Option<Value> {
         self.pick_live(Kind::Ref, |g, l| {
             let a = g.ex(l.v).bits();
@@ -271,7 +279,7 @@ impl<'c> Gen<'c> {
                     .heap
                     .objects
                     .get(&a)
-                    .is_none_or(|o| matches!(o.kind, ObjKind::Struct { .. }))
+                    .is_none_or(|o| matches!(o.kind, ObjKind::Struct { size } if size >= STRUCT_SIZE))
         })
     }
 
@@ -342,7 +350,7 @@ impl<'c> Gen<'c> {
     pub(super) fn random_op(&mut self) -> bool {
         let c = self.cfg;
         match self.rng.weighted(&[
-            c.int_ops, c.ovf_ops, c.guards, c.heap, c.calls, c.floats, c.views, c.hints,
+            c.int_ops, c.ovf_ops, c.guards, c.heap, c.calls, c.floats, c.views, c.hints, c.frames,
         ]) {
             Some(0) | None => self.int_op(),
             Some(1) => self.ovf_op(),
@@ -351,7 +359,8 @@ impl<'c> Gen<'c> {
             Some(4) => self.call_op(),
             Some(5) => self.float_op(),
             Some(6) => self.view_op(),
-            _ => self.hint_op(),
+            Some(7) => self.hint_op(),
+            _ => self.frame_op(),
         }
     }
 

@@ -141,4 +141,40 @@ impl<'c> Gen<'c> {
             self.op(opc, &[a, i], Some(ad)).is_some()
         }
     }
+
+    /// A virtual reference: `virtual_ref` of an object (an allocated one when there is, as
+    /// a frame), stored half of the time into a reference field of a struct (an interpreter
+    /// linking its frames); or `virtual_ref_finish` of a reference made so, with null or an
+    /// object.
+    pub(super) fn frame_op(&mut self) -> bool {
+        use Opcode::*;
+        let made = |g: &Self, l: &Live| {
+            l.v.as_op()
+                .is_some_and(|o| g.t.ops[o.index()].opcode == VirtualRef && g.ex(l.v).bits() != 0)
+        };
+        if self.rng.chance(1, 2) {
+            let Some(r) = self.pick_live(Kind::Ref, made) else {
+                return false;
+            };
+            let p = if self.rng.chance(3, 4) {
+                self.konst(Const::Ref(0))
+            } else {
+                self.ref_arg()
+            };
+            return self.op(VirtualRefFinish, &[r, p], None).is_some();
+        }
+        let p = self.ref_arg();
+        let k = self.rng.below(4) as i64;
+        let k = self.konst(Const::Int(k));
+        let Some(r) = self.op(VirtualRef, &[p, k], None) else {
+            return false;
+        };
+        if self.rng.chance(1, 2) {
+            if let Some(q) = self.struct_ref() {
+                let f_ref = self.d.f_ref;
+                self.op(SetfieldGc, &[q, r], Some(f_ref));
+            }
+        }
+        true
+    }
 }

@@ -83,6 +83,9 @@ pub struct RandomConfig {
     /// Weight of hints that are promises (`assert_not_none`, `record_exact_class`); true on
     /// the example inputs, possibly broken on others.
     pub hints: u32,
+    /// Weight of virtual references: `virtual_ref` of an object (stored into a field, as an
+    /// interpreter links its frames) and `virtual_ref_finish`.
+    pub frames: u32,
     /// The memory model of the generated traces; `None`: type-based for about a third of the
     /// seeds, byte views otherwise.
     pub aliasing: Option<Aliasing>,
@@ -107,6 +110,7 @@ impl Default for RandomConfig {
             floats: 2,
             views: 2,
             hints: 1,
+            frames: 1,
             aliasing: None,
             loops: true,
             max_iterations: 6,
@@ -137,6 +141,7 @@ impl RandomConfig {
             floats: 0,
             views: 0,
             hints: 0,
+            frames: 0,
             loops: false,
             ..RandomConfig::default()
         }

@@ -385,3 +385,82 @@ fn objects_reachable_at_a_call_that_changes_nothing_do_not_escape() {
     // a call that may write the heap makes p1 escape, and changes its field
     assert_ne!(run_with("call_i(ConstClass(f), 1, descr=<Calli 8 i EF=2>)"), 7);
 }
+
+/// `virtual_ref(p, i)` makes a `JitVirtualRef` of its own (`trace_ir::abi::VirtualRefLayout`):
+/// its class is the default class of its size, its token is the force token and `forced` is
+/// null; `virtual_ref_finish(r, p)` stores `p` unless it is null, then null into the token.
+#[test]
+fn a_virtual_reference_is_an_object_of_its_own() {
+    let l = trace_ir::abi::VirtualRefLayout::get();
+    let t = trace_ir::parse_trace(
+        "[p0]
+        p1 = new_with_vtable(descr=<SizeDescr 32>)
+        p2 = virtual_ref(p1, 0)
+        i3 = ptr_eq(p1, p2)
+        p4 = getfield_gc_r(p2, descr=<FieldP JitVirtualRef.virtual_token 8>)
+        p5 = getfield_gc_r(p2, descr=<FieldP JitVirtualRef.forced 16>)
+        virtual_ref_finish(p2, ConstPtr(null))
+        p6 = getfield_gc_r(p2, descr=<FieldP JitVirtualRef.forced 16>)
+        p7 = getfield_gc_r(p2, descr=<FieldP JitVirtualRef.virtual_token 8>)
+        virtual_ref_finish(p2, p1)
+        p8 = getfield_gc_r(p2, descr=<FieldP JitVirtualRef.forced 16>)
+        guard_class(p2, CLASS, descr=<Guard1>) []
+        finish(i3, p4, p5, p6, p7, p8, p1)"
+            .replace("CLASS", &trace_ir::abi::default_class(&l.size).to_string())
+            .as_str(),
+    )
+    .unwrap();
+    let r = go(&t, &[RtValue::Ref(0)]);
+    let Outcome::Finish(v) = &r.outcome else {
+        panic!("{}", r.outcome)
+    };
+    assert_eq!(v[0], RtValue::Int(0), "another object than its referent");
+    assert_eq!(v[1], RtValue::Ref(trace_ir::abi::FORCE_TOKEN));
+    assert_eq!(
+        &v[2..5],
+        &[RtValue::Ref(0); 3],
+        "forced null, kept by a null finish; token cleared"
+    );
+    assert_eq!(v[5], v[6], "a non-null finish stores the object");
+}
+
+/// A virtual reference stored into an external object does not make the object it stands
+/// for reachable: a call that may write the heap leaves that object alone.
+#[test]
+fn the_referent_does_not_escape_through_its_reference() {
+    let t = trace_ir::parse_trace(
+        "[p0]
+        p1 = new_with_vtable(descr=<SizeDescr 32>)
+        setfield_gc(p1, 7, descr=<FieldS Frame.pc 8>)
+        p2 = virtual_ref(p1, 0)
+        setfield_gc(p0, p2, descr=<FieldP EC.topframeref 16>)
+        call_n(ConstClass(f), descr=<Callv 0 EF=7>)
+        i3 = getfield_gc_i(p1, descr=<FieldS Frame.pc 8>)
+        finish(i3)",
+    )
+    .unwrap();
+    let r = go(&t, &[RtValue::Ref(0x7000_0000_1000)]);
+    assert_eq!(r.outcome, Outcome::Finish(vec![RtValue::Int(7)]));
+}
+
+/// The bytes of an allocated struct are those of its size: an access beyond them is a
+/// broken promise (native code does not check it).
+#[test]
+fn an_access_beyond_an_allocated_struct_is_a_broken_promise() {
+    for (offset, broken) in [(16, false), (24, true)] {
+        let t = trace_ir::parse_trace(&format!(
+            "[i0]
+            p1 = new(descr=<SizeDescr 24>)
+            setfield_gc(p1, i0, descr=<FieldS T.x {offset}>)
+            finish(p1)"
+        ))
+        .unwrap();
+        let r = go(&t, &ints(&[5]));
+        assert_eq!(
+            matches!(r.outcome, Outcome::Invalid { promise: true, .. }),
+            broken,
+            "offset {offset}: {}",
+            r.outcome
+        );
+    }
+}

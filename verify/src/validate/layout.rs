@@ -2,6 +2,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
+use trace_ir::abi::VirtualRefLayout;
 use trace_ir::descr::{ArrayDescr, Descr, FieldDescr, DEFAULT_ARRAY_BASE, DEFAULT_ARRAY_LEN, STR_LEN_OFFSET};
 use trace_ir::{Aliasing, DescrRef, Kind, OpRef, Trace, VirtualField, VirtualKind};
 use z3::ast::BV;
@@ -41,6 +42,13 @@ impl Layout {
             }
         }
         for t in traces {
+            if VirtualRefLayout::used_by(t) {
+                let vref = VirtualRefLayout::get();
+                for f in [vref.token, vref.forced] {
+                    let d = Descr::Field(f);
+                    l.descrs.insert(format!("{d:?}"), d);
+                }
+            }
             let mut add = |d: DescrRef| {
                 let descr = t.descr(d);
                 if matches!(descr, Descr::Field(_) | Descr::Array(_) | Descr::Interior(_)) {

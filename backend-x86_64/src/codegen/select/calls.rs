@@ -7,7 +7,7 @@ use crate::codegen::{bad, kind_of, Gen, R};
 use crate::pmove::Loc;
 use crate::runtime::{self, ArrayLayout};
 use dynasmrt::{dynasm, DynamicLabel, DynasmApi, DynasmLabelApi};
-use trace_ir::{Kind, OpRef, Opcode, Value};
+use trace_ir::{Kind, OpRef, Opcode, SizeDescr, Value};
 
 /// The working memory of calls (reused from trace to trace) and the data the code of
 /// allocations points to.
@@ -38,6 +38,12 @@ impl Gen<'_> {
         } else {
             0
         };
+        self.allocate_object(at, sd, class)
+    }
+
+    /// An instance of `sd` (with class `class`, 0 for none) as the result of the op at `at`,
+    /// in `rax`.
+    pub(super) fn allocate_object(&mut self, at: usize, sd: &SizeDescr, class: u64) -> R<()> {
         let size = sd.size.max(if class != 0 { 8 } else { 0 }) as u64;
         let f = runtime::tramp_new as *const () as usize as u64;
         self.call(

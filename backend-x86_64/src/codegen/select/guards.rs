@@ -1,13 +1,14 @@
-//! Instruction selection of guards (and of the ops this backend models as constants or
-//! copies: `force_token`, `virtual_ref`).
+//! Instruction selection of guards, of `force_token` (a constant in this backend) and of
+//! virtual references.
 
 use crate::codegen::emit::{fits_i32, Cond, Opnd};
 use crate::codegen::fusion::Fusion;
 use crate::codegen::loops::LoopTop;
-use crate::codegen::regs::{Reg, RegSet, R11};
+use crate::codegen::regs::{Reg, RegSet, R11, RAX};
 use crate::codegen::{bad, Gen, R};
 use crate::pmove::Loc;
 use dynasmrt::{dynasm, DynasmApi, DynasmLabelApi};
+use trace_ir::abi::VirtualRefLayout;
 use trace_ir::{Kind, Opcode, Value};
 
 impl Gen<'_> {
@@ -166,15 +167,33 @@ impl Gen<'_> {
         Ok(())
     }
 
-    /// `virtual_ref`.
+    /// `virtual_ref`: a new `JitVirtualRef` (`trace_ir::abi::VirtualRefLayout`) holding the
+    /// force token; its `forced` field is null as allocated (the runtime's memory is zeroed).
     pub(super) fn virtual_ref(&mut self, at: usize) -> R<()> {
-        let t = self.t;
-        let op = &t.ops[at];
-        let args: &[Value] = &op.args;
-        let a = |i: usize| args[i];
-        // `virtual_ref(p, i)` is `p` in this model.
-        let d = self.copy_to_new(a(0), Kind::Ref)?;
-        self.def(d);
+        let l = VirtualRefLayout::get();
+        self.allocate_object(at, &l.size, trace_ir::abi::default_class(&l.size))?;
+        let (base, disp) = self.mem_operand(RAX, l.token.offset);
+        self.em.mov_imm_r11(trace_ir::abi::FORCE_TOKEN);
+        self.em.store_mem(base, disp, R11, 8);
+        Ok(())
+    }
+
+    /// `virtual_ref_finish(r, p)`: `p` into `forced` unless it is null, then null into the
+    /// token.
+    pub(super) fn virtual_ref_finish(&mut self, at: usize) -> R<()> {
+        let l = VirtualRefLayout::get();
+        let args: &[Value] = &self.t.ops[at].args;
+        let (r, p) = (args[0], args[1]);
+        let base = self.load(r)?;
+        self.null_check(r, base);
+        let v = self.load(p)?;
+        let (b, disp) = self.mem_operand(base, l.forced.offset);
+        let skip = self.em.asm.new_dynamic_label();
+        dynasm!(self.em.asm ; .arch x64 ; test Rq(v), Rq(v) ; jz =>skip);
+        self.em.store_mem(b, disp, v, 8);
+        dynasm!(self.em.asm ; .arch x64 ; =>skip);
+        let (b, disp) = self.mem_operand(base, l.token.offset);
+        dynasm!(self.em.asm ; .arch x64 ; mov QWORD [Rq(b) + disp], 0);
         Ok(())
     }
 }

@@ -70,9 +70,10 @@ impl Gen<'_> {
             }
             ForceToken => self.force_token()?,
             VirtualRef => self.virtual_ref(at)?,
+            VirtualRefFinish => self.virtual_ref_finish(at)?,
             // ---- hints -------------------------------------------------------------------
             Keepalive | EnterPortalFrame | LeavePortalFrame | RecordKnownResult | RecordExactClass | AssertNotNone
-            | RecordIntRange | RecordIntBits | QuasiimmutField | VirtualRefFinish => {}
+            | RecordIntRange | RecordIntBits | QuasiimmutField => {}
             GetfieldGcI | GetfieldGcR | GetfieldGcF | GetfieldRawI | GetfieldRawR | GetfieldRawF => {
                 self.getfield(at)?
             }

@@ -1,11 +1,14 @@
 //! Translation of elidable and loop-invariant calls, hints and frame ops.
 
-use trace_ir::{Kind, Op, OpRef, Opcode, WordFacts};
+use std::collections::BTreeMap;
+
+use trace_ir::abi::VirtualRefLayout;
+use trace_ir::{Descr, Kind, Op, OpRef, Opcode, WordFacts};
 use z3::ast::{Bool, BV};
 
 use super::Translated;
 use crate::validate::layout::descr_key;
-use crate::validate::side::{Side, Sym};
+use crate::validate::side::{alloc_class, LocalObj, Side, Sym};
 use crate::validate::terms::{bv, class_of, uf_bv, zero};
 use crate::validate::R;
 
@@ -109,10 +112,51 @@ impl<'t> Side<'t> {
         Ok(())
     }
 
-    /// `virtual_ref`: the operand itself.
-    pub(super) fn virtual_ref(&mut self, r: OpRef, op: &Op) -> R<()> {
-        let v = self.value(op.args[0])?;
-        self.set(r, v);
+    /// `force_token`: one symbol, the same on both sides.
+    pub(super) fn force_token() -> Sym {
+        Sym::Bv(BV::new_const("force_token", 64))
+    }
+
+    /// `virtual_ref`: a tracked `JitVirtualRef` holding the force token and a null `forced`
+    /// (`trace_ir::abi::VirtualRefLayout`), as `new_with_vtable` of its size and two field
+    /// writes make it.
+    pub(super) fn virtual_ref(&mut self, r: OpRef) {
+        let l = VirtualRefLayout::get();
+        let size = Descr::Size(l.size);
+        let o = self.new_obj(LocalObj {
+            shape: format!("new:{size:?}"),
+            class: alloc_class(Opcode::NewWithVtable, Some(&size)),
+            len: None,
+            fields: BTreeMap::new(),
+            item_of: BTreeMap::new(),
+            addr: None,
+            dead: false,
+        });
+        self.store_field(&o, &Descr::Field(l.token), Side::force_token());
+        self.store_field(&o, &Descr::Field(l.forced), Sym::Bv(zero()));
+        self.set(r, o);
+    }
+
+    /// `virtual_ref_finish(r, p)`: `forced` becomes `p` unless `p` is null (what it held,
+    /// otherwise), then the token null.
+    pub(super) fn virtual_ref_finish(&mut self, op: &Op) -> R<()> {
+        let l = VirtualRefLayout::get();
+        let (forced, token) = (Descr::Field(l.forced), Descr::Field(l.token));
+        let r = self.value(op.args[0])?;
+        let p = self.value(op.args[1])?;
+        let stored = match p {
+            Sym::Obj(_) => Some(p),
+            Sym::Bv(b) if b.as_u64() == Some(0) => None,
+            Sym::Bv(b) => {
+                let held = self.load_field(&r, &forced);
+                let held = self.escape(&held);
+                Some(Sym::Bv(b.eq(&zero()).ite(&held, &b)))
+            }
+        };
+        if let Some(v) = stored {
+            self.store_field(&r, &forced, v);
+        }
+        self.store_field(&r, &token, Sym::Bv(zero()));
         Ok(())
     }
 }

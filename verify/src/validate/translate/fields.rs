@@ -4,7 +4,7 @@ use trace_ir::descr::{Descr, DEFAULT_ARRAY_BASE};
 use trace_ir::{Op, OpRef, Opcode};
 
 use super::{narrow_bv, narrow_store};
-use crate::validate::layout::{descr_key, field_key, field_key_of};
+use crate::validate::layout::{descr_key, field_key_of};
 use crate::validate::memory::{add_const, scaled, Place};
 use crate::validate::side::{Side, Sym};
 use crate::validate::terms::zero;
@@ -40,18 +40,28 @@ impl<'t> Side<'t> {
         self.loaded(d, v)
     }
 
-    /// `setfield_gc`: into a tracked object, or a write to the heap.
+    /// `setfield_gc`: [`Side::store_field`] of the value narrowed as the descriptor says.
     pub(super) fn setfield_gc(&mut self, r: OpRef, op: &Op) -> R<()> {
         let trace = self.trace;
-        let key = field_key(trace, r);
+        let Some(d) = op.descr.map(|d| trace.descr(d)) else {
+            return unsupported(format!("{} without a field descriptor", op.opcode));
+        };
         let base = self.value(op.args[0])?;
         let val = narrow_store(trace, r, self.value(op.args[1])?);
-        match self.tracked(&base).filter(|&id| !self.field_overlaps(id, &key)) {
+        self.store_field(&base, d, val);
+        Ok(())
+    }
+
+    /// A write of `val` into field `d` of `base`: into a tracked object, or a write to the
+    /// heap.
+    pub(super) fn store_field(&mut self, base: &Sym, d: &Descr, val: Sym) {
+        let key = field_key_of(d);
+        match self.tracked(base).filter(|&id| !self.field_overlaps(id, &key)) {
             Some(id) => {
                 self.objs[id].fields.insert(key, val);
             }
             None => {
-                let p = self.escape(&base);
+                let p = self.escape(base);
                 let v = self.escape(&val);
                 let place = self.field_place(&p, &key);
                 if matches!(place, Place::Bytes { .. }) && !key.starts_with("imm:") {
@@ -60,7 +70,6 @@ impl<'t> Side<'t> {
                 self.write_place(&place, &v, true);
             }
         }
-        Ok(())
     }
 
     /// `getfield_raw_*`, `setfield_raw`: raw memory at the pointer plus the field's offset.

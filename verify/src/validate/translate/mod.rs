@@ -120,8 +120,8 @@ impl<'t> Validator<'t> {
             {
                 self.side(orig).elidable_call(r, &op)?
             }
+            Opcode::VirtualRefFinish => self.side(orig).virtual_ref_finish(&op)?,
             Opcode::QuasiimmutField
-            | Opcode::VirtualRefFinish
             | Opcode::EnterPortalFrame
             | Opcode::LeavePortalFrame
             | Opcode::Keepalive
@@ -129,8 +129,8 @@ impl<'t> Validator<'t> {
             Opcode::RecordExactClass => self.side(orig).record_exact_class(orig, &op, &mut t)?,
             Opcode::AssertNotNone => self.side(orig).assert_not_none(orig, &op, &mut t)?,
             Opcode::RecordIntRange | Opcode::RecordIntBits => self.side(orig).record_int(orig, &op, &mut t)?,
-            Opcode::ForceToken => self.side(orig).set(r, Sym::Bv(BV::new_const("force_token", 64))),
-            Opcode::VirtualRef => self.side(orig).virtual_ref(r, &op)?,
+            Opcode::ForceToken => self.side(orig).set(r, Side::force_token()),
+            Opcode::VirtualRef => self.side(orig).virtual_ref(r),
             _ => return unsupported(format!("{} is not modelled by the validator", opc)),
         }
         // (Pure ops read no heap: what follows concerns only loads; `load_field` and
