@@ -833,3 +833,32 @@ i2 = call_i(ConstClass(f), 1, descr=<Calli 8 i EF=7>)
 finish(i2)",
     );
 }
+
+#[test]
+fn a_new_struct_may_leave_a_zero_field_unwritten() {
+    // Its memory is zero: the optimizer does not write zero fields of an object it
+    // materializes, though nothing reads them before a call sees the object.
+    let original = "
+[p0]
+p1 = new_with_vtable(descr=<SizeDescr 24>)
+setfield_gc(p1, 0, descr=<FieldS T.a 8>)
+setfield_gc(p1, ConstPtr(null), descr=<FieldP T.p 16>)
+setfield_gc(p0, p1, descr=<FieldP E.top 16>)
+i2 = call_i(ConstClass(f), 1, descr=<Calli 8 i EF=7>)
+finish(i2)";
+    let with = |fields: &str| {
+        format!(
+            "
+[p0]
+p1 = new_with_vtable(descr=<SizeDescr 24>)
+{fields}
+setfield_gc(p0, p1, descr=<FieldP E.top 16>)
+i2 = call_i(ConstClass(f), 1, descr=<Calli 8 i EF=7>)
+finish(i2)"
+        )
+    };
+    assert_valid(original, &with(""));
+    assert_invalid(original, &with("setfield_gc(p1, 1, descr=<FieldS T.a 8>)"));
+    assert_invalid(original, &with("setfield_gc(p1, p0, descr=<FieldP T.p 16>)"));
+    assert_optimizer_output_not_invalid(original);
+}

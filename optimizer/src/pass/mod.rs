@@ -733,6 +733,8 @@ impl<'a> Pass<'a> {
                 // A virtual `JitVirtualRef`: the object it stands for stays virtual while the
                 // reference escapes.
                 Opcode::VirtualRef if self.opts.virtuals => Some(self.virtual_ref()),
+                // The token of the running frame: it observes no memory.
+                Opcode::ForceToken => Some(self.force_token(false)),
                 Opcode::VirtualRefFinish if self.opts.virtuals => self.virtual_ref_finish(op, &args),
                 // Promises about an integer: what they state is known from here on.
                 Opcode::RecordIntRange | Opcode::RecordIntBits if self.opts.intbounds => {

@@ -127,26 +127,34 @@ impl<'a> Pass<'a> {
                 continue;
             }
             stack.last_mut().unwrap().2 += 1;
+            // A new object's memory is zero: a zero field or item needs no write (unless
+            // the field is immutable: calls change what the trace did not write).
+            let zero = self.const_val(val).is_some_and(|c| c.bits() == 0);
             match (f, kind) {
                 (VirtualField::Field(d), _) => {
-                    self.emit(Op {
-                        opcode: Opcode::SetfieldGc,
-                        descr: Some(d),
-                        guard: None,
-                        args: SmallVec::from_slice(&[obj, val]),
-                    });
+                    let immutable = self.input.descr(d).as_field().is_some_and(|f| f.immutable);
+                    if !zero || immutable {
+                        self.emit(Op {
+                            opcode: Opcode::SetfieldGc,
+                            descr: Some(d),
+                            guard: None,
+                            args: SmallVec::from_slice(&[obj, val]),
+                        });
+                    }
                     if self.opts.heapcache && self.fits(d, val) {
                         self.mem.heap.remember_field(d, obj, val);
                     }
                 }
                 (VirtualField::Item(k), VirtualKind::Array { descr, .. }) => {
-                    let idx = self.make_int(k as i64);
-                    self.emit(Op {
-                        opcode: Opcode::SetarrayitemGc,
-                        descr: Some(descr),
-                        guard: None,
-                        args: SmallVec::from_slice(&[obj, idx, val]),
-                    });
+                    if !zero {
+                        let idx = self.make_int(k as i64);
+                        self.emit(Op {
+                            opcode: Opcode::SetarrayitemGc,
+                            descr: Some(descr),
+                            guard: None,
+                            args: SmallVec::from_slice(&[obj, idx, val]),
+                        });
+                    }
                     if self.opts.heapcache && self.fits(descr, val) {
                         self.mem.heap.remember_item(descr, k as i64, obj, val);
                     }
@@ -258,8 +266,7 @@ impl<'a> Pass<'a> {
     /// `p` is stored nowhere: it stays virtual when only the reference escapes.
     pub(super) fn virtual_ref(&mut self) -> Value {
         let [size, token, forced] = VirtualRefLayout::find_in(self.input).expect("`run` adds the layout");
-        let t = self.emit(Op::new(Opcode::ForceToken, &[]));
-        self.counts.attached.extend(t.as_op());
+        let t = self.force_token(true);
         let null = self.make_const(Const::Ref(0));
         let new = Op {
             opcode: Opcode::NewWithVtable,
@@ -273,6 +280,30 @@ impl<'a> Pass<'a> {
         fields.push((VirtualField::Field(token), t));
         fields.push((VirtualField::Field(forced), null));
         v
+    }
+
+    /// The frame's `force_token`: one per trace (or per loop iteration, as CSE knows it),
+    /// emitted where first asked for; `attached`: asked for by another op (a virtual
+    /// reference), so not an input op of its own. An input `force_token` that finds it is
+    /// removed by CSE.
+    pub(super) fn force_token(&mut self, attached: bool) -> Value {
+        let key = Key::new(Opcode::ForceToken, &[], None);
+        if self.opts.cse {
+            if let Some(&t) = self.cse.pure.get(&key) {
+                if !attached {
+                    self.removed(super::Reason::Cse);
+                }
+                return t;
+            }
+        }
+        let t = self.emit(Op::new(Opcode::ForceToken, &[]));
+        if attached {
+            self.counts.attached.extend(t.as_op());
+        }
+        if self.opts.cse {
+            self.cse.pure.insert(key, t);
+        }
+        t
     }
 
     /// `virtual_ref_finish(r, p)`: `forced` becomes `p` unless `p` is null, then the token

@@ -23,13 +23,12 @@ fn a_frame_stays_virtual_when_its_reference_escapes_into_a_call() {
          p2 = force_token()
          p3 = new_with_vtable(descr=<SizeDescr 24>)
          setfield_gc(p3, p2, descr=<FieldP JitVirtualRef.virtual_token 8>)
-         setfield_gc(p3, ConstPtr(null), descr=<FieldP JitVirtualRef.forced 16>)
          setfield_gc(p0, p3, descr=<FieldP EC.topframeref 16>)
-         i4 = call_may_force_i(ConstClass(f), 1, descr=<Calli 8 i EF=7>)
+         i6 = call_may_force_i(ConstClass(f), 1, descr=<Calli 8 i EF=7>)
          guard_not_forced(descr=<Guard1>) [p0, $0] {$0 = new_with_vtable(descr=<SizeDescr 32>) <FieldS Frame.pc 8>: 7}
          setfield_gc(p0, p1, descr=<FieldP EC.topframeref 16>)
          setfield_gc(p3, ConstPtr(null), descr=<FieldP JitVirtualRef.virtual_token 8>)
-         finish(i4)",
+         finish(i6)",
     );
 }
 
@@ -65,7 +64,6 @@ fn finishing_with_an_object_stores_it_and_an_unknown_one_keeps_the_op() {
          finish(p3)",
         "[p0]
          p1 = new_with_vtable(descr=<SizeDescr 24>)
-         setfield_gc(p1, ConstPtr(null), descr=<FieldP JitVirtualRef.virtual_token 8>)
          p2 = new_with_vtable(descr=<SizeDescr 32>)
          setfield_gc(p1, p2, descr=<FieldP JitVirtualRef.forced 16>)
          finish(p1)",
@@ -79,10 +77,9 @@ fn finishing_with_an_object_stores_it_and_an_unknown_one_keeps_the_op() {
          finish(p3)",
         "[p0]
          p1 = force_token()
-         p3 = new_with_vtable(descr=<SizeDescr 24>)
-         setfield_gc(p3, p1, descr=<FieldP JitVirtualRef.virtual_token 8>)
-         setfield_gc(p3, ConstPtr(null), descr=<FieldP JitVirtualRef.forced 16>)
-         virtual_ref_finish(p3, p0)
-         finish(p3)",
+         p2 = new_with_vtable(descr=<SizeDescr 24>)
+         setfield_gc(p2, p1, descr=<FieldP JitVirtualRef.virtual_token 8>)
+         virtual_ref_finish(p2, p0)
+         finish(p2)",
     );
 }

@@ -349,3 +349,29 @@ fn narrow_field_that_may_not_fit_is_not_forwarded() {
          finish(i1)",
     );
 }
+
+#[test]
+fn a_materialized_object_gets_no_writes_of_zero() {
+    // Its memory is zero already; an immutable field is written all the same (a call may
+    // change what the trace did not write, not what it wrote into an immutable field).
+    check(
+        "[p0]
+         p1 = new_with_vtable(descr=<SizeDescr 40>)
+         setfield_gc(p1, 0, descr=<FieldS T.a 8>)
+         setfield_gc(p1, ConstPtr(null), descr=<FieldP T.p 16>)
+         setfield_gc(p1, 0.0, descr=<FieldF T.f 24>)
+         setfield_gc(p1, 0, descr=<FieldS T.k 32 pure>)
+         p2 = new_array(2, descr=<ArrayP 8>)
+         setarrayitem_gc(p2, 0, ConstPtr(null), descr=<ArrayP 8>)
+         setarrayitem_gc(p2, 1, p1, descr=<ArrayP 8>)
+         setfield_gc(p0, p2, descr=<FieldP E.top 8>)
+         finish(p0)",
+        "[p0]
+         p2 = new_array(2, descr=<ArrayP 8>)
+         p1 = new_with_vtable(descr=<SizeDescr 40>)
+         setfield_gc(p1, 0, descr=<FieldS T.k 32 pure>)
+         setarrayitem_gc(p2, 1, p1, descr=<ArrayP 8>)
+         setfield_gc(p0, p2, descr=<FieldP E.top 8>)
+         finish(p0)",
+    );
+}

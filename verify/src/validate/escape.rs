@@ -93,14 +93,17 @@ impl<'t> Side<'t> {
     /// is zero where it holds nothing, in the memories this epoch started from.
     fn state_fresh_zeros(&mut self, id: usize, obj: &LocalObj, addr: &BV, len: Option<u64>) {
         let layout = self.layout.clone();
-        // A fresh object's fields are zero: stated for every field either trace reads (and
-        // every byte of the shared fields) about the heap both sides start the epoch from,
+        // A fresh object's fields are zero: stated for every field either trace reads or
+        // writes into a new struct of its shape (and every byte of the shared fields) about
+        // the heap both sides start the epoch from,
         // not written: the other side may not read the same fields (the optimizer removes dead
         // reads), and zeros never contradict each other. Array items that were never written
         // are left unknown after an escape when the length is not a constant: it may be
         // constant on one side and symbolic on the other, so zeros could not be stated alike.
         if obj.len.is_none() {
-            for key in self.read_keys.clone().iter() {
+            let written = self.written_keys.clone();
+            let written = written.get(&obj.shape).map_or(&[][..], |k| &k[..]);
+            for key in self.read_keys.clone().iter().chain(written) {
                 if !obj.fields.contains_key(key) {
                     let place = self.field_place(addr, key);
                     if matches!(place, Place::Word { .. }) {

@@ -102,6 +102,10 @@ pub(super) struct Side<'t> {
     pub(super) carried: HashMap<usize, BTreeSet<String>>,
     /// The field keys either trace reads with `getfield_gc_*`.
     pub(super) read_keys: Rc<Vec<String>>,
+    /// By shape of a struct the traces allocate: the field keys either trace writes into
+    /// such a struct while it is new (stores into the allocation's result, fields of virtual
+    /// objects in resume data): a trace may leave a zero field unwritten.
+    pub(super) written_keys: Rc<HashMap<String, Vec<String>>>,
     /// The descriptors of both traces and which of them use the byte memory.
     pub(super) layout: Rc<Layout>,
     /// The non-null reference constants of both traces (no fresh object has their address).
@@ -158,6 +162,7 @@ impl<'t> Side<'t> {
             zero_span_of: HashMap::new(),
             apart: Apart::default(),
             read_keys: Rc::new(Vec::new()),
+            written_keys: Rc::new(HashMap::new()),
             layout: Rc::new(Layout::default()),
             consts: Rc::new(Vec::new()),
             calls: 0,

@@ -1,11 +1,12 @@
 //! The validator: both sides, the path condition, the walk from sync point to sync point.
 
 use std::cell::RefCell;
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::rc::Rc;
 
+use trace_ir::abi::VirtualRefLayout;
 use trace_ir::descr::Descr;
-use trace_ir::{Kind, OpRef, Opcode, Trace};
+use trace_ir::{Kind, OpRef, Opcode, Trace, VirtualField, VirtualKind};
 use z3::ast::{Bool, BV};
 
 use super::abstraction::{Abstraction, HEAVY_OPS};
@@ -90,6 +91,7 @@ impl<'t> Validator<'t> {
                 .map(|d| field_key_of(d)),
         );
         let keys = Rc::new(keys.into_iter().collect::<Vec<_>>());
+        let written = Rc::new(written_keys([original, optimized]));
         let layout = Rc::new(Layout::new([original, optimized], &carried));
         let consts: BTreeSet<u64> = [original, optimized]
             .iter()
@@ -104,6 +106,7 @@ impl<'t> Validator<'t> {
         for s in [&mut o, &mut p] {
             s.zeros = zeros.clone();
             s.read_keys = keys.clone();
+            s.written_keys = written.clone();
             s.layout = layout.clone();
             s.consts = consts.clone();
         }
@@ -242,4 +245,55 @@ impl<'t> Validator<'t> {
         }
         Ok(())
     }
+}
+
+/// By shape of struct (as [`LocalObj::shape`] names it), the field keys `traces` write into
+/// new structs of that shape: `setfield_gc` on an allocation's result, the fields of virtual
+/// structs in resume data, and a virtual reference's fields.
+///
+/// [`LocalObj::shape`]: super::side::LocalObj
+fn written_keys(traces: [&Trace; 2]) -> HashMap<String, Vec<String>> {
+    let mut by_shape: HashMap<String, BTreeSet<String>> = HashMap::new();
+    let shape = |opcode: Opcode, d: &Descr| format!("{}:{d:?}", opcode.name().trim_end_matches("_with_vtable"));
+    for t in traces {
+        for op in &t.ops {
+            if op.opcode == Opcode::VirtualRef {
+                let l = VirtualRefLayout::get();
+                let keys = by_shape
+                    .entry(shape(Opcode::NewWithVtable, &Descr::Size(l.size)))
+                    .or_default();
+                keys.insert(field_key_of(&Descr::Field(l.token)));
+                keys.insert(field_key_of(&Descr::Field(l.forced)));
+            }
+            if op.opcode != Opcode::SetfieldGc {
+                continue;
+            }
+            let (Some(d), Some(base)) = (op.descr, op.args[0].as_op()) else {
+                continue;
+            };
+            let alloc = t.op(base);
+            if let (Opcode::New | Opcode::NewWithVtable, Some(sd)) = (alloc.opcode, alloc.descr) {
+                by_shape
+                    .entry(shape(alloc.opcode, t.descr(sd)))
+                    .or_default()
+                    .insert(field_key_of(t.descr(d)));
+            }
+        }
+        for g in &t.guards {
+            for v in &g.virtuals {
+                if let VirtualKind::Struct { opcode, descr } = v.kind {
+                    let keys = by_shape.entry(shape(opcode, t.descr(descr))).or_default();
+                    for (f, _) in &v.fields {
+                        if let VirtualField::Field(d) = f {
+                            keys.insert(field_key_of(t.descr(*d)));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    by_shape
+        .into_iter()
+        .map(|(s, keys)| (s, keys.into_iter().collect()))
+        .collect()
 }
