@@ -3,35 +3,12 @@
 //! while its reference escapes. Each correct optimization is `Valid`, each wrong one
 //! `Invalid`.
 
+mod common;
+
+use common::{assert_invalid, assert_valid, parse};
 use optimizer::{optimize, Options};
-use trace_ir::{parse_trace, print_trace, Trace};
-use verify::validate::{validate, Config, Verdict};
-
-fn parse(text: &str) -> Trace {
-    parse_trace(text).unwrap_or_else(|e| panic!("{e}\n{text}"))
-}
-
-fn verdict(original: &str, optimized: &str) -> Verdict {
-    validate(&parse(original), &parse(optimized), &Config::default())
-}
-
-#[track_caller]
-fn assert_valid(original: &str, optimized: &str) {
-    let v = verdict(original, optimized);
-    assert!(
-        v.is_valid(),
-        "expected valid, got {v}\noriginal:\n{original}\noptimized:\n{optimized}"
-    );
-}
-
-#[track_caller]
-fn assert_invalid(original: &str, optimized: &str) {
-    let v = verdict(original, optimized);
-    assert!(
-        v.is_invalid(),
-        "expected invalid, got {v}\noriginal:\n{original}\noptimized:\n{optimized}"
-    );
-}
+use trace_ir::print_trace;
+use verify::validate::{validate, Config};
 
 /// An interpreter links a frame into its execution context `p0` through a virtual reference
 /// around a call that may force, then restores the caller's reference `p1`.

@@ -4,48 +4,9 @@
 //! optimization must be `Valid`, each wrong one `Invalid`; the optimizer's own output on the
 //! originals must not be `Invalid`.
 
-use optimizer::{optimize, Options};
-use trace_ir::{parse_trace, print_trace, Trace};
-use verify::validate::{validate, Config, Verdict};
+mod common;
 
-fn parse(text: &str) -> Trace {
-    parse_trace(text).unwrap_or_else(|e| panic!("{e}\n{text}"))
-}
-
-fn verdict(original: &str, optimized: &str) -> Verdict {
-    validate(&parse(original), &parse(optimized), &Config::default())
-}
-
-#[track_caller]
-fn assert_valid(original: &str, optimized: &str) {
-    let v = verdict(original, optimized);
-    assert!(
-        v.is_valid(),
-        "expected valid, got {v}\noriginal:\n{original}\noptimized:\n{optimized}"
-    );
-}
-
-#[track_caller]
-fn assert_invalid(original: &str, optimized: &str) {
-    let v = verdict(original, optimized);
-    assert!(
-        v.is_invalid(),
-        "expected invalid, got {v}\noriginal:\n{original}\noptimized:\n{optimized}"
-    );
-}
-
-/// The optimizer's output (default options) on `original` is not `Invalid`.
-#[track_caller]
-fn assert_optimizer_output_not_invalid(original: &str) {
-    let t = parse(original);
-    let out = optimize(&t, &Options::default()).unwrap_or_else(|e| panic!("optimizer: {e}\n{original}"));
-    let v = validate(&t, &out.trace, &Config::default());
-    assert!(
-        !v.is_invalid(),
-        "{v}\noriginal:\n{original}\noptimized:\n{}",
-        print_trace(&out.trace)
-    );
-}
+use common::{assert_invalid, assert_optimizer_output_not_invalid, assert_valid, verdict};
 
 fn type_based(text: &str) -> String {
     format!("aliasing type-based\n{text}")

@@ -1,5 +1,5 @@
-//! Heap accesses on real memory: interior fields, raw memory, class guards, and offsets
-//! that do not fit 32 bits.
+//! Heap accesses on real memory: interior fields, raw memory, class guards, virtual references
+//! and offsets that do not fit 32 bits.
 
 use super::*;
 use trace_ir::descr::ArrayDescr;
@@ -330,5 +330,50 @@ fn wide_length_word_bounds_check() {
             }
             buf[0] = 0;
         }
+    }
+}
+
+/// `virtual_ref` and `virtual_ref_finish` natively, in both memory modes, against the
+/// interpreter: the reference's class, token and `forced` field before and after finishing
+/// (with null, which keeps `forced`, and with the object), and a finish of null reference.
+#[test]
+fn virtual_references_natively() {
+    let class = trace_ir::abi::default_class(&trace_ir::abi::VirtualRefLayout::get().size);
+    let text = |finish_with: &str| {
+        format!(
+            "[i0]
+            p1 = new_with_vtable(descr=<SizeDescr 32>)
+            setfield_gc(p1, i0, descr=<FieldS Frame.pc 8>)
+            p2 = virtual_ref(p1, 0)
+            guard_class(p2, {class}, descr=<Guard1>) []
+            p3 = getfield_gc_r(p2, descr=<FieldP JitVirtualRef.virtual_token 8>)
+            i4 = ptr_eq(p3, ConstPtr(null))
+            virtual_ref_finish(p2, ConstPtr(null))
+            p5 = getfield_gc_r(p2, descr=<FieldP JitVirtualRef.virtual_token 8>)
+            virtual_ref_finish(p2, {finish_with})
+            p6 = getfield_gc_r(p2, descr=<FieldP JitVirtualRef.forced 16>)
+            i7 = ptr_eq(p6, p1)
+            i8 = ptr_eq(p6, ConstPtr(null))
+            i9 = ptr_eq(p5, ConstPtr(null))
+            finish(i4, i7, i8, i9)"
+        )
+    };
+    for (finish_with, want) in [("p1", [0, 1, 0, 1]), ("ConstPtr(null)", [0, 0, 1, 1])] {
+        let t = trace_ir::parse_trace(&text(finish_with)).unwrap();
+        let int = interp::run(&t, &[RtValue::Int(5)], &RunConfig::default()).outcome;
+        assert_eq!(int, Outcome::Finish(want.iter().map(|&v| RtValue::Int(v)).collect()));
+        for memory in [MemoryAccess::Direct, MemoryAccess::Hooks] {
+            let o = CompileOptions { memory, ..opts() };
+            let native = run_native(&t, &[5], &o);
+            same(&t, &native, &int).unwrap_or_else(|e| panic!("{memory:?}: {e}"));
+        }
+    }
+    // Finishing a null reference is an invalid operation.
+    let t = trace_ir::parse_trace("[p0]\nvirtual_ref_finish(p0, ConstPtr(null))\nfinish()").unwrap();
+    let int = interp::run(&t, &[RtValue::Ref(0)], &RunConfig::default()).outcome;
+    assert!(matches!(int, Outcome::Invalid { promise: false, .. }), "{int}");
+    for memory in [MemoryAccess::Direct, MemoryAccess::Hooks] {
+        let native = run_native(&t, &[0], &CompileOptions { memory, ..opts() });
+        assert!(matches!(native, Exit::Invalid { .. }), "{memory:?}: {native:?}");
     }
 }

@@ -45,7 +45,8 @@
 //!   uninterpreted float operation is `Unknown`, unless the reference interpreter confirms a
 //!   difference on concrete inputs derived from it ([`crate::replay`]): then `Invalid`.
 //! - **Objects allocated by the trace** (`new`, `new_with_vtable`, `new_array*` with a
-//!   constant length) are tracked exactly, field by field, as long as they have not
+//!   constant length, and the `JitVirtualRef` of a `virtual_ref`, whose fields its
+//!   `virtual_ref_finish` writes: `trace_ir::abi::VirtualRefLayout`) are tracked exactly, field by field, as long as they have not
 //!   escaped: their fields are not in the heap model. An object escapes when it is stored
 //!   into memory that is not itself a tracked object, passed to a call, cast to an integer,
 //!   indexed with a non-constant index, or accessed through a descriptor whose bytes overlap
