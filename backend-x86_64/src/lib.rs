@@ -96,7 +96,8 @@
 //! guard gets its fail arguments from [`Runtime::guard_exit`]. In Direct mode the ops with no
 //! inline code go the same way: string and unicode ops (`newstr`, `strlen`, `strgetitem`,
 //! `strsetitem`, `strhash`, `copystrcontent` and the `unicode` ones), `guard_gc_type`,
-//! `guard_is_object` and `call_assembler_*`. The default [`Runtime::exec`]
+//! `guard_is_object`, `call_assembler_*`, and a `gc_load*`/`gc_store*` whose scale, base or
+//! size is not a constant (or whose size is not one the op can have). The default [`Runtime::exec`]
 //! ([`exec_in_memory`]) serves them on real memory with documented layouts (strings: length
 //! word at 8, characters from 16; the GC type is the class word), and answers
 //! [`HookReply::Invalid`] for calls and `call_assembler` (the embedder knows its loops:

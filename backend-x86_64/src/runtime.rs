@@ -325,6 +325,37 @@ fn exec_access(req: &HookRequest<'_>) -> HookReply {
                 None => HookReply::Invalid,
             }
         }
+        SetinteriorfieldRaw => match interior_size.zip(field) {
+            Some((sz, f)) => {
+                let at = base
+                    .wrapping_add(arg(req, 1).wrapping_mul(sz as u64))
+                    .wrapping_add(f.offset as u64);
+                store(at, f.size, arg(req, 2))
+            }
+            None => HookReply::Invalid,
+        },
+        GcLoadI | GcLoadR | GcLoadF | GcLoadIndexedI | GcLoadIndexedR | GcLoadIndexedF | GcStore | GcStoreIndexed => {
+            let Some(g) = opc.gc_access() else {
+                return HookReply::Invalid;
+            };
+            // (the kind of a stored value is not in the request: a size the interpreter
+            // refuses for a reference or float is the trace's to avoid)
+            let kind = if g.value.is_some() {
+                trace_ir::Kind::Int
+            } else {
+                opc.result_kind()
+            };
+            match g.resolve(|k| arg(req, k) as i64, kind) {
+                Some((offset, size, signed)) => {
+                    let at = base.wrapping_add(offset as u64);
+                    match g.value {
+                        None => load(at, size, signed),
+                        Some(k) => store(at, size, arg(req, k)),
+                    }
+                }
+                None => HookReply::Invalid,
+            }
+        }
         ArraylenGc => match array {
             Some(a) => load(base.wrapping_add(a.len_offset as u64), 8, false),
             None => HookReply::Invalid,

@@ -138,3 +138,17 @@ fn random_traces_link_frames_through_virtual_references() {
         "{made} virtual references, {stored} stored into a field, {finished} finished"
     );
 }
+
+#[test]
+fn random_traces_load_and_store_at_byte_offsets() {
+    let (mut loads, mut stores) = (0, 0);
+    for seed in 0..300 {
+        let (t, _) = random_trace(&RandomConfig::default(), seed);
+        for op in &t.ops {
+            if let Some(g) = op.opcode.gc_access() {
+                *if g.value.is_some() { &mut stores } else { &mut loads } += 1;
+            }
+        }
+    }
+    assert!(loads > 20 && stores > 20, "{loads} gc loads, {stores} gc stores");
+}

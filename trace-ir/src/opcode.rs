@@ -169,6 +169,7 @@ macro_rules! define_opcodes {
         ];
 
         impl Opcode {
+
             /// All opcodes, in table order.
             pub const ALL: &'static [Opcode] = &[ $( Opcode::$variant, )* ];
         }
@@ -305,6 +306,15 @@ define_opcodes! {
     GetinteriorfieldGcR = "getinteriorfield_gc_r", "ri" -> "r", Interior, [READS_HEAP | LOAD], "Load a reference field of an array-of-structs item.";
     GetinteriorfieldGcF = "getinteriorfield_gc_f", "ri" -> "f", Interior, [READS_HEAP | LOAD], "Load a float field of an array-of-structs item.";
     SetinteriorfieldGc = "setinteriorfield_gc", "ria" -> "v", Interior, [WRITES_HEAP], "Store a field of an array-of-structs item.";
+    SetinteriorfieldRaw = "setinteriorfield_raw", "iia" -> "v", Interior, [WRITES_HEAP | RAW], "Store a field of an item of a raw array of structs (address + index * item size + field offset).";
+    GcLoadI = "gc_load_i", "rii" -> "i", None, [READS_HEAP | LOAD], "Load |size| bytes at a byte offset of an object (operands: object, offset, size), sign-extended when size < 0.";
+    GcLoadR = "gc_load_r", "rii" -> "r", None, [READS_HEAP | LOAD], "Load a reference at a byte offset of an object (object, offset, size 8).";
+    GcLoadF = "gc_load_f", "rii" -> "f", None, [READS_HEAP | LOAD], "Load a float at a byte offset of an object (object, offset, size 8).";
+    GcLoadIndexedI = "gc_load_indexed_i", "riiii" -> "i", None, [READS_HEAP | LOAD], "Load |size| bytes at byte offset index * scale + base of an object (object, index, scale, base, size), sign-extended when size < 0.";
+    GcLoadIndexedR = "gc_load_indexed_r", "riiii" -> "r", None, [READS_HEAP | LOAD], "Load a reference at byte offset index * scale + base of an object (object, index, scale, base, size 8).";
+    GcLoadIndexedF = "gc_load_indexed_f", "riiii" -> "f", None, [READS_HEAP | LOAD], "Load a float at byte offset index * scale + base of an object (object, index, scale, base, size 8).";
+    GcStore = "gc_store", "riai" -> "v", None, [WRITES_HEAP], "Store the low |size| bytes of a value at a byte offset of an object (object, offset, value, size).";
+    GcStoreIndexed = "gc_store_indexed", "riaiii" -> "v", None, [WRITES_HEAP], "Store the low |size| bytes of a value at byte offset index * scale + base of an object (object, index, value, scale, base, size).";
     ArraylenGc = "arraylen_gc", "r" -> "i", Array, [READS_HEAP | LOAD], "Length of an array.";
     Strlen = "strlen", "r" -> "i", None, [READS_HEAP | LOAD], "Length of a byte string.";
     Strgetitem = "strgetitem", "ri" -> "i", None, [READS_HEAP | LOAD], "Byte of a string.";
@@ -352,6 +362,8 @@ define_opcodes! {
     Keepalive = "keepalive", "a" -> "v", None, [HINT], "Keeps a value alive up to this point.";
     RecordKnownResult = "record_known_result", "ai*" -> "v", Call, [HINT], "Records that calling the function with these arguments gives the value.";
     RecordExactClass = "record_exact_class", "ri" -> "v", None, [HINT], "Records the exact class of an object.";
+    RecordExactValueR = "record_exact_value_r", "rr" -> "v", None, [HINT], "Records that a reference is the given constant.";
+    RecordExactValueI = "record_exact_value_i", "ii" -> "v", None, [HINT], "Records that an integer is the given constant.";
     AssertNotNone = "assert_not_none", "r" -> "v", None, [HINT], "Records that a pointer is not null.";
     RecordIntRange = "record_int_range", "iii" -> "v", None, [HINT], "Records that an integer lies in the signed range [lo, hi].";
     RecordIntBits = "record_int_bits", "iii" -> "v", None, [HINT], "Records that an integer's bits under a mask (operand 1) are the given bits (operand 2).";
@@ -376,6 +388,73 @@ static HOT: [(OpFlags, Kind); TABLE.len()] = {
     }
     a
 };
+
+/// Where the operands of a `gc_load*`/`gc_store*` op are (see [`Opcode::gc_access`]): the
+/// object is operand 0; the byte offset is `index * scale + base`, with `scale` 1 and `base`
+/// 0 when the op has only an offset (operand `index`); the access is `|size|` bytes,
+/// sign-extended when `size < 0`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct GcAccess {
+    /// The operand holding the index (or the offset).
+    pub index: usize,
+    /// The operand holding the scale, if any.
+    pub scale: Option<usize>,
+    /// The operand holding the base offset, if any.
+    pub base: Option<usize>,
+    /// The operand holding the size.
+    pub size: usize,
+    /// The operand holding the stored value (stores).
+    pub value: Option<usize>,
+}
+
+impl GcAccess {
+    /// The byte offset and width of the access given the operands' values `arg(i)`; `None`
+    /// when the offset overflows or the size is not 1, 2, 4 or 8 bytes (or 8 for a reference
+    /// or float of kind `kind`).
+    pub fn resolve(&self, arg: impl Fn(usize) -> i64, kind: Kind) -> Option<(i64, u8, bool)> {
+        let offset = arg(self.index)
+            .checked_mul(self.scale.map_or(1, &arg))?
+            .checked_add(self.base.map_or(0, &arg))?;
+        let size = arg(self.size);
+        let width = size.unsigned_abs();
+        let ok = match kind {
+            Kind::Int => matches!(width, 1 | 2 | 4 | 8),
+            _ => width == 8,
+        };
+        ok.then_some((offset, width as u8, size < 0))
+    }
+}
+
+impl Opcode {
+    /// The operand layout of a `gc_load*`/`gc_store*` op; `None` for other ops.
+    pub fn gc_access(self) -> Option<GcAccess> {
+        use Opcode::*;
+        let plain = |value: Option<usize>| GcAccess {
+            index: 1,
+            scale: None,
+            base: None,
+            size: if value.is_some() { 3 } else { 2 },
+            value,
+        };
+        let indexed = |value: Option<usize>| {
+            let k = usize::from(value.is_some());
+            GcAccess {
+                index: 1,
+                scale: Some(2 + k),
+                base: Some(3 + k),
+                size: 4 + k,
+                value,
+            }
+        };
+        Some(match self {
+            GcLoadI | GcLoadR | GcLoadF => plain(None),
+            GcStore => plain(Some(2)),
+            GcLoadIndexedI | GcLoadIndexedR | GcLoadIndexedF => indexed(None),
+            GcStoreIndexed => indexed(Some(2)),
+            _ => return None,
+        })
+    }
+}
 
 impl Opcode {
     /// The table row of this opcode.

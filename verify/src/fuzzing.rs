@@ -118,6 +118,12 @@ pub fn trace_params(bytes: &[u8], family: Family) -> (RandomConfig, u64) {
     } else {
         0
     };
+    // Byte-offset accesses likewise, by a residue of another byte.
+    cfg.gc_bytes = if !integers_only && bytes.len() > 10 && b(10) % 7 == 1 {
+        3
+    } else {
+        0
+    };
     let words: Vec<u64> = bytes
         .chunks(8)
         .map(|c| c.iter().fold(0u64, |a, &x| (a << 8) | x as u64))

@@ -823,3 +823,45 @@ finish(i2)"
     assert_invalid(original, &with("setfield_gc(p1, p0, descr=<FieldP T.p 16>)"));
     assert_optimizer_output_not_invalid(original);
 }
+
+#[test]
+fn byte_offset_accesses_meet_the_fields_they_overlap() {
+    // `gc_store`/`gc_load` address bytes: a field read after a store at its offset sees the
+    // stored value; a store that is dropped, or one at another offset, is a difference.
+    let original = "
+[p0, i1]
+gc_store(p0, 8, i1, 8)
+i2 = getfield_gc_i(p0, descr=<FieldS T.a 8>)
+i3 = gc_load_i(p0, 8, -2)
+finish(i2, i3)";
+    assert_valid(
+        original,
+        "
+[p0, i1]
+gc_store(p0, 8, i1, 8)
+i3 = int_signext(i1, 2)
+finish(i1, i3)",
+    );
+    assert_invalid(original, "[p0, i1]\ni3 = int_signext(i1, 2)\nfinish(i1, i3)");
+    assert_invalid(
+        original,
+        "
+[p0, i1]
+gc_store(p0, 16, i1, 8)
+i3 = int_signext(i1, 2)
+finish(i1, i3)",
+    );
+    assert_optimizer_output_not_invalid(original);
+}
+
+#[test]
+fn record_exact_value_is_assumed_on_the_original() {
+    let original = "
+[i0]
+record_exact_value_i(i0, 7)
+i1 = int_add(i0, 1)
+finish(i1)";
+    assert_valid(original, "[i0]\nfinish(8)");
+    assert_invalid(original, "[i0]\nfinish(9)");
+    assert_optimizer_output_not_invalid(original);
+}

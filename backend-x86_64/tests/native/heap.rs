@@ -377,3 +377,46 @@ fn virtual_references_natively() {
         assert!(matches!(native, Exit::Invalid { .. }), "{memory:?}: {native:?}");
     }
 }
+
+/// `gc_load*` and `gc_store*` (byte offsets into an object, sizes signed for sign
+/// extension) and `setinteriorfield_raw`, natively in both memory modes, against the
+/// interpreter.
+#[test]
+fn byte_offset_accesses_natively() {
+    // (`i11`: the address of a real buffer, raw memory)
+    let t = trace_ir::parse_trace(
+        "[i0, i1, i11]
+        p2 = new(descr=<SizeDescr 48>)
+        gc_store(p2, 8, i0, 8)
+        gc_store(p2, 16, i1, -2)
+        gc_store_indexed(p2, 3, 1.5, 8, 0, 8)
+        gc_store_indexed(p2, 1, p2, 8, 32, 8)
+        i3 = gc_load_i(p2, 16, -2)
+        i4 = gc_load_i(p2, 16, 2)
+        i5 = gc_load_indexed_i(p2, 2, 4, 0, 8)
+        f6 = gc_load_f(p2, 24, 8)
+        p7 = gc_load_indexed_r(p2, 5, 8, 0, 8)
+        i8 = ptr_eq(p7, p2)
+        i9 = gc_load_i(p2, 9, 1)
+        setinteriorfield_raw(i11, 1, i0, descr=<InteriorFieldDescr <FieldS T.x 8> item=16>)
+        i12 = raw_load_i(i11, 24, descr=<ArrayS 8>)
+        finish(i3, i4, i5, f6, i8, i9, i12)",
+    )
+    .unwrap();
+    let mut buf = vec![0u64; 8];
+    let inputs = [0x1234_5678_9abc_def0u64, 0xffff, buf.as_mut_ptr() as u64];
+    let int = interp::run(&t, &inputs.map(|i| RtValue::Int(i as i64)), &RunConfig::default()).outcome;
+    let Outcome::Finish(v) = &int else { panic!("{int}") };
+    assert_eq!(v[0], RtValue::Int(-1), "sign-extended");
+    assert_eq!(v[1], RtValue::Int(0xffff), "zero-extended");
+    assert_eq!(v[2], RtValue::Int(0x1234_5678_9abc_def0), "index * scale + base");
+    assert_eq!(v[3], RtValue::Float(1.5f64.to_bits()));
+    assert_eq!(v[4], RtValue::Int(1));
+    assert_eq!(v[5], RtValue::Int(0xde), "a byte of the word");
+    assert_eq!(v[6], RtValue::Int(0x1234_5678_9abc_def0), "item 1's field at 16 + 8");
+    for memory in [MemoryAccess::Direct, MemoryAccess::Hooks] {
+        let native = run_native(&t, &inputs, &CompileOptions { memory, ..opts() });
+        same(&t, &native, &int).unwrap_or_else(|e| panic!("{memory:?}: {e}"));
+    }
+    assert_eq!(buf[3], 0x1234_5678_9abc_def0, "the raw store wrote the real buffer");
+}

@@ -10,6 +10,7 @@ fn no_heap() -> RandomConfig {
         heap: 0,
         calls: 0,
         frames: 0,
+        gc_bytes: 0,
         ..RandomConfig::default()
     }
 }

@@ -750,6 +750,12 @@ impl<'a> Pass<'a> {
                     self.removed(Reason::Hint);
                     None
                 }
+                // A promise: the value is that constant from here on.
+                Opcode::RecordExactValueR | Opcode::RecordExactValueI if self.opts.guards && args[1].is_const() => {
+                    self.make_equal(args[0], args[1]);
+                    self.removed(Reason::Hint);
+                    None
+                }
                 Opcode::AssertNotNone if self.opts.guards => {
                     self.set_nonnull(args[0]);
                     self.removed(Reason::Hint);

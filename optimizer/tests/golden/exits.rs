@@ -202,3 +202,17 @@ fn constant_moves_off_the_loop_carried_chain() {
          finish(i9)",
     );
 }
+
+#[test]
+fn record_exact_value_makes_the_value_a_constant() {
+    check(
+        "[i0, p1]
+         record_exact_value_i(i0, 7)
+         record_exact_value_r(p1, ConstPtr(ptr5))
+         i2 = int_add(i0, 1)
+         guard_value(p1, ConstPtr(ptr5), descr=<Guard1>) [i0]
+         finish(i2, p1)",
+        "[i0, p1]
+         finish(8, ConstPtr(ptr5))",
+    );
+}

@@ -403,3 +403,29 @@ fn guards_teach_the_operands_of_an_xor() {
          finish(1)",
     );
 }
+
+#[test]
+fn byte_offset_accesses_read_and_write_the_object() {
+    // A `gc_load` reads the delayed write before it and the virtual object it reads is
+    // materialized; a `gc_store` ends what the heap cache knows; an unused `gc_load` goes.
+    check(
+        "[p0, i1]
+         p2 = new(descr=<SizeDescr 16>)
+         setfield_gc(p2, i1, descr=<FieldS T.a 8>)
+         i3 = gc_load_i(p2, 8, 8)
+         setfield_gc(p0, i1, descr=<FieldS T.a 8>)
+         i4 = getfield_gc_i(p0, descr=<FieldS T.a 8>)
+         gc_store(p0, 8, 5, 8)
+         i5 = getfield_gc_i(p0, descr=<FieldS T.a 8>)
+         i6 = gc_load_i(p0, 16, 4)
+         finish(i3, i4, i5)",
+        "[p0, i1]
+         p2 = new(descr=<SizeDescr 16>)
+         setfield_gc(p2, i1, descr=<FieldS T.a 8>)
+         i3 = gc_load_i(p2, 8, 8)
+         setfield_gc(p0, i1, descr=<FieldS T.a 8>)
+         gc_store(p0, 8, 5, 8)
+         i5 = getfield_gc_i(p0, descr=<FieldS T.a 8>)
+         finish(i3, i1, i5)",
+    );
+}

@@ -44,12 +44,15 @@ impl<'a> Machine<'a> {
             | SetfieldRaw | GetarrayitemGcI | GetarrayitemGcR | GetarrayitemGcF | GetarrayitemGcPureI
             | GetarrayitemGcPureR | GetarrayitemGcPureF | SetarrayitemGc | GetarrayitemRawI | GetarrayitemRawF
             | SetarrayitemRaw | RawLoadI | RawLoadF | RawStore | GetinteriorfieldGcI | GetinteriorfieldGcR
-            | GetinteriorfieldGcF | SetinteriorfieldGc => self.step_memory(at)?,
+            | GetinteriorfieldGcF | SetinteriorfieldGc | SetinteriorfieldRaw | GcLoadI | GcLoadR | GcLoadF
+            | GcLoadIndexedI | GcLoadIndexedR | GcLoadIndexedF | GcStore | GcStoreIndexed => self.step_memory(at)?,
             ArraylenGc | Strlen | Unicodelen | Strgetitem | Unicodegetitem | Strsetitem | Unicodesetitem | Strhash
             | Unicodehash | Copystrcontent | Copyunicodecontent => self.step_strings(at)?,
             ForceToken | VirtualRef | SaveException | SaveExcClass | RestoreException | AssertNotNone
-            | RecordExactClass | QuasiimmutField | VirtualRefFinish | EnterPortalFrame | LeavePortalFrame
-            | Keepalive | RecordKnownResult | RecordIntRange | RecordIntBits => self.step_other(at)?,
+            | RecordExactClass | RecordExactValueR | RecordExactValueI | QuasiimmutField | VirtualRefFinish
+            | EnterPortalFrame | LeavePortalFrame | Keepalive | RecordKnownResult | RecordIntRange | RecordIntBits => {
+                self.step_other(at)?
+            }
             // Handled above by flag; listed so the match stays exhaustive over the table.
             InputI | InputR | InputF => {}
             _ => return Err(not_handled(at, opc)),
@@ -233,6 +236,42 @@ impl<'a> Machine<'a> {
                 let v = narrow(self.arg(at, 2)?, fd.size, fd.signed);
                 self.store(at, p, view, v, fd.immutable)?;
             }
+            SetinteriorfieldRaw => {
+                let (item, fd) = self.interior_descr(at)?;
+                let a = self.nonnull(at, 0)?;
+                let i = self.int_arg(at, 1)?;
+                let addr = a
+                    .wrapping_add((i as u64).wrapping_mul(item as u64))
+                    .wrapping_add(fd.offset as u64);
+                let v = narrow(self.arg(at, 2)?, fd.size, fd.signed);
+                self.st.heap.write_raw(addr, fd.size, v);
+            }
+            GcLoadI | GcLoadR | GcLoadF | GcLoadIndexedI | GcLoadIndexedR | GcLoadIndexedF | GcStore
+            | GcStoreIndexed => {
+                let g = opc.gc_access().expect("a gc_load/gc_store op");
+                let kind = match g.value {
+                    Some(v) => self.arg(at, v)?.kind(),
+                    None => opc.result_kind(),
+                };
+                let mut args = [0i64; 6];
+                for (k, a) in args.iter_mut().enumerate().take(self.trace.op(at).args.len()).skip(1) {
+                    if Some(k) != g.value {
+                        *a = self.int_arg(at, k)?;
+                    }
+                }
+                let Some((offset, size, signed)) = g.resolve(|k| args[k], kind) else {
+                    return Err(invalid(at, format!("{opc} of a size or offset out of range")));
+                };
+                let p = self.nonnull(at, 0)?;
+                let view = View::new(offset, size);
+                match g.value {
+                    None => self.load(at, p, view, false, signed)?,
+                    Some(v) => {
+                        let v = narrow(self.arg(at, v)?, size, false);
+                        self.store(at, p, view, v, false)?;
+                    }
+                }
+            }
             _ => return Err(not_handled(at, opc)),
         }
         Ok(())
@@ -386,6 +425,12 @@ impl<'a> Machine<'a> {
                         at,
                         format!("record_exact_class names class 0x{want:x}; the object's is 0x{class:x}"),
                     ));
+                }
+            }
+            RecordExactValueR | RecordExactValueI => {
+                let (x, want) = (self.arg(at, 0)?.bits(), self.arg(at, 1)?.bits());
+                if x != want {
+                    return Err(broken(at, format!("{opc} names 0x{want:x}; the value is 0x{x:x}")));
                 }
             }
             RecordIntRange => {

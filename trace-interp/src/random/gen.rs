@@ -350,7 +350,7 @@ impl<'c> Gen<'c> {
     pub(super) fn random_op(&mut self) -> bool {
         let c = self.cfg;
         match self.rng.weighted(&[
-            c.int_ops, c.ovf_ops, c.guards, c.heap, c.calls, c.floats, c.views, c.hints, c.frames,
+            c.int_ops, c.ovf_ops, c.guards, c.heap, c.calls, c.floats, c.views, c.hints, c.frames, c.gc_bytes,
         ]) {
             Some(0) | None => self.int_op(),
             Some(1) => self.ovf_op(),
@@ -360,7 +360,8 @@ impl<'c> Gen<'c> {
             Some(5) => self.float_op(),
             Some(6) => self.view_op(),
             Some(7) => self.hint_op(),
-            _ => self.frame_op(),
+            Some(8) => self.frame_op(),
+            _ => self.gc_op(),
         }
     }
 

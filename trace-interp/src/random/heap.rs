@@ -177,4 +177,61 @@ impl<'c> Gen<'c> {
         }
         true
     }
+
+    /// A `gc_load*` or `gc_store*` at the offset and width of one of the generator's mutable
+    /// fields (so it meets the fields' own accesses byte for byte), plain or indexed, a
+    /// narrow integer load sign- or zero-extended.
+    pub(super) fn gc_op(&mut self) -> bool {
+        use Opcode::*;
+        let Some(p) = self.struct_ref() else { return false };
+        let (offset, width, kind) = *self.rng.pick(&[
+            (8i64, 8i64, Kind::Int),
+            (16, 4, Kind::Int),
+            (20, 1, Kind::Int),
+            (24, 8, Kind::Ref),
+            (32, 8, Kind::Float),
+        ]);
+        let size = if kind == Kind::Int && self.rng.chance(1, 2) {
+            -width
+        } else {
+            width
+        };
+        let size = self.konst(Const::Int(size));
+        let indexed = self.rng.chance(1, 2);
+        // indexed: item `offset / 4` of 4 bytes from 0, or item 1 of 8 bytes from `offset - 8`
+        let (index, scale, base) = if self.rng.chance(1, 2) {
+            (offset / 4, 4, 0)
+        } else {
+            (1, 8, offset - 8)
+        };
+        let [index, scale, base] = [index, scale, base].map(|k| self.konst(Const::Int(k)));
+        let offset = self.konst(Const::Int(offset));
+        if self.rng.chance(1, 2) {
+            let v = match kind {
+                Kind::Ref => self.ref_arg(),
+                Kind::Float => self.float_arg(),
+                _ => self.int_arg(),
+            };
+            if indexed {
+                self.op(GcStoreIndexed, &[p, index, v, scale, base, size], None)
+                    .is_some()
+            } else {
+                self.op(GcStore, &[p, offset, v, size], None).is_some()
+            }
+        } else {
+            let opc = match (kind, indexed) {
+                (Kind::Ref, false) => GcLoadR,
+                (Kind::Float, false) => GcLoadF,
+                (_, false) => GcLoadI,
+                (Kind::Ref, true) => GcLoadIndexedR,
+                (Kind::Float, true) => GcLoadIndexedF,
+                (_, true) => GcLoadIndexedI,
+            };
+            if indexed {
+                self.op(opc, &[p, index, scale, base, size], None).is_some()
+            } else {
+                self.op(opc, &[p, offset, size], None).is_some()
+            }
+        }
+    }
 }

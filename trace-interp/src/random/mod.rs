@@ -86,6 +86,9 @@ pub struct RandomConfig {
     /// Weight of virtual references: `virtual_ref` of an object (stored into a field, as an
     /// interpreter links its frames) and `virtual_ref_finish`.
     pub frames: u32,
+    /// Weight of byte-offset accesses (`gc_load*`, `gc_store*`) at the offsets of the
+    /// generator's fields.
+    pub gc_bytes: u32,
     /// The memory model of the generated traces; `None`: type-based for about a third of the
     /// seeds, byte views otherwise.
     pub aliasing: Option<Aliasing>,
@@ -111,6 +114,7 @@ impl Default for RandomConfig {
             views: 2,
             hints: 1,
             frames: 1,
+            gc_bytes: 1,
             aliasing: None,
             loops: true,
             max_iterations: 6,
@@ -142,6 +146,7 @@ impl RandomConfig {
             views: 0,
             hints: 0,
             frames: 0,
+            gc_bytes: 0,
             loops: false,
             ..RandomConfig::default()
         }

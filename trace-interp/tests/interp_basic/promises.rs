@@ -200,3 +200,30 @@ finish(i0)
         assert_eq!(is_broken, broken, "{x}: {:?}", r.outcome);
     }
 }
+
+/// `record_exact_value_i/_r` promise that the value is the constant: broken when it is not.
+#[test]
+fn record_exact_value_is_a_promise() {
+    for (text, input, broken) in [
+        ("[i0]\nrecord_exact_value_i(i0, 7)\nfinish(i0)", RtValue::Int(7), false),
+        ("[i0]\nrecord_exact_value_i(i0, 7)\nfinish(i0)", RtValue::Int(8), true),
+        (
+            "[p0]\nrecord_exact_value_r(p0, ConstPtr(0x7000))\nfinish(p0)",
+            RtValue::Ref(0x7000),
+            false,
+        ),
+        (
+            "[p0]\nrecord_exact_value_r(p0, ConstPtr(0x7000))\nfinish(p0)",
+            RtValue::Ref(0),
+            true,
+        ),
+    ] {
+        let r = go(&trace_ir::parse_trace(text).unwrap(), &[input]);
+        assert_eq!(
+            matches!(r.outcome, Outcome::Invalid { promise: true, .. }),
+            broken,
+            "{text} on {input:?}: {}",
+            r.outcome
+        );
+    }
+}

@@ -100,6 +100,14 @@ impl Layout {
                 }
             }
         }
+        // `gc_load`/`gc_store` read and write bytes at any offset: every descriptor's
+        // accesses go to the byte memory with theirs.
+        if traces
+            .iter()
+            .any(|t| t.ops.iter().any(|o| o.opcode.gc_access().is_some()))
+        {
+            shared.extend(spans.iter().map(|(k, _, _)| (*k).clone()));
+        }
         for k in &shared {
             if let Some(Descr::Field(f)) = l.descrs.get(k) {
                 l.field_bytes

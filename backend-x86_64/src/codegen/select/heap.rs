@@ -151,14 +151,56 @@ impl<'t> Gen<'t> {
         let a = |i: usize| args[i];
         let (item, f) = self.interior(op)?;
         let v = self.load(a(2))?;
-        let (base, disp) = self.address(
-            a(0),
-            a(1),
-            item,
-            DEFAULT_ARRAY_BASE.wrapping_add(f.offset),
-            Some(DEFAULT_ARRAY_LEN),
-        )?;
+        // A raw array of structs has no header: item 0 starts at the address.
+        let (base_off, len_off) = if op.opcode == Opcode::SetinteriorfieldRaw {
+            (f.offset, None)
+        } else {
+            (DEFAULT_ARRAY_BASE.wrapping_add(f.offset), Some(DEFAULT_ARRAY_LEN))
+        };
+        let (base, disp) = self.address(a(0), a(1), item, base_off, len_off)?;
         self.em.store_mem(base, disp, v, f.size);
+        Ok(())
+    }
+
+    /// `gc_load*`, `gc_store*` ([`trace_ir::GcAccess`]): `|size|` bytes at the object's
+    /// address plus `index * scale + base`; through the runtime when the scale, base or size
+    /// is not a constant, or the size not one the op can have.
+    pub(super) fn gc_access(&mut self, at: usize) -> R<()> {
+        let t = self.t;
+        let op = &t.ops[at];
+        let opc = op.opcode;
+        let args: &[Value] = &op.args;
+        let g = opc.gc_access().ok_or_else(|| bad("not a gc_load or gc_store"))?;
+        let constant = |k: Option<usize>, default: i64| match k {
+            None => Some(default),
+            Some(k) => t.const_int(args[k]),
+        };
+        let kind = match g.value {
+            Some(k) => crate::codegen::kind_of(t, args[k]),
+            None => opc.result_kind(),
+        };
+        let (Some(scale), Some(base_off), Some(size)) =
+            (constant(g.scale, 1), constant(g.base, 0), constant(Some(g.size), 0))
+        else {
+            return self.hook_op(at);
+        };
+        let width = size.unsigned_abs();
+        if !matches!(width, 1 | 2 | 4 | 8) || kind != Kind::Int && width != 8 {
+            return self.hook_op(at);
+        }
+        match g.value {
+            None => {
+                let (base, disp) = self.address(args[0], args[g.index], scale, base_off, None)?;
+                let d = self.alloc_reg(opc.result_kind(), RegSet::EMPTY)?;
+                self.em.load_mem(d, base, disp, width as u8, size < 0);
+                self.def(d);
+            }
+            Some(k) => {
+                let v = self.load(args[k])?;
+                let (base, disp) = self.address(args[0], args[g.index], scale, base_off, None)?;
+                self.em.store_mem(base, disp, v, width as u8);
+            }
+        }
         Ok(())
     }
 

@@ -73,14 +73,16 @@ impl Gen<'_> {
             VirtualRefFinish => self.virtual_ref_finish(at)?,
             // ---- hints -------------------------------------------------------------------
             Keepalive | EnterPortalFrame | LeavePortalFrame | RecordKnownResult | RecordExactClass | AssertNotNone
-            | RecordIntRange | RecordIntBits | QuasiimmutField => {}
+            | RecordIntRange | RecordIntBits | RecordExactValueR | RecordExactValueI | QuasiimmutField => {}
             GetfieldGcI | GetfieldGcR | GetfieldGcF | GetfieldRawI | GetfieldRawR | GetfieldRawF => {
                 self.getfield(at)?
             }
             SetfieldGc | SetfieldRaw => self.setfield(at)?,
             ArraylenGc => self.arraylen(at)?,
             GetinteriorfieldGcI | GetinteriorfieldGcR | GetinteriorfieldGcF => self.getinteriorfield(at)?,
-            SetinteriorfieldGc => self.setinteriorfield(at)?,
+            SetinteriorfieldGc | SetinteriorfieldRaw => self.setinteriorfield(at)?,
+            GcLoadI | GcLoadR | GcLoadF | GcLoadIndexedI | GcLoadIndexedR | GcLoadIndexedF | GcStore
+            | GcStoreIndexed => self.gc_access(at)?,
             GetarrayitemGcI | GetarrayitemGcR | GetarrayitemGcF | GetarrayitemGcPureI | GetarrayitemGcPureR
             | GetarrayitemGcPureF | GetarrayitemRawI | GetarrayitemRawF | RawLoadI | RawLoadF => {
                 self.getarrayitem(at)?

@@ -202,4 +202,90 @@ impl<'t> Side<'t> {
         }
         Ok(())
     }
+
+    /// `setinteriorfield_raw`: raw memory at the address plus index times the item size plus
+    /// the field's offset.
+    pub(super) fn interior_raw(&mut self, r: OpRef, op: &Op) -> R<()> {
+        let trace = self.trace;
+        let Some(Descr::Interior(id)) = op.descr.map(|d| trace.descr(d)) else {
+            return unsupported(format!("{} without an interior descriptor", op.opcode));
+        };
+        let p = self.bv_of(op.args[0])?;
+        let i = self.bv_of(op.args[1])?;
+        let addr = p.bvadd(scaled(&i, id.item_size as u64, id.field.offset));
+        let v = narrow_bv(trace, r, self.bv_of(op.args[2])?);
+        self.write_place(
+            &Place::Raw {
+                addr,
+                size: id.field.size,
+            },
+            &v,
+            false,
+        );
+        Ok(())
+    }
+
+    /// `gc_load*`, `gc_store*` ([`trace_ir::GcAccess`]): the byte memory at the object's
+    /// address and the byte offset, `|size|` bytes; the size must be a constant.
+    pub(super) fn gc_access(&mut self, r: OpRef, op: &Op) -> R<()> {
+        let opc = op.opcode;
+        let g = opc.gc_access().expect("a gc_load/gc_store op");
+        let constant = |s: &mut Self, k: usize| s.bv_of(op.args[k]).map(|b| b.simplify().as_u64());
+        let Some(size) = constant(self, g.size)? else {
+            return unsupported(format!("{opc} with a size that is not a constant"));
+        };
+        let (width, signed) = ((size as i64).unsigned_abs(), (size as i64) < 0);
+        let kind = match g.value {
+            Some(v) => self.trace.kind_of(op.args[v]),
+            None => opc.result_kind(),
+        };
+        if !matches!(width, 1 | 2 | 4 | 8) || kind != trace_ir::Kind::Int && width != 8 {
+            return unsupported(format!("{opc} of {width} bytes"));
+        }
+        let index = self.bv_of(op.args[g.index])?;
+        let scale = match g.scale {
+            Some(k) => self.bv_of(op.args[k])?,
+            None => bv(1),
+        };
+        let base = match g.base {
+            Some(k) => self.bv_of(op.args[k])?,
+            None => zero(),
+        };
+        let obj = self.value(op.args[0])?;
+        let addr = self.escape(&obj);
+        let place = Place::Bytes {
+            addr,
+            offset: index.bvmul(&scale).bvadd(&base).simplify(),
+            size: width as u8,
+            imm: false,
+        };
+        match g.value {
+            Some(k) => {
+                let v = self.value(op.args[k])?;
+                let v = self.escape(&v);
+                self.expose(&v);
+                let v = if width < 8 {
+                    v.extract(width as u32 * 8 - 1, 0).zero_ext(64 - width as u32 * 8)
+                } else {
+                    v
+                };
+                self.write_place(&place, &v, true);
+            }
+            None => {
+                let v = self.read_place(&place);
+                let v = if width < 8 {
+                    let low = v.extract(width as u32 * 8 - 1, 0);
+                    if signed {
+                        low.sign_ext(64 - width as u32 * 8)
+                    } else {
+                        low.zero_ext(64 - width as u32 * 8)
+                    }
+                } else {
+                    v
+                };
+                self.set(r, Sym::Bv(v));
+            }
+        }
+        Ok(())
+    }
 }

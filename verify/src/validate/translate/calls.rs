@@ -112,6 +112,17 @@ impl<'t> Side<'t> {
         Ok(())
     }
 
+    /// `record_exact_value_*`: a promise that the value is the constant, assumed on the
+    /// original.
+    pub(super) fn record_exact_value(&mut self, orig: bool, op: &Op, t: &mut Translated) -> R<()> {
+        if orig {
+            let x = self.bv_of(op.args[0])?;
+            let c = self.bv_of(op.args[1])?;
+            t.fact = Some(x.eq(&c));
+        }
+        Ok(())
+    }
+
     /// `force_token`: one symbol, the same on both sides.
     pub(super) fn force_token() -> Sym {
         Sym::Bv(BV::new_const("force_token", 64))
@@ -150,7 +161,7 @@ impl<'t> Side<'t> {
             Sym::Bv(b) => {
                 let held = self.load_field(&r, &forced);
                 let held = self.escape(&held);
-                Some(Sym::Bv(b.eq(&zero()).ite(&held, &b)))
+                Some(Sym::Bv(b.eq(zero()).ite(&held, &b)))
             }
         };
         if let Some(v) = stored {

@@ -104,6 +104,18 @@ impl<'t> Validator<'t> {
             | Opcode::GetinteriorfieldGcR
             | Opcode::GetinteriorfieldGcF
             | Opcode::SetinteriorfieldGc => self.side(orig).interior_field(r, &op)?,
+            Opcode::SetinteriorfieldRaw => self.side(orig).interior_raw(r, &op)?,
+            Opcode::GcLoadI
+            | Opcode::GcLoadR
+            | Opcode::GcLoadF
+            | Opcode::GcLoadIndexedI
+            | Opcode::GcLoadIndexedR
+            | Opcode::GcLoadIndexedF
+            | Opcode::GcStore
+            | Opcode::GcStoreIndexed => self.side(orig).gc_access(r, &op)?,
+            Opcode::RecordExactValueR | Opcode::RecordExactValueI => {
+                self.side(orig).record_exact_value(orig, &op, &mut t)?
+            }
             Opcode::CallPureI
             | Opcode::CallPureR
             | Opcode::CallPureF
