@@ -70,6 +70,9 @@ pub(crate) struct Layout {
     /// Per descriptor: the other descriptors whose locations may share a byte with one of its
     /// own (empty under the type-based model).
     overlaps: Vec<SmallVec<[DescrRef; 2]>>,
+    /// Under byte views, whether the trace reads or writes bytes at any offset (`gc_load*`,
+    /// `gc_store*`): then no descriptor is alone.
+    any_view: bool,
 }
 
 impl Layout {
@@ -95,8 +98,10 @@ impl Layout {
         }
         self.overlaps.resize(trace.descrs.len(), SmallVec::new());
         if self.model == Aliasing::TypeBased {
+            self.any_view = false;
             return;
         }
+        self.any_view = trace.ops.iter().any(|o| o.opcode.gc_access().is_some());
         // Sort by first byte; each descriptor overlaps the following ones that start before it
         // ends (an array's items reach on without end).
         let mut spans: Vec<(i64, i64, usize)> = self
@@ -163,7 +168,7 @@ impl Layout {
     /// through `d` is observed only through `d` (the interpreter's values of unwritten memory
     /// are chosen per view, so a write-back of a read value is invisible only then).
     pub fn alone(&self, d: DescrRef) -> bool {
-        self.overlaps[d.index()].is_empty()
+        self.overlaps[d.index()].is_empty() && !self.any_view
     }
 }
 

@@ -209,6 +209,32 @@ fn fuzz_findings_stay_fixed() {
         64, 0, 0, 0, 16,
     ])
     .unwrap();
+    // optimize_diff: a materialized object whose zero field was not written, then read
+    // through a narrower view after a heap-writing call: the interpreter's effect of a call
+    // on memory the trace did not write goes by the view read, so a zero field is left
+    // unwritten only when its descriptor alone reads its bytes.
+    for bytes in [
+        &[
+            109, 3, 0, 38, 25, 255, 255, 255, 255, 255, 255, 5, 63, 81, 81, 81, 255, 255, 255, 255, 81, 28, 28, 22, 0,
+            94, 116, 209, 69, 23, 93, 116, 1, 80, 182, 38, 38, 38, 114, 38, 38, 38, 81, 28, 28, 22, 0, 94, 116, 209,
+            69, 23, 93, 154, 154, 154, 154, 38, 114,
+        ][..],
+        &[
+            114, 95, 0, 0, 255, 255, 255, 255, 255, 223, 0, 111, 114, 95, 105, 0, 115, 0, 111, 49, 114, 95, 46, 231,
+            255, 0, 23, 0, 0, 0, 129, 100, 102, 108, 0, 103, 102, 102, 102, 102, 102, 102, 6, 41, 100, 105, 122, 228,
+            118, 38, 115, 114, 0, 0, 0, 0, 192,
+        ][..],
+    ] {
+        check_optimize_diff(bytes).unwrap();
+    }
+    // optimize_diff: a peeled loop that never leaves, run to the iteration limit: the peeled
+    // form makes one more call before the limit (its first iteration precedes the back edge
+    // the limit counts); runs cut by the limit are compared up to the shorter one.
+    check_optimize_diff(&[
+        114, 255, 255, 255, 255, 255, 255, 255, 255, 0, 255, 95, 255, 114, 255, 255, 0, 0, 0, 1, 0, 0, 6, 0, 0, 0, 0,
+        229, 229, 229, 229, 229, 229, 229, 229, 229, 229, 0, 0, 33, 38, 0, 41, 64, 38, 214, 179, 38, 114, 114, 8, 36,
+    ])
+    .unwrap();
     // optimize_diff: an array read from a pointer array was accessed
     // with another array descriptor than its allocation's on inputs other than the
     // generator's example (a pointer array written as an integer one): under byte views the

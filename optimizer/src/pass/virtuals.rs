@@ -127,13 +127,15 @@ impl<'a> Pass<'a> {
                 continue;
             }
             stack.last_mut().unwrap().2 += 1;
-            // A new object's memory is zero: a zero field or item needs no write (unless
-            // the field is immutable: calls change what the trace did not write).
+            // A new object's memory is zero: a zero field or item needs no write, when only
+            // its own descriptor reads its bytes and it is mutable (the interpreter's model
+            // of what calls do to memory the trace did not write goes by the view read, and
+            // leaves immutable fields to what the trace wrote).
             let zero = self.const_val(val).is_some_and(|c| c.bits() == 0);
             match (f, kind) {
                 (VirtualField::Field(d), _) => {
                     let immutable = self.input.descr(d).as_field().is_some_and(|f| f.immutable);
-                    if !zero || immutable {
+                    if !zero || immutable || !self.mem.layout.alone(d) {
                         self.emit(Op {
                             opcode: Opcode::SetfieldGc,
                             descr: Some(d),
@@ -146,7 +148,7 @@ impl<'a> Pass<'a> {
                     }
                 }
                 (VirtualField::Item(k), VirtualKind::Array { descr, .. }) => {
-                    if !zero {
+                    if !zero || !self.mem.layout.alone(descr) {
                         let idx = self.make_int(k as i64);
                         self.emit(Op {
                             opcode: Opcode::SetarrayitemGc,

@@ -354,8 +354,10 @@ fn narrow_field_that_may_not_fit_is_not_forwarded() {
 fn a_materialized_object_gets_no_writes_of_zero() {
     // Its memory is zero already; an immutable field is written all the same (a call may
     // change what the trace did not write, not what it wrote into an immutable field).
+    // Type-based aliasing: no other descriptor reads the fields' bytes.
     check(
-        "[p0]
+        "aliasing type-based
+         [p0]
          p1 = new_with_vtable(descr=<SizeDescr 40>)
          setfield_gc(p1, 0, descr=<FieldS T.a 8>)
          setfield_gc(p1, ConstPtr(null), descr=<FieldP T.p 16>)
@@ -366,12 +368,36 @@ fn a_materialized_object_gets_no_writes_of_zero() {
          setarrayitem_gc(p2, 1, p1, descr=<ArrayP 8>)
          setfield_gc(p0, p2, descr=<FieldP E.top 8>)
          finish(p0)",
-        "[p0]
+        "aliasing type-based
+         [p0]
          p2 = new_array(2, descr=<ArrayP 8>)
          p1 = new_with_vtable(descr=<SizeDescr 40>)
          setfield_gc(p1, 0, descr=<FieldS T.k 32 pure>)
          setarrayitem_gc(p2, 1, p1, descr=<ArrayP 8>)
          setfield_gc(p0, p2, descr=<FieldP E.top 8>)
          finish(p0)",
+    );
+}
+
+#[test]
+fn a_zero_field_another_descriptor_overlaps_is_written() {
+    // Under byte views a narrower descriptor reads a byte of the field: the write stays (the
+    // interpreter's model of a call's effect on memory the trace did not write goes by the
+    // view read).
+    check(
+        "[p0]
+         p1 = new(descr=<SizeDescr 24>)
+         setfield_gc(p1, 0, descr=<FieldS T.a 8>)
+         setfield_gc(p0, p1, descr=<FieldP E.top 8>)
+         call_n(ConstClass(f), descr=<Callv 0 EF=7>)
+         i2 = getfield_gc_i(p1, descr=<FieldU T.a1 9 size=1>)
+         finish(i2)",
+        "[p0]
+         p1 = new(descr=<SizeDescr 24>)
+         setfield_gc(p1, 0, descr=<FieldS T.a 8>)
+         setfield_gc(p0, p1, descr=<FieldP E.top 8>)
+         call_n(ConstClass(f), descr=<Callv 0 EF=7>)
+         i2 = getfield_gc_i(p1, descr=<FieldU T.a1 9 size=1>)
+         finish(i2)",
     );
 }
