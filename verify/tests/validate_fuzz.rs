@@ -353,6 +353,22 @@ fn fuzz_findings_stay_fixed() {
         63,
     ])
     .unwrap();
+    // validate: a fresh object that holds itself in a field (a virtual reference finished
+    // with itself) stored by a guard's exit, under byte views where a narrower descriptor
+    // reads a byte of that field: the comparison of its contents asked for that byte of a
+    // reference to a tracked object, which has no address, and gave up; those bytes are
+    // compared as the field that holds them
+    // (`validate_memory::an_object_holding_itself_is_compared_through_its_field`).
+    for bytes in [
+        &[93, 50, 37, 156, 2, 84, 156, 156, 156, 156, 46, 2, 84][..],
+        &[
+            26, 9, 0, 0, 0, 26, 26, 18, 26, 26, 26, 33, 26, 26, 26, 26, 26, 26, 26, 26, 26, 26, 26, 249, 26, 26, 26,
+            26, 26, 26, 0, 0, 0, 255, 255, 255, 255, 26, 255, 191, 191, 191, 191, 191, 191, 191, 191, 191, 26, 26, 26,
+            26, 26, 26, 61, 26, 26, 26, 26, 26, 249, 247, 249, 247,
+        ][..],
+    ] {
+        check_validate(bytes).unwrap();
+    }
 }
 
 /// A fresh array escaping on one side only is not compared as heap contents, but a

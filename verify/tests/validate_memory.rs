@@ -865,3 +865,33 @@ finish(i1)";
     assert_invalid(original, "[i0]\nfinish(9)");
     assert_optimizer_output_not_invalid(original);
 }
+
+#[test]
+fn an_object_holding_itself_is_compared_through_its_field() {
+    // Under byte views `T.c` reads a byte of `T.q`; the object holds itself in `T.q` and is
+    // stored by a guard's exit in the optimized trace. Its bytes there are those of the
+    // reference, compared as `T.q`.
+    let original = "
+[p2, i3]
+p10 = new_with_vtable(descr=<SizeDescr 24>)
+setfield_gc(p2, p10, descr=<FieldP T.inst_p 24>)
+setfield_gc(p10, p10, descr=<FieldP T.q 16>)
+i4 = getfield_gc_i(p2, descr=<FieldU T.c 20 size=1>)
+guard_true(i3, descr=<Guard1>) [i4]
+finish()";
+    let with = |q: &str| {
+        format!(
+            "
+[p2, i3]
+i4 = getfield_gc_i(p2, descr=<FieldU T.c 20 size=1>)
+guard_true(i3, descr=<Guard1>) [i4] {{$0 = new_with_vtable(descr=<SizeDescr 24>) <FieldP T.q 16>: {q}; setfield_gc(p2, $0, descr=<FieldP T.inst_p 24>)}}
+p10 = new_with_vtable(descr=<SizeDescr 24>)
+setfield_gc(p10, p10, descr=<FieldP T.q 16>)
+setfield_gc(p2, p10, descr=<FieldP T.inst_p 24>)
+finish()"
+        )
+    };
+    assert_valid(original, &with("$0"));
+    assert_invalid(original, &with("p2"));
+    assert_optimizer_output_not_invalid(original);
+}

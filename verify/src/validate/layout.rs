@@ -223,6 +223,20 @@ impl Layout {
         }
     }
 
+    /// Whether the bytes of field or item `name` lie within one field or item through which
+    /// tracked object `o` holds a tracked object (a view that would cut that reference).
+    pub(super) fn within_object_field(&self, o: &LocalObj, name: &str) -> bool {
+        let Some((_, start, end)) = self.bytes_of(name, &o.item_of) else {
+            return false;
+        };
+        o.fields.iter().any(|(k, v)| {
+            matches!(v, Sym::Obj(_))
+                && self
+                    .bytes_of(k, &o.item_of)
+                    .is_some_and(|(_, s, e)| s <= start && end <= e)
+        })
+    }
+
     /// What field or item `name` of tracked object `o` holds as a read through its descriptor
     /// sees it: its own value, or under byte views the bytes of the fields and items `o` holds
     /// through other descriptors there (zero where it holds none; under type-based aliasing
