@@ -6,7 +6,7 @@ use trace_ir::{FailArg, Kind, OpFlags, OpRef, Opcode, Value, VirtualField, Virtu
 use z3::ast::{Bool, BV};
 
 use super::layout::field_key_of;
-use super::side::{alloc_class, LocalObj, Side, Sym};
+use super::side::{alloc_class, struct_shape, LocalObj, Side, Sym};
 use super::terms::{bv, class_of, uf_bool, uf_bv, zero};
 use super::validator::Validator;
 use super::{unsupported, R};
@@ -236,11 +236,7 @@ impl<'t> Validator<'t> {
                     VirtualKind::Struct { opcode, descr } => {
                         let sd = trace.descr(descr);
                         let class = alloc_class(opcode, Some(sd));
-                        (
-                            format!("{}:{:?}", opcode.name().trim_end_matches("_with_vtable"), sd),
-                            class,
-                            None,
-                        )
+                        (struct_shape(opcode, sd), class, None)
                     }
                     VirtualKind::Array { opcode, descr, len } => {
                         let _ = opcode;

@@ -40,6 +40,12 @@ pub(super) struct LocalObj {
     pub(super) dead: bool,
 }
 
+/// The shape of a struct `new` or `new_with_vtable` of size descriptor `d` allocates (its
+/// [`LocalObj::shape`]).
+pub(super) fn struct_shape(opc: Opcode, d: &Descr) -> String {
+    format!("{}:{d:?}", opc.name().trim_end_matches("_with_vtable"))
+}
+
 /// The class `new_with_vtable` stores: the interpreter's (the size descriptor's vtable, or
 /// a default derived from the size).
 pub(super) fn alloc_class(opc: Opcode, d: Option<&Descr>) -> Option<BV> {

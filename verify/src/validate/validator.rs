@@ -13,7 +13,7 @@ use super::abstraction::{Abstraction, HEAVY_OPS};
 use super::equalities::Candidate;
 use super::layout::{field_key, field_key_of, Layout};
 use super::query::Claim;
-use super::side::{Side, Sym};
+use super::side::{struct_shape, Side, Sym};
 use super::slice::Symbols;
 use super::sync::{Event, Step};
 use super::{unsupported, Config, Counterexample, Stats, R};
@@ -254,7 +254,7 @@ impl<'t> Validator<'t> {
 /// [`LocalObj::shape`]: super::side::LocalObj
 fn written_keys(traces: [&Trace; 2]) -> HashMap<String, Vec<String>> {
     let mut by_shape: HashMap<String, BTreeSet<String>> = HashMap::new();
-    let shape = |opcode: Opcode, d: &Descr| format!("{}:{d:?}", opcode.name().trim_end_matches("_with_vtable"));
+    let shape = struct_shape;
     for t in traces {
         for op in &t.ops {
             if op.opcode == Opcode::VirtualRef {

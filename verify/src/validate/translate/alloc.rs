@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use trace_ir::{Op, OpRef};
 
-use crate::validate::side::{alloc_class, LocalObj, Side};
+use crate::validate::side::{alloc_class, struct_shape, LocalObj, Side};
 use crate::validate::{unsupported, R};
 
 impl<'t> Side<'t> {
@@ -15,7 +15,7 @@ impl<'t> Side<'t> {
         let d = op.descr.map(|d| trace.descr(d));
         let class = alloc_class(opc, d);
         let shape = match d {
-            Some(d) => format!("{}:{d:?}", opc.name().trim_end_matches("_with_vtable")),
+            Some(d) => struct_shape(opc, d),
             None => return unsupported(format!("{opc} without a size descriptor")),
         };
         let o = self.new_obj(LocalObj {

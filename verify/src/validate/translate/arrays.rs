@@ -4,7 +4,7 @@ use trace_ir::descr::Descr;
 use trace_ir::{Op, OpRef, Opcode};
 use z3::ast::{Ast, Bool, BV};
 
-use super::{narrow_bv, narrow_store, Translated};
+use super::{narrow_bv, narrow_store, narrow_to, Translated};
 use crate::validate::layout::descr_key;
 use crate::validate::memory::{scaled, Place};
 use crate::validate::side::{Side, Sym};
@@ -264,26 +264,11 @@ impl<'t> Side<'t> {
                 let v = self.value(op.args[k])?;
                 let v = self.escape(&v);
                 self.expose(&v);
-                let v = if width < 8 {
-                    v.extract(width as u32 * 8 - 1, 0).zero_ext(64 - width as u32 * 8)
-                } else {
-                    v
-                };
-                self.write_place(&place, &v, true);
+                self.write_place(&place, &narrow_to(v, width as u8, false), true);
             }
             None => {
                 let v = self.read_place(&place);
-                let v = if width < 8 {
-                    let low = v.extract(width as u32 * 8 - 1, 0);
-                    if signed {
-                        low.sign_ext(64 - width as u32 * 8)
-                    } else {
-                        low.zero_ext(64 - width as u32 * 8)
-                    }
-                } else {
-                    v
-                };
-                self.set(r, Sym::Bv(v));
+                self.set(r, Sym::Bv(narrow_to(v, width as u8, signed)));
             }
         }
         Ok(())

@@ -8,7 +8,7 @@ use z3::ast::{Bool, BV};
 
 use super::Translated;
 use crate::validate::layout::descr_key;
-use crate::validate::side::{alloc_class, LocalObj, Side, Sym};
+use crate::validate::side::{alloc_class, struct_shape, LocalObj, Side, Sym};
 use crate::validate::terms::{bv, class_of, uf_bv, zero};
 use crate::validate::R;
 
@@ -135,7 +135,7 @@ impl<'t> Side<'t> {
         let l = VirtualRefLayout::get();
         let size = Descr::Size(l.size);
         let o = self.new_obj(LocalObj {
-            shape: format!("new:{size:?}"),
+            shape: struct_shape(Opcode::NewWithVtable, &size),
             class: alloc_class(Opcode::NewWithVtable, Some(&size)),
             len: None,
             fields: BTreeMap::new(),

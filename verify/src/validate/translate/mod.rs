@@ -232,6 +232,11 @@ pub(super) fn narrow_to_descr(d: Option<&Descr>, opcode: Opcode, v: BV) -> BV {
         Some(Descr::Array(a)) if opcode != Opcode::ArraylenGc => (a.item_size, a.signed),
         _ => return v,
     };
+    narrow_to(v, size, signed)
+}
+
+/// The low `size` bytes of `v`, sign- or zero-extended to 64 bits (`v` itself for 0 or 8).
+pub(super) fn narrow_to(v: BV, size: u8, signed: bool) -> BV {
     if size == 0 || size >= 8 {
         return v;
     }
