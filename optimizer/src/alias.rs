@@ -76,11 +76,12 @@ pub(crate) struct Layout {
 }
 
 impl Layout {
-    /// Compute the layout of `trace`'s descriptors (reusing this one's tables).
-    pub fn reset(&mut self, trace: &Trace) {
+    /// Compute the layout of `trace`'s descriptors followed by `extra` (reusing this one's
+    /// tables).
+    pub fn reset(&mut self, trace: &Trace, extra: &[Descr]) {
         self.model = trace.aliasing;
         self.bytes.clear();
-        self.bytes.extend(trace.descrs.iter().map(|d| match d {
+        self.bytes.extend(trace.descrs.iter().chain(extra).map(|d| match d {
             Descr::Field(f) => Some(Bytes {
                 start: f.offset,
                 size: f.size.max(1),
@@ -96,7 +97,7 @@ impl Layout {
         for o in &mut self.overlaps {
             o.clear();
         }
-        self.overlaps.resize(trace.descrs.len(), SmallVec::new());
+        self.overlaps.resize(trace.descrs.len() + extra.len(), SmallVec::new());
         if self.model == Aliasing::TypeBased {
             self.any_view = false;
             return;
@@ -187,7 +188,7 @@ mod tests {
         ))
         .unwrap();
         let mut l = Layout::default();
-        l.reset(&t);
+        l.reset(&t, &[]);
         let d = (0..t.descrs.len()).map(DescrRef::new).collect();
         (l, d)
     }

@@ -58,15 +58,26 @@ impl VirtualRefLayout {
             .any(|o| matches!(o.opcode, Opcode::VirtualRef | Opcode::VirtualRefFinish))
     }
 
-    /// The descriptors of the layout in `trace`'s table (size, token, forced), added when
-    /// missing.
-    pub fn add_to(trace: &mut Trace) -> [DescrRef; 3] {
+    /// The descriptors of the layout (size, token, forced) as `trace`'s table would number
+    /// them with the missing ones added: those found in the table keep their numbers, the
+    /// missing ones follow the table in that order and are returned as the second value (the
+    /// descriptors to append to the table). `trace` is not changed.
+    pub fn locate(trace: &Trace) -> ([DescrRef; 3], Vec<Descr>) {
         let l = VirtualRefLayout::get();
-        [
-            trace.make_descr(Descr::Size(l.size)),
-            trace.make_descr(Descr::Field(l.token)),
-            trace.make_descr(Descr::Field(l.forced)),
-        ]
+        let mut extra = Vec::new();
+        let mut place = |d: Descr| match trace.descrs.iter().position(|x| *x == d) {
+            Some(i) => DescrRef::new(i),
+            None => {
+                extra.push(d);
+                DescrRef::new(trace.descrs.len() + extra.len() - 1)
+            }
+        };
+        let refs = [
+            place(Descr::Size(l.size)),
+            place(Descr::Field(l.token)),
+            place(Descr::Field(l.forced)),
+        ];
+        (refs, extra)
     }
 
     /// The descriptors of the layout in `trace`'s table (size, token, forced), if all are
@@ -134,9 +145,25 @@ mod tests {
         )
         .unwrap();
         let found = VirtualRefLayout::find_in(&t).expect("the log's descriptors are the layout's");
-        let mut with = t.clone();
-        assert_eq!(VirtualRefLayout::add_to(&mut with), found);
-        assert_eq!(with.descrs.len(), t.descrs.len(), "nothing added");
+        assert_eq!(VirtualRefLayout::locate(&t), (found, Vec::new()), "nothing added");
         assert!(!VirtualRefLayout::used_by(&t));
+    }
+
+    #[test]
+    fn missing_layout_descriptors_are_numbered_after_the_table() {
+        let t = crate::parse_trace(
+            "[p0]
+            setfield_gc(p0, ConstPtr(null), descr=<FieldP JitVirtualRef.forced 16>)
+            p1 = getfield_gc_r(p0, descr=<FieldP other 8>)
+            finish(p1)",
+        )
+        .unwrap();
+        let n = t.descrs.len();
+        let l = VirtualRefLayout::get();
+        let (refs, extra) = VirtualRefLayout::locate(&t);
+        assert_eq!(extra, vec![Descr::Size(l.size), Descr::Field(l.token)]);
+        assert_eq!(refs[0], DescrRef::new(n));
+        assert_eq!(refs[1], DescrRef::new(n + 1));
+        assert_eq!(t.descr(refs[2]), &Descr::Field(l.forced));
     }
 }

@@ -167,7 +167,7 @@ impl<'a> Pass<'a> {
     /// The body token of the loop in `self.entries` whose header the final `jump` `op`
     /// names, when its operands `args` (forced) provably satisfy what the body assumes.
     pub(super) fn body_entry(&mut self, op: &Op, args: &[Value]) -> Option<u64> {
-        let Some(Descr::Target(t)) = op.descr.map(|d| self.input.descr(d)) else {
+        let Some(Descr::Target(t)) = op.descr.map(|d| self.descr(d)) else {
             return None;
         };
         let entries = self.entries;

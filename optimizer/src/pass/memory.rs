@@ -70,29 +70,30 @@ impl Clone for Memory {
 }
 
 impl Memory {
-    /// Empty tables for `input`'s descriptors.
-    pub fn reset(&mut self, input: &Trace) {
+    /// Empty tables for `input`'s descriptors followed by `extra`.
+    pub fn reset(&mut self, input: &Trace, extra: &[Descr]) {
         self.heap.clear();
         self.pending.clear();
         self.descr_facts.clear();
-        self.descr_facts.extend(input.descrs.iter().map(|d| match d {
-            Descr::Field(f) => DescrFacts {
-                offset: f.offset,
-                size: f.size.max(1),
-                signed: f.signed,
-                kind: Some(f.kind),
-                immutable: f.immutable,
-                is_field: true,
-            },
-            Descr::Array(a) => DescrFacts {
-                size: a.item_size.max(1),
-                signed: a.signed,
-                kind: Some(a.kind),
-                ..Default::default()
-            },
-            _ => DescrFacts::default(),
-        }));
-        self.layout.reset(input);
+        self.descr_facts
+            .extend(input.descrs.iter().chain(extra).map(|d| match d {
+                Descr::Field(f) => DescrFacts {
+                    offset: f.offset,
+                    size: f.size.max(1),
+                    signed: f.signed,
+                    kind: Some(f.kind),
+                    immutable: f.immutable,
+                    is_field: true,
+                },
+                Descr::Array(a) => DescrFacts {
+                    size: a.item_size.max(1),
+                    signed: a.signed,
+                    kind: Some(a.kind),
+                    ..Default::default()
+                },
+                _ => DescrFacts::default(),
+            }));
+        self.layout.reset(input, extra);
     }
 }
 
@@ -493,7 +494,7 @@ impl<'a> Pass<'a> {
         if let Some(id) = self.virt_of(arr) {
             if let VirtualKind::Array { len, descr, .. } = self.virtuals[id as usize].kind {
                 // the length word the allocation wrote, if this descriptor reads that word
-                let word = |d: Option<DescrRef>| d.and_then(|d| self.input.descr(d).as_array()).map(|a| a.len_offset);
+                let word = |d: Option<DescrRef>| d.and_then(|d| self.descr(d).as_array()).map(|a| a.len_offset);
                 if word(op.descr) == word(Some(descr)) {
                     self.removed(Reason::VirtualAccess);
                     return self.make_int(len as i64);

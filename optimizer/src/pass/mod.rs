@@ -86,6 +86,7 @@ mod loops;
 mod memory;
 mod output;
 mod overflow;
+mod precheck;
 mod pure;
 #[cfg(test)]
 mod tests;
@@ -101,7 +102,7 @@ use memory::Memory;
 use output::Sweep;
 use pure::{map_args, Cse};
 use trace_ir::abi::VirtualRefLayout;
-use trace_ir::{FailArg, Op, OpRef, Opcode, Trace, Value, ValueData, VirtualKind, VirtualObject};
+use trace_ir::{Op, OpRef, Opcode, Trace};
 use values::Values;
 use virtuals::Virtual;
 
@@ -235,6 +236,12 @@ impl Optimizer {
 /// The state of one run of the pass, grouped by the concern that owns it.
 pub(crate) struct Pass<'a> {
     input: &'a Trace,
+    /// Descriptors the pass uses beyond the input's table, numbered after it (those of
+    /// [`VirtualRefLayout`] the input lacks); the output's table ends with them.
+    extra_descrs: Vec<trace_ir::Descr>,
+    /// The descriptors of a virtual reference (size, token, forced), when the input makes or
+    /// finishes one.
+    vref: Option<[trace_ir::DescrRef; 3]>,
     opts: &'a Options,
     /// The working values ([`values`]).
     v: Values,
@@ -292,18 +299,8 @@ pub(crate) fn run(
     if cfg!(debug_assertions) {
         trace_ir::verify(input).map_err(OptError::BadInput)?;
     } else {
-        precheck(input)?;
+        precheck::precheck(input)?;
     }
-    // A virtual reference becomes a virtual object of the layout's descriptors.
-    let with_layout;
-    let input = if opts.virtuals && VirtualRefLayout::used_by(input) && VirtualRefLayout::find_in(input).is_none() {
-        let mut t = input.clone();
-        VirtualRefLayout::add_to(&mut t);
-        with_layout = t;
-        &with_layout
-    } else {
-        input
-    };
     let Some(peeled) = opts.peel.then(|| trace_ir::peel_loop(input)).flatten() else {
         ctx.carry_from(None);
         return run_once(ctx, input, opts, &HeaderFacts::default(), entries, Start::Keep(None));
@@ -445,86 +442,6 @@ fn run_once(
     Ok(out)
 }
 
-/// The structural facts the pass relies on (release builds; debug builds run the full
-/// verifier): operands defined before use, descriptors and resume data present and in range,
-/// arities as in the opcode table, label parameters after labels. A violation is an error, not
-/// a panic.
-fn precheck(t: &Trace) -> Result<(), OptError> {
-    let bad = |i: usize, m: &str| {
-        Err(OptError::BadInput(trace_ir::VerifyError {
-            op: Some(OpRef::new(i)),
-            message: m.to_string(),
-        }))
-    };
-    let n = t.ops.len();
-    if t.num_inputs > n || t.ops[..t.num_inputs].iter().any(|o| !o.opcode.is_input()) {
-        return Err(OptError::BadInput(trace_ir::VerifyError {
-            op: None,
-            message: "bad trace inputs".into(),
-        }));
-    }
-    let ok_value = |v: Value, i: usize| match v.data() {
-        ValueData::Op(o) => o.index() < i,
-        ValueData::Const(c) => c.index() < t.consts.len(),
-    };
-    let mut params = 0usize;
-    for (i, op) in t.ops.iter().enumerate().skip(t.num_inputs) {
-        let opc = op.opcode;
-        if opc.is_input() {
-            if params == 0 {
-                return bad(i, "input op outside the label parameters");
-            }
-            params -= 1;
-            continue;
-        }
-        if params != 0 {
-            return bad(i, "label is missing parameters");
-        }
-        let sig = opc.info().args.as_bytes();
-        let variadic = sig.last() == Some(&b'*');
-        let fixed = sig.len() - variadic as usize;
-        if (variadic && op.args.len() < fixed) || (!variadic && op.args.len() != fixed) {
-            return bad(i, "wrong number of operands");
-        }
-        if op.args.iter().any(|&a| !ok_value(a, i)) {
-            return bad(i, "operand used before its definition");
-        }
-        match (opc.descr_kind(), op.descr) {
-            (_, Some(d)) if d.index() >= t.descrs.len() => return bad(i, "missing descriptor"),
-            (trace_ir::DescrKind::None | trace_ir::DescrKind::Any, _) => {}
-            (_, None) => return bad(i, "missing descriptor"),
-            _ => {}
-        }
-        if opc.is_guard() {
-            let Some(g) = op.guard.filter(|g| g.index() < t.guards.len()) else {
-                return bad(i, "guard without resume data");
-            };
-            let gd = t.guard(g);
-            let ok_fa = |fa: &FailArg| match *fa {
-                FailArg::Value(v) => ok_value(v, i),
-                FailArg::Virtual(k) => (k as usize) < gd.virtuals.len(),
-                FailArg::Hole => true,
-            };
-            let vdescr_ok = |vo: &VirtualObject| match vo.kind {
-                VirtualKind::Struct { descr, .. } | VirtualKind::Array { descr, .. } => descr.index() < t.descrs.len(),
-            };
-            let mut entries_ok =
-                gd.virtuals.iter().all(vdescr_ok) && gd.writes.iter().all(|w| w.descr.index() < t.descrs.len());
-            gd.for_each_entry(|fa| entries_ok &= ok_fa(&fa));
-            if !entries_ok {
-                return bad(i, "bad fail arguments");
-            }
-        }
-        if opc == Opcode::Label {
-            params = op.args.len();
-        }
-    }
-    if params != 0 {
-        return bad(n - 1, "trace ends inside a label's parameters");
-    }
-    Ok(())
-}
-
 impl<'a> Pass<'a> {
     /// A pass over `input` with `tables` (cleared for it).
     fn new(input: &'a Trace, opts: &'a Options, tables: Box<Tables>) -> Pass<'a> {
@@ -540,9 +457,16 @@ impl<'a> Pass<'a> {
             kept,
             carry,
         } = *tables;
+        // A virtual reference becomes a virtual object of the layout's descriptors.
+        let (vref, extra_descrs) = if opts.virtuals && VirtualRefLayout::used_by(input) {
+            let (refs, extra) = VirtualRefLayout::locate(input);
+            (Some(refs), extra)
+        } else {
+            (None, Vec::new())
+        };
         v.reset(n, &input.consts);
         cse.reset(n);
-        mem.reset(input);
+        mem.reset(input, &extra_descrs);
         virtuals.clear();
         resume.guards = Vec::with_capacity(input.guards.len());
         resume.memo.clear();
@@ -551,6 +475,8 @@ impl<'a> Pass<'a> {
         resume.facts = Vec::with_capacity(input.guards.len());
         Pass {
             input,
+            extra_descrs,
+            vref,
             opts,
             v,
             cse,
@@ -579,6 +505,15 @@ impl<'a> Pass<'a> {
             explain: opts.explain.then(|| Box::new(explain::Explain::new(n))),
             kept,
             carry,
+        }
+    }
+
+    /// Descriptor `d` of the input's table or of [`Pass::extra_descrs`].
+    fn descr(&self, d: trace_ir::DescrRef) -> &trace_ir::Descr {
+        let n = self.input.descrs.len();
+        match d.index().checked_sub(n) {
+            Some(k) => &self.extra_descrs[k],
+            None => self.input.descr(d),
         }
     }
 

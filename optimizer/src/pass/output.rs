@@ -182,6 +182,7 @@ impl<'a> Pass<'a> {
             }
         }
         let mut descrs = self.input.descrs.clone();
+        descrs.extend(self.extra_descrs.iter().cloned());
         if let Some((jump, body)) = self.retarget {
             let k = new_index[jump.index()] as usize;
             ops[k].descr = Some(trace_ir::DescrRef::new(descrs.len()));

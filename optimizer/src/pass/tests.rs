@@ -1,6 +1,8 @@
 //! Unit tests of the pass driver: the release-build input check.
 
+use super::precheck::precheck;
 use super::*;
+use trace_ir::{FailArg, Value};
 use trace_interp::random::{random_trace, RandomConfig};
 
 /// The release-build input check must accept everything the verifier accepts.

@@ -5,7 +5,6 @@
 use super::pure::Key;
 use super::{Pass, F_FRESH, F_NONNULL, MAX_VIRTUAL_ARRAY, NO_VIRT};
 use smallvec::SmallVec;
-use trace_ir::abi::VirtualRefLayout;
 use trace_ir::{Const, DescrRef, Kind, Op, Opcode, Value, VirtualField, VirtualKind};
 
 /// A virtual object: an allocation not (yet) emitted, with the fields written so far.
@@ -35,7 +34,6 @@ impl<'a> Pass<'a> {
                 opcode: Opcode::NewWithVtable,
                 descr,
             } => self
-                .input
                 .descr(descr)
                 .as_size()
                 .map(|s| trace_ir::abi::default_class(s) as i64),
@@ -93,7 +91,7 @@ impl<'a> Pass<'a> {
         if opc == Opcode::NewWithVtable {
             // the class `new_with_vtable` stores (the interpreter's definition)
             self.v.info[o.index()].class = descr
-                .and_then(|d| self.input.descr(d).as_size())
+                .and_then(|d| self.descr(d).as_size())
                 .map(|s| trace_ir::abi::default_class(s) as i64);
         }
         if matches!(opc, Opcode::NewArray | Opcode::NewArrayClear) && self.opts.cse {
@@ -134,7 +132,7 @@ impl<'a> Pass<'a> {
             let zero = self.const_val(val).is_some_and(|c| c.bits() == 0);
             match (f, kind) {
                 (VirtualField::Field(d), _) => {
-                    let immutable = self.input.descr(d).as_field().is_some_and(|f| f.immutable);
+                    let immutable = self.descr(d).as_field().is_some_and(|f| f.immutable);
                     if !zero || immutable || !self.mem.layout.alone(d) {
                         self.emit(Op {
                             opcode: Opcode::SetfieldGc,
@@ -226,7 +224,7 @@ impl<'a> Pass<'a> {
         if sd != dd || !within(ss, slen) || !within(ds, dlen) {
             return false;
         }
-        let item_kind = self.input.descr(sd).as_array().map_or(Kind::Int, |a| a.kind);
+        let item_kind = self.descr(sd).as_array().map_or(Kind::Int, |a| a.kind);
         let mut moved = Vec::with_capacity(n as usize);
         for k in 0..n as u32 {
             let at = VirtualField::Item(ss as u32 + k);
@@ -263,11 +261,11 @@ impl<'a> Pass<'a> {
         (0..len as i64).contains(&k).then_some(k as u32)
     }
 
-    /// `virtual_ref(p, i)`: a virtual `JitVirtualRef` ([`VirtualRefLayout`]) whose token is a
+    /// `virtual_ref(p, i)`: a virtual `JitVirtualRef` ([`trace_ir::abi::VirtualRefLayout`]) whose token is a
     /// `force_token` emitted here (dropped when nothing uses it) and whose `forced` is null.
     /// `p` is stored nowhere: it stays virtual when only the reference escapes.
     pub(super) fn virtual_ref(&mut self) -> Value {
-        let [size, token, forced] = VirtualRefLayout::find_in(self.input).expect("`run` adds the layout");
+        let [size, token, forced] = self.vref.expect("a pass over virtual references knows their layout");
         let t = self.force_token(true);
         let null = self.make_const(Const::Ref(0));
         let new = Op {
@@ -312,7 +310,7 @@ impl<'a> Pass<'a> {
     /// null: field writes (on a virtual reference, its recorded fields). When whether `p` is
     /// null is not known, the op itself is emitted (its operands escape).
     pub(super) fn virtual_ref_finish(&mut self, op: &Op, args: &[Value]) -> Option<Value> {
-        let [_, token, forced] = VirtualRefLayout::find_in(self.input).expect("`run` adds the layout");
+        let [_, token, forced] = self.vref.expect("a pass over virtual references knows their layout");
         let (r, p) = (args[0], args[1]);
         let Some(p_null) = self.known_zero(p) else {
             return self.generic(op, args);
