@@ -129,6 +129,7 @@ pub fn check(a: CheckArgs) -> CliResult {
                         Ok(out) => {
                             let cfg = Config {
                                 carried: out.carried.clone(),
+                                carried_virtuals: out.carried_virtuals.clone(),
                                 ..cfg.clone()
                             };
                             timed(name, o, &out.trace, &cfg)

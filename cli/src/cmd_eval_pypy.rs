@@ -113,8 +113,8 @@ fn eval_file(path: &str, traces: &[Trace], cfg: &Config, runs: u64, options: &op
         row.traces += 1;
         let ops_in = Counts::of(t, 0);
         row.ops_in.add(&ops_in);
-        let (out, guard_facts, carried) = match optimizer::optimize(t, options) {
-            Ok(o) => (o.trace, o.guard_facts, o.carried),
+        let (out, guard_facts, carried, carried_virtuals) = match optimizer::optimize(t, options) {
+            Ok(o) => (o.trace, o.guard_facts, o.carried, o.carried_virtuals),
             Err(e) => {
                 row.opt_errors += 1;
                 row.notes.push(format!("{}: optimizer refused: {e}", t.info.name));
@@ -136,11 +136,12 @@ fn eval_file(path: &str, traces: &[Trace], cfg: &Config, runs: u64, options: &op
             row.pypy.add(&Counts::of(p, 0));
             row.pypy_body.add(&Counts::per_iteration(p));
         }
-        // Z3 translation validation, with the facts stated at the guards and the loads the
-        // loop body's parameters carry.
+        // Z3 translation validation, with the facts stated at the guards and the loads and
+        // objects the loop body's parameters carry.
         let cfg = Config {
             guard_facts,
             carried,
+            carried_virtuals,
             ..cfg.clone()
         };
         match validate(t, &out, &cfg) {

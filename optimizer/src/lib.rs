@@ -122,7 +122,10 @@ options! {
         /// established about loop-invariant values (`label` parameters the `jump` passes back
         /// unchanged), and finds the fields and items the first iteration loaded in the
         /// parameters the body label carries ([`Optimized::carried`]) instead of loading them
-        /// again. Off by default: the output then has one more `label`, and guards of the
+        /// again. A struct the loop makes for its next iteration, which nothing else refers
+        /// to, is taken field by field ([`Optimized::carried_virtuals`]) instead of allocated
+        /// in every iteration; in a body that carries something, pure ops on invariant
+        /// operands are computed once, in the first iteration. Off by default: the output then has one more `label`, and guards of the
         /// copied body have fresh ids (same resume keys); validate it against the peeled input
         /// (`verify::validate` peels the original itself when the label counts say so).
         peel = false,
@@ -274,6 +277,10 @@ pub struct Optimized {
     /// extra parameters (or constants) hold there (see [`trace_ir::CarriedLoad`]); the
     /// translation validator needs them (`verify::validate::Config::carried`).
     pub carried: Vec<trace_ir::CarriedLoad>,
+    /// The objects a peeled loop's body label takes field by field instead of allocating
+    /// them in every iteration; the translation validator needs them
+    /// (`verify::validate::Config::carried_virtuals`).
+    pub carried_virtuals: Vec<trace_ir::CarriedVirtual>,
     /// What became of each input op and where each output op came from; only with
     /// [`Options::explain`]. With [`Options::peel`] its input is the peeled trace
     /// ([`trace_ir::peel_loop`] of the input) when the input is a loop.

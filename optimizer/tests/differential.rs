@@ -182,3 +182,33 @@ fn random_peeled_loops_exercise_carried_loads() {
         "{carrying} loops carry loads, {compared} runs compared"
     );
 }
+
+#[test]
+fn random_peeled_loops_keep_objects_virtual_across_the_back_edge() {
+    // random loops that make a new object for their next iteration: some of the peeled ones
+    // take it field by field through the body label (no allocation per iteration), and
+    // behave as the originals, exits included (they rebuild the object)
+    let opts = Options {
+        peel: true,
+        ..Options::default()
+    };
+    let (mut carrying, mut compared) = (0, 0);
+    let mut inputs = Inputs::new(5);
+    for seed in 70_000..72_000u64 {
+        let (t, example) = random_trace(&RandomConfig::default(), seed);
+        let out = optimize(&t, &opts).unwrap();
+        if out.carried_virtuals.is_empty() {
+            continue;
+        }
+        carrying += 1;
+        for inp in [example, inputs.for_trace(&t), inputs.for_trace(&t)] {
+            if same_behaviour(&t, &out.trace, &inp).unwrap_or_else(|e| panic!("seed {seed}: {e}")) {
+                compared += 1;
+            }
+        }
+    }
+    assert!(
+        carrying >= 20 && compared >= 20,
+        "{carrying} loops carry objects field by field, {compared} runs compared"
+    );
+}

@@ -137,7 +137,7 @@ fn random_traces_with_fused_guards_agree_with_their_originals() {
     };
     let (mut fused, mut early, mut compared) = (0, 0, 0);
     let mut inputs = common::Inputs::new(7);
-    for seed in 0..3000u64 {
+    for seed in 0..3500u64 {
         let (t, example) = random_trace(&cfg, seed);
         for opts in [Options::default(), common::peel()] {
             let out = optimize(&t, &opts).unwrap_or_else(|e| panic!("seed {seed}: {e}"));

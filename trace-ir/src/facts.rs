@@ -101,6 +101,25 @@ pub struct CarriedLoad {
     pub facts: WordFacts,
 }
 
+/// An object a peeled loop's body label takes field by field (PyPy's virtual state): the
+/// object passed in the label's input parameter `param` is, wherever the label is reached
+/// (the preamble's operands, the final `jump`'s), an allocation of `kind` made by the trace
+/// that nothing else refers to, and its fields hold the label's parameters `fields` (a
+/// field not listed is zero). The optimized trace allocates no such object per iteration:
+/// it passes a null placeholder in `param` and the fields in their own parameters (after
+/// the [`CarriedLoad`] parameters), and past the label the body has an object of that kind
+/// with those fields, distinct from every other. The translation validator proves it on
+/// both ways in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CarriedVirtual {
+    /// The label's input parameter the object is passed in.
+    pub param: usize,
+    /// The object's allocation: a struct's `new` or `new_with_vtable` and size descriptor.
+    pub kind: crate::VirtualKind,
+    /// Each field's descriptor and the position of the label parameter that holds it.
+    pub fields: Vec<(DescrRef, usize)>,
+}
+
 /// What a [`CarriedLoad`]'s place holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CarriedValue {

@@ -124,6 +124,8 @@ pub fn trace_params(bytes: &[u8], family: Family) -> (RandomConfig, u64) {
     } else {
         0
     };
+    // Loops that pass new objects to their next iteration likewise.
+    cfg.loop_objects = !integers_only && bytes.len() > 13 && b(13) % 6 == 1;
     let words: Vec<u64> = bytes
         .chunks(8)
         .map(|c| c.iter().fold(0u64, |a, &x| (a << 8) | x as u64))
@@ -196,9 +198,7 @@ pub fn trace_failure(check: Check, trace: &Trace, inputs: &[RtValue], options: &
                 &out.trace,
                 &Config {
                     timeout_ms: 1000,
-                    guard_facts: out.guard_facts.clone(),
-                    carried: out.carried.clone(),
-                    ..Config::default()
+                    ..Config::for_optimized(&out)
                 },
             ) {
                 Verdict::Invalid { counterexample } => Err(format!("translation validation: {counterexample}")),

@@ -46,6 +46,7 @@ fn run_with(cfg: &RandomConfig, seeds: std::ops::Range<u64>, opts: &Options, fac
         let vcfg = Config {
             guard_facts: if facts { out.guard_facts.clone() } else { Vec::new() },
             carried: out.carried.clone(),
+            carried_virtuals: out.carried_virtuals.clone(),
             ..vcfg.clone()
         };
         let (verdict, stats) = validate_with_stats(&trace, &out.trace, &vcfg);
@@ -158,6 +159,43 @@ fn random_peeled_loops_validate() {
         "{} unknown of {}",
         t.unknown.len(),
         t.total
+    );
+}
+
+/// Peeled random loops whose body label takes an object field by field (the loop makes a
+/// new one for its next iteration, `Optimized::carried_virtuals`): no trace may be
+/// `Invalid`, fewer than 3% `Unknown`, and enough of them must carry objects.
+#[test]
+fn random_loops_carrying_objects_field_by_field_validate() {
+    let opts = Options {
+        peel: true,
+        ..Options::default()
+    };
+    let cfg = RandomConfig::default();
+    let seeds: Vec<u64> = (70_000..71_000u64)
+        .filter(|&s| {
+            let (t, _) = random_trace(&cfg, s);
+            optimize(&t, &opts).is_ok_and(|o| !o.carried_virtuals.is_empty())
+        })
+        .take(40)
+        .collect();
+    assert!(seeds.len() >= 30, "only {} loops carry objects", seeds.len());
+    let mut all = Tally::default();
+    for &s in &seeds {
+        let t = run_with(&cfg, s..s + 1, &opts, true);
+        all.total += t.total;
+        all.valid += t.valid;
+        all.unknown.extend(t.unknown);
+        all.invalid.extend(t.invalid);
+        all.stats.add(&t.stats);
+    }
+    check("carrying objects", &all);
+    assert!(
+        all.unknown.len() * 100 < all.total * 3,
+        "{} unknown of {}: {:?}",
+        all.unknown.len(),
+        all.total,
+        all.unknown
     );
 }
 

@@ -50,7 +50,7 @@ impl<'a> Pass<'a> {
             }
         }
         if let Some(k) = &key {
-            if let Some(&v) = self.cse.pure.get(k) {
+            if let Some(v) = self.cse_get(k) {
                 self.removed(Reason::Cse);
                 return Some(self.find(v));
             }

@@ -8,6 +8,7 @@
 //! without it. Each carried parameter leaves the pass as a [`CarriedLoad`], which the
 //! translation validator proves on both ways into the label.
 
+use super::virtual_state::VirtualParam;
 use super::Pass;
 use smallvec::SmallVec;
 use trace_ir::fxhash::{FxHashMap, FxHashSet};
@@ -61,11 +62,19 @@ pub(crate) struct Carry {
     /// Places not to carry (they failed in an earlier run).
     pub excluded: FxHashSet<Place>,
     /// The body label's number of input parameters.
-    arity: usize,
+    pub(super) arity: usize,
     /// The carried parameters, in label order after the input parameters.
     carried: Vec<Carried>,
     /// Places that failed in this run: not known at the jump, or never read.
     pub failed: Vec<Place>,
+    /// Label positions whose objects are not to be carried field by field (they failed in
+    /// an earlier run).
+    pub excluded_virtuals: FxHashSet<usize>,
+    /// The objects carried field by field in this run ([`super::virtual_state`]).
+    pub(super) virtuals: Vec<VirtualParam>,
+    /// Label positions whose objects failed in this run: the final jump passes no such
+    /// virtual object there.
+    pub failed_virtuals: Vec<usize>,
 }
 
 impl Carry {
@@ -73,6 +82,13 @@ impl Carry {
     pub(super) fn reset(&mut self) {
         self.carried.clear();
         self.failed.clear();
+        self.virtuals.clear();
+        self.failed_virtuals.clear();
+    }
+
+    /// The number of label parameters carried loads take.
+    pub(super) fn params(&self) -> usize {
+        self.carried.iter().filter(|c| !c.param.is_const()).count()
     }
 }
 
@@ -191,12 +207,11 @@ impl<'a> Pass<'a> {
         read
     }
 
-    /// After the body label `label` and its input parameters: the carried parameters, each
+    /// After the body label and its `arity` input parameters: the carried parameters, each
     /// with the facts of the value the preamble passes, in the heap cache from here on.
-    pub(super) fn carry_params(&mut self, label: OpRef, places: Vec<Carried>) {
+    pub(super) fn carry_params(&mut self, arity: usize, places: Vec<Carried>) {
         self.carry.reset();
-        let params = places.iter().filter(|c| !c.param.is_const()).count();
-        self.carry.arity = self.v.ops[label.index()].args.len() - params;
+        self.carry.arity = arity;
         for mut c in places {
             let val = c.param;
             if !val.is_const() {
@@ -337,9 +352,9 @@ impl<'a> Pass<'a> {
         }
     }
 
-    /// Whether the body label carries something.
+    /// Whether the body label carries something (loads or objects field by field).
     pub(super) fn carries(&self) -> bool {
-        !self.carry.carried.is_empty()
+        !self.carry.carried.is_empty() || !self.carry.virtuals.is_empty()
     }
 
     /// The carried parameters as the output states them: each parameter's position after the

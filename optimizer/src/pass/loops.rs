@@ -2,9 +2,11 @@
 //! materialized, the heap cache and CSE tables cleared), and what the second run over a peeled
 //! loop assumes about its header's parameters ([`HeaderFacts`]).
 
-use super::pure::map_args;
+use super::pure::{map_args, Key};
 use super::{Pass, F_FRESH, F_NONNULL};
 use crate::domain::IntBound;
+use smallvec::SmallVec;
+use trace_ir::fxhash::FxHashMap;
 use trace_ir::{BodyEntry, Const, Descr, Kind, Op, OpRef, Opcode, Trace, Value, ValueData, WordFacts};
 
 /// What the second run over a peeled loop assumes about its header's parameters: which are
@@ -113,17 +115,18 @@ impl<'a> Pass<'a> {
             }
         }
         let mut args = map_args(&op.args, |a| self.get(a));
-        for &a in &args {
-            self.force(a);
-        }
+        let objects = self.virtual_state_at_label(i, &mut args);
         let carried = self.carry_places(i, &args);
         args.extend(carried.iter().map(|c| c.param).filter(|v| !v.is_const()));
+        args.extend(objects.iter().flat_map(|o| o.1.iter().copied()));
         let label = self.emit(Op {
             opcode: Opcode::Label,
             descr: op.descr,
             guard: None,
             args,
         });
+        // Invariant parameters with the operand each always equals.
+        let mut invariant: Vec<(Value, Value)> = Vec::new();
         let facts = match self.header.facts {
             Some((header, facts)) if header == i => Some(facts),
             _ => None,
@@ -134,6 +137,9 @@ impl<'a> Pass<'a> {
             self.note_origin(p as u32);
             self.v.map[p] = v;
             let Some(facts) = facts else { continue };
+            if objects.iter().any(|o| o.0.pos() == k) {
+                continue;
+            }
             let label = label.as_op().expect("an emitted op");
             let arg = self.find(self.v.ops[label.index()].args[k]);
             // (Integers only: what a body assumes of a parameter must be a fact a bridge
@@ -142,12 +148,14 @@ impl<'a> Pass<'a> {
                 self.make_equal(v, arg);
             } else if facts.invariant.get(k) == Some(&true) {
                 self.import_facts(v, arg);
+                invariant.push((arg, v));
             } else if let Some(&Some(mask)) = facts.masks.get(k) {
                 self.assume_masked(v, arg, mask);
             }
         }
         let label_op = label.as_op().expect("an emitted op");
-        self.carry_params(label_op, carried);
+        self.carry_params(op.args.len(), carried);
+        self.virtual_state_params(i, objects);
         if matches!(op.descr.map(|d| t.descr(d)), Some(Descr::Target(_))) {
             let params = (0..op.args.len())
                 .map(|k| self.word_facts(self.v.map[i + 1 + k]))
@@ -156,12 +164,49 @@ impl<'a> Pass<'a> {
             self.header.label_facts.push((label, params));
         }
         self.mem.heap.clear();
-        self.cse.pure.clear();
+        self.pure_across_label(&invariant);
         self.cse.ovf.clear();
         self.effects.exc_clear = false;
         self.effects.not_invalidated = false;
         self.effects.nonnull_guards.clear();
         self.carry_remember(label_op);
+    }
+
+    /// At a label whose `invariant` parameters each always equal their operand (pairs of
+    /// operand and parameter): keep the pure results computed before it whose operands are
+    /// constants and such operands, keyed by the parameters, so the body finds them instead
+    /// of computing them again in every iteration (loop-invariant code motion: the peeled
+    /// first iteration computed them); forget the others. A body that uses one depends on
+    /// the peeled iteration (on its value, or on what its guards established about it): no
+    /// bridge may enter it ([`Pass::body_entries`]).
+    fn pure_across_label(&mut self, invariant: &[(Value, Value)]) {
+        self.cse.preamble.clear();
+        // (Only where no bridge could enter the body anyway: one that carries loads or
+        // objects. Elsewhere a bridge entering the body is worth more than the ops kept.)
+        if invariant.is_empty() || !self.opts.cse || !self.carries() {
+            self.cse.pure.clear();
+            return;
+        }
+        let map: FxHashMap<Value, Value> = invariant.iter().map(|&(a, p)| (self.find(a), p)).collect();
+        let old = std::mem::take(&mut self.cse.pure);
+        for (key, result) in old {
+            let args: Option<SmallVec<[Value; 3]>> = key
+                .args
+                .iter()
+                .map(|&a| {
+                    let a = self.find(a);
+                    if a.is_const() {
+                        Some(a)
+                    } else {
+                        map.get(&a).copied()
+                    }
+                })
+                .collect();
+            let result = self.find(result);
+            if let (Some(args), false) = (args, self.is_virtual(result)) {
+                self.cse.preamble.insert(Key::new(key.opcode, &args, key.descr), result);
+            }
+        }
     }
 
     /// The body token of the loop in `self.entries` whose header the final `jump` `op`
@@ -219,8 +264,9 @@ impl<'a> Pass<'a> {
         };
         let labels: Vec<OpRef> = out.op_refs().filter(|&r| out.op(r).opcode == Opcode::Label).collect();
         let mut entries = Vec::new();
-        // A body that carries loaded values needs them from whoever enters it.
-        if self.carries() {
+        // A body that carries loaded values needs them from whoever enters it, and one that
+        // uses the peeled iteration's results needs that iteration.
+        if self.carries() || self.counts.uses_preamble {
             return entries;
         }
         for (working, params) in &self.header.label_facts {

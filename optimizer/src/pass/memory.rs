@@ -504,7 +504,7 @@ impl<'a> Pass<'a> {
         }
         let key = Key::new(Opcode::ArraylenGc, args, op.descr);
         if self.opts.cse {
-            if let Some(&v) = self.cse.pure.get(&key) {
+            if let Some(v) = self.cse_get(&key) {
                 self.removed(Reason::Cse);
                 return self.find(v);
             }

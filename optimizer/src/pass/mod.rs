@@ -1,7 +1,7 @@
 //! The single forward pass, one module per concern: [`values`] (the working values),
 //! [`pure`] (folding, bounds, rules, CSE), [`guards`] (guards and what they teach),
 //! [`overflow`] (`_ovf` ops), [`loops`] (labels and the facts a peeled loop's header
-//! assumes), [`calls`], [`virtuals`] (allocation removal), [`memory`] (the heap cache and
+//! assumes), [`carry`] and [`virtual_state`] (what a peeled loop's body label carries), [`calls`], [`virtuals`] (allocation removal), [`memory`] (the heap cache and
 //! delayed writes), [`output`] (the final sweep) and [`explain`] (the per-op account of
 //! [`crate::Options::explain`]). Each owns its part of the state
 //! ([`Pass`] holds one sub-struct per concern); [`Optimizer`] keeps the reusable tables
@@ -76,7 +76,9 @@
 //! still used after the label (as an operand, a label argument or in resume data) is
 //! materialized before it, the heap cache and the CSE tables are cleared, and the exception
 //! and invalidation flags are reset. Knowledge about values defined before the label stays
-//! valid (they do not change between iterations).
+//! valid (they do not change between iterations). A peeled loop's body label is the
+//! exception: it carries loads ([`carry`]) and takes a virtual struct that nothing else
+//! refers to field by field ([`virtual_state`]), so the body keeps it virtual.
 
 mod calls;
 mod carry;
@@ -91,6 +93,7 @@ mod pure;
 #[cfg(test)]
 mod tests;
 mod values;
+mod virtual_state;
 mod virtuals;
 
 use crate::domain::{IntBound, KnownBits};
@@ -211,8 +214,10 @@ impl Optimizer {
     /// were any.
     fn exclude_failed(&mut self) -> bool {
         let failed = std::mem::take(&mut self.carry.failed);
-        let any = !failed.is_empty();
+        let failed_virtuals = std::mem::take(&mut self.carry.failed_virtuals);
+        let any = !failed.is_empty() || !failed_virtuals.is_empty();
         self.carry.excluded.extend(failed);
+        self.carry.excluded_virtuals.extend(failed_virtuals);
         any
     }
 
@@ -221,6 +226,7 @@ impl Optimizer {
     fn carry_from(&mut self, label: Option<usize>) {
         self.carry.label = label;
         self.carry.excluded.clear();
+        self.carry.excluded_virtuals.clear();
         self.carry.reset();
     }
 
@@ -287,6 +293,8 @@ struct Counts {
     /// (the `force_token` of a virtual reference): when dropped they count as nothing, and
     /// the explanation gives their input op its object's fate.
     attached: Vec<OpRef>,
+    /// Whether a loop body used a result of the peeled iteration ([`Cse::preamble`]).
+    uses_preamble: bool,
 }
 
 /// Run the pass (see the module documentation).
@@ -496,6 +504,7 @@ impl<'a> Pass<'a> {
                 },
                 removed: [0; Reason::ALL.len()],
                 attached: Vec::new(),
+                uses_preamble: false,
             },
             sweep,
             depth: 0,
@@ -633,17 +642,16 @@ impl<'a> Pass<'a> {
                 Opcode::ArraylenGc => Some(self.arraylen(op, &args)),
                 Opcode::Jump | Opcode::Finish => {
                     self.flush_writes();
-                    for &a in &args {
-                        self.force(a);
-                    }
+                    let mut args = args;
+                    let fields = self.virtual_state_at_jump(i, &mut args);
                     let body = if opc == Opcode::Jump {
                         self.body_entry(op, &args)
                     } else {
                         None
                     };
                     let carried = self.carry_jump_operands(i, &args);
-                    let mut args = args;
                     args.extend(carried);
+                    args.extend(fields);
                     let jump = self.emit(Op {
                         opcode: opc,
                         descr: op.descr,

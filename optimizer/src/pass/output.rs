@@ -25,6 +25,7 @@ impl<'a> Pass<'a> {
         self.mark_live();
         self.carry_unused();
         let carried = self.carried_loads();
+        let carried_virtuals = self.carried_virtuals();
         let dead = self.number_kept();
         self.counts.removed[Reason::Dead as usize] += dead;
         let explanation = self.explanation();
@@ -68,6 +69,7 @@ impl<'a> Pass<'a> {
                 guard_facts,
                 body_entries,
                 carried,
+                carried_virtuals,
                 explanation,
             },
             tables,

@@ -52,6 +52,9 @@ pub(crate) struct Cse {
     pub pure: FxHashMap<Key, Value>,
     /// `_ovf` ops whose overflow guard passed.
     pub ovf: FxHashMap<Key, Value>,
+    /// In a peeled loop's body: what the peeled iteration computed on operands the body's
+    /// parameters always equal (keyed by those parameters; see `Pass::pure_across_label`).
+    pub preamble: FxHashMap<Key, Value>,
 }
 
 impl Clone for Cse {
@@ -65,6 +68,7 @@ impl Clone for Cse {
     fn clone_from(&mut self, o: &Cse) {
         self.pure.clone_from(&o.pure);
         self.ovf.clone_from(&o.ovf);
+        self.preamble.clone_from(&o.preamble);
     }
 }
 
@@ -74,6 +78,20 @@ impl Cse {
         self.pure.clear();
         self.pure.reserve(n / 2);
         self.ovf.clear();
+        self.preamble.clear();
+    }
+}
+
+impl<'a> Pass<'a> {
+    /// The value CSE knows for `key`: computed before, or (in a peeled loop's body) by the
+    /// peeled iteration on the same invariant operands, which the body then depends on.
+    pub(super) fn cse_get(&mut self, key: &Key) -> Option<Value> {
+        if let Some(&v) = self.cse.pure.get(key) {
+            return Some(v);
+        }
+        let v = *self.cse.preamble.get(key)?;
+        self.counts.uses_preamble = true;
+        Some(v)
     }
 }
 
@@ -196,7 +214,7 @@ impl<'a> Pass<'a> {
             None
         };
         if let Some(k) = &key {
-            if let Some(&v) = self.cse.pure.get(k) {
+            if let Some(v) = self.cse_get(k) {
                 count(self, Reason::Cse);
                 return self.find(v);
             }

@@ -2,8 +2,8 @@
 
 use super::precheck::precheck;
 use super::*;
-use trace_ir::{FailArg, Value};
 use trace_interp::random::{random_trace, RandomConfig};
+use trace_ir::{FailArg, Value};
 
 /// The release-build input check must accept everything the verifier accepts.
 #[test]

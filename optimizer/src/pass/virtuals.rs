@@ -289,7 +289,7 @@ impl<'a> Pass<'a> {
     pub(super) fn force_token(&mut self, attached: bool) -> Value {
         let key = Key::new(Opcode::ForceToken, &[], None);
         if self.opts.cse {
-            if let Some(&t) = self.cse.pure.get(&key) {
+            if let Some(t) = self.cse_get(&key) {
                 if !attached {
                     self.removed(super::Reason::Cse);
                 }

@@ -82,16 +82,16 @@ fn peeling_drops_the_overflow_check_of_a_masked_accumulator() {
          i4 = int_and(i3, 16777215)
          jump(i4, i1, descr=TargetToken(1))",
         "[i0, i1]
-         label(i0, i1, descr=TargetToken(1)) -> [i2, i3]
-         i4 = int_and(i3, 255)
-         i5 = int_add_ovf(i2, i4)
-         guard_no_overflow(descr=<Guard1>) [i2]
-         i6 = int_and(i5, 16777215)
-         label(i6, i3, descr=TargetToken(4611686018427387905)) -> [i7, i8]
-         i9 = int_and(i8, 255)
-         i10 = int_add(i7, i9)
-         i11 = int_and(i10, 16777215)
-         jump(i11, i8, descr=TargetToken(4611686018427387905))",
+         label(i0, i1, descr=TargetToken(1))
+         i5 = int_and(i1, 255)
+         i6 = int_add_ovf(i0, i5)
+         guard_no_overflow(descr=<Guard1>) [i0]
+         i8 = int_and(i6, 16777215)
+         label(i8, i1, descr=TargetToken(4611686018427387905))
+         i12 = int_and(i1, 255)
+         i13 = int_add(i8, i12)
+         i14 = int_and(i13, 16777215)
+         jump(i14, i1, descr=TargetToken(4611686018427387905))",
         &peel(),
     );
     // A mask wider than the sum can stay below keeps the check: `x` may be any integer.
@@ -195,4 +195,124 @@ fn loop_body_virtuals_are_removed() {
     for i in [-5i64, 0, 9, 10] {
         assert!(same_behaviour(&t, &out.trace, &[RtValue::Int(i)]).unwrap());
     }
+}
+
+/// With peeling, an object the loop makes for its next iteration (a boxed running sum) is
+/// not allocated: the body label takes its field as a parameter of its own (a null stands
+/// in the object's parameter), the body's object stays virtual, and the guard's exit
+/// rebuilds it from that parameter.
+#[test]
+fn peeling_keeps_an_object_passed_to_the_next_iteration_virtual() {
+    let out = check_with(
+        "[i0, p1]
+         label(i0, p1, descr=TargetToken(1))
+         i2 = getfield_gc_i(p1, descr=<FieldS T.v 8>)
+         i3 = int_add(i2, i0)
+         i4 = int_lt(i3, 100)
+         guard_true(i4, descr=<Guard1>) [i0, p1]
+         p5 = new_with_vtable(descr=<SizeDescr 16>)
+         setfield_gc(p5, i3, descr=<FieldS T.v 8>)
+         jump(i0, p5, descr=TargetToken(1))",
+        "[i0, p1]
+         label(i0, p1, descr=TargetToken(1))
+         i5 = getfield_gc_i(p1, descr=<FieldS T.v 8>)
+         i6 = int_add(i5, i0)
+         i7 = int_lt(i6, 100)
+         guard_true(i7, descr=<Guard1>) [i0, p1]
+         label(i0, ConstPtr(null), i6, descr=TargetToken(4611686018427387905)) -> [i10, p11, i12]
+         i13 = int_add(i12, i10)
+         i14 = int_lt(i13, 100)
+         guard_true(i14, descr=<Guard2 key=1>) [i10, $0] {$0 = new_with_vtable(descr=<SizeDescr 16>) <FieldS T.v 8>: i12}
+         jump(i10, ConstPtr(null), i13, descr=TargetToken(4611686018427387905))",
+        &peel(),
+    );
+    assert_eq!(out.carried_virtuals.len(), 1);
+    assert_eq!(out.carried_virtuals[0].param, 1);
+}
+
+/// The object the body passes on escapes first (stored into the input object): the label
+/// cannot take it field by field, and the loop allocates it in every iteration.
+#[test]
+fn an_object_that_escapes_in_the_body_is_allocated() {
+    let out = check_with(
+        "[i0, p1]
+         label(i0, p1, descr=TargetToken(1))
+         i2 = getfield_gc_i(p1, descr=<FieldS T.v 8>)
+         i3 = int_add(i2, i0)
+         i4 = int_lt(i3, 100)
+         guard_true(i4, descr=<Guard1>) [i0, p1]
+         p5 = new_with_vtable(descr=<SizeDescr 16>)
+         setfield_gc(p5, i3, descr=<FieldS T.v 8>)
+         setfield_gc(p1, p5, descr=<FieldP T.next 16>)
+         jump(i0, p5, descr=TargetToken(1))",
+        "[i0, p1]
+         label(i0, p1, descr=TargetToken(1))
+         i5 = getfield_gc_i(p1, descr=<FieldS T.v 8>)
+         i6 = int_add(i5, i0)
+         i7 = int_lt(i6, 100)
+         guard_true(i7, descr=<Guard1>) [i0, p1]
+         p9 = new_with_vtable(descr=<SizeDescr 16>)
+         setfield_gc(p9, i6, descr=<FieldS T.v 8>)
+         setfield_gc(p1, p9, descr=<FieldP T.next 16>)
+         label(i0, p9, i6, descr=TargetToken(4611686018427387905))
+         i16 = int_add(i6, i0)
+         i17 = int_lt(i16, 100)
+         guard_true(i17, descr=<Guard2 key=1>) [i0, p9]
+         p19 = new_with_vtable(descr=<SizeDescr 16>)
+         setfield_gc(p19, i16, descr=<FieldS T.v 8>)
+         setfield_gc(p9, p19, descr=<FieldP T.next 16>)
+         jump(i0, p19, i16, descr=TargetToken(4611686018427387905))",
+        &peel(),
+    );
+    assert!(out.carried_virtuals.is_empty());
+}
+
+/// With peeling, a pure op on loop-invariant operands (`i1 * 24`) is not computed again in
+/// a body that carries loads (here `p0.n`): the body uses the peeled iteration's result
+/// (loop-invariant code motion). A body no bridge could enter anyway loses nothing by
+/// depending on the peeled iteration; without the carried load the body computes it again,
+/// so that a bridge may enter it.
+#[test]
+fn peeling_computes_pure_ops_on_invariant_operands_once() {
+    let input = "[p0, i1, i2]
+         label(p0, i1, i2, descr=TargetToken(1))
+         i3 = getfield_gc_i(p0, descr=<FieldS T.n 8>)
+         i4 = int_lt(i2, i3)
+         guard_true(i4, descr=<Guard1>) [i2]
+         i5 = int_mul(i1, 24)
+         i6 = int_add(i5, i2)
+         jump(p0, i1, i6, descr=TargetToken(1))";
+    let out = check_with(
+        input,
+        "[p0, i1, i2]
+                                 label(p0, i1, i2, descr=TargetToken(1))
+                                 i7 = getfield_gc_i(p0, descr=<FieldS T.n 8>)
+                                 i8 = int_lt(i2, i7)
+                                 guard_true(i8, descr=<Guard1>) [i2]
+                                 i10 = int_mul(i1, 24)
+                                 i11 = int_add(i10, i2)
+                                 label(p0, i1, i11, i7, descr=TargetToken(4611686018427387905))
+                                 i17 = int_lt(i11, i7)
+                                 guard_true(i17, descr=<Guard2 key=1>) [i11]
+                                 i19 = int_add(i10, i11)
+                                 jump(p0, i1, i19, i7, descr=TargetToken(4611686018427387905))",
+        &peel(),
+    );
+    assert_eq!(out.carried.len(), 1);
+    assert!(out.body_entries.is_empty());
+    let enterable = check_with(&input.replace("i3 = getfield_gc_i(p0, descr=<FieldS T.n 8>)", "i3 = int_add(i1, 100)"), "[p0, i1, i2]
+                                                                                                                         label(p0, i1, i2, descr=TargetToken(1))
+                                                                                                                         i7 = int_add(i1, 100)
+                                                                                                                         i8 = int_lt(i2, i7)
+                                                                                                                         guard_true(i8, descr=<Guard1>) [i2]
+                                                                                                                         i10 = int_mul(i1, 24)
+                                                                                                                         i11 = int_add(i10, i2)
+                                                                                                                         label(p0, i1, i11, descr=TargetToken(4611686018427387905))
+                                                                                                                         i16 = int_add(i1, 100)
+                                                                                                                         i17 = int_lt(i11, i16)
+                                                                                                                         guard_true(i17, descr=<Guard2 key=1>) [i11]
+                                                                                                                         i19 = int_mul(i1, 24)
+                                                                                                                         i20 = int_add(i19, i11)
+                                                                                                                         jump(p0, i1, i20, descr=TargetToken(4611686018427387905))", &peel());
+    assert_eq!(enterable.body_entries.len(), 1);
 }

@@ -379,7 +379,15 @@ impl<'c> Gen<'c> {
             let x = self.int_arg();
             args.push((x, Kind::Int, true));
         }
-        if self.rng.chance(1, 2) {
+        if self.cfg.loop_objects && self.cfg.heap > 0 && self.rng.chance(1, 3) {
+            // An object the trace allocates, which the loop may pass on as a new one.
+            let p = self.op(Opcode::NewWithVtable, &[], Some(self.d.size_vt));
+            let x = self.int_arg();
+            if let Some(p) = p {
+                self.op(Opcode::SetfieldGc, &[p, x], Some(self.d.f_int));
+                args.push((p, Kind::Ref, true));
+            }
+        } else if self.rng.chance(1, 2) {
             if let Some(p) = self.struct_ref() {
                 args.push((p, Kind::Ref, true));
             }
@@ -421,6 +429,55 @@ impl<'c> Gen<'c> {
         }
     }
 
+    /// A new struct of the allocation the object `p` refers to (its size and class), some
+    /// of its fields written from `p`'s or from other values: what a loop passes to its next
+    /// iteration when it makes a new object each time. `None` when `p` is no struct the
+    /// trace allocated.
+    fn fresh_like(&mut self, p: Value) -> Option<Value> {
+        use Opcode::*;
+        let a = self.ex(p).bits();
+        let (size, class) = match self.st.heap.objects.get(&a) {
+            Some(o) => match o.kind {
+                ObjKind::Struct { size } => (size, o.class),
+                _ => return None,
+            },
+            None => return None,
+        };
+        let d = &self.d;
+        let (opc, sd) = [
+            (New, d.size_plain),
+            (NewWithVtable, d.size_vt),
+            (NewWithVtable, d.size_vt2),
+        ]
+        .into_iter()
+        .find(|&(opc, sd)| {
+            let s = self.t.descr(sd).as_size().expect("a size descriptor");
+            let c = if opc == NewWithVtable {
+                trace_ir::abi::default_class(s)
+            } else {
+                0
+            };
+            s.size == size && c == class
+        })?;
+        let q = self.op(opc, &[], Some(sd))?;
+        let (f_int, f_ref, f_float) = (self.d.f_int, self.d.f_ref, self.d.f_float);
+        if self.rng.chance(2, 3) {
+            let old = self.op(GetfieldGcI, &[p], Some(f_int));
+            let x = self.int_arg();
+            let v = old.and_then(|o| self.op(IntAdd, &[o, x], None)).unwrap_or(x);
+            self.op(SetfieldGc, &[q, v], Some(f_int));
+        }
+        if self.rng.chance(1, 3) {
+            let v = self.ref_arg();
+            self.op(SetfieldGc, &[q, v], Some(f_ref));
+        }
+        if self.rng.chance(1, 3) {
+            let v = self.float_arg();
+            self.op(SetfieldGc, &[q, v], Some(f_float));
+        }
+        Some(q)
+    }
+
     pub(super) fn end_loop(&mut self) {
         let Some(info) = self.in_loop.take() else { return };
         let one = self.konst(Const::Int(1));
@@ -434,14 +491,22 @@ impl<'c> Gen<'c> {
                 (0, _) => i2,
                 (_, false) => p,
                 (_, true) if kind == Kind::Ref => {
-                    // Same shape as the parameter, so body ops stay valid next time.
+                    // A new object like the parameter (one that may stay virtual across
+                    // the back edge), or one of the same shape, so body ops stay valid.
+                    let fresh = if self.cfg.loop_objects && self.rng.chance(1, 2) {
+                        self.fresh_like(p)
+                    } else {
+                        None
+                    };
                     let shape = |g: &Self, v: Value| {
                         let a = g.ex(v).bits();
                         g.st.heap.objects.get(&a).map(|o| (o.kind.clone(), o.class))
                     };
                     let want = shape(self, p);
-                    self.pick_live(Kind::Ref, |g, l| want.is_some() && shape(g, l.v) == want)
-                        .unwrap_or(p)
+                    fresh.unwrap_or_else(|| {
+                        self.pick_live(Kind::Ref, |g, l| want.is_some() && shape(g, l.v) == want)
+                            .unwrap_or(p)
+                    })
                 }
                 (_, true) => self.pick_live(kind, |_, _| true).unwrap_or(p),
             };

@@ -94,6 +94,9 @@ pub struct RandomConfig {
     pub aliasing: Option<Aliasing>,
     /// Whether to generate a `label`/`jump` loop (in about half of the traces).
     pub loops: bool,
+    /// Whether a loop may take an object the trace allocates and pass a new one like it to
+    /// its next iteration (an object that can stay virtual across the back edge).
+    pub loop_objects: bool,
     /// Maximum loop iterations on the example inputs.
     pub max_iterations: u32,
 }
@@ -117,6 +120,7 @@ impl Default for RandomConfig {
             gc_bytes: 1,
             aliasing: None,
             loops: true,
+            loop_objects: true,
             max_iterations: 6,
         }
     }
@@ -148,6 +152,7 @@ impl RandomConfig {
             frames: 0,
             gc_bytes: 0,
             loops: false,
+            loop_objects: false,
             ..RandomConfig::default()
         }
     }

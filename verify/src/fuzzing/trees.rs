@@ -119,9 +119,7 @@ pub fn tree_failure(case: &FuzzTree, z3: bool) -> Option<String> {
                 let cfg = Config {
                     timeout_ms: 1000,
                     body_entries: case.entries.clone(),
-                    guard_facts: out.guard_facts.clone(),
-                    carried: out.carried.clone(),
-                    ..Config::default()
+                    ..Config::for_optimized(&out)
                 };
                 if let Verdict::Invalid { counterexample } = validate(&b.trace, &out.trace, &cfg) {
                     return Err(format!(

@@ -280,6 +280,7 @@
 mod abstraction;
 mod align;
 mod carried;
+mod carried_objects;
 mod compare;
 mod equalities;
 mod escape;
@@ -331,6 +332,11 @@ pub struct Config {
     /// ([`optimizer::Optimized::carried`]): each is proven to hold what its field or item
     /// holds whenever the label is reached (from before the loop and from the back edge).
     pub carried: Vec<trace_ir::CarriedLoad>,
+    /// The objects the optimized trace's loop body label takes field by field
+    /// ([`optimizer::Optimized::carried_virtuals`]): each is proven, wherever the label is
+    /// reached, to be an object the original allocated that nothing else refers to, with
+    /// those fields.
+    pub carried_virtuals: Vec<trace_ir::CarriedVirtual>,
 }
 
 impl Default for Config {
@@ -343,6 +349,21 @@ impl Default for Config {
             body_entries: Vec::new(),
             guard_facts: Vec::new(),
             carried: Vec::new(),
+            carried_virtuals: Vec::new(),
+        }
+    }
+}
+
+impl Config {
+    /// The default configuration with what the optimizer states about its output `out`
+    /// (its guard facts, carried loads and objects), for validating `out.trace` against the
+    /// trace it was made from.
+    pub fn for_optimized(out: &optimizer::Optimized) -> Config {
+        Config {
+            guard_facts: out.guard_facts.clone(),
+            carried: out.carried.clone(),
+            carried_virtuals: out.carried_virtuals.clone(),
+            ..Config::default()
         }
     }
 }

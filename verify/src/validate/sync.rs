@@ -497,14 +497,17 @@ impl<'t> Validator<'t> {
         let (ot, pt) = (self.o.trace, self.p.trace);
         let (ao, ap) = (ot.op(ro).args.clone(), pt.op(rp).args.clone());
         let n = ao.len();
-        // Parameters past the original's carry loaded values (`Config::carried`).
+        // Parameters past the original's carry loaded values (`Config::carried`), then the
+        // fields of objects the label takes field by field (`Config::carried_virtuals`).
         let loads = match ap.len() {
-            m if m >= n && loop_label(pt) == Some(rp) => self.carried_params(n, m),
-            m if m == n => Ok(Vec::new()),
+            m if m >= n && loop_label(pt) == Some(rp) => self
+                .carried_objects(n, m)
+                .and_then(|(objs, start)| Ok((self.carried_params(n, start)?, objs))),
+            m if m == n => Ok((Vec::new(), Vec::new())),
             m if m > n => Err("its extra parameters carry nothing (it is not the loop's label)".into()),
             _ => Err("the optimized label drops parameters".into()),
         };
-        let loads = match loads {
+        let (loads, objs) = match loads {
             Ok(l) => l,
             Err(why) => {
                 return unsupported(format!(
@@ -518,12 +521,15 @@ impl<'t> Validator<'t> {
         let mut operands = Vec::with_capacity(n);
         for i in 0..n {
             let so = self.o.value(ao[i])?;
-            let sp = self.p.value(ap[i])?;
-            self.prove_equal(&so, &sp, &mut pairs, &|| format!("label {k}: operand {i} differs"))?;
+            if !objs.iter().any(|c| c.param() == i) {
+                let sp = self.p.value(ap[i])?;
+                self.prove_equal(&so, &sp, &mut pairs, &|| format!("label {k}: operand {i} differs"))?;
+            }
             operands.push(so);
         }
         let extra = ap[n..].iter().map(|&a| self.p.value(a)).collect::<R<Vec<_>>>()?;
         self.prove_carried(&format!("label {k}"), &loads, &operands, &extra, &mut pairs)?;
+        self.prove_carried_objects(&format!("label {k}"), &objs, &operands, &ap, &mut pairs)?;
         if self.cfg.check_heap {
             self.prove_heap_equal(&format!("at label {k}"))?;
         }
@@ -549,7 +555,11 @@ impl<'t> Validator<'t> {
             _ => Vec::new(),
         };
         let mut masked: Vec<Option<u64>> = vec![None; operands.len()];
+        let carried_object = |j: usize| objs.iter().any(|c| c.param() == j);
         for (j, so) in operands.iter().enumerate() {
+            if carried_object(j) {
+                continue;
+            }
             if let (Some(&Some(c)), Sym::Bv(b), false) = (masks.get(j), so, same.get(j) == Some(&true)) {
                 let within = b.bvule(BV::from_u64(c, 64));
                 match self.decide(&within).0 {
@@ -575,7 +585,12 @@ impl<'t> Validator<'t> {
             .into_iter()
             .enumerate()
             .map(|(j, so)| match so {
-                Sym::Bv(b) if same.get(j) == Some(&true) || constant.get(j).is_some_and(Option::is_some) => Some(b),
+                Sym::Bv(b)
+                    if !carried_object(j)
+                        && (same.get(j) == Some(&true) || constant.get(j).is_some_and(Option::is_some)) =>
+                {
+                    Some(b)
+                }
                 _ => None,
             })
             .collect();
@@ -609,6 +624,7 @@ impl<'t> Validator<'t> {
             self.assume(a, false);
         }
         self.enter_carried(k, rp, &loads);
+        self.enter_carried_objects(k, ro, rp, &objs);
         // `run` then continues right after the label; `translate` keeps the parameters'
         // values set here.
         Ok(())
@@ -628,11 +644,13 @@ impl<'t> Validator<'t> {
         let n = opo.args.len();
         let to_loop = opp.opcode == Opcode::Jump && loop_label(pt).is_some() && rp.index() + 1 == pt.ops.len();
         let loads = match opp.args.len() {
-            m if m >= n && to_loop => self.carried_params(n, m),
-            m if m == n => Ok(Vec::new()),
+            m if m >= n && to_loop => self
+                .carried_objects(n, m)
+                .and_then(|(objs, start)| Ok((self.carried_params(n, start)?, objs))),
+            m if m == n => Ok((Vec::new(), Vec::new())),
             _ => Err(String::new()),
         };
-        let loads = match loads {
+        let (loads, objs) = match loads {
             Ok(l) => l,
             Err(why) => {
                 let why = if why.is_empty() { why } else { format!(" ({why})") };
@@ -649,12 +667,16 @@ impl<'t> Validator<'t> {
         let mut outputs = Vec::with_capacity(n);
         for i in 0..n {
             let so = self.o.value(opo.args[i])?;
-            let sp = self.p.value(opp.args[i])?;
-            self.prove_equal(&so, &sp, &mut pairs, &|| format!("{name}: output {i} differs"))?;
+            if !objs.iter().any(|c| c.param() == i) {
+                let sp = self.p.value(opp.args[i])?;
+                self.prove_equal(&so, &sp, &mut pairs, &|| format!("{name}: output {i} differs"))?;
+            }
             outputs.push(so);
         }
         let extra = opp.args[n..].iter().map(|&a| self.p.value(a)).collect::<R<Vec<_>>>()?;
         self.prove_carried(&name.to_string(), &loads, &outputs, &extra, &mut pairs)?;
+        let args = opp.args.clone();
+        self.prove_carried_objects(&name.to_string(), &objs, &outputs, &args, &mut pairs)?;
         if self.cfg.check_heap {
             self.prove_heap_equal(&format!("at {}", opo.opcode))?;
         }

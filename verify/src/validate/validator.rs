@@ -82,7 +82,9 @@ impl<'t> Validator<'t> {
         let carried: Vec<&Descr> = cfg
             .carried
             .iter()
-            .filter_map(|c| optimized.descrs.get(c.descr.index()))
+            .map(|c| c.descr)
+            .chain(cfg.carried_virtuals.iter().flat_map(|c| c.fields.iter().map(|f| f.0)))
+            .filter_map(|d| optimized.descrs.get(d.index()))
             .collect();
         keys.extend(
             carried
