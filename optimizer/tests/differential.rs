@@ -154,29 +154,37 @@ fn random_traces_exercise_stores_delayed_into_exits() {
     );
 }
 
-#[test]
-fn random_peeled_loops_exercise_carried_loads() {
-    // random loops read fields and items of their parameters: some of the peeled ones carry
-    // those loads through the body label, and behave as the originals
+/// Random traces of `seeds` optimized with peeling: those whose output `pick` selects run
+/// like their originals (on the example inputs and two random ones); how many were picked
+/// and how many runs compared (the others broke a promise).
+fn peeled_runs_agree(seeds: std::ops::Range<u64>, pick: impl Fn(&optimizer::Optimized) -> bool) -> (usize, usize) {
     let opts = Options {
         peel: true,
         ..Options::default()
     };
-    let (mut carrying, mut compared) = (0, 0);
+    let (mut picked, mut compared) = (0, 0);
     let mut inputs = Inputs::new(5);
-    for seed in 60_000..62_000u64 {
+    for seed in seeds {
         let (t, example) = random_trace(&RandomConfig::default(), seed);
         let out = optimize(&t, &opts).unwrap();
-        if out.carried.is_empty() {
+        if !pick(&out) {
             continue;
         }
-        carrying += 1;
+        picked += 1;
         for inp in [example, inputs.for_trace(&t), inputs.for_trace(&t)] {
             if same_behaviour(&t, &out.trace, &inp).unwrap_or_else(|e| panic!("seed {seed}: {e}")) {
                 compared += 1;
             }
         }
     }
+    (picked, compared)
+}
+
+#[test]
+fn random_peeled_loops_exercise_carried_loads() {
+    // random loops read fields and items of their parameters: some of the peeled ones carry
+    // those loads through the body label, and behave as the originals
+    let (carrying, compared) = peeled_runs_agree(60_000..62_000, |out| !out.carried.is_empty());
     assert!(
         carrying >= 20 && compared >= 20,
         "{carrying} loops carry loads, {compared} runs compared"
@@ -188,25 +196,7 @@ fn random_peeled_loops_keep_objects_virtual_across_the_back_edge() {
     // random loops that make a new object for their next iteration: some of the peeled ones
     // take it field by field through the body label (no allocation per iteration), and
     // behave as the originals, exits included (they rebuild the object)
-    let opts = Options {
-        peel: true,
-        ..Options::default()
-    };
-    let (mut carrying, mut compared) = (0, 0);
-    let mut inputs = Inputs::new(5);
-    for seed in 70_000..72_000u64 {
-        let (t, example) = random_trace(&RandomConfig::default(), seed);
-        let out = optimize(&t, &opts).unwrap();
-        if out.carried_virtuals.is_empty() {
-            continue;
-        }
-        carrying += 1;
-        for inp in [example, inputs.for_trace(&t), inputs.for_trace(&t)] {
-            if same_behaviour(&t, &out.trace, &inp).unwrap_or_else(|e| panic!("seed {seed}: {e}")) {
-                compared += 1;
-            }
-        }
-    }
+    let (carrying, compared) = peeled_runs_agree(70_000..72_000, |out| !out.carried_virtuals.is_empty());
     assert!(
         carrying >= 20 && compared >= 20,
         "{carrying} loops carry objects field by field, {compared} runs compared"
