@@ -111,8 +111,9 @@ pub fn trace_params(bytes: &[u8], family: Family) -> (RandomConfig, u64) {
     if !integers_only && bytes.len() > 8 {
         cfg.views = b(8) % 6;
     }
-    // Virtual references in a fifth of the traces: a residue no input of the test
-    // `fuzz_findings_stay_fixed` has, so those stay the traces they were found as.
+    // Virtual references in a fifth of the traces, chosen by a residue of a byte of its own,
+    // so that inputs found before such traces existed (the test `fuzz_findings_stay_fixed`)
+    // stay the traces they were found as.
     cfg.frames = if !integers_only && bytes.len() > 9 && b(9) % 5 == 1 {
         3
     } else {

@@ -141,7 +141,8 @@ impl<'t> Validator<'t> {
             }
             if !found {
                 for (x, y) in &values {
-                    if let (Some(a), Some(b)) = (self.o.sole_unpaired_in(x), self.p.sole_unpaired_in(y)) {
+                    // (An address both words hold is the same object on both sides already.)
+                    if let (Some(a), Some(b)) = (self.o.sole_unpaired_in(x, y), self.p.sole_unpaired_in(y, x)) {
                         if self.try_pair(&a, &b) {
                             found = true;
                             break;
@@ -241,42 +242,46 @@ impl<'t> Validator<'t> {
     }
 }
 
+/// The symbols a value may be (the branches of its `ite`s, the parts it concatenates or
+/// extracts), each once.
+fn value_leaves(v: &BV) -> Vec<BV> {
+    let mut out: Vec<BV> = Vec::new();
+    let mut stack = vec![Dynamic::from_ast(v)];
+    let mut seen = HashSet::new();
+    while let Some(t) = stack.pop() {
+        if !seen.insert(t.clone()) {
+            continue;
+        }
+        let Ok(decl) = t.safe_decl() else { continue };
+        let kids = t.children();
+        match decl.kind() {
+            DeclKind::Ite => stack.extend(kids.into_iter().skip(1)),
+            DeclKind::Concat | DeclKind::Extract => stack.extend(kids),
+            _ if kids.is_empty() => out.extend(t.as_bv()),
+            _ => {}
+        }
+    }
+    out
+}
+
 impl<'t> Side<'t> {
     /// The one fresh object of this side not paired yet whose address `v` may be (as a value:
-    /// a branch of an `ite`, bytes of it concatenated), if exactly one is.
-    fn sole_unpaired_in(&self, v: &BV) -> Option<BV> {
-        let unpaired: Vec<&BV> = self
-            .esc_addrs
-            .iter()
-            .zip(&self.paired)
-            .filter(|(_, &p)| !p)
-            .map(|(a, _)| a)
-            .collect();
-        if unpaired.is_empty() {
-            return None;
-        }
+    /// a branch of an `ite`, bytes of it concatenated) and `other` (the other side's value of
+    /// the same place) may not, if exactly one is.
+    fn sole_unpaired_in(&self, v: &BV, other: &BV) -> Option<BV> {
+        let held_there = value_leaves(other);
         let mut found: Option<BV> = None;
-        let mut stack = vec![Dynamic::from_ast(v)];
-        let mut seen = HashSet::new();
-        while let Some(t) = stack.pop() {
-            if !seen.insert(t.clone()) {
-                continue;
-            }
-            let Ok(decl) = t.safe_decl() else { continue };
-            let kids = t.children();
-            match decl.kind() {
-                DeclKind::Ite => stack.extend(kids.into_iter().skip(1)),
-                DeclKind::Concat | DeclKind::Extract => stack.extend(kids),
-                _ if kids.is_empty() => {
-                    let Some(b) = t.as_bv() else { continue };
-                    if unpaired.iter().any(|a| a.ast_eq(&b)) {
-                        match &found {
-                            Some(f) if !f.ast_eq(&b) => return None,
-                            _ => found = Some(b),
-                        }
-                    }
+        for b in value_leaves(v) {
+            let unpaired = self
+                .esc_addrs
+                .iter()
+                .zip(&self.paired)
+                .any(|(a, &p)| !p && a.ast_eq(&b));
+            if unpaired && !held_there.iter().any(|x| x.ast_eq(&b)) {
+                match &found {
+                    Some(f) if !f.ast_eq(&b) => return None,
+                    _ => found = Some(b),
                 }
-                _ => {}
             }
         }
         found
