@@ -51,23 +51,16 @@ impl<'a> Pass<'a> {
         // Then the fields of the ones kept (a field's object may refer to a kept one).
         for k in 0..args.len() {
             if keep[k] && self.is_virtual(args[k]) {
-                let id = self.virt_of(args[k]).expect("virtual") as usize;
-                let values: Vec<Value> = self.virtuals[id].fields.iter().map(|f| f.1).collect();
-                for v in values {
-                    let v = self.find(v);
-                    self.force(v);
-                }
+                self.force_fields(args[k]);
             }
         }
         let mut out = Vec::new();
-        let mut seen = FxHashSet::default();
         for k in 0..args.len() {
             if !keep[k] {
                 continue;
             }
             let a = args[k];
-            let passed_once = args.iter().filter(|&&b| b == a).count() == 1;
-            if !self.is_virtual(a) || !passed_once || !seen.insert(a) {
+            if !self.is_virtual(a) || args.iter().filter(|&&b| b == a).count() != 1 {
                 self.force(a);
                 continue;
             }
@@ -100,35 +93,20 @@ impl<'a> Pass<'a> {
     /// carried object, and the object itself, virtual, as the input's label parameter.
     pub(super) fn virtual_state_params(&mut self, i: usize, carried: Vec<(VirtualParam, Vec<Value>)>) {
         for (vp, _) in carried {
-            let new = Op {
-                opcode: match vp.kind {
-                    VirtualKind::Struct { opcode, .. } => opcode,
-                    VirtualKind::Array { opcode, .. } => opcode,
-                },
-                descr: Some(match vp.kind {
-                    VirtualKind::Struct { descr, .. } | VirtualKind::Array { descr, .. } => descr,
-                }),
-                guard: None,
-                args: Default::default(),
+            let VirtualKind::Struct { opcode, descr } = vp.kind else {
+                unreachable!("only structs are carried")
             };
-            let params: Vec<Value> = vp
+            let fields = vp
                 .fields
                 .iter()
-                .map(|&(_, kind)| {
-                    let opcode = Opcode::input_for(kind).expect("a value kind");
-                    self.emit(Op::new(opcode, &[]))
+                .map(|&(d, kind)| {
+                    let input = Opcode::input_for(kind).expect("a value kind");
+                    (VirtualField::Field(d), self.emit(Op::new(input, &[])))
                 })
                 .collect();
-            let obj = self.alloc(&new, &[]);
+            let obj = self.virtual_struct(opcode, descr, fields);
             // (If it is materialized, that is what became of the label's parameter.)
             self.note_origin((i + 1 + vp.pos) as u32);
-            let id = self.virt_of(obj).expect("allocations start virtual") as usize;
-            self.virtuals[id].fields = vp
-                .fields
-                .iter()
-                .zip(params)
-                .map(|(&(d, _), p)| (VirtualField::Field(d), p))
-                .collect();
             self.v.map[i + 1 + vp.pos] = obj;
             self.carry.virtuals.push(vp);
         }
@@ -170,18 +148,12 @@ impl<'a> Pass<'a> {
             .collect();
         for (c, &good) in carried.iter().zip(&ok) {
             if good {
-                let id = self.virt_of(args[c.pos]).expect("virtual") as usize;
-                let values: Vec<Value> = self.virtuals[id].fields.iter().map(|f| f.1).collect();
-                for v in values {
-                    let v = self.find(v);
-                    self.force(v);
-                }
+                self.force_fields(args[c.pos]);
             }
         }
-        let mut seen = FxHashSet::default();
         for (j, c) in carried.iter().enumerate() {
-            let passed_once = ok[j] && args.iter().filter(|&&b| b == args[c.pos]).count() == 1;
-            ok[j] = passed_once && self.is_virtual(args[c.pos]) && seen.insert(args[c.pos]);
+            let a = args[c.pos];
+            ok[j] = ok[j] && self.is_virtual(a) && args.iter().filter(|&&b| b == a).count() == 1;
         }
         let mut extra = Vec::new();
         for (c, &good) in carried.iter().zip(&ok) {

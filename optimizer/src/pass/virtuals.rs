@@ -268,18 +268,38 @@ impl<'a> Pass<'a> {
         let [size, token, forced] = self.vref.expect("a pass over virtual references knows their layout");
         let t = self.force_token(true);
         let null = self.make_const(Const::Ref(0));
+        let fields = vec![(VirtualField::Field(token), t), (VirtualField::Field(forced), null)];
+        self.virtual_struct(Opcode::NewWithVtable, size, fields)
+    }
+
+    /// A new virtual struct (`opcode` `new` or `new_with_vtable`, size descriptor `descr`)
+    /// whose fields hold `fields` (when [`crate::Options::virtuals`] is on).
+    pub(super) fn virtual_struct(
+        &mut self,
+        opcode: Opcode,
+        descr: DescrRef,
+        fields: Vec<(VirtualField, Value)>,
+    ) -> Value {
         let new = Op {
-            opcode: Opcode::NewWithVtable,
-            descr: Some(size),
+            opcode,
+            descr: Some(descr),
             guard: None,
             args: SmallVec::new(),
         };
         let v = self.alloc(&new, &[]);
         let id = self.virt_of(v).expect("allocations start virtual");
-        let fields = &mut self.virtuals[id as usize].fields;
-        fields.push((VirtualField::Field(token), t));
-        fields.push((VirtualField::Field(forced), null));
+        self.virtuals[id as usize].fields = fields;
         v
+    }
+
+    /// Materialize the values the fields of `v` (a virtual) hold.
+    pub(super) fn force_fields(&mut self, v: Value) {
+        let id = self.virt_of(v).expect("a virtual") as usize;
+        let values: Vec<Value> = self.virtuals[id].fields.iter().map(|f| f.1).collect();
+        for v in values {
+            let v = self.find(v);
+            self.force(v);
+        }
     }
 
     /// The frame's `force_token`: one per trace (or per loop iteration, as CSE knows it),
