@@ -89,6 +89,9 @@ impl<'a> Pass<'a> {
         if let Some(&v) = self.cse.pure.get(key) {
             return Some(v);
         }
+        if self.cse.preamble.is_empty() {
+            return None;
+        }
         let v = *self.cse.preamble.get(key)?;
         self.counts.uses_preamble = true;
         Some(v)

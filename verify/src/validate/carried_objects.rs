@@ -15,6 +15,7 @@ use trace_ir::descr::Descr;
 use trace_ir::{OpRef, Opcode, Value, VirtualKind};
 use z3::ast::BV;
 
+use super::carried::Carried;
 use super::compare::Pairs;
 use super::layout::field_key_of;
 use super::side::{alloc_class, struct_shape, LocalObj, Side, Sym};
@@ -32,6 +33,14 @@ pub(super) struct CarriedObj<'t> {
 }
 
 impl<'t> Validator<'t> {
+    /// What the parameters of the optimized loop label past the original's `n` (of `m`)
+    /// carry: loaded values ([`Validator::carried_params`]), then the fields of objects
+    /// taken field by field.
+    pub(super) fn carried_extras(&self, n: usize, m: usize) -> Result<(Vec<Carried<'t>>, Vec<CarriedObj<'t>>), String> {
+        let (objs, start) = self.carried_objects(n, m)?;
+        Ok((self.carried_params(n, start)?, objs))
+    }
+
     /// The objects of [`Config::carried_virtuals`](super::Config::carried_virtuals), checked
     /// against a label of `n` input parameters and `m` in all: each passed in a distinct
     /// input parameter, its fields in the last parameters, in order. Also returns where those

@@ -500,9 +500,7 @@ impl<'t> Validator<'t> {
         // Parameters past the original's carry loaded values (`Config::carried`), then the
         // fields of objects the label takes field by field (`Config::carried_virtuals`).
         let loads = match ap.len() {
-            m if m >= n && loop_label(pt) == Some(rp) => self
-                .carried_objects(n, m)
-                .and_then(|(objs, start)| Ok((self.carried_params(n, start)?, objs))),
+            m if m >= n && loop_label(pt) == Some(rp) => self.carried_extras(n, m),
             m if m == n => Ok((Vec::new(), Vec::new())),
             m if m > n => Err("its extra parameters carry nothing (it is not the loop's label)".into()),
             _ => Err("the optimized label drops parameters".into()),
@@ -644,9 +642,7 @@ impl<'t> Validator<'t> {
         let n = opo.args.len();
         let to_loop = opp.opcode == Opcode::Jump && loop_label(pt).is_some() && rp.index() + 1 == pt.ops.len();
         let loads = match opp.args.len() {
-            m if m >= n && to_loop => self
-                .carried_objects(n, m)
-                .and_then(|(objs, start)| Ok((self.carried_params(n, start)?, objs))),
+            m if m >= n && to_loop => self.carried_extras(n, m),
             m if m == n => Ok((Vec::new(), Vec::new())),
             _ => Err(String::new()),
         };
