@@ -506,11 +506,7 @@ fn exec_alloc<R: Runtime + ?Sized>(rt: &mut R, req: &HookRequest<'_>) -> HookRep
             None => HookReply::Invalid,
         },
         _ => {
-            let layout = ArrayLayout {
-                item_size: str_size(opc) as u64,
-                base_offset: DEFAULT_ARRAY_BASE as u64,
-                len_offset: DEFAULT_ARRAY_LEN as u64,
-            };
+            let layout = ArrayLayout::of_string(str_size(opc) == 4);
             match new_array_in(rt, arg(req, 0), &layout) {
                 0 => HookReply::Invalid,
                 p => HookReply::Value(p),
@@ -734,6 +730,18 @@ pub(crate) struct ArrayLayout {
     pub item_size: u64,
     pub base_offset: u64,
     pub len_offset: u64,
+}
+
+impl ArrayLayout {
+    /// The layout of a string (`newstr`: 1-byte characters; `newunicode`: 4-byte ones): its
+    /// length word and characters where `trace_ir::descr` puts them.
+    pub(crate) fn of_string(unicode: bool) -> ArrayLayout {
+        ArrayLayout {
+            item_size: if unicode { 4 } else { 1 },
+            base_offset: trace_ir::descr::STR_CHARS_OFFSET as u64,
+            len_offset: trace_ir::descr::STR_LEN_OFFSET as u64,
+        }
+    }
 }
 
 /// Largest array length `new_array` accepts natively (longer is an invalid operation).

@@ -341,6 +341,7 @@ impl Merge {
                         descr: self.descr_from(t, descr),
                         len,
                     },
+                    VirtualKind::Str { opcode, len } => VirtualKind::Str { opcode, len },
                 },
                 fields: vo
                     .fields

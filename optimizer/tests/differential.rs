@@ -202,3 +202,47 @@ fn random_peeled_loops_keep_objects_virtual_across_the_back_edge() {
         "{carrying} loops carry objects field by field, {compared} runs compared"
     );
 }
+
+#[test]
+fn random_string_traces_keep_strings_virtual() {
+    // Strings the trace allocates, their characters (some that do not fit a character),
+    // copies between them, escapes into calls and fields, and guards between: the optimized
+    // traces keep strings virtual, rebuild them at exits, and behave as the originals.
+    let cfg = RandomConfig {
+        length: 50,
+        strings: 12,
+        heap: 3,
+        ..RandomConfig::default()
+    };
+    let (c, s) = differential(&cfg, &Options::default(), 30_000..32_000, 3);
+    assert!(c > 4 * s, "compared {c}, skipped {s}");
+    let peel = Options {
+        peel: true,
+        ..Options::default()
+    };
+    let (c, s) = differential(&cfg, &peel, 32_000..33_000, 3);
+    assert!(c > 4 * s, "peeled: compared {c}, skipped {s}");
+    let (mut in_resume, mut removed_ops) = (0, 0);
+    for seed in 30_000..32_000u64 {
+        let (t, _) = random_trace(&cfg, seed);
+        let out = optimize(&t, &Options::default()).unwrap();
+        let strings = |tr: &trace_ir::Trace| {
+            tr.ops
+                .iter()
+                .filter(|o| trace_ir::descr::string_char_size(o.opcode).is_some())
+                .count()
+        };
+        removed_ops += strings(&t).saturating_sub(strings(&out.trace));
+        if out.trace.guards.iter().any(|g| {
+            g.virtuals
+                .iter()
+                .any(|v| matches!(v.kind, trace_ir::VirtualKind::Str { .. }))
+        }) {
+            in_resume += 1;
+        }
+    }
+    assert!(
+        in_resume >= 1_000 && removed_ops >= 10_000,
+        "{in_resume} traces with a virtual string in resume data, {removed_ops} string ops removed"
+    );
+}

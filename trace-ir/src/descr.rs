@@ -69,6 +69,18 @@ pub const STR_LEN_OFFSET: i64 = 8;
 /// Offset of a string's first character.
 pub const STR_CHARS_OFFSET: i64 = 16;
 
+/// The width in bytes of the characters a string op works on: 1 for byte strings
+/// (`newstr`, `strlen`, `strgetitem`, `strsetitem`, `strhash`, `copystrcontent`), 4 for
+/// unicode strings (the `unicode` twins); `None` for any other op.
+pub fn string_char_size(opcode: crate::opcode::Opcode) -> Option<u8> {
+    use crate::opcode::Opcode::*;
+    match opcode {
+        Newstr | Strlen | Strgetitem | Strsetitem | Strhash | Copystrcontent => Some(1),
+        Newunicode | Unicodelen | Unicodegetitem | Unicodesetitem | Unicodehash | Copyunicodecontent => Some(4),
+        _ => None,
+    }
+}
+
 /// Default [`ArrayDescr::base_offset`].
 pub const DEFAULT_ARRAY_BASE: i64 = 16;
 /// Default [`ArrayDescr::len_offset`].

@@ -203,6 +203,33 @@ pub enum VirtualKind {
         /// Its length.
         len: u32,
     },
+    /// A string (`newstr`, `newunicode`) of constant length; its items are its characters
+    /// (bytes, or 4-byte code points for unicode), set by `strsetitem`/`unicodesetitem`.
+    Str {
+        /// `Newstr` or `Newunicode`.
+        opcode: Opcode,
+        /// Its length.
+        len: u32,
+    },
+}
+
+impl VirtualKind {
+    /// The length of an array or string virtual (`None` for a struct).
+    pub fn length(&self) -> Option<u32> {
+        match *self {
+            VirtualKind::Struct { .. } => None,
+            VirtualKind::Array { len, .. } | VirtualKind::Str { len, .. } => Some(len),
+        }
+    }
+
+    /// The opcode whose allocation this virtual stands for.
+    pub fn opcode(&self) -> Opcode {
+        match *self {
+            VirtualKind::Struct { opcode, .. }
+            | VirtualKind::Array { opcode, .. }
+            | VirtualKind::Str { opcode, .. } => opcode,
+        }
+    }
 }
 
 /// Where a field of a virtual object lives.

@@ -177,6 +177,10 @@ pub fn bridge_prologue(
                 let n = b.const_int(i64::from(len));
                 b.op_with_descr(opcode, &[n], d)
             }
+            VirtualKind::Str { opcode, len } => {
+                let n = b.const_int(i64::from(len));
+                b.op(opcode, &[n])
+            }
         })
         .collect();
     for (vo, &obj) in gd.virtuals.iter().zip(&objects) {
@@ -195,6 +199,15 @@ pub fn bridge_prologue(
                     let d = b.descr(parent.descr(descr).clone());
                     let i = b.const_int(i64::from(i));
                     b.op_with_descr(Opcode::SetarrayitemGc, &[obj, i, value], d);
+                }
+                (VirtualField::Item(i), VirtualKind::Str { opcode, .. }) => {
+                    let set = if opcode == Opcode::Newstr {
+                        Opcode::Strsetitem
+                    } else {
+                        Opcode::Unicodesetitem
+                    };
+                    let i = b.const_int(i64::from(i));
+                    b.op(set, &[obj, i, value]);
                 }
                 (VirtualField::Item(_), VirtualKind::Struct { .. }) => {}
             }

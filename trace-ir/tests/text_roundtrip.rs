@@ -462,6 +462,23 @@ fn decorate(t: &mut Trace, r: &mut Rng) {
                         kind: VirtualKind::Struct { opcode, descr: d },
                         fields,
                     }
+                } else if r.chance(25) {
+                    let len = r.below(5) as u32;
+                    let mut fields = Vec::new();
+                    for i in 0..len {
+                        if r.chance(60) {
+                            fields.push((VirtualField::Item(i), pick(r, t, Kind::Int)));
+                        }
+                    }
+                    let opcode = if r.chance(50) {
+                        Opcode::Newstr
+                    } else {
+                        Opcode::Newunicode
+                    };
+                    VirtualObject {
+                        kind: VirtualKind::Str { opcode, len },
+                        fields,
+                    }
                 } else {
                     let kind = [Kind::Int, Kind::Ref, Kind::Float][r.below(3)];
                     let d = t.make_descr(Descr::Array(ArrayDescr {
@@ -729,4 +746,39 @@ fn malformed_exit_writes_are_rejected() {
     assert!(bad("setfield_gc(p0, i1, descr=<FieldP top 8>)").contains("stores a Int through a descriptor of Ref"));
     assert!(bad("setfield_gc(i1, p0, descr=<FieldP top 8>)").contains("not a reference"));
     assert!(bad("int_add(p0, p0)").contains("setfield_gc"));
+}
+
+#[test]
+fn virtual_strings_in_resume_data_round_trip() {
+    let text = "[i0, i1]
+guard_true(i1, descr=<Guard0>) [$0, $1] {$0 = newstr(3) [0]: i0, [2]: 98; $1 = newunicode(0)}
+finish()
+";
+    let t = trace_ir::parse_trace(text).unwrap();
+    let vs = &t.guards[0].virtuals;
+    assert_eq!(
+        vs[0].kind,
+        VirtualKind::Str {
+            opcode: Opcode::Newstr,
+            len: 3
+        }
+    );
+    assert_eq!(
+        vs[1].kind,
+        VirtualKind::Str {
+            opcode: Opcode::Newunicode,
+            len: 0
+        }
+    );
+    let printed = trace_ir::print_trace(&t);
+    assert!(
+        printed.contains("{$0 = newstr(3) [0]: i0, [2]: 98; $1 = newunicode(0)}"),
+        "{printed}"
+    );
+    trace_ir::traces_equivalent(&t, &trace_ir::parse_trace(&printed).unwrap()).unwrap();
+    // A string has no descriptor, and its length is a constant.
+    for bad in ["{$0 = newstr(3, descr=<ArrayU 1>)}", "{$0 = newstr(i0)}"] {
+        let text = format!("[i0, i1]\nguard_true(i1, descr=<Guard0>) [$0] {bad}\nfinish()\n");
+        assert!(trace_ir::parse_trace(&text).is_err(), "{bad}");
+    }
 }

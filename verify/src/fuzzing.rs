@@ -127,6 +127,12 @@ pub fn trace_params(bytes: &[u8], family: Family) -> (RandomConfig, u64) {
     };
     // Loops that pass new objects to their next iteration likewise.
     cfg.loop_objects = !integers_only && bytes.len() > 13 && b(13) % 6 == 1;
+    // String ops likewise.
+    cfg.strings = if !integers_only && bytes.len() > 14 && b(14) % 6 == 1 {
+        4
+    } else {
+        0
+    };
     let words: Vec<u64> = bytes
         .chunks(8)
         .map(|c| c.iter().fold(0u64, |a, &x| (a << 8) | x as u64))

@@ -431,8 +431,8 @@ jump(i3, i1, descr=TargetToken(1))
 #[test]
 fn unsupported_op_is_unknown() {
     let orig = "
-[p0, p1]
-copystrcontent(p0, p1, 0, 0, 3)
+[p0, p1, i2]
+copystrcontent(p0, p1, 0, 0, i2)
 finish()
 ";
     assert!(check(orig, orig).is_unknown());

@@ -395,3 +395,25 @@ fn guard_facts_are_proven() {
         assert!(t.valid * 10 >= t.total * 9, "{name}: {} of {} valid", t.valid, t.total);
     }
 }
+
+/// Random string traces (strings the trace allocates, characters that may not fit,
+/// copies, escapes and guards between), optimized with virtual strings: none `Invalid`,
+/// fewer than 2% `Unknown`.
+#[test]
+fn random_string_traces_validate() {
+    let cfg = RandomConfig {
+        length: 20,
+        strings: 12,
+        heap: 3,
+        ..RandomConfig::default()
+    };
+    let t = run(&cfg, 40_000..40_200);
+    check("strings", &t);
+    assert!(
+        t.unknown.len() * 100 < t.total * 2 && t.valid >= 196,
+        "{} valid, {} unknown of {}",
+        t.valid,
+        t.unknown.len(),
+        t.total
+    );
+}

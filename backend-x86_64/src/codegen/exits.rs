@@ -527,6 +527,10 @@ fn virtual_init(t: &Trace, vo: &VirtualObject) -> R<VirtualInit> {
                 len: len as u64,
             }
         }
+        VirtualKind::Str { opcode, len } => VirtualInit::Array {
+            layout: ArrayLayout::of_string(opcode == Opcode::Newunicode),
+            len: len as u64,
+        },
     })
 }
 
@@ -540,7 +544,10 @@ fn virtual_field_place(t: &Trace, place: VirtualField, init: &VirtualInit) -> R<
                 .ok_or_else(|| bad("virtual field without a field descriptor"))?;
             (f.offset as u64, f.size)
         }
-        (VirtualField::Item(i), VirtualInit::Array { layout, .. }) => {
+        (VirtualField::Item(i), VirtualInit::Array { layout, len }) => {
+            if u64::from(i) >= *len {
+                return Err(bad("an item of a virtual array or string past its length"));
+            }
             (layout.base_offset + i as u64 * layout.item_size, layout.item_size as u8)
         }
         (VirtualField::Item(_), _) => return Err(bad("array item of a virtual struct")),

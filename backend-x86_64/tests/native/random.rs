@@ -258,12 +258,13 @@ fn random_heap_traces() {
     let n = heap_differential(&cfg, 0..1500, &opts());
     assert!(n > 500, "only {n} traces allocated");
     heap_differential(&cfg, 1500..2000, &tight());
+    // Strings: lengths, characters, hashes and copies on real memory.
+    let strings = RandomConfig { strings: 12, ..cfg };
+    let n = heap_differential(&strings, 2000..3000, &opts());
+    assert!(n > 500, "only {n} string traces allocated");
 }
 
-/// Random traces optimized by `optimizer::optimize`, compiled and run natively, against the
-/// interpreter running the same optimized trace (so an optimizer bug cannot fail this test,
-/// only a backend one). Allocation removal puts virtual objects into resume data, which the
-/// exits rebuild through the runtime.
+/// Random heap traces, optimized (see [`optimized_differential`]).
 #[test]
 fn random_optimized_traces() {
     let cfg = RandomConfig {
@@ -272,15 +273,53 @@ fn random_optimized_traces() {
         heap: 12,
         ..RandomConfig::default()
     };
+    let (compared, with_virtuals) = optimized_differential(&cfg, 0..1500, |_| true);
+    assert!(compared > 1000, "only {compared} traces compared");
+    assert!(
+        with_virtuals > 100,
+        "only {with_virtuals} optimized traces have virtuals in resume data"
+    );
+}
+
+/// Random string traces, optimized: the exits rebuild virtual strings (byte and unicode)
+/// through the runtime, as the interpreter does.
+#[test]
+fn random_optimized_string_traces() {
+    let cfg = RandomConfig {
+        max_ref_inputs: 0,
+        calls: 0,
+        heap: 3,
+        strings: 12,
+        ..RandomConfig::default()
+    };
+    let is_string = |v: &trace_ir::VirtualObject| matches!(v.kind, trace_ir::VirtualKind::Str { .. });
+    let (compared, with_strings) = optimized_differential(&cfg, 0..1500, is_string);
+    assert!(compared > 1000, "only {compared} traces compared");
+    assert!(
+        with_strings > 300,
+        "only {with_strings} optimized traces have virtual strings in resume data"
+    );
+}
+
+/// Random traces of `cfg` optimized by `optimizer::optimize`, compiled and run natively,
+/// against the interpreter running the same optimized trace (so an optimizer bug cannot fail
+/// this test, only a backend one). Allocation removal puts virtual objects into resume data,
+/// which the exits rebuild through the runtime. Returns how many traces were compared and in
+/// how many a guard's resume data holds a virtual that `counts` selects.
+fn optimized_differential(
+    cfg: &RandomConfig,
+    seeds: std::ops::Range<u64>,
+    counts: impl Fn(&trace_ir::VirtualObject) -> bool,
+) -> (usize, usize) {
     let mut with_virtuals = 0;
     let mut compared = 0;
-    for seed in 0..1500u64 {
-        let (t, inputs) = random_trace(&cfg, seed);
+    for seed in seeds {
+        let (t, inputs) = random_trace(cfg, seed);
         let Ok(opt) = optimizer::optimize(&t, &optimizer::Options::default()) else {
             continue;
         };
         let t = opt.trace;
-        if t.guards.iter().any(|g| !g.virtuals.is_empty()) {
+        if t.guards.iter().any(|g| g.virtuals.iter().any(&counts)) {
             with_virtuals += 1;
         }
         let int = interp::run(&t, &inputs, &RunConfig::default());
@@ -297,9 +336,5 @@ fn random_optimized_traces() {
         }
         compared += 1;
     }
-    assert!(compared > 1000, "only {compared} traces compared");
-    assert!(
-        with_virtuals > 100,
-        "only {with_virtuals} optimized traces have virtuals in resume data"
-    );
+    (compared, with_virtuals)
 }

@@ -126,6 +126,8 @@ impl TraceRunner {
                         heap.store(p, ad.len_offset, len as u64);
                         p
                     }
+                    // The recorder emits no string ops, so its traces' exits rebuild none.
+                    VirtualKind::Str { .. } => return Err("a virtual string in resume data".into()),
                 };
                 // Register before filling the fields, so cycles terminate.
                 built[i] = Some(addr);

@@ -90,6 +90,7 @@ mod output;
 mod overflow;
 mod precheck;
 mod pure;
+mod strings;
 #[cfg(test)]
 mod tests;
 mod values;
@@ -640,6 +641,20 @@ impl<'a> Pass<'a> {
                     None
                 }
                 Opcode::ArraylenGc => Some(self.arraylen(op, &args)),
+                Opcode::Newstr
+                | Opcode::Newunicode
+                | Opcode::Strlen
+                | Opcode::Unicodelen
+                | Opcode::Strgetitem
+                | Opcode::Unicodegetitem
+                | Opcode::Strsetitem
+                | Opcode::Unicodesetitem
+                | Opcode::Copystrcontent
+                | Opcode::Copyunicodecontent
+                    if self.opts.virtuals =>
+                {
+                    self.string_op(op, &args)
+                }
                 Opcode::Jump | Opcode::Finish => {
                     self.flush_writes();
                     let mut args = args;

@@ -65,6 +65,7 @@ pub(super) fn precheck(t: &Trace) -> Result<(), OptError> {
             };
             let vdescr_ok = |vo: &VirtualObject| match vo.kind {
                 VirtualKind::Struct { descr, .. } | VirtualKind::Array { descr, .. } => descr.index() < t.descrs.len(),
+                VirtualKind::Str { .. } => true,
             };
             let mut entries_ok =
                 gd.virtuals.iter().all(vdescr_ok) && gd.writes.iter().all(|w| w.descr.index() < t.descrs.len());

@@ -3,6 +3,7 @@
 //! recursively and safe against cycles (see the module documentation of [`super`]).
 
 use super::pure::Key;
+use super::strings::string_setitem;
 use super::{Pass, F_FRESH, F_NONNULL, MAX_VIRTUAL_ARRAY, NO_VIRT};
 use smallvec::SmallVec;
 use trace_ir::{Const, DescrRef, Kind, Op, Opcode, Value, VirtualField, VirtualKind};
@@ -159,8 +160,17 @@ impl<'a> Pass<'a> {
                         self.mem.heap.remember_item(descr, k as i64, obj, val);
                     }
                 }
+                (VirtualField::Item(k), VirtualKind::Str { opcode, .. }) => {
+                    let idx = self.make_int(k as i64);
+                    self.emit(Op {
+                        opcode: string_setitem(opcode),
+                        descr: None,
+                        guard: None,
+                        args: SmallVec::from_slice(&[obj, idx, val]),
+                    });
+                }
                 (VirtualField::Item(_), VirtualKind::Struct { .. }) => {
-                    unreachable!("items are only recorded on arrays")
+                    unreachable!("items are only recorded on arrays and strings")
                 }
             }
         }
@@ -212,7 +222,7 @@ impl<'a> Pass<'a> {
         };
         let kind = |p: &Self, id: u32| match p.virtuals[id as usize].kind {
             VirtualKind::Array { descr, len, .. } => Some((descr, len as i64)),
-            VirtualKind::Struct { .. } => None,
+            VirtualKind::Struct { .. } | VirtualKind::Str { .. } => None,
         };
         let (Some((sd, slen)), Some((dd, dlen))) = (kind(self, s), kind(self, d)) else {
             return false;

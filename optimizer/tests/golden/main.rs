@@ -19,6 +19,7 @@ mod guards;
 mod heap;
 mod loops;
 mod overflow;
+mod strings;
 mod virtuals;
 
 use common::{parse, peel, same_behaviour};

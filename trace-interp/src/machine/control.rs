@@ -2,6 +2,14 @@
 
 use super::*;
 
+/// How a rebuilt virtual's items are written: through an array descriptor (and its writer
+/// id), or as characters of this width.
+#[derive(Clone, Copy)]
+enum Items<'d> {
+    Array(&'d ArrayDescr, u32),
+    Chars(u8),
+}
+
 impl<'a> Machine<'a> {
     pub(crate) fn guard_holds(&mut self, at: OpRef) -> Result<bool, Stop> {
         use Opcode::*;
@@ -161,8 +169,13 @@ impl<'a> Machine<'a> {
                     .ok_or_else(|| invalid(at, "array virtual needs an array descriptor"))?;
                 (
                     self.alloc_array(len as u64, ad.clone(), self.descr_id(d), true),
-                    Some((ad, self.descr_id(d))),
+                    Some(Items::Array(ad, self.descr_id(d))),
                 )
+            }
+            VirtualKind::Str { opcode, len } => {
+                let unicode = opcode == Opcode::Newunicode;
+                let width = if unicode { 4 } else { 1 };
+                (self.alloc_string(len as u64, unicode, true), Some(Items::Chars(width)))
             }
         };
         memo.insert(i, addr);
@@ -179,9 +192,13 @@ impl<'a> Machine<'a> {
                     let view = View::new(fd.offset, fd.size);
                     (view, fd.immutable, narrow(value, fd.size, fd.signed), self.descr_id(d))
                 }
-                (VirtualField::Item(k), Some((ad, writer))) => {
+                (VirtualField::Item(k), Some(Items::Array(ad, writer))) => {
                     let view = self.item_view(at, addr, k as i64, ad)?;
                     (view, false, narrow(value, ad.item_size, ad.signed), writer)
+                }
+                (VirtualField::Item(k), Some(Items::Chars(width))) => {
+                    let view = self.char_view(at, addr, k as i64, width)?;
+                    (view, false, narrow(value, width, false), heap::WRITER_STRING)
                 }
                 (VirtualField::Item(_), None) => return Err(invalid(at, "an item of a struct virtual")),
             };

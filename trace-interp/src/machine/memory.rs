@@ -194,14 +194,14 @@ impl<'a> Machine<'a> {
         a
     }
 
-    /// Allocate a string of `len` characters.
-    pub(crate) fn alloc_string(&mut self, len: u64, unicode: bool) -> u64 {
+    /// Allocate a string of `len` characters (`rebuilt`: by a guard's exit, from resume data).
+    pub(crate) fn alloc_string(&mut self, len: u64, unicode: bool, rebuilt: bool) -> u64 {
         let kind = if unicode {
             ObjKind::Unicode { len }
         } else {
             ObjKind::Str { len }
         };
-        let a = self.st.heap.alloc(kind, 0, false);
+        let a = self.st.heap.alloc(kind, 0, rebuilt);
         self.st
             .heap
             .write_header(a, View::new(STR_LEN_OFFSET, 8), len, heap::WRITER_STRING);

@@ -137,7 +137,7 @@ impl<'a> Machine<'a> {
                     .checked_mul(width)
                     .and_then(|b| b.checked_add(STR_CHARS_OFFSET as u64));
                 let len = self.alloc_size(at, n, bytes)?;
-                let a = self.alloc_string(len, opc == Newunicode);
+                let a = self.alloc_string(len, opc == Newunicode, false);
                 self.set(at, RtValue::Ref(a));
             }
             _ => return Err(not_handled(at, opc)),

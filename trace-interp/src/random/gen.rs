@@ -351,6 +351,7 @@ impl<'c> Gen<'c> {
         let c = self.cfg;
         match self.rng.weighted(&[
             c.int_ops, c.ovf_ops, c.guards, c.heap, c.calls, c.floats, c.views, c.hints, c.frames, c.gc_bytes,
+            c.strings,
         ]) {
             Some(0) | None => self.int_op(),
             Some(1) => self.ovf_op(),
@@ -361,7 +362,8 @@ impl<'c> Gen<'c> {
             Some(6) => self.view_op(),
             Some(7) => self.hint_op(),
             Some(8) => self.frame_op(),
-            _ => self.gc_op(),
+            Some(9) => self.gc_op(),
+            _ => self.string_op(),
         }
     }
 

@@ -45,6 +45,7 @@ mod diamond;
 mod gen;
 mod heap;
 mod ops;
+mod strings;
 mod tree;
 pub use diamond::random_diamond;
 use trace_ir::descr::{ArrayDescr, CallDescr, CallEffect, Descr, FieldDescr, SizeDescr};
@@ -89,6 +90,11 @@ pub struct RandomConfig {
     /// Weight of byte-offset accesses (`gc_load*`, `gc_store*`) at the offsets of the
     /// generator's fields.
     pub gc_bytes: u32,
+    /// Weight of string ops: `newstr`/`newunicode` (mostly of constant lengths), characters
+    /// read and written, lengths, hashes and copies between the trace's strings. 0 by
+    /// default (so each seed's trace of the default mix stays the trace it is); the string
+    /// tests and the fuzz targets turn it on.
+    pub strings: u32,
     /// The memory model of the generated traces; `None`: type-based for about a third of the
     /// seeds, byte views otherwise.
     pub aliasing: Option<Aliasing>,
@@ -118,6 +124,7 @@ impl Default for RandomConfig {
             hints: 1,
             frames: 1,
             gc_bytes: 1,
+            strings: 0,
             aliasing: None,
             loops: true,
             loop_objects: true,
@@ -151,6 +158,7 @@ impl RandomConfig {
             hints: 0,
             frames: 0,
             gc_bytes: 0,
+            strings: 0,
             loops: false,
             loop_objects: false,
             ..RandomConfig::default()

@@ -237,3 +237,35 @@ fn aliasing_must_match_one_to_one() {
     assert!(outcomes_equivalent(&one, &two).is_err());
     outcomes_equivalent(&one, &go(&build(true), &[])).unwrap();
 }
+
+#[test]
+fn virtual_strings_are_rebuilt_at_the_exit_with_their_characters() {
+    // The exit rebuilds `$0` as a string of length 3 whose characters are the low bytes of
+    // what the resume data names (a unicode string: the low 4 bytes), the rest zero.
+    let orig = trace_ir::parse_trace(
+        "[i0, i1]
+         p2 = newstr(3)
+         strsetitem(p2, 0, i0)
+         strsetitem(p2, 2, 98)
+         p3 = newunicode(1)
+         unicodesetitem(p3, 0, i0)
+         guard_true(i1, descr=<Guard0>) [p2, p3]
+         finish()",
+    )
+    .unwrap();
+    let opt = |c: i64| {
+        trace_ir::parse_trace(&format!(
+            "[i0, i1]
+             guard_true(i1, descr=<Guard0>) [$0, $1] {{$0 = newstr(3) [0]: i0, [2]: {c}; $1 = newunicode(1) [0]: i0}}
+             finish()"
+        ))
+        .unwrap()
+    };
+    for x in [97, 300, -1, 1 << 40] {
+        let inputs = ints(&[x, 0]);
+        let o = go(&orig, &inputs);
+        assert!(matches!(o.outcome, Outcome::GuardFailed { .. }), "{}", o.outcome);
+        outcomes_equivalent(&o, &go(&opt(98), &inputs)).unwrap();
+        assert!(outcomes_equivalent(&o, &go(&opt(99), &inputs)).is_err());
+    }
+}

@@ -58,7 +58,12 @@ fn same_virtual(a: &Trace, va: &VirtualObject, b: &Trace, vb: &VirtualObject) ->
                 ));
             }
         }
-        _ => return Err("struct vs array".into()),
+        (VirtualKind::Str { opcode: oa, len: la }, VirtualKind::Str { opcode: ob, len: lb }) => {
+            if oa != ob || la != lb {
+                return Err(format!("{oa}({la}) vs {ob}({lb})"));
+            }
+        }
+        (ka, kb) => return Err(format!("{} vs {}", ka.opcode(), kb.opcode())),
     }
     if va.fields.len() != vb.fields.len() {
         return Err(format!("{} fields vs {}", va.fields.len(), vb.fields.len()));

@@ -217,6 +217,9 @@ impl<'t> Printer<'t> {
                     self.descr(out, descr);
                     out.push(')');
                 }
+                VirtualKind::Str { opcode, len } => {
+                    let _ = write!(out, "{}({len})", opcode.name());
+                }
             }
             for (j, (field, fa)) in v.fields.iter().enumerate() {
                 out.push_str(if j == 0 { " " } else { ", " });

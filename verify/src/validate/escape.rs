@@ -2,14 +2,15 @@
 
 use std::collections::{BTreeSet, HashSet};
 
-use trace_ir::descr::{ArrayDescr, Descr};
-use trace_ir::Kind;
+use trace_ir::descr::{string_char_size, ArrayDescr, Descr};
+use trace_ir::{Kind, Opcode};
 use z3::ast::{Ast, BV};
 use z3::DeclKind;
 
 use super::memory::Place;
 use super::side::{LocalObj, Side, Sym};
 use super::terms::{bv, class_of, zero};
+use super::translate::{narrow_to, string_items};
 
 /// One field or item of an escaped object: its name in [`LocalObj::fields`], where the heap
 /// model keeps it, and its current value.
@@ -116,6 +117,16 @@ impl<'t> Side<'t> {
                 let lo = if obj.class.is_some() { lo.max(8) } else { lo };
                 if lo <= hi {
                     self.zero_span(id, addr, lo as u64, hi as u64 + 1);
+                }
+            }
+        }
+        // A fresh string's characters are zero (with a constant length).
+        if let (Some(opc), Some(n)) = (Opcode::from_name(&obj.shape), len) {
+            if string_char_size(opc).is_some() && n <= 64 {
+                let (akey, _) = string_items(opc);
+                for i in 0..n {
+                    let place = self.item_place(addr, akey, &bv(i), false);
+                    self.state_zero(&place);
                 }
             }
         }
@@ -238,7 +249,7 @@ impl<'t> Side<'t> {
     }
 
     /// The contents of escaped object `id` as this side's heap holds them now: every item of
-    /// an array of constant length up to 64, or for a struct the fields it had as it escaped,
+    /// an array (every character of a string) of constant length up to 64, or for a struct the fields it had as it escaped,
     /// the fields either trace reads, the fields written since (this epoch or carried over
     /// heap-writing calls) and `extra`. A field the object never had is zero: stated about the
     /// heap this epoch started from. `None` for other shapes or lengths.
@@ -253,6 +264,21 @@ impl<'t> Side<'t> {
                 // As a read sees it (a narrow item's word or bytes hold only its bytes).
                 let value = self.read_place(&place);
                 let value = self.layout.extend(akey, value);
+                out.push(Content {
+                    name: format!("item:{akey}#{i}"),
+                    place,
+                    value,
+                });
+            }
+            return Some(out);
+        }
+        if let Some(opc) = Opcode::from_name(&obj.shape).filter(|&o| string_char_size(o).is_some()) {
+            let n = obj.len.as_ref()?.simplify().as_u64().filter(|&n| n <= 64)?;
+            let (akey, width) = string_items(opc);
+            for i in 0..n {
+                let place = self.item_place(&addr, akey, &bv(i), false);
+                // As `strgetitem` reads it.
+                let value = narrow_to(self.read_place(&place), width, false);
                 out.push(Content {
                     name: format!("item:{akey}#{i}"),
                     place,

@@ -8,6 +8,7 @@ use z3::ast::{Bool, BV};
 use super::layout::field_key_of;
 use super::side::{alloc_class, struct_shape, LocalObj, Side, Sym};
 use super::terms::{bv, class_of, uf_bool, uf_bv, zero};
+use super::translate::{narrow_to, string_items};
 use super::validator::Validator;
 use super::{unsupported, R};
 
@@ -242,6 +243,7 @@ impl<'t> Validator<'t> {
                         let _ = opcode;
                         (format!("array:{:?}", trace.descr(descr)), None, Some(bv(len as u64)))
                     }
+                    VirtualKind::Str { opcode, len } => (opcode.name().to_string(), None, Some(bv(len as u64))),
                 };
                 let id_sym = s.new_obj(LocalObj {
                     shape,
@@ -264,6 +266,15 @@ impl<'t> Validator<'t> {
                             let key = format!("item:{akey}#{ix}");
                             s.objs[id].item_of.insert(key.clone(), (akey, *ix));
                             key
+                        }
+                        (VirtualField::Item(ix), VirtualKind::Str { opcode, .. }) => {
+                            let (akey, width) = string_items(opcode);
+                            let v = match v {
+                                Sym::Bv(b) => Sym::Bv(narrow_to(b, width, false)),
+                                Sym::Obj(_) => return unsupported("a reference as a character of a string virtual"),
+                            };
+                            s.store_item(id, akey, *ix, v);
+                            continue;
                         }
                         (VirtualField::Item(_), _) => return unsupported("array item of a struct virtual"),
                     };

@@ -42,7 +42,7 @@ impl TraceParser {
                 }
                 cur.expect('=', "after the virtual object's number")?;
                 let kind = self.virtual_allocation(cur)?;
-                let is_array = matches!(kind, VirtualKind::Array { .. });
+                let is_array = kind.length().is_some();
                 let fields = self.virtual_fields(cur, is_array, refs)?;
                 out.push(VirtualObject { kind, fields });
             } else {
@@ -128,7 +128,8 @@ impl TraceParser {
     }
 
     /// A virtual object's allocation after `$k =`: `new(descr=...)`, `new_with_vtable(...)`,
-    /// `new_array(len, descr=...)` or `new_array_clear(len, descr=...)`.
+    /// `new_array(len, descr=...)`, `new_array_clear(len, descr=...)`, `newstr(len)` or
+    /// `newunicode(len)`.
     fn virtual_allocation(&mut self, cur: &mut Cursor<'_>) -> Result<VirtualKind, ParseError> {
         let op_pos = {
             cur.skip_ws();
@@ -138,18 +139,30 @@ impl TraceParser {
             .ident()
             .ok_or_else(|| cur.unexpected("an allocation (new, new_with_vtable, new_array)"))?;
         let opcode = match Opcode::from_name(opname) {
-            Some(o @ (Opcode::New | Opcode::NewWithVtable | Opcode::NewArray | Opcode::NewArrayClear)) => o,
+            Some(
+                o @ (Opcode::New
+                | Opcode::NewWithVtable
+                | Opcode::NewArray
+                | Opcode::NewArrayClear
+                | Opcode::Newstr
+                | Opcode::Newunicode),
+            ) => o,
             _ => return Err(cur.error_at(op_pos, format!("`{opname}` cannot describe a virtual object"))),
         };
         cur.expect('(', &format!("after `{opname}`"))?;
-        let is_array = matches!(opcode, Opcode::NewArray | Opcode::NewArrayClear);
+        let is_string = matches!(opcode, Opcode::Newstr | Opcode::Newunicode);
+        let is_array = is_string || matches!(opcode, Opcode::NewArray | Opcode::NewArrayClear);
         let mut len = 0u32;
         if is_array {
             let lpos = cur.pos();
             len = match cur.number() {
                 Ok(Number::Int(n)) if (0..=u32::MAX as i64).contains(&n) => n as u32,
-                _ => return Err(cur.error_at(lpos, "a virtual array needs a constant length")),
+                _ => return Err(cur.error_at(lpos, "a virtual array or string needs a constant length")),
             };
+            if is_string {
+                cur.expect(')', &format!("to close `{opname}(`"))?;
+                return Ok(VirtualKind::Str { opcode, len });
+            }
             cur.expect(',', "after the array length")?;
         }
         let d = self.descr_of(cur, opname, |d| {

@@ -133,29 +133,110 @@ impl<'t> Side<'t> {
         Ok(())
     }
 
-    /// `strgetitem`, `unicodegetitem`: the characters' own memory.
-    pub(super) fn string_getitem(&mut self, r: OpRef, op: &Op) -> R<()> {
-        let opc = op.opcode;
-        let p = self.bv_of(op.args[0])?;
-        let i = self.bv_of(op.args[1])?;
-        let v = self.read(&format!("chars:{}", opc.name()), &p.concat(&i));
-        self.set(r, Sym::Bv(v));
+    /// `strgetitem`, `unicodegetitem`: [`Side::read_char`].
+    pub(super) fn string_getitem(&mut self, r: OpRef, op: &Op, t: &mut Translated) -> R<()> {
+        let base = self.value(op.args[0])?;
+        let idx = self.bv_of(op.args[1])?;
+        let v = self.read_char(op.opcode, &base, &idx, t);
+        self.set(r, v);
         Ok(())
     }
 
-    /// `strsetitem`, `unicodesetitem`.
-    pub(super) fn string_setitem(&mut self, op: &Op) -> R<()> {
-        let opc = op.opcode;
-        let p = self.bv_of(op.args[0])?;
-        let i = self.bv_of(op.args[1])?;
+    /// `strsetitem`, `unicodesetitem`: [`Side::write_char`].
+    pub(super) fn string_setitem(&mut self, op: &Op, t: &mut Translated) -> R<()> {
+        let base = self.value(op.args[0])?;
+        let idx = self.bv_of(op.args[1])?;
         let v = self.bv_of(op.args[2])?;
-        let name = if opc == Opcode::Strsetitem {
-            "strgetitem"
-        } else {
-            "unicodegetitem"
-        };
-        self.write(&format!("chars:{name}"), &p.concat(&i), &v);
+        self.write_char(op.opcode, &base, &idx, v, t);
         Ok(())
+    }
+
+    /// `copystrcontent`, `copyunicodecontent` of a constant number of characters (at most
+    /// 64) from constant positions: every character read, then every one written, as
+    /// [`Side::read_char`] and [`Side::write_char`] do; the length must be in range.
+    pub(super) fn string_copy(&mut self, op: &Op, t: &mut Translated) -> R<()> {
+        let src = self.value(op.args[0])?;
+        let dst = self.value(op.args[1])?;
+        let [ss, ds, n] = [2, 3, 4].map(|k| self.bv_of(op.args[k]));
+        let (ss, ds, n) = (ss?, ds?, n?);
+        let (Some(cs), Some(cd), Some(cn)) = (
+            ss.simplify().as_u64().map(|x| x as i64),
+            ds.simplify().as_u64().map(|x| x as i64),
+            n.simplify().as_u64().map(|x| x as i64),
+        ) else {
+            return unsupported(format!("{} of a non-constant range", op.opcode));
+        };
+        if !(0..=64).contains(&cn) {
+            return unsupported(format!("{} of {cn} characters", op.opcode));
+        }
+        let mut chars = Vec::with_capacity(cn as usize);
+        for k in 0..cn {
+            chars.push(self.read_char(op.opcode, &src, &bv(cs.wrapping_add(k) as u64), t));
+        }
+        for (k, c) in chars.into_iter().enumerate() {
+            let Sym::Bv(c) = c else {
+                return unsupported("a reference as a character");
+            };
+            self.write_char(op.opcode, &dst, &bv(cd.wrapping_add(k as i64) as u64), c, t);
+        }
+        Ok(())
+    }
+
+    /// Character `idx` of the string `base` as string op `opc` reads it: a tracked string's
+    /// (selected among its characters for a non-constant index, which must then be in
+    /// range; zero where nothing was written), or the characters' memory; a byte or a 4-byte
+    /// code point, zero-extended. A precondition joins `t.valid`.
+    fn read_char(&mut self, opc: Opcode, base: &Sym, idx: &BV, t: &mut Translated) -> Sym {
+        let (akey, width) = string_items(opc);
+        let v = match (self.tracked(base), idx.simplify().as_u64()) {
+            (Some(id), Some(ix)) if ix <= u32::MAX as u64 => {
+                let key = format!("item:{akey}#{ix}");
+                self.objs[id].fields.get(&key).cloned().unwrap_or(Sym::Bv(zero()))
+            }
+            (Some(id), None) if self.items(id, akey).is_some() => {
+                let items = self.items(id, akey).unwrap_or_default();
+                let mut v = zero();
+                for (i, item) in items.iter().enumerate().rev() {
+                    v = idx.eq(bv(i as u64)).ite(item, &v);
+                }
+                add_valid(t, idx.bvult(bv(items.len() as u64)));
+                Sym::Bv(v)
+            }
+            _ => {
+                let p = self.escape(base);
+                let place = self.item_place(&p, akey, idx, false);
+                Sym::Bv(self.read_place(&place))
+            }
+        };
+        match v {
+            Sym::Bv(b) => Sym::Bv(narrow_to(b, width, false)),
+            obj => obj,
+        }
+    }
+
+    /// Store `v` as character `idx` of the string `base`, as string op `opc` does: into a
+    /// tracked string (every character conditionally for a non-constant index, which must
+    /// then be in range), or into the characters' memory; the low byte (or 4 bytes) is what
+    /// is stored. A precondition joins `t.valid`.
+    fn write_char(&mut self, opc: Opcode, base: &Sym, idx: &BV, v: BV, t: &mut Translated) {
+        let (akey, width) = string_items(opc);
+        let v = narrow_to(v, width, false);
+        match (self.tracked(base), idx.simplify().as_u64()) {
+            (Some(id), Some(ix)) if ix <= u32::MAX as u64 => self.store_item(id, akey, ix as u32, Sym::Bv(v)),
+            (Some(id), None) if self.items(id, akey).is_some() => {
+                let items = self.items(id, akey).unwrap_or_default();
+                add_valid(t, idx.bvult(bv(items.len() as u64)));
+                for (i, old) in items.iter().enumerate() {
+                    let new = idx.eq(bv(i as u64)).ite(&v, old);
+                    self.store_item(id, akey, i as u32, Sym::Bv(new));
+                }
+            }
+            _ => {
+                let p = self.escape(base);
+                let place = self.item_place(&p, akey, idx, false);
+                self.write_place(&place, &v, true);
+            }
+        }
     }
 
     /// `strhash`, `unicodehash`: an uninterpreted memory of hashes.
@@ -273,4 +354,21 @@ impl<'t> Side<'t> {
         }
         Ok(())
     }
+}
+
+/// The item key under which a string op's characters are tracked (shared by the read and
+/// the write of one string kind), and their width in bytes.
+pub(in crate::validate) fn string_items(opc: Opcode) -> (&'static str, u8) {
+    match opc {
+        Opcode::Newstr | Opcode::Strgetitem | Opcode::Strsetitem | Opcode::Copystrcontent => ("chars:str", 1),
+        _ => ("chars:unicode", 4),
+    }
+}
+
+/// Add `c` to the op's precondition.
+fn add_valid(t: &mut Translated, c: Bool) {
+    t.valid = Some(match t.valid.take() {
+        Some(v) => Bool::and(&[&v, &c]),
+        None => c,
+    });
 }

@@ -16,6 +16,8 @@ mod calls;
 mod fields;
 mod values;
 
+pub(super) use arrays::string_items;
+
 use trace_ir::descr::Descr;
 use trace_ir::{Kind, OpFlags, OpRef, Opcode, Trace};
 use z3::ast::{Bool, BV};
@@ -91,9 +93,10 @@ impl<'t> Validator<'t> {
             | Opcode::GetarrayitemGcPureF => self.side(orig).getarrayitem_gc(r, &op, &mut t)?,
             Opcode::SetarrayitemGc => self.side(orig).setarrayitem_gc(r, &op, &mut t)?,
             Opcode::ArraylenGc | Opcode::Strlen | Opcode::Unicodelen => self.side(orig).length(r, &op, &mut t)?,
-            Opcode::Strgetitem | Opcode::Unicodegetitem => self.side(orig).string_getitem(r, &op)?,
-            Opcode::Strsetitem | Opcode::Unicodesetitem => self.side(orig).string_setitem(&op)?,
+            Opcode::Strgetitem | Opcode::Unicodegetitem => self.side(orig).string_getitem(r, &op, &mut t)?,
+            Opcode::Strsetitem | Opcode::Unicodesetitem => self.side(orig).string_setitem(&op, &mut t)?,
             Opcode::Strhash | Opcode::Unicodehash => self.side(orig).string_hash(r, &op)?,
+            Opcode::Copystrcontent | Opcode::Copyunicodecontent => self.side(orig).string_copy(&op, &mut t)?,
             Opcode::GetarrayitemRawI
             | Opcode::GetarrayitemRawF
             | Opcode::RawLoadI
