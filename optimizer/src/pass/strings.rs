@@ -5,6 +5,7 @@
 //! `strsetitem` per character written), and a guard's resume data describes it as
 //! `$k = newstr(n) [i]: c` when it is still virtual there.
 
+use super::pure::Key;
 use super::{Pass, MAX_VIRTUAL_ARRAY};
 use crate::Reason;
 use smallvec::SmallVec;
@@ -62,7 +63,7 @@ impl<'a> Pass<'a> {
                     self.removed(Reason::VirtualAccess);
                     Some(self.make_int(i64::from(len)))
                 }
-                None => self.generic(op, args),
+                None => Some(self.string_length(op, args)),
             },
             Strgetitem | Unicodegetitem => match self.virtual_char(args[0], args[1], kind) {
                 Some((id, k)) => {
@@ -130,8 +131,29 @@ impl<'a> Pass<'a> {
                 });
                 Value::op(r)
             }
-            None => self.generic(op, args).expect("an allocation has a result"),
+            None => {
+                let v = self.generic(op, args).expect("an allocation has a result");
+                self.after_alloc_emitted(v);
+                v
+            }
         }
+    }
+
+    /// `strlen`/`unicodelen` of a string that is not virtual: a string's length never
+    /// changes, so the length of an allocation or an earlier read is reused.
+    fn string_length(&mut self, op: &Op, args: &[Value]) -> Value {
+        let key = Key::new(op.opcode, args, None);
+        if self.opts.cse {
+            if let Some(v) = self.cse_get(&key) {
+                self.removed(Reason::Cse);
+                return self.find(v);
+            }
+        }
+        let v = self.generic(op, args).expect("a length is a value");
+        if self.opts.cse {
+            self.cse.pure.insert(key, v);
+        }
+        v
     }
 
     /// The virtual string `s` is (its id and length), if it is one of `kind`.

@@ -100,6 +100,15 @@ impl<'a> Pass<'a> {
                 self.cse.pure.insert(Key::new(Opcode::ArraylenGc, &[v], descr), len);
             }
         }
+        // (A string's length: `strlen`, `unicodelen` read it.)
+        let strlen = match opc {
+            Opcode::Newstr => Some(Opcode::Strlen),
+            Opcode::Newunicode => Some(Opcode::Unicodelen),
+            _ => None,
+        };
+        if let (Some(strlen), Some(len), true) = (strlen, len, self.opts.cse) {
+            self.cse.pure.insert(Key::new(strlen, &[v], None), len);
+        }
     }
 
     /// Materialize `v` if it is virtual: emit its allocation and its field writes, recursively

@@ -141,3 +141,25 @@ fn an_index_past_the_end_is_left_to_fail_as_written() {
          finish(i2)",
     );
 }
+
+#[test]
+fn a_strings_length_is_read_once() {
+    // A length never changes: the allocation's, or the first read's, serves every later
+    // read, calls in between included.
+    check(
+        "[i0, p1]
+         p2 = newstr(i0)
+         i3 = strlen(p2)
+         i4 = strlen(p1)
+         call_n(ConstClass(f), p1, descr=<Callv 0 r EF=5>)
+         i5 = strlen(p1)
+         i6 = int_add(i3, i5)
+         finish(i6, i4)",
+        "[i0, p1]
+         p2 = newstr(i0)
+         i4 = strlen(p1)
+         call_n(ConstClass(f), p1, descr=<Callv 0 r EF=5>)
+         i6 = int_add(i0, i4)
+         finish(i6, i4)",
+    );
+}
