@@ -7,8 +7,9 @@ use super::{Pass, F_FRESH, F_NONNULL};
 use crate::domain::IntBound;
 use crate::Reason;
 use smallvec::SmallVec;
+use trace_ir::descr::string_char_size;
 use trace_ir::oopspec::{is_array_copy, pure_call_opcode};
-use trace_ir::{CallEffect, Kind, Op, OpFlags, Opcode, Value};
+use trace_ir::{Aliasing, CallEffect, Kind, Op, OpFlags, Opcode, Value};
 
 impl<'a> Pass<'a> {
     pub(super) fn call(&mut self, op: &Op, args: &[Value]) -> Option<Value> {
@@ -132,9 +133,11 @@ impl<'a> Pass<'a> {
     /// Any op without special treatment: its virtual operands escape; heap writes and
     /// barriers forget the heap. Delayed writes happen before it, unless it is a hint (a
     /// hint observes no memory: `enter_portal_frame` between two writes of a frame field
-    /// leaves the first one dead).
+    /// leaves the first one dead) or, under type-based aliasing, a string op (it reads and
+    /// writes only bytes that string ops wrote: no field or item the heap knows).
     pub(super) fn generic(&mut self, op: &Op, args: &[Value]) -> Option<Value> {
-        if !op.opcode.has(OpFlags::HINT) {
+        let strings_only = self.input.aliasing == Aliasing::TypeBased && string_char_size(op.opcode).is_some();
+        if !op.opcode.has(OpFlags::HINT) && !strings_only {
             self.flush_writes();
         }
         for &a in args {
@@ -148,7 +151,7 @@ impl<'a> Pass<'a> {
             args: SmallVec::from_slice(args),
         });
         let f = opc.flags();
-        if f.intersects(OpFlags::WRITES_HEAP | OpFlags::BARRIER) {
+        if f.intersects(OpFlags::WRITES_HEAP | OpFlags::BARRIER) && !strings_only {
             self.mem.heap.clear();
         }
         if f.intersects(OpFlags::BARRIER | OpFlags::CAN_RAISE) || matches!(opc, Opcode::RestoreException) {
