@@ -4,6 +4,7 @@
 //! work; `main` only parses the command line and dispatches. Adding a subcommand is one
 //! variant of [`Command`] and one arm of its `match`.
 
+mod bridge_facts;
 mod cmd_check;
 mod cmd_eval_pypy;
 mod cmd_fuzz;

@@ -1,17 +1,24 @@
 //! Op counts by category (`int`, `guard`, `alloc`, `read`, `write`, `call`, `other`), shared
 //! by `eval-pypy` and `view`: `int` is integer and pointer arithmetic, comparisons and
 //! casts; `read` / `write` are heap reads and writes (not guards or calls); `call` is every
-//! call family; `other` is labels, jumps, finish, floats and hints. Inputs and label
-//! parameters are not counted.
+//! call family; `other` is labels, jumps, finish, floats and hints. Inputs, label
+//! parameters and the promises that emit no code (`record_exact_class`, `assert_not_none`,
+//! `record_int_range`, `record_int_bits`: facts a bridge starts from) are not counted.
 
 use trace_ir::{Kind, OpFlags, Opcode, Trace};
 
 /// The op categories, in display order.
 pub const CATS: [&str; 7] = ["int", "guard", "alloc", "read", "write", "call", "other"];
 
-/// The category of an op (an index into [`CATS`]); `None` for inputs.
+/// The category of an op (an index into [`CATS`]); `None` for inputs and the promises
+/// that emit no code.
 pub fn category(op: Opcode) -> Option<usize> {
-    if op.is_input() {
+    if op.is_input()
+        || matches!(
+            op,
+            Opcode::RecordExactClass | Opcode::AssertNotNone | Opcode::RecordIntRange | Opcode::RecordIntBits
+        )
+    {
         return None;
     }
     let f = op.flags();

@@ -1,0 +1,190 @@
+//! What a PyPy bridge starts from: the facts our optimizer finds, in PyPy's optimized trace
+//! the bridge leaves, about the guard's fail arguments (PyPy keeps what its optimizer knew
+//! on the guard's resume data, known classes among it, and a bridge starts from that). The
+//! bridge's inputs are the guard's fail arguments that are not `None`, in order; the facts
+//! enter the bridge as hints (`record_exact_class`, `assert_not_none`, `record_int_range`,
+//! `record_int_bits`), which the validator assumes and the interpreter checks, as for the
+//! bridges of a trace tree (`trace_ir::bridge_prologue`).
+
+use std::collections::HashMap;
+use trace_interp::RtValue;
+use trace_ir::{FailArg, Trace, TraceBuilder, WordFacts};
+
+/// Optimized PyPy traces by their index in the file, so that each is optimized once.
+#[derive(Default)]
+pub struct Parents {
+    optimized: HashMap<usize, Option<optimizer::Optimized>>,
+}
+
+/// The guard a bridge section leaves (`bridge out of Guard 0x7f3d1d559880`): PyPy's guard
+/// address, which the parser keeps as the guard's resume key.
+fn parent_guard(pypy: &Trace) -> Option<u64> {
+    let name = pypy.info.header.as_deref().unwrap_or(&pypy.info.name);
+    let rest = name.split("bridge out of Guard ").nth(1)?;
+    let hex = rest.split_whitespace().next()?.strip_prefix("0x")?;
+    u64::from_str_radix(hex, 16).ok()
+}
+
+impl Parents {
+    /// The facts about each input of the noopt bridge `traces[i]`, whose PyPy section
+    /// `traces[i + 1]` names the guard it leaves; `None` when the guard's trace is not in
+    /// the file or our optimizer's output does not keep the guard's fail arguments in place.
+    pub fn facts(&mut self, traces: &[Trace], i: usize) -> Option<Vec<WordFacts>> {
+        let key = parent_guard(traces.get(i + 1)?)?;
+        let p = (0..=i + 1).rev().find(|&p| {
+            traces[p]
+                .info
+                .section
+                .as_deref()
+                .is_some_and(|s| s.starts_with("jit-log-opt"))
+                && traces[p].guards.iter().any(|g| g.resume_key == key)
+        })?;
+        let out = self
+            .optimized
+            .entry(p)
+            .or_insert_with(|| optimizer::optimize(&traces[p], &optimizer::Options::default()).ok())
+            .as_ref()?;
+        let theirs = traces[p].guards.iter().find(|g| g.resume_key == key)?;
+        let ours = out.trace.guards.iter().find(|g| g.resume_key == key)?;
+        let words = &out.guard_facts.iter().find(|f| f.guard == ours.id)?.words;
+        if ours.fail_args.len() != theirs.fail_args.len() {
+            return None;
+        }
+        let mut facts = Vec::new();
+        let mut word = 0;
+        for (t, o) in theirs.fail_args.iter().zip(&ours.fail_args) {
+            let f = match o {
+                FailArg::Value(_) => {
+                    word += 1;
+                    words.get(word - 1).cloned().unwrap_or_default()
+                }
+                _ => WordFacts::default(),
+            };
+            if matches!(t, FailArg::Value(_)) {
+                facts.push(f);
+            }
+        }
+        (facts.len() == traces[i].num_inputs).then_some(facts)
+    }
+}
+
+/// `t` with hints stating `facts` about its inputs before its first op (`None` if the
+/// result does not parse back, which a well-formed trace never causes).
+pub fn with_entry_facts(t: &Trace, facts: &[WordFacts]) -> Option<Trace> {
+    if facts.iter().all(WordFacts::is_empty) {
+        return None;
+    }
+    let mut b = TraceBuilder::new();
+    let inputs: Vec<_> = t.input_kinds().into_iter().map(|k| b.input(k)).collect();
+    for (f, &x) in facts.iter().zip(&inputs) {
+        f.record(x, &mut b);
+    }
+    b.finish(&[]);
+    let hints = trace_ir::print_trace(&b.build_unverified());
+    let hints: Vec<&str> = hints
+        .lines()
+        .skip_while(|l| !l.starts_with('['))
+        .skip(1)
+        .filter(|l| !l.starts_with("finish("))
+        .collect();
+    let text = trace_ir::print_trace(t);
+    let mut out = String::with_capacity(text.len() + 64 * hints.len());
+    let mut done = false;
+    for line in text.lines() {
+        out.push_str(line);
+        out.push('\n');
+        if !done && line.starts_with('[') {
+            for h in &hints {
+                out.push_str(h);
+                out.push('\n');
+            }
+            done = true;
+        }
+    }
+    let mut hinted = trace_ir::parse_trace(&out).ok()?;
+    hinted.info = t.info.clone();
+    Some(hinted)
+}
+
+/// Move the integer inputs into what `facts` says of them where they are not (the known
+/// bits set, then a value outside the range wrapped into it), so that the interpreter runs
+/// a bridge on inputs its guard can give it.
+pub fn satisfy(facts: &[WordFacts], inputs: &mut [RtValue]) {
+    for (f, x) in facts.iter().zip(inputs.iter_mut()) {
+        let RtValue::Int(v) = x else { continue };
+        let mut v = *v;
+        if let Some((mask, bits)) = f.bits {
+            v = ((v as u64 & !mask) | (bits & mask)) as i64;
+        }
+        if let Some((lo, hi)) = f.range {
+            if v < lo || v > hi {
+                let span = hi as i128 - lo as i128 + 1;
+                v = (lo as i128 + (v as i128).rem_euclid(span)) as i64;
+            }
+        }
+        *x = RtValue::Int(v);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use trace_ir::Opcode;
+
+    /// A loop PyPy optimized, then a bridge out of its second guard (noopt and optimized).
+    const LOG: &str = "[1a] {jit-log-opt-loop
+# Loop 1 (f) : loop with 5 ops
+[p0, i1]
+guard_class(p0, 4096, descr=<Guard0x1000>) [p0, i1]
+i2 = int_lt(i1, 10)
+i3 = int_and(i1, 15)
+guard_true(i2, descr=<Guard0x2000>) [p0, None, i3]
+finish()
+[1b] jit-log-opt-loop}
+[2a] {jit-log-noopt
+# Traced loop or bridge with 3 ops
+[p0, i1]
+guard_class(p0, 4096, descr=<Guard0>) [p0, i1]
+i2 = int_add(i1, 1)
+finish(i2)
+[2b] jit-log-noopt}
+[3a] {jit-log-opt-bridge
+# bridge out of Guard 0x2000 with 2 ops
+[p0, i1]
+i2 = int_add(i1, 1)
+finish(i2)
+[3b] jit-log-opt-bridge}
+";
+
+    #[test]
+    fn a_bridge_starts_from_what_is_known_where_its_guard_fails() {
+        let traces = trace_ir::parse_file(LOG).unwrap();
+        let facts = Parents::default().facts(&traces, 1).expect("the parent guard is found");
+        // The class its earlier guard checked; the bounds of a masked value.
+        assert_eq!(facts[0].class, Some(4096));
+        assert_eq!(facts[1].range, Some((0, 15)));
+        let hinted = with_entry_facts(&traces[1], &facts).unwrap();
+        let opcodes: Vec<Opcode> = hinted.ops.iter().map(|o| o.opcode).collect();
+        assert!(opcodes.contains(&Opcode::RecordExactClass), "{opcodes:?}");
+        assert!(opcodes.contains(&Opcode::RecordIntRange), "{opcodes:?}");
+        assert_eq!(hinted.info.name, traces[1].info.name);
+        // The bridge's own class check is known to pass.
+        let out = optimizer::optimize(&hinted, &optimizer::Options::default()).unwrap();
+        assert!(out.trace.ops.iter().all(|o| o.opcode != Opcode::GuardClass));
+        // Inputs the guard cannot give are moved into what is known.
+        let mut inputs = vec![RtValue::Ref(0x1000), RtValue::Int(300)];
+        satisfy(&facts, &mut inputs);
+        assert!(
+            matches!(inputs[1], RtValue::Int(v) if (0..=15).contains(&v)),
+            "{inputs:?}"
+        );
+    }
+
+    #[test]
+    fn a_bridge_whose_guard_is_not_in_the_file_starts_from_nothing() {
+        let text = LOG.replace("Guard 0x2000", "Guard 0x3000");
+        let traces = trace_ir::parse_file(&text).unwrap();
+        assert!(Parents::default().facts(&traces, 1).is_none());
+        assert!(with_entry_facts(&traces[1], &[WordFacts::default(), WordFacts::default()]).is_none());
+    }
+}
