@@ -192,6 +192,7 @@ fn eval_pypy_json_is_a_line_per_file_then_a_summary() {
     let lines = json_lines(&ok(&["eval-pypy", "--json", "--runs", "1", &f]));
     assert_eq!(types(&lines), ["file", "summary"]);
     let numbers = [
+        "bridges_with_facts",
         "interp",
         "ops_in",
         "optimizer_errors",
