@@ -1,14 +1,37 @@
 //! What a PyPy bridge starts from: the facts our optimizer finds, in PyPy's optimized trace
 //! the bridge leaves, about the guard's fail arguments (PyPy keeps what its optimizer knew
-//! on the guard's resume data, known classes among it, and a bridge starts from that). The
-//! bridge's inputs are the guard's fail arguments that are not `None`, in order; the facts
-//! enter the bridge as hints (`record_exact_class`, `assert_not_none`, `record_int_range`,
-//! `record_int_bits`), which the validator assumes and the interpreter checks, as for the
-//! bridges of a trace tree (`trace_ir::bridge_prologue`).
+//! on the guard's resume data, known classes and the results of loop-invariant calls among
+//! it, and a bridge starts from that). The bridge's inputs are the guard's fail arguments
+//! that are not `None`, in order; the facts enter the bridge as hints (`record_exact_class`,
+//! `assert_not_none`, `record_int_range`, `record_int_bits`, and `record_known_result` for
+//! an input that is the result of a loop-invariant or elidable call of constants), which the
+//! validator assumes and the interpreter checks, as for the bridges of a trace tree
+//! (`trace_ir::bridge_prologue`).
 
 use std::collections::HashMap;
-use trace_interp::RtValue;
-use trace_ir::{FailArg, Trace, TraceBuilder, WordFacts};
+use trace_interp::{RtValue, RunConfig};
+use trace_ir::{FailArg, Kind, Trace, TraceBuilder, Value, WordFacts};
+
+/// What a bridge starts from: facts about each input, and inputs that are the results of
+/// calls that change nothing.
+pub struct BridgeStart {
+    /// One entry per input.
+    pub words: Vec<WordFacts>,
+    /// Inputs that are what a call returns.
+    pub known: Vec<KnownResult>,
+}
+
+/// An input that is what a loop-invariant or elidable call of constants returns.
+pub struct KnownResult {
+    /// The input.
+    pub input: usize,
+    /// The call's operands and descriptor as PyPy's trace prints them
+    /// (`ConstClass(f), 64, descr=<Callr 8 i EF=1 OS=5>`).
+    pub text: String,
+    /// The function's address and the arguments, for inputs that keep the promise.
+    pub func: u64,
+    pub args: Vec<RtValue>,
+}
 
 /// Optimized PyPy traces by their index in the file, so that each is optimized once.
 #[derive(Default)]
@@ -29,7 +52,7 @@ impl Parents {
     /// The facts about each input of the noopt bridge `traces[i]`, whose PyPy section
     /// `traces[i + 1]` names the guard it leaves; `None` when the guard's trace is not in
     /// the file or our optimizer's output does not keep the guard's fail arguments in place.
-    pub fn facts(&mut self, traces: &[Trace], i: usize) -> Option<Vec<WordFacts>> {
+    pub fn facts(&mut self, traces: &[Trace], i: usize) -> Option<BridgeStart> {
         let key = parent_guard(traces.get(i + 1)?)?;
         let p = (0..=i + 1).rev().find(|&p| {
             traces[p]
@@ -51,6 +74,7 @@ impl Parents {
             return None;
         }
         let mut facts = Vec::new();
+        let mut known = Vec::new();
         let mut word = 0;
         for (t, o) in theirs.fail_args.iter().zip(&ours.fail_args) {
             let f = match o {
@@ -60,33 +84,75 @@ impl Parents {
                 }
                 _ => WordFacts::default(),
             };
-            if matches!(t, FailArg::Value(_)) {
+            if let FailArg::Value(v) = t {
+                if let Some(k) = known_result(&traces[p], *v, facts.len()) {
+                    known.push(k);
+                }
                 facts.push(f);
             }
         }
-        (facts.len() == traces[i].num_inputs).then_some(facts)
+        (facts.len() == traces[i].num_inputs).then_some(BridgeStart { words: facts, known })
     }
+}
+
+/// Input `input` of a bridge, `v` in PyPy's trace `t`, when it is what a call that changes
+/// nothing (loop-invariant or elidable effect) returns on constant operands.
+fn known_result(t: &Trace, v: Value, input: usize) -> Option<KnownResult> {
+    let r = v.as_op()?;
+    let op = t.op(r);
+    let cd = t.descr(op.descr?).as_call()?;
+    let changes_nothing = cd.effect.is_elidable() || cd.effect == trace_ir::CallEffect::LoopInvariant;
+    if !op.opcode.is_call() || !changes_nothing || op.opcode.result_kind() == Kind::Void {
+        return None;
+    }
+    let consts: Vec<_> = op.args.iter().map(|&a| t.const_of(a)).collect::<Option<_>>()?;
+    let printed = trace_ir::print_trace(t);
+    let name = format!("{} = {}(", value_name(t, v), op.opcode.name());
+    let line = printed.lines().find(|l| l.starts_with(&name))?;
+    let text = line[name.len()..].strip_suffix(')')?.to_string();
+    Some(KnownResult {
+        input,
+        text,
+        func: consts[0].bits(),
+        args: consts[1..].iter().map(|&c| RtValue::from_const(c)).collect(),
+    })
+}
+
+/// How the printer names op result `v` (its kind's letter and its index).
+fn value_name(t: &Trace, v: Value) -> String {
+    let letter = match t.kind_of(v) {
+        Kind::Int => 'i',
+        Kind::Ref => 'p',
+        Kind::Float => 'f',
+        Kind::Void => 'v',
+    };
+    format!("{letter}{}", v.as_op().map_or(0, |r| r.index()))
 }
 
 /// `t` with hints stating `facts` about its inputs before its first op (`None` if the
 /// result does not parse back, which a well-formed trace never causes).
-pub fn with_entry_facts(t: &Trace, facts: &[WordFacts]) -> Option<Trace> {
-    if facts.iter().all(WordFacts::is_empty) {
+pub fn with_entry_facts(t: &Trace, start: &BridgeStart) -> Option<Trace> {
+    if start.words.iter().all(WordFacts::is_empty) && start.known.is_empty() {
         return None;
     }
     let mut b = TraceBuilder::new();
     let inputs: Vec<_> = t.input_kinds().into_iter().map(|k| b.input(k)).collect();
-    for (f, &x) in facts.iter().zip(&inputs) {
+    for (f, &x) in start.words.iter().zip(&inputs) {
         f.record(x, &mut b);
     }
     b.finish(&[]);
-    let hints = trace_ir::print_trace(&b.build_unverified());
-    let hints: Vec<&str> = hints
+    let printed = trace_ir::print_trace(&b.build_unverified());
+    let mut hints: Vec<String> = printed
         .lines()
         .skip_while(|l| !l.starts_with('['))
         .skip(1)
         .filter(|l| !l.starts_with("finish("))
+        .map(str::to_string)
         .collect();
+    for k in &start.known {
+        let x = *inputs.get(k.input)?;
+        hints.push(format!("record_known_result({}, {})", value_name(t, x), k.text));
+    }
     let text = trace_ir::print_trace(t);
     let mut out = String::with_capacity(text.len() + 64 * hints.len());
     let mut done = false;
@@ -106,11 +172,18 @@ pub fn with_entry_facts(t: &Trace, facts: &[WordFacts]) -> Option<Trace> {
     Some(hinted)
 }
 
-/// Move the integer inputs into what `facts` says of them where they are not (the known
-/// bits set, then a value outside the range wrapped into it), so that the interpreter runs
-/// a bridge on inputs its guard can give it.
-pub fn satisfy(facts: &[WordFacts], inputs: &mut [RtValue]) {
-    for (f, x) in facts.iter().zip(inputs.iter_mut()) {
+/// Give each input that is a call's result what the interpreter's call returns, and move
+/// the integer inputs into what the facts say of them where they are not (the known bits
+/// set, then a value outside the range wrapped into it), so that the interpreter runs a
+/// bridge on inputs its guard can give it.
+pub fn satisfy(start: &BridgeStart, inputs: &mut [RtValue]) {
+    for k in &start.known {
+        if let Some(x) = inputs.get_mut(k.input) {
+            let heap = Default::default();
+            *x = trace_interp::call_value(&RunConfig::default(), &heap, k.func, &k.args, x.kind());
+        }
+    }
+    for (f, x) in start.words.iter().zip(inputs.iter_mut()) {
         let RtValue::Int(v) = x else { continue };
         let mut v = *v;
         if let Some((mask, bits)) = f.bits {
@@ -133,51 +206,73 @@ mod tests {
 
     /// A loop PyPy optimized, then a bridge out of its second guard (noopt and optimized).
     const LOG: &str = "[1a] {jit-log-opt-loop
-# Loop 1 (f) : loop with 5 ops
+# Loop 1 (f) : loop with 6 ops
 [p0, i1]
 guard_class(p0, 4096, descr=<Guard0x1000>) [p0, i1]
 i2 = int_lt(i1, 10)
 i3 = int_and(i1, 15)
-guard_true(i2, descr=<Guard0x2000>) [p0, None, i3]
+p4 = call_r(ConstClass(tl), 64, descr=<Callr 8 i EF=1 OS=5>)
+guard_true(i2, descr=<Guard0x2000>) [p0, None, i3, p4]
 finish()
 [1b] jit-log-opt-loop}
 [2a] {jit-log-noopt
-# Traced loop or bridge with 3 ops
-[p0, i1]
+# Traced loop or bridge with 5 ops
+[p0, i1, p2]
 guard_class(p0, 4096, descr=<Guard0>) [p0, i1]
-i2 = int_add(i1, 1)
-finish(i2)
+p3 = call_loopinvariant_r(ConstClass(tl), 64, descr=<Callr 8 i EF=1 OS=5>)
+i4 = getfield_gc_i(p3, descr=<FieldS a 8>)
+i5 = int_add(i1, i4)
+finish(i5)
 [2b] jit-log-noopt}
 [3a] {jit-log-opt-bridge
 # bridge out of Guard 0x2000 with 2 ops
-[p0, i1]
-i2 = int_add(i1, 1)
-finish(i2)
+[p0, i1, p2]
+i3 = getfield_gc_i(p2, descr=<FieldS a 8>)
+i4 = int_add(i1, i3)
+finish(i4)
 [3b] jit-log-opt-bridge}
 ";
 
     #[test]
     fn a_bridge_starts_from_what_is_known_where_its_guard_fails() {
         let traces = trace_ir::parse_file(LOG).unwrap();
-        let facts = Parents::default().facts(&traces, 1).expect("the parent guard is found");
-        // The class its earlier guard checked; the bounds of a masked value.
-        assert_eq!(facts[0].class, Some(4096));
-        assert_eq!(facts[1].range, Some((0, 15)));
-        let hinted = with_entry_facts(&traces[1], &facts).unwrap();
+        let start = Parents::default().facts(&traces, 1).expect("the parent guard is found");
+        // The class its earlier guard checked; the bounds of a masked value; the result of
+        // a loop-invariant call.
+        assert_eq!(start.words[0].class, Some(4096));
+        assert_eq!(start.words[1].range, Some((0, 15)));
+        assert_eq!(start.known.len(), 1);
+        assert_eq!(start.known[0].input, 2);
+        let hinted = with_entry_facts(&traces[1], &start).unwrap();
         let opcodes: Vec<Opcode> = hinted.ops.iter().map(|o| o.opcode).collect();
-        assert!(opcodes.contains(&Opcode::RecordExactClass), "{opcodes:?}");
-        assert!(opcodes.contains(&Opcode::RecordIntRange), "{opcodes:?}");
+        for hint in [
+            Opcode::RecordExactClass,
+            Opcode::RecordIntRange,
+            Opcode::RecordKnownResult,
+        ] {
+            assert!(opcodes.contains(&hint), "{opcodes:?}");
+        }
         assert_eq!(hinted.info.name, traces[1].info.name);
-        // The bridge's own class check is known to pass.
+        // The bridge's own class check is known to pass, its call is its input.
         let out = optimizer::optimize(&hinted, &optimizer::Options::default()).unwrap();
-        assert!(out.trace.ops.iter().all(|o| o.opcode != Opcode::GuardClass));
-        // Inputs the guard cannot give are moved into what is known.
-        let mut inputs = vec![RtValue::Ref(0x1000), RtValue::Int(300)];
-        satisfy(&facts, &mut inputs);
+        assert!(out
+            .trace
+            .ops
+            .iter()
+            .all(|o| o.opcode != Opcode::GuardClass && !o.opcode.is_call()));
+        // Inputs the guard cannot give are moved into what is known, and they run as the
+        // optimized bridge does.
+        let mut inputs = vec![RtValue::Ref(0x1000), RtValue::Int(300), RtValue::Ref(0x2000)];
+        satisfy(&start, &mut inputs);
         assert!(
             matches!(inputs[1], RtValue::Int(v) if (0..=15).contains(&v)),
             "{inputs:?}"
         );
+        let cfg = RunConfig::default();
+        let a = trace_interp::run(&hinted, &inputs, &cfg);
+        let b = trace_interp::run(&out.trace, &inputs, &cfg);
+        assert!(matches!(a.outcome, trace_interp::Outcome::Finish(_)), "{}", a.outcome);
+        trace_interp::runs_equivalent(&hinted, &out.trace, &inputs, &cfg, &a, &b).unwrap();
     }
 
     #[test]
@@ -185,6 +280,10 @@ finish(i2)
         let text = LOG.replace("Guard 0x2000", "Guard 0x3000");
         let traces = trace_ir::parse_file(&text).unwrap();
         assert!(Parents::default().facts(&traces, 1).is_none());
-        assert!(with_entry_facts(&traces[1], &[WordFacts::default(), WordFacts::default()]).is_none());
+        let nothing = BridgeStart {
+            words: vec![WordFacts::default(); 3],
+            known: Vec::new(),
+        };
+        assert!(with_entry_facts(&traces[1], &nothing).is_none());
     }
 }

@@ -120,7 +120,7 @@ pub use compare::{outcomes_equivalent, outcomes_equivalent_by_resume_key, runs_e
 pub use heap::{Cell, Heap, HeapObject, ObjKind, View};
 #[cfg(feature = "random")]
 pub(crate) use machine::step_op;
-pub use machine::{run, run_tree};
+pub use machine::{call_value, run, run_tree};
 pub(crate) use machine::{run_recording, State};
 pub use model::ModelHeap;
 pub use outcome::{CallRecord, ClassPolicy, HostFn, Outcome, RunConfig, RunResult, StopAt};

@@ -2,6 +2,8 @@
 //! a bridge whose optimized form jumps into a peeled loop's body must prove what the body
 //! assumes of each operand; a jump to any other label than the original's is invalid.
 
+mod common;
+
 use trace_ir::{parse_trace, BodyEntry, Trace, WordFacts};
 use verify::validate::{validate, Config, Verdict};
 
@@ -131,4 +133,32 @@ finish(i1)
 finish(7)
 ",
     );
+}
+
+/// A bridge starts from what its loop computed: `record_known_result` of a loop-invariant
+/// function states the call's result, which the bridge's own call of it then is.
+#[test]
+fn a_known_result_of_a_loop_invariant_call_is_proven_against_the_call() {
+    let orig = "[i0, p1]
+         record_known_result(p1, ConstClass(tl), 64, descr=<Callr 8 i EF=1 OS=5>)
+         p2 = call_loopinvariant_r(ConstClass(tl), 64, descr=<Callr 8 i EF=1 OS=5>)
+         i3 = getfield_gc_i(p2, descr=<FieldS a 8>)
+         finish(i3)";
+    common::assert_valid(
+        orig,
+        "[i0, p1]
+         i3 = getfield_gc_i(p1, descr=<FieldS a 8>)
+         finish(i3)",
+    );
+    // Another argument: another call.
+    common::assert_invalid(
+        &orig.replace(
+            "p2 = call_loopinvariant_r(ConstClass(tl), 64,",
+            "p2 = call_loopinvariant_r(ConstClass(tl), 65,",
+        ),
+        "[i0, p1]
+         i3 = getfield_gc_i(p1, descr=<FieldS a 8>)
+         finish(i3)",
+    );
+    common::assert_optimizer_output_not_invalid(orig);
 }

@@ -81,6 +81,31 @@ impl<'a> Pass<'a> {
         (opc.result_kind() != Kind::Void).then_some(v)
     }
 
+    /// `record_known_result(v, f, a...)` (a promise) for a function that changes nothing:
+    /// a later `call_pure_*` or `call_loopinvariant_*` of `f(a...)` with the same descriptor
+    /// is `v`. The hint goes (it emits nothing); another function's record stays as it is.
+    pub(super) fn record_known_result(&mut self, op: &Op, args: &[Value]) -> Option<Value> {
+        use Opcode::*;
+        let changes_nothing = op
+            .descr
+            .and_then(|d| self.input.descr(d).as_call())
+            .is_some_and(|cd| cd.effect.is_elidable() || cd.effect == CallEffect::LoopInvariant);
+        if !changes_nothing || args.len() < 2 {
+            return self.generic(op, args);
+        }
+        let calls = match self.kind_of(args[0]) {
+            Kind::Int => [CallPureI, CallLoopinvariantI],
+            Kind::Ref => [CallPureR, CallLoopinvariantR],
+            Kind::Float => [CallPureF, CallLoopinvariantF],
+            Kind::Void => return self.generic(op, args),
+        };
+        for opc in calls {
+            self.cse.pure.insert(Key::new(opc, &args[1..], op.descr), args[0]);
+        }
+        self.removed(Reason::Hint);
+        None
+    }
+
     /// `cond_call(c, f, a...)` and `cond_call_value_*(v, f, a...)`: when `c` (or `v`) is
     /// known to be zero or not, the call is made unconditionally (`call_*(f, a...)`) or not
     /// at all (PyPy's `optimize_COND_CALL`), so a virtual argument of a call that is never

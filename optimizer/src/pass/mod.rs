@@ -741,6 +741,7 @@ impl<'a> Pass<'a> {
                     });
                     None
                 }
+                Opcode::RecordKnownResult if self.opts.cse => self.record_known_result(op, &args),
                 Opcode::CondCallN | Opcode::CondCallValueI | Opcode::CondCallValueR => self.cond_call(op, &args),
                 _ if opc.is_call() => self.call(op, &args),
                 _ => self.generic(op, &args),

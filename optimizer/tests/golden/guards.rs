@@ -208,3 +208,33 @@ fn guard_no_exception_and_not_invalidated_repeats() {
          finish(i2)",
     );
 }
+
+#[test]
+fn a_known_result_answers_the_later_call() {
+    // `record_known_result` of a loop-invariant (or elidable) function: the call with the
+    // same function, arguments and descriptor is that value (a bridge starts so from what
+    // its loop computed).
+    check(
+        "[i0, p1]
+         record_known_result(p1, ConstClass(tl), 64, descr=<Callr 8 i EF=1 OS=5>)
+         p2 = call_loopinvariant_r(ConstClass(tl), 64, descr=<Callr 8 i EF=1 OS=5>)
+         p3 = call_pure_r(ConstClass(tl), 65, descr=<Callr 8 i EF=1 OS=5>)
+         i4 = getfield_gc_i(p2, descr=<FieldS a 8>)
+         finish(i4, p3)",
+        "[i0, p1]
+         p3 = call_pure_r(ConstClass(tl), 65, descr=<Callr 8 i EF=1 OS=5>)
+         i4 = getfield_gc_i(p1, descr=<FieldS a 8>)
+         finish(i4, p3)",
+    );
+    // A function that may write the heap promises nothing by it.
+    check(
+        "[p1]
+         record_known_result(p1, ConstClass(g), 64, descr=<Callr 8 i EF=5>)
+         p2 = call_r(ConstClass(g), 64, descr=<Callr 8 i EF=5>)
+         finish(p2)",
+        "[p1]
+         record_known_result(p1, ConstClass(g), 64, descr=<Callr 8 i EF=5>)
+         p2 = call_r(ConstClass(g), 64, descr=<Callr 8 i EF=5>)
+         finish(p2)",
+    );
+}

@@ -324,14 +324,7 @@ impl<'a> Machine<'a> {
             self.st.heap.escape_at_call(args);
         }
         let kind = opc.result_kind();
-        let result = match self.cfg.functions.get(&func) {
-            Some(f) => f(args).with_kind(kind),
-            None => {
-                let mut words = vec![0xca11, func];
-                words.extend_from_slice(&canon);
-                heap::derived_value(kind, hash_words(&words))
-            }
-        };
+        let result = self.call_value(func, args, kind);
         if writes {
             self.st.heap.clobber();
             self.st.calls.push(CallRecord { func, args: canon });
@@ -389,6 +382,33 @@ impl<'a> Machine<'a> {
             self.store_as(at, dst, view(ds + k as i64), v, false, writer)?;
         }
         Ok(true)
+    }
+
+    /// What calling `func` on `args` returns, as a value of `kind`: the embedder's function
+    /// ([`RunConfig::functions`]) if it gave one, else a value derived from the function
+    /// and the arguments (the same for the same ones: `canonical` names each object).
+    pub(crate) fn call_value(&self, func: u64, args: &[RtValue], kind: Kind) -> RtValue {
+        call_value(self.cfg, &self.st.heap, func, args, kind)
+    }
+
+    /// `record_known_result(v, f, args...)`: a promise, for a function that changes nothing
+    /// (its descriptor's effect elidable or loop-invariant), that `f(args...)` returns `v`;
+    /// another function's record promises nothing.
+    pub(crate) fn record_known_result(&mut self, at: OpRef) -> Result<(), Stop> {
+        let all = self.args(at)?;
+        let Ok(eff) = self.call_effect(at) else { return Ok(()) };
+        if all.len() < 2 || !(eff.is_elidable() || eff == CallEffect::LoopInvariant) {
+            return Ok(());
+        }
+        let v = all[0];
+        let want = self.call_value(all[1].bits(), &all[2..], v.kind());
+        if want.bits() != v.bits() {
+            return Err(broken(
+                at,
+                format!("record_known_result: the call returns {want}, not {v}"),
+            ));
+        }
+        Ok(())
     }
 
     pub(crate) fn call_effect(&self, at: OpRef) -> Result<CallEffect, Stop> {

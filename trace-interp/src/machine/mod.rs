@@ -25,6 +25,21 @@ pub use tree::run_tree;
 pub(crate) use tree::TreeStep;
 
 /// Canonical word of a call argument: allocated objects lose their address.
+/// What calling `func` on `args` returns in a run of `cfg` whose memory is `heap`, as a
+/// value of `kind`: the embedder's function ([`RunConfig::functions`]) if it gave one, else
+/// a value derived from the function and the arguments (the same for the same ones:
+/// [`canonical`] names each object).
+pub fn call_value(cfg: &RunConfig, heap: &Heap, func: u64, args: &[RtValue], kind: Kind) -> RtValue {
+    match cfg.functions.get(&func) {
+        Some(f) => f(args).with_kind(kind),
+        None => {
+            let mut words = vec![0xca11, func];
+            words.extend(args.iter().map(|&v| canonical(heap, v)));
+            heap::derived_value(kind, hash_words(&words))
+        }
+    }
+}
+
 pub(crate) fn canonical(heap: &Heap, v: RtValue) -> u64 {
     match v {
         RtValue::Ref(a) if heap.is_allocated(a) => 0xa110_c000_0000_0000,

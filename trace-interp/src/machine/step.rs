@@ -448,7 +448,8 @@ impl<'a> Machine<'a> {
                     ));
                 }
             }
-            QuasiimmutField | EnterPortalFrame | LeavePortalFrame | Keepalive | RecordKnownResult => {}
+            RecordKnownResult => self.record_known_result(at)?,
+            QuasiimmutField | EnterPortalFrame | LeavePortalFrame | Keepalive => {}
             _ => return Err(not_handled(at, opc)),
         }
         Ok(())

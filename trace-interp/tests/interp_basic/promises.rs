@@ -227,3 +227,38 @@ fn record_exact_value_is_a_promise() {
         );
     }
 }
+
+#[test]
+fn a_known_result_is_a_promise_about_the_call() {
+    // `record_known_result` of a loop-invariant function promises what the call returns
+    // (here, the value the interpreter gives that call); of a function that may write the
+    // heap it promises nothing.
+    let t = trace_ir::parse_trace(
+        "[p0]
+         record_known_result(p0, ConstClass(tl), 64, descr=<Callr 8 i EF=1 OS=5>)
+         p1 = call_loopinvariant_r(ConstClass(tl), 64, descr=<Callr 8 i EF=1 OS=5>)
+         finish(p1)",
+    )
+    .unwrap();
+    let cfg = RunConfig::default();
+    let tl = trace_ir::trace::symbol_address("tl");
+    let known = trace_interp::call_value(&cfg, &Default::default(), tl, &[RtValue::Int(64)], Kind::Ref);
+    let r = go(&t, &[known]);
+    assert_eq!(r.outcome, Outcome::Finish(vec![known]));
+    let r = go(&t, &[RtValue::Ref(0x5000_0000_1000)]);
+    assert!(
+        matches!(r.outcome, Outcome::Invalid { promise: true, .. }),
+        "{}",
+        r.outcome
+    );
+    let t = trace_ir::parse_trace(
+        "[p0]
+         record_known_result(p0, ConstClass(g), 64, descr=<Callr 8 i EF=5>)
+         finish(p0)",
+    )
+    .unwrap();
+    assert!(matches!(
+        go(&t, &[RtValue::Ref(0x5000_0000_1000)]).outcome,
+        Outcome::Finish(_)
+    ));
+}

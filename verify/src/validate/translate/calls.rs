@@ -35,6 +35,28 @@ impl<'t> Side<'t> {
         Ok(())
     }
 
+    /// `record_known_result(v, f, args...)` for a function that changes nothing (elidable or
+    /// loop-invariant effect), a promise assumed on the original: `v` is what the call
+    /// `f(args...)` of that descriptor returns ([`Side::elidable_call`]'s term).
+    pub(super) fn record_known_result(&mut self, orig: bool, r: OpRef, op: &Op, t: &mut Translated) -> R<()> {
+        let trace = self.trace;
+        let changes_nothing = op
+            .descr
+            .and_then(|d| trace.descr(d).as_call())
+            .is_some_and(|cd| cd.effect.is_elidable() || cd.effect == trace_ir::CallEffect::LoopInvariant);
+        if !orig || !changes_nothing || op.args.len() < 2 {
+            return Ok(());
+        }
+        let v = self.bv_of(op.args[0])?;
+        let mut args = Vec::new();
+        for &a in &op.args[1..] {
+            args.push(self.bv_of(a)?);
+        }
+        let name = format!("call[{}]", descr_key(trace, r));
+        t.fact = Some(v.eq(uf_bv(&name, &args)));
+        Ok(())
+    }
+
     /// `record_exact_class(p, C)`, a promise assumed on the original: `p` is not null and has
     /// class `C`.
     pub(super) fn record_exact_class(&mut self, orig: bool, op: &Op, t: &mut Translated) -> R<()> {

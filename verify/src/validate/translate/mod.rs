@@ -136,11 +136,8 @@ impl<'t> Validator<'t> {
                 self.side(orig).elidable_call(r, &op)?
             }
             Opcode::VirtualRefFinish => self.side(orig).virtual_ref_finish(&op)?,
-            Opcode::QuasiimmutField
-            | Opcode::EnterPortalFrame
-            | Opcode::LeavePortalFrame
-            | Opcode::Keepalive
-            | Opcode::RecordKnownResult => {}
+            Opcode::QuasiimmutField | Opcode::EnterPortalFrame | Opcode::LeavePortalFrame | Opcode::Keepalive => {}
+            Opcode::RecordKnownResult => self.side(orig).record_known_result(orig, r, &op, &mut t)?,
             Opcode::RecordExactClass => self.side(orig).record_exact_class(orig, &op, &mut t)?,
             Opcode::AssertNotNone => self.side(orig).assert_not_none(orig, &op, &mut t)?,
             Opcode::RecordIntRange | Opcode::RecordIntBits => self.side(orig).record_int(orig, &op, &mut t)?,
