@@ -161,7 +161,8 @@ pub(crate) unsafe fn write_mem(addr: u64, size: u8, v: u64) {
 /// `i` at `16 + i * item_size`, 1-byte `str` and 4-byte `unicode` characters; the class word
 /// at offset 0, also read as the GC type by `guard_gc_type`; `guard_is_object` holds when the
 /// class word is non-zero; `record_exact_class` is an invalid operation when the class word
-/// differs (a broken promise); a `new` object whose field at offset 0 was written has that
+/// differs (a broken promise), `record_known_result` does nothing (a real function keeps
+/// it); a `new` object whose field at offset 0 was written has that
 /// value as class, where the interpreter keeps the class of an object it did not allocate
 /// apart from its bytes).
 /// `strhash`/`unicodehash` hash the length and characters like the
@@ -192,7 +193,8 @@ pub fn exec_in_memory<R: Runtime + ?Sized>(rt: &mut R, req: &HookRequest<'_>) ->
         GuardClass | GuardSubclass | GuardGcType | GuardNonnullClass | RecordExactClass | GuardIsObject => {
             exec_type_check(req)
         }
-        GuardNoException | GuardNotInvalidated => HookReply::Value(0),
+        // (Real functions keep the promise themselves.)
+        GuardNoException | GuardNotInvalidated | RecordKnownResult => HookReply::Value(0),
         VirtualRef | VirtualRefFinish => exec_virtual_ref(rt, req),
         _ => exec_access(req),
     }

@@ -9,7 +9,7 @@
 //! (`trace_ir::bridge_prologue`).
 
 use std::collections::HashMap;
-use trace_interp::{RtValue, RunConfig};
+use trace_interp::RtValue;
 use trace_ir::{FailArg, Kind, Trace, TraceBuilder, Value, WordFacts};
 
 /// What a bridge starts from: facts about each input, and inputs that are the results of
@@ -28,9 +28,6 @@ pub struct KnownResult {
     /// The call's operands and descriptor as PyPy's trace prints them
     /// (`ConstClass(f), 64, descr=<Callr 8 i EF=1 OS=5>`).
     pub text: String,
-    /// The function's address and the arguments, for inputs that keep the promise.
-    pub func: u64,
-    pub args: Vec<RtValue>,
 }
 
 /// Optimized PyPy traces by their index in the file, so that each is optimized once.
@@ -105,17 +102,14 @@ fn known_result(t: &Trace, v: Value, input: usize) -> Option<KnownResult> {
     if !op.opcode.is_call() || !changes_nothing || op.opcode.result_kind() == Kind::Void {
         return None;
     }
-    let consts: Vec<_> = op.args.iter().map(|&a| t.const_of(a)).collect::<Option<_>>()?;
+    if !op.args.iter().all(|a| a.is_const()) {
+        return None;
+    }
     let printed = trace_ir::print_trace(t);
     let name = format!("{} = {}(", value_name(t, v), op.opcode.name());
     let line = printed.lines().find(|l| l.starts_with(&name))?;
     let text = line[name.len()..].strip_suffix(')')?.to_string();
-    Some(KnownResult {
-        input,
-        text,
-        func: consts[0].bits(),
-        args: consts[1..].iter().map(|&c| RtValue::from_const(c)).collect(),
-    })
+    Some(KnownResult { input, text })
 }
 
 /// How the printer names op result `v` (its kind's letter and its index).
@@ -172,17 +166,11 @@ pub fn with_entry_facts(t: &Trace, start: &BridgeStart) -> Option<Trace> {
     Some(hinted)
 }
 
-/// Give each input that is a call's result what the interpreter's call returns, and move
-/// the integer inputs into what the facts say of them where they are not (the known bits
-/// set, then a value outside the range wrapped into it), so that the interpreter runs a
-/// bridge on inputs its guard can give it.
+/// Move the integer inputs into what the facts say of them where they are not (the known
+/// bits set, then a value outside the range wrapped into it), so that the interpreter runs
+/// a bridge on inputs its guard can give it. (An input a call returns needs nothing: the
+/// call then returns it in the run.)
 pub fn satisfy(start: &BridgeStart, inputs: &mut [RtValue]) {
-    for k in &start.known {
-        if let Some(x) = inputs.get_mut(k.input) {
-            let heap = Default::default();
-            *x = trace_interp::call_value(&RunConfig::default(), &heap, k.func, &k.args, x.kind());
-        }
-    }
     for (f, x) in start.words.iter().zip(inputs.iter_mut()) {
         let RtValue::Int(v) = x else { continue };
         let mut v = *v;
@@ -268,7 +256,7 @@ finish(i4)
             matches!(inputs[1], RtValue::Int(v) if (0..=15).contains(&v)),
             "{inputs:?}"
         );
-        let cfg = RunConfig::default();
+        let cfg = trace_interp::RunConfig::default();
         let a = trace_interp::run(&hinted, &inputs, &cfg);
         let b = trace_interp::run(&out.trace, &inputs, &cfg);
         assert!(matches!(a.outcome, trace_interp::Outcome::Finish(_)), "{}", a.outcome);

@@ -26,9 +26,9 @@ pub(crate) use tree::TreeStep;
 
 /// Canonical word of a call argument: allocated objects lose their address.
 /// What calling `func` on `args` returns in a run of `cfg` whose memory is `heap`, as a
-/// value of `kind`: the embedder's function ([`RunConfig::functions`]) if it gave one, else
-/// a value derived from the function and the arguments (the same for the same ones:
-/// [`canonical`] names each object).
+/// value of `kind`, when nothing in the run said so yet: the embedder's function
+/// ([`RunConfig::functions`]) if it gave one, else a value derived from the function and the
+/// arguments (the same for the same ones: [`canonical`] names each object).
 pub fn call_value(cfg: &RunConfig, heap: &Heap, func: u64, args: &[RtValue], kind: Kind) -> RtValue {
     match cfg.functions.get(&func) {
         Some(f) => f(args).with_kind(kind),
@@ -98,6 +98,10 @@ pub(crate) struct State {
     /// When `Some`: for each op that read initial external memory, the view it read
     /// (address, byte offset).
     pub(crate) provenance: Option<HashMap<usize, (u64, i64)>>,
+    /// What calls returned, or `record_known_result` said they return, by function and
+    /// arguments (as [`canonical`] names them): a function gives one result per arguments
+    /// in a run.
+    pub(crate) results: HashMap<(u64, Vec<u64>), RtValue>,
 }
 
 impl State {

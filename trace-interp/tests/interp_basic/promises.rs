@@ -229,10 +229,11 @@ fn record_exact_value_is_a_promise() {
 }
 
 #[test]
-fn a_known_result_is_a_promise_about_the_call() {
-    // `record_known_result` of a loop-invariant function promises what the call returns
-    // (here, the value the interpreter gives that call); of a function that may write the
-    // heap it promises nothing.
+fn a_known_result_is_what_the_call_returns_in_the_run() {
+    // `record_known_result` of a loop-invariant (or elidable) function says what the call
+    // returns in the run, before and after it: a call after it returns that value, and a
+    // call before it that returned something else breaks the promise. Of a function that
+    // may write the heap it says nothing.
     let t = trace_ir::parse_trace(
         "[p0]
          record_known_result(p0, ConstClass(tl), 64, descr=<Callr 8 i EF=1 OS=5>)
@@ -240,25 +241,32 @@ fn a_known_result_is_a_promise_about_the_call() {
          finish(p1)",
     )
     .unwrap();
-    let cfg = RunConfig::default();
-    let tl = trace_ir::trace::symbol_address("tl");
-    let known = trace_interp::call_value(&cfg, &Default::default(), tl, &[RtValue::Int(64)], Kind::Ref);
-    let r = go(&t, &[known]);
-    assert_eq!(r.outcome, Outcome::Finish(vec![known]));
-    let r = go(&t, &[RtValue::Ref(0x5000_0000_1000)]);
+    let x = RtValue::Ref(0x5000_0000_1000);
+    assert_eq!(go(&t, &[x]).outcome, Outcome::Finish(vec![x]));
+    let t = trace_ir::parse_trace(
+        "[p0]
+         p1 = call_loopinvariant_r(ConstClass(tl), 64, descr=<Callr 8 i EF=1 OS=5>)
+         record_known_result(p0, ConstClass(tl), 64, descr=<Callr 8 i EF=1 OS=5>)
+         finish(p1)",
+    )
+    .unwrap();
+    let r = go(&t, &[x]);
     assert!(
         matches!(r.outcome, Outcome::Invalid { promise: true, .. }),
         "{}",
         r.outcome
     );
+    let cfg = RunConfig::default();
+    let tl = trace_ir::trace::symbol_address("tl");
+    let same = trace_interp::call_value(&cfg, &Default::default(), tl, &[RtValue::Int(64)], Kind::Ref);
+    assert_eq!(go(&t, &[same]).outcome, Outcome::Finish(vec![same]));
     let t = trace_ir::parse_trace(
         "[p0]
          record_known_result(p0, ConstClass(g), 64, descr=<Callr 8 i EF=5>)
-         finish(p0)",
+         p1 = call_r(ConstClass(g), 64, descr=<Callr 8 i EF=5>)
+         i2 = ptr_eq(p0, p1)
+         finish(i2)",
     )
     .unwrap();
-    assert!(matches!(
-        go(&t, &[RtValue::Ref(0x5000_0000_1000)]).outcome,
-        Outcome::Finish(_)
-    ));
+    assert_eq!(go(&t, &[x]).outcome, Outcome::Finish(vec![RtValue::Int(0)]));
 }

@@ -108,8 +108,9 @@ pub(crate) fn sets_or_reads_exception(opc: Opcode) -> bool {
 
 /// The ops Hooks mode hands to the runtime: everything that reads or writes memory,
 /// allocates, calls, or reads or sets the exception state, `guard_not_invalidated` (whose
-/// answer is the embedder's), and `record_exact_class` (a promise about an object's class,
-/// which the runtime may check or record).
+/// answer is the embedder's), `record_exact_class` (a promise about an object's class,
+/// which the runtime may check or record) and `record_known_result` (a promise about what a
+/// call returns, likewise).
 pub(crate) fn hooked_in_hooks_mode(opc: Opcode) -> bool {
     use Opcode::*;
     opc.has(OpFlags::READS_HEAP)
@@ -125,6 +126,7 @@ pub(crate) fn hooked_in_hooks_mode(opc: Opcode) -> bool {
                 | GuardNoException
                 | GuardNotInvalidated
                 | RecordExactClass
+                | RecordKnownResult
         )
 }
 
