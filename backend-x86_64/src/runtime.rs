@@ -217,17 +217,10 @@ fn item_address(base: u64, index: u64, len_off: i64, base_off: i64, size: i64) -
     })
 }
 
-/// The bytes of a string op's characters: 1 (`str`) or 4 (`unicode`).
+/// The bytes of a string op's characters: 1 (`str`) or 4 (`unicode`,
+/// [`trace_ir::descr::string_char_size`]).
 fn str_size(opc: Opcode) -> i64 {
-    use Opcode::*;
-    if matches!(
-        opc,
-        Newstr | Strlen | Strgetitem | Strsetitem | Strhash | Copystrcontent
-    ) {
-        1
-    } else {
-        4
-    }
+    i64::from(trace_ir::descr::string_char_size(opc).unwrap_or(4))
 }
 
 /// The value of `size` bytes at `addr`, sign- or zero-extended.

@@ -132,7 +132,7 @@ impl<'a> Machine<'a> {
             }
             Newstr | Newunicode => {
                 let n = self.int_arg(at, 0)?;
-                let width = if opc == Newstr { 1 } else { 4 };
+                let width = u64::from(char_size(opc));
                 let bytes = (n.max(0) as u64)
                     .checked_mul(width)
                     .and_then(|b| b.checked_add(STR_CHARS_OFFSET as u64));
@@ -304,7 +304,7 @@ impl<'a> Machine<'a> {
             }
             Strgetitem | Unicodegetitem => {
                 let p = self.nonnull(at, 0)?;
-                let width = if opc == Strgetitem { 1 } else { 4 };
+                let width = char_size(opc);
                 let view = self.char_view(at, p, self.int_arg(at, 1)?, width)?;
                 self.check_access(at, p, view, heap::WRITER_STRING, false)?;
                 let v = self.st.heap.read(p, view, Kind::Int, true);
@@ -312,7 +312,7 @@ impl<'a> Machine<'a> {
             }
             Strsetitem | Unicodesetitem => {
                 let p = self.nonnull(at, 0)?;
-                let width = if opc == Strsetitem { 1 } else { 4 };
+                let width = char_size(opc);
                 let view = self.char_view(at, p, self.int_arg(at, 1)?, width)?;
                 self.check_access(at, p, view, heap::WRITER_STRING, true)?;
                 let v = narrow(self.arg(at, 2)?, width, false);
@@ -320,7 +320,7 @@ impl<'a> Machine<'a> {
             }
             Strhash | Unicodehash => {
                 let p = self.nonnull(at, 0)?;
-                let width = if opc == Strhash { 1 } else { 4 };
+                let width = u64::from(char_size(opc));
                 let epoch = self.st.heap.epoch;
                 let h = match self.st.heap.objects.get(&p) {
                     Some(obj) => {
@@ -347,7 +347,7 @@ impl<'a> Machine<'a> {
                     self.index(at, src, ss.wrapping_add(n - 1))?;
                     self.index(at, dst, ds)?;
                     self.index(at, dst, ds.wrapping_add(n - 1))?;
-                    let width = if opc == Copystrcontent { 1 } else { 4 };
+                    let width = char_size(opc);
                     let mut items = Vec::with_capacity(n as usize);
                     for k in 0..n {
                         let view = self.char_view(at, src, ss + k, width)?;
@@ -551,4 +551,9 @@ mod tests {
             }
         }
     }
+}
+
+/// The width of a string op's characters (`trace_ir::descr::string_char_size`).
+fn char_size(opc: Opcode) -> u8 {
+    trace_ir::descr::string_char_size(opc).unwrap_or(4)
 }

@@ -359,8 +359,8 @@ impl<'t> Side<'t> {
 /// The item key under which a string op's characters are tracked (shared by the read and
 /// the write of one string kind), and their width in bytes.
 pub(in crate::validate) fn string_items(opc: Opcode) -> (&'static str, u8) {
-    match opc {
-        Opcode::Newstr | Opcode::Strgetitem | Opcode::Strsetitem | Opcode::Copystrcontent => ("chars:str", 1),
+    match trace_ir::descr::string_char_size(opc) {
+        Some(1) => ("chars:str", 1),
         _ => ("chars:unicode", 4),
     }
 }
