@@ -148,3 +148,36 @@ fn a_bridge_prologue_rebuilds_the_guards_virtual_objects_from_its_exit_words() {
     let r = run_tree(&tree, &ints(&[5]), &RunConfig::default());
     assert_eq!(r.outcome, Outcome::Finish(ints(&[5, 15])));
 }
+
+#[test]
+fn a_bridge_prologue_rebuilds_a_virtual_string_with_its_characters() {
+    // The guard's resume data holds a string of three characters, one of them `i0 + 1` (300
+    // stores its low byte, 44); the bridge reads the characters and the length back.
+    let root = trace_ir::parse_trace(
+        "[i0]\ni1 = int_add(i0, 1)\nguard_false(i0, descr=<Guard0>) [i0, $0] {$0 = newstr(3) [0]: i1, [2]: 98}\nfinish(i0)\n",
+    )
+    .unwrap();
+    let gd = &root.guards[0];
+    let mut b = trace_ir::TraceBuilder::new();
+    b.guard_ids_from(1);
+    let fail = trace_ir::bridge_prologue(&root, gd, &[], &mut b);
+    let s = fail[1].unwrap();
+    let mut chars = Vec::new();
+    for k in 0..3 {
+        let k = b.const_int(k);
+        chars.push(b.op(trace_ir::Opcode::Strgetitem, &[s, k]));
+    }
+    let n = b.op(trace_ir::Opcode::Strlen, &[s]);
+    chars.push(n);
+    b.finish(&chars);
+    let tree = trace_ir::TraceTree {
+        root,
+        bridges: vec![trace_ir::Bridge {
+            guard: GuardId(0),
+            trace: b.build().unwrap(),
+        }],
+    };
+    verify_tree(&tree).unwrap();
+    let r = run_tree(&tree, &ints(&[299]), &RunConfig::default());
+    assert_eq!(r.outcome, Outcome::Finish(ints(&[44, 0, 98, 3])));
+}
