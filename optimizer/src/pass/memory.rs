@@ -134,11 +134,7 @@ impl<'a> Pass<'a> {
         let d = op.descr.expect("verified: field ops have a descriptor");
         if let Some(id) = self.virt_of(obj) {
             if self.virtual_field_ok(id, d) {
-                let found = self.virtuals[id as usize]
-                    .fields
-                    .iter()
-                    .find(|(f, _)| *f == VirtualField::Field(d))
-                    .map(|x| x.1);
+                let found = self.virtuals[id as usize].get(VirtualField::Field(d));
                 let val = match found {
                     Some(val) => Some(self.find(val)),
                     None => Some(self.zero_of(op.opcode.result_kind())),
@@ -348,11 +344,7 @@ impl<'a> Pass<'a> {
             // a narrow field truncates: track only values that fit (otherwise the object is
             // materialized and the real write does the truncation)
             if self.virtual_field_ok(id, d) && self.fits(d, val) {
-                let fields = &mut self.virtuals[id as usize].fields;
-                match fields.iter_mut().find(|(f, _)| *f == VirtualField::Field(d)) {
-                    Some(slot) => slot.1 = val,
-                    None => fields.push((VirtualField::Field(d), val)),
-                }
+                self.virtuals[id as usize].set(VirtualField::Field(d), val);
                 self.removed(Reason::VirtualAccess);
                 return;
             }
@@ -391,11 +383,7 @@ impl<'a> Pass<'a> {
         );
         if let Some(id) = self.virt_of(arr) {
             if let Some(k) = self.virtual_item(id, d, idx) {
-                let found = self.virtuals[id as usize]
-                    .fields
-                    .iter()
-                    .find(|(f, _)| *f == VirtualField::Item(k))
-                    .map(|x| x.1);
+                let found = self.virtuals[id as usize].get(VirtualField::Item(k));
                 let val = match found {
                     Some(val) => self.find(val),
                     None => self.zero_of(op.opcode.result_kind()),
@@ -438,11 +426,7 @@ impl<'a> Pass<'a> {
         if let Some(id) = self.virt_of(arr) {
             let k = self.virtual_item(id, d, idx).filter(|_| self.fits(d, val));
             if let Some(k) = k {
-                let fields = &mut self.virtuals[id as usize].fields;
-                match fields.iter_mut().find(|(f, _)| *f == VirtualField::Item(k)) {
-                    Some(slot) => slot.1 = val,
-                    None => fields.push((VirtualField::Item(k), val)),
-                }
+                self.virtuals[id as usize].set(VirtualField::Item(k), val);
                 self.removed(Reason::VirtualAccess);
                 return;
             }

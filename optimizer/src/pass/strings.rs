@@ -68,11 +68,7 @@ impl<'a> Pass<'a> {
             Strgetitem | Unicodegetitem => match self.virtual_char(args[0], args[1], kind) {
                 Some((id, k)) => {
                     self.removed(Reason::VirtualAccess);
-                    let found = self.virtuals[id as usize]
-                        .fields
-                        .iter()
-                        .find(|(f, _)| *f == VirtualField::Item(k))
-                        .map(|x| x.1);
+                    let found = self.virtuals[id as usize].get(VirtualField::Item(k));
                     Some(match found {
                         Some(c) => {
                             let c = self.find(c);
@@ -88,11 +84,7 @@ impl<'a> Pass<'a> {
                     Some((id, k)) => {
                         self.removed(Reason::VirtualAccess);
                         let c = self.find(args[2]);
-                        let fields = &mut self.virtuals[id as usize].fields;
-                        match fields.iter_mut().find(|(f, _)| *f == VirtualField::Item(k)) {
-                            Some(slot) => slot.1 = c,
-                            None => fields.push((VirtualField::Item(k), c)),
-                        }
+                        self.virtuals[id as usize].set(VirtualField::Item(k), c);
                     }
                     None => {
                         self.generic(op, args);
@@ -205,29 +197,7 @@ impl<'a> Pass<'a> {
             return false;
         }
         self.removed(Reason::VirtualAccess);
-        let moved: Vec<Option<Value>> = (0..n as u32)
-            .map(|k| {
-                let at = VirtualField::Item(ss as u32 + k);
-                self.virtuals[s as usize]
-                    .fields
-                    .iter()
-                    .find(|(f, _)| *f == at)
-                    .map(|x| x.1)
-            })
-            .collect();
-        for (k, c) in moved.into_iter().enumerate() {
-            let at = VirtualField::Item(ds as u32 + k as u32);
-            let fields = &mut self.virtuals[d as usize].fields;
-            let slot = fields.iter().position(|(f, _)| *f == at);
-            match (slot, c) {
-                (Some(i), Some(c)) => fields[i].1 = c,
-                (None, Some(c)) => fields.push((at, c)),
-                (Some(i), None) => {
-                    fields.remove(i);
-                }
-                (None, None) => {}
-            }
-        }
+        self.move_virtual_items(s, ss as u32, d, ds as u32, n as u32, None);
         true
     }
 }

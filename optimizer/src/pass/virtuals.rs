@@ -15,6 +15,21 @@ pub(super) struct Virtual {
     pub(super) fields: Vec<(VirtualField, Value)>,
 }
 
+impl Virtual {
+    /// The value recorded for field or item `at`, if any.
+    pub(super) fn get(&self, at: VirtualField) -> Option<Value> {
+        self.fields.iter().find(|(f, _)| *f == at).map(|x| x.1)
+    }
+
+    /// Record `v` as field or item `at`.
+    pub(super) fn set(&mut self, at: VirtualField, v: Value) {
+        match self.fields.iter_mut().find(|(f, _)| *f == at) {
+            Some(slot) => slot.1 = v,
+            None => self.fields.push((at, v)),
+        }
+    }
+}
+
 /// One frame of `materialize`'s explicit stack: the object, its recorded fields, the index
 /// of the next field to write, and its kind.
 pub(super) type MaterializeFrame = (Value, Vec<(VirtualField, Value)>, usize, VirtualKind);
@@ -244,28 +259,37 @@ impl<'a> Pass<'a> {
             return false;
         }
         let item_kind = self.descr(sd).as_array().map_or(Kind::Int, |a| a.kind);
-        let mut moved = Vec::with_capacity(n as usize);
-        for k in 0..n as u32 {
-            let at = VirtualField::Item(ss as u32 + k);
-            let found = self.virtuals[s as usize]
-                .fields
-                .iter()
-                .find(|(f, _)| *f == at)
-                .map(|x| x.1);
-            moved.push(match found {
-                Some(v) => self.find(v),
-                None => self.zero_of(item_kind),
-            });
-        }
-        for (k, val) in moved.into_iter().enumerate() {
-            let at = VirtualField::Item(ds as u32 + k as u32);
-            let fields = &mut self.virtuals[d as usize].fields;
-            match fields.iter_mut().find(|(f, _)| *f == at) {
-                Some(slot) => slot.1 = val,
-                None => fields.push((at, val)),
+        let zero = self.zero_of(item_kind);
+        self.move_virtual_items(s, ss as u32, d, ds as u32, n as u32, Some(zero));
+        true
+    }
+
+    /// Move items `src_start..src_start + n` of virtual `s` to `dst_start..` of virtual `d`
+    /// (all read, then all written); an item `s` has not recorded becomes `missing`, or is
+    /// left unrecorded in `d` when `missing` is `None`.
+    pub(super) fn move_virtual_items(
+        &mut self,
+        s: u32,
+        src_start: u32,
+        d: u32,
+        dst_start: u32,
+        n: u32,
+        missing: Option<Value>,
+    ) {
+        let moved: Vec<Option<Value>> = (0..n)
+            .map(|k| {
+                let v = self.virtuals[s as usize].get(VirtualField::Item(src_start + k));
+                v.map(|v| self.find(v)).or(missing)
+            })
+            .collect();
+        let dst = &mut self.virtuals[d as usize];
+        for (k, v) in moved.into_iter().enumerate() {
+            let at = VirtualField::Item(dst_start + k as u32);
+            match v {
+                Some(v) => dst.set(at, v),
+                None => dst.fields.retain(|(f, _)| *f != at),
             }
         }
-        true
     }
 
     /// The constant index of a virtual array access, if the access can be tracked.
@@ -366,11 +390,7 @@ impl<'a> Pass<'a> {
         match self.virt_of(r) {
             Some(id) => {
                 for &(d, v) in writes {
-                    let fields = &mut self.virtuals[id as usize].fields;
-                    match fields.iter_mut().find(|(f, _)| *f == VirtualField::Field(d)) {
-                        Some(slot) => slot.1 = v,
-                        None => fields.push((VirtualField::Field(d), v)),
-                    }
+                    self.virtuals[id as usize].set(VirtualField::Field(d), v);
                 }
                 self.removed(super::Reason::VirtualAccess);
             }

@@ -51,20 +51,10 @@ impl<'t> Side<'t> {
         let tracked = self.tracked(base).filter(|&id| !self.item_overlaps(id, &akey, cidx));
         let mut valid = None;
         let v = match (tracked, cidx) {
-            (Some(id), Some(ix)) if ix <= u32::MAX as u64 => {
-                let key = format!("item:{akey}#{ix}");
-                self.objs[id].fields.get(&key).cloned().unwrap_or(Sym::Bv(zero()))
-            }
+            (Some(id), Some(ix)) if ix <= u32::MAX as u64 => self.tracked_item(id, &akey, ix),
             (Some(id), None) if self.items(id, &akey).is_some() => {
-                // A non-constant index into a tracked array of known length: select
-                // among its items; the index must be in range.
-                let items = self.items(id, &akey).unwrap_or_default();
-                let n = items.len() as u64;
-                let mut v = zero();
-                for (i, item) in items.iter().enumerate().rev() {
-                    v = idx.eq(bv(i as u64)).ite(item, &v);
-                }
-                valid = Some(idx.bvult(bv(n)));
+                let (v, in_range) = self.select_item(id, &akey, idx).expect("its items are known");
+                valid = Some(in_range);
                 Sym::Bv(v)
             }
             _ => {
@@ -74,6 +64,37 @@ impl<'t> Side<'t> {
             }
         };
         (self.loaded(d, v), valid)
+    }
+
+    /// Item `ix` of tracked object `id` through item key `akey` (zero where nothing was
+    /// written).
+    fn tracked_item(&self, id: usize, akey: &str, ix: u64) -> Sym {
+        let key = format!("item:{akey}#{ix}");
+        self.objs[id].fields.get(&key).cloned().unwrap_or(Sym::Bv(zero()))
+    }
+
+    /// Item `idx` (not a constant) of tracked object `id` of known length through item key
+    /// `akey`: selected among its items, with the condition that the index is in range;
+    /// `None` when its items are not all known.
+    fn select_item(&self, id: usize, akey: &str, idx: &BV) -> Option<(BV, Bool)> {
+        let items = self.items(id, akey)?;
+        let mut v = zero();
+        for (i, item) in items.iter().enumerate().rev() {
+            v = idx.eq(bv(i as u64)).ite(item, &v);
+        }
+        Some((v, idx.bvult(bv(items.len() as u64))))
+    }
+
+    /// Store `v` as item `idx` (not a constant) of tracked object `id` of known length
+    /// through item key `akey`: every item conditionally; returns the condition that the
+    /// index is in range (`None`, storing nothing, when its items are not all known).
+    fn store_at_index(&mut self, id: usize, akey: &str, idx: &BV, v: &BV) -> Option<Bool> {
+        let items = self.items(id, akey)?;
+        for (i, old) in items.iter().enumerate() {
+            let new = idx.eq(bv(i as u64)).ite(v, old);
+            self.store_item(id, akey, i as u32, Sym::Bv(new));
+        }
+        Some(idx.bvult(bv(items.len() as u64)))
     }
 
     /// `setarrayitem_gc`: into a tracked array (every item conditionally for a non-constant index,
@@ -89,13 +110,8 @@ impl<'t> Side<'t> {
         match (tracked, cidx) {
             (Some(id), Some(ix)) if ix <= u32::MAX as u64 => self.store_item(id, &akey, ix as u32, val),
             (Some(id), None) if matches!(val, Sym::Bv(_)) && self.items(id, &akey).is_some() => {
-                let items = self.items(id, &akey).unwrap_or_default();
                 let Sym::Bv(vb) = &val else { unreachable!() };
-                t.valid = Some(idx.bvult(bv(items.len() as u64)));
-                for (i, old) in items.iter().enumerate() {
-                    let new = idx.eq(bv(i as u64)).ite(vb, old);
-                    self.store_item(id, &akey, i as u32, Sym::Bv(new));
-                }
+                t.valid = self.store_at_index(id, &akey, &idx, vb);
             }
             _ => {
                 let p = self.escape(&base);
@@ -189,17 +205,10 @@ impl<'t> Side<'t> {
     fn read_char(&mut self, opc: Opcode, base: &Sym, idx: &BV, t: &mut Translated) -> Sym {
         let (akey, width) = string_items(opc);
         let v = match (self.tracked(base), idx.simplify().as_u64()) {
-            (Some(id), Some(ix)) if ix <= u32::MAX as u64 => {
-                let key = format!("item:{akey}#{ix}");
-                self.objs[id].fields.get(&key).cloned().unwrap_or(Sym::Bv(zero()))
-            }
+            (Some(id), Some(ix)) if ix <= u32::MAX as u64 => self.tracked_item(id, akey, ix),
             (Some(id), None) if self.items(id, akey).is_some() => {
-                let items = self.items(id, akey).unwrap_or_default();
-                let mut v = zero();
-                for (i, item) in items.iter().enumerate().rev() {
-                    v = idx.eq(bv(i as u64)).ite(item, &v);
-                }
-                add_valid(t, idx.bvult(bv(items.len() as u64)));
+                let (v, in_range) = self.select_item(id, akey, idx).expect("its items are known");
+                add_valid(t, in_range);
                 Sym::Bv(v)
             }
             _ => {
@@ -224,11 +233,8 @@ impl<'t> Side<'t> {
         match (self.tracked(base), idx.simplify().as_u64()) {
             (Some(id), Some(ix)) if ix <= u32::MAX as u64 => self.store_item(id, akey, ix as u32, Sym::Bv(v)),
             (Some(id), None) if self.items(id, akey).is_some() => {
-                let items = self.items(id, akey).unwrap_or_default();
-                add_valid(t, idx.bvult(bv(items.len() as u64)));
-                for (i, old) in items.iter().enumerate() {
-                    let new = idx.eq(bv(i as u64)).ite(&v, old);
-                    self.store_item(id, akey, i as u32, Sym::Bv(new));
+                if let Some(in_range) = self.store_at_index(id, akey, idx, &v) {
+                    add_valid(t, in_range);
                 }
             }
             _ => {
