@@ -456,6 +456,11 @@ impl<'a> Machine<'a> {
     }
 }
 
+/// The width of a string op's characters (`trace_ir::descr::string_char_size`).
+fn char_size(opc: Opcode) -> u8 {
+    trace_ir::descr::string_char_size(opc).unwrap_or(4)
+}
+
 // Keep the flag-based dispatch honest: every op with a result that is neither pure, guard,
 // call, nor handled by name would hit the fallback arm; the unit test below runs every opcode.
 #[cfg(test)]
@@ -551,9 +556,4 @@ mod tests {
             }
         }
     }
-}
-
-/// The width of a string op's characters (`trace_ir::descr::string_char_size`).
-fn char_size(opc: Opcode) -> u8 {
-    trace_ir::descr::string_char_size(opc).unwrap_or(4)
 }
