@@ -195,6 +195,7 @@ pub fn exec_in_memory<R: Runtime + ?Sized>(rt: &mut R, req: &HookRequest<'_>) ->
         }
         // (Real functions keep the promise themselves.)
         GuardNoException | GuardNotInvalidated | RecordKnownResult => HookReply::Value(0),
+        RecordKnownField => exec_known_field(req),
         VirtualRef | VirtualRefFinish => exec_virtual_ref(rt, req),
         _ => exec_access(req),
     }
@@ -235,6 +236,24 @@ fn store(addr: u64, size: u8, v: u64) -> HookReply {
     // SAFETY: as for `load`.
     unsafe { write_mem(addr, size, v) };
     HookReply::Value(0)
+}
+
+/// `record_known_field`, a promise (`docs/memory-model.md`): the field must hold the value
+/// as the field stores it, or the op is invalid.
+fn exec_known_field(req: &HookRequest<'_>) -> HookReply {
+    let Some(f) = req.descr.and_then(Descr::as_field).filter(|_| arg(req, 0) != 0) else {
+        return HookReply::Invalid;
+    };
+    let bits = 8 * f.size as u32;
+    let narrow = |v: u64| match (bits, f.signed) {
+        (64, _) => v,
+        (_, true) => (((v << (64 - bits)) as i64) >> (64 - bits)) as u64,
+        (_, false) => v & ((1u64 << bits) - 1),
+    };
+    match load(arg(req, 0).wrapping_add(f.offset as u64), f.size, f.signed) {
+        HookReply::Value(v) if v == narrow(arg(req, 1)) => HookReply::Value(0),
+        _ => HookReply::Invalid,
+    }
 }
 
 /// Field, array item, interior field and raw accesses, and `arraylen_gc` (everything else

@@ -573,7 +573,7 @@ impl<K: Copy + Eq + Hash + fmt::Debug, E: Engine> Driver<K, E> {
         let gd = parent.guard_of(at)?;
         let mut builder = TraceBuilder::new();
         builder.guard_ids_from(t.next_guard);
-        let facts = t.facts.iter().find(|f| f.guard == guard).map_or(&[][..], |f| &f.words);
+        let facts = t.facts.iter().find(|f| f.guard == guard);
         let fail_values = trace_ir::bridge_prologue(parent, gd, facts, &mut builder);
         let target = t.token;
         self.recording = Some(Recording::Bridge(key, guard));

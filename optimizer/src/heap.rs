@@ -103,6 +103,20 @@ impl HeapCache {
         }
     }
 
+    /// Each field entry (mutable or immutable): descriptor, object, value.
+    pub fn for_each_field(&self, mut f: impl FnMut(DescrRef, Value, Value)) {
+        for (&d, e) in &self.fields {
+            for &(o, v) in e {
+                f(d, o, v);
+            }
+        }
+    }
+
+    /// Whether no field entry is known.
+    pub fn no_fields(&self) -> bool {
+        self.fields.values().all(|e| e.is_empty())
+    }
+
     /// Every mutable and immutable field entry and every constant-index item entry, as
     /// (descriptor, index (`None` for a field), object, value).
     pub fn entries(&self) -> Vec<(DescrRef, Option<i64>, Value, Value)> {

@@ -365,6 +365,10 @@ pub struct Heap {
     pub preset: HashMap<(u64, i64), RtValue>,
     /// Addresses a fresh object must not get: the trace's pointer constants.
     pub taken: std::collections::HashSet<u64>,
+    /// Views `(address, offset)` of external memory the run has read from its initial
+    /// contents: a `record_known_field` may decide an initial value only where none was
+    /// read.
+    pub initial_reads: std::collections::HashSet<(u64, i64)>,
 }
 
 impl Heap {

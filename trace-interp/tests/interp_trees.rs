@@ -117,7 +117,7 @@ fn a_bridge_prologue_rebuilds_the_guards_virtual_objects_from_its_exit_words() {
     let gd = &root.guards[0];
     let mut b = trace_ir::TraceBuilder::new();
     b.guard_ids_from(1);
-    let fail = trace_ir::bridge_prologue(&root, gd, &[], &mut b);
+    let fail = trace_ir::bridge_prologue(&root, gd, None, &mut b);
     assert_eq!(fail.len(), 3);
     assert!(fail[2].is_none());
     let (i0, obj) = (fail[0].unwrap(), fail[1].unwrap());
@@ -160,7 +160,7 @@ fn a_bridge_prologue_rebuilds_a_virtual_string_with_its_characters() {
     let gd = &root.guards[0];
     let mut b = trace_ir::TraceBuilder::new();
     b.guard_ids_from(1);
-    let fail = trace_ir::bridge_prologue(&root, gd, &[], &mut b);
+    let fail = trace_ir::bridge_prologue(&root, gd, None, &mut b);
     let s = fail[1].unwrap();
     let mut chars = Vec::new();
     for k in 0..3 {

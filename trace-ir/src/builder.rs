@@ -84,6 +84,10 @@ impl TraceBuilder {
     pub fn const_float(&mut self, v: f64) -> Value {
         self.trace.make_const(Const::float(v))
     }
+    /// A constant of any kind.
+    pub fn constant(&mut self, c: Const) -> Value {
+        self.trace.make_const(c)
+    }
     /// A pointer constant (0 is null).
     pub fn const_ref(&mut self, addr: u64) -> Value {
         self.trace.make_const(Const::Ref(addr))

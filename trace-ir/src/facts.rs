@@ -5,7 +5,8 @@
 //! instead of the loop's header only with operands that satisfy it).
 //!
 //! A fact enters a trace as a hint op ([`WordFacts::record`]: `record_int_range`,
-//! `record_int_bits`, `record_exact_class`, `assert_not_none`). Hints are promises: the
+//! `record_int_bits`, `record_exact_class`, `assert_not_none`; [`GuardFacts::record`] adds
+//! `record_known_field` for the known fields of the exit words' objects). Hints are promises: the
 //! interpreter reports a broken one as an invalid operation, the translation validator
 //! assumes them on the original trace, the optimizer learns from them and the backend emits
 //! nothing for them. So a wrong fact shows up in differential testing instead of being
@@ -14,7 +15,7 @@
 use crate::builder::TraceBuilder;
 use crate::entity::{DescrRef, GuardId, Value};
 use crate::opcode::Opcode;
-use crate::trace::Const;
+use crate::trace::{Const, Trace};
 
 /// What is known about one word (an integer, a reference or a float). Each part is optional;
 /// the default knows nothing.
@@ -63,6 +64,55 @@ pub struct GuardFacts {
     pub guard: GuardId,
     /// One entry per exit word.
     pub words: Vec<WordFacts>,
+    /// Fields of exit words' objects whose values are known (PyPy's bridges start from the
+    /// heap fields their loop had read the same way). None of them is a field the exit's
+    /// writes may touch, so each holds before and after the exit writes.
+    pub fields: Vec<FieldFact>,
+}
+
+impl GuardFacts {
+    /// Append to `b` the hints that state these facts about the exit words `inputs` (one
+    /// value per word; a fact about a word beyond them is left out): each word's
+    /// ([`WordFacts::record`]), then each known field as `record_known_field`, its descriptor
+    /// copied from `parent`, the trace that holds the guard.
+    pub fn record(&self, parent: &Trace, inputs: &[Value], b: &mut TraceBuilder) {
+        for (f, &x) in self.words.iter().zip(inputs) {
+            f.record(x, b);
+        }
+        for f in &self.fields {
+            let Some(&obj) = inputs.get(f.object) else { continue };
+            let value = match f.value {
+                FieldValue::Word(k) => match inputs.get(k) {
+                    Some(&v) => v,
+                    None => continue,
+                },
+                FieldValue::Const(c) => b.constant(c),
+            };
+            let d = b.descr(parent.descr(f.descr).clone());
+            b.op_with_descr(Opcode::RecordKnownField, &[obj, value], d);
+        }
+    }
+}
+
+/// A field of an exit word's object that holds a known value whenever the guard fails. It
+/// enters a bridge as `record_known_field`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FieldFact {
+    /// The exit word holding the object (an index into the guard's exit words).
+    pub object: usize,
+    /// The field descriptor, in the table of the trace that holds the guard.
+    pub descr: DescrRef,
+    /// What the field holds.
+    pub value: FieldValue,
+}
+
+/// What a [`FieldFact`]'s field holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FieldValue {
+    /// The exit word at this index.
+    Word(usize),
+    /// A constant.
+    Const(Const),
 }
 
 /// A peeled loop's body as a second way into its loop: the label `TargetToken(body)`

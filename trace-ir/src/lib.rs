@@ -42,7 +42,9 @@ pub use builder::TraceBuilder;
 pub use descr::{ArrayDescr, CallDescr, CallEffect, Descr, FieldDescr, InteriorDescr, SizeDescr};
 pub use entity::{ConstRef, DescrRef, GuardId, GuardRef, OpRef, Value, ValueData};
 pub use eval::{eval_ovf, eval_pure, EvalError};
-pub use facts::{BodyEntry, CarriedBase, CarriedLoad, CarriedValue, CarriedVirtual, GuardFacts, WordFacts};
+pub use facts::{
+    BodyEntry, CarriedBase, CarriedLoad, CarriedValue, CarriedVirtual, FieldFact, FieldValue, GuardFacts, WordFacts,
+};
 pub use opcode::{DescrKind, GcAccess, Kind, OpFlags, OpInfo, Opcode};
 pub use peel::{
     constant_params, invariant_params, is_peelable, is_peeled_form, masked_params, peel_loop, peeled_body_token,

@@ -361,6 +361,7 @@ define_opcodes! {
     LeavePortalFrame = "leave_portal_frame", "i" -> "v", None, [HINT], "Profiling hint: a portal frame is left.";
     Keepalive = "keepalive", "a" -> "v", None, [HINT], "Keeps a value alive up to this point.";
     RecordKnownResult = "record_known_result", "ai*" -> "v", Call, [HINT], "Records that calling the function with these arguments gives the value.";
+    RecordKnownField = "record_known_field", "ra" -> "v", Field, [HINT], "Records that the object's field (the descriptor) holds the value.";
     RecordExactClass = "record_exact_class", "ri" -> "v", None, [HINT], "Records the exact class of an object.";
     RecordExactValueR = "record_exact_value_r", "rr" -> "v", None, [HINT], "Records that a reference is the given constant.";
     RecordExactValueI = "record_exact_value_i", "ii" -> "v", None, [HINT], "Records that an integer is the given constant.";

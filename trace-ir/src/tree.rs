@@ -28,7 +28,7 @@
 use crate::builder::TraceBuilder;
 use crate::descr::Descr;
 use crate::entity::{GuardId, OpRef, Value};
-use crate::facts::WordFacts;
+use crate::facts::GuardFacts;
 use crate::opcode::{Kind, Opcode};
 use crate::trace::{FailArg, GuardData, Trace, VirtualField, VirtualKind};
 use crate::verify::{jump_target, verify, JumpTarget, VerifyError};
@@ -137,7 +137,8 @@ pub fn exit_kinds(t: &Trace, gd: &GuardData) -> Vec<Kind> {
 
 /// Start a bridge out of guard `gd` of `parent` in `b` (an empty builder): one input per
 /// exit word, the hints that state `facts` about them (what the optimizer of `parent` knew
-/// at the guard, [`crate::GuardFacts::words`]; empty or shorter: nothing more), then the
+/// at the guard, [`crate::GuardFacts`]: `record_*` and `assert_not_none` of the words, then
+/// `record_known_field` of the known fields; `None`, or fewer words: nothing more), then the
 /// guard's virtual objects rebuilt from them (allocations and field writes, which the
 /// optimizer can remove again) and the writes its exit performs. Returns the value of each fail argument, in order (`None`
 /// for a hole): what an interpreter recording the bridge from the guard's resume point has
@@ -145,14 +146,14 @@ pub fn exit_kinds(t: &Trace, gd: &GuardData) -> Vec<Kind> {
 pub fn bridge_prologue(
     parent: &Trace,
     gd: &GuardData,
-    facts: &[WordFacts],
+    facts: Option<&GuardFacts>,
     b: &mut TraceBuilder,
 ) -> Vec<Option<Value>> {
     let mut words = Vec::new();
     gd.for_each_value(|v| words.push(v));
     let inputs: Vec<Value> = words.iter().map(|&v| b.input(parent.kind_of(v))).collect();
-    for (f, &x) in facts.iter().zip(&inputs) {
-        f.record(x, b);
+    if let Some(facts) = facts {
+        facts.record(parent, &inputs, b);
     }
     // The exit words in order: fail arguments first, then the fields of each virtual.
     let mut next = inputs.iter().copied();

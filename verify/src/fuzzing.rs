@@ -133,6 +133,12 @@ pub fn trace_params(bytes: &[u8], family: Family) -> (RandomConfig, u64) {
     } else {
         0
     };
+    // Promises of what a field holds likewise.
+    cfg.field_hints = if !integers_only && bytes.len() > 15 && b(15) % 7 == 2 {
+        3
+    } else {
+        0
+    };
     let words: Vec<u64> = bytes
         .chunks(8)
         .map(|c| c.iter().fold(0u64, |a, &x| (a << 8) | x as u64))

@@ -162,3 +162,44 @@ fn a_known_result_of_a_loop_invariant_call_is_proven_against_the_call() {
     );
     common::assert_optimizer_output_not_invalid(orig);
 }
+
+/// A bridge starts from the fields its loop had read: `record_known_field` states one, and
+/// the bridge's own load of it is that value.
+#[test]
+fn a_known_field_is_proven_against_the_load() {
+    let orig = "[p0, p1]
+         record_known_field(p0, p1, descr=<FieldP map 8>)
+         p2 = getfield_gc_r(p0, descr=<FieldP map 8>)
+         i3 = getfield_gc_i(p2, descr=<FieldS a 8>)
+         finish(i3)";
+    common::assert_valid(
+        orig,
+        "[p0, p1]
+         i3 = getfield_gc_i(p1, descr=<FieldS a 8>)
+         finish(i3)",
+    );
+    // Another field: nothing is known of it.
+    common::assert_invalid(
+        &orig.replace(
+            "p2 = getfield_gc_r(p0, descr=<FieldP map 8>)",
+            "p2 = getfield_gc_r(p0, descr=<FieldP other 16>)",
+        ),
+        "[p0, p1]
+         i3 = getfield_gc_i(p1, descr=<FieldS a 8>)
+         finish(i3)",
+    );
+    // After a store that may touch the field, the promise says nothing of the load.
+    common::assert_invalid(
+        "[p0, p1, p4]
+         record_known_field(p0, p1, descr=<FieldP map 8>)
+         setfield_gc(p4, ConstPtr(null), descr=<FieldP map 8>)
+         p2 = getfield_gc_r(p0, descr=<FieldP map 8>)
+         i3 = getfield_gc_i(p2, descr=<FieldS a 8>)
+         finish(i3)",
+        "[p0, p1, p4]
+         setfield_gc(p4, ConstPtr(null), descr=<FieldP map 8>)
+         i3 = getfield_gc_i(p1, descr=<FieldS a 8>)
+         finish(i3)",
+    );
+    common::assert_optimizer_output_not_invalid(orig);
+}

@@ -417,3 +417,24 @@ fn random_string_traces_validate() {
         t.total
     );
 }
+
+/// Random traces with `record_known_field` promises of what fields hold, optimized to use
+/// them instead of loads: none `Invalid`, fewer than 2% `Unknown`.
+#[test]
+fn random_field_promise_traces_validate() {
+    let cfg = RandomConfig {
+        length: 20,
+        field_hints: 8,
+        heap: 6,
+        ..RandomConfig::default()
+    };
+    let t = run(&cfg, 41_000..41_200);
+    check("field promises", &t);
+    assert!(
+        t.unknown.len() * 100 < t.total * 2 && t.valid >= 190,
+        "{} valid, {} unknown of {}",
+        t.valid,
+        t.unknown.len(),
+        t.total
+    );
+}

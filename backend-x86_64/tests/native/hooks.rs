@@ -655,3 +655,32 @@ fn hooks_exits_perform_their_writes_in_the_model() {
         assert_eq!(matches!(out, Outcome::GuardFailed { .. }), i == 0, "{out}");
     }
 }
+
+/// `record_known_field` emits no code in Direct mode; in Hooks mode the default hooks check
+/// the promise on real memory (a field holding another value is an invalid operation).
+#[test]
+fn a_known_field_is_checked_by_the_default_hooks() {
+    let text = |promised: i64| {
+        format!(
+            "[i0]
+             p1 = new_with_vtable(descr=<SizeDescr 24 vtable=4096>)
+             setfield_gc(p1, i0, descr=<FieldU b 8 size=1>)
+             record_known_field(p1, {promised}, descr=<FieldU b 8 size=1>)
+             i2 = getfield_gc_i(p1, descr=<FieldU b 8 size=1>)
+             finish(i2)"
+        )
+    };
+    for (promised, holds) in [(5, true), (261, true), (6, false)] {
+        let t = trace_ir::parse_trace(&text(promised)).unwrap();
+        for options in [opts(), hooks_opts()] {
+            let hooked = options.memory == MemoryAccess::Hooks;
+            let c = compile(&t, &options).unwrap();
+            let exit = c.run_test(&[5], &mut SimpleHeap::new()).unwrap();
+            match (holds || !hooked, exit) {
+                (true, Exit::Finish { values }) => assert_eq!(values, vec![ExitValue::Int(5)]),
+                (false, Exit::Invalid { .. }) => {}
+                (_, other) => panic!("{promised} (hooks: {hooked}): {other:?}"),
+            }
+        }
+    }
+}

@@ -5,7 +5,7 @@
 
 use super::pure::{map_args, Key};
 use super::{Pass, F_NONNULL, F_OVF_CHECKED, MAX_DEPTH};
-use crate::alias::Index;
+use crate::alias::{Index, Loc};
 use crate::domain::{Cmp, IntBound};
 use crate::{OptError, Reason};
 use smallvec::SmallVec;
@@ -24,6 +24,8 @@ pub(crate) struct Resume {
     pub memo: FxHashMap<OpRef, u32>,
     /// What is known about the exit words of each emitted guard, by `GuardRef`.
     pub facts: Vec<Vec<trace_ir::WordFacts>>,
+    /// The known fields of exit words' objects at each emitted guard, by `GuardRef`.
+    pub fields: Vec<Vec<trace_ir::FieldFact>>,
     /// Scratch of `resume_value`: virtuals whose description is pending.
     pub work: Vec<(OpRef, u32)>,
     /// Scratch of `emit_guard`: the virtual objects of the guard being emitted (moved out
@@ -53,6 +55,7 @@ impl Clone for Resume {
     fn clone_from(&mut self, o: &Resume) {
         self.guards.clone_from(&o.guards);
         self.facts.clone_from(&o.facts);
+        self.fields.clone_from(&o.fields);
         self.exit_subst = o.exit_subst;
     }
 }
@@ -146,6 +149,8 @@ impl<'a> Pass<'a> {
         data.for_each_value(|v| words.push(self.word_facts(v)));
         self.resume.facts.push(words.as_slice().to_vec());
         self.resume.words = words;
+        let fields = self.field_facts(&data);
+        self.resume.fields.push(fields);
         self.resume.guards.push(data);
         self.emit(Op {
             opcode: op.opcode,
@@ -153,6 +158,58 @@ impl<'a> Pass<'a> {
             guard: Some(g),
             args: SmallVec::from_slice(args),
         })
+    }
+
+    /// The fields of the guard's exit words' objects that the heap cache knows to hold a
+    /// constant or an exit word, leaving out any field an exit write may touch (PyPy's
+    /// `serialize_optheap` likewise skips lazy stores).
+    fn field_facts(&mut self, data: &GuardData) -> Vec<trace_ir::FieldFact> {
+        use trace_ir::{FieldFact, FieldValue};
+        let mut facts = Vec::new();
+        if !self.opts.heapcache || self.mem.heap.no_fields() {
+            return facts;
+        }
+        let mut words: SmallVec<[Value; 16]> = SmallVec::new();
+        data.for_each_value(|v| words.push(v));
+        for w in words.iter_mut() {
+            *w = self.find(*w);
+        }
+        let mut entries: SmallVec<[(trace_ir::DescrRef, Value, Value); 16]> = SmallVec::new();
+        self.mem.heap.for_each_field(|d, obj, val| entries.push((d, obj, val)));
+        for e in entries.iter_mut() {
+            *e = (e.0, self.find(e.1), self.find(e.2));
+        }
+        let layout = &self.mem.layout;
+        let written = |d| {
+            data.writes.iter().any(|w| {
+                let loc = match w.index {
+                    None => Loc::field(w.descr),
+                    Some(i) => Loc::item(w.descr, Some(i64::from(i))),
+                };
+                layout.may_overlap(loc, Loc::field(d))
+            })
+        };
+        for (d, obj, val) in entries {
+            let Some(object) = words.iter().position(|&w| w == obj).filter(|_| !obj.is_const()) else {
+                continue;
+            };
+            let value = match self.const_val(val) {
+                Some(c) => FieldValue::Const(c),
+                None => match words.iter().position(|&w| w == val) {
+                    Some(k) => FieldValue::Word(k),
+                    None => continue,
+                },
+            };
+            if !written(d) {
+                facts.push(FieldFact {
+                    object,
+                    descr: d,
+                    value,
+                });
+            }
+        }
+        facts.sort_by_key(|f| (f.object, f.descr.index()));
+        facts
     }
 
     pub(super) fn resume_arg(
@@ -313,6 +370,8 @@ impl<'a> Pass<'a> {
                         if cls_c.is_some() {
                             self.v.info[o.index()].class = cls_c;
                         }
+                    } else if let Some(c) = cls_c {
+                        self.v.const_classes.insert(p, c);
                     }
                 }
             }

@@ -161,6 +161,37 @@ impl<'a> Pass<'a> {
         v
     }
 
+    /// `record_known_field(p, v, descr=F)`, a promise that field `F` of `p` holds `v`: the
+    /// heap cache knows it from here on, as if the field had been read. The hint stays
+    /// (after the delayed writes that may touch the field) unless the heap cache already knew
+    /// the field: it emits no code, and it is what decides an untouched field of an external
+    /// object for the interpreter, as `record_exact_class` decides a class. Not used on
+    /// virtual objects or values, or where `v` would not read back as itself.
+    pub(super) fn record_known_field(&mut self, op: &Op, args: &[Value]) {
+        let (obj, val) = (self.find(args[0]), self.find(args[1]));
+        let d = op.descr.expect("verified: field ops have a descriptor");
+        if self.opts.guards {
+            self.set_nonnull(obj);
+        }
+        if self.is_virtual(obj)
+            || self.is_virtual(val)
+            || (self.opts.heapcache && self.mem.heap.field(d, obj).is_some())
+        {
+            self.removed(Reason::Hint);
+            return;
+        }
+        self.flush_conflicting(Loc::field(d), obj, None);
+        if self.opts.heapcache && self.fits(d, val) {
+            self.mem.heap.remember_field(d, obj, val);
+        }
+        self.emit(Op {
+            opcode: op.opcode,
+            descr: op.descr,
+            guard: None,
+            args: SmallVec::from_slice(&[obj, val]),
+        });
+    }
+
     /// Emit a heap load that the heap cache could not forward: delayed writes it may observe
     /// are flushed first, and the result gets the bound the descriptor's size and sign give.
     pub(super) fn emit_load(&mut self, opcode: Opcode, loc: Loc, args: &[Value], obj: Value) -> Value {

@@ -482,6 +482,7 @@ impl<'a> Pass<'a> {
         resume.work.clear();
         resume.exit_subst = None;
         resume.facts = Vec::with_capacity(input.guards.len());
+        resume.fields = Vec::with_capacity(input.guards.len());
         Pass {
             input,
             extra_descrs,
@@ -602,6 +603,7 @@ impl<'a> Pass<'a> {
         swap(&mut self.virtuals, &mut k.virtuals);
         swap(&mut self.resume.guards, &mut k.resume.guards);
         swap(&mut self.resume.facts, &mut k.resume.facts);
+        swap(&mut self.resume.fields, &mut k.resume.fields);
         self.resume.exit_subst = k.resume.exit_subst;
         swap(&mut self.effects, &mut k.effects);
         swap(&mut self.header.label_facts, &mut k.label_facts);
@@ -729,9 +731,15 @@ impl<'a> Pass<'a> {
                         self.removed(Reason::Hint);
                         return Ok(());
                     }
-                    if let (Some(o), Some(c)) = (args[0].as_op(), c) {
-                        self.v.info[o.index()].class = Some(c);
-                        self.v.info[o.index()].flags |= F_NONNULL;
+                    match (args[0].as_op(), c) {
+                        (Some(o), Some(c)) => {
+                            self.v.info[o.index()].class = Some(c);
+                            self.v.info[o.index()].flags |= F_NONNULL;
+                        }
+                        (None, Some(c)) => {
+                            self.v.const_classes.insert(args[0], c);
+                        }
+                        _ => {}
                     }
                     self.emit(Op {
                         opcode: opc,
@@ -742,6 +750,10 @@ impl<'a> Pass<'a> {
                     None
                 }
                 Opcode::RecordKnownResult if self.opts.cse => self.record_known_result(op, &args),
+                Opcode::RecordKnownField => {
+                    self.record_known_field(op, &args);
+                    None
+                }
                 Opcode::CondCallN | Opcode::CondCallValueI | Opcode::CondCallValueR => self.cond_call(op, &args),
                 _ if opc.is_call() => self.call(op, &args),
                 _ => self.generic(op, &args),

@@ -35,7 +35,12 @@ impl<'a> Pass<'a> {
             .guards
             .iter()
             .zip(std::mem::take(&mut self.resume.facts))
-            .map(|(gd, words)| trace_ir::GuardFacts { guard: gd.id, words })
+            .zip(std::mem::take(&mut self.resume.fields))
+            .map(|((gd, words), fields)| trace_ir::GuardFacts {
+                guard: gd.id,
+                words,
+                fields,
+            })
             .collect();
         let never = self.v.info.iter().filter(|i| i.virt != NO_VIRT).count();
         self.counts.stats.virtuals_removed = never;

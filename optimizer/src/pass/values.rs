@@ -44,6 +44,8 @@ pub(crate) struct Values {
     pub uf: UnionFind,
     /// Input op -> working value.
     pub map: Vec<Value>,
+    /// The classes of pointer constants, from `record_exact_class` and passed class guards.
+    pub const_classes: FxHashMap<Value, i64>,
 }
 
 impl Clone for Values {
@@ -62,6 +64,7 @@ impl Clone for Values {
         self.const_cache.clone_from(&o.const_cache);
         self.uf.clone_from(&o.uf);
         self.map.clone_from(&o.map);
+        self.const_classes.clone_from(&o.const_classes);
     }
 }
 
@@ -79,6 +82,7 @@ impl Values {
         self.map.resize(n, Value::op(OpRef::new(0)));
         self.const_cache.clear();
         self.const_cache.reserve(64);
+        self.const_classes.clear();
         self.consts = consts.clone();
     }
 }

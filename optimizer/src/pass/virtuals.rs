@@ -36,7 +36,9 @@ pub(super) type MaterializeFrame = (Value, Vec<(VirtualField, Value)>, usize, Vi
 
 impl<'a> Pass<'a> {
     pub(super) fn known_class(&self, v: Value) -> Option<i64> {
-        let o = v.as_op()?;
+        let Some(o) = v.as_op() else {
+            return self.v.const_classes.get(&v).copied();
+        };
         let i = &self.v.info[o.index()];
         if i.virt != NO_VIRT {
             return self.virtual_class(i.virt);

@@ -238,3 +238,63 @@ fn a_known_result_answers_the_later_call() {
          finish(p2)",
     );
 }
+
+#[test]
+fn a_known_field_answers_the_later_load() {
+    // `record_known_field` states what a field holds (a bridge starts so from what its loop
+    // had loaded): a later load of it is that value, and the object is not null. The hint
+    // stays (no code; it decides an untouched external field for the interpreter), unless
+    // the field was known already.
+    check(
+        "[p0, p1, i2]
+         record_known_field(p0, p1, descr=<FieldP map 8>)
+         record_known_field(p0, 7, descr=<FieldS n 16>)
+         p3 = getfield_gc_r(p0, descr=<FieldP map 8>)
+         guard_value(p3, p1, descr=<Guard1>) [p0]
+         guard_nonnull(p0, descr=<Guard2>) [p0]
+         i4 = getfield_gc_i(p0, descr=<FieldS n 16>)
+         record_known_field(p0, 7, descr=<FieldS n 16>)
+         i5 = int_add(i4, i2)
+         finish(i5)",
+        "[p0, p1, i2]
+         record_known_field(p0, p1, descr=<FieldP map 8>)
+         record_known_field(p0, 7, descr=<FieldS n 16>)
+         i5 = int_add(7, i2)
+         finish(i5)",
+    );
+    // A delayed write that may touch the field is made before the hint (the promise is about
+    // memory after it); for a value the field cannot hold (a one-byte field) the load stays.
+    check(
+        "[p0, p1, i2]
+         setfield_gc(p1, i2, descr=<FieldS n 16>)
+         record_known_field(p0, 7, descr=<FieldS n 16>)
+         i4 = getfield_gc_i(p0, descr=<FieldS n 16>)
+         record_known_field(p1, 300, descr=<FieldU b 24 size=1>)
+         i5 = getfield_gc_i(p1, descr=<FieldU b 24 size=1>)
+         finish(i4, i5)",
+        "[p0, p1, i2]
+         setfield_gc(p1, i2, descr=<FieldS n 16>)
+         record_known_field(p0, 7, descr=<FieldS n 16>)
+         record_known_field(p1, 300, descr=<FieldU b 24 size=1>)
+         i5 = getfield_gc_i(p1, descr=<FieldU b 24 size=1>)
+         finish(7, i5)",
+    );
+}
+
+#[test]
+fn a_constant_has_the_class_it_was_promised_or_checked_for() {
+    // A pointer constant's class never changes: known from `record_exact_class`, or from a
+    // class guard that passed, a later class guard on it is dropped.
+    check(
+        "[i0]
+         record_exact_class(ConstPtr(code), ConstClass(PyCode))
+         guard_class(ConstPtr(code), ConstClass(PyCode), descr=<Guard1>) [i0]
+         guard_class(ConstPtr(dict), ConstClass(Dict), descr=<Guard2>) [i0]
+         guard_nonnull_class(ConstPtr(dict), ConstClass(Dict), descr=<Guard3>) [i0]
+         finish(i0)",
+        "[i0]
+         record_exact_class(ConstPtr(code), ConstClass(PyCode))
+         guard_class(ConstPtr(dict), ConstClass(Dict), descr=<Guard2>) [i0]
+         finish(i0)",
+    );
+}

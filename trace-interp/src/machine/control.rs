@@ -424,6 +424,38 @@ impl<'a> Machine<'a> {
         }
     }
 
+    /// `record_known_field(p, v, descr=F)`: a promise that field `F` of `p` holds `v` (as the
+    /// field stores it). On an external object whose field this run has neither written nor
+    /// read from its initial contents, the promise decides that content (as the first class
+    /// check decides an external object's class); anywhere else the field is read and must
+    /// hold it.
+    pub(crate) fn record_known_field(&mut self, at: OpRef) -> Result<(), Stop> {
+        let fd = self.field_descr(at)?;
+        let p = self.arg(at, 0)?.bits();
+        if p == 0 {
+            return Err(broken(at, "record_known_field of null"));
+        }
+        let view = View::new(fd.offset, fd.size);
+        let kind = self.trace.kind_of(self.trace.op(at).args[1]);
+        let want = narrow(self.arg(at, 1)?, fd.size, fd.signed);
+        let heap = &mut self.st.heap;
+        if heap.reads_initial_memory(p, view, fd.immutable)
+            && !heap.initial_reads.contains(&(p, fd.offset))
+            && !heap.preset.contains_key(&(p, fd.offset))
+        {
+            heap.preset.insert((p, fd.offset), want);
+        }
+        // The read a load of the field would make, with the memory model's checks.
+        let got = self.load_as(at, p, view, fd.immutable, fd.signed, kind)?;
+        if got.bits() != want.bits() {
+            return Err(broken(
+                at,
+                format!("record_known_field: the field holds {got}, not {want}"),
+            ));
+        }
+        Ok(())
+    }
+
     pub(crate) fn call_effect(&self, at: OpRef) -> Result<CallEffect, Stop> {
         match self.descr(at)? {
             Descr::Call(cd) => Ok(cd.effect),

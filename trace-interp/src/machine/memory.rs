@@ -234,6 +234,23 @@ impl<'a> Machine<'a> {
     /// A load of `view` of the object at `addr` through the op's descriptor: the memory
     /// model's checks, then the read (`pure`: an immutable read), sign- or zero-extended.
     pub(crate) fn load(&mut self, at: OpRef, addr: u64, view: View, pure: bool, signed: bool) -> Result<(), Stop> {
+        let kind = self.trace.op(at).opcode.result_kind();
+        let v = self.load_as(at, addr, view, pure, signed, kind)?;
+        self.set(at, v);
+        Ok(())
+    }
+
+    /// [`Machine::load`] as a value of `kind`, returned rather than set (what a load of that
+    /// kind through the op's descriptor would give).
+    pub(crate) fn load_as(
+        &mut self,
+        at: OpRef,
+        addr: u64,
+        view: View,
+        pure: bool,
+        signed: bool,
+        kind: Kind,
+    ) -> Result<RtValue, Stop> {
         self.check_access(at, addr, view, self.writer(at), false)?;
         if pure && !self.st.heap.is_allocated(addr) && self.st.heap.written(addr, view) {
             return Err(broken(
@@ -241,7 +258,6 @@ impl<'a> Machine<'a> {
                 "an immutable read of bytes this trace wrote into an object it did not allocate",
             ));
         }
-        let kind = self.trace.op(at).opcode.result_kind();
         if kind == Kind::Ref && self.st.heap.forges_reference(addr, view, pure) {
             return Err(broken(
                 at,
@@ -255,9 +271,11 @@ impl<'a> Machine<'a> {
             ));
         }
         self.note_read(at, addr, view, pure);
+        if self.st.heap.reads_initial_memory(addr, view, pure) {
+            self.st.heap.initial_reads.insert((addr, view.offset));
+        }
         let v = self.st.heap.read(addr, view, kind, pure);
-        self.set(at, narrow(v, view.size, signed));
-        Ok(())
+        Ok(narrow(v, view.size, signed))
     }
 
     /// A store of `v` (already narrowed) to `view` of the object at `addr` through the op's

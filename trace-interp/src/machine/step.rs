@@ -50,9 +50,8 @@ impl<'a> Machine<'a> {
             | Unicodehash | Copystrcontent | Copyunicodecontent => self.step_strings(at)?,
             ForceToken | VirtualRef | SaveException | SaveExcClass | RestoreException | AssertNotNone
             | RecordExactClass | RecordExactValueR | RecordExactValueI | QuasiimmutField | VirtualRefFinish
-            | EnterPortalFrame | LeavePortalFrame | Keepalive | RecordKnownResult | RecordIntRange | RecordIntBits => {
-                self.step_other(at)?
-            }
+            | EnterPortalFrame | LeavePortalFrame | Keepalive | RecordKnownResult | RecordKnownField
+            | RecordIntRange | RecordIntBits => self.step_other(at)?,
             // Handled above by flag; listed so the match stays exhaustive over the table.
             InputI | InputR | InputF => {}
             _ => return Err(not_handled(at, opc)),
@@ -449,6 +448,7 @@ impl<'a> Machine<'a> {
                 }
             }
             RecordKnownResult => self.record_known_result(at)?,
+            RecordKnownField => self.record_known_field(at)?,
             QuasiimmutField | EnterPortalFrame | LeavePortalFrame | Keepalive => {}
             _ => return Err(not_handled(at, opc)),
         }

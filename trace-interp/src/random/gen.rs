@@ -350,8 +350,18 @@ impl<'c> Gen<'c> {
     pub(super) fn random_op(&mut self) -> bool {
         let c = self.cfg;
         match self.rng.weighted(&[
-            c.int_ops, c.ovf_ops, c.guards, c.heap, c.calls, c.floats, c.views, c.hints, c.frames, c.gc_bytes,
+            c.int_ops,
+            c.ovf_ops,
+            c.guards,
+            c.heap,
+            c.calls,
+            c.floats,
+            c.views,
+            c.hints,
+            c.frames,
+            c.gc_bytes,
             c.strings,
+            c.field_hints,
         ]) {
             Some(0) | None => self.int_op(),
             Some(1) => self.ovf_op(),
@@ -363,7 +373,8 @@ impl<'c> Gen<'c> {
             Some(7) => self.hint_op(),
             Some(8) => self.frame_op(),
             Some(9) => self.gc_op(),
-            _ => self.string_op(),
+            Some(10) => self.string_op(),
+            _ => self.field_hint_op(),
         }
     }
 

@@ -95,6 +95,10 @@ pub struct RandomConfig {
     /// default (so each seed's trace of the default mix stays the trace it is); the string
     /// tests and the fuzz targets turn it on.
     pub strings: u32,
+    /// Weight of `record_known_field` hints: a promise of what a field holds now (true on
+    /// the example inputs, possibly broken on others). 0 by default, like `strings`; the
+    /// fuzz targets turn it on.
+    pub field_hints: u32,
     /// The memory model of the generated traces; `None`: type-based for about a third of the
     /// seeds, byte views otherwise.
     pub aliasing: Option<Aliasing>,
@@ -125,6 +129,7 @@ impl Default for RandomConfig {
             frames: 1,
             gc_bytes: 1,
             strings: 0,
+            field_hints: 0,
             aliasing: None,
             loops: true,
             loop_objects: true,
@@ -159,6 +164,7 @@ impl RandomConfig {
             frames: 0,
             gc_bytes: 0,
             strings: 0,
+            field_hints: 0,
             loops: false,
             loop_objects: false,
             ..RandomConfig::default()

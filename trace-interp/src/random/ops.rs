@@ -345,4 +345,35 @@ impl<'c> Gen<'c> {
         let c = self.konst(Const::Int(class as i64));
         self.op(Opcode::RecordExactClass, &[p, c], None).is_some()
     }
+
+    /// `record_known_field` of what a field of an object holds now in the example run (a
+    /// promise true on the example inputs, possibly broken on others): an integer field's
+    /// value as a constant, a reference field's as a live value that holds it (or null).
+    /// Not in a loop body, where the field may change from one iteration to the next.
+    pub(super) fn field_hint_op(&mut self) -> bool {
+        if self.in_loop.is_some() {
+            return false;
+        }
+        let Some(p) = self.struct_ref() else { return false };
+        let d = &self.d;
+        let fd = *self.rng.pick(&[d.f_int, d.f_int4, d.f_u1, d.f_ref, d.f_imm]);
+        let Some(f) = self.t.descr(fd).as_field().cloned() else {
+            return false;
+        };
+        let view = crate::heap::View::new(f.offset, f.size);
+        let now = crate::machine::narrow(
+            self.st.heap.read(self.ex(p).bits(), view, f.kind, f.immutable),
+            f.size,
+            f.signed,
+        );
+        let v = match f.kind {
+            Kind::Ref if now.bits() == 0 => self.konst(Const::Ref(0)),
+            Kind::Ref => match self.pick_live(Kind::Ref, |g, l| g.ex(l.v).bits() == now.bits()) {
+                Some(v) => v,
+                None => return false,
+            },
+            _ => self.konst(Const::Int(now.bits() as i64)),
+        };
+        self.op(Opcode::RecordKnownField, &[p, v], Some(fd)).is_some()
+    }
 }

@@ -27,7 +27,7 @@ use trace_ir::entity::{GuardId, OpRef, Value};
 use trace_ir::opcode::{Kind, Opcode};
 use trace_ir::trace::{FailArg, Trace};
 use trace_ir::tree::{exit_kinds, Bridge, TraceTree};
-use trace_ir::{jump_target, GuardFacts, JumpTarget, TraceBuilder, WordFacts};
+use trace_ir::{jump_target, FieldValue, GuardFacts, JumpTarget, TraceBuilder, WordFacts};
 
 /// A random tree (see the module documentation) from a random loop of `cfg` (loops forced
 /// on) and its example inputs. A deterministic function of `(cfg, seed)`; the tree passes
@@ -89,7 +89,7 @@ pub fn grow_tree(mut root: Trace, inputs: &[RtValue], seed: u64, facts: &[GuardF
             add_params_to_fail_args(&mut root, l, g, &mut facts);
         }
     }
-    let facts_of = |g: GuardId| facts.iter().find(|f| f.guard == g).map_or(&[][..], |f| &f.words[..]);
+    let facts_of = |g: GuardId| facts.iter().find(|f| f.guard == g);
     let mut next_id = root.max_guard_id().map_or(0, |g| g.0 + 1);
     let mut tree = TraceTree::new(root);
     if let Some(g) = failing {
@@ -106,7 +106,7 @@ pub fn grow_tree(mut root: Trace, inputs: &[RtValue], seed: u64, facts: &[GuardF
         );
         tree.bridges.push(Bridge { guard: g, trace: b1 });
         if let Some(fuel) = fuel {
-            let b2 = finishing_bridge(&mut rng, &tree.bridges[0].trace, (fuel, &[]), &mut next_id);
+            let b2 = finishing_bridge(&mut rng, &tree.bridges[0].trace, (fuel, None), &mut next_id);
             tree.bridges.push(Bridge { guard: fuel, trace: b2 });
         }
     }
@@ -166,6 +166,17 @@ fn add_params_to_fail_args(t: &mut Trace, l: OpRef, g: GuardId, facts: &mut [Gua
             f.words
                 .splice(values..values, std::iter::repeat_n(WordFacts::default(), added));
         }
+        let shift = |k: &mut usize| {
+            if *k >= values {
+                *k += added;
+            }
+        };
+        for field in &mut f.fields {
+            shift(&mut field.object);
+            if let FieldValue::Word(k) = &mut field.value {
+                shift(k);
+            }
+        }
     }
 }
 
@@ -209,11 +220,12 @@ struct Gen<'r> {
 }
 
 impl<'r> Gen<'r> {
-    /// A bridge whose inputs have `kinds`, with hints stating `facts` about them.
+    /// A bridge out of a guard of `parent` whose inputs have `kinds`, with hints stating
+    /// `facts` about them.
     fn new(
         rng: &'r mut Rng,
         kinds: &[Kind],
-        facts: &[WordFacts],
+        (parent, facts): (&Trace, Option<&GuardFacts>),
         first_guard: u32,
         aliasing: trace_ir::Aliasing,
     ) -> Gen<'r> {
@@ -232,8 +244,8 @@ impl<'r> Gen<'r> {
             g.inputs.push(v);
             g.add(k, v);
         }
-        for (f, &v) in facts.iter().zip(&g.inputs) {
-            f.record(v, &mut g.b);
+        if let Some(f) = facts {
+            f.record(parent, &g.inputs.clone(), &mut g.b);
         }
         g
     }
@@ -319,14 +331,14 @@ impl<'r> Gen<'r> {
 fn bridge_one(
     rng: &mut Rng,
     root: &Trace,
-    (g, facts): (GuardId, &[WordFacts]),
+    (g, facts): (GuardId, Option<&GuardFacts>),
     exit: Vec<(Kind, Value)>,
     counting: Option<(Value, Value)>,
     token: u64,
     next_id: &mut u32,
 ) -> (Trace, Option<GuardId>) {
     let kinds: Vec<Kind> = exit.iter().map(|e| e.0).collect();
-    let mut gen = Gen::new(rng, &kinds, facts, *next_id, root.aliasing);
+    let mut gen = Gen::new(rng, &kinds, (root, facts), *next_id, root.aliasing);
     gen.body(u64::from(g.0) << 8);
     let word = |v: Value| exit.iter().position(|e| e.1 == v);
     let mut params: Vec<Value> = match root.last_label() {
@@ -377,9 +389,14 @@ fn bridge_one(
 
 /// A bridge out of guard `g` of `parent` (with what is known of its exit words) that
 /// computes a little and finishes.
-fn finishing_bridge(rng: &mut Rng, parent: &Trace, (g, facts): (GuardId, &[WordFacts]), next_id: &mut u32) -> Trace {
+fn finishing_bridge(
+    rng: &mut Rng,
+    parent: &Trace,
+    (g, facts): (GuardId, Option<&GuardFacts>),
+    next_id: &mut u32,
+) -> Trace {
     let kinds: Vec<Kind> = exit_of(parent, g).iter().map(|e| e.0).collect();
-    let mut gen = Gen::new(rng, &kinds, facts, *next_id, parent.aliasing);
+    let mut gen = Gen::new(rng, &kinds, (parent, facts), *next_id, parent.aliasing);
     gen.body(u64::from(g.0) << 8);
     let vals = gen.some_values();
     gen.b.finish(&vals);

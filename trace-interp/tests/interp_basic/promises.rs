@@ -270,3 +270,59 @@ fn a_known_result_is_what_the_call_returns_in_the_run() {
     .unwrap();
     assert_eq!(go(&t, &[x]).outcome, Outcome::Finish(vec![RtValue::Int(0)]));
 }
+
+#[test]
+fn a_known_field_is_what_the_field_holds() {
+    // `record_known_field` decides an external field nothing has read yet (as the first
+    // class check decides a class), so a later load gives that value; where the field was
+    // read or written before, it must hold the value, and of null it is broken.
+    let t = trace_ir::parse_trace(
+        "[p0]
+         record_known_field(p0, 77, descr=<FieldS n 8>)
+         i1 = getfield_gc_i(p0, descr=<FieldS n 8>)
+         finish(i1)",
+    )
+    .unwrap();
+    let obj = RtValue::Ref(0x5000_0000_2000);
+    assert_eq!(go(&t, &[obj]).outcome, Outcome::Finish(vec![RtValue::Int(77)]));
+    let broken = |text: &str, inputs: &[RtValue]| {
+        let r = go(&trace_ir::parse_trace(text).unwrap(), inputs);
+        matches!(r.outcome, Outcome::Invalid { promise: true, .. })
+    };
+    assert!(broken(
+        "[p0]
+         record_known_field(p0, 77, descr=<FieldS n 8>)
+         finish()",
+        &[RtValue::Ref(0)]
+    ));
+    // Read first: the run's value is not 77.
+    assert!(broken(
+        "[p0]
+         i1 = getfield_gc_i(p0, descr=<FieldS n 8>)
+         record_known_field(p0, 77, descr=<FieldS n 8>)
+         finish(i1)",
+        &[obj]
+    ));
+    // Written first: the promise is about the written value (narrowed as the field stores).
+    for (stored, broke) in [(77, false), (78, true)] {
+        assert_eq!(
+            broken(
+                &format!(
+                    "[p0]
+                     setfield_gc(p0, {stored}, descr=<FieldS n 8>)
+                     record_known_field(p0, 77, descr=<FieldS n 8>)
+                     finish()"
+                ),
+                &[obj]
+            ),
+            broke
+        );
+    }
+    assert!(!broken(
+        "[p0]
+         setfield_gc(p0, 257, descr=<FieldU b 8 size=1>)
+         record_known_field(p0, 1, descr=<FieldU b 8 size=1>)
+         finish()",
+        &[obj]
+    ));
+}

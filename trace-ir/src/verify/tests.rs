@@ -123,7 +123,9 @@ fn mutate(t: &mut Trace, rng: &mut Rng) {
         }
         16 => {
             // An operand of any kind (`guard_value`'s, a store's value): another kind.
-            let any: Vec<usize> = (0..n).filter(|&i| t.ops[i].opcode.info().args.contains('a')).collect();
+            let any: Vec<usize> = (0..n)
+                .filter(|&i| t.ops[i].opcode.info().args.contains('a') && !t.ops[i].args.is_empty())
+                .collect();
             if !any.is_empty() {
                 let i = any[rng.below(any.len())];
                 let k = rng.below(t.ops[i].args.len());

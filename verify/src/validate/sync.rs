@@ -394,7 +394,7 @@ impl<'t> Validator<'t> {
     }
 
     /// What `Config::guard_facts` states about the exit words of the optimized guard at `rp`
-    /// holds (the guard failing).
+    /// holds (the guard failing): each word's facts, and what each known field holds.
     fn prove_guard_facts(&mut self, g: GuardId, rp: OpRef) -> R<()> {
         let Some(facts) = self.cfg.guard_facts.iter().find(|f| f.guard == g).cloned() else {
             return Ok(());
@@ -411,6 +411,45 @@ impl<'t> Validator<'t> {
             self.prove(
                 &claim,
                 || format!("guard {g}: exit word {k} may not satisfy what the optimizer states of it ({f:?})"),
+                None,
+            )?;
+        }
+        for f in &facts.fields {
+            let (Some(&obj), Some(descr)) = (words.get(f.object), self.p.trace.descrs.get(f.descr.index())) else {
+                return Err(Stop::Invalid(
+                    self.structural(format!("guard {g}: a field fact names no exit word ({f:?})")),
+                ));
+            };
+            let value = match f.value {
+                trace_ir::FieldValue::Word(k) => match words.get(k) {
+                    Some(&w) => self.p.value(w)?,
+                    None => {
+                        return Err(Stop::Invalid(
+                            self.structural(format!("guard {g}: a field fact names no exit word ({f:?})")),
+                        ))
+                    }
+                },
+                trace_ir::FieldValue::Const(c) => Sym::Bv(crate::validate::terms::bv(c.bits())),
+            };
+            let base = self.p.value(obj)?;
+            let held = self.p.load_field(&base, &descr.clone());
+            // (Objects the trace allocated are compared as objects, not made to escape.)
+            let claim = match (&held, &value) {
+                (Sym::Obj(a), Sym::Obj(b)) => z3::ast::Bool::from_bool(a == b),
+                (Sym::Bv(a), Sym::Bv(b)) => a.eq(b),
+                _ => {
+                    let (held, value) = (self.p.escape(&held), self.p.escape(&value));
+                    held.eq(&value)
+                }
+            };
+            self.prove(
+                &claim,
+                || {
+                    format!(
+                        "guard {g}: exit word {} may not hold what the optimizer states of a field ({f:?})",
+                        f.object
+                    )
+                },
                 None,
             )?;
         }

@@ -127,6 +127,7 @@ pub(crate) fn hooked_in_hooks_mode(opc: Opcode) -> bool {
                 | GuardNotInvalidated
                 | RecordExactClass
                 | RecordKnownResult
+                | RecordKnownField
         )
 }
 

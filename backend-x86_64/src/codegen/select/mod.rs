@@ -72,8 +72,9 @@ impl Gen<'_> {
             VirtualRef => self.virtual_ref(at)?,
             VirtualRefFinish => self.virtual_ref_finish(at)?,
             // ---- hints -------------------------------------------------------------------
-            Keepalive | EnterPortalFrame | LeavePortalFrame | RecordKnownResult | RecordExactClass | AssertNotNone
-            | RecordIntRange | RecordIntBits | RecordExactValueR | RecordExactValueI | QuasiimmutField => {}
+            Keepalive | EnterPortalFrame | LeavePortalFrame | RecordKnownResult | RecordKnownField
+            | RecordExactClass | AssertNotNone | RecordIntRange | RecordIntBits | RecordExactValueR
+            | RecordExactValueI | QuasiimmutField => {}
             GetfieldGcI | GetfieldGcR | GetfieldGcF | GetfieldRawI | GetfieldRawR | GetfieldRawF => {
                 self.getfield(at)?
             }

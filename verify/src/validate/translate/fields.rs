@@ -9,8 +9,31 @@ use crate::validate::memory::{add_const, scaled, Place};
 use crate::validate::side::{Side, Sym};
 use crate::validate::terms::zero;
 use crate::validate::{unsupported, R};
+use z3::ast::Bool;
+
+use super::Translated;
 
 impl<'t> Side<'t> {
+    /// `record_known_field(p, v, descr=F)`, a promise assumed on the original: `p` is not
+    /// null and its field `F` holds `v` as the field stores it. (Not stated of an object the
+    /// trace allocated, nor with such an object as the value: the optimizer uses it on
+    /// objects from outside only.)
+    pub(super) fn record_known_field(&mut self, orig: bool, r: OpRef, op: &Op, t: &mut Translated) -> R<()> {
+        let trace = self.trace;
+        let Some(d) = op.descr.map(|d| trace.descr(d)) else {
+            return unsupported(format!("{} without a field descriptor", op.opcode));
+        };
+        let base = self.value(op.args[0])?;
+        let want = narrow_store(trace, r, self.value(op.args[1])?);
+        if !orig || self.tracked(&base).is_some() || self.tracked(&want).is_some() {
+            return Ok(());
+        }
+        let got = self.load_field(&base, d);
+        let (p, got, want) = (self.escape(&base), self.escape(&got), self.escape(&want));
+        t.fact = Some(Bool::and(&[p.eq(zero()).not(), got.eq(&want)]));
+        Ok(())
+    }
+
     /// `getfield_gc_*`: [`Side::load_field`].
     pub(super) fn getfield_gc(&mut self, r: OpRef, op: &Op) -> R<()> {
         let trace = self.trace;

@@ -139,6 +139,7 @@ impl<'t> Validator<'t> {
             Opcode::QuasiimmutField | Opcode::EnterPortalFrame | Opcode::LeavePortalFrame | Opcode::Keepalive => {}
             Opcode::RecordKnownResult => self.side(orig).record_known_result(orig, r, &op, &mut t)?,
             Opcode::RecordExactClass => self.side(orig).record_exact_class(orig, &op, &mut t)?,
+            Opcode::RecordKnownField => self.side(orig).record_known_field(orig, r, &op, &mut t)?,
             Opcode::AssertNotNone => self.side(orig).assert_not_none(orig, &op, &mut t)?,
             Opcode::RecordIntRange | Opcode::RecordIntBits => self.side(orig).record_int(orig, &op, &mut t)?,
             Opcode::ForceToken => self.side(orig).set(r, Side::force_token()),
