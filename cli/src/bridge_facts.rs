@@ -10,18 +10,35 @@
 
 use std::collections::HashMap;
 use trace_interp::RtValue;
-use trace_ir::{FailArg, Kind, Trace, TraceBuilder, Value, WordFacts};
+use trace_ir::{
+    jump_target, Const, FailArg, FieldValue, JumpTarget, Kind, OpRef, Opcode, Trace, TraceBuilder, Value, WordFacts,
+};
 
 /// What a bridge starts from: facts about each input, and inputs that are the results of
 /// calls that change nothing.
+#[derive(Clone)]
 pub struct BridgeStart {
     /// One entry per input.
     pub words: Vec<WordFacts>,
     /// Inputs that are what a call returns.
     pub known: Vec<KnownResult>,
+    /// Fields of inputs' objects known to hold an input or a constant.
+    pub fields: Vec<KnownField>,
+}
+
+/// A field of an input's object that holds a known value where the bridge starts.
+#[derive(Clone)]
+pub struct KnownField {
+    /// The input holding the object.
+    pub object: usize,
+    /// The field.
+    pub descr: trace_ir::Descr,
+    /// What it holds: an input (by index) or a constant.
+    pub value: FieldValue,
 }
 
 /// An input that is what a loop-invariant or elidable call of constants returns.
+#[derive(Clone)]
 pub struct KnownResult {
     /// The input.
     pub input: usize,
@@ -30,10 +47,13 @@ pub struct KnownResult {
     pub text: String,
 }
 
-/// Optimized PyPy traces by their index in the file, so that each is optimized once.
+/// What is known about PyPy's optimized traces of one file, by their index in the file:
+/// each is optimized once (a bridge from its own start, [`Parents::facts`]), and the start of
+/// each bridge is found once.
 #[derive(Default)]
 pub struct Parents {
     optimized: HashMap<usize, Option<optimizer::Optimized>>,
+    starts: HashMap<usize, Option<BridgeStart>>,
 }
 
 /// The guard a bridge section leaves (`bridge out of Guard 0x7f3d1d559880`): PyPy's guard
@@ -50,8 +70,23 @@ impl Parents {
     /// `traces[i + 1]` names the guard it leaves; `None` when the guard's trace is not in
     /// the file or our optimizer's output does not keep the guard's fail arguments in place.
     pub fn facts(&mut self, traces: &[Trace], i: usize) -> Option<BridgeStart> {
-        let key = parent_guard(traces.get(i + 1)?)?;
-        let p = (0..=i + 1).rev().find(|&p| {
+        self.start(traces, i + 1).cloned()
+    }
+
+    /// The start of PyPy's optimized bridge `traces[b]` (see [`Parents::facts`]). The trace
+    /// holding its guard is optimized from its own start when it is a bridge too, and an
+    /// input of it that is a known result stays one through its fail arguments.
+    fn start(&mut self, traces: &[Trace], b: usize) -> Option<&BridgeStart> {
+        if !self.starts.contains_key(&b) {
+            let start = self.find_start(traces, b);
+            self.starts.insert(b, start);
+        }
+        self.starts[&b].as_ref()
+    }
+
+    fn find_start(&mut self, traces: &[Trace], b: usize) -> Option<BridgeStart> {
+        let key = parent_guard(traces.get(b)?)?;
+        let p = (0..b).rev().find(|&p| {
             traces[p]
                 .info
                 .section
@@ -59,43 +94,121 @@ impl Parents {
                 .is_some_and(|s| s.starts_with("jit-log-opt"))
                 && traces[p].guards.iter().any(|g| g.resume_key == key)
         })?;
-        let out = self
-            .optimized
-            .entry(p)
-            .or_insert_with(|| optimizer::optimize(&traces[p], &optimizer::Options::default()).ok())
-            .as_ref()?;
+        let parent_known: Vec<Option<String>> = match self.start(traces, p) {
+            Some(s) => {
+                let mut k = vec![None; traces[p].num_inputs];
+                for r in &s.known {
+                    if let Some(x) = k.get_mut(r.input) {
+                        *x = Some(r.text.clone());
+                    }
+                }
+                k
+            }
+            None => Vec::new(),
+        };
+        if !self.optimized.contains_key(&p) {
+            let parent_start = self.start(traces, p);
+            let hinted = parent_start.and_then(|s| with_entry_facts(&traces[p], s));
+            let t = hinted.as_ref().unwrap_or(&traces[p]);
+            let out = optimizer::optimize(t, &optimizer::Options::default()).ok();
+            self.optimized.insert(p, out);
+        }
+        let out = self.optimized[&p].as_ref()?;
         let theirs = traces[p].guards.iter().find(|g| g.resume_key == key)?;
         let ours = out.trace.guards.iter().find(|g| g.resume_key == key)?;
         let words = &out.guard_facts.iter().find(|f| f.guard == ours.id)?.words;
         if ours.fail_args.len() != theirs.fail_args.len() {
             return None;
         }
+        let ours_facts = out.guard_facts.iter().find(|f| f.guard == ours.id)?;
         let mut facts = Vec::new();
         let mut known = Vec::new();
         let mut word = 0;
+        // Our exit word -> the bridge input it is.
+        let mut input_of = vec![None; words.len()];
         for (t, o) in theirs.fail_args.iter().zip(&ours.fail_args) {
             let f = match o {
                 FailArg::Value(_) => {
                     word += 1;
+                    if matches!(t, FailArg::Value(_)) {
+                        if let Some(slot) = input_of.get_mut(word - 1) {
+                            *slot = Some(facts.len());
+                        }
+                    }
                     words.get(word - 1).cloned().unwrap_or_default()
                 }
                 _ => WordFacts::default(),
             };
             if let FailArg::Value(v) = t {
-                if let Some(k) = known_result(&traces[p], *v, facts.len()) {
-                    known.push(k);
+                let source = call_source(&traces[p], *v, &parent_known, &mut Vec::new());
+                if let Some(text) = source.filter(|s| !s.is_empty()) {
+                    known.push(KnownResult {
+                        input: facts.len(),
+                        text,
+                    });
                 }
                 facts.push(f);
             }
         }
-        (facts.len() == traces[i].num_inputs).then_some(BridgeStart { words: facts, known })
+        let fields = ours_facts
+            .fields
+            .iter()
+            .filter_map(|f| {
+                let object = (*input_of.get(f.object)?)?;
+                let value = match f.value {
+                    FieldValue::Word(k) => FieldValue::Word((*input_of.get(k)?)?),
+                    // A PyPy log names each constant pointer anew (`ptrN`), so one of another
+                    // trace names nothing the bridge could compare with.
+                    FieldValue::Const(Const::Ref(a)) if a != 0 => return None,
+                    c => c,
+                };
+                let descr = out.trace.descrs.get(f.descr.index())?.clone();
+                Some(KnownField { object, descr, value })
+            })
+            .collect();
+        let inputs = traces[b].num_inputs;
+        (facts.len() == inputs).then_some(BridgeStart {
+            words: facts,
+            known,
+            fields,
+        })
     }
 }
 
-/// Input `input` of a bridge, `v` in PyPy's trace `t`, when it is what a call that changes
-/// nothing (loop-invariant or elidable effect) returns on constant operands.
-fn known_result(t: &Trace, v: Value, input: usize) -> Option<KnownResult> {
+/// The operands and descriptor (as printed, `ConstClass(f), 64, descr=<Callr 8 i EF=1 OS=5>`)
+/// of the call of constants that changes nothing (loop-invariant or elidable effect) whose
+/// result `v` in PyPy's trace `t` is: the call's result itself, an input that `inputs` (the
+/// known results among the inputs of a bridge) names, or a label parameter that every
+/// entry of its label passes such a result (PyPy's loop body takes the preamble's
+/// `threadlocalref_get` through its label). Label parameters are followed through every
+/// value their label receives (its operands and those of the jumps to it); `seen` holds the
+/// parameters being followed, which a jump passing one back leaves as it is (an empty
+/// string: no call found on that path yet).
+fn call_source(t: &Trace, v: Value, inputs: &[Option<String>], seen: &mut Vec<OpRef>) -> Option<String> {
     let r = v.as_op()?;
+    if r.index() < t.num_inputs {
+        return inputs.get(r.index()).cloned().flatten();
+    }
+    if let Some((label, k)) = label_param(t, r) {
+        if seen.contains(&r) {
+            return Some(String::new());
+        }
+        seen.push(r);
+        let mut found: Option<String> = None;
+        let jumps = t
+            .op_refs()
+            .filter(|&j| t.op(j).opcode == Opcode::Jump && jump_target(t, j) == JumpTarget::Label(label));
+        for entry in std::iter::once(label).chain(jumps) {
+            let text = call_source(t, *t.op(entry).args.get(k)?, inputs, seen)?;
+            match &found {
+                _ if text.is_empty() => {}
+                Some(f) if *f != text => return None,
+                _ => found = Some(text),
+            }
+        }
+        seen.pop();
+        return Some(found.unwrap_or_default());
+    }
     let op = t.op(r);
     let cd = t.descr(op.descr?).as_call()?;
     let changes_nothing = cd.effect.is_elidable() || cd.effect == trace_ir::CallEffect::LoopInvariant;
@@ -108,8 +221,20 @@ fn known_result(t: &Trace, v: Value, input: usize) -> Option<KnownResult> {
     let printed = trace_ir::print_trace(t);
     let name = format!("{} = {}(", value_name(t, v), op.opcode.name());
     let line = printed.lines().find(|l| l.starts_with(&name))?;
-    let text = line[name.len()..].strip_suffix(')')?.to_string();
-    Some(KnownResult { input, text })
+    Some(line[name.len()..].strip_suffix(')')?.to_string())
+}
+
+/// The label whose `k`-th parameter `r` is.
+fn label_param(t: &Trace, r: OpRef) -> Option<(OpRef, usize)> {
+    if !t.op(r).opcode.is_input() || r.index() < t.num_inputs {
+        return None;
+    }
+    let label = (0..r.index())
+        .rev()
+        .map(OpRef::new)
+        .find(|&l| t.op(l).opcode == Opcode::Label)?;
+    let k = r.index() - label.index() - 1;
+    (k < t.op(label).args.len()).then_some((label, k))
 }
 
 /// How the printer names op result `v` (its kind's letter and its index).
@@ -126,13 +251,21 @@ fn value_name(t: &Trace, v: Value) -> String {
 /// `t` with hints stating `facts` about its inputs before its first op (`None` if the
 /// result does not parse back, which a well-formed trace never causes).
 pub fn with_entry_facts(t: &Trace, start: &BridgeStart) -> Option<Trace> {
-    if start.words.iter().all(WordFacts::is_empty) && start.known.is_empty() {
+    if start.words.iter().all(WordFacts::is_empty) && start.known.is_empty() && start.fields.is_empty() {
         return None;
     }
     let mut b = TraceBuilder::new();
     let inputs: Vec<_> = t.input_kinds().into_iter().map(|k| b.input(k)).collect();
     for (f, &x) in start.words.iter().zip(&inputs) {
         f.record(x, &mut b);
+    }
+    for f in &start.fields {
+        let value = match f.value {
+            FieldValue::Word(k) => *inputs.get(k)?,
+            FieldValue::Const(c) => b.constant(c),
+        };
+        let d = b.descr(f.descr.clone());
+        b.op_with_descr(Opcode::RecordKnownField, &[*inputs.get(f.object)?, value], d);
     }
     b.finish(&[]);
     let printed = trace_ir::print_trace(&b.build_unverified());
@@ -190,7 +323,6 @@ pub fn satisfy(start: &BridgeStart, inputs: &mut [RtValue]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use trace_ir::Opcode;
 
     /// A loop PyPy optimized, then a bridge out of its second guard (noopt and optimized).
     const LOG: &str = "[1a] {jit-log-opt-loop
@@ -271,6 +403,7 @@ finish(i4)
         let nothing = BridgeStart {
             words: vec![WordFacts::default(); 3],
             known: Vec::new(),
+            fields: Vec::new(),
         };
         assert!(with_entry_facts(&traces[1], &nothing).is_none());
     }

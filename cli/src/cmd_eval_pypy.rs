@@ -17,6 +17,7 @@
 use crate::bridge_facts::{satisfy, with_entry_facts, Parents};
 use crate::common::{load_traces, no_traces, CliError, CliResult, Out};
 use crate::opcount::{Counts, CATS};
+use crate::recorded::with_recorded_constants;
 use serde::Serialize;
 use trace_interp::guided::guided_inputs;
 use trace_interp::random::random_inputs;
@@ -125,6 +126,9 @@ fn eval_file(path: &str, traces: &[Trace], cfg: &Config, runs: u64, options: &op
             row.bridges_with_facts += 1;
         }
         let t = hinted.as_ref().unwrap_or(t);
+        // What its recording proves about its constants.
+        let recorded = with_recorded_constants(t, options);
+        let t = recorded.as_ref().unwrap_or(t);
         let (out, guard_facts, carried, carried_virtuals) = match optimizer::optimize(t, options) {
             Ok(o) => (o.trace, o.guard_facts, o.carried, o.carried_virtuals),
             Err(e) => {

@@ -18,6 +18,7 @@ mod cmd_text;
 mod cmd_view;
 mod common;
 mod opcount;
+mod recorded;
 mod view;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};

@@ -16,7 +16,11 @@ pub fn category(op: Opcode) -> Option<usize> {
     if op.is_input()
         || matches!(
             op,
-            Opcode::RecordExactClass | Opcode::AssertNotNone | Opcode::RecordIntRange | Opcode::RecordIntBits
+            Opcode::RecordExactClass
+                | Opcode::AssertNotNone
+                | Opcode::RecordIntRange
+                | Opcode::RecordIntBits
+                | Opcode::RecordKnownField
         )
     {
         return None;
