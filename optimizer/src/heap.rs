@@ -65,6 +65,17 @@ impl HeapCache {
         self.items.clear();
     }
 
+    /// Forget all but the immutable fields of constant objects that hold constants (what
+    /// holds in every iteration of a loop: kept at its label).
+    pub fn keep_constant_fields(&mut self, immutable_field: impl Fn(DescrRef) -> bool) {
+        self.fields.retain(|&d, e| {
+            e.retain(|(o, v)| o.is_const() && v.is_const());
+            immutable_field(d) && !e.is_empty()
+        });
+        self.items.clear();
+        self.pure_items.clear();
+    }
+
     /// The known value of field `d` of `obj`.
     pub fn field(&self, d: DescrRef, obj: Value) -> Option<Value> {
         self.fields.get(&d)?.iter().find(|e| e.0 == obj).map(|e| e.1)

@@ -163,7 +163,8 @@ impl<'a> Pass<'a> {
             let label = label.as_op().expect("an emitted op");
             self.header.label_facts.push((label, params));
         }
-        self.mem.heap.clear();
+        let facts = &self.mem.descr_facts;
+        self.mem.heap.keep_constant_fields(|d| facts[d.index()].immutable);
         self.pure_across_label(&invariant);
         self.cse.ovf.clear();
         self.effects.exc_clear = false;

@@ -316,3 +316,36 @@ fn peeling_computes_pure_ops_on_invariant_operands_once() {
                                                                                                                          jump(p0, i1, i20, descr=TargetToken(4611686018427387905))", &peel());
     assert_eq!(enterable.body_entries.len(), 1);
 }
+
+#[test]
+fn an_immutable_field_of_a_constant_holds_in_every_iteration() {
+    // What a constant's immutable field holds (here promised before the loop) holds in every
+    // iteration: the peeled body reads and checks it no more than the preamble does. A
+    // mutable field of it is read again.
+    let input = "
+[i0]
+record_known_field(ConstPtr(code), ConstPtr(name), descr=<FieldP Code.co_name 8 pure>)
+label(i0, descr=TargetToken(3)) -> [i1]
+p2 = getfield_gc_r(ConstPtr(code), descr=<FieldP Code.co_name 8 pure>)
+guard_value(p2, ConstPtr(name), descr=<Guard1>) [i1]
+i3 = getfield_gc_i(ConstPtr(code), descr=<FieldS Code.count 16>)
+i4 = int_add(i1, i3)
+jump(i4, descr=TargetToken(3))
+";
+    let out = check_with(
+        input,
+        "
+[i0]
+record_known_field(ConstPtr(code), ConstPtr(name), descr=<FieldP Code.co_name 8 pure>)
+label(i0, descr=TargetToken(3)) -> [i1]
+i3 = getfield_gc_i(ConstPtr(code), descr=<FieldS Code.count 16>)
+i4 = int_add(i1, i3)
+label(i4, descr=TargetToken(4611686018427387907)) -> [i5]
+i6 = getfield_gc_i(ConstPtr(code), descr=<FieldS Code.count 16>)
+i7 = int_add(i5, i6)
+jump(i7, descr=TargetToken(4611686018427387907))
+",
+        &peel(),
+    );
+    assert!(out.trace.guards.is_empty());
+}
