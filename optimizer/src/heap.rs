@@ -65,11 +65,12 @@ impl HeapCache {
         self.items.clear();
     }
 
-    /// Forget all but the immutable fields of constant objects that hold constants (what
-    /// holds in every iteration of a loop: kept at its label).
-    pub fn keep_constant_fields(&mut self, immutable_field: impl Fn(DescrRef) -> bool) {
+    /// Forget all but the immutable fields (`keep` says which entries: those whose object
+    /// and value stay what they are, as constants and values defined before a loop's label
+    /// do in every iteration of the loop: kept at its label).
+    pub fn keep_fields(&mut self, immutable_field: impl Fn(DescrRef) -> bool, keep: impl Fn(Value, Value) -> bool) {
         self.fields.retain(|&d, e| {
-            e.retain(|(o, v)| o.is_const() && v.is_const());
+            e.retain(|(o, v)| keep(*o, *v));
             immutable_field(d) && !e.is_empty()
         });
         self.items.clear();

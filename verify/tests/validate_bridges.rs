@@ -203,3 +203,31 @@ fn a_known_field_is_proven_against_the_load() {
     );
     common::assert_optimizer_output_not_invalid(orig);
 }
+
+/// A loop's body takes what an immutable field of an object defined before its label held
+/// there (the same object, the same field, in every iteration); a mutable field it may not.
+#[test]
+fn an_immutable_field_read_before_the_label_is_proven_in_the_body() {
+    let orig = "[p0, i0]
+         p1 = getfield_gc_r(p0, descr=<FieldP ec 8 pure>)
+         p2 = getfield_gc_r(p1, descr=<FieldP tracefunc 16 pure>)
+         guard_isnull(p2, descr=<Guard1>) [i0]
+         label(i0, descr=TargetToken(5)) -> [i3]
+         p4 = getfield_gc_r(p1, descr=<FieldP tracefunc 16 pure>)
+         guard_isnull(p4, descr=<Guard2>) [i3]
+         i5 = int_add(i3, 1)
+         jump(i5, descr=TargetToken(5))";
+    let opt = "[p0, i0]
+         p1 = getfield_gc_r(p0, descr=<FieldP ec 8 pure>)
+         p2 = getfield_gc_r(p1, descr=<FieldP tracefunc 16 pure>)
+         guard_isnull(p2, descr=<Guard1>) [i0]
+         label(i0, descr=TargetToken(5)) -> [i3]
+         i5 = int_add(i3, 1)
+         jump(i5, descr=TargetToken(5))";
+    common::assert_valid(orig, opt);
+    common::assert_invalid(
+        &orig.replace("tracefunc 16 pure", "tracefunc 16"),
+        &opt.replace("tracefunc 16 pure", "tracefunc 16"),
+    );
+    common::assert_optimizer_output_not_invalid(orig);
+}

@@ -3,7 +3,7 @@
 //! loop assumes about its header's parameters ([`HeaderFacts`]).
 
 use super::pure::{map_args, Key};
-use super::{Pass, F_FRESH, F_NONNULL};
+use super::{Pass, F_FRESH, F_NONNULL, NO_VIRT};
 use crate::domain::IntBound;
 use smallvec::SmallVec;
 use trace_ir::fxhash::FxHashMap;
@@ -163,8 +163,11 @@ impl<'a> Pass<'a> {
             let label = label.as_op().expect("an emitted op");
             self.header.label_facts.push((label, params));
         }
-        let facts = &self.mem.descr_facts;
-        self.mem.heap.keep_constant_fields(|d| facts[d.index()].immutable);
+        let (facts, info) = (&self.mem.descr_facts, &self.v.info);
+        let fixed = |v: Value| v.as_op().is_none_or(|o| info[o.index()].virt == NO_VIRT);
+        self.mem
+            .heap
+            .keep_fields(|d| facts[d.index()].immutable, |o, v| fixed(o) && fixed(v));
         self.pure_across_label(&invariant);
         self.cse.ovf.clear();
         self.effects.exc_clear = false;

@@ -349,3 +349,31 @@ jump(i7, descr=TargetToken(4611686018427387907))
     );
     assert!(out.trace.guards.is_empty());
 }
+
+#[test]
+fn an_immutable_field_read_before_the_label_holds_in_every_iteration() {
+    // An object defined before the loop's label is the same object in every iteration, so
+    // what its immutable field held before the label it holds in every iteration.
+    check(
+        "
+[p0, i0]
+p1 = getfield_gc_r(p0, descr=<FieldP ec 8 pure>)
+p2 = getfield_gc_r(p1, descr=<FieldP tracefunc 16 pure>)
+guard_isnull(p2, descr=<Guard1>) [i0]
+label(i0, descr=TargetToken(5)) -> [i3]
+p4 = getfield_gc_r(p1, descr=<FieldP tracefunc 16 pure>)
+guard_isnull(p4, descr=<Guard2>) [i3]
+i5 = int_add(i3, 1)
+jump(i5, descr=TargetToken(5))
+",
+        "
+[p0, i0]
+p1 = getfield_gc_r(p0, descr=<FieldP ec 8 pure>)
+p2 = getfield_gc_r(p1, descr=<FieldP tracefunc 16 pure>)
+guard_isnull(p2, descr=<Guard1>) [i0]
+label(i0, descr=TargetToken(5)) -> [i3]
+i5 = int_add(i3, 1)
+jump(i5, descr=TargetToken(5))
+",
+    );
+}
