@@ -238,20 +238,14 @@ fn store(addr: u64, size: u8, v: u64) -> HookReply {
     HookReply::Value(0)
 }
 
-/// `record_known_field`, a promise (`docs/memory-model.md`): the field must hold the value
-/// as the field stores it, or the op is invalid.
+/// `record_known_field`, a promise: the field holds the value's low bytes, or it is invalid.
 fn exec_known_field(req: &HookRequest<'_>) -> HookReply {
     let Some(f) = req.descr.and_then(Descr::as_field).filter(|_| arg(req, 0) != 0) else {
         return HookReply::Invalid;
     };
-    let bits = 8 * f.size as u32;
-    let narrow = |v: u64| match (bits, f.signed) {
-        (64, _) => v,
-        (_, true) => (((v << (64 - bits)) as i64) >> (64 - bits)) as u64,
-        (_, false) => v & ((1u64 << bits) - 1),
-    };
-    match load(arg(req, 0).wrapping_add(f.offset as u64), f.size, f.signed) {
-        HookReply::Value(v) if v == narrow(arg(req, 1)) => HookReply::Value(0),
+    let mask = u64::MAX >> (64 - 8 * u32::from(f.size.clamp(1, 8)));
+    match load(arg(req, 0).wrapping_add(f.offset as u64), f.size, false) {
+        HookReply::Value(v) if v & mask == arg(req, 1) & mask => HookReply::Value(0),
         _ => HookReply::Invalid,
     }
 }
