@@ -40,8 +40,9 @@
 //! view, and no part of tracejit relates such views). Immutable reads (pure fields,
 //! `getarrayitem_gc_pure_*`, lengths, string contents of external objects) use epoch 0, so
 //! they never change. [`Heap::preset`] (from `RunConfig::preset`, filled by the guided input
-//! search) overrides the derived value of chosen views of initial memory. Unwritten bytes of
-//! allocated objects are zero.
+//! search) overrides the derived value of chosen views of initial memory, and
+//! [`Heap::decided`] (what a `record_known_field` promised of a view nobody read as its kind)
+//! that of views of one kind. Unwritten bytes of allocated objects are zero.
 //!
 //! # Escape and calls that may write the heap
 //!
@@ -365,10 +366,15 @@ pub struct Heap {
     pub preset: HashMap<(u64, i64), RtValue>,
     /// Addresses a fresh object must not get: the trace's pointer constants.
     pub taken: std::collections::HashSet<u64>,
-    /// Views `(address, offset)` of external memory the run has read from its initial
-    /// contents: a `record_known_field` may decide an initial value only where none was
-    /// read.
-    pub initial_reads: std::collections::HashSet<(u64, i64)>,
+    /// Views `(address, offset, kind)` of external memory the run has read from its initial
+    /// contents: a `record_known_field` may decide an initial value only where no view of
+    /// that start and kind was read.
+    pub initial_reads: std::collections::HashSet<(u64, i64, Kind)>,
+    /// Initial contents of external memory a `record_known_field` decided, by view start and
+    /// kind: like [`Heap::preset`], but only for reads of that kind (views of initial memory
+    /// that read another kind are not related, so a promise about one decides nothing about
+    /// them, whether or not a read of them came first).
+    pub decided: HashMap<(u64, i64, Kind), RtValue>,
 }
 
 impl Heap {
@@ -533,6 +539,9 @@ impl Heap {
         if epoch == 0 {
             if let Some(v) = self.preset.get(&(addr, view.offset)) {
                 return v.with_kind(kind);
+            }
+            if let Some(v) = self.decided.get(&(addr, view.offset, kind)) {
+                return *v;
             }
         }
         derived_value(kind, hash_words(&[0x0b1ec7, addr, view.offset as u64, epoch]))

@@ -189,6 +189,15 @@ fn fuzz_findings_stay_fixed() {
     ])
     .unwrap();
     check_validate(&[92, 92, 97, 114, 105, 116, 185]).unwrap();
+    // optimize_diff: under type-based aliasing a float field was read, then an integer
+    // `record_known_field` promised the same bytes, then the float was stored back. The
+    // optimizer dropped the store and the dead load; without the load first, the promise
+    // decided the initial bytes the float view read too. A promise now decides only reads of
+    // its kind (`trace_interp` test `a_known_field_decides_only_reads_of_its_kind`).
+    check_optimize_diff(&[
+        231, 1, 5, 0, 128, 0, 0, 8, 143, 0, 0, 46, 100, 4, 111, 114, 95, 105, 100, 101, 110, 116, 105, 0, 148, 0,
+    ])
+    .unwrap();
     // optimize_diff: an `assert_not_none` the original breaks on some inputs, after which a
     // guard's exit word is null; the optimizer states what the promise said (non-null) at
     // the guard. A run that breaks a promise has no defined outcome, so the stated facts are

@@ -426,9 +426,9 @@ impl<'a> Machine<'a> {
 
     /// `record_known_field(p, v, descr=F)`: a promise that field `F` of `p` holds `v` (as the
     /// field stores it). On an external object whose field this run has neither written nor
-    /// read from its initial contents, the promise decides that content (as the first class
-    /// check decides an external object's class); anywhere else the field is read and must
-    /// hold it.
+    /// read from its initial contents as the field's kind, the promise decides that content
+    /// for reads of that kind ([`crate::heap::Heap::decided`]; as the first class check
+    /// decides an external object's class); anywhere else the field is read and must hold it.
     pub(crate) fn record_known_field(&mut self, at: OpRef) -> Result<(), Stop> {
         let fd = self.field_descr(at)?;
         let p = self.arg(at, 0)?.bits();
@@ -439,11 +439,12 @@ impl<'a> Machine<'a> {
         let kind = self.trace.kind_of(self.trace.op(at).args[1]);
         let want = narrow(self.arg(at, 1)?, fd.size, fd.signed);
         let heap = &mut self.st.heap;
+        let key = (p, fd.offset, kind);
         if heap.reads_initial_memory(p, view, fd.immutable)
-            && !heap.initial_reads.contains(&(p, fd.offset))
+            && !heap.initial_reads.contains(&key)
             && !heap.preset.contains_key(&(p, fd.offset))
         {
-            heap.preset.insert((p, fd.offset), want);
+            heap.decided.entry(key).or_insert(want);
         }
         // The read a load of the field would make, with the memory model's checks.
         let got = self.load_as(at, p, view, fd.immutable, fd.signed, kind)?;

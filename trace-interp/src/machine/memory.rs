@@ -272,7 +272,7 @@ impl<'a> Machine<'a> {
         }
         self.note_read(at, addr, view, pure);
         if self.st.heap.reads_initial_memory(addr, view, pure) {
-            self.st.heap.initial_reads.insert((addr, view.offset));
+            self.st.heap.initial_reads.insert((addr, view.offset, kind));
         }
         let v = self.st.heap.read(addr, view, kind, pure);
         Ok(narrow(v, view.size, signed))

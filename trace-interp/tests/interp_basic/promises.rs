@@ -326,3 +326,38 @@ fn a_known_field_is_what_the_field_holds() {
         &[obj]
     ));
 }
+
+#[test]
+fn a_known_field_decides_only_reads_of_its_kind() {
+    // Views of initial memory that read another kind are unrelated, so a float read of the
+    // same bytes, before or after the promise, sees the derived float either way: dropping a
+    // dead float load before the promise changes nothing.
+    let obj = RtValue::Ref(0x5000_0000_2000);
+    let float_after = |read_first: bool| {
+        let first = if read_first {
+            "f9 = getfield_gc_f(p0, descr=<FieldF v 8>)"
+        } else {
+            ""
+        };
+        let text = format!(
+            "[p0]
+             {first}
+             record_known_field(p0, 77, descr=<FieldS n 8>)
+             i1 = getfield_gc_i(p0, descr=<FieldS n 8>)
+             f2 = getfield_gc_f(p0, descr=<FieldF v 8>)
+             finish(i1, f2)"
+        );
+        go(&trace_ir::parse_trace(&text).unwrap(), &[obj]).outcome
+    };
+    let (before, after) = (float_after(true), float_after(false));
+    assert_eq!(before, after);
+    let Outcome::Finish(values) = before else {
+        panic!("{before:?}")
+    };
+    assert_eq!(values[0], RtValue::Int(77));
+    assert_ne!(
+        values[1].bits(),
+        77,
+        "the float view is not decided by the integer promise"
+    );
+}
