@@ -209,6 +209,11 @@ impl Abstraction {
                 (a, b) = Abstraction::operands(opc, &x, &y);
             }
         }
+        if let Some(k) = power_of_two_factor(opc, &b) {
+            // `x * 2^k` is `x << k` (wrapping): exact, and no circuit; the form a strength
+            // reduction writes, so both sides give the same term.
+            return Some((a.bvshl(&bv(k)), valid));
+        }
         if !self.abstracts(opc, &a, &b) {
             return None;
         }
@@ -283,6 +288,14 @@ pub(super) fn heavy_axioms(opc: Opcode, a: &BV, b: &BV, f: &BV) -> Vec<Bool> {
         ],
         _ => Vec::new(),
     }
+}
+
+/// `k` when `opc` is a product and `b` (the constant operand, second after
+/// [`Abstraction::operands`]) is `2^k` with `1 <= k <= 63`.
+fn power_of_two_factor(opc: Opcode, b: &BV) -> Option<u64> {
+    let c = b.as_u64()?;
+    (matches!(opc, Opcode::IntMul | Opcode::IntMulOvf) && c.is_power_of_two() && c > 1)
+        .then(|| c.trailing_zeros() as u64)
 }
 
 /// `x` when `t` is `-x` (Z3's simplifier writes it `-1 * x`).

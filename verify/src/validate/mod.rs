@@ -182,7 +182,8 @@
 //! function, one symbol per op shared by both traces (`int_mul_ovf` shares `int_mul`'s),
 //! on operands simplified and, for commutative ops, ordered, so the same computation on both
 //! sides is the same term and congruence covers CSE; `(-x) * (-y)` is `x * y`, and `x / x`,
-//! `x % x` are exact without a circuit. The "no overflow" flag of `int_mul_ovf` is an
+//! `x % x` and `x * 2^k` (as `x << k`, the form a strength reduction writes) are exact
+//! without a circuit. The "no overflow" flag of `int_mul_ovf` is an
 //! uninterpreted predicate of the same operands. Cheap facts that hold in the full
 //! semantics are assumed with them (multiplication by 0, 1 and -1, division of 0, division by
 //! 1 and -1, no overflow when multiplying by 0 or 1).
