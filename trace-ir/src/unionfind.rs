@@ -32,7 +32,18 @@ impl UnionFind {
         }
     }
     /// The representative of `v` (path halving).
+    #[inline]
     pub fn find(&mut self, v: Value) -> Value {
+        // Most values are their own representative: one load decides it.
+        match v.data() {
+            ValueData::Op(o) if matches!(self.forwarded.get(o.index()), Some(Some(_))) => self.find_forwarded(v),
+            _ => v,
+        }
+    }
+
+    /// [`UnionFind::find`] of a value that is forwarded.
+    #[inline(never)]
+    fn find_forwarded(&mut self, v: Value) -> Value {
         let mut cur = v;
         let mut steps = 0usize;
         while let ValueData::Op(o) = cur.data() {

@@ -41,6 +41,11 @@ pub(crate) struct Resume {
     /// condition, so the comparison is not kept alive only for the exit (the backend then
     /// fuses it into the guard's jump).
     pub exit_subst: Option<(Value, Value)>,
+    /// Scratch of `field_facts`: per output op, the stamp of the last guard it was an exit
+    /// word of and its first index there (a lookup without a search or a sort per guard).
+    pub word_at: Vec<(u32, u32)>,
+    /// The stamp of the guard `field_facts` last looked at (0: none yet).
+    pub stamp: u32,
 }
 
 impl Clone for Resume {
@@ -169,16 +174,29 @@ impl<'a> Pass<'a> {
         if !self.opts.heapcache || self.mem.heap.no_fields() {
             return facts;
         }
-        let mut words: SmallVec<[Value; 16]> = SmallVec::new();
-        data.for_each_value(|v| words.push(v));
-        for w in words.iter_mut() {
-            *w = self.find(*w);
+        // The first index of each exit word, by output op (stamped with this guard).
+        let mut at = std::mem::take(&mut self.resume.word_at);
+        at.resize(at.len().max(self.v.ops.len()), (0, 0));
+        self.resume.stamp = self.resume.stamp.wrapping_add(1);
+        if self.resume.stamp == 0 {
+            at.fill((0, 0));
+            self.resume.stamp = 1;
         }
-        let mut entries: SmallVec<[(trace_ir::DescrRef, Value, Value); 16]> = SmallVec::new();
-        self.mem.heap.for_each_field(|d, obj, val| entries.push((d, obj, val)));
-        for e in entries.iter_mut() {
-            *e = (e.0, self.find(e.1), self.find(e.2));
-        }
+        let stamp = self.resume.stamp;
+        let mut k = 0u32;
+        data.for_each_value(|v| {
+            if let Some(o) = self.find(v).as_op() {
+                if at[o.index()].0 != stamp {
+                    at[o.index()] = (stamp, k);
+                }
+            }
+            k += 1;
+        });
+        let word = |v: Value| {
+            let o = v.as_op()?;
+            let &(s, k) = at.get(o.index())?;
+            (s == stamp).then_some(k as usize)
+        };
         let layout = &self.mem.layout;
         let written = |d| {
             data.writes.iter().any(|w| {
@@ -189,15 +207,18 @@ impl<'a> Pass<'a> {
                 layout.may_overlap(loc, Loc::field(d))
             })
         };
-        for (d, obj, val) in entries {
-            let Some(object) = words.iter().position(|&w| w == obj).filter(|_| !obj.is_const()) else {
-                continue;
+        let (heap, values) = (&self.mem.heap, &mut self.v);
+        heap.for_each_field(|d, obj, val| {
+            let obj = values.uf.find(obj);
+            let Some(object) = word(obj) else {
+                return;
             };
-            let value = match self.const_val(val) {
-                Some(c) => FieldValue::Const(c),
-                None => match words.iter().position(|&w| w == val) {
+            let val = values.uf.find(val);
+            let value = match val.as_const() {
+                Some(c) => FieldValue::Const(values.consts.get(c)),
+                None => match word(val) {
                     Some(k) => FieldValue::Word(k),
-                    None => continue,
+                    None => return,
                 },
             };
             if !written(d) {
@@ -207,7 +228,8 @@ impl<'a> Pass<'a> {
                     value,
                 });
             }
-        }
+        });
+        self.resume.word_at = at;
         facts.sort_by_key(|f| (f.object, f.descr.index()));
         facts
     }
