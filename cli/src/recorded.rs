@@ -5,8 +5,10 @@
 //! it passed. So where our optimizer reduces a guard to one on constants, the recording
 //! proves the guard's condition, and a constant's class and immutable fields never change:
 //!
-//! - `guard_value(ConstPtr(a), ConstPtr(b))`: `a` and `b` name one object (the trace is
-//!   read again with `b` written as `a`);
+//! - `guard_value(ConstPtr(a), ConstPtr(b))`, or `guard_true(instance_ptr_eq(x, y))` (and
+//!   `ptr_eq`, or `guard_false` of `_ne`) where `x` and `y` are `ConstPtr(a)` and
+//!   `ConstPtr(b)` to our optimizer (which folds such a comparison of two names to false):
+//!   `a` and `b` name one object (the trace is read again with `b` written as `a`);
 //! - `guard_class(ConstPtr(a), C)` (or `guard_nonnull_class`): `a`'s class is `C`
 //!   (`record_exact_class` before the first op);
 //! - `guard_value(x, K)`, `guard_false(x)` or `guard_isnull(x)` where `x` is an immutable
@@ -29,8 +31,19 @@ pub fn with_recorded_constants(t: &Trace, options: &optimizer::Options) -> Optio
     let mut cur: Option<Trace> = None;
     for _ in 0..ROUNDS {
         let input = cur.as_ref().unwrap_or(t);
-        let out = optimizer::optimize(input, options).ok()?;
-        let (renames, hints) = learn(&out.trace);
+        let explained = optimizer::Options {
+            explain: true,
+            ..options.clone()
+        };
+        let out = optimizer::optimize(input, &explained).ok()?;
+        let (mut renames, hints) = learn(&out.trace);
+        // The explanation's input is the peeled loop when the optimizer peeled it.
+        let peeled = options.peel.then(|| trace_ir::peel_loop(input)).flatten();
+        for (from, to) in compared_equal(peeled.as_ref().unwrap_or(input), &out) {
+            if !renames.iter().any(|(f, _)| *f == from || *f == to) {
+                renames.push((from, to));
+            }
+        }
         if renames.is_empty() && hints.is_empty() {
             break;
         }
@@ -101,6 +114,44 @@ fn learn(t: &Trace) -> (Vec<(String, String)>, Vec<String>) {
         }
     }
     (renames, hints)
+}
+
+/// The renames `(b, a)` the recording proves by the identity comparisons that `input`'s
+/// guards passed on what `out` (its optimized form, with an explanation) knows to be the
+/// named pointer constants `a` and `b`.
+fn compared_equal(input: &Trace, out: &optimizer::Optimized) -> Vec<(String, String)> {
+    let Some(explanation) = &out.explanation else {
+        return Vec::new();
+    };
+    // The named pointer constant an operand of `input` is in the output, if any.
+    let name = |v: Value| match v.as_op() {
+        None => named_pointer(input, v),
+        Some(o) => match explanation.fates.get(o.index()) {
+            Some(optimizer::Fate::Removed { value: Some(c), .. }) => named_pointer(&out.trace, *c),
+            _ => None,
+        },
+    };
+    let mut renames = Vec::new();
+    for op in &input.ops {
+        let Some(cond) = op.args.first().and_then(|a| a.as_op()) else {
+            continue;
+        };
+        let cmp = input.op(cond);
+        let equal = match (op.opcode, cmp.opcode) {
+            (Opcode::GuardTrue, Opcode::PtrEq | Opcode::InstancePtrEq) => true,
+            (Opcode::GuardFalse, Opcode::PtrNe | Opcode::InstancePtrNe) => true,
+            _ => false,
+        };
+        if !equal {
+            continue;
+        }
+        if let (Some(a), Some(b)) = (name(cmp.args[0]), name(cmp.args[1])) {
+            if a != b {
+                renames.push((b, a));
+            }
+        }
+    }
+    renames
 }
 
 /// `record_known_field(ConstPtr(a), value, descr=F)` when `x` is a read of the immutable
@@ -179,6 +230,51 @@ mod tests {
             "{}",
             r.outcome
         );
+    }
+
+    #[test]
+    fn an_identity_comparison_the_recording_passed_names_one_object() {
+        // The object's globals are `ptr10` to the optimizer; the guard compares them with
+        // `ptr20`, which folds to an always-failing guard unless the two names are one.
+        let t = trace_ir::parse_trace(
+            "[p0]
+             p1 = new_with_vtable(descr=<SizeDescr 32>)
+             setfield_gc(p1, ConstPtr(ptr10), descr=<FieldP Function.inst_globals 24 pure>)
+             p2 = getfield_gc_r(p1, descr=<FieldP Function.inst_globals 24 pure>)
+             i3 = instance_ptr_eq(ConstPtr(ptr20), p2)
+             guard_true(i3, descr=<Guard1>) [p0]
+             p4 = getfield_gc_r(p1, descr=<FieldP Function.inst_globals 24 pure>)
+             i5 = ptr_ne(p4, ConstPtr(ptr30))
+             guard_false(i5, descr=<Guard2>) [p0]
+             finish(p2)",
+        )
+        .unwrap();
+        let options = optimizer::Options::default();
+        let before = optimizer::optimize(&t, &options).unwrap();
+        assert!(
+            trace_ir::print_trace(&before.trace).contains("guard_true(0"),
+            "{}",
+            trace_ir::print_trace(&before.trace)
+        );
+        let stated = with_recorded_constants(&t, &options).expect("comparisons of constants");
+        let text = trace_ir::print_trace(&stated);
+        let names = ["ptr10", "ptr20", "ptr30"].iter().filter(|n| text.contains(*n)).count();
+        assert_eq!(names, 1, "{text}");
+        let out = optimizer::optimize(&stated, &options).unwrap();
+        assert!(
+            out.trace.ops.iter().all(|o| !o.opcode.is_guard()),
+            "{}",
+            trace_ir::print_trace(&out.trace)
+        );
+        // A comparison the recording failed (`guard_false` of an `_eq`) proves nothing.
+        let failed = trace_ir::parse_trace(
+            "[p0]
+             i1 = instance_ptr_eq(ConstPtr(ptr20), ConstPtr(ptr10))
+             guard_false(i1, descr=<Guard1>) [p0]
+             finish(p0)",
+        )
+        .unwrap();
+        assert!(with_recorded_constants(&failed, &options).is_none());
     }
 
     #[test]
