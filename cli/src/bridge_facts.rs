@@ -126,6 +126,8 @@ impl Parents {
         let mut word = 0;
         // Our exit word -> the bridge input it is.
         let mut input_of = vec![None; words.len()];
+        // The parent's text, printed when a call's operands are first needed.
+        let mut listing = None;
         for (t, o) in theirs.fail_args.iter().zip(&ours.fail_args) {
             let f = match o {
                 FailArg::Value(_) => {
@@ -140,7 +142,7 @@ impl Parents {
                 _ => WordFacts::default(),
             };
             if let FailArg::Value(v) = t {
-                let source = call_source(&traces[p], *v, &parent_known, &mut Vec::new());
+                let source = call_source(&traces[p], *v, &parent_known, &mut Vec::new(), &mut listing);
                 if let Some(text) = source.filter(|s| !s.is_empty()) {
                     known.push(KnownResult {
                         input: facts.len(),
@@ -183,8 +185,15 @@ impl Parents {
 /// `threadlocalref_get` through its label). Label parameters are followed through every
 /// value their label receives (its operands and those of the jumps to it); `seen` holds the
 /// parameters being followed, which a jump passing one back leaves as it is (an empty
-/// string: no call found on that path yet).
-fn call_source(t: &Trace, v: Value, inputs: &[Option<String>], seen: &mut Vec<OpRef>) -> Option<String> {
+/// string: no call found on that path yet). `listing` is `t` printed (printed here when
+/// `None`).
+fn call_source(
+    t: &Trace,
+    v: Value,
+    inputs: &[Option<String>],
+    seen: &mut Vec<OpRef>,
+    listing: &mut Option<trace_ir::text::Listing>,
+) -> Option<String> {
     let r = v.as_op()?;
     if r.index() < t.num_inputs {
         return inputs.get(r.index()).cloned().flatten();
@@ -199,7 +208,7 @@ fn call_source(t: &Trace, v: Value, inputs: &[Option<String>], seen: &mut Vec<Op
             .op_refs()
             .filter(|&j| t.op(j).opcode == Opcode::Jump && jump_target(t, j) == JumpTarget::Label(label));
         for entry in std::iter::once(label).chain(jumps) {
-            let text = call_source(t, *t.op(entry).args.get(k)?, inputs, seen)?;
+            let text = call_source(t, *t.op(entry).args.get(k)?, inputs, seen, listing)?;
             match &found {
                 _ if text.is_empty() => {}
                 Some(f) if *f != text => return None,
@@ -218,10 +227,13 @@ fn call_source(t: &Trace, v: Value, inputs: &[Option<String>], seen: &mut Vec<Op
     if !op.args.iter().all(|a| a.is_const()) {
         return None;
     }
-    let printed = trace_ir::print_trace(t);
     let name = format!("{} = {}(", value_name(t, v), op.opcode.name());
-    let line = printed.lines().find(|l| l.starts_with(&name))?;
-    Some(line[name.len()..].strip_suffix(')')?.to_string())
+    let line = listing
+        .get_or_insert_with(|| trace_ir::text::print_listing(t))
+        .line_of(r)?
+        .trim_start();
+    let line = line.strip_prefix(&name)?;
+    Some(line.strip_suffix(')')?.to_string())
 }
 
 /// The label whose `k`-th parameter `r` is.
@@ -363,6 +375,7 @@ finish(i4)
         assert_eq!(start.words[1].range, Some((0, 15)));
         assert_eq!(start.known.len(), 1);
         assert_eq!(start.known[0].input, 2);
+        assert_eq!(start.known[0].text, "ConstClass(tl), 64, descr=<Callr 8 i EF=1 OS=5>");
         let hinted = with_entry_facts(&traces[1], &start).unwrap();
         let opcodes: Vec<Opcode> = hinted.ops.iter().map(|o| o.opcode).collect();
         for hint in [
