@@ -29,7 +29,7 @@
 //! [`runs_equivalent`] compares a run of an original trace with a run of its optimized form:
 //! by resume key for a peeled form, and allowing an early exit at a fused guard.
 
-use crate::heap::{Heap, View};
+use crate::heap::{Cell, Cells, Heap, View};
 use crate::{run, Outcome, RtValue, RunConfig, RunResult, StopAt};
 use std::collections::{BTreeSet, HashMap};
 use trace_ir::opcode::{Kind, Opcode};
@@ -92,13 +92,35 @@ impl<'a> Cmp<'a> {
                     .map(|(&s, c)| (View::new(s, c.size), c.value.kind()))
                     .collect();
                 for (view, kind) in views {
+                    let at = format!("{what}@{}..{}", view.offset, view.end());
+                    let cell = |cells: &Cells| cells.get(&view.offset).filter(|c| c.size == view.size).copied();
+                    if let Some(r) = self.reference_bytes(&at, cell(&oa.cells).as_ref(), cell(&ob.cells).as_ref()) {
+                        r?;
+                        continue;
+                    }
                     let fa = oa.read(view, kind, self.a.epoch, false);
                     let fb = ob.read(view, kind, self.b.epoch, false);
-                    self.value(&format!("{what}@{}..{}", view.offset, view.end()), fa, fb)?;
+                    self.value(&at, fa, fb)?;
                 }
                 Ok(())
             }
         }
+    }
+
+    /// The cells at `view` of two runs, compared as bytes of references when either holds
+    /// what a write left of one ([`crate::heap::Cell::reference`]): the same bytes of
+    /// corresponding references. `None` when neither does.
+    fn reference_bytes(&mut self, what: &str, ca: Option<&Cell>, cb: Option<&Cell>) -> Option<Result<(), String>> {
+        let (ra, rb) = (ca.and_then(|c| c.reference), cb.and_then(|c| c.reference));
+        if ra.is_none() && rb.is_none() {
+            return None;
+        }
+        Some(match (ra, rb) {
+            (Some((x, i)), Some((y, j))) if i == j => self.refs(what, x, y),
+            _ => Err(format!(
+                "{what}: bytes of a reference in one run, other bytes in the other: {ca:?} != {cb:?}"
+            )),
+        })
     }
 
     fn values(&mut self, what: &str, a: &[RtValue], b: &[RtValue]) -> Result<(), String> {
@@ -197,9 +219,15 @@ fn compare(a: &RunResult, b: &RunResult, same_ids: bool) -> Result<(), String> {
             .map(|(&s, c)| (View::new(s, c.size), c.value.kind()))
             .collect();
         for (view, kind) in views {
+            let at = format!("external 0x{addr:x}@{}..{}", view.offset, view.end());
+            let cell = |cells: &Cells| cells.get(&view.offset).filter(|c| c.size == view.size).copied();
+            if let Some(r) = c.reference_bytes(&at, cell(&ca).as_ref(), cell(&cb).as_ref()) {
+                r?;
+                continue;
+            }
             let va = a.heap.read(addr, view, kind, false);
             let vb = b.heap.read(addr, view, kind, false);
-            c.value(&format!("external 0x{addr:x}@{}..{}", view.offset, view.end()), va, vb)?;
+            c.value(&at, va, vb)?;
         }
     }
     let raw: BTreeSet<(i64, u8, Kind)> = a

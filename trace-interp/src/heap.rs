@@ -23,7 +23,8 @@
 //! descriptor (a field's offset; an array item `base + index * item_size`; an interior field
 //! `16 + index * item_size + offset`; string characters from offset 16). What the run wrote
 //! is kept as [`Cell`]s, each the value of one write, which never overlap: a write that
-//! covers part of an older cell keeps the older cell's other bytes as integer cells. A read
+//! covers part of an older cell keeps the older cell's other bytes as integer cells (those of
+//! a reference remember it: [`Cell::reference`]). A read
 //! whose view is exactly one cell returns that cell's value; a read that overlaps several
 //! cells, or cells and unwritten bytes, assembles its bytes (little-endian) from them and
 //! from the view's value of unwritten memory. Each cell remembers the descriptor that wrote
@@ -152,6 +153,11 @@ pub struct Cell {
     /// Whether it is an object's class word or an array's or string's length word, written
     /// by the allocation: no write may change it.
     pub header: bool,
+    /// For bytes a later write left of a reference (an integer cell): the reference and the
+    /// offset of the cell's first byte in it. An address differs from one run of a program
+    /// to the next, so its bytes are not a number (reading them breaks a promise, and two runs
+    /// hold the same bytes when they hold the same bytes of corresponding references).
+    pub reference: Option<(u64, u8)>,
 }
 
 /// The bytes a run wrote into one object (or raw memory): non-overlapping cells by start
@@ -188,11 +194,17 @@ pub fn write_cell(cells: &mut Cells, offset: i64, cell: Cell) {
         for (lo, hi) in [(s, offset.min(old_end)), (view.end().max(s), old_end)] {
             if lo < hi {
                 let piece = low_bytes(bits >> (8 * (lo - s)), (hi - lo) as u32);
+                let reference = match (old.value, old.reference) {
+                    (RtValue::Ref(r), _) => Some((r, (lo - s) as u8)),
+                    (_, Some((r, at))) => Some((r, at + (lo - s) as u8)),
+                    _ => None,
+                };
                 cells.insert(
                     lo,
                     Cell {
                         size: (hi - lo) as u8,
                         value: RtValue::Int(piece as i64),
+                        reference,
                         ..old
                     },
                 );
@@ -403,6 +415,7 @@ impl Heap {
                     epoch: self.epoch,
                     writer: WRITER_CLASS,
                     header: true,
+                    reference: None,
                 },
             );
         }
@@ -460,12 +473,13 @@ impl Heap {
     }
 
     /// Whether a read of `view` of `addr` as an integer or a float would see bytes of a
-    /// reference (a visible cell written as a reference): an address's bytes are not the same
+    /// reference (a visible cell written as a reference, or bytes a later write left of
+    /// one): an address's bytes are not the same
     /// from one run of a program to the next (allocation), so such a read is a broken promise
     /// too (see `docs/memory-model.md`).
     pub fn exposes_reference(&self, addr: u64, view: View, pure: bool) -> bool {
         self.seen_cells(addr, view, pure)
-            .any(|(_, c)| c.value.kind() == Kind::Ref && !c.header)
+            .any(|(_, c)| c.value.kind() == Kind::Ref && !c.header || c.reference.is_some())
     }
 
     /// The cells of `addr` overlapping `view` that a read (`pure`: an immutable one) sees:
@@ -495,6 +509,7 @@ impl Heap {
                 epoch: self.epoch,
                 writer,
                 header: true,
+                reference: None,
             };
             write_cell(&mut obj.cells, view.offset, cell);
         }
@@ -591,6 +606,7 @@ impl Heap {
             epoch: self.epoch,
             writer,
             header: false,
+            reference: None,
         };
         let cells = match self.objects.get_mut(&addr) {
             Some(obj) => {
@@ -646,6 +662,7 @@ impl Heap {
             epoch: self.epoch,
             writer: 0,
             header: false,
+            reference: None,
         };
         write_cell(&mut self.raw, addr as i64, cell);
     }
@@ -669,6 +686,7 @@ mod tests {
             epoch: 0,
             writer,
             header: false,
+            reference: None,
         }
     }
 

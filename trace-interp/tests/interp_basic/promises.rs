@@ -181,6 +181,47 @@ fn a_number_read_of_a_reference_is_a_broken_promise() {
     );
 }
 
+/// Bytes a narrower write leaves of a reference are still an address's bytes: a number read
+/// of them breaks a promise, and two runs whose objects hold the same bytes of corresponding
+/// references (allocated at different addresses) are equivalent.
+#[test]
+fn the_bytes_left_of_a_reference_are_not_a_number() {
+    let cut = "[i0]
+        p0 = new_array_clear(4, descr=<ArrayU 1>)
+        p1 = new_array_clear(2, descr=<ArrayP 8>)
+        setarrayitem_gc(p1, 0, p1, descr=<ArrayP 8>)
+        setfield_gc(p1, i0, descr=<FieldU T.inst_c 20 size=1>)
+        READ
+        finish(p1)";
+    let t = trace_ir::parse_trace(&cut.replace("READ", "i3 = getfield_gc_i(p1, descr=<FieldU T.inst_b 16 size=4>)"))
+        .unwrap();
+    let r = go(&t, &ints(&[7]));
+    assert!(
+        matches!(r.outcome, Outcome::Invalid { promise: true, .. }),
+        "{}",
+        r.outcome
+    );
+    // The same object allocated second in one run and first in the other: its bytes left in
+    // its own item differ as numbers, not as the bytes of one reference.
+    let a = trace_ir::parse_trace(&cut.replace("READ", "")).unwrap();
+    let b = trace_ir::parse_trace(
+        &cut.replace("READ", "")
+            .replace("p0 = new_array_clear(4, descr=<ArrayU 1>)\n", ""),
+    )
+    .unwrap();
+    let cfg = trace_interp::RunConfig::default();
+    let (ra, rb) = (
+        trace_interp::run(&a, &ints(&[7]), &cfg),
+        trace_interp::run(&b, &ints(&[7]), &cfg),
+    );
+    trace_interp::runs_equivalent(&a, &b, &ints(&[7]), &cfg, &ra, &rb).unwrap();
+    // Other bytes than the reference's in the same place are a difference.
+    let c =
+        trace_ir::parse_trace(&cut.replace("READ", "setfield_gc(p1, 5, descr=<FieldU T.inst_b 16 size=4>)")).unwrap();
+    let rc = trace_interp::run(&c, &ints(&[7]), &cfg);
+    assert!(trace_interp::runs_equivalent(&a, &c, &ints(&[7]), &cfg, &ra, &rc).is_err());
+}
+
 /// `record_int_range` and `record_int_bits` are promises: a value outside what they state
 /// is an invalid operation (so every part may rely on them), a value inside passes.
 #[test]
