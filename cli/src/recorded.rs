@@ -137,11 +137,11 @@ fn compared_equal(input: &Trace, out: &optimizer::Optimized) -> Vec<(String, Str
             continue;
         };
         let cmp = input.op(cond);
-        let equal = match (op.opcode, cmp.opcode) {
-            (Opcode::GuardTrue, Opcode::PtrEq | Opcode::InstancePtrEq) => true,
-            (Opcode::GuardFalse, Opcode::PtrNe | Opcode::InstancePtrNe) => true,
-            _ => false,
-        };
+        let equal = matches!(
+            (op.opcode, cmp.opcode),
+            (Opcode::GuardTrue, Opcode::PtrEq | Opcode::InstancePtrEq)
+                | (Opcode::GuardFalse, Opcode::PtrNe | Opcode::InstancePtrNe)
+        );
         if !equal {
             continue;
         }

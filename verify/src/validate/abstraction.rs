@@ -212,7 +212,7 @@ impl Abstraction {
         if let Some(k) = power_of_two_factor(opc, &b) {
             // `x * 2^k` is `x << k` (wrapping): exact, and no circuit; the form a strength
             // reduction writes, so both sides give the same term.
-            return Some((a.bvshl(&bv(k)), valid));
+            return Some((a.bvshl(bv(k)), valid));
         }
         if !self.abstracts(opc, &a, &b) {
             return None;
