@@ -11,7 +11,9 @@
 //!    (or rebuilt at the exit) only to an allocated object of the other run with the same
 //!    kind, length and class whose bytes read the same: every view either run wrote (each
 //!    as a read would see it at the end of the run, see [`super::heap::HeapObject::read`];
-//!    unwritten bytes are zero), compared recursively. The correspondence between allocated
+//!    unwritten bytes are zero), compared recursively; bytes a write left of a reference
+//!    ([`crate::heap::Cell::reference`]) only to the same bytes of a corresponding
+//!    reference. The correspondence between allocated
 //!    objects must be one-to-one across the whole comparison: two references to one object in
 //!    one run must be two references to one object in the other. Cycles are handled (a pair
 //!    already in the correspondence is taken as equal);

@@ -28,7 +28,7 @@ pub(crate) use tree::TreeStep;
 /// What calling `func` on `args` returns in a run of `cfg` whose memory is `heap`, as a
 /// value of `kind`, when nothing in the run said so yet: the embedder's function
 /// ([`RunConfig::functions`]) if it gave one, else a value derived from the function and the
-/// arguments (the same for the same ones: [`canonical`] names each object).
+/// arguments (the same for the same ones: `canonical` names each object).
 pub fn call_value(cfg: &RunConfig, heap: &Heap, func: u64, args: &[RtValue], kind: Kind) -> RtValue {
     match cfg.functions.get(&func) {
         Some(f) => f(args).with_kind(kind),
