@@ -192,7 +192,7 @@ fn fuzz_findings_stay_fixed() {
     // optimize_diff: under type-based aliasing a float field was read, then an integer
     // `record_known_field` promised the same bytes, then the float was stored back. The
     // optimizer dropped the store and the dead load; without the load first, the promise
-    // decided the initial bytes the float view read too. A promise now decides only reads of
+    // decided the initial bytes the float view read too. A promise decides only reads of
     // its kind (`trace_interp` test `a_known_field_decides_only_reads_of_its_kind`).
     check_optimize_diff(&[
         231, 1, 5, 0, 128, 0, 0, 8, 143, 0, 0, 46, 100, 4, 111, 114, 95, 105, 100, 101, 110, 116, 105, 0, 148, 0,
