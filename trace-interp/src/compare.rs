@@ -95,8 +95,7 @@ impl<'a> Cmp<'a> {
                     .collect();
                 for (view, kind) in views {
                     let at = format!("{what}@{}..{}", view.offset, view.end());
-                    let cell = |cells: &Cells| cells.get(&view.offset).filter(|c| c.size == view.size).copied();
-                    if let Some(r) = self.reference_bytes(&at, cell(&oa.cells).as_ref(), cell(&ob.cells).as_ref()) {
+                    if let Some(r) = self.reference_bytes(&at, cell_at(&oa.cells, view), cell_at(&ob.cells, view)) {
                         r?;
                         continue;
                     }
@@ -134,6 +133,11 @@ impl<'a> Cmp<'a> {
         }
         Ok(())
     }
+}
+
+/// The cell that is exactly `view`, if any.
+fn cell_at(cells: &Cells, view: View) -> Option<&Cell> {
+    cells.get(&view.offset).filter(|c| c.size == view.size)
 }
 
 /// Whether two runs behaved the same, as listed in the module documentation; `Err` explains
@@ -222,8 +226,7 @@ fn compare(a: &RunResult, b: &RunResult, same_ids: bool) -> Result<(), String> {
             .collect();
         for (view, kind) in views {
             let at = format!("external 0x{addr:x}@{}..{}", view.offset, view.end());
-            let cell = |cells: &Cells| cells.get(&view.offset).filter(|c| c.size == view.size).copied();
-            if let Some(r) = c.reference_bytes(&at, cell(&ca).as_ref(), cell(&cb).as_ref()) {
+            if let Some(r) = c.reference_bytes(&at, cell_at(&ca, view), cell_at(&cb, view)) {
                 r?;
                 continue;
             }
