@@ -228,7 +228,7 @@ fn a_bridge_starts_from_the_fields_its_guard_knew() {
         .fields
         .iter()
         .map(|f| {
-            let d = out.trace.descr(f.descr).as_field().unwrap().name.clone();
+            let d = out.trace.descr(f.descr).as_field().unwrap().name.to_string();
             (f.object, d, f.value)
         })
         .collect();

@@ -36,7 +36,7 @@ impl VirtualRefLayout {
     /// The layout.
     pub fn get() -> VirtualRefLayout {
         let field = |name: &str, offset| FieldDescr {
-            name: name.to_string(),
+            name: name.into(),
             offset,
             size: 8,
             signed: false,

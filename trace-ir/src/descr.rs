@@ -6,12 +6,14 @@
 //! not print (see the `text` module).
 
 use crate::opcode::Kind;
+use std::sync::Arc;
 
 /// A field of a struct: `<FieldS name offset [pure]>`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct FieldDescr {
-    /// Qualified field name (`pypy.objspace.std.intobject.W_IntObject.inst_intval`).
-    pub name: String,
+    /// Qualified field name (`pypy.objspace.std.intobject.W_IntObject.inst_intval`); shared,
+    /// so that copying a trace copies no name.
+    pub name: Arc<str>,
     /// Byte offset from the object start.
     pub offset: i64,
     /// Size in bytes (1, 2, 4 or 8). PyPy does not print it: 8 unless given as `size=N`.

@@ -15,6 +15,7 @@ use crate::descr::Descr;
 use crate::entity::{ConstRef, DescrRef, GuardId, GuardRef, OpRef, Value, ValueData};
 use crate::opcode::{Kind, Opcode};
 use smallvec::SmallVec;
+use std::sync::Arc;
 
 /// A constant of the pool.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -52,11 +53,12 @@ impl Const {
 /// The constant pool of a trace. Constants are interned: the same value (and name) gets the
 /// same [`ConstRef`]. Named constants are PyPy's `ConstPtr(ptr13)` and `ConstClass(name)`:
 /// their value is derived from the name (see [`symbol_address`]) and the name is printed.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Debug, Default, PartialEq)]
 pub struct ConstPool {
     consts: Vec<Const>,
-    names: Vec<Option<String>>,
-    index: crate::fxhash::FxHashMap<(Const, Option<String>), ConstRef>,
+    // Shared, so that copying a pool (every optimizer run does) copies no name.
+    names: Vec<Option<Arc<str>>>,
+    index: crate::fxhash::FxHashMap<(Const, Option<Arc<str>>), ConstRef>,
 }
 
 /// The deterministic address given to a named constant (`ConstPtr(ptr13)`, `ConstClass(X)`):
@@ -71,6 +73,22 @@ pub fn symbol_address(name: &str) -> u64 {
     0x4000_0000_0000 | (h & 0x3fff_ffff_fff8)
 }
 
+impl Clone for ConstPool {
+    fn clone(&self) -> Self {
+        ConstPool {
+            consts: self.consts.clone(),
+            names: self.names.clone(),
+            index: self.index.clone(),
+        }
+    }
+    /// Reuses `self`'s tables (the optimizer copies a trace's pool into its context per run).
+    fn clone_from(&mut self, source: &Self) {
+        self.consts.clone_from(&source.consts);
+        self.names.clone_from(&source.names);
+        self.index.clone_from(&source.index);
+    }
+}
+
 impl ConstPool {
     /// Intern an unnamed constant.
     pub fn intern(&mut self, c: Const) -> ConstRef {
@@ -78,7 +96,7 @@ impl ConstPool {
     }
     /// Intern a constant with an optional symbolic name.
     pub fn intern_named(&mut self, c: Const, name: Option<String>) -> ConstRef {
-        let key = (c, name);
+        let key = (c, name.map(Arc::from));
         if let Some(&r) = self.index.get(&key) {
             return r;
         }

@@ -127,7 +127,7 @@ impl Gen {
             "list.items",
         ];
         Descr::Field(FieldDescr {
-            name: self.r.pick(&names).to_string(),
+            name: self.r.pick(&names).into(),
             offset: 8 * self.r.below(6) as i64,
             size: if kind == Kind::Int {
                 self.r.pick(&[1, 2, 4, 8, 8])
@@ -443,7 +443,7 @@ fn decorate(t: &mut Trace, r: &mut Rng) {
                     for f in 0..r.below(4) {
                         let kind = [Kind::Int, Kind::Ref, Kind::Float][r.below(3)];
                         let fd = t.make_descr(Descr::Field(FieldDescr {
-                            name: format!("obj.f{f}"),
+                            name: format!("obj.f{f}").into(),
                             offset: 8 * (f as i64 + 1),
                             size: 8,
                             signed: true,
@@ -522,7 +522,7 @@ fn decorate(t: &mut Trace, r: &mut Rng) {
                     };
                     let (descr, index) = if r.chance(50) {
                         let fd = t.make_descr(Descr::Field(FieldDescr {
-                            name: format!("holder.w{w}"),
+                            name: format!("holder.w{w}").into(),
                             offset: 8 * (1 + w as i64),
                             size: 8,
                             signed: false,

@@ -171,7 +171,7 @@ fn displacements_beyond_32_bits() {
     const RAW_BIG: i64 = -0x5_0000_0010;
     let fd = |b: &mut TraceBuilder, offset: i64, size: u8, kind: Kind| {
         b.descr(Descr::Field(FieldDescr {
-            name: format!("W.f{offset}"),
+            name: format!("W.f{offset}").into(),
             offset,
             size,
             signed: true,

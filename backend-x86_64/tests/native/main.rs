@@ -108,7 +108,7 @@ fn same(t: &Trace, native: &Exit, int: &Outcome) -> Result<(), String> {
 /// A signed 8-byte integer field at `offset`, named after it.
 fn int_field(b: &mut TraceBuilder, offset: i64) -> trace_ir::DescrRef {
     b.descr(Descr::Field(FieldDescr {
-        name: format!("f{offset}"),
+        name: format!("f{offset}").into(),
         offset,
         size: 8,
         signed: true,

@@ -83,7 +83,7 @@ impl Values {
         self.const_cache.clear();
         self.const_cache.reserve(64);
         self.const_classes.clear();
-        self.consts = consts.clone();
+        self.consts.clone_from(consts);
     }
 }
 

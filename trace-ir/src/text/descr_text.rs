@@ -174,7 +174,7 @@ fn parse_field(kind_char: char, rest: &[&str]) -> Result<FieldDescr, String> {
     }
     let offset: i64 = int_word(rest.get(1), "field offset")?;
     let mut f = FieldDescr {
-        name: name.to_string(),
+        name: (*name).into(),
         offset,
         size: DEFAULT_FIELD_SIZE,
         signed,

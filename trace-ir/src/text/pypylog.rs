@@ -262,7 +262,7 @@ mod tests {
         let sizes: Vec<(String, u8)> = traces[0]
             .descrs
             .iter()
-            .filter_map(|d| d.as_field().map(|f| (f.name.clone(), f.size)))
+            .filter_map(|d| d.as_field().map(|f| (f.name.to_string(), f.size)))
             .collect();
         let size = |n: &str| sizes.iter().find(|(m, _)| m.ends_with(n)).map(|x| x.1);
         assert_eq!(size("inst_escaped"), Some(1), "{sizes:?}");

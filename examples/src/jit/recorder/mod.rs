@@ -129,7 +129,7 @@ impl Frame<'_> {
 
 fn field(name: &str, offset: i64, kind: Kind) -> Descr {
     Descr::Field(FieldDescr {
-        name: name.to_string(),
+        name: name.into(),
         offset,
         size: 8,
         signed: true,
