@@ -90,6 +90,7 @@ fn a_peeled_loop_exports_its_body_and_its_guard_facts() {
                 },
                 WordFacts::default(),
             ],
+            ..BodyEntry::default()
         }]
     );
     // One entry per guard, one per exit word; at the body's guard the accumulator is in its

@@ -40,8 +40,13 @@ fn an_invariant_field_and_the_item_read_from_it_are_carried() {
         (CarriedValue::Param(3), CarriedBase::Param(2), Some(0))
     );
     assert_ne!(c[0].descr, c[1].descr);
-    // A body that carries values is no way in for a bridge: it would have to load them.
-    assert!(out.body_entries.is_empty());
+    // A bridge may enter the body by passing what its label carries.
+    let entry = &out.body_entries[0];
+    assert_eq!(entry.carried.len(), 2, "{entry:?}");
+    for (e, c) in entry.carried.iter().zip(c) {
+        assert_eq!((e.value, e.base, e.index), (c.value, c.base, c.index));
+        assert_eq!(&entry.descrs[e.descr.index()], out.trace.descr(c.descr));
+    }
 }
 
 #[test]

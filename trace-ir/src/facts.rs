@@ -119,15 +119,69 @@ pub enum FieldValue {
 /// computes what the header `TargetToken(header)` computes when its operands satisfy
 /// `params` (one entry per parameter), which the body was optimized to assume. A `jump` to
 /// the header may go to the body instead when it provably passes such operands, and then
-/// skips the preamble.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// skips the preamble; when the body label carries loaded values or takes objects field by
+/// field, the jump passes those too, as the loop's own final `jump` does (it redoes the
+/// loop's short preamble).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct BodyEntry {
     /// The loop header's token.
     pub header: u64,
     /// The body label's token.
     pub body: u64,
-    /// What the body assumes about each of its parameters.
+    /// What the body assumes about each of its parameters (for a parameter in which
+    /// `carried_virtuals` passes an object, nothing: a null placeholder goes there).
     pub params: Vec<WordFacts>,
+    /// The loaded values the body label carries, their descriptors indexing `descrs`.
+    pub carried: Vec<CarriedLoad>,
+    /// The objects the body label takes field by field, their descriptors indexing
+    /// `descrs`.
+    pub carried_virtuals: Vec<CarriedVirtual>,
+    /// The descriptors `carried` and `carried_virtuals` name (the entering trace has a table
+    /// of its own and finds them there by value).
+    pub descrs: Vec<crate::Descr>,
+}
+
+impl BodyEntry {
+    /// Set `carried` and `carried_virtuals` to the loop trace `t`'s (whose descriptors index
+    /// `t`'s table), their descriptors copied into `descrs`.
+    pub fn own_descrs(&mut self, t: &Trace, carried: &[CarriedLoad], virtuals: &[CarriedVirtual]) {
+        let mut descrs = std::mem::take(&mut self.descrs);
+        let mut own = |d: DescrRef| {
+            let x = t.descr(d);
+            let i = descrs.iter().position(|y| y == x).unwrap_or_else(|| {
+                descrs.push(x.clone());
+                descrs.len() - 1
+            });
+            DescrRef::new(i)
+        };
+        self.carried = carried
+            .iter()
+            .map(|c| CarriedLoad {
+                descr: own(c.descr),
+                ..c.clone()
+            })
+            .collect();
+        self.carried_virtuals = virtuals
+            .iter()
+            .map(|c| CarriedVirtual {
+                param: c.param,
+                kind: match c.kind {
+                    crate::VirtualKind::Struct { opcode, descr } => crate::VirtualKind::Struct {
+                        opcode,
+                        descr: own(descr),
+                    },
+                    crate::VirtualKind::Array { opcode, descr, len } => crate::VirtualKind::Array {
+                        opcode,
+                        descr: own(descr),
+                        len,
+                    },
+                    s @ crate::VirtualKind::Str { .. } => s,
+                },
+                fields: c.fields.iter().map(|&(d, pos)| (own(d), pos)).collect(),
+            })
+            .collect();
+        self.descrs = descrs;
+    }
 }
 
 /// What a peeled loop's body label (the label the trace's final `jump` goes to) carries

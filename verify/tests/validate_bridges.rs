@@ -33,6 +33,7 @@ fn entries() -> Vec<BodyEntry> {
                 ..WordFacts::default()
             },
         ],
+        ..BodyEntry::default()
     }]
 }
 
@@ -230,4 +231,106 @@ fn an_immutable_field_read_before_the_label_is_proven_in_the_body() {
         &opt.replace("tracefunc 16 pure", "tracefunc 16"),
     );
     common::assert_optimizer_output_not_invalid(orig);
+}
+
+/// The body of the loop with header `TargetToken(9)` carries field `T.step` of its first
+/// parameter (non-null) as its fourth; that of `TargetToken(11)` takes its first parameter,
+/// a `Box` the loop makes, field by field (its `v` as its third).
+fn carrying_entries() -> Vec<BodyEntry> {
+    use trace_ir::{CarriedBase, CarriedLoad, CarriedValue, CarriedVirtual, Descr, DescrRef, VirtualKind};
+    let field = |name: &str| {
+        let t = parse(&format!(
+            "[p0]\ni1 = getfield_gc_i(p0, descr=<FieldS {name} 8>)\nfinish(i1)"
+        ));
+        t.descrs[0].clone()
+    };
+    let size = parse("[]\np0 = new(descr=<SizeDescr 16>)\nfinish(p0)").descrs[0].clone();
+    assert!(matches!(size, Descr::Size(_)));
+    vec![
+        BodyEntry {
+            header: 9,
+            body: trace_ir::peeled_body_token(9),
+            params: vec![
+                WordFacts {
+                    nonnull: true,
+                    ..WordFacts::default()
+                },
+                WordFacts::default(),
+                WordFacts::default(),
+            ],
+            carried: vec![CarriedLoad {
+                value: CarriedValue::Param(3),
+                base: CarriedBase::Param(0),
+                descr: DescrRef::new(0),
+                index: None,
+                facts: WordFacts::default(),
+            }],
+            carried_virtuals: Vec::new(),
+            descrs: vec![field("T.step")],
+        },
+        BodyEntry {
+            header: 11,
+            body: trace_ir::peeled_body_token(11),
+            params: vec![WordFacts::default(), WordFacts::default()],
+            carried: Vec::new(),
+            carried_virtuals: vec![CarriedVirtual {
+                param: 0,
+                kind: VirtualKind::Struct {
+                    opcode: trace_ir::Opcode::New,
+                    descr: DescrRef::new(0),
+                },
+                fields: vec![(DescrRef::new(1), 2)],
+            }],
+            descrs: vec![size, field("Box.v")],
+        },
+    ]
+}
+
+fn carrying_verdict(original: &str, optimized: &str) -> Verdict {
+    let cfg = Config {
+        body_entries: carrying_entries(),
+        ..Config::default()
+    };
+    validate(&parse(original), &parse(optimized), &cfg)
+}
+
+const LOAD_BRIDGE: &str = "
+[p0, i1, i2]
+assert_not_none(p0)
+jump(p0, 0, i2, descr=TargetToken(9))
+";
+
+#[test]
+fn a_jump_into_a_body_passes_the_field_its_label_carries() {
+    let body = trace_ir::peeled_body_token(9);
+    let loaded = format!(
+        "[p0, i1, i2]\ni3 = getfield_gc_i(p0, descr=<FieldS T.step 8>)\njump(p0, 0, i2, i3, descr=TargetToken({body}))"
+    );
+    let v = carrying_verdict(LOAD_BRIDGE, &loaded);
+    assert!(v.is_valid(), "{v}\n{loaded}");
+    // Any other value is not what the field holds.
+    let wrong = format!("[p0, i1, i2]\njump(p0, 0, i2, i1, descr=TargetToken({body}))");
+    let v = carrying_verdict(LOAD_BRIDGE, &wrong);
+    assert!(v.is_invalid(), "{v}\n{wrong}");
+    // Nor may the carried operand be left out.
+    let short = format!("[p0, i1, i2]\njump(p0, 0, i2, descr=TargetToken({body}))");
+    let v = carrying_verdict(LOAD_BRIDGE, &short);
+    assert!(v.is_invalid(), "{v}\n{short}");
+}
+
+#[test]
+fn a_jump_into_a_body_passes_the_fields_of_the_object_it_takes_field_by_field() {
+    let original = "
+[i0, i1]
+p2 = new(descr=<SizeDescr 16>)
+setfield_gc(p2, i0, descr=<FieldS Box.v 8>)
+jump(p2, i1, descr=TargetToken(11))
+";
+    let body = trace_ir::peeled_body_token(11);
+    let fields = format!("[i0, i1]\njump(ConstPtr(null), i1, i0, descr=TargetToken({body}))");
+    let v = carrying_verdict(original, &fields);
+    assert!(v.is_valid(), "{v}\n{fields}");
+    let wrong = format!("[i0, i1]\njump(ConstPtr(null), i1, i1, descr=TargetToken({body}))");
+    let v = carrying_verdict(original, &wrong);
+    assert!(v.is_invalid(), "{v}\n{wrong}");
 }

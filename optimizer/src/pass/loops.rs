@@ -7,7 +7,9 @@ use super::{Pass, F_FRESH, F_NONNULL, NO_VIRT};
 use crate::domain::IntBound;
 use smallvec::SmallVec;
 use trace_ir::fxhash::FxHashMap;
-use trace_ir::{BodyEntry, Const, Descr, Kind, Op, OpRef, Opcode, Trace, Value, ValueData, WordFacts};
+use trace_ir::{
+    BodyEntry, CarriedLoad, CarriedVirtual, Const, Descr, Kind, Op, OpRef, Opcode, Trace, Value, ValueData, WordFacts,
+};
 
 /// What the second run over a peeled loop assumes about its header's parameters: which are
 /// loop-invariant (they get their operand's facts, see `Pass::import_facts`), which are
@@ -214,15 +216,17 @@ impl<'a> Pass<'a> {
     }
 
     /// The body token of the loop in `self.entries` whose header the final `jump` `op`
-    /// names, when its operands `args` (forced) provably satisfy what the body assumes.
+    /// names and whose label carries nothing, when its operands `args` (forced) provably
+    /// satisfy what the body assumes (a loop that carries its own values through its body
+    /// label; [`Pass::enter_body`] otherwise).
     pub(super) fn body_entry(&mut self, op: &Op, args: &[Value]) -> Option<u64> {
         let Some(Descr::Target(t)) = op.descr.map(|d| self.descr(d)) else {
             return None;
         };
         let entries = self.entries;
-        let e = entries
-            .iter()
-            .find(|e| e.header == *t && e.params.len() == args.len())?;
+        let e = entries.iter().find(|e| {
+            e.header == *t && e.params.len() == args.len() && e.carried.is_empty() && e.carried_virtuals.is_empty()
+        })?;
         e.params
             .iter()
             .zip(args)
@@ -260,17 +264,22 @@ impl<'a> Pass<'a> {
 
     /// The output's peeled loop bodies as [`BodyEntry`]s: a label with `TargetToken(b)`
     /// after one with `TargetToken(h)`, `b` the [`trace_ir::peeled_body_token`] of `h`,
-    /// whose ops read nothing defined before it but its parameters.
-    pub(super) fn body_entries(&self, out: &Trace) -> Vec<BodyEntry> {
+    /// whose ops read nothing defined before it but its parameters, with the loads and
+    /// objects its label carries (`carried`, `carried_virtuals`, the output's descriptors).
+    pub(super) fn body_entries(
+        &self,
+        out: &Trace,
+        carried: &[CarriedLoad],
+        carried_virtuals: &[CarriedVirtual],
+    ) -> Vec<BodyEntry> {
         let token = |t: &Trace, l: OpRef| match t.op(l).descr.map(|d| t.descr(d)) {
             Some(Descr::Target(x)) => Some(*x),
             _ => None,
         };
         let labels: Vec<OpRef> = out.op_refs().filter(|&r| out.op(r).opcode == Opcode::Label).collect();
         let mut entries = Vec::new();
-        // A body that carries loaded values needs them from whoever enters it, and one that
-        // uses the peeled iteration's results needs that iteration.
-        if self.carries() || self.counts.uses_preamble {
+        // A body that uses the peeled iteration's results needs that iteration.
+        if self.counts.uses_preamble {
             return entries;
         }
         for (working, params) in &self.header.label_facts {
@@ -286,11 +295,20 @@ impl<'a> Pass<'a> {
                 .find(|&h| trace_ir::peeled_body_token(h) == b);
             if let Some(header) = header {
                 if trace_ir::tree::read_before_label(out, body, |_| true).is_none() {
-                    entries.push(BodyEntry {
+                    // The carried loads and objects are the final label's.
+                    let last = labels.last() == Some(&body);
+                    let (carried, carried_virtuals) = match last {
+                        true => (carried, carried_virtuals),
+                        false => (&[][..], &[][..]),
+                    };
+                    let mut entry = BodyEntry {
                         header,
                         body: b,
                         params: params.clone(),
-                    });
+                        ..BodyEntry::default()
+                    };
+                    entry.own_descrs(out, carried, carried_virtuals);
+                    entries.push(entry);
                 }
             }
         }

@@ -82,6 +82,7 @@
 
 mod calls;
 mod carry;
+mod entry;
 mod explain;
 mod guards;
 mod loops;
@@ -440,8 +441,7 @@ fn run_once(
     entries: &[trace_ir::BodyEntry],
     start: Start,
 ) -> Result<Optimized, OptError> {
-    let mut p = Pass::new(input, opts, ctx.take_tables());
-    p.entries = entries;
+    let mut p = Pass::new(input, opts, ctx.take_tables(), entries);
     if !facts.is_empty() {
         p.header.facts = trace_ir::invariant_params(input).map(|(header, _)| (header.index(), facts));
     }
@@ -453,7 +453,7 @@ fn run_once(
 
 impl<'a> Pass<'a> {
     /// A pass over `input` with `tables` (cleared for it).
-    fn new(input: &'a Trace, opts: &'a Options, tables: Box<Tables>) -> Pass<'a> {
+    fn new(input: &'a Trace, opts: &'a Options, tables: Box<Tables>, entries: &'a [trace_ir::BodyEntry]) -> Pass<'a> {
         let n = input.ops.len();
         let Tables {
             mut v,
@@ -467,12 +467,18 @@ impl<'a> Pass<'a> {
             carry,
         } = *tables;
         // A virtual reference becomes a virtual object of the layout's descriptors.
-        let (vref, extra_descrs) = if opts.virtuals && VirtualRefLayout::used_by(input) {
+        let (vref, mut extra_descrs) = if opts.virtuals && VirtualRefLayout::used_by(input) {
             let (refs, extra) = VirtualRefLayout::locate(input);
             (Some(refs), extra)
         } else {
             (None, Vec::new())
         };
+        // And those of what the loop bodies a final jump may enter carry.
+        for d in entries.iter().flat_map(|e| &e.descrs) {
+            if !input.descrs.contains(d) && !extra_descrs.contains(d) {
+                extra_descrs.push(d.clone());
+            }
+        }
         v.reset(n, &input.consts);
         cse.reset(n);
         mem.reset(input, &extra_descrs);
@@ -510,7 +516,7 @@ impl<'a> Pass<'a> {
             },
             sweep,
             depth: 0,
-            entries: &[],
+            entries,
             retarget: None,
             cur: 0,
             explain: opts.explain.then(|| Box::new(explain::Explain::new(n))),
@@ -660,14 +666,25 @@ impl<'a> Pass<'a> {
                 Opcode::Jump | Opcode::Finish => {
                     self.flush_writes();
                     let mut args = args;
-                    let fields = self.virtual_state_at_jump(i, &mut args);
-                    let body = if opc == Opcode::Jump {
-                        self.body_entry(op, &args)
-                    } else {
-                        None
+                    // (A loop carrying values through its own body label jumps there.)
+                    let entered = match opc {
+                        Opcode::Jump if !self.carries() && self.carry.virtuals.is_empty() => {
+                            self.enter_body(op, &mut args)
+                        }
+                        _ => None,
                     };
-                    let carried = self.carry_jump_operands(i, &args);
-                    args.extend(carried);
+                    let fields = match entered {
+                        Some(_) => Vec::new(),
+                        None => self.virtual_state_at_jump(i, &mut args),
+                    };
+                    let body = entered.or_else(|| match opc {
+                        Opcode::Jump => self.body_entry(op, &args),
+                        _ => None,
+                    });
+                    if entered.is_none() {
+                        let carried = self.carry_jump_operands(i, &args);
+                        args.extend(carried);
+                    }
                     args.extend(fields);
                     let jump = self.emit(Op {
                         opcode: opc,

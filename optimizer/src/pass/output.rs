@@ -30,7 +30,7 @@ impl<'a> Pass<'a> {
         self.counts.removed[Reason::Dead as usize] += dead;
         let explanation = self.explanation();
         let trace = self.renumbered()?;
-        let body_entries = self.body_entries(&trace);
+        let body_entries = self.body_entries(&trace, &carried, &carried_virtuals);
         let guard_facts = trace
             .guards
             .iter()

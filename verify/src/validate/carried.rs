@@ -5,7 +5,9 @@
 
 use trace_ir::descr::Descr;
 use trace_ir::text::descr_to_string;
-use trace_ir::{jump_target, CarriedBase, CarriedValue, JumpTarget, OpRef, Trace, WordFacts};
+use trace_ir::{
+    jump_target, CarriedBase, CarriedLoad, CarriedValue, CarriedVirtual, JumpTarget, OpRef, Trace, WordFacts,
+};
 use z3::ast::BV;
 
 use super::compare::Pairs;
@@ -64,14 +66,44 @@ impl<'t> Side<'t> {
 }
 
 impl<'t> Validator<'t> {
+    /// When the optimized final `jump` `rp` goes to the body of the loop whose header the
+    /// original's `ro` names (`Config::body_entries`): the loads and objects that body's
+    /// label carries and their descriptors, each found (by value) in the optimized or the
+    /// original trace's table (`None` when in neither).
+    #[allow(clippy::type_complexity)]
+    pub(super) fn entered_body(
+        &self,
+        ro: OpRef,
+        rp: OpRef,
+    ) -> Option<(Vec<CarriedLoad>, Vec<CarriedVirtual>, Vec<Option<&'t Descr>>)> {
+        let target = |t: &Trace, r: OpRef| match t.op(r).descr.map(|d| t.descr(d)) {
+            Some(Descr::Target(x)) if t.op(r).opcode == trace_ir::Opcode::Jump => Some(*x),
+            _ => None,
+        };
+        let (to, tp) = (target(self.o.trace, ro)?, target(self.p.trace, rp)?);
+        let entry = self.cfg.body_entries.iter().find(|e| e.header == to && e.body == tp)?;
+        let (pt, ot): (&'t Trace, &'t Trace) = (self.p.trace, self.o.trace);
+        let descrs = entry
+            .descrs
+            .iter()
+            .map(|d| pt.descrs.iter().chain(&ot.descrs).find(|x| *x == d))
+            .collect();
+        Some((entry.carried.clone(), entry.carried_virtuals.clone(), descrs))
+    }
+
     /// The carried loads of the optimized trace's loop label, checked against its
     /// parameters: one for each of parameters `from..to` (those past the original's), in
     /// order, and any number of constant ones; or why they are missing or malformed.
-    pub(super) fn carried_params(&self, from: usize, to: usize) -> Result<Vec<Carried<'t>>, String> {
-        let pt: &'t Trace = self.p.trace;
-        let mut out = Vec::with_capacity(self.cfg.carried.len());
+    pub(super) fn carried_params(
+        &self,
+        from: usize,
+        to: usize,
+        loads: &[CarriedLoad],
+        descrs: &[Option<&'t Descr>],
+    ) -> Result<Vec<Carried<'t>>, String> {
+        let mut out = Vec::with_capacity(loads.len());
         let mut next = from;
-        for c in &self.cfg.carried {
+        for c in loads {
             if let CarriedValue::Param(j) = c.value {
                 if j != next || j >= to {
                     return Err(format!(
@@ -80,7 +112,7 @@ impl<'t> Validator<'t> {
                 }
                 next += 1;
             }
-            let Some(descr) = pt.descrs.get(c.descr.index()) else {
+            let Some(&Some(descr)) = descrs.get(c.descr.index()) else {
                 return Err(format!(
                     "carried load: descriptor {} is not the optimized trace's",
                     c.descr.index()

@@ -12,7 +12,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use trace_ir::descr::Descr;
-use trace_ir::{OpRef, Opcode, Value, VirtualKind};
+use trace_ir::{CarriedLoad, CarriedVirtual, OpRef, Opcode, Value, VirtualKind};
 use z3::ast::BV;
 
 use super::carried::Carried;
@@ -36,18 +36,30 @@ impl<'t> Validator<'t> {
     /// What the parameters of the optimized loop label past the original's `n` (of `m`)
     /// carry: loaded values ([`Validator::carried_params`]), then the fields of objects
     /// taken field by field.
-    pub(super) fn carried_extras(&self, n: usize, m: usize) -> Result<(Vec<Carried<'t>>, Vec<CarriedObj<'t>>), String> {
-        let (objs, start) = self.carried_objects(n, m)?;
-        Ok((self.carried_params(n, start)?, objs))
+    pub(super) fn carried_extras(
+        &self,
+        n: usize,
+        m: usize,
+        loads: &[CarriedLoad],
+        virtuals: &[CarriedVirtual],
+        descrs: &[Option<&'t Descr>],
+    ) -> Result<(Vec<Carried<'t>>, Vec<CarriedObj<'t>>), String> {
+        let (objs, start) = self.carried_objects(n, m, virtuals, descrs)?;
+        Ok((self.carried_params(n, start, loads, descrs)?, objs))
     }
 
     /// The objects of [`Config::carried_virtuals`](super::Config::carried_virtuals), checked
     /// against a label of `n` input parameters and `m` in all: each passed in a distinct
     /// input parameter, its fields in the last parameters, in order. Also returns where those
     /// start (the carried loads' parameters end there).
-    pub(super) fn carried_objects(&self, n: usize, m: usize) -> Result<(Vec<CarriedObj<'t>>, usize), String> {
-        let pt = self.p.trace;
-        let total: usize = self.cfg.carried_virtuals.iter().map(|c| c.fields.len()).sum();
+    pub(super) fn carried_objects(
+        &self,
+        n: usize,
+        m: usize,
+        virtuals: &[CarriedVirtual],
+        descrs: &[Option<&'t Descr>],
+    ) -> Result<(Vec<CarriedObj<'t>>, usize), String> {
+        let total: usize = virtuals.iter().map(|c| c.fields.len()).sum();
         let Some(start) = m.checked_sub(total).filter(|&s| s >= n) else {
             return Err(format!(
                 "{total} field parameters do not fit after {n} input parameters"
@@ -56,20 +68,20 @@ impl<'t> Validator<'t> {
         let mut next = start;
         let mut params = BTreeSet::new();
         let mut out = Vec::new();
-        for c in &self.cfg.carried_virtuals {
+        for c in virtuals {
             if c.param >= n || !params.insert(c.param) {
                 return Err(format!("an object carried in parameter {} of {n}", c.param));
             }
             let VirtualKind::Struct { opcode, descr } = c.kind else {
                 return Err("an array carried field by field".into());
             };
-            let sd = match pt.descrs.get(descr.index()) {
+            let sd = match descrs.get(descr.index()).copied().flatten() {
                 Some(d @ Descr::Size(_)) if matches!(opcode, Opcode::New | Opcode::NewWithVtable) => d,
                 _ => return Err(format!("an object carried as {opcode} of descriptor {}", descr.index())),
             };
             let mut fields = Vec::with_capacity(c.fields.len());
             for &(d, pos) in &c.fields {
-                match pt.descrs.get(d.index()) {
+                match descrs.get(d.index()).copied().flatten() {
                     Some(fd @ Descr::Field(_)) if pos == next => fields.push((fd, pos)),
                     _ => return Err(format!("a carried object's field in parameter {pos}, not {next}")),
                 }

@@ -539,7 +539,10 @@ impl<'t> Validator<'t> {
         // Parameters past the original's carry loaded values (`Config::carried`), then the
         // fields of objects the label takes field by field (`Config::carried_virtuals`).
         let loads = match ap.len() {
-            m if m >= n && loop_label(pt) == Some(rp) => self.carried_extras(n, m),
+            m if m >= n && loop_label(pt) == Some(rp) => {
+                let own: Vec<_> = pt.descrs.iter().map(Some).collect();
+                self.carried_extras(n, m, &self.cfg.carried, &self.cfg.carried_virtuals, &own)
+            }
             m if m == n => Ok((Vec::new(), Vec::new())),
             m if m > n => Err("its extra parameters carry nothing (it is not the loop's label)".into()),
             _ => Err("the optimized label drops parameters".into()),
@@ -680,9 +683,16 @@ impl<'t> Validator<'t> {
         // operands (`Config::carried`).
         let n = opo.args.len();
         let to_loop = opp.opcode == Opcode::Jump && loop_label(pt).is_some() && rp.index() + 1 == pt.ops.len();
-        let loads = match opp.args.len() {
-            m if m >= n && to_loop => self.carried_extras(n, m),
-            m if m == n => Ok((Vec::new(), Vec::new())),
+        // A `jump` into another loop's body passes what its label carries
+        // (`Config::body_entries`).
+        let entry = self.entered_body(ro, rp);
+        let loads = match (opp.args.len(), entry) {
+            (m, _) if m >= n && to_loop => {
+                let own: Vec<_> = pt.descrs.iter().map(Some).collect();
+                self.carried_extras(n, m, &self.cfg.carried, &self.cfg.carried_virtuals, &own)
+            }
+            (m, Some((loads, virtuals, descrs))) if m > n => self.carried_extras(n, m, &loads, &virtuals, &descrs),
+            (m, _) if m == n => Ok((Vec::new(), Vec::new())),
             _ => Err(String::new()),
         };
         let (loads, objs) = match loads {
@@ -743,15 +753,25 @@ impl<'t> Validator<'t> {
             ))));
         };
         let args = self.p.trace.op(rp).args.clone();
-        if args.len() != entry.params.len() {
+        let extra: usize = entry
+            .carried
+            .iter()
+            .filter(|c| matches!(c.value, trace_ir::CarriedValue::Param(_)))
+            .count()
+            + entry.carried_virtuals.iter().map(|c| c.fields.len()).sum::<usize>();
+        if args.len() != entry.params.len() + extra {
             return Err(Stop::Invalid(self.structural(format!(
                 "the jump passes {} operands to a loop body of {} parameters",
                 args.len(),
-                entry.params.len()
+                entry.params.len() + extra
             ))));
         }
         self.open_batch();
         for (j, (f, &a)) in entry.params.iter().zip(&args).enumerate() {
+            // A placeholder stands where the body takes an object field by field.
+            if entry.carried_virtuals.iter().any(|c| c.param == j) {
+                continue;
+            }
             let x = self.p.value(a)?;
             let claim = self.p.satisfies(&x, f);
             self.prove(
