@@ -13,24 +13,20 @@
 //!   (`record_exact_class` before the first op);
 //! - `guard_value(x, K)`, `guard_false(x)` or `guard_isnull(x)` where `x` is an immutable
 //!   field `F` of `ConstPtr(a)`: that field holds `K` (or zero; `record_known_field` before
-//!   the first op);
-//! - `guard_class(p, C)` (or `guard_nonnull_class`) where `p` is an object the trace makes
-//!   with `new_with_vtable` (PyPy's log prints its size descriptor without the class): that
-//!   allocation makes objects of class `C` (`vtable=N` on its descriptor), since the class an
-//!   allocation site makes never changes.
+//!   the first op).
 //!
 //! `tracejit eval-pypy` optimizes the trace so stated (the hints are promises the
 //! interpreter checks and the validator assumes), a few rounds until no such guard is left.
 
 use trace_ir::text::{const_to_string, descr_to_string};
-use trace_ir::{Const, Descr, OpRef, Opcode, SizeDescr, Trace, Value};
+use trace_ir::{Const, Opcode, Trace, Value};
 
 /// Rounds of optimizing and stating what the recording proves.
 const ROUNDS: usize = 4;
 
 /// `t` with what its recording proves about its constants stated (see the module
-/// documentation); `None` when the optimizer's output has no guard on constants or on an
-/// allocation of unknown class to learn from.
+/// documentation); `None` when the optimizer's output has no guard on constants to learn
+/// from.
 pub fn with_recorded_constants(t: &Trace, options: &optimizer::Options) -> Option<Trace> {
     let mut cur: Option<Trace> = None;
     for _ in 0..ROUNDS {
@@ -43,27 +39,22 @@ pub fn with_recorded_constants(t: &Trace, options: &optimizer::Options) -> Optio
         let (mut renames, hints) = learn(&out.trace);
         // The explanation's input is the peeled loop when the optimizer peeled it.
         let peeled = options.peel.then(|| trace_ir::peel_loop(input)).flatten();
-        let classes = allocated_classes(input, &out);
         for (from, to) in compared_equal(peeled.as_ref().unwrap_or(input), &out) {
             if !renames.iter().any(|(f, _)| *f == from || *f == to) {
                 renames.push((from, to));
             }
         }
-        if renames.is_empty() && hints.is_empty() && classes.is_empty() {
+        if renames.is_empty() && hints.is_empty() {
             break;
         }
-        let mut classed = input.clone();
-        for &(op, class) in &classes {
-            state_class(&mut classed, op, class);
-        }
-        let mut text = trace_ir::print_trace(&classed);
+        let mut text = trace_ir::print_trace(input);
         for (from, to) in &renames {
             text = text.replace(&format!("ConstPtr({from})"), &format!("ConstPtr({to})"));
         }
         let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
         let at = lines.iter().position(|l| l.starts_with('['))? + 1;
         let fresh: Vec<String> = hints.into_iter().filter(|h| !lines.contains(h)).collect();
-        if renames.is_empty() && fresh.is_empty() && classes.is_empty() {
+        if renames.is_empty() && fresh.is_empty() {
             break;
         }
         lines.splice(at..at, fresh);
@@ -72,75 +63,6 @@ pub fn with_recorded_constants(t: &Trace, options: &optimizer::Options) -> Optio
         cur = Some(next);
     }
     cur
-}
-
-/// The allocations whose class the recording proves: `(op, class)` for each
-/// `new_with_vtable` of `input` whose descriptor names no class and on whose object `out`
-/// (its optimized form, with an explanation) keeps a `guard_class` or `guard_nonnull_class`.
-/// The class an allocation site makes never changes, and the recording passed the guard
-/// (only a guard in the iteration that makes the object counts: in a later one the object
-/// stands where the recording had an input's).
-fn allocated_classes(input: &Trace, out: &optimizer::Optimized) -> Vec<(OpRef, i64)> {
-    let Some(explanation) = &out.explanation else {
-        return Vec::new();
-    };
-    let t = &out.trace;
-    let mut found = Vec::new();
-    // A peeled loop's body (after the label the optimizer added) is a later iteration.
-    let labels = |t: &Trace| t.ops.iter().filter(|o| o.opcode == Opcode::Label).count();
-    let recorded = match labels(t) > labels(input) {
-        true => t
-            .ops
-            .iter()
-            .rposition(|o| o.opcode == Opcode::Label)
-            .unwrap_or(t.ops.len()),
-        false => t.ops.len(),
-    };
-    for op in &t.ops[..recorded] {
-        if !matches!(op.opcode, Opcode::GuardClass | Opcode::GuardNonnullClass) {
-            continue;
-        }
-        let (Some(obj), Some(class)) = (op.args[0].as_op(), op.args[1].as_const()) else {
-            continue;
-        };
-        let Const::Int(class) = t.consts.get(class) else {
-            continue;
-        };
-        // The input op the object comes from (a peeled input's first iteration keeps the
-        // input's op numbers; the last op is the `jump` a peeled input ends the iteration
-        // with instead of the new label).
-        let Some(&origin) = explanation.origins.get(obj.index()) else {
-            continue;
-        };
-        if origin.index() + 1 >= input.ops.len() {
-            continue;
-        }
-        let unclassed = |t: &Trace, o: OpRef| {
-            let op = t.op(o);
-            op.opcode == Opcode::NewWithVtable
-                && op
-                    .descr
-                    .and_then(|d| t.descr(d).as_size())
-                    .is_some_and(|s| s.vtable.is_none())
-        };
-        if unclassed(t, obj) && unclassed(input, origin) {
-            found.push((origin, class));
-        }
-    }
-    found
-}
-
-/// `t` with the allocation `op` stated to make objects of `class` (`vtable=N`).
-fn state_class(t: &mut Trace, op: OpRef, class: i64) {
-    let Some(size) = t.ops[op.index()].descr.and_then(|d| t.descr(d).as_size()) else {
-        return;
-    };
-    let stated = Descr::Size(SizeDescr {
-        vtable: Some(class),
-        ..size.clone()
-    });
-    let d = t.make_descr(stated);
-    t.ops[op.index()].descr = Some(d);
 }
 
 /// The name of a named, non-null pointer constant.
@@ -353,65 +275,6 @@ mod tests {
         )
         .unwrap();
         assert!(with_recorded_constants(&failed, &options).is_none());
-    }
-
-    #[test]
-    fn a_class_guard_on_an_allocation_names_the_class_it_makes() {
-        // The object is found again through a field of another allocation; the log's size
-        // descriptor names no class, so the guard on it stays and the object is made.
-        let t = trace_ir::parse_trace(
-            "[p0, i0]
-             p1 = new_with_vtable(descr=<SizeDescr 16>)
-             setfield_gc(p1, i0, descr=<FieldS W_IntObject.inst_intval 8 pure>)
-             p2 = new(descr=<SizeDescr 24>)
-             setfield_gc(p2, p1, descr=<FieldP Box.inst_value 8>)
-             p3 = getfield_gc_r(p2, descr=<FieldP Box.inst_value 8>)
-             guard_class(p3, ConstClass(W_IntObject), descr=<Guard1>) [p0]
-             i4 = getfield_gc_i(p3, descr=<FieldS W_IntObject.inst_intval 8 pure>)
-             finish(i4)",
-        )
-        .unwrap();
-        let options = optimizer::Options::default();
-        let before = optimizer::optimize(&t, &options).unwrap();
-        let kept = |t: &Trace| {
-            t.ops
-                .iter()
-                .filter(|o| o.opcode.is_guard() || o.opcode == Opcode::NewWithVtable)
-                .count()
-        };
-        assert_eq!(kept(&before.trace), 2, "{}", trace_ir::print_trace(&before.trace));
-        let stated = with_recorded_constants(&t, &options).expect("a guard on an allocation");
-        let class = trace_ir::trace::symbol_address("W_IntObject");
-        assert!(
-            trace_ir::print_trace(&stated).contains(&format!("new_with_vtable(descr=<SizeDescr 16 vtable={class}>)")),
-            "{}",
-            trace_ir::print_trace(&stated)
-        );
-        let out = optimizer::optimize(&stated, &options).unwrap();
-        assert_eq!(kept(&out.trace), 0, "{}", trace_ir::print_trace(&out.trace));
-    }
-
-    #[test]
-    fn a_class_guard_in_a_later_iteration_proves_nothing_about_an_allocation() {
-        // The recording checked the class of the interpreter's object; in the peeled body
-        // the guard checks the object the loop made, whose class the recording never saw.
-        let t = trace_ir::parse_trace(
-            "[p0, i0]
-             guard_class(p0, ConstClass(W_IntObject), descr=<Guard1>) [p0]
-             i1 = getfield_gc_i(p0, descr=<FieldS W_IntObject.inst_intval 8 pure>)
-             i2 = int_add(i1, i0)
-             p3 = new_with_vtable(descr=<SizeDescr 16>)
-             setfield_gc(p3, i2, descr=<FieldS W_IntObject.inst_intval 8 pure>)
-             jump(p3, i0)",
-        )
-        .unwrap();
-        let options = optimizer::Options {
-            peel: true,
-            ..optimizer::Options::default()
-        };
-        let stated = with_recorded_constants(&t, &options);
-        let text = stated.as_ref().map_or(String::new(), trace_ir::print_trace);
-        assert!(!text.contains("vtable="), "{text}");
     }
 
     #[test]
