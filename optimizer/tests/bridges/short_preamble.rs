@@ -3,10 +3,11 @@
 //! loaded at its jump: the loop's short preamble redone), and the tree computes what it
 //! computes with the bridge entering the header.
 
+use super::{jump_token, last_guard_with_key, peeled};
 use optimizer::{Optimized, Optimizer, Options};
 use trace_interp::{outcomes_equivalent_by_resume_key, run_tree, RtValue, RunConfig};
 use trace_ir::tree::{guard_op, Bridge, TraceTree};
-use trace_ir::{bridge_prologue, parse_trace, Descr, GuardId, Opcode, Trace, TraceBuilder, Value};
+use trace_ir::{bridge_prologue, Descr, GuardId, Opcode, Trace, TraceBuilder, Value};
 
 /// A counting loop that adds a field of an object it passes on unchanged: the body label
 /// carries the field's value.
@@ -33,28 +34,6 @@ p7 = new(descr=<SizeDescr 16>)
 setfield_gc(p7, i6, descr=<FieldS Box.v 8>)
 jump(p7, i3, descr=TargetToken(11))
 ";
-
-fn peeled(text: &str) -> Optimized {
-    let t = parse_trace(text).unwrap();
-    let opts = Options {
-        peel: true,
-        ..Options::default()
-    };
-    Optimizer::new().optimize(&t, &opts).unwrap()
-}
-
-/// The guard of `t` with resume key `key` that comes last (the body's).
-fn last_guard_with_key(t: &Trace, key: u64) -> GuardId {
-    t.guards.iter().rev().find(|g| g.resume_key == key).unwrap().id
-}
-
-fn jump_token(t: &Trace) -> Option<u64> {
-    let jump = t.ops.last()?;
-    match jump.descr.map(|d| t.descr(d)) {
-        Some(Descr::Target(x)) if jump.opcode == Opcode::Jump => Some(*x),
-        _ => None,
-    }
-}
 
 /// A bridge out of guard `g` of `out` that counts its passes in the last exit word and
 /// leaves at resume key 50 on the third, then makes the loop's header operands with `make`

@@ -1,6 +1,8 @@
 //! Bridges: what the optimizer states at a loop's guards, what a peeled loop's body
 //! assumes, and a bridge optimized from the former into the latter.
 
+mod short_preamble;
+
 use optimizer::{Optimized, Optimizer, Options};
 use trace_interp::{outcomes_equivalent_by_resume_key, run_tree, RtValue, RunConfig};
 use trace_ir::tree::{guard_op, Bridge, TraceTree};
