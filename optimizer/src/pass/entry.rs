@@ -43,12 +43,22 @@ impl<'a> Pass<'a> {
                 self.force(*a);
             }
         }
+        if !self.objects_fit(e, &descrs, args) {
+            return None;
+        }
+        // Their fields as values (materializing what they refer to), then the loads as the
+        // heap cache knows them after that.
+        for c in &e.carried_virtuals {
+            self.force_fields(args[c.param]);
+        }
+        if !self.objects_fit(e, &descrs, args) {
+            return None;
+        }
         let plan = self.entry_plan(e, &descrs, args)?;
         // Commit: the objects' fields, then the loads, in label order.
         let mut fields = Vec::new();
         for c in &e.carried_virtuals {
             let a = args[c.param];
-            self.force_fields(a);
             let id = self.virt_of(a).expect("checked virtual") as usize;
             let own = self.virtuals[id].fields.clone();
             for &(d, _) in &c.fields {
@@ -96,22 +106,17 @@ impl<'a> Pass<'a> {
         Some(e.body)
     }
 
-    /// How the jump with operands `args` (forced but for the object positions) passes each
-    /// carried load of `e` (`descrs`: its descriptors in this pass's table), when it can
-    /// enter the body at all: its operands satisfy the body's facts, each object position
-    /// holds a virtual object of the body's kind that no other operand is and whose fields
-    /// the body takes, and each load is known (as the body assumes it) or a field of an
-    /// object known to be non-null that the body assumes nothing about.
-    fn entry_plan(&mut self, e: &BodyEntry, descrs: &[DescrRef], args: &[Value]) -> Option<Vec<Load>> {
-        let objects: Vec<usize> = e.carried_virtuals.iter().map(|c| c.param).collect();
-        for (k, (f, &a)) in e.params.iter().zip(args).enumerate() {
-            if !objects.contains(&k) && !self.satisfies(a, f) {
-                return None;
-            }
-        }
-        for c in &e.carried_virtuals {
-            let a = *args.get(c.param)?;
-            let id = self.virt_of(a)? as usize;
+    /// Whether each object position of `e` holds, in `args`, a virtual object of the body's
+    /// kind that no other operand is and whose fields the body takes.
+    fn objects_fit(&self, e: &BodyEntry, descrs: &[DescrRef], args: &[Value]) -> bool {
+        e.carried_virtuals.iter().all(|c| {
+            let Some(&a) = args.get(c.param) else {
+                return false;
+            };
+            let Some(id) = self.virt_of(a) else {
+                return false;
+            };
+            let id = id as usize;
             let kind_ok = match (self.virtuals[id].kind, c.kind) {
                 (
                     trace_ir::VirtualKind::Struct { opcode, descr },
@@ -123,7 +128,19 @@ impl<'a> Pass<'a> {
                 VirtualField::Field(d) => c.fields.iter().any(|x| descrs[x.0.index()] == *d),
                 VirtualField::Item(_) => false,
             });
-            if !kind_ok || !fields_ok || args.iter().filter(|&&b| b == a).count() != 1 {
+            kind_ok && fields_ok && args.iter().filter(|&&b| b == a).count() == 1
+        })
+    }
+
+    /// How the jump with operands `args` (forced but for the object positions, which
+    /// [`Pass::objects_fit`]) passes each carried load of `e` (`descrs`: its descriptors in
+    /// this pass's table), when it can enter the body at all: its operands satisfy the
+    /// body's facts, and each load is known (as the body assumes it) or a field of an
+    /// object known to be non-null that the body assumes nothing about.
+    fn entry_plan(&mut self, e: &BodyEntry, descrs: &[DescrRef], args: &[Value]) -> Option<Vec<Load>> {
+        let objects: Vec<usize> = e.carried_virtuals.iter().map(|c| c.param).collect();
+        for (k, (f, &a)) in e.params.iter().zip(args).enumerate() {
+            if !objects.contains(&k) && !self.satisfies(a, f) {
                 return None;
             }
         }

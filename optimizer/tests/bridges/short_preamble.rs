@@ -156,3 +156,47 @@ fn a_bridge_passes_the_fields_of_an_object_the_body_takes_field_by_field() {
         trace_ir::print_trace(&opt)
     );
 }
+
+#[test]
+fn a_bridge_whose_box_refers_to_itself_enters_the_header() {
+    // The loop's box has a reference field it leaves null; the bridge's box points to
+    // itself, so its fields cannot be passed without making it.
+    let out = peeled(
+        "
+[p0, i1]
+label(p0, i1, descr=TargetToken(13)) -> [p2, i3]
+i4 = getfield_gc_i(p2, descr=<FieldS Box.v 8>)
+i5 = int_lt(i4, 1000)
+guard_true(i5, descr=<Guard0 key=1>) [p2, i4, i3]
+i6 = int_add(i4, 1)
+p7 = new(descr=<SizeDescr 24>)
+setfield_gc(p7, i6, descr=<FieldS Box.v 8>)
+setfield_gc(p7, ConstPtr(null), descr=<FieldP Box.link 16>)
+jump(p7, i3, descr=TargetToken(13))
+",
+    );
+    let entry = out.body_entries.first().expect("the boxing body is an entry");
+    assert_eq!(entry.carried_virtuals.len(), 1, "{entry:?}");
+    let g = last_guard_with_key(&out.trace, 1);
+    let b = bridge(&out, g, 13, |b, f| {
+        let size = b.descr(Descr::Size(trace_ir::SizeDescr { size: 24, vtable: None }));
+        let named = |b: &mut TraceBuilder, name: &str| {
+            let d = out
+                .trace
+                .descrs
+                .iter()
+                .find(|d| d.as_field().is_some_and(|x| &*x.name == name))
+                .unwrap()
+                .clone();
+            b.descr(d)
+        };
+        let (v, link) = (named(b, "Box.v"), named(b, "Box.link"));
+        let p = b.op_with_descr(Opcode::New, &[], size);
+        let zero = b.const_int(0);
+        b.op_with_descr(Opcode::SetfieldGc, &[p, zero], v);
+        b.op_with_descr(Opcode::SetfieldGc, &[p, p], link);
+        vec![p, f[2]]
+    });
+    let opt = compare(&out, g, &b, &[RtValue::Ref(0x1000), RtValue::Int(0)], &[]);
+    assert_eq!(jump_token(&opt), Some(13), "{}", trace_ir::print_trace(&opt));
+}
