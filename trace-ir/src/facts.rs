@@ -142,6 +142,16 @@ pub struct BodyEntry {
 }
 
 impl BodyEntry {
+    /// The number of operands a `jump` into the body passes: one per parameter, then one
+    /// per carried load that is not a constant, then the objects' fields.
+    pub fn arity(&self) -> usize {
+        let loads = self
+            .carried
+            .iter()
+            .filter(|c| matches!(c.value, CarriedValue::Param(_)));
+        self.params.len() + loads.count() + self.carried_virtuals.iter().map(|c| c.fields.len()).sum::<usize>()
+    }
+
     /// Set `carried` and `carried_virtuals` to the loop trace `t`'s (whose descriptors index
     /// `t`'s table), their descriptors copied into `descrs`.
     pub fn own_descrs(&mut self, t: &Trace, carried: &[CarriedLoad], virtuals: &[CarriedVirtual]) {

@@ -74,7 +74,6 @@ impl<'a> Pass<'a> {
             }
             args[c.param] = self.make_const(Const::Ref(0));
         }
-        let n = args.len();
         for load in plan {
             let v = match load {
                 Load::Known(v) => v,
@@ -94,15 +93,8 @@ impl<'a> Pass<'a> {
             };
             args.push(v);
         }
-        debug_assert_eq!(
-            args.len(),
-            n + e
-                .carried
-                .iter()
-                .filter(|c| matches!(c.value, CarriedValue::Param(_)))
-                .count()
-        );
         args.extend(fields);
+        debug_assert_eq!(args.len(), e.arity());
         Some(e.body)
     }
 
@@ -145,7 +137,6 @@ impl<'a> Pass<'a> {
             }
         }
         // The values at label positions past the inputs (`None`: read at the jump).
-        let n = args.len();
         let mut at: Vec<Option<Value>> = args.iter().map(|&a| Some(a)).collect();
         let mut plan = Vec::new();
         for c in &e.carried {
@@ -179,7 +170,6 @@ impl<'a> Pass<'a> {
                 _ => return None,
             }
         }
-        debug_assert!(at.len() >= n);
         Some(plan)
     }
 

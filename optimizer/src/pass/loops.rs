@@ -215,25 +215,6 @@ impl<'a> Pass<'a> {
         }
     }
 
-    /// The body token of the loop in `self.entries` whose header the final `jump` `op`
-    /// names and whose label carries nothing, when its operands `args` (forced) provably
-    /// satisfy what the body assumes (a loop that carries its own values through its body
-    /// label; [`Pass::enter_body`] otherwise).
-    pub(super) fn body_entry(&mut self, op: &Op, args: &[Value]) -> Option<u64> {
-        let Some(Descr::Target(t)) = op.descr.map(|d| self.descr(d)) else {
-            return None;
-        };
-        let entries = self.entries;
-        let e = entries.iter().find(|e| {
-            e.header == *t && e.params.len() == args.len() && e.carried.is_empty() && e.carried_virtuals.is_empty()
-        })?;
-        e.params
-            .iter()
-            .zip(args)
-            .all(|(f, &a)| self.satisfies(a, f))
-            .then_some(e.body)
-    }
-
     /// Whether what is known about `a` implies the facts `f`.
     pub(super) fn satisfies(&mut self, a: Value, f: &WordFacts) -> bool {
         let a = self.find(a);

@@ -667,25 +667,16 @@ impl<'a> Pass<'a> {
                     self.flush_writes();
                     let mut args = args;
                     // (A loop carrying values through its own body label jumps there.)
-                    let entered = match opc {
-                        Opcode::Jump if !self.carries() && self.carry.virtuals.is_empty() => {
-                            self.enter_body(op, &mut args)
-                        }
+                    let body = match opc {
+                        Opcode::Jump if !self.carries() => self.enter_body(op, &mut args),
                         _ => None,
                     };
-                    let fields = match entered {
-                        Some(_) => Vec::new(),
-                        None => self.virtual_state_at_jump(i, &mut args),
-                    };
-                    let body = entered.or_else(|| match opc {
-                        Opcode::Jump => self.body_entry(op, &args),
-                        _ => None,
-                    });
-                    if entered.is_none() {
+                    if body.is_none() {
+                        let fields = self.virtual_state_at_jump(i, &mut args);
                         let carried = self.carry_jump_operands(i, &args);
                         args.extend(carried);
+                        args.extend(fields);
                     }
-                    args.extend(fields);
                     let jump = self.emit(Op {
                         opcode: opc,
                         descr: op.descr,

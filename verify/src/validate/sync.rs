@@ -753,17 +753,11 @@ impl<'t> Validator<'t> {
             ))));
         };
         let args = self.p.trace.op(rp).args.clone();
-        let extra: usize = entry
-            .carried
-            .iter()
-            .filter(|c| matches!(c.value, trace_ir::CarriedValue::Param(_)))
-            .count()
-            + entry.carried_virtuals.iter().map(|c| c.fields.len()).sum::<usize>();
-        if args.len() != entry.params.len() + extra {
+        if args.len() != entry.arity() {
             return Err(Stop::Invalid(self.structural(format!(
                 "the jump passes {} operands to a loop body of {} parameters",
                 args.len(),
-                entry.params.len() + extra
+                entry.arity()
             ))));
         }
         self.open_batch();
