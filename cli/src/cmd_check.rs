@@ -127,11 +127,7 @@ pub fn check(a: CheckArgs) -> CliResult {
                     let name = trace_name(o, file, *i);
                     match optimizer::optimize(o, &opts) {
                         Ok(out) => {
-                            let cfg = Config {
-                                carried: out.carried.clone(),
-                                carried_virtuals: out.carried_virtuals.clone(),
-                                ..cfg.clone()
-                            };
+                            let cfg = cfg.clone().stating(&out);
                             timed(name, o, &out.trace, &cfg)
                         }
                         Err(e) => Row {

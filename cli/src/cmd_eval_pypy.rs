@@ -129,8 +129,8 @@ fn eval_file(path: &str, traces: &[Trace], cfg: &Config, runs: u64, options: &op
         // What its recording proves about its constants.
         let recorded = with_recorded_constants(t, options);
         let t = recorded.as_ref().unwrap_or(t);
-        let (out, guard_facts, carried, carried_virtuals) = match optimizer::optimize(t, options) {
-            Ok(o) => (o.trace, o.guard_facts, o.carried, o.carried_virtuals),
+        let optimized = match optimizer::optimize(t, options) {
+            Ok(o) => o,
             Err(e) => {
                 row.opt_errors += 1;
                 row.notes.push(format!("{}: optimizer refused: {e}", t.info.name));
@@ -138,6 +138,10 @@ fn eval_file(path: &str, traces: &[Trace], cfg: &Config, runs: u64, options: &op
                 continue;
             }
         };
+        // Z3 translation validation below, with the facts stated at the guards and what the
+        // loop body's label carries.
+        let cfg = cfg.clone().stating(&optimized);
+        let out = optimized.trace;
         if let Err(e) = trace_ir::verify(&out) {
             row.bad_output += 1;
             row.notes
@@ -152,14 +156,6 @@ fn eval_file(path: &str, traces: &[Trace], cfg: &Config, runs: u64, options: &op
             row.pypy.add(&Counts::of(p, 0));
             row.pypy_body.add(&Counts::per_iteration(p));
         }
-        // Z3 translation validation, with the facts stated at the guards and the loads and
-        // objects the loop body's parameters carry.
-        let cfg = Config {
-            guard_facts,
-            carried,
-            carried_virtuals,
-            ..cfg.clone()
-        };
         match validate(t, &out, &cfg) {
             Verdict::Valid => row.z3[0] += 1,
             Verdict::Invalid { counterexample } => {

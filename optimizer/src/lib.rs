@@ -124,8 +124,10 @@ options! {
         /// parameters the body label carries ([`Optimized::carried`]) instead of loading them
         /// again. A struct the loop makes for its next iteration, which nothing else refers
         /// to, is taken field by field ([`Optimized::carried_virtuals`]) instead of allocated
-        /// in every iteration; in a body that carries something, pure ops on invariant
-        /// operands are computed once, in the first iteration. Off by default: the output then has one more `label`, and guards of the
+        /// in every iteration. Pure ops on invariant operands are computed once, in the first
+        /// iteration, and the label carries their results ([`Optimized::carried_pure`]; in
+        /// a body that carries loads or objects, elidable calls and immutable reads too).
+        /// Off by default: the output then has one more `label`, and guards of the
         /// copied body have fresh ids (same resume keys); validate it against the peeled input
         /// (`verify::validate` peels the original itself when the label counts say so).
         peel = false,
@@ -281,6 +283,10 @@ pub struct Optimized {
     /// them in every iteration; the translation validator needs them
     /// (`verify::validate::Config::carried_virtuals`).
     pub carried_virtuals: Vec<trace_ir::CarriedVirtual>,
+    /// The results of pure ops on loop-invariant operands that a peeled loop's body label
+    /// carries, computed once before the loop; the translation validator needs them
+    /// (`verify::validate::Config::carried_pure`).
+    pub carried_pure: Vec<trace_ir::CarriedPure>,
     /// What became of each input op and where each output op came from; only with
     /// [`Options::explain`]. With [`Options::peel`] its input is the peeled trace
     /// ([`trace_ir::peel_loop`] of the input) when the input is a loop.

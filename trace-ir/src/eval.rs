@@ -266,6 +266,34 @@ pub fn eval_pure(opcode: Opcode, args: &[u64]) -> Result<u64, EvalError> {
     })
 }
 
+/// Whether the pure op `opcode` is defined ([`eval_pure`] gives no [`EvalError::Invalid`])
+/// for every value of its operands that `args` leaves open (`None`), the others being the
+/// given constants: a division or modulo by a non-zero constant, a shift by a constant
+/// amount in `0..=63`, `int_signext` to a constant width of 1, 2, 4 or 8 bytes, and any
+/// other op [`eval_pure`] evaluates. Such an op may be computed where its result is not
+/// needed yet (hoisted, or redone where a second trace enters a loop body).
+///
+/// ```
+/// use trace_ir::{eval::defined_everywhere, Opcode};
+/// assert!(defined_everywhere(Opcode::IntMod, &[None, Some(7)]));
+/// assert!(!defined_everywhere(Opcode::IntMod, &[None, None]));
+/// assert!(!defined_everywhere(Opcode::IntLshift, &[Some(1), Some(64)]));
+/// ```
+pub fn defined_everywhere(opcode: Opcode, args: &[Option<u64>]) -> bool {
+    use Opcode::*;
+    if args.len() != opcode.fixed_arity() || opcode.is_variadic() {
+        return false;
+    }
+    let second = args.get(1).copied().flatten();
+    match opcode {
+        IntFloorDiv | IntMod | IntPyDiv | IntPyMod => second.is_some_and(|d| d != 0),
+        IntLshift | IntRshift | UintRshift => second.is_some_and(|s| s < 64),
+        IntSignext => second.is_some_and(|w| matches!(w, 1 | 2 | 4 | 8)),
+        // Every other op `eval_pure` supports is total: evaluate it once to ask.
+        _ => eval_pure(opcode, &vec![0; args.len()]).is_ok(),
+    }
+}
+
 /// Evaluate an overflow-checking op (`int_add_ovf`, `int_sub_ovf`, `int_mul_ovf`): the
 /// wrapped 64-bit result and whether the operation overflowed.
 ///
@@ -293,6 +321,53 @@ pub fn eval_ovf(opcode: Opcode, a: i64, b: i64) -> Result<(i64, bool), EvalError
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::{any, Just, Strategy};
+
+    proptest::proptest! {
+        /// An op `defined_everywhere` calls defined is: whatever the open operands are, with
+        /// the given constants, `eval_pure` gives no `Invalid`; and one it calls undefined
+        /// with every operand open has operands where it is.
+        #[test]
+        fn defined_everywhere_is_eval_pures_domain(
+            which in 0..Opcode::ALL.len(),
+            consts in proptest::collection::vec(proptest::prop_oneof![
+                Just(None),
+                (0u64..70).prop_map(Some),
+                any::<u64>().prop_map(Some),
+            ], 3),
+            open in proptest::collection::vec(proptest::prop_oneof![
+                0u64..70, Just(0u64), any::<u64>()
+            ], 3),
+        ) {
+            let op = Opcode::ALL[which];
+            let n = op.fixed_arity();
+            if op.is_pure() && !op.is_variadic() && n <= 3 {
+                let pattern = &consts[..n];
+                let vals: Vec<u64> = (0..n).map(|i| pattern[i].unwrap_or(open[i])).collect();
+                if defined_everywhere(op, pattern) {
+                    proptest::prop_assert!(!matches!(eval_pure(op, &vals), Err(EvalError::Invalid(_))), "{op} {vals:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn ops_undefined_somewhere_are_not_defined_everywhere() {
+        for (op, args) in [
+            (Opcode::IntFloorDiv, [1u64, 0]),
+            (Opcode::IntPyMod, [1, 0]),
+            (Opcode::IntLshift, [1, 64]),
+            (Opcode::UintRshift, [1, u64::MAX]),
+            (Opcode::IntSignext, [1, 3]),
+        ] {
+            assert!(matches!(eval_pure(op, &args), Err(EvalError::Invalid(_))));
+            assert!(!defined_everywhere(op, &[None, None]), "{op}");
+            assert!(!defined_everywhere(op, &[None, Some(args[1])]), "{op}");
+        }
+        assert!(defined_everywhere(Opcode::IntAdd, &[None, None]));
+        assert!(defined_everywhere(Opcode::FloatTrueDiv, &[None, None]));
+        assert!(!defined_everywhere(Opcode::GuardTrue, &[None]));
+    }
 
     #[test]
     fn corner_cases_do_not_panic() {

@@ -119,9 +119,9 @@ pub enum FieldValue {
 /// computes what the header `TargetToken(header)` computes when its operands satisfy
 /// `params` (one entry per parameter), which the body was optimized to assume. A `jump` to
 /// the header may go to the body instead when it provably passes such operands, and then
-/// skips the preamble; when the body label carries loaded values or takes objects field by
-/// field, the jump passes those too, as the loop's own final `jump` does (it redoes the
-/// loop's short preamble).
+/// skips the preamble; when the body label carries loaded values, takes objects field by
+/// field or carries results of pure ops, the jump passes those too, as the loop's own final
+/// `jump` does (it redoes the loop's short preamble).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct BodyEntry {
     /// The loop header's token.
@@ -136,6 +136,8 @@ pub struct BodyEntry {
     /// The objects the body label takes field by field, their descriptors indexing
     /// `descrs`.
     pub carried_virtuals: Vec<CarriedVirtual>,
+    /// The results of pure ops the body label carries.
+    pub carried_pure: Vec<CarriedPure>,
     /// The descriptors `carried` and `carried_virtuals` name (the entering trace has a table
     /// of its own and finds them there by value).
     pub descrs: Vec<crate::Descr>,
@@ -143,13 +145,17 @@ pub struct BodyEntry {
 
 impl BodyEntry {
     /// The number of operands a `jump` into the body passes: one per parameter, then one
-    /// per carried load that is not a constant, then the objects' fields.
+    /// per carried load that is not a constant, then the objects' fields, then the results
+    /// of pure ops.
     pub fn arity(&self) -> usize {
         let loads = self
             .carried
             .iter()
             .filter(|c| matches!(c.value, CarriedValue::Param(_)));
-        self.params.len() + loads.count() + self.carried_virtuals.iter().map(|c| c.fields.len()).sum::<usize>()
+        self.params.len()
+            + loads.count()
+            + self.carried_virtuals.iter().map(|c| c.fields.len()).sum::<usize>()
+            + self.carried_pure.len()
     }
 
     /// Set `carried` and `carried_virtuals` to the loop trace `t`'s (whose descriptors index
@@ -234,6 +240,28 @@ pub struct CarriedVirtual {
     pub fields: Vec<(DescrRef, usize)>,
 }
 
+/// The result of a pure op a peeled loop's body label carries (loop-invariant code motion
+/// that a second way into the body can redo): wherever the label is reached, its parameter
+/// `param` holds `opcode(args)` of the label's operands (input parameters the body passes
+/// back unchanged, so the value is the same in every iteration) and has the `facts` the body
+/// assumes of it. The preamble computes it once and passes it; the final `jump` passes the
+/// parameter back; a trace entering the body computes it at its `jump`. Only ops defined on
+/// every operand (no division by a variable, no shift by a variable amount) and without
+/// descriptor, on integer or float operands and of such a result, are carried; their
+/// parameters come last, after the objects' fields. The translation validator proves it on
+/// both ways in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CarriedPure {
+    /// The label's parameter that holds the result.
+    pub param: usize,
+    /// The pure op.
+    pub opcode: crate::Opcode,
+    /// Its operands: the label's input parameters (by position) or constants.
+    pub args: Vec<CarriedBase>,
+    /// What the body assumes about the result.
+    pub facts: WordFacts,
+}
+
 /// What a [`CarriedLoad`]'s place holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CarriedValue {
@@ -243,7 +271,7 @@ pub enum CarriedValue {
     Const(Const),
 }
 
-/// The object a [`CarriedLoad`] reads.
+/// The object a [`CarriedLoad`] reads, or an operand of a [`CarriedPure`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CarriedBase {
     /// A parameter of the same label, by position (one before the carried parameter).

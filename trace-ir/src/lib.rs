@@ -43,7 +43,8 @@ pub use descr::{ArrayDescr, CallDescr, CallEffect, Descr, FieldDescr, InteriorDe
 pub use entity::{ConstRef, DescrRef, GuardId, GuardRef, OpRef, Value, ValueData};
 pub use eval::{eval_ovf, eval_pure, EvalError};
 pub use facts::{
-    BodyEntry, CarriedBase, CarriedLoad, CarriedValue, CarriedVirtual, FieldFact, FieldValue, GuardFacts, WordFacts,
+    BodyEntry, CarriedBase, CarriedLoad, CarriedPure, CarriedValue, CarriedVirtual, FieldFact, FieldValue, GuardFacts,
+    WordFacts,
 };
 pub use opcode::{DescrKind, GcAccess, Kind, OpFlags, OpInfo, Opcode};
 pub use peel::{

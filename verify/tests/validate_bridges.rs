@@ -266,6 +266,7 @@ fn carrying_entries() -> Vec<BodyEntry> {
                 facts: WordFacts::default(),
             }],
             carried_virtuals: Vec::new(),
+            carried_pure: Vec::new(),
             descrs: vec![field("T.step")],
         },
         BodyEntry {
@@ -281,6 +282,7 @@ fn carrying_entries() -> Vec<BodyEntry> {
                 },
                 fields: vec![(DescrRef::new(1), 2)],
             }],
+            carried_pure: Vec::new(),
             descrs: vec![size, field("Box.v")],
         },
     ]

@@ -34,7 +34,7 @@ fn the_optimizers_fused_guard_validates() {
     ] {
         let out = optimize(&t, &opts).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(out.stats.removed(Reason::GuardFused), 1, "{}", print_trace(&out.trace));
-        let v = validate(&t, &out.trace, &Config::default());
+        let v = validate(&t, &out.trace, &Config::for_optimized(&out));
         assert!(matches!(v, Verdict::Valid), "{v}\n{}", print_trace(&out.trace));
     }
 }
@@ -65,7 +65,7 @@ fn a_fused_guard_in_a_loop_validates() {
             "{}",
             print_trace(&out.trace)
         );
-        let v = validate(&t, &out.trace, &Config::default());
+        let v = validate(&t, &out.trace, &Config::for_optimized(&out));
         assert!(matches!(v, Verdict::Valid), "{v}\n{}", print_trace(&out.trace));
     }
 }

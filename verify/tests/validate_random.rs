@@ -43,12 +43,10 @@ fn run_with(cfg: &RandomConfig, seeds: std::ops::Range<u64>, opts: &Options, fac
             ),
         };
         tally.total += 1;
-        let vcfg = Config {
-            guard_facts: if facts { out.guard_facts.clone() } else { Vec::new() },
-            carried: out.carried.clone(),
-            carried_virtuals: out.carried_virtuals.clone(),
-            ..vcfg.clone()
-        };
+        let mut vcfg = vcfg.clone().stating(&out);
+        if !facts {
+            vcfg.guard_facts.clear();
+        }
         let (verdict, stats) = validate_with_stats(&trace, &out.trace, &vcfg);
         tally.stats.add(&stats);
         match verdict {
@@ -156,9 +154,10 @@ fn random_peeled_loops_validate() {
     assert!(loops >= 40, "only {loops} loops");
     assert!(
         t.unknown.len() * 100 < t.total * 3,
-        "{} unknown of {}",
+        "{} unknown of {}: {:?}",
         t.unknown.len(),
-        t.total
+        t.total,
+        t.unknown
     );
 }
 
@@ -303,22 +302,22 @@ fn masked_loop_parameters_are_checked() {
     assert!(verdict(masked, &good).is_valid(), "{:?}", verdict(masked, &good));
     // The optimizer's own output for it has no overflow check in the loop body, and is valid.
     let t = trace_ir::parse_trace(masked).unwrap();
-    let out = optimizer::optimize(
+    let opt = optimizer::optimize(
         &t,
         &optimizer::Options {
             peel: true,
             ..optimizer::Options::default()
         },
     )
-    .unwrap()
-    .trace;
+    .unwrap();
+    let out = &opt.trace;
     let body = out.last_label().unwrap().index();
     assert!(
         out.ops[body..].iter().all(|o| !o.opcode.is_ovf()),
         "{}",
-        trace_ir::print_trace(&out)
+        trace_ir::print_trace(out)
     );
-    assert!(verify::validate::validate(&t, &out, &Config::default()).is_valid());
+    assert!(verify::validate::validate(&t, out, &Config::for_optimized(&opt)).is_valid());
     // Unmasked accumulator: `s + x` can overflow in a later iteration.
     let unmasked = "[i0, i1]\nlabel(i0, i1)\ni2 = int_and(i1, 255)\ni3 = int_add_ovf(i0, i2)\n\
         guard_no_overflow(descr=<Guard1>) [i0]\njump(i3, i1)\n";

@@ -1,8 +1,9 @@
 //! A trace's final `jump` into another loop's peeled body ([`trace_ir::BodyEntry`]): when
 //! its operands satisfy what the body assumes, the jump skips the loop's preamble and
 //! passes, past the body's input parameters, what the body label carries: the loaded
-//! values (from this trace's heap cache, or loaded here: the loop's short preamble redone)
-//! and the fields of the objects the body takes field by field (virtual here).
+//! values (from this trace's heap cache, or loaded here: the loop's short preamble redone),
+//! the fields of the objects the body takes field by field (virtual here), and the results
+//! of the pure ops on invariant operands (computed here).
 
 use trace_ir::{BodyEntry, CarriedBase, CarriedValue, Const, Descr, DescrRef, Kind, Op, Opcode, Value, VirtualField};
 
@@ -55,6 +56,7 @@ impl<'a> Pass<'a> {
             return None;
         }
         let plan = self.entry_plan(e, &descrs, args)?;
+        let pure = self.entry_pure(e, args)?;
         // Commit: the objects' fields, then the loads, in label order.
         let mut fields = Vec::new();
         for c in &e.carried_virtuals {
@@ -94,6 +96,7 @@ impl<'a> Pass<'a> {
             args.push(v);
         }
         args.extend(fields);
+        args.extend(pure);
         debug_assert_eq!(args.len(), e.arity());
         Some(e.body)
     }
@@ -171,6 +174,36 @@ impl<'a> Pass<'a> {
             }
         }
         Some(plan)
+    }
+
+    /// The results of pure ops `e`'s label carries, computed here on the jump's operands
+    /// `args` (the loop's preamble computes them once), when each has what the body assumes
+    /// of it. Unused when the jump does not enter the body after all (then swept as dead).
+    fn entry_pure(&mut self, e: &BodyEntry, args: &[Value]) -> Option<SmallVec<[Value; 3]>> {
+        let mut out = SmallVec::new();
+        for c in &e.carried_pure {
+            let mut a: SmallVec<[Value; 3]> = SmallVec::new();
+            for b in &c.args {
+                a.push(match *b {
+                    CarriedBase::Param(k) if !e.carried_virtuals.iter().any(|o| o.param == k) => *args.get(k)?,
+                    CarriedBase::Param(_) => return None,
+                    CarriedBase::Const(k) => self.make_const(k),
+                });
+            }
+            if !c.opcode.is_pure() || !c.opcode.arity_ok(a.len()) {
+                return None;
+            }
+            // (Below the top level: not an input op's result, nothing to count or explain.)
+            self.depth += 1;
+            let v = self.pure(c.opcode, &a, None, false);
+            self.depth -= 1;
+            let v = self.find(v);
+            if self.is_virtual(v) || !self.satisfies(v, &c.facts) {
+                return None;
+            }
+            out.push(v);
+        }
+        Some(out)
     }
 
     /// Descriptor `d` in this pass's table (the input's and the extra ones), by value.

@@ -8,7 +8,8 @@ use crate::domain::IntBound;
 use smallvec::SmallVec;
 use trace_ir::fxhash::FxHashMap;
 use trace_ir::{
-    BodyEntry, CarriedLoad, CarriedVirtual, Const, Descr, Kind, Op, OpRef, Opcode, Trace, Value, ValueData, WordFacts,
+    BodyEntry, CarriedLoad, CarriedPure, CarriedVirtual, Const, Descr, Kind, Op, OpRef, Opcode, Trace, Value,
+    ValueData, WordFacts,
 };
 
 /// What the second run over a peeled loop assumes about its header's parameters: which are
@@ -127,8 +128,8 @@ impl<'a> Pass<'a> {
             guard: None,
             args,
         });
-        // Invariant parameters with the operand each always equals.
-        let mut invariant: Vec<(Value, Value)> = Vec::new();
+        // Invariant parameters with the operand each always equals, and their positions.
+        let mut invariant: Vec<(Value, Value, usize)> = Vec::new();
         let facts = match self.header.facts {
             Some((header, facts)) if header == i => Some(facts),
             _ => None,
@@ -150,7 +151,7 @@ impl<'a> Pass<'a> {
                 self.make_equal(v, arg);
             } else if facts.invariant.get(k) == Some(&true) {
                 self.import_facts(v, arg);
-                invariant.push((arg, v));
+                invariant.push((arg, v, k));
             } else if let Some(&Some(mask)) = facts.masks.get(k) {
                 self.assume_masked(v, arg, mask);
             }
@@ -170,7 +171,7 @@ impl<'a> Pass<'a> {
         self.mem
             .heap
             .keep_fields(|d| facts[d.index()].immutable, |o, v| fixed(o) && fixed(v));
-        self.pure_across_label(&invariant);
+        self.pure_across_label(label_op, &invariant);
         self.cse.ovf.clear();
         self.effects.exc_clear = false;
         self.effects.not_invalidated = false;
@@ -178,22 +179,23 @@ impl<'a> Pass<'a> {
         self.carry_remember(label_op);
     }
 
-    /// At a label whose `invariant` parameters each always equal their operand (pairs of
-    /// operand and parameter): keep the pure results computed before it whose operands are
+    /// At `label`, whose `invariant` parameters each always equal their operand (operand,
+    /// parameter, position): keep the pure results computed before it whose operands are
     /// constants and such operands, keyed by the parameters, so the body finds them instead
     /// of computing them again in every iteration (loop-invariant code motion: the peeled
-    /// first iteration computed them); forget the others. A body that uses one depends on
-    /// the peeled iteration (on its value, or on what its guards established about it): no
-    /// bridge may enter it ([`Pass::body_entries`]).
-    fn pure_across_label(&mut self, invariant: &[(Value, Value)]) {
+    /// first iteration computed them); forget the others. The label carries the ones the
+    /// body uses ([`super::invariant`]); a body that uses one no trace entering it could
+    /// compute (a call, a read) depends on the peeled iteration, and no bridge may enter it
+    /// ([`Pass::body_entries`]), so only a body that carries loads or objects keeps those.
+    fn pure_across_label(&mut self, label: OpRef, invariant: &[(Value, Value, usize)]) {
         self.cse.preamble.clear();
-        // (Only where no bridge could enter the body anyway: one that carries loads or
-        // objects. Elsewhere a bridge entering the body is worth more than the ops kept.)
-        if invariant.is_empty() || !self.opts.cse || !self.carries() {
+        self.cse.body = None;
+        if invariant.is_empty() || !self.opts.cse {
             self.cse.pure.clear();
             return;
         }
-        let map: FxHashMap<Value, Value> = invariant.iter().map(|&(a, p)| (self.find(a), p)).collect();
+        let all = self.carries();
+        let map: FxHashMap<Value, Value> = invariant.iter().map(|&(a, p, _)| (self.find(a), p)).collect();
         let old = std::mem::take(&mut self.cse.pure);
         for (key, result) in old {
             let args: Option<SmallVec<[Value; 3]>> = key
@@ -210,9 +212,14 @@ impl<'a> Pass<'a> {
                 .collect();
             let result = self.find(result);
             if let (Some(args), false) = (args, self.is_virtual(result)) {
-                self.cse.preamble.insert(Key::new(key.opcode, &args, key.descr), result);
+                let key = Key::new(key.opcode, &args, key.descr);
+                if all || self.redoable(&key) {
+                    self.cse.preamble.insert(key, result);
+                }
             }
         }
+        let positions = invariant.iter().map(|&(_, p, k)| (p, k)).collect();
+        self.cse.body = Some((label, positions));
     }
 
     /// Whether what is known about `a` implies the facts `f`.
@@ -245,13 +252,15 @@ impl<'a> Pass<'a> {
 
     /// The output's peeled loop bodies as [`BodyEntry`]s: a label with `TargetToken(b)`
     /// after one with `TargetToken(h)`, `b` the [`trace_ir::peeled_body_token`] of `h`,
-    /// whose ops read nothing defined before it but its parameters, with the loads and
-    /// objects its label carries (`carried`, `carried_virtuals`, the output's descriptors).
+    /// whose ops read nothing defined before it but its parameters, with the loads,
+    /// objects and pure results its label carries (`carried`, `carried_virtuals`,
+    /// `carried_pure`; the output's descriptors).
     pub(super) fn body_entries(
         &self,
         out: &Trace,
         carried: &[CarriedLoad],
         carried_virtuals: &[CarriedVirtual],
+        carried_pure: &[CarriedPure],
     ) -> Vec<BodyEntry> {
         let token = |t: &Trace, l: OpRef| match t.op(l).descr.map(|d| t.descr(d)) {
             Some(Descr::Target(x)) => Some(*x),
@@ -259,7 +268,8 @@ impl<'a> Pass<'a> {
         };
         let labels: Vec<OpRef> = out.op_refs().filter(|&r| out.op(r).opcode == Opcode::Label).collect();
         let mut entries = Vec::new();
-        // A body that uses the peeled iteration's results needs that iteration.
+        // A body that uses a result of the peeled iteration no entering trace computes
+        // needs that iteration.
         if self.counts.uses_preamble {
             return entries;
         }
@@ -278,14 +288,15 @@ impl<'a> Pass<'a> {
                 if trace_ir::tree::read_before_label(out, body, |_| true).is_none() {
                     // The carried loads and objects are the final label's.
                     let last = labels.last() == Some(&body);
-                    let (carried, carried_virtuals) = match last {
-                        true => (carried, carried_virtuals),
-                        false => (&[][..], &[][..]),
+                    let (carried, carried_virtuals, carried_pure) = match last {
+                        true => (carried, carried_virtuals, carried_pure),
+                        false => (&[][..], &[][..], &[][..]),
                     };
                     let mut entry = BodyEntry {
                         header,
                         body: b,
                         params: params.clone(),
+                        carried_pure: carried_pure.to_vec(),
                         ..BodyEntry::default()
                     };
                     entry.own_descrs(out, carried, carried_virtuals);

@@ -85,6 +85,7 @@ mod carry;
 mod entry;
 mod explain;
 mod guards;
+mod invariant;
 mod loops;
 mod memory;
 mod output;
@@ -295,7 +296,8 @@ struct Counts {
     /// (the `force_token` of a virtual reference): when dropped they count as nothing, and
     /// the explanation gives their input op its object's fate.
     attached: Vec<OpRef>,
-    /// Whether a loop body used a result of the peeled iteration ([`Cse::preamble`]).
+    /// Whether a loop body depends on the peeled iteration beyond what its label carries
+    /// ([`Cse::preamble`], [`invariant`]).
     uses_preamble: bool,
 }
 

@@ -22,6 +22,7 @@ impl<'a> Pass<'a> {
     /// Flush what is pending, sweep, renumber: the optimized trace and the tables to reuse.
     pub(super) fn finish(mut self) -> Result<(Optimized, Box<Tables>), OptError> {
         self.flush_writes();
+        let carried_pure = self.carry_pure();
         self.mark_live();
         self.carry_unused();
         let carried = self.carried_loads();
@@ -30,7 +31,7 @@ impl<'a> Pass<'a> {
         self.counts.removed[Reason::Dead as usize] += dead;
         let explanation = self.explanation();
         let trace = self.renumbered()?;
-        let body_entries = self.body_entries(&trace, &carried, &carried_virtuals);
+        let body_entries = self.body_entries(&trace, &carried, &carried_virtuals, &carried_pure);
         let guard_facts = trace
             .guards
             .iter()
@@ -75,6 +76,7 @@ impl<'a> Pass<'a> {
                 body_entries,
                 carried,
                 carried_virtuals,
+                carried_pure,
                 explanation,
             },
             tables,

@@ -10,7 +10,7 @@ use crate::peephole::{self, RuleEnv};
 use crate::Reason;
 use smallvec::SmallVec;
 use trace_ir::fxhash::FxHashMap;
-use trace_ir::{ConstRef, DescrRef, Kind, Op, OpFlags, Opcode, Value};
+use trace_ir::{ConstRef, DescrRef, Kind, Op, OpFlags, OpRef, Opcode, Value};
 
 /// `f` applied to each operand, without the generic `Extend` path of `SmallVec` (this runs for
 /// every op, several times).
@@ -55,6 +55,12 @@ pub(crate) struct Cse {
     /// In a peeled loop's body: what the peeled iteration computed on operands the body's
     /// parameters always equal (keyed by those parameters; see `Pass::pure_across_label`).
     pub preamble: FxHashMap<Key, Value>,
+    /// The body label `preamble` is about, and its invariant parameters with their
+    /// positions.
+    pub(super) body: Option<(OpRef, FxHashMap<Value, usize>)>,
+    /// The results of `preamble` the body uses, which the label is to carry
+    /// ([`super::invariant`]).
+    pub(super) used: Vec<super::invariant::Used>,
 }
 
 impl Clone for Cse {
@@ -69,6 +75,8 @@ impl Clone for Cse {
         self.pure.clone_from(&o.pure);
         self.ovf.clone_from(&o.ovf);
         self.preamble.clone_from(&o.preamble);
+        self.body.clone_from(&o.body);
+        self.used.clone_from(&o.used);
     }
 }
 
@@ -79,12 +87,15 @@ impl Cse {
         self.pure.reserve(n / 2);
         self.ovf.clear();
         self.preamble.clear();
+        self.body = None;
+        self.used.clear();
     }
 }
 
 impl<'a> Pass<'a> {
     /// The value CSE knows for `key`: computed before, or (in a peeled loop's body) by the
-    /// peeled iteration on the same invariant operands, which the body then depends on.
+    /// peeled iteration on the same invariant operands, which the body then depends on
+    /// (through a label parameter, when a trace entering the body can compute it too).
     pub(super) fn cse_get(&mut self, key: &Key) -> Option<Value> {
         if let Some(&v) = self.cse.pure.get(key) {
             return Some(v);
@@ -93,8 +104,7 @@ impl<'a> Pass<'a> {
             return None;
         }
         let v = *self.cse.preamble.get(key)?;
-        self.counts.uses_preamble = true;
-        Some(v)
+        self.use_preamble(key, v)
     }
 }
 

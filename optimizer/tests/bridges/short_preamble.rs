@@ -1,7 +1,8 @@
-//! A bridge entering a peeled loop's body whose label carries loaded values or takes an
-//! object field by field: it passes what the label carries (from its own heap cache, or
-//! loaded at its jump: the loop's short preamble redone), and the tree computes what it
-//! computes with the bridge entering the header.
+//! A bridge entering a peeled loop's body whose label carries loaded values, takes an
+//! object field by field or carries a loop-invariant pure result: it passes what the label
+//! carries (from its own heap cache, or loaded or computed at its jump: the loop's short
+//! preamble redone), and the tree computes what it computes with the bridge entering the
+//! header.
 
 use super::{jump_token, last_guard_with_key, peeled};
 use optimizer::{Optimized, Optimizer, Options};
@@ -33,6 +34,18 @@ i6 = int_add(i4, 1)
 p7 = new(descr=<SizeDescr 16>)
 setfield_gc(p7, i6, descr=<FieldS Box.v 8>)
 jump(p7, i3, descr=TargetToken(11))
+";
+
+/// A loop whose step is a pure op of a parameter it passes on unchanged: the body label
+/// carries the step, computed once in the peeled iteration.
+const INVARIANT_LOOP: &str = "
+[i0, i1, i2]
+label(i0, i1, i2, descr=TargetToken(15)) -> [i3, i4, i5]
+i6 = int_mul(i4, 3)
+i7 = int_add(i3, i6)
+i8 = int_lt(i7, 100000)
+guard_true(i8, descr=<Guard0 key=1>) [i3, i4, i5]
+jump(i7, i4, i5, descr=TargetToken(15))
 ";
 
 /// A bridge out of guard `g` of `out` that counts its passes in the last exit word and
@@ -199,4 +212,28 @@ jump(p7, i3, descr=TargetToken(13))
     });
     let opt = compare(&out, g, &b, &[RtValue::Ref(0x1000), RtValue::Int(0)], &[]);
     assert_eq!(jump_token(&opt), Some(13), "{}", trace_ir::print_trace(&opt));
+}
+
+#[test]
+fn a_bridge_computes_the_invariant_result_the_body_label_carries() {
+    let out = peeled(INVARIANT_LOOP);
+    let entry = out.body_entries.first().expect("the body is an entry");
+    assert_eq!(entry.carried_pure.len(), 1, "{entry:?}");
+    let g = last_guard_with_key(&out.trace, 1);
+    // The bridge restarts the count from 0 with a step one larger: the body's `i4 * 3`
+    // must be computed again, on the new operand.
+    let b = bridge(&out, g, 15, |b, f| {
+        let (zero, one) = (b.const_int(0), b.const_int(1));
+        let step = b.op(Opcode::IntAdd, &[f[1], one]);
+        vec![zero, step, f[2]]
+    });
+    let opt = compare(&out, g, &b, &[RtValue::Int(0), RtValue::Int(1), RtValue::Int(0)], &[]);
+    assert_eq!(
+        jump_token(&opt),
+        Some(trace_ir::peeled_body_token(15)),
+        "{}",
+        trace_ir::print_trace(&opt)
+    );
+    let muls = opt.ops.iter().filter(|o| o.opcode == Opcode::IntMul).count();
+    assert_eq!(muls, 1, "{}", trace_ir::print_trace(&opt));
 }

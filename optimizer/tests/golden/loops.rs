@@ -87,11 +87,10 @@ fn peeling_drops_the_overflow_check_of_a_masked_accumulator() {
          i6 = int_add_ovf(i0, i5)
          guard_no_overflow(descr=<Guard1>) [i0]
          i8 = int_and(i6, 16777215)
-         label(i8, i1, descr=TargetToken(4611686018427387905))
-         i12 = int_and(i1, 255)
-         i13 = int_add(i8, i12)
+         label(i8, i1, i5, descr=TargetToken(4611686018427387905))
+         i13 = int_add(i8, i5)
          i14 = int_and(i13, 16777215)
-         jump(i14, i1, descr=TargetToken(4611686018427387905))",
+         jump(i14, i1, i5, descr=TargetToken(4611686018427387905))",
         &peel(),
     );
     // A mask wider than the sum can stay below keeps the check: `x` may be any integer.
@@ -267,11 +266,10 @@ fn an_object_that_escapes_in_the_body_is_allocated() {
     assert!(out.carried_virtuals.is_empty());
 }
 
-/// With peeling, a pure op on loop-invariant operands (`i1 * 24`) is not computed again in
-/// a body that carries loads (here `p0.n`): the body uses the peeled iteration's result
-/// (loop-invariant code motion). A body no bridge could enter anyway loses nothing by
-/// depending on the peeled iteration; without the carried load the body computes it again,
-/// so that a bridge may enter it.
+/// With peeling, a pure op on loop-invariant operands (`i1 * 24`) is computed once, in the
+/// peeled iteration, and the body label carries its result (loop-invariant code motion);
+/// the loop's own jump passes it back, and a bridge entering the body computes it itself
+/// ([`trace_ir::CarriedPure`]), so the body stays enterable, with or without carried loads.
 #[test]
 fn peeling_computes_pure_ops_on_invariant_operands_once() {
     let input = "[p0, i1, i2]
@@ -285,36 +283,59 @@ fn peeling_computes_pure_ops_on_invariant_operands_once() {
     let out = check_with(
         input,
         "[p0, i1, i2]
-                                 label(p0, i1, i2, descr=TargetToken(1))
-                                 i7 = getfield_gc_i(p0, descr=<FieldS T.n 8>)
-                                 i8 = int_lt(i2, i7)
-                                 guard_true(i8, descr=<Guard1>) [i2]
-                                 i10 = int_mul(i1, 24)
-                                 i11 = int_add(i10, i2)
-                                 label(p0, i1, i11, i7, descr=TargetToken(4611686018427387905))
-                                 i17 = int_lt(i11, i7)
-                                 guard_true(i17, descr=<Guard2 key=1>) [i11]
-                                 i19 = int_add(i10, i11)
-                                 jump(p0, i1, i19, i7, descr=TargetToken(4611686018427387905))",
+         label(p0, i1, i2, descr=TargetToken(1))
+         i7 = getfield_gc_i(p0, descr=<FieldS T.n 8>)
+         i8 = int_lt(i2, i7)
+         guard_true(i8, descr=<Guard1>) [i2]
+         i10 = int_mul(i1, 24)
+         i11 = int_add(i10, i2)
+         label(p0, i1, i11, i7, i10, descr=TargetToken(4611686018427387905))
+         i18 = int_lt(i11, i7)
+         guard_true(i18, descr=<Guard2 key=1>) [i11]
+         i20 = int_add(i10, i11)
+         jump(p0, i1, i20, i7, i10, descr=TargetToken(4611686018427387905))",
         &peel(),
     );
     assert_eq!(out.carried.len(), 1);
-    assert!(out.body_entries.is_empty());
-    let enterable = check_with(&input.replace("i3 = getfield_gc_i(p0, descr=<FieldS T.n 8>)", "i3 = int_add(i1, 100)"), "[p0, i1, i2]
-                                                                                                                         label(p0, i1, i2, descr=TargetToken(1))
-                                                                                                                         i7 = int_add(i1, 100)
-                                                                                                                         i8 = int_lt(i2, i7)
-                                                                                                                         guard_true(i8, descr=<Guard1>) [i2]
-                                                                                                                         i10 = int_mul(i1, 24)
-                                                                                                                         i11 = int_add(i10, i2)
-                                                                                                                         label(p0, i1, i11, descr=TargetToken(4611686018427387905))
-                                                                                                                         i16 = int_add(i1, 100)
-                                                                                                                         i17 = int_lt(i11, i16)
-                                                                                                                         guard_true(i17, descr=<Guard2 key=1>) [i11]
-                                                                                                                         i19 = int_mul(i1, 24)
-                                                                                                                         i20 = int_add(i19, i11)
-                                                                                                                         jump(p0, i1, i20, descr=TargetToken(4611686018427387905))", &peel());
-    assert_eq!(enterable.body_entries.len(), 1);
+    let times_24 = trace_ir::CarriedPure {
+        param: 4,
+        opcode: trace_ir::Opcode::IntMul,
+        args: vec![
+            trace_ir::CarriedBase::Param(1),
+            trace_ir::CarriedBase::Const(trace_ir::Const::Int(24)),
+        ],
+        // A multiple of 8, as a bridge computing it knows too.
+        facts: trace_ir::WordFacts {
+            range: Some((i64::MIN, i64::MAX - 7)),
+            bits: Some((7, 0)),
+            ..trace_ir::WordFacts::default()
+        },
+    };
+    assert_eq!(out.carried_pure, vec![times_24.clone()]);
+    assert_eq!(out.body_entries.len(), 1);
+    assert_eq!(out.body_entries[0].carried_pure, vec![times_24]);
+    assert_eq!(out.body_entries[0].arity(), 5);
+    // Without a carried load: `i1 + 100` is carried too.
+    let plain = check_with(
+        &input.replace("i3 = getfield_gc_i(p0, descr=<FieldS T.n 8>)", "i3 = int_add(i1, 100)"),
+        "[p0, i1, i2]
+         label(p0, i1, i2, descr=TargetToken(1))
+         i7 = int_add(i1, 100)
+         i8 = int_lt(i2, i7)
+         guard_true(i8, descr=<Guard1>) [i2]
+         i10 = int_mul(i1, 24)
+         i11 = int_add(i10, i2)
+         label(p0, i1, i11, i7, i10, descr=TargetToken(4611686018427387905))
+         i18 = int_lt(i11, i7)
+         guard_true(i18, descr=<Guard2 key=1>) [i11]
+         i20 = int_add(i10, i11)
+         jump(p0, i1, i20, i7, i10, descr=TargetToken(4611686018427387905))",
+        &peel(),
+    );
+    assert!(plain.carried.is_empty());
+    let ops: Vec<_> = plain.carried_pure.iter().map(|c| (c.param, c.opcode)).collect();
+    assert_eq!(ops, [(3, trace_ir::Opcode::IntAdd), (4, trace_ir::Opcode::IntMul)]);
+    assert_eq!(plain.body_entries.len(), 1);
 }
 
 #[test]

@@ -139,17 +139,10 @@ impl Abstraction {
     /// so that products of the same constant with operands written differently on the two
     /// sides are applications to the same constant in the same place).
     pub(super) fn operands(opc: Opcode, a: &BV, b: &BV) -> (BV, BV) {
-        let (a, b) = (a.simplify(), b.simplify());
-        let num = |x: &BV| x.as_u64().is_some();
-        let swap = match (num(&a), num(&b)) {
-            (true, false) => true,
-            (false, true) => false,
-            _ => ast_hash(&a) > ast_hash(&b),
-        };
-        if is_commutative(opc) && swap {
-            (b, a)
+        if is_commutative(opc) {
+            ordered(a, b)
         } else {
-            (a, b)
+            (a.simplify(), b.simplify())
         }
     }
 
@@ -313,6 +306,24 @@ pub(super) fn negated(t: &BV) -> Option<BV> {
 
 pub(super) fn is_commutative(opc: Opcode) -> bool {
     matches!(opc, Opcode::IntMul | Opcode::IntMulOvf | Opcode::UintMulHigh)
+}
+
+/// The two operands of a commutative op, simplified, in one order whichever way they come
+/// (a constant second, otherwise by [`ast_hash`]): equal computations written either way
+/// are then one term.
+pub(super) fn ordered(a: &BV, b: &BV) -> (BV, BV) {
+    let (a, b) = (a.simplify(), b.simplify());
+    let num = |x: &BV| x.as_u64().is_some();
+    let swap = match (num(&a), num(&b)) {
+        (true, false) => true,
+        (false, true) => false,
+        _ => ast_hash(&a) > ast_hash(&b),
+    };
+    if swap {
+        (b, a)
+    } else {
+        (a, b)
+    }
 }
 
 /// Z3's structural hash of a term (stable for equal terms).

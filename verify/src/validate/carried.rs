@@ -1,20 +1,23 @@
-//! Loop body label parameters that carry loaded values ([`Config::carried`]): proven where
-//! the label is reached (its operands, the final `jump`'s), assumed past the label.
+//! Loop body label parameters that carry loaded values ([`Config::carried`]) and results of
+//! pure ops on invariant parameters ([`Config::carried_pure`]): proven where the label is
+//! reached (its operands, the final `jump`'s), assumed past the label.
 //!
 //! [`Config::carried`]: super::Config::carried
+//! [`Config::carried_pure`]: super::Config::carried_pure
 
 use trace_ir::descr::Descr;
 use trace_ir::text::descr_to_string;
 use trace_ir::{
-    jump_target, CarriedBase, CarriedLoad, CarriedValue, CarriedVirtual, JumpTarget, OpRef, Trace, WordFacts,
+    jump_target, CarriedBase, CarriedLoad, CarriedPure, CarriedValue, JumpTarget, Kind, OpRef, Trace, WordFacts,
 };
-use z3::ast::BV;
+use z3::ast::{Bool, BV};
 
+use super::carried_objects::LabelCarries;
 use super::compare::Pairs;
 use super::side::{Side, Sym};
 use super::terms::bv;
 use super::validator::Validator;
-use super::R;
+use super::{unsupported, R};
 
 /// One carried load of the optimized trace's loop label, its descriptor resolved.
 pub(super) struct Carried<'t> {
@@ -66,16 +69,21 @@ impl<'t> Side<'t> {
 }
 
 impl<'t> Validator<'t> {
+    /// What the optimized trace's own loop body label carries (`Config::carried`,
+    /// `carried_virtuals`, `carried_pure`).
+    pub(super) fn own_carries(&self) -> LabelCarries {
+        LabelCarries {
+            loads: self.cfg.carried.clone(),
+            virtuals: self.cfg.carried_virtuals.clone(),
+            pure: self.cfg.carried_pure.clone(),
+        }
+    }
+
     /// When the optimized final `jump` `rp` goes to the body of the loop whose header the
     /// original's `ro` names (`Config::body_entries`): the loads and objects that body's
-    /// label carries and their descriptors, each found (by value) in the optimized or the
+    /// label carries (loads, objects, pure results) and their descriptors, each found (by value) in the optimized or the
     /// original trace's table (`None` when in neither).
-    #[allow(clippy::type_complexity)]
-    pub(super) fn entered_body(
-        &self,
-        ro: OpRef,
-        rp: OpRef,
-    ) -> Option<(Vec<CarriedLoad>, Vec<CarriedVirtual>, Vec<Option<&'t Descr>>)> {
+    pub(super) fn entered_body(&self, ro: OpRef, rp: OpRef) -> Option<(LabelCarries, Vec<Option<&'t Descr>>)> {
         let target = |t: &Trace, r: OpRef| match t.op(r).descr.map(|d| t.descr(d)) {
             Some(Descr::Target(x)) if t.op(r).opcode == trace_ir::Opcode::Jump => Some(*x),
             _ => None,
@@ -88,7 +96,12 @@ impl<'t> Validator<'t> {
             .iter()
             .map(|d| pt.descrs.iter().chain(&ot.descrs).find(|x| *x == d))
             .collect();
-        Some((entry.carried.clone(), entry.carried_virtuals.clone(), descrs))
+        let carries = LabelCarries {
+            loads: entry.carried.clone(),
+            virtuals: entry.carried_virtuals.clone(),
+            pure: entry.carried_pure.clone(),
+        };
+        Some((carries, descrs))
     }
 
     /// The carried loads of the optimized trace's loop label, checked against its
@@ -230,5 +243,111 @@ impl<'t> Validator<'t> {
                 CarriedValue::Const(x) => self.assume(v.eq(bv(x.bits())), false),
             }
         }
+    }
+}
+
+impl<'t> Validator<'t> {
+    /// The carried pure results of a label of `n` input parameters and `m` in all, checked:
+    /// their parameters are the last ones, in order, each a pure op without descriptor on
+    /// input parameters and constants. Returns where they start (the other carried
+    /// parameters end there).
+    pub(super) fn carried_pure_params(&self, n: usize, m: usize, pure: &[CarriedPure]) -> Result<usize, String> {
+        let Some(start) = m.checked_sub(pure.len()).filter(|&s| s >= n) else {
+            return Err(format!(
+                "{} carried pure results do not fit after {n} parameters",
+                pure.len()
+            ));
+        };
+        for (i, c) in pure.iter().enumerate() {
+            if c.param != start + i {
+                return Err(format!(
+                    "a carried pure result in parameter {}, not {}",
+                    c.param,
+                    start + i
+                ));
+            }
+            if !c.opcode.is_pure() || !c.opcode.arity_ok(c.args.len()) {
+                return Err(format!("a carried {} of {} operands", c.opcode, c.args.len()));
+            }
+            if c.args.iter().any(|a| matches!(*a, CarriedBase::Param(k) if k >= n)) {
+                return Err(format!("a carried {} on a parameter past the {n} inputs", c.opcode));
+            }
+        }
+        Ok(start)
+    }
+
+    /// `c`'s op on `params` (a side's values of the label's input parameters) and the
+    /// condition under which it is defined.
+    fn carried_pure_value(&mut self, c: &CarriedPure, params: &[Sym]) -> R<(BV, Bool)> {
+        let mut args = Vec::with_capacity(c.args.len());
+        for a in &c.args {
+            args.push(match *a {
+                CarriedBase::Param(k) => match &params[k] {
+                    Sym::Bv(b) => b.clone(),
+                    _ => return unsupported(format!("a carried {} on an object", c.opcode)),
+                },
+                CarriedBase::Const(x) => bv(x.bits()),
+            });
+        }
+        let is_float =
+            c.opcode.result_kind() == Kind::Float || (0..args.len()).any(|i| c.opcode.arg_kind(i) == Some(Kind::Float));
+        self.pure_value(c.opcode, &args, is_float)
+    }
+
+    /// Prove that each carried pure result holds where the label is reached: its operand
+    /// (of `operands`, the optimized side's past the original's `params`, by position) is
+    /// its op on the original side's values `params` of the input operands (proven equal to
+    /// the optimized side's), that op is defined there, and the operand has the facts
+    /// assumed of it.
+    pub(super) fn prove_carried_pure(
+        &mut self,
+        at: &str,
+        pure: &[CarriedPure],
+        params: &[Sym],
+        operands: &[Sym],
+        pairs: &mut Pairs,
+    ) -> R<()> {
+        let n = params.len();
+        for c in pure {
+            let (v, defined) = self.carried_pure_value(c, params)?;
+            let opcode = c.opcode;
+            self.prove(&defined, || format!("{at}: carried {opcode} may be undefined"), None)?;
+            let x = operands[c.param - n].clone();
+            self.prove_equal(&Sym::Bv(v), &x, pairs, &|| {
+                format!("{at}: carried parameter {} is not its {opcode}", c.param)
+            })?;
+            if !c.facts.is_empty() {
+                let claim = self.p.satisfies(&x, &c.facts);
+                let facts = c.facts.clone();
+                self.prove(
+                    &claim,
+                    || format!("{at}: carried {opcode} may not satisfy what the loop assumes ({facts:?})"),
+                    None,
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Past the optimized trace's label at `rp` (its input parameters already set): each
+    /// carried pure result's parameter is its op on them, assumed to have its facts. Sound
+    /// by induction: every way into the label was proven to pass such values.
+    pub(super) fn enter_carried_pure(&mut self, rp: OpRef, pure: &[CarriedPure]) -> R<()> {
+        let params: Vec<OpRef> = self.p.trace.label_params(rp).collect();
+        let n = params.len() - pure.len();
+        let inputs = params[..n]
+            .iter()
+            .map(|p| self.p.vals[p.index()].clone().expect("an input parameter has a value"))
+            .collect::<Vec<_>>();
+        for c in pure {
+            let (v, _) = self.carried_pure_value(c, &inputs)?;
+            let x = Sym::Bv(v);
+            if !c.facts.is_empty() {
+                let holds = self.p.satisfies(&x, &c.facts);
+                self.assume(holds, false);
+            }
+            self.p.vals[params[c.param].index()] = Some(x);
+        }
+        Ok(())
     }
 }

@@ -22,6 +22,14 @@ use super::side::{alloc_class, struct_shape, LocalObj, Side, Sym};
 use super::validator::Validator;
 use super::{unsupported, R};
 
+/// What a loop body label carries past the original's parameters, as the optimizer states it.
+#[derive(Clone, Default)]
+pub(super) struct LabelCarries {
+    pub(super) loads: Vec<CarriedLoad>,
+    pub(super) virtuals: Vec<CarriedVirtual>,
+    pub(super) pure: Vec<trace_ir::CarriedPure>,
+}
+
 /// One object the loop label takes field by field, its descriptors resolved.
 pub(super) struct CarriedObj<'t> {
     /// The label's input parameter it is passed in.
@@ -35,17 +43,18 @@ pub(super) struct CarriedObj<'t> {
 impl<'t> Validator<'t> {
     /// What the parameters of the optimized loop label past the original's `n` (of `m`)
     /// carry: loaded values ([`Validator::carried_params`]), then the fields of objects
-    /// taken field by field.
+    /// taken field by field, then results of pure ops
+    /// ([`Validator::carried_pure_params`]).
     pub(super) fn carried_extras(
         &self,
         n: usize,
         m: usize,
-        loads: &[CarriedLoad],
-        virtuals: &[CarriedVirtual],
+        c: &LabelCarries,
         descrs: &[Option<&'t Descr>],
     ) -> Result<(Vec<Carried<'t>>, Vec<CarriedObj<'t>>), String> {
-        let (objs, start) = self.carried_objects(n, m, virtuals, descrs)?;
-        Ok((self.carried_params(n, start, loads, descrs)?, objs))
+        let end = self.carried_pure_params(n, m, &c.pure)?;
+        let (objs, start) = self.carried_objects(n, end, &c.virtuals, descrs)?;
+        Ok((self.carried_params(n, start, &c.loads, descrs)?, objs))
     }
 
     /// The objects of [`Config::carried_virtuals`](super::Config::carried_virtuals), checked

@@ -136,7 +136,11 @@
 //!   `jump` to it) each such operand is proven to be what the original's heap holds there,
 //!   read as `getfield_gc_*`/`getarrayitem_gc_*` read it; past the label the parameter is a
 //!   fresh symbol assumed to hold that read of the label's fresh heap (the same induction).
-//!   An extra parameter without a carried load is `Unknown`.
+//!   After the fields of objects the label takes field by field ([`Config::carried_virtuals`]),
+//!   its last parameters may carry results of pure ops on its input parameters
+//!   ([`Config::carried_pure`]): each operand is proven to be that op of the label's input
+//!   operands (and the op defined there); past the label the parameter is that op of the
+//!   input parameters. An extra parameter that carries nothing is `Unknown`.
 //! - Elidable and loop-invariant calls are uninterpreted functions of their arguments. One
 //!   that returns a reference does not return an escaped object it cannot reach: one never
 //!   passed to a call, never written where an immutable read may see it (an immutable field,
@@ -250,8 +254,9 @@
 //!   the statistics) and the walk over both traces from sync point to sync point;
 //! - `sync`: the sync points of a trace and what is proven at each (guards and their exits,
 //!   calls, labels, the final op);
-//! - `carried`: loop body label parameters that carry loaded values, proven where the label
-//!   is reached and assumed past it;
+//! - `carried`: loop body label parameters that carry loaded values or pure results,
+//!   proven where the label is reached and assumed past it;
+//! - `carried_objects`: objects a loop body label takes field by field;
 //! - `guards`: guard conditions, the constants guards pin, guard results, and the objects of
 //!   resume data;
 //! - `translate`: the ops between sync points, one file per op family (values, allocations,
@@ -338,6 +343,10 @@ pub struct Config {
     /// reached, to be an object the original allocated that nothing else refers to, with
     /// those fields.
     pub carried_virtuals: Vec<trace_ir::CarriedVirtual>,
+    /// The results of pure ops the optimized trace's loop body label carries
+    /// ([`optimizer::Optimized::carried_pure`]): each is proven, wherever the label is
+    /// reached, to be its op on the label's input operands, defined there.
+    pub carried_pure: Vec<trace_ir::CarriedPure>,
 }
 
 impl Default for Config {
@@ -351,6 +360,7 @@ impl Default for Config {
             guard_facts: Vec::new(),
             carried: Vec::new(),
             carried_virtuals: Vec::new(),
+            carried_pure: Vec::new(),
         }
     }
 }
@@ -360,11 +370,18 @@ impl Config {
     /// (its guard facts, carried loads and objects), for validating `out.trace` against the
     /// trace it was made from.
     pub fn for_optimized(out: &optimizer::Optimized) -> Config {
+        Config::default().stating(out)
+    }
+
+    /// This configuration with what the optimizer states about its output `out` (its guard
+    /// facts, and what its loop body label carries) in place of what it held.
+    pub fn stating(self, out: &optimizer::Optimized) -> Config {
         Config {
             guard_facts: out.guard_facts.clone(),
             carried: out.carried.clone(),
             carried_virtuals: out.carried_virtuals.clone(),
-            ..Config::default()
+            carried_pure: out.carried_pure.clone(),
+            ..self
         }
     }
 }

@@ -538,10 +538,12 @@ impl<'t> Validator<'t> {
         let n = ao.len();
         // Parameters past the original's carry loaded values (`Config::carried`), then the
         // fields of objects the label takes field by field (`Config::carried_virtuals`).
+        let own_loop = loop_label(pt) == Some(rp);
+        let pure = if own_loop { self.own_carries().pure } else { Vec::new() };
         let loads = match ap.len() {
-            m if m >= n && loop_label(pt) == Some(rp) => {
+            m if m >= n && own_loop => {
                 let own: Vec<_> = pt.descrs.iter().map(Some).collect();
-                self.carried_extras(n, m, &self.cfg.carried, &self.cfg.carried_virtuals, &own)
+                self.carried_extras(n, m, &self.own_carries(), &own)
             }
             m if m == n => Ok((Vec::new(), Vec::new())),
             m if m > n => Err("its extra parameters carry nothing (it is not the loop's label)".into()),
@@ -570,6 +572,7 @@ impl<'t> Validator<'t> {
         let extra = ap[n..].iter().map(|&a| self.p.value(a)).collect::<R<Vec<_>>>()?;
         self.prove_carried(&format!("label {k}"), &loads, &operands, &extra, &mut pairs)?;
         self.prove_carried_objects(&format!("label {k}"), &objs, &operands, &ap, &mut pairs)?;
+        self.prove_carried_pure(&format!("label {k}"), &pure, &operands, &extra, &mut pairs)?;
         if self.cfg.check_heap {
             self.prove_heap_equal(&format!("at label {k}"))?;
         }
@@ -665,6 +668,7 @@ impl<'t> Validator<'t> {
         }
         self.enter_carried(k, rp, &loads);
         self.enter_carried_objects(k, ro, rp, &objs);
+        self.enter_carried_pure(rp, &pure)?;
         // `run` then continues right after the label; `translate` keeps the parameters'
         // values set here.
         Ok(())
@@ -686,12 +690,18 @@ impl<'t> Validator<'t> {
         // A `jump` into another loop's body passes what its label carries
         // (`Config::body_entries`).
         let entry = self.entered_body(ro, rp);
+        let mut pure = Vec::new();
         let loads = match (opp.args.len(), entry) {
             (m, _) if m >= n && to_loop => {
                 let own: Vec<_> = pt.descrs.iter().map(Some).collect();
-                self.carried_extras(n, m, &self.cfg.carried, &self.cfg.carried_virtuals, &own)
+                let carries = self.own_carries();
+                pure = carries.pure.clone();
+                self.carried_extras(n, m, &carries, &own)
             }
-            (m, Some((loads, virtuals, descrs))) if m > n => self.carried_extras(n, m, &loads, &virtuals, &descrs),
+            (m, Some((carries, descrs))) if m > n => {
+                pure = carries.pure.clone();
+                self.carried_extras(n, m, &carries, &descrs)
+            }
             (m, _) if m == n => Ok((Vec::new(), Vec::new())),
             _ => Err(String::new()),
         };
@@ -722,6 +732,7 @@ impl<'t> Validator<'t> {
         self.prove_carried(&name.to_string(), &loads, &outputs, &extra, &mut pairs)?;
         let args = opp.args.clone();
         self.prove_carried_objects(&name.to_string(), &objs, &outputs, &args, &mut pairs)?;
+        self.prove_carried_pure(&name.to_string(), &pure, &outputs, &extra, &mut pairs)?;
         if self.cfg.check_heap {
             self.prove_heap_equal(&format!("at {}", opo.opcode))?;
         }

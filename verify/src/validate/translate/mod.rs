@@ -63,10 +63,6 @@ impl<'t> Validator<'t> {
             Opcode::PtrEq | Opcode::PtrNe | Opcode::InstancePtrEq | Opcode::InstancePtrNe => {
                 self.side(orig).ptr_cmp(r, &op)?
             }
-            Opcode::CastPtrToInt
-            | Opcode::CastIntToPtr
-            | Opcode::ConvertFloatBytesToLonglong
-            | Opcode::ConvertLonglongBytesToFloat => self.side(orig).reinterpret(r, &op)?,
             _ if flags.contains(OpFlags::PURE) => self.pure_op(orig, r, &op, &mut t)?,
             _ if opc.is_call() && pure_call(trace, r).is_some() => {
                 let pure = trace_ir::Op {

@@ -11,6 +11,7 @@ use optimizer::divconst::{Arg, Step};
 use z3::ast::BV;
 
 use super::{ovf_semantics, Translated};
+use crate::validate::abstraction::ordered as ordered_operands;
 use crate::validate::side::{Side, Sym};
 use crate::validate::terms::{bool_to_bv, bv, uf_bool, uf_bv};
 use crate::validate::validator::Validator;
@@ -41,14 +42,6 @@ impl<'t> Side<'t> {
             eq.not()
         };
         self.set(r, Sym::Bv(bool_to_bv(&res)));
-        Ok(())
-    }
-
-    /// Casts between pointers and integers, and bit conversions between floats and integers:
-    /// the same bits.
-    pub(super) fn reinterpret(&mut self, r: OpRef, op: &Op) -> R<()> {
-        let a = self.bv_of(op.args[0])?;
-        self.set(r, Sym::Bv(a));
         Ok(())
     }
 }
@@ -104,61 +97,84 @@ impl<'t> Validator<'t> {
         }
     }
 
-    /// Other pure ops: float ops with constant operands folded by the interpreter's `eval_pure`,
-    /// other float ops uninterpreted, integer ops by [`op_semantics`] or their abstraction (a
-    /// precondition such as a shift amount in range goes to `t.valid`).
+    /// Other pure ops: their value by [`Validator::pure_value`] (a precondition such as a
+    /// shift amount in range goes to `t.valid`).
     pub(super) fn pure_op(&mut self, orig: bool, r: OpRef, op: &Op, t: &mut Translated) -> R<()> {
         let s = if orig { &mut self.o } else { &mut self.p };
         let trace = s.trace;
-        let opc = op.opcode;
-        let flags = opc.flags();
         let mut args = Vec::with_capacity(op.args.len());
         for &a in &op.args {
             args.push(s.bv_of(a)?);
         }
+        let is_float =
+            op.args.iter().any(|&a| trace.kind_of(a) == Kind::Float) || op.opcode.result_kind() == Kind::Float;
+        let (v, valid) = self.pure_value(op.opcode, &args, is_float)?;
+        if valid.simplify().as_bool() != Some(true) {
+            t.valid = Some(valid);
+        }
+        let s = if orig { &mut self.o } else { &mut self.p };
+        s.set(r, Sym::Bv(v));
+        Ok(())
+    }
+
+    /// The value of the pure op `opc(args)` (`is_float`: an operand or the result is a
+    /// float) and the condition under which it is defined: casts and bit conversions the
+    /// same bits, float ops with constant operands
+    /// folded by the interpreter's `eval_pure`, other float ops uninterpreted, integer ops
+    /// by [`op_semantics`] or their abstraction, a division by a constant by its proven plan.
+    pub(in crate::validate) fn pure_value(&mut self, opc: Opcode, args: &[BV], is_float: bool) -> R<(BV, Bool)> {
+        let flags = opc.flags();
+        let defined = Bool::from_bool(true);
+        // Casts between pointers and integers, and bit conversions between floats and
+        // integers: the same bits.
+        if matches!(
+            opc,
+            Opcode::CastPtrToInt
+                | Opcode::CastIntToPtr
+                | Opcode::ConvertFloatBytesToLonglong
+                | Opcode::ConvertLonglongBytesToFloat
+        ) {
+            return Ok((args[0].clone(), defined));
+        }
         // Fold constants with the interpreter's evaluation function.
         let consts: Option<Vec<u64>> = args.iter().map(|a| a.simplify().as_u64()).collect();
-        let is_float = op.args.iter().any(|&a| trace.kind_of(a) == Kind::Float) || opc.result_kind() == Kind::Float;
         if let (Some(cs), true) = (&consts, is_float) {
-            match eval_pure(opc, cs) {
-                Ok(v) => {
-                    s.set(r, Sym::Bv(bv(v)));
-                    return Ok(());
-                }
-                Err(e) => return unsupported(format!("{opc}: {e}")),
-            }
+            return match eval_pure(opc, cs) {
+                Ok(v) => Ok((bv(v), defined)),
+                Err(e) => unsupported(format!("{opc}: {e}")),
+            };
         }
         if is_float {
             self.float_uf = true;
-            let s = if orig { &mut self.o } else { &mut self.p };
-            let v = if flags.contains(OpFlags::BOOL_RESULT) {
-                bool_to_bv(&uf_bool(opc.name(), &args))
-            } else {
-                uf_bv(opc.name(), &args)
+            // (`float_eq`/`float_ne` with their operands either way round are one term.)
+            let ordered;
+            let args = match args {
+                [a, b] if opc.is_commutative() => {
+                    let (a, b) = ordered_operands(a, b);
+                    ordered = [a, b];
+                    &ordered[..]
+                }
+                _ => args,
             };
-            s.vals[r.index()] = Some(Sym::Bv(v));
-            return Ok(());
+            let v = if flags.contains(OpFlags::BOOL_RESULT) {
+                bool_to_bv(&uf_bool(opc.name(), args))
+            } else {
+                uf_bv(opc.name(), args)
+            };
+            return Ok((v, defined));
         }
         if matches!(
             opc,
             Opcode::IntFloorDiv | Opcode::IntMod | Opcode::IntPyDiv | Opcode::IntPyMod
         ) {
             if let Some(plan) = args[1].simplify().as_u64().and_then(|c| proven_plan(opc, c as i64)) {
-                let v = self.plan_value(&plan, &args[0])?;
-                let s = if orig { &mut self.o } else { &mut self.p };
-                s.set(r, Sym::Bv(v));
-                return Ok(());
+                return Ok((self.plan_value(&plan, &args[0])?, defined));
             }
         }
-        let abstracted = self.abs.value(opc, &args);
-        let (v, valid) = match abstracted.map(Ok).unwrap_or_else(|| op_semantics(opc, &args)) {
-            Ok(x) => x,
-            Err(e) => return unsupported(format!("{opc}: no Z3 semantics ({e})")),
-        };
-        if valid.simplify().as_bool() != Some(true) {
-            t.valid = Some(valid);
+        let abstracted = self.abs.value(opc, args);
+        match abstracted.map(Ok).unwrap_or_else(|| op_semantics(opc, args)) {
+            Ok(x) => Ok(x),
+            Err(e) => unsupported(format!("{opc}: no Z3 semantics ({e})")),
         }
-        s.set(r, Sym::Bv(v));
-        Ok(())
     }
 }
