@@ -1,5 +1,6 @@
-//! Random bridges into peeled loop bodies whose labels carry loaded fields or take a box
-//! field by field (the short preamble redone at the bridge's jump): for each, the tree with
+//! Random bridges into peeled loop bodies whose labels carry loaded fields, take a box
+//! field by field or carry a loop-invariant pure result (the short preamble redone at the
+//! bridge's jump): for each, the tree with
 //! the optimized bridge runs like the tree with the recorded one in the interpreter, and
 //! translation validation proves the optimized bridge, body entry included.
 
@@ -26,8 +27,11 @@ impl Rng {
 
 /// A loop over `i` (up to 1000) that adds field `step` of `p` and, with `boxed`, keeps the
 /// running sum in a `Box` it makes for its next iteration; `p`'s `limit` field is read too
-/// when `two`. The last parameter counts the bridge's passes and is passed on unchanged.
-fn loop_text(boxed: bool, two: bool) -> String {
+/// when `two`. The last parameter counts the bridge's passes and is passed on unchanged;
+/// with `pure` the loop also adds twice that count to `i` (a pure op on an invariant
+/// parameter, which the body label carries and a bridge that changes the count computes
+/// again).
+fn loop_text(boxed: bool, two: bool, pure: bool) -> String {
     let limit = if two {
         "i20 = getfield_gc_i(p2, descr=<FieldS T.limit 16>)\ni21 = int_lt(i4, i20)\nguard_true(i21, descr=<Guard3 key=3>) [p2, i4, p5, i6]\n"
     } else {
@@ -41,6 +45,10 @@ fn loop_text(boxed: bool, two: bool) -> String {
     } else {
         ("", "p13 = same_as_r(p5)\n")
     };
+    let (twice, next) = match pure {
+        true => ("i15 = int_mul(i6, 2)\ni16 = int_add(i14, i15)\n", "i16"),
+        false => ("", "i14"),
+    };
     format!(
         "[p0, i1, p10, i11]
 label(p0, i1, p10, i11, descr=TargetToken(9)) -> [p2, i4, p5, i6]
@@ -49,7 +57,7 @@ i7 = getfield_gc_i(p2, descr=<FieldS T.step 8>)
 {limit}{read}i8 = int_lt(i4, 1000)
 guard_true(i8, descr=<Guard0 key=1>) [p2, i4, p5, i6]
 i14 = int_add(i4, i7)
-{make}jump(p2, i14, p13, i6, descr=TargetToken(9))"
+{twice}{make}jump(p2, {next}, p13, i6, descr=TargetToken(9))"
     )
 }
 
@@ -129,14 +137,15 @@ fn random_bridge(out: &Optimized, g: GuardId, boxed: bool, rng: &mut Rng) -> Tra
 #[test]
 fn random_bridges_into_carrying_bodies_run_and_validate() {
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
-    let (mut entered, mut cases) = (0, 0);
+    let (mut entered, mut cases, mut entered_pure) = (0, 0, 0);
     for case in 0..120 {
-        let (boxed, two) = (case % 2 == 0, case % 3 == 0);
-        let out = peeled(&loop_text(boxed, two));
+        let (boxed, two, pure) = (case % 2 == 0, case % 3 == 0, case % 4 < 2);
+        let out = peeled(&loop_text(boxed, two, pure));
         let Some(entry) = out.body_entries.first() else {
             panic!("no body entry for case {case}:\n{}", trace_ir::print_trace(&out.trace));
         };
         assert!(!entry.carried.is_empty(), "{entry:?}");
+        assert_eq!(entry.carried_pure.len(), usize::from(pure), "{entry:?}");
         // The body's loop guard (the last with key 1).
         let g = out.trace.guards.iter().rev().find(|g| g.resume_key == 1).unwrap().id;
         let bridge = random_bridge(&out, g, boxed, &mut rng);
@@ -148,6 +157,7 @@ fn random_bridges_into_carrying_bodies_run_and_validate() {
             Some(Descr::Target(t)) if *t == entry.body
         );
         entered += usize::from(into_body);
+        entered_pure += usize::from(into_body && pure);
         cases += 1;
         let cfg = Config {
             body_entries: out.body_entries.clone(),
@@ -200,6 +210,11 @@ fn random_bridges_into_carrying_bodies_run_and_validate() {
             "case {case}: the run never left the loop"
         );
     }
-    // Most bridges know the object non-null (from their guard) and enter the body.
+    // Most bridges know the object non-null (from their guard) and enter the body, also
+    // where they must compute the carried product of the count they change.
     assert!(entered * 2 > cases, "{entered} of {cases} bridges entered the body");
+    assert!(
+        entered_pure * 4 > cases,
+        "{entered_pure} bridges entered a body carrying a product"
+    );
 }
